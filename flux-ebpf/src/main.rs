@@ -1,0 +1,255 @@
+//! flux's kernel side: one program for every CPython USDT site flux attaches, and one empty
+//! program that measures the trap floor.
+//!
+//! The program does no policy. Per hit it:
+//! 1. drops the hit unless the task is in the traced PID namespace (a uprobe lands on an inode
+//!    and fires in every process that maps it: other containers, the host);
+//! 2. finds the site's spec through the BPF cookie userspace attached with it and reads the
+//!    probe's three arguments (filename, funcname, lineno) exactly as the decoded note says;
+//! 3. names each string by (process, pointer, fingerprint) and copies its bytes only the first
+//!    time this process names it (an LRU map remembers what was sent);
+//! 4. submits a fixed 56-byte record without waking userspace unless a lot is pending.
+//!
+//! Every reservation that fails is counted: userspace turns a non-zero count into an
+//! incomplete trace.
+#![no_std]
+#![no_main]
+
+use aya_ebpf::{
+    bindings::{bpf_pidns_info, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_kernel, bpf_probe_read_user,
+        generated::{bpf_get_attach_cookie, bpf_get_ns_current_pid_tgid, bpf_probe_read_user_str},
+    },
+    macros::{map, uprobe},
+    maps::{Array, LruHashMap, PerCpuArray, RingBuf},
+    programs::ProbeContext,
+    EbpfContext,
+};
+use flux_common::{
+    Config, Event, SiteSpec, StrDef, StrKey, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF,
+    CNT_EVENTS, CNT_FILTERED, CNT_LOST, CNT_NO_SPEC, CNT_READ_ERR, CNT_STRDEFS, MAX_SITES,
+    NUM_COUNTERS, STR_MAX,
+};
+
+/// Userspace sets the real size at load time.
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 20, 0);
+
+#[map]
+static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
+
+#[map]
+static SITES: Array<SiteSpec> = Array::with_max_entries(MAX_SITES, 0);
+
+#[map]
+static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(NUM_COUNTERS, 0);
+
+/// (process, string pointer) -> fingerprint of the string last sent for it.
+#[map]
+static STRINGS: LruHashMap<StrKey, u64> = LruHashMap::with_max_entries(65536, 0);
+
+#[inline(always)]
+fn bump(idx: u32) {
+    if let Some(p) = COUNTERS.get_ptr_mut(idx) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        unsafe { *p += 1 };
+    }
+}
+
+/// The trap floor: attached to the same sites as `flux_usdt` by `cargo xtask bench`.
+#[uprobe]
+pub fn flux_empty(_ctx: ProbeContext) -> u32 {
+    0
+}
+
+#[uprobe]
+pub fn flux_usdt(ctx: ProbeContext) -> u32 {
+    match try_flux_usdt(&ctx) {
+        Ok(()) => 0,
+        Err(()) => 0,
+    }
+}
+
+#[inline(always)]
+fn read_arg(ctx: &ProbeContext, arg: &UsdtArg) -> Result<u64, ()> {
+    let raw: u64 = match arg.kind {
+        ARG_CONST => arg.val_off as u64,
+        ARG_REG | ARG_REG_DEREF => {
+            let off = arg.reg_off as usize;
+            if off > 160 {
+                return Err(());
+            }
+            // pt_regs must be read through a helper: a variable offset into the context is
+            // rejected by the verifier.
+            let regp = unsafe { (ctx.as_ptr() as *const u8).add(off) as *const u64 };
+            let reg = unsafe { bpf_probe_read_kernel(regp) }.map_err(|_| ())?;
+            if arg.kind == ARG_REG {
+                reg
+            } else {
+                let addr = reg.wrapping_add(arg.val_off as u64) as *const u64;
+                unsafe { bpf_probe_read_user(addr) }.map_err(|_| ())?
+            }
+        }
+        _ => return Err(()),
+    };
+    // Keep the low `size` bytes, sign-extending when the note says the value is signed.
+    let size = arg.size as u32;
+    if size == 0 || size >= 8 {
+        return Ok(raw);
+    }
+    let shift = 64 - size * 8;
+    let v = raw << shift;
+    Ok(if arg.signed != 0 {
+        ((v as i64) >> shift) as u64
+    } else {
+        v >> shift
+    })
+}
+
+#[inline(always)]
+fn fingerprint(ptr: u64, fp_off: i64) -> u64 {
+    if fp_off == 0 || ptr == 0 {
+        return 0;
+    }
+    let at = ptr.wrapping_add(fp_off as u64) as *const [u64; 2];
+    match unsafe { bpf_probe_read_user(at) } {
+        Ok([len, hash]) => len ^ hash.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15,
+        Err(_) => 0,
+    }
+}
+
+/// Make sure userspace knows the string at `ptr` in this process: a cache hit costs one map
+/// lookup; a miss copies the string into the ring buffer first.
+#[inline(always)]
+fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), ()> {
+    let key = StrKey { host_tgid, _pad: 0, ptr };
+    if !always {
+        if let Some(known) = unsafe { STRINGS.get(&key) } {
+            if *known == fp {
+                return Ok(());
+            }
+        }
+    }
+    let Some(mut entry) = EVENTS.reserve::<StrDef>(0) else {
+        bump(CNT_LOST);
+        return Err(());
+    };
+    let def = entry.as_mut_ptr();
+    unsafe {
+        (*def).tag = flux_common::TAG_STR;
+        (*def).host_tgid = host_tgid;
+        (*def)._pad = 0;
+        (*def).ptr = ptr;
+        (*def).fp = fp;
+        let n = bpf_probe_read_user_str(
+            (*def).data.as_mut_ptr() as *mut _,
+            STR_MAX as u32,
+            ptr as *const _,
+        );
+        (*def).len = n as i32;
+    }
+    entry.submit(BPF_RB_NO_WAKEUP as u64);
+    bump(CNT_STRDEFS);
+    if !always {
+        let _ = STRINGS.insert(&key, &fp, 0);
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
+    let Some(cfg) = CONFIG.get(0) else {
+        return Err(());
+    };
+    let host = bpf_get_current_pid_tgid();
+    let host_tgid = (host >> 32) as u32;
+    let (mut pid, mut tid) = (host_tgid, host as u32);
+    if cfg.filter_pidns != 0 {
+        let mut ns = bpf_pidns_info { pid: 0, tgid: 0 };
+        let rc = unsafe {
+            bpf_get_ns_current_pid_tgid(
+                cfg.pidns_dev,
+                cfg.pidns_ino,
+                &mut ns as *mut _,
+                core::mem::size_of::<bpf_pidns_info>() as u32,
+            )
+        };
+        if rc != 0 {
+            bump(CNT_FILTERED);
+            return Ok(());
+        }
+        pid = ns.tgid;
+        tid = ns.pid;
+    }
+    let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
+    let Some(spec) = SITES.get(cookie) else {
+        bump(CNT_NO_SPEC);
+        return Err(());
+    };
+    if spec.kind == 0 || spec.nargs < 3 {
+        bump(CNT_NO_SPEC);
+        return Err(());
+    }
+    let ts = unsafe { bpf_ktime_get_ns() };
+    let mut read_err = false;
+    let file_ptr = read_arg(ctx, &spec.args[0]).unwrap_or_else(|_| {
+        read_err = true;
+        0
+    });
+    let func_ptr = read_arg(ctx, &spec.args[1]).unwrap_or_else(|_| {
+        read_err = true;
+        0
+    });
+    let lineno = read_arg(ctx, &spec.args[2]).unwrap_or_else(|_| {
+        read_err = true;
+        0
+    }) as i32;
+    if read_err {
+        bump(CNT_READ_ERR);
+    }
+    let fp_off = cfg.fp_off;
+    let file_fp = fingerprint(file_ptr, fp_off);
+    let func_fp = fingerprint(func_ptr, fp_off);
+    let always = fp_off == 0;
+    // A lost definition is already counted; the event still goes out so counts stay honest.
+    let _ = define_string(host_tgid, file_ptr, file_fp, always);
+    let _ = define_string(host_tgid, func_ptr, func_fp, always);
+
+    let Some(mut entry) = EVENTS.reserve::<Event>(0) else {
+        bump(CNT_LOST);
+        return Err(());
+    };
+    entry.write(Event {
+        tag: spec.kind,
+        lineno,
+        ts,
+        host_tgid,
+        pid,
+        tid,
+        _pad: 0,
+        file_ptr,
+        func_ptr,
+        file_fp,
+        func_fp,
+    });
+    let pending = EVENTS.query(BPF_RB_AVAIL_DATA as u64);
+    let flags = if pending >= cfg.wakeup_bytes {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
+    entry.submit(flags as u64);
+    bump(CNT_EVENTS);
+    Ok(())
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";

@@ -1,0 +1,366 @@
+//! The oracle trace: what one instrumented run of a program did, in order, per thread.
+//!
+//! Why a crate of its own: everything downstream of tracing (extractors, harvest, export) reads
+//! this model and nothing else, so it must not drag in BPF, tokio or Docker. The agent builds a
+//! [`Trace`]; extractors are pure functions over it.
+//!
+//! Model and conventions (the contract extractors rely on):
+//! - [`Trace::events`] is ordered by `(ts, seq)`: timestamps are CLOCK_MONOTONIC nanoseconds from
+//!   both sources (the kernel's `bpf_ktime_get_ns` and Python's `time.monotonic_ns`), and within
+//!   one thread the order is program order.
+//! - `call` / `return` are *activations*: a generator or coroutine resumed and suspended again is
+//!   one call/return pair per resumption, with the same [`Event::frame`] for every activation of
+//!   the same frame object (when the hook saw it), so a generator's activations can be joined.
+//!   Every `call` has exactly one matching `return` with the same `activation` id in a complete
+//!   trace; a frame left by an exception has a `return` whose `unwind` is set.
+//! - `line` means "this line is about to execute"; its `locals` are the locals of the frame that
+//!   changed since the frame's previous event (the effect of the code executed in between), as
+//!   `sys.settrace` reports them. A `return` carries the final changes the same way.
+//! - `file` is the absolute path as the interpreter saw it; `func` is the code object's
+//!   `co_name` (what USDT reports); `qualname` is its `co_qualname` where known.
+//! - `complete == false` means some event was lost: no gold answer may be taken from it.
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+pub mod config;
+pub mod perfetto;
+pub use config::TracingConfig;
+
+/// Which witness produced an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// CPython's USDT probes, through flux's eBPF programs.
+    Usdt,
+    /// flux's in-process hook (sys.monitoring or sys.settrace/setprofile).
+    Hook,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// An activation of a Python frame starts (a call, or a generator/coroutine resumption).
+    Call,
+    /// An activation ends (return, yield/await suspension, or exit by exception).
+    Return,
+    /// A line of a traced function is about to execute.
+    Line,
+    /// An exception was raised (or re-raised) in this frame at this line.
+    Exception,
+    /// An exception was caught by a handler in this frame at this line.
+    Handled,
+    /// A test (pytest item) started; `test` names it.
+    TestStart,
+    /// A test finished; `test` names it and `outcome` says how.
+    TestEnd,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Call => "call",
+            Kind::Return => "return",
+            Kind::Line => "line",
+            Kind::Exception => "exception",
+            Kind::Handled => "handled",
+            Kind::TestStart => "test_start",
+            Kind::TestEnd => "test_end",
+        }
+    }
+}
+
+/// A captured value: a bounded, exception-safe `repr` and the name of its type.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Value {
+    pub repr: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// One event of the trace. Strings are stored in full in memory for simplicity of extractors;
+/// the agent interns them while ingesting (see `flux-agent`), and repeated names share their
+/// allocation through `Arc<str>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub ev: Kind,
+    pub src: Source,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub func: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub qualname: String,
+    #[serde(default)]
+    pub line: u32,
+    /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub activation: u64,
+    /// Frame id: the same for all activations of one frame object (generators), else equal to
+    /// the activation id.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub frame: u64,
+    /// Activation id of the caller (0 at the bottom of a thread's stack).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub parent: u64,
+    /// Stack depth of the activation in its thread (0 = outermost traced frame).
+    #[serde(default)]
+    pub depth: u32,
+    /// Locals that changed (line/return), or the arguments (call), in a targeted frame.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locals: Vec<(String, Value)>,
+    /// Return value (normal return or yield).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The activation ended by yielding / awaiting (it may be resumed).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub suspended: bool,
+    /// The activation ended because an exception propagated out of it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unwind: bool,
+    /// Exception type (qualified, e.g. `ValueError`, `pkg.mod.Error`) and message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exc: Option<ExcInfo>,
+    /// Test node id for test events; for other events, the test running when it happened.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub test: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcInfo {
+    #[serde(rename = "type")]
+    pub ty: String,
+    #[serde(default)]
+    pub msg: String,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+impl Event {
+    /// A bare event; the rest of the fields are filled by the builder that makes it.
+    pub fn new(ts: u64, pid: u32, tid: u32, ev: Kind, src: Source) -> Event {
+        Event {
+            ts,
+            pid,
+            tid,
+            ev,
+            src,
+            file: String::new(),
+            func: String::new(),
+            qualname: String::new(),
+            line: 0,
+            activation: 0,
+            frame: 0,
+            parent: 0,
+            depth: 0,
+            locals: Vec::new(),
+            value: None,
+            suspended: false,
+            unwind: false,
+            exc: None,
+            test: String::new(),
+            outcome: String::new(),
+        }
+    }
+
+    /// The qualified name if known, else the code name.
+    pub fn name(&self) -> &str {
+        if self.qualname.is_empty() {
+            &self.func
+        } else {
+            &self.qualname
+        }
+    }
+}
+
+/// What is known about how a trace was made, and whether it can be trusted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// False if any event was lost or unreadable, or a source ended abnormally.
+    pub complete: bool,
+    /// Why it is incomplete, one reason per entry.
+    #[serde(default)]
+    pub problems: Vec<String>,
+    pub lost_events: u64,
+    #[serde(default)]
+    pub interpreter: String,
+    /// How calls were taken: `usdt`, `hook`, or `usdt+hook` (entries from the hook).
+    #[serde(default)]
+    pub calls: String,
+    /// Events per kind and source, e.g. `usdt.return` → 1234.
+    #[serde(default)]
+    pub counts: std::collections::BTreeMap<String, u64>,
+    /// Labels such as "not reproducible" that every output derived from the trace must carry.
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Trace {
+    pub meta: Meta,
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{path}:{line}: {msg}")]
+    Parse { path: String, line: usize, msg: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl Trace {
+    /// Count events per `src.kind`, as the summary and `Meta::counts` report them.
+    pub fn count_by_kind(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for e in &self.events {
+            *m.entry(format!("{}.{}", src_str(e.src), e.ev.as_str()))
+                .or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Write one JSON object per event.
+    pub fn write_jsonl(&self, mut w: impl Write) -> std::io::Result<()> {
+        for e in &self.events {
+            serde_json::to_writer(&mut w, e)?;
+            w.write_all(b"\n")?;
+        }
+        w.flush()
+    }
+
+    /// Read events written by [`Trace::write_jsonl`]; `meta` is left default (complete).
+    pub fn read_jsonl(r: impl BufRead, path: &str) -> Result<Trace, TraceError> {
+        let mut events = Vec::new();
+        for (i, line) in r.lines().enumerate() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let e: Event = serde_json::from_str(&line).map_err(|err| TraceError::Parse {
+                path: path.to_string(),
+                line: i + 1,
+                msg: err.to_string(),
+            })?;
+            events.push(e);
+        }
+        Ok(Trace {
+            meta: Meta {
+                complete: true,
+                ..Meta::default()
+            },
+            events,
+        })
+    }
+
+    /// Events of one thread, in order.
+    pub fn thread(&self, pid: u32, tid: u32) -> impl Iterator<Item = &Event> {
+        self.events
+            .iter()
+            .filter(move |e| e.pid == pid && e.tid == tid)
+    }
+
+    /// The (pid, tid) pairs in order of first appearance.
+    pub fn threads(&self) -> Vec<(u32, u32)> {
+        let mut seen = Vec::new();
+        for e in &self.events {
+            if !seen.contains(&(e.pid, e.tid)) {
+                seen.push((e.pid, e.tid));
+            }
+        }
+        seen
+    }
+
+    /// Index of the `return` of each activation, by activation id.
+    pub fn returns_by_activation(&self) -> HashMap<u64, usize> {
+        self.events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.ev == Kind::Return && e.activation != 0)
+            .map(|(i, e)| (e.activation, i))
+            .collect()
+    }
+
+    /// The `(caller, callee)` activation pairs in call order: the dynamic call tree's edges.
+    pub fn call_edges(&self) -> Vec<(Option<&Event>, &Event)> {
+        let calls: HashMap<u64, &Event> = self
+            .events
+            .iter()
+            .filter(|e| e.ev == Kind::Call)
+            .map(|e| (e.activation, e))
+            .collect();
+        self.events
+            .iter()
+            .filter(|e| e.ev == Kind::Call)
+            .map(|e| (calls.get(&e.parent).copied(), e))
+            .collect()
+    }
+}
+
+pub fn src_str(s: Source) -> &'static str {
+    match s {
+        Source::Usdt => "usdt",
+        Source::Hook => "hook",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_round_trip_keeps_every_field() {
+        let mut e = Event::new(10, 1, 2, Kind::Return, Source::Hook);
+        e.file = "/a.py".into();
+        e.func = "f".into();
+        e.qualname = "C.f".into();
+        e.line = 3;
+        e.activation = 7;
+        e.frame = 7;
+        e.parent = 5;
+        e.depth = 2;
+        e.locals = vec![(
+            "x".into(),
+            Value {
+                repr: "1".into(),
+                ty: "int".into(),
+            },
+        )];
+        e.value = Some(Value {
+            repr: "None".into(),
+            ty: "NoneType".into(),
+        });
+        e.unwind = true;
+        e.exc = Some(ExcInfo {
+            ty: "ValueError".into(),
+            msg: "bad".into(),
+        });
+        let t = Trace {
+            meta: Meta::default(),
+            events: vec![e.clone(), Event::new(11, 1, 2, Kind::Line, Source::Usdt)],
+        };
+        let mut buf = Vec::new();
+        t.write_jsonl(&mut buf).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert!(text.lines().next().unwrap().contains("\"ev\":\"return\""));
+        assert!(text.lines().nth(1).unwrap().contains("\"src\":\"usdt\""));
+        let back = Trace::read_jsonl(&buf[..], "t.jsonl").unwrap();
+        assert_eq!(back.events, t.events);
+    }
+
+    #[test]
+    fn read_jsonl_names_the_bad_line() {
+        let err = Trace::read_jsonl(&b"{\"ts\":1}\n"[..], "x.jsonl").unwrap_err();
+        assert!(err.to_string().starts_with("x.jsonl:1:"), "{err}");
+    }
+}
