@@ -25,6 +25,7 @@ use std::io::{BufRead, Write};
 
 pub mod config;
 pub mod perfetto;
+pub mod query;
 pub use config::TracingConfig;
 
 /// Which witness produced an event.
