@@ -1,0 +1,466 @@
+"""Shared machinery of the in-process hook: config, targeting, bounded reprs, the socket writer.
+
+Everything here is pure stdlib. The tracing back-ends (`_sysmon` for Python >= 3.12,
+`_settrace` for 3.11) build their callbacks on top of the `Hook` object defined here.
+"""
+import ast
+import atexit
+import builtins
+import fnmatch
+import json
+import os
+import reprlib
+import socket
+import sys
+import threading
+import time
+
+# Code kinds, stored in Hook.codes[id(code)] = [code_id, kind, code, extra...]
+EXCLUDED = 0  # flux_hook's own code: never recorded
+PLAIN = 1  # untargeted: calls only (depending on FLUX_HOOK_CALLS)
+TARGET = 2  # targeted: lines, locals, values, exceptions
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circular=False).encode
+
+PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+HOOK_DIR = os.path.dirname(PKG_DIR)
+
+
+def agent_gone(reason):
+    """The agent cannot receive records: never drop them silently, stop the process."""
+    try:
+        sys.stderr.write("flux-hook: agent gone: %s\n" % (reason,))
+        sys.stderr.flush()
+    except Exception:
+        pass
+    _real_exit(97)
+
+
+def internal_error(where):
+    """A bug in the hook must not turn into silently missing records."""
+    import traceback
+
+    try:
+        sys.stderr.write("flux-hook: internal error in %s\n" % where)
+        traceback.print_exc()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    _real_exit(98)
+
+
+_real_exit = os._exit
+
+
+class Config:
+    def __init__(self, raw):
+        d = json.loads(raw) if raw else {}
+        if not isinstance(d, dict):
+            raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
+        known = {"files", "functions", "events", "limits", "tests"}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
+        self.files = [str(f) for f in d.get("files", [])]
+        self.functions = [str(f) for f in d.get("functions", [])]
+        self.events = set(d.get("events", ["line", "call", "return", "exception", "variables"]))
+        bad = self.events - {"line", "call", "return", "exception", "variables"}
+        if bad:
+            raise ValueError("unknown event(s) in FLUX_HOOK_CONFIG: %s" % sorted(bad))
+        lim = d.get("limits", {}) or {}
+        self.repr_limit = int(lim.get("repr", 200))
+        self.locals_limit = int(lim.get("locals", 50))
+        self.depth = int(lim.get("depth", 3))
+        self.tests = bool(d.get("tests", True))
+        self.want_line = "line" in self.events
+        self.want_return = "return" in self.events
+        self.want_exc = "exception" in self.events
+        self.want_vars = "variables" in self.events
+        self._globs = [f for f in self.files if "*" in f or "?" in f or "[" in f]
+        self._suffixes = [f for f in self.files if f not in self._globs]
+        self._func_prefixes = tuple(f + "." for f in self.functions)
+        self._funcs = set(self.functions)
+
+    def file_matches(self, filename):
+        if not self.files or not filename:
+            return False
+        names = [filename]
+        if not filename.startswith("/") and not filename.startswith("<"):
+            names.append(os.path.abspath(filename))
+        for name in names:
+            for s in self._suffixes:
+                if name == s:
+                    return True
+                s2 = s.lstrip("/") if not s.startswith("./") else s[2:]
+                if name.endswith("/" + s2):
+                    return True
+            for g in self._globs:
+                if fnmatch.fnmatchcase(name, g):
+                    return True
+        return False
+
+    def qualname_matches(self, qualname):
+        if not self.functions:
+            return True
+        return qualname in self._funcs or qualname.startswith(self._func_prefixes)
+
+
+class BoundedRepr(reprlib.Repr):
+    """reprlib with limits from the config; never calls user code other than __repr__."""
+
+    def __init__(self, limit, depth):
+        reprlib.Repr.__init__(self)
+        self.limit = max(limit, 8)
+        self.maxlevel = max(depth, 1)
+        n = max(self.limit // 2, 6)
+        self.maxtuple = self.maxlist = self.maxarray = self.maxdict = n
+        self.maxset = self.maxfrozenset = self.maxdeque = n
+        self.maxstring = self.maxlong = self.maxother = self.limit + 16
+
+    def repr_str(self, x, level):
+        return builtins.repr(x[: self.limit])
+
+    def repr_bytes(self, x, level):
+        return builtins.repr(x[: self.limit])
+
+    def repr_int(self, x, level):
+        try:
+            return builtins.repr(x)
+        except Exception:
+            return "<repr failed: int>"
+
+    def repr_dict(self, x, level):
+        # Insertion order, like repr(); reprlib would sort the keys.
+        n = len(x)
+        if n == 0:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        newlevel = level - 1
+        r1 = self.repr1
+        pieces = []
+        for i, key in enumerate(x):
+            if i >= self.maxdict:
+                pieces.append("...")
+                break
+            pieces.append("%s: %s" % (r1(key, newlevel), r1(x[key], newlevel)))
+        return "{%s}" % (", ".join(pieces),)
+
+    def repr_instance(self, x, level):
+        try:
+            return builtins.repr(x)
+        except Exception:
+            return "<repr failed: %s>" % type(x).__name__
+
+
+def exc_typename(e):
+    t = type(e)
+    mod = getattr(t, "__module__", None)
+    qn = getattr(t, "__qualname__", t.__name__)
+    if mod in (None, "builtins"):
+        return qn
+    return "%s.%s" % (mod, qn)
+
+
+class FrameState:
+    """Per-frame state of a targeted frame (keyed by id(frame))."""
+
+    __slots__ = ("code", "vars", "active", "pending", "handled", "last_line")
+
+    def __init__(self, code):
+        self.code = code
+        self.vars = {}
+        self.active = True
+        self.pending = None  # exception seen in this frame, not (yet) known to be handled
+        self.handled = None  # exception caught by a handler of this frame (for bare re-raise)
+        self.last_line = None
+
+
+class Hook:
+    """The writer plus code registry; one per process (re-initialised in a forked child)."""
+
+    def __init__(self, sock_path, calls, config, mode):
+        self.sock_path = sock_path
+        self.calls = calls
+        self.cfg = config
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.buf = []
+        self.size = 0
+        self.sent = 0
+        self.closed = False
+        self.sock = None
+        self.codes = {}
+        self.next_code_id = 1
+        self.states = {}
+        self.handler_lines = {}  # filename -> {first line of an except body: except line}
+        self.tl = threading.local()
+        self.reprer = BoundedRepr(config.repr_limit, config.depth)
+        self.flush_at = 65536
+        self.pid = os.getpid()
+        self.stop_tracing = None  # set by the back-end
+        self.connect()
+
+    # ---- transport -------------------------------------------------------------------
+    def connect(self):
+        self.pid = os.getpid()
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(self.sock_path)
+        except OSError as e:
+            agent_gone("cannot connect to %s: %s" % (self.sock_path, e))
+        self.sock = s
+        hello = {
+            "hello": 1,
+            "pid": self.pid,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "mode": self.mode,
+            "calls": self.calls,
+            "clock": "monotonic_ns",
+        }
+        self._send((_dumps(hello) + "\n").encode("ascii"))
+
+    def _send(self, data):
+        try:
+            self.sock.sendall(data)
+        except OSError as e:
+            agent_gone("write failed: %s" % (e,))
+
+    def emit(self, line):
+        with self.lock:
+            if self.closed:
+                return
+            self.buf.append(line)
+            self.size += len(line)
+            if self.size >= self.flush_at:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        if not self.buf:
+            return
+        buf = self.buf
+        self.buf = []
+        self.size = 0
+        self.sent += len(buf)
+        buf.append("")
+        self._send("\n".join(buf).encode("ascii"))
+
+    def flush(self):
+        with self.lock:
+            self._flush_locked()
+
+    def finish(self):
+        """Normal end of the process: stop tracing, flush, say bye."""
+        if self.stop_tracing is not None:
+            try:
+                self.stop_tracing()
+            except Exception:
+                pass
+        with self.lock:
+            if self.closed:
+                return
+            self._flush_locked()
+            self.closed = True
+            self._send((_dumps(["bye", self.sent]) + "\n").encode("ascii"))
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    # fork handling: the parent flushes before the fork, the child reconnects with a new hello.
+    def before_fork(self):
+        try:
+            self.flush()
+        except Exception:
+            pass
+
+    def after_fork_child(self):
+        self.lock = threading.Lock()
+        self.buf = []
+        self.size = 0
+        self.sent = 0
+        try:
+            self.sock.close()
+        except Exception:
+            pass
+        if self.closed:
+            return
+        self.tl.tid = threading.get_native_id()
+        # Code definitions must be re-sent on the new connection.
+        for info in self.codes.values():
+            info[4] = False
+        self.connect()
+
+    # ---- helpers for the back-ends ---------------------------------------------------
+    def tid(self):
+        tl = self.tl
+        try:
+            return tl.tid
+        except AttributeError:
+            t = tl.tid = threading.get_native_id()
+            return t
+
+    def register(self, code):
+        """Return the info list for a code object: [code_id, kind, code, co_code, defined]."""
+        key = id(code)
+        info = self.codes.get(key)
+        if info is not None:
+            return info
+        fn = code.co_filename
+        if fn.startswith(PKG_DIR + os.sep) or fn == os.path.join(HOOK_DIR, "sitecustomize.py"):
+            kind = EXCLUDED
+        elif self.cfg.file_matches(fn) and self.cfg.qualname_matches(code.co_qualname):
+            kind = TARGET
+        else:
+            kind = PLAIN
+        with self.lock:
+            info = self.codes.get(key)
+            if info is None:
+                info = [self.next_code_id, kind, code, None, False]
+                self.next_code_id += 1
+                self.codes[key] = info
+        return info
+
+    def define(self, info):
+        """Send the C record of a code object (once per connection), before its first use."""
+        code = info[2]
+        rec = _dumps(
+            ["C", info[0], code.co_filename, code.co_name, code.co_qualname, code.co_firstlineno]
+        )
+        with self.lock:
+            if info[4]:
+                return
+            info[4] = True
+            if self.closed:
+                return
+            self.buf.append(rec)
+            self.size += len(rec)
+
+    def vrepr(self, v):
+        try:
+            s = self.reprer.repr(v)
+        except Exception:
+            s = "<repr failed: %s>" % type(v).__name__
+        lim = self.cfg.repr_limit
+        if len(s) > lim:
+            s = s[: max(lim - 3, 0)] + "..."
+        return [s, type(v).__name__]
+
+    def exc_message(self, e):
+        try:
+            m = str(e)
+        except Exception:
+            m = "<str failed: %s>" % type(e).__name__
+        lim = self.cfg.repr_limit
+        if len(m) > lim:
+            m = m[: max(lim - 3, 0)] + "..."
+        return m
+
+    def changed_locals(self, fs, frame):
+        """{name: [repr, type]} of locals whose repr/type changed since the frame's last event."""
+        try:
+            loc = frame.f_locals
+            items = list(loc.items())
+        except Exception:
+            return None
+        old = fs.vars
+        out = None
+        n = 0
+        lim = self.cfg.locals_limit
+        for name, v in items:
+            if not isinstance(name, str) or (name[:2] == "__" and name[-2:] == "__"):
+                continue
+            if n >= lim:
+                break
+            n += 1
+            rv = self.vrepr(v)
+            prev = old.get(name)
+            if prev is None or prev[0] != rv[0] or prev[1] != rv[1]:
+                old[name] = rv
+                if out is None:
+                    out = {}
+                out[name] = rv
+        return out
+
+    def handler_first_lines(self, filename):
+        """Map: first line of an except-clause body -> the except line, for a source file."""
+        m = self.handler_lines.get(filename)
+        if m is not None:
+            return m
+        m = {}
+        try:
+            import linecache
+
+            src = "".join(linecache.getlines(filename))
+            if src:
+                tree = ast.parse(src, filename)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.ExceptHandler) and node.body:
+                        m[node.body[0].lineno] = node.lineno
+        except Exception:
+            pass
+        self.handler_lines[filename] = m
+        return m
+
+    def classify_raise(self, exc, frame):
+        """'raise' when the exception originates in frame, 'reraise' when frame raises an
+        exception it had already seen, 'propagate' when it comes from a callee."""
+        tb = exc.__traceback__
+        if tb is None or tb.tb_next is None:
+            return "raise"
+        # tb is the newest entry (this frame); tb_next is where it was before.
+        nxt = tb.tb_next.tb_frame
+        if nxt is frame:
+            return "reraise"
+        if tb.tb_frame is not frame:
+            # Defensive: the head should be this frame.
+            return "propagate"
+        if nxt.f_back is frame:
+            return "propagate"
+        return "reraise"
+
+
+HOOK = None
+
+
+def install_hook():
+    """Install the hook in this process, from the FLUX_HOOK_* environment. Idempotent."""
+    global HOOK
+    if HOOK is not None:
+        return HOOK
+    sock_path = os.environ.get("FLUX_HOOK_SOCKET")
+    if not sock_path:
+        return None
+    calls = os.environ.get("FLUX_HOOK_CALLS", "all").strip() or "all"
+    if calls not in ("all", "entries", "none"):
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none)\n" % calls)
+        _real_exit(97)
+    try:
+        cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
+    except Exception as e:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_CONFIG: %s\n" % e)
+        _real_exit(97)
+    if sys.version_info >= (3, 12):
+        from . import _sysmon as backend
+
+        mode = "monitoring"
+    else:
+        from . import _settrace as backend
+
+        mode = "settrace"
+    hook = Hook(sock_path, calls, cfg, mode)
+    HOOK = hook
+    atexit.register(hook.finish)
+    os.register_at_fork(before=hook.before_fork, after_in_child=hook.after_fork_child)
+
+    def _exit_with_flush(status, _real=_real_exit):
+        # os._exit skips atexit (multiprocessing children, pytest-xdist workers): flush first.
+        try:
+            hook.finish()
+        except BaseException:
+            pass
+        _real(status)
+
+    os._exit = _exit_with_flush
+    backend.start(hook)
+    return hook

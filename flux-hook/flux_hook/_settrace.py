@@ -1,0 +1,292 @@
+"""Back-end for Python 3.11: sys.settrace / threading.settrace.
+
+One global trace function sees every frame start and resume ('call'). It returns:
+- nothing for untargeted code unless every return is wanted (calls=all); then a small local
+  function with f_trace_lines off, which only sees 'return' and 'exception' of that frame
+  (cheaper than sys.setprofile, which would also fire for every C call);
+- a full local function for targeted code (lines, locals, exceptions, return values).
+
+3.11 has no 'handled' or 're-raise' events; they are inferred:
+- handled: an exception event in the frame followed by a line event on the first line of an
+  except clause body (from the file's AST);
+- re-raise: the frame unwinds although its last exception was handled (a bare `raise`);
+- how a frame ends: the opcode at f_lasti (RETURN_VALUE = return, YIELD_VALUE = yield unless an
+  exception is pending and no value is carried, anything else = unwind).
+"""
+import dis
+import inspect
+import sys
+import threading
+import time
+
+from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, _dumps
+
+RETURN_VALUE = dis.opmap["RETURN_VALUE"]
+YIELD_VALUE = dis.opmap["YIELD_VALUE"]
+RESUME = dis.opmap.get("RESUME", -1)
+SEND = dis.opmap.get("SEND", -1)
+GEN_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def start(hook):
+    cfg = hook.cfg
+    want_c = hook.calls in ("all", "entries")
+    all_r = hook.calls == "all"
+    want_line = cfg.want_line
+    want_vars = cfg.want_vars
+    want_ret = cfg.want_return
+    want_exc = cfg.want_exc
+    trace_lines = want_line or want_vars or want_exc
+    codes = hook.codes
+    register = hook.register
+    define = hook.define
+    emit = hook.emit
+    states = hook.states
+    tidf = hook.tid
+    vrepr = hook.vrepr
+    changed_locals = hook.changed_locals
+    exc_message = hook.exc_message
+    now = time.monotonic_ns
+    plain_exc = {}  # id(frame) -> f_lasti of the last exception seen in an untargeted frame
+
+    def info_of(code):
+        info = codes.get(id(code))
+        if info is None:
+            info = register(code)
+        if info[3] is None:
+            info[3] = code.co_code
+        return info
+
+    def is_fresh(code, co, frame):
+        if not (code.co_flags & GEN_FLAGS):
+            return True
+        i = frame.f_lasti
+        return co[i] == RESUME and co[i + 1] == 0
+
+    def emit_c(info, frame, line):
+        if not info[4]:
+            define(info)
+        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
+
+    def plain_local(frame, event, arg):
+        try:
+            if event == "return":
+                code = frame.f_code
+                info = info_of(code)
+                co = info[3]
+                i = frame.f_lasti
+                op = co[i] if 0 <= i < len(co) else -1
+                if op == RETURN_VALUE:
+                    how = "return"
+                elif op == YIELD_VALUE and not (arg is None and plain_exc.get(id(frame)) == i):
+                    how = "yield"
+                else:
+                    how = "unwind"
+                plain_exc.pop(id(frame), None)
+                if not info[4]:
+                    define(info)
+                emit(
+                    '["r",%d,%d,%d,%d,%d,"%s",null,null]'
+                    % (now(), tidf(), info[0], id(frame), frame.f_lineno, how)
+                )
+            elif event == "exception":
+                plain_exc[id(frame)] = frame.f_lasti
+        except Exception:
+            internal_error("settrace(untargeted)")
+        return plain_local
+
+    def x_record(info, frame, exc, kind):
+        if not info[4]:
+            define(info)
+        emit(
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"]'
+            % (
+                now(),
+                tidf(),
+                info[0],
+                id(frame),
+                frame.f_lineno,
+                _dumps(exc_typename(exc)),
+                _dumps(exc_message(exc)),
+                kind,
+            )
+        )
+
+    def state(code, frame):
+        fs = states.get(id(frame))
+        if fs is None or fs.code is not code:
+            fs = states[id(frame)] = FrameState(code)
+        return fs
+
+    def target_local(frame, event, arg):
+        try:
+            code = frame.f_code
+            info = info_of(code)
+            fs = state(code, frame)
+            if event == "line":
+                line = frame.f_lineno
+                exc = fs.pending
+                if exc is not None and want_exc:
+                    hline = hook.handler_first_lines(code.co_filename).get(line)
+                    if hline is not None:
+                        if not info[4]:
+                            define(info)
+                        emit(
+                            '["h",%d,%d,%d,%d,%d,%s,%s]'
+                            % (
+                                now(),
+                                tidf(),
+                                info[0],
+                                id(frame),
+                                hline,
+                                _dumps(exc_typename(exc)),
+                                _dumps(exc_message(exc)),
+                            )
+                        )
+                        fs.handled = exc
+                        fs.pending = None
+                if want_line:
+                    changed = changed_locals(fs, frame) if want_vars else None
+                    if not info[4]:
+                        define(info)
+                    emit(
+                        '["l",%d,%d,%d,%d,%d,%s]'
+                        % (now(), tidf(), info[0], id(frame), line, _dumps(changed))
+                    )
+            elif event == "exception":
+                exc = arg[1]
+                if type(exc) is StopIteration and info[3][frame.f_lasti] == SEND:
+                    # 3.11 artefact: a `yield from`/await whose iterator finished reports its
+                    # StopIteration to the tracer only (3.12+ does not raise it). Not an exception.
+                    return target_local
+                if not fs.active:
+                    # Resumed by gen.throw() without a call event: open the activation.
+                    fs.active = True
+                    if want_c:
+                        emit_c(info, frame, frame.f_lineno)
+                if want_exc:
+                    tb = arg[2]
+                    if tb is None or tb.tb_next is None:
+                        kind = "raise"
+                    else:
+                        nxt = tb.tb_next.tb_frame
+                        if nxt is frame:
+                            kind = "reraise"
+                        elif nxt.f_back is frame:
+                            kind = "propagate"
+                        else:
+                            kind = "reraise"
+                    x_record(info, frame, exc, kind)
+                fs.pending = exc
+                fs.handled = None
+                fs.last_line = frame.f_lasti
+            elif event == "return":
+                co = info[3]
+                i = frame.f_lasti
+                op = co[i] if 0 <= i < len(co) else -1
+                exc = fs.pending
+                if op == RETURN_VALUE:
+                    how = "return"
+                elif op == YIELD_VALUE and not (
+                    arg is None and exc is not None and fs.last_line == i
+                ):
+                    how = "yield"
+                else:
+                    how = "unwind"
+                if how == "unwind":
+                    if exc is None and fs.handled is not None:
+                        # Left by a bare `raise` of the exception its handler caught.
+                        exc = fs.handled
+                        if want_exc:
+                            x_record(info, frame, exc, "reraise")
+                    payload = [exc_typename(exc), exc_message(exc)] if exc is not None else None
+                elif want_ret:
+                    payload = vrepr(arg)
+                else:
+                    payload = None
+                changed = changed_locals(fs, frame) if want_vars else None
+                if not info[4]:
+                    define(info)
+                emit(
+                    '["r",%d,%d,%d,%d,%d,"%s",%s,%s]'
+                    % (
+                        now(),
+                        tidf(),
+                        info[0],
+                        id(frame),
+                        frame.f_lineno,
+                        how,
+                        _dumps(payload),
+                        _dumps(changed),
+                    )
+                )
+                if how == "yield":
+                    fs.active = False
+                    fs.pending = None
+                else:
+                    states.pop(id(frame), None)
+        except Exception:
+            internal_error("settrace(targeted)")
+        return target_local
+
+    def gtrace(frame, event, arg):
+        try:
+            code = frame.f_code
+            info = codes.get(id(code))
+            if info is None:
+                info = info_of(code)
+            k = info[1]
+            if k == PLAIN:
+                if want_c:
+                    if code.co_flags & GEN_FLAGS:
+                        co = info[3]
+                        i = frame.f_lasti
+                        line = code.co_firstlineno if (co[i] == RESUME and co[i + 1] == 0) else frame.f_lineno
+                    else:
+                        line = code.co_firstlineno
+                    if not info[4]:
+                        define(info)
+                    emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
+                if all_r:
+                    frame.f_trace_lines = False
+                    return plain_local
+                return None
+            if k == EXCLUDED:
+                return None
+            co = info[3]
+            fresh = is_fresh(code, co, frame)
+            fs = states.get(id(frame))
+            if fresh or fs is None or fs.code is not code:
+                fs = states[id(frame)] = FrameState(code)
+            fs.active = True
+            if want_c:
+                emit_c(info, frame, code.co_firstlineno if fresh else frame.f_lineno)
+            frame.f_trace_lines = trace_lines
+            return target_local
+        except Exception:
+            internal_error("settrace(call)")
+
+    # Activations already running at install time (site, importlib): report their start now
+    # and, when every return is wanted, give them the untargeted local tracer.
+    if want_c:
+        stack = []
+        f = sys._getframe(1)
+        while f is not None:
+            stack.append(f)
+            f = f.f_back
+        for f in reversed(stack):
+            info = info_of(f.f_code)
+            if info[1] == EXCLUDED:
+                continue
+            emit_c(info, f, f.f_lineno)
+            if all_r:
+                f.f_trace_lines = False
+                f.f_trace = plain_local
+
+    def stop():
+        sys.settrace(None)
+        threading.settrace(None)
+
+    hook.stop_tracing = stop
+    threading.settrace(gtrace)
+    sys.settrace(gtrace)

@@ -1,0 +1,334 @@
+"""Back-end for Python >= 3.12: sys.monitoring (PEP 669).
+
+Global events: PY_START (always: it is how targeted code objects are found; untargeted code gets
+DISABLE when no calls are wanted), PY_RESUME / PY_THROW when calls are wanted, PY_RETURN /
+PY_YIELD when every return is wanted (calls=all), PY_UNWIND, RAISE and RERAISE.
+Local events on targeted code objects only: LINE, PY_RETURN, PY_YIELD, PY_RESUME.
+"""
+import sys
+import time
+
+from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, _dumps
+
+
+def _pick_tool(M):
+    for tool in (M.PROFILER_ID, 4, 3, 1, 0, 5):
+        if M.get_tool(tool) is None:
+            M.use_tool_id(tool, "flux-hook")
+            return tool
+    raise RuntimeError("no free sys.monitoring tool id")
+
+
+def start(hook):
+    M = sys.monitoring
+    E = M.events
+    tool = _pick_tool(M)
+    cfg = hook.cfg
+    want_c = hook.calls in ("all", "entries")
+    all_r = hook.calls == "all"
+    want_line = cfg.want_line
+    want_vars = cfg.want_vars
+    want_ret = cfg.want_return
+    want_exc = cfg.want_exc
+    codes = hook.codes
+    register = hook.register
+    define = hook.define
+    emit = hook.emit
+    states = hook.states
+    tidf = hook.tid
+    vrepr = hook.vrepr
+    changed_locals = hook.changed_locals
+    exc_message = hook.exc_message
+    getframe = sys._getframe
+    now = time.monotonic_ns
+    DISABLE = M.DISABLE
+    set_local_events = M.set_local_events
+
+    local_ev = E.PY_RETURN | E.PY_YIELD
+    if want_line or want_vars or want_exc:
+        local_ev |= E.LINE
+    if not want_c:
+        local_ev |= E.PY_RESUME
+    instrumented = []
+
+    def setup_target(info):
+        info[3] = True
+        set_local_events(tool, info[2], local_ev)
+        instrumented.append(info[2])
+
+    def emit_c(info, f, line):
+        if not info[4]:
+            define(info)
+        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), line))
+
+    def on_start(code, off):
+        try:
+            info = codes.get(id(code)) or register(code)
+            k = info[1]
+            if k == PLAIN:
+                if not want_c:
+                    return DISABLE
+                f = getframe(1)
+                if not info[4]:
+                    define(info)
+                emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), code.co_firstlineno))
+                return None
+            if k == EXCLUDED:
+                return DISABLE
+            if info[3] is None:
+                setup_target(info)
+            f = getframe(1)
+            states[id(f)] = FrameState(code)
+            if want_c:
+                emit_c(info, f, code.co_firstlineno)
+        except Exception:
+            internal_error("PY_START")
+
+    def _resume(code, depth, allow_disable):
+        info = codes.get(id(code)) or register(code)
+        k = info[1]
+        if k == PLAIN:
+            if not want_c:
+                return DISABLE if allow_disable else None
+            f = getframe(depth)
+            emit_c(info, f, f.f_lineno)
+            return None
+        if k == EXCLUDED:
+            return DISABLE if allow_disable else None
+        if info[3] is None:
+            setup_target(info)
+        f = getframe(depth)
+        fs = states.get(id(f))
+        if fs is None or fs.code is not code:
+            fs = states[id(f)] = FrameState(code)
+        fs.active = True
+        if want_c:
+            emit_c(info, f, f.f_lineno)
+        return None
+
+    def on_resume(code, off):
+        try:
+            return _resume(code, 2, True)
+        except Exception:
+            internal_error("PY_RESUME")
+
+    def on_throw(code, off, exc):
+        try:
+            _resume(code, 2, False)
+        except Exception:
+            internal_error("PY_THROW")
+
+    def _end(code, value, how, depth, allow_disable):
+        info = codes.get(id(code)) or register(code)
+        k = info[1]
+        if k == PLAIN:
+            if not all_r:
+                return DISABLE if allow_disable else None
+            f = getframe(depth)
+            if not info[4]:
+                define(info)
+            emit(
+                '["r",%d,%d,%d,%d,%d,"%s",null,null]'
+                % (now(), tidf(), info[0], id(f), f.f_lineno, how)
+            )
+            return None
+        if k == EXCLUDED:
+            return DISABLE if allow_disable else None
+        f = getframe(depth)
+        fs = states.get(id(f))
+        if fs is None or fs.code is not code:
+            fs = FrameState(code)
+        payload = None
+        if how == "unwind":
+            payload = [exc_typename(value), exc_message(value)]
+        elif want_ret:
+            payload = vrepr(value)
+        changed = changed_locals(fs, f) if want_vars else None
+        if not info[4]:
+            define(info)
+        emit(
+            '["r",%d,%d,%d,%d,%d,"%s",%s,%s]'
+            % (now(), tidf(), info[0], id(f), f.f_lineno, how, _dumps(payload), _dumps(changed))
+        )
+        if how == "yield":
+            fs.active = False
+            fs.pending = None
+        else:
+            states.pop(id(f), None)
+        return None
+
+    def on_return(code, off, rv):
+        try:
+            return _end(code, rv, "return", 2, True)
+        except Exception:
+            internal_error("PY_RETURN")
+
+    def on_yield(code, off, rv):
+        try:
+            return _end(code, rv, "yield", 2, True)
+        except Exception:
+            internal_error("PY_YIELD")
+
+    def on_unwind(code, off, exc):
+        try:
+            info = codes.get(id(code)) or register(code)
+            k = info[1]
+            if k == TARGET:
+                f = getframe(1)
+                fs = states.get(id(f))
+                if want_exc and fs is not None and fs.code is code and fs.pending is not exc:
+                    # Left by an exception this frame never reported (cannot happen with
+                    # RAISE/RERAISE on, kept for safety): report it as a re-raise.
+                    _x(info, f, fs, exc, "reraise")
+                _end(code, exc, "unwind", 2, False)
+            elif k == PLAIN and all_r:
+                _end(code, exc, "unwind", 2, False)
+        except Exception:
+            internal_error("PY_UNWIND")
+
+    def _x(info, f, fs, exc, kind):
+        if not info[4]:
+            define(info)
+        emit(
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"]'
+            % (
+                now(),
+                tidf(),
+                info[0],
+                id(f),
+                f.f_lineno,
+                _dumps(exc_typename(exc)),
+                _dumps(exc_message(exc)),
+                kind,
+            )
+        )
+        fs.pending = exc
+        fs.handled = None
+
+    def _state(code, f):
+        fs = states.get(id(f))
+        if fs is None or fs.code is not code:
+            fs = states[id(f)] = FrameState(code)
+        return fs
+
+    def on_raise(code, off, exc):
+        try:
+            info = codes.get(id(code)) or register(code)
+            if info[1] != TARGET:
+                return
+            f = getframe(1)
+            fs = _state(code, f)
+            _x(info, f, fs, exc, hook.classify_raise(exc, f))
+        except Exception:
+            internal_error("RAISE")
+
+    def on_reraise(code, off, exc):
+        try:
+            info = codes.get(id(code)) or register(code)
+            if info[1] != TARGET:
+                return
+            f = getframe(1)
+            fs = _state(code, f)
+            if fs.pending is exc:
+                # Re-raised by the cleanup of a finally/with/unmatched except: no new event.
+                return
+            # A handled exception raised again (bare `raise` in its handler).
+            _x(info, f, fs, exc, "reraise")
+        except Exception:
+            internal_error("RERAISE")
+
+    def on_line(code, line):
+        try:
+            info = codes.get(id(code)) or register(code)
+            if info[1] != TARGET:
+                return DISABLE
+            f = getframe(1)
+            fs = _state(code, f)
+            exc = fs.pending
+            if exc is not None and want_exc:
+                hl = hook.handler_first_lines(code.co_filename)
+                hline = hl.get(line)
+                if hline is not None:
+                    if not info[4]:
+                        define(info)
+                    emit(
+                        '["h",%d,%d,%d,%d,%d,%s,%s]'
+                        % (
+                            now(),
+                            tidf(),
+                            info[0],
+                            id(f),
+                            hline,
+                            _dumps(exc_typename(exc)),
+                            _dumps(exc_message(exc)),
+                        )
+                    )
+                    fs.handled = exc
+                    fs.pending = None
+            if want_line:
+                changed = changed_locals(fs, f) if want_vars else None
+                if not info[4]:
+                    define(info)
+                emit(
+                    '["l",%d,%d,%d,%d,%d,%s]'
+                    % (now(), tidf(), info[0], id(f), line, _dumps(changed))
+                )
+            return None
+        except Exception:
+            internal_error("LINE")
+
+    reg = M.register_callback
+    reg(tool, E.PY_START, on_start)
+    reg(tool, E.PY_RESUME, on_resume)
+    reg(tool, E.PY_THROW, on_throw)
+    reg(tool, E.PY_RETURN, on_return)
+    reg(tool, E.PY_YIELD, on_yield)
+    reg(tool, E.PY_UNWIND, on_unwind)
+    reg(tool, E.RAISE, on_raise)
+    reg(tool, E.RERAISE, on_reraise)
+    reg(tool, E.LINE, on_line)
+
+    glob = E.PY_START | E.PY_UNWIND
+    if want_c:
+        glob |= E.PY_RESUME | E.PY_THROW
+    if all_r:
+        glob |= E.PY_RETURN | E.PY_YIELD
+    if want_exc:
+        glob |= E.RAISE | E.RERAISE
+
+    # Activations already running at install time (site, importlib): report their start now
+    # so that their returns are balanced.
+    if want_c:
+        stack = []
+        f = getframe(1)
+        while f is not None:
+            stack.append(f)
+            f = f.f_back
+        for f in reversed(stack):
+            info = register(f.f_code)
+            if info[1] != EXCLUDED:
+                emit_c(info, f, f.f_lineno)
+
+    def stop():
+        M.set_events(tool, 0)
+        for code in instrumented:
+            try:
+                set_local_events(tool, code, 0)
+            except Exception:
+                pass
+        for ev in (
+            E.PY_START,
+            E.PY_RESUME,
+            E.PY_THROW,
+            E.PY_RETURN,
+            E.PY_YIELD,
+            E.PY_UNWIND,
+            E.RAISE,
+            E.RERAISE,
+            E.LINE,
+        ):
+            reg(tool, ev, None)
+        M.free_tool_id(tool)
+
+    hook.stop_tracing = stop
+    M.set_events(tool, glob)

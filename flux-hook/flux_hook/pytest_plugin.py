@@ -1,0 +1,55 @@
+"""pytest plugin recording test boundaries; enable with PYTEST_PLUGINS=flux_hook.pytest_plugin.
+
+Records ["ts", ts, tid, nodeid] when a test starts and ["te", ts, tid, nodeid, outcome] when its
+setup/call/teardown are done; outcome is passed, failed, skipped or error (setup/teardown failed).
+Does nothing when the hook is not installed or the config says tests=false.
+"""
+import time
+
+from . import _core
+
+_outcomes = {}
+
+
+def _hook():
+    h = _core.HOOK
+    if h is None or not h.cfg.tests:
+        return None
+    return h
+
+
+def pytest_runtest_logstart(nodeid, location):
+    h = _hook()
+    if h is None:
+        return
+    _outcomes[nodeid] = "passed"
+    h.emit(_core._dumps(["ts", time.monotonic_ns(), h.tid(), nodeid]))
+
+
+def pytest_runtest_logreport(report):
+    if _hook() is None:
+        return
+    cur = _outcomes.get(report.nodeid, "passed")
+    if report.when == "call":
+        if report.failed:
+            new = "failed"
+        elif report.skipped:
+            new = "skipped"
+        else:
+            new = "passed"
+        if cur == "passed":
+            cur = new
+    else:  # setup / teardown
+        if report.failed:
+            cur = "error"
+        elif report.skipped and cur == "passed":
+            cur = "skipped"
+    _outcomes[report.nodeid] = cur
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    h = _hook()
+    if h is None:
+        return
+    outcome = _outcomes.pop(nodeid, "passed")
+    h.emit(_core._dumps(["te", time.monotonic_ns(), h.tid(), nodeid, outcome]))
