@@ -1,1 +1,44 @@
-fn main(){}
+//! `cargo xtask <subcommand>`: project chores in Rust instead of shell scripts.
+//!
+//! Thin by design: argument parsing and calls into library crates, one module per subcommand.
+//! (Run as `cargo run -p xtask -- <subcommand>` where no `xtask` cargo alias is configured.)
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod images;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "flux project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the flux container images (bases, then repository layers) from images/images.toml.
+    Images(images::Args),
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().map(PathBuf::from).unwrap_or(manifest_dir)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Images(args) => images::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

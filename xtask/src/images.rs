@@ -1,0 +1,60 @@
+//! `cargo xtask images [--rebuild] [NAME…]`: builds the images of `images/images.toml` through
+//! `flux_container::images::build`, printing what was built or skipped and the manifests' paths.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use flux_container::images::{self, Action, BuildConfig};
+use flux_container::Runtime;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Rebuild even if an image's manifest matches its definition (the rootfs cache is reused).
+    #[arg(long)]
+    rebuild: bool,
+    /// Image definitions (default: <workspace>/images/images.toml).
+    #[arg(long)]
+    definitions: Option<PathBuf>,
+    /// Images to build: a repo name (`sympy`), a base name (`py3.13-trixie`) or a full reference
+    /// (`flux/base:py3.15-sid`). None: the default bases and every repo.
+    names: Vec<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let root = crate::workspace_root();
+    let config = BuildConfig {
+        definitions: args.definitions.unwrap_or_else(|| root.join("images/images.toml")),
+        cache_dir: root.join(".flux-cache"),
+        rebuild: args.rebuild,
+    };
+    let rt = tokio::runtime::Runtime::new().context("start tokio")?;
+    let results = rt.block_on(async {
+        let runtime = Runtime::connect().await?;
+        images::build(&runtime, &config, &args.names, &mut |line| eprintln!("  .. {line}")).await
+    })?;
+    let mut failed = 0;
+    for (image, result) in &results {
+        match result {
+            Ok(r) => {
+                let verb = match r.action {
+                    Action::Built => "built  ",
+                    Action::Skipped => "skipped",
+                };
+                let id = r.manifest.image_id.as_deref().unwrap_or("?");
+                let short = id.trim_start_matches("sha256:").get(..12).unwrap_or(id);
+                println!(
+                    "{verb} {image} ({short}, python {}) in {:.1}s; manifest {}",
+                    r.manifest.interpreter.version,
+                    r.seconds,
+                    r.manifest_path.display()
+                );
+            }
+            Err(e) => {
+                failed += 1;
+                println!("FAILED  {image}: {e}");
+            }
+        }
+    }
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
