@@ -1,0 +1,263 @@
+//! Chat clients for the two wire protocols (OpenAI chat-completions, Anthropic messages), with
+//! bounded retries and exponential backoff on 429, 5xx, timeouts and connection errors.
+//! `Retry-After` (seconds) is honoured, capped by [`RetryPolicy::max_backoff`].
+//!
+//! The API key is sent in a header and never appears in errors, logs or files.
+
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// Wire protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+impl std::str::FromStr for Api {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "openai" => Ok(Api::OpenAi),
+            "anthropic" => Ok(Api::Anthropic),
+            o => Err(format!("unknown api {o:?} (openai, anthropic)")),
+        }
+    }
+}
+
+impl Api {
+    pub fn key_env(self) -> &'static str {
+        match self {
+            Api::OpenAi => "OPENAI_API_KEY",
+            Api::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// Retry behaviour.
+#[derive(Debug, Clone)]
+pub struct RetryPolicy {
+    /// Retries after the first try (so `max_retries + 1` requests at most).
+    pub max_retries: u32,
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 4,
+            initial_backoff: Duration::from_secs(2),
+            max_backoff: Duration::from_secs(60),
+        }
+    }
+}
+
+/// One chat message.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    pub content: String,
+}
+
+/// A reply.
+#[derive(Debug, Clone, Default)]
+pub struct Completion {
+    pub text: String,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// HTTP requests that were retried for this completion.
+    pub retries: u32,
+}
+
+/// An infrastructure failure: not the model's answer, never scored as wrong.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct InfraError {
+    pub message: String,
+    /// Requests made (the first try plus retries).
+    pub requests: u32,
+}
+
+/// A configured client.
+#[derive(Clone)]
+pub struct ChatClient {
+    http: reqwest::Client,
+    api: Api,
+    base_url: String,
+    model: String,
+    key: Option<String>,
+    max_tokens: u32,
+    retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for ChatClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatClient")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+impl ChatClient {
+    pub fn new(
+        api: Api,
+        base_url: &str,
+        model: &str,
+        key: Option<String>,
+        max_tokens: u32,
+        timeout: Duration,
+        retry: RetryPolicy,
+    ) -> Result<Self, String> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| format!("building the HTTP client: {e}"))?;
+        Ok(ChatClient {
+            http,
+            api,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: model.to_string(),
+            key,
+            max_tokens,
+            retry,
+        })
+    }
+
+    fn request(&self, system: &str, messages: &[Message]) -> reqwest::RequestBuilder {
+        let msgs: Vec<Value> = messages
+            .iter()
+            .map(|m| json!({"role": m.role, "content": m.content}))
+            .collect();
+        match self.api {
+            Api::OpenAi => {
+                let mut all = vec![json!({"role": "system", "content": system})];
+                all.extend(msgs);
+                let body = json!({"model": self.model, "temperature": 0, "messages": all});
+                let mut rb = self.http.post(format!("{}/chat/completions", self.base_url)).json(&body);
+                if let Some(k) = &self.key {
+                    rb = rb.bearer_auth(k);
+                }
+                rb
+            }
+            Api::Anthropic => {
+                let body = json!({
+                    "model": self.model,
+                    "max_tokens": self.max_tokens,
+                    "temperature": 0,
+                    "system": system,
+                    "messages": msgs,
+                });
+                let mut rb = self
+                    .http
+                    .post(format!("{}/v1/messages", self.base_url))
+                    .header("anthropic-version", "2023-06-01")
+                    .json(&body);
+                if let Some(k) = &self.key {
+                    rb = rb.header("x-api-key", k);
+                }
+                rb
+            }
+        }
+    }
+
+    fn parse(&self, v: &Value) -> Result<Completion, String> {
+        let u = |a: &str, b: &str| v.get("usage").and_then(|u| u.get(a).or_else(|| u.get(b))).and_then(|x| x.as_u64()).unwrap_or(0);
+        match self.api {
+            Api::OpenAi => {
+                let text = v
+                    .pointer("/choices/0/message/content")
+                    .and_then(|c| c.as_str())
+                    .ok_or("response has no choices[0].message.content")?;
+                Ok(Completion {
+                    text: text.to_string(),
+                    tokens_in: u("prompt_tokens", "input_tokens"),
+                    tokens_out: u("completion_tokens", "output_tokens"),
+                    retries: 0,
+                })
+            }
+            Api::Anthropic => {
+                let parts = v.get("content").and_then(|c| c.as_array()).ok_or("response has no content")?;
+                let text: String = parts
+                    .iter()
+                    .filter(|p| p.get("type").and_then(|t| t.as_str()).is_none_or(|t| t == "text"))
+                    .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("");
+                if text.is_empty() && parts.is_empty() {
+                    return Err("response content is empty".into());
+                }
+                Ok(Completion {
+                    text,
+                    tokens_in: u("input_tokens", "prompt_tokens"),
+                    tokens_out: u("output_tokens", "completion_tokens"),
+                    retries: 0,
+                })
+            }
+        }
+    }
+
+    /// Send one conversation; retry transient failures. Every `Err` is an infrastructure error.
+    pub async fn complete(&self, system: &str, messages: &[Message]) -> Result<Completion, InfraError> {
+        let mut attempt: u32 = 0;
+        loop {
+            let (err, retry_after) = match self.request(system, messages).send().await {
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retry_after = resp
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|h| h.to_str().ok())
+                        .and_then(|s| s.trim().parse::<f64>().ok())
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(Duration::from_secs_f64);
+                    let body = resp.text().await.unwrap_or_default();
+                    if status.is_success() {
+                        let parsed = serde_json::from_str::<Value>(&body)
+                            .map_err(|e| format!("response body is not JSON: {e}"))
+                            .and_then(|v| self.parse(&v));
+                        return match parsed {
+                            Ok(mut c) => {
+                                c.retries = attempt;
+                                Ok(c)
+                            }
+                            Err(e) => Err(InfraError { message: format!("bad response: {e}"), requests: attempt + 1 }),
+                        };
+                    }
+                    let snippet: String = body.chars().take(300).collect();
+                    let msg = format!("HTTP {}: {}", status.as_u16(), snippet);
+                    let transient = status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error();
+                    if !transient {
+                        return Err(InfraError { message: msg, requests: attempt + 1 });
+                    }
+                    (msg, retry_after)
+                }
+                Err(e) => {
+                    // reqwest errors carry the URL but never our headers.
+                    (format!("request failed: {e}"), None)
+                }
+            };
+            if attempt >= self.retry.max_retries {
+                return Err(InfraError {
+                    message: format!("{err} (gave up after {} retries)", attempt),
+                    requests: attempt + 1,
+                });
+            }
+            let backoff = retry_after.unwrap_or_else(|| {
+                self.retry.initial_backoff.saturating_mul(1u32 << attempt.min(16))
+            });
+            tokio::time::sleep(backoff.min(self.retry.max_backoff)).await;
+            attempt += 1;
+        }
+    }
+}

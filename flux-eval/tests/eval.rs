@@ -1,0 +1,448 @@
+//! End-to-end tests of the evaluation harness against a real HTTP server on 127.0.0.1 that
+//! speaks both protocols with scripted replies, followed by scoring with flux-score.
+
+use flux_eval::{run_eval, run_validate, Api, EvalOptions, RetryPolicy};
+use flux_score::{run_score, Format, ScoreOptions};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+// ---------- a tiny scripted HTTP/1.1 server ----------
+
+#[derive(Debug, Clone)]
+struct Recorded {
+    path: String,
+    headers: HashMap<String, String>,
+    body: Value,
+    instance: String,
+}
+
+#[derive(Default)]
+struct State {
+    calls: HashMap<String, usize>,
+    log: Vec<Recorded>,
+}
+
+struct Server {
+    url: String,
+    state: Arc<Mutex<State>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Server {
+    fn calls(&self, inst: &str) -> usize {
+        self.state.lock().unwrap().calls.get(inst).copied().unwrap_or(0)
+    }
+    fn log(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().log.clone()
+    }
+}
+
+/// What the script answers: (HTTP status, extra headers, model text).
+fn script(instance: &str, call: usize, body: &Value) -> (u16, Vec<(&'static str, String)>, String) {
+    let id = instance.rsplit('/').next().unwrap_or("");
+    let validate = body.to_string().contains("reasoning");
+    let good = if validate {
+        r#"{"loop_iteration_count": 3, "reasoning": "the loop runs over range(3)"}"#.to_string()
+    } else {
+        "Here is my answer:\n```json\n{\"loop_iteration_count\": 3}\n```\n".to_string()
+    };
+    match id {
+        "correct" => (200, vec![], good),
+        "wrong" if validate => (
+            200,
+            vec![],
+            r#"{"loop_iteration_count": 4, "reasoning": "I counted the else branch too"}"#.into(),
+        ),
+        "wrong" => (200, vec![], r#"{"loop_iteration_count": 4}"#.into()),
+        "repair" if call == 0 => (200, vec![], "I think it is {\"loop_iteration_count\": ".into()),
+        "repair" => (200, vec![], good),
+        "ratelimit" if call == 0 => (429, vec![("Retry-After", "0".into())], "slow down".into()),
+        "ratelimit" => (200, vec![], good),
+        "down" => (500, vec![], "internal error".into()),
+        "shape" => (200, vec![], r#"{"loop_iteration_count": "three"}"#.into()),
+        _ => (404, vec![], "unknown instance".into()),
+    }
+}
+
+fn envelope(path: &str, text: &str) -> Value {
+    if path.ends_with("/chat/completions") {
+        json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+               "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+    } else {
+        json!({"id": "x", "type": "message", "content": [{"type": "text", "text": text}],
+               "usage": {"input_tokens": 100, "output_tokens": 10}})
+    }
+}
+
+async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
+    let mut buf = Vec::new();
+    let mut tmp = [0u8; 8192];
+    let head_end = loop {
+        let Ok(n) = sock.read(&mut tmp).await else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_string();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    while buf.len() < head_end + len {
+        let Ok(n) = sock.read(&mut tmp).await else { return };
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    let text = body.to_string();
+    let instance = text
+        .split("Instance: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or("")
+        .to_string();
+    let call = {
+        let mut st = state.lock().unwrap();
+        let c = st.calls.entry(instance.clone()).or_insert(0);
+        let call = *c;
+        *c += 1;
+        st.log.push(Recorded { path: path.clone(), headers, body: body.clone(), instance: instance.clone() });
+        call
+    };
+    let (status, extra, content) = script(&instance, call, &body);
+    let payload = if status == 200 { envelope(&path, &content).to_string() } else { content };
+    let mut resp = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        payload.len()
+    );
+    for (k, v) in extra {
+        resp.push_str(&format!("{k}: {v}\r\n"));
+    }
+    resp.push_str("\r\n");
+    resp.push_str(&payload);
+    let _ = sock.write_all(resp.as_bytes()).await;
+    let _ = sock.shutdown().await;
+}
+
+async fn start_server() -> Server {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let state = Arc::new(Mutex::new(State::default()));
+    let st = state.clone();
+    let task = tokio::spawn(async move {
+        while let Ok((sock, _)) = l.accept().await {
+            tokio::spawn(handle(sock, st.clone()));
+        }
+    });
+    Server { url, state, task }
+}
+
+// ---------- a temp instance store ----------
+
+fn write(p: &Path, s: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, s).unwrap();
+}
+
+const IDS: &[&str] = &["correct", "wrong", "repair", "ratelimit", "down", "shape"];
+
+fn store(root: &Path) -> (PathBuf, PathBuf) {
+    let inst = root.join("instances");
+    let src = root.join("src");
+    for id in IDS {
+        let d = inst.join("toy").join(id);
+        write(
+            &d.join("instance.toml"),
+            &format!(
+                r#"id = "{id}"
+repository = "toy"
+kind = "S2_Loops"
+question = "How many iterations does the loop in `count_up` (toy/core.py) run in test_count?"
+template = '{{"loop_iteration_count": "int"}}'
+order_insensitive = []
+package = "toy==1.0"
+[test]
+files = ["test_toy.py"]
+[tracing]
+files = ["toy/core.py"]
+functions = ["toy.core.count_up"]
+"#
+            ),
+        );
+        write(&d.join("test_toy.py"), "from toy.core import count_up\n\ndef test_count():\n    assert count_up(3) == 3\n");
+        write(
+            &d.join("oracle.json"),
+            &json!({"question_kind": "S2_Loops", "question": "q",
+                    "template_answer": {"loop_iteration_count": "int"},
+                    "oracle_answer": {"loop_iteration_count": 3}, "provenance": {}})
+            .to_string(),
+        );
+    }
+    // One instance that is not harvested.
+    write(
+        &inst.join("toy/unharvested/instance.toml"),
+        "id = \"unharvested\"\nrepository = \"toy\"\nkind = \"S2_Loops\"\nquestion = \"q\"\ntemplate = '{}'\n",
+    );
+    write(
+        &src.join("toy-1.0/toy/core.py"),
+        "# toy module\n\ndef count_up(n):\n    total = 0\n    for i in range(n):\n        total += 1\n    return total\n",
+    );
+    write(&src.join("toy-1.0/toy/other.py"), "def other():\n    return 1\n");
+    (inst, src)
+}
+
+fn options(server: &Server, api: Api, inst: &Path, src: &Path, out: &Path) -> EvalOptions {
+    let mut o = EvalOptions::new("gpt-test", api, &server.url);
+    o.instances = vec![inst.to_path_buf()];
+    o.source_root = Some(src.to_path_buf());
+    o.out = out.to_path_buf();
+    o.concurrency = 3;
+    o.api_key = Some("sk-secret-test-key".into());
+    o.retry = RetryPolicy {
+        max_retries: 2,
+        initial_backoff: Duration::from_millis(5),
+        max_backoff: Duration::from_millis(50),
+    };
+    o.price_in = Some(1.0);
+    o.price_out = Some(2.0);
+    o
+}
+
+fn meta(out: &Path, id: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("toy").join(id).join("meta.json")).unwrap()).unwrap()
+}
+
+fn grep_dir(dir: &Path, needle: &str) -> bool {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if std::fs::read_to_string(&p).unwrap_or_default().contains(needle) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+async fn end_to_end(api: Api) {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let out = tmp.path().join("answers");
+    let o = options(&server, api, &inst, &src, &out);
+
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.instances, s.answered, s.not_harvested), (6, 6, 1), "{s:?}");
+    assert_eq!((s.ok, s.infra_errors, s.unparseable), (4, 1, 1), "{s:?}");
+    assert_eq!((s.scored, s.passed), (5, 3), "{s:?}");
+
+    // Per-instance meta.
+    let m = meta(&out, "repair");
+    assert_eq!(m["status"], "ok");
+    assert_eq!(m["attempts"], 2);
+    assert_eq!(m["tokens_in"], 200);
+    assert_eq!(m["tokens_out"], 20);
+    assert!((m["cost"].as_f64().unwrap() - (200.0 * 1.0 + 20.0 * 2.0) / 1e6).abs() < 1e-12);
+    assert_eq!(meta(&out, "ratelimit")["retries"], 1);
+    assert_eq!(meta(&out, "ratelimit")["status"], "ok");
+    let down = meta(&out, "down");
+    assert_eq!(down["status"], "infra_error");
+    assert!(down["error"].as_str().unwrap().contains("HTTP 500"), "{down}");
+    assert_eq!(server.calls("toy/down"), 3, "first try + 2 retries");
+    assert!(!out.join("toy/down/answer.json").exists());
+    let shape = meta(&out, "shape");
+    assert_eq!(shape["status"], "unparseable");
+    assert_eq!(shape["attempts"], 3, "one try + two repair rounds");
+    assert!(shape["error"].as_str().unwrap().contains("expected int"), "{shape}");
+    assert_eq!(meta(&out, "correct")["context_files"], json!(["toy/core.py", "toy/other.py"]));
+
+    // What the server saw: the protocol, temperature 0, the prompt content, the repair message.
+    let log = server.log();
+    for r in &log {
+        assert_eq!(r.body["temperature"], 0);
+        assert_eq!(r.body["model"], "gpt-test");
+        match api {
+            Api::OpenAi => {
+                assert_eq!(r.path, "/chat/completions");
+                assert_eq!(r.headers["authorization"], "Bearer sk-secret-test-key");
+                assert_eq!(r.body["messages"][0]["role"], "system");
+            }
+            Api::Anthropic => {
+                assert_eq!(r.path, "/v1/messages");
+                assert_eq!(r.headers["x-api-key"], "sk-secret-test-key");
+                assert_eq!(r.headers["anthropic-version"], "2023-06-01");
+                assert!(r.body["system"].is_string() && r.body["max_tokens"].is_u64());
+            }
+        }
+    }
+    let first = log.iter().find(|r| r.instance == "toy/correct").unwrap().body.to_string();
+    assert!(first.contains("def count_up(n):"), "source included");
+    assert!(first.contains("assert count_up(3) == 3"), "test file included");
+    assert!(first.contains("loop_iteration_count"), "template included");
+    let repair2 = log.iter().filter(|r| r.instance == "toy/repair").nth(1).unwrap();
+    let msgs = if api == Api::OpenAi { &repair2.body["messages"] } else { &repair2.body["messages"] };
+    let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
+    assert!(last.contains("could not be used"), "{last}");
+
+    // The key is never written anywhere.
+    assert!(!grep_dir(&out, "sk-secret-test-key"));
+
+    // Scoring the run: infra errors excluded, every failure explained.
+    let mut so = ScoreOptions::new(&out);
+    so.instances = vec![inst.clone()];
+    so.format = Format::Json;
+    let rep = run_score(&so).unwrap().report;
+    assert_eq!((rep.total, rep.passed, rep.infra_errors, rep.not_harvested), (5, 3, 1, 1));
+    assert!((rep.accuracy - 0.6).abs() < 1e-9);
+    let reason = |id: &str| rep.instances.iter().find(|i| i.id == id).unwrap().reason.clone().unwrap_or_default();
+    assert!(reason("wrong").contains("expected 3, got 4"), "{}", reason("wrong"));
+    assert!(reason("shape").starts_with("unparseable"), "{}", reason("shape"));
+
+    // Resume: ok answers are skipped; only the infra error and the unparseable one are retried.
+    let before = server.calls("toy/correct");
+    let s2 = run_eval(&o).await.unwrap();
+    assert_eq!((s2.skipped_existing, s2.answered), (4, 2), "{s2:?}");
+    assert_eq!(server.calls("toy/correct"), before);
+    assert_eq!(server.calls("toy/down"), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_end_to_end() {
+    end_to_end(Api::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_end_to_end() {
+    end_to_end(Api::Anthropic).await;
+}
+
+#[tokio::test]
+async fn oracle_solver_scores_100_percent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let out = tmp.path().join("oracle");
+    let mut o = EvalOptions::new("oracle", Api::OpenAi, "http://127.0.0.1:9");
+    o.instances = vec![inst.clone()];
+    o.source_root = Some(src);
+    o.out = out.clone();
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.ok, s.scored, s.passed), (6, 6, 6));
+    assert_eq!(s.accuracy, 1.0);
+    assert_eq!(s.cost, Some(0.0));
+    let mut so = ScoreOptions::new(&out);
+    so.instances = vec![inst];
+    assert_eq!(run_score(&so).unwrap().report.accuracy, 1.0);
+}
+
+#[tokio::test]
+async fn static_baseline_answers_from_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    // A path question and a call-sequence question on the same toy function.
+    let d = inst.join("toy").join("path");
+    write(
+        &d.join("instance.toml"),
+        r#"id = "path"
+repository = "toy"
+kind = "S1_IntraProceduralCFG"
+question = "Which lines of `count_up` run, and which functions does it call?"
+template = '{"executed_path": [{"file": "str", "func": "str", "line": "int"}], "calls": ["str"], "loop_iteration_count": "int"}'
+package = "toy==1.0"
+[tracing]
+files = ["toy/core.py"]
+"#,
+    );
+    write(
+        &d.join("oracle.json"),
+        &json!({"question_kind": "S1_IntraProceduralCFG", "question": "q", "template_answer": {},
+                "oracle_answer": {"executed_path": [], "calls": ["range"], "loop_iteration_count": 3}})
+        .to_string(),
+    );
+    let out = tmp.path().join("static");
+    let mut o = EvalOptions::new("static-baseline", Api::OpenAi, "http://127.0.0.1:9");
+    o.instances = vec![inst.join("toy").join("path")];
+    o.source_root = Some(src);
+    o.out = out.clone();
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!(s.ok, 1);
+    let a: Value = serde_json::from_str(&std::fs::read_to_string(out.join("toy/path/answer.json")).unwrap()).unwrap();
+    let lines: Vec<i64> = a["executed_path"].as_array().unwrap().iter().map(|e| e["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, vec![4, 5, 6, 7]);
+    assert_eq!(a["executed_path"][0]["file"], "toy/core.py");
+    assert_eq!(a["executed_path"][0]["func"], "count_up");
+    assert_eq!(a["calls"], json!(["range"]));
+    assert_eq!(a["loop_iteration_count"], 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validate_lists_failures_with_reasoning() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let out = tmp.path().join("validate");
+    let mut o = options(&server, Api::Anthropic, &inst, &src, &out);
+    o.instances = vec![inst.join("toy/correct"), inst.join("toy/wrong")];
+    let v = run_validate(&o).await.unwrap();
+    assert_eq!((v.total, v.passed), (2, 1));
+    assert_eq!(v.review.len(), 1);
+    assert_eq!(v.review[0].id, "wrong");
+    assert_eq!(v.review[0].reasoning.as_deref(), Some("I counted the else branch too"));
+    let txt = std::fs::read_to_string(out.join("validation.txt")).unwrap();
+    assert!(txt.contains("toy/wrong") && txt.contains("I counted the else branch too"), "{txt}");
+    assert!(out.join("validation.json").is_file());
+    // The reasoning is kept in meta, not in the answer.
+    let a: Value = serde_json::from_str(&std::fs::read_to_string(out.join("toy/correct/answer.json")).unwrap()).unwrap();
+    assert!(a.get("reasoning").is_none());
+}
+
+#[tokio::test]
+async fn missing_api_key_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, _src) = store(tmp.path());
+    let mut o = EvalOptions::new("some-model", Api::Anthropic, "http://127.0.0.1:9");
+    o.instances = vec![inst];
+    o.out = tmp.path().join("x");
+    if std::env::var("ANTHROPIC_API_KEY").is_ok() {
+        eprintln!("skipping: ANTHROPIC_API_KEY is set in this environment");
+        return;
+    }
+    assert!(run_eval(&o).await.is_err());
+}
+
+#[tokio::test]
+async fn connection_refused_is_infra_error() {
+    // Port 9 (discard) on loopback: nothing listens there in the test environment.
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, _src) = store(tmp.path());
+    let mut o = EvalOptions::new("gpt-test", Api::OpenAi, "http://127.0.0.1:9");
+    o.instances = vec![inst.join("toy/correct")];
+    o.out = tmp.path().join("x");
+    o.api_key = Some("k".into());
+    o.retry = RetryPolicy { max_retries: 1, initial_backoff: Duration::from_millis(1), max_backoff: Duration::from_millis(5) };
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!(s.infra_errors, 1);
+    assert_eq!(s.scored, 0);
+}
