@@ -162,7 +162,7 @@ fn check(t: &Value, v: &Value, path: &mut String) -> Result<(), String> {
                 // Not a type name: an example string; any string (or scalar) will do.
                 return Ok(());
             }
-            if alts.iter().any(|a| *a == Some(true)) {
+            if alts.contains(&Some(true)) {
                 Ok(())
             } else {
                 Err(format!("at {}: expected {ty}, got {} ({})", at(path), type_name(v), v))

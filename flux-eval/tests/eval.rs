@@ -303,7 +303,7 @@ async fn end_to_end(api: Api) {
     assert!(first.contains("assert count_up(3) == 3"), "test file included");
     assert!(first.contains("loop_iteration_count"), "template included");
     let repair2 = log.iter().filter(|r| r.instance == "toy/repair").nth(1).unwrap();
-    let msgs = if api == Api::OpenAi { &repair2.body["messages"] } else { &repair2.body["messages"] };
+    let msgs = &repair2.body["messages"];
     let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
     assert!(last.contains("could not be used"), "{last}");
 

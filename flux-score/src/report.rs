@@ -120,8 +120,7 @@ fn bar_chart(title: &str, m: &BTreeMap<String, Bucket>) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<figure><figcaption>{}</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{}">"#,
-        esc(title),
+        r#"<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{}">"#,
         esc(title)
     );
     // Grid at 0, 25, 50, 75, 100 %.

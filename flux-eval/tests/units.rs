@@ -1,0 +1,167 @@
+//! Data-driven tests of reply parsing, shape validation, prompt budgeting, prices and retry
+//! timing.
+
+use flux_eval::client::{ChatClient, Message};
+use flux_eval::parse::{extract_json, validate_shape};
+use flux_eval::price::Price;
+use flux_eval::{prompt, Api, RetryPolicy};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[test]
+fn extracts_the_first_balanced_object() {
+    let cases = [
+        (r#"{"a": 1}"#, Some(json!({"a": 1}))),
+        ("```json\n{\"a\": [1, 2]}\n```", Some(json!({"a": [1, 2]}))),
+        ("Sure! Here it is:\n```\n{\"a\": \"}{\"}\n```\nHope that helps {x}", Some(json!({"a": "}{"}))),
+        ("The answer is {\"a\": {\"b\": \"q\\\"}\"}} and {\"c\": 2}", Some(json!({"a": {"b": "q\"}"}}))),
+        ("first {not json} then {\"ok\": true}", Some(json!({"ok": true}))),
+        ("{\"a\": ", None),
+        ("no json here", None),
+        ("", None),
+        ("}}}{{{", None),
+        ("[1, 2, 3]", None),
+    ];
+    for (text, want) in cases {
+        let got = extract_json(text);
+        match &want {
+            Some(v) => assert_eq!(got.as_ref().ok(), Some(v), "{text:?}: {got:?}"),
+            None => assert!(got.is_err(), "{text:?} gave {got:?}"),
+        }
+    }
+}
+
+#[test]
+fn shape_validation() {
+    let t = json!({"executed_path": [{"file": "str", "line": "int"}], "count": "int", "ratio": "float",
+                   "ok": "bool", "v": "any", "maybe": "int|str"});
+    let good = json!({"executed_path": [{"file": "a.py", "line": 3}], "count": 2, "ratio": 1,
+                      "ok": true, "v": [1], "maybe": "x", "extra": 1});
+    assert_eq!(validate_shape(&t, &good), Ok(()));
+    let bad = [
+        (json!({"executed_path": [{"file": "a.py", "line": "3"}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/line"),
+        (json!({"executed_path": [], "count": 2.5, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/count"),
+        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": "yes", "v": 1, "maybe": 1}), "/ok"),
+        (json!({"executed_path": {}, "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path"),
+        (json!({"count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "missing key \"executed_path\""),
+        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": false}), "/maybe"),
+    ];
+    for (v, want) in bad {
+        let e = validate_shape(&t, &v).unwrap_err();
+        assert!(e.contains(want), "{v}: {e}");
+    }
+}
+
+#[test]
+fn prompt_respects_the_budget_and_says_what_was_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst_dir = tmp.path().join("instances/big/b1");
+    std::fs::create_dir_all(&inst_dir).unwrap();
+    std::fs::write(
+        inst_dir.join("instance.toml"),
+        "id = \"b1\"\nrepository = \"big\"\nkind = \"S2_Loops\"\nquestion = \"What does pkg/a.py do?\"\ntemplate = '{\"n\": \"int\"}'\npackage = \"big==2.0\"\n[test]\nfiles = [\"t.py\"]\n[tracing]\nfiles = [\"/site-packages/pkg/b.py\"]\n",
+    )
+    .unwrap();
+    std::fs::write(inst_dir.join("t.py"), "def test(): pass\n").unwrap();
+    let src = tmp.path().join("src/big-2.0/pkg");
+    std::fs::create_dir_all(&src).unwrap();
+    let big: String = (0..5000).map(|i| format!("x_{i} = {i}  # padding padding padding\n")).collect();
+    std::fs::write(src.join("b.py"), &big).unwrap();
+    std::fs::write(src.join("a.py"), "A = 1\n").unwrap();
+    std::fs::write(src.join("c.py"), "C = 1\n").unwrap();
+    let inst = flux_score::instance::load(&inst_dir).unwrap();
+    let root = tmp.path().join("src");
+
+    let p = prompt::build(&inst, Some(&root), 10_000, false);
+    assert!(p.user.len() <= 10_000 * prompt::CHARS_PER_TOKEN, "{}", p.user.len());
+    // Tracing file first, then the question's file; b.py is cut, the rest left out.
+    assert_eq!(p.files.first().map(String::as_str), Some("pkg/b.py"));
+    assert!(p.notes.iter().any(|n| n.starts_with("source file pkg/b.py truncated: lines 1-")), "{:?}", p.notes);
+    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("pkg/a.py")), "{:?}", p.notes);
+    assert!(p.user.contains("## Context notes"));
+    assert!(p.user.contains("def test(): pass"));
+    assert!(p.user.contains("    1  x_0 = 0"), "source lines are numbered");
+
+    // With room, everything is in and nothing is noted.
+    let p = prompt::build(&inst, Some(&root), 200_000, true);
+    assert_eq!(p.files, vec!["pkg/b.py", "pkg/a.py", "pkg/c.py"]);
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    assert!(p.user.contains("\"reasoning\""));
+
+    // No source: said so.
+    let p = prompt::build(&inst, Some(&tmp.path().join("nowhere")), 200_000, false);
+    assert!(p.notes.iter().any(|n| n.contains("source not available")), "{:?}", p.notes);
+}
+
+#[test]
+fn prices() {
+    let p = Price::resolve("claude-sonnet-4-20250514", None, None).unwrap();
+    assert_eq!((p.input, p.output), (3.0, 15.0));
+    assert_eq!(Price::resolve("gpt-4o-mini-2024", None, None).unwrap().input, 0.15);
+    assert_eq!(Price::resolve("openai/gpt-4o", None, None).unwrap().input, 2.5);
+    assert!(Price::resolve("mystery", None, None).is_none());
+    let p = Price::resolve("mystery", Some(1.0), Some(4.0)).unwrap();
+    assert!((p.cost(1_000_000, 500_000) - 3.0).abs() < 1e-12);
+    assert_eq!(Price::resolve("gpt-4o", None, Some(1.0)).unwrap(), Price { input: 2.5, output: 1.0 });
+}
+
+/// A server that answers 429 with `Retry-After: 1` once, then a valid reply.
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        for i in 0..2 {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 65536];
+            let mut got = Vec::new();
+            // Read until the body (announced by content-length) is complete.
+            loop {
+                let n = s.read(&mut buf).await.unwrap();
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                if let Some(h) = text.find("\r\n\r\n") {
+                    let len: usize = text[..h]
+                        .lines()
+                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .unwrap_or(0);
+                    if got.len() >= h + 4 + len {
+                        break;
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+            let resp = if i == 0 {
+                "HTTP/1.1 429 Too Many\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string()
+            } else {
+                let body = json!({"choices": [{"message": {"content": "{\"n\": 1}"}}], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}).to_string();
+                format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len())
+            };
+            s.write_all(resp.as_bytes()).await.unwrap();
+            let _ = s.shutdown().await;
+        }
+    });
+    let retry = RetryPolicy {
+        max_retries: 3,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_secs(5),
+    };
+    let c = ChatClient::new(Api::OpenAi, &url, "m", Some("k".into()), 100, Duration::from_secs(10), retry).unwrap();
+    let t0 = Instant::now();
+    let r = c.complete("sys", &[Message { role: "user", content: "hi".into() }]).await.unwrap();
+    assert!(t0.elapsed() >= Duration::from_millis(950), "waited {:?}", t0.elapsed());
+    assert_eq!((r.text.as_str(), r.tokens_in, r.tokens_out, r.retries), ("{\"n\": 1}", 5, 1, 1));
+    server.await.unwrap();
+}
+
+#[test]
+fn api_key_is_redacted_in_debug() {
+    let c = ChatClient::new(Api::Anthropic, "http://x", "m", Some("sk-very-secret".into()), 1, Duration::from_secs(1), RetryPolicy::default()).unwrap();
+    assert!(!format!("{c:?}").contains("sk-very-secret"));
+    let mut o = flux_eval::EvalOptions::new("m", Api::OpenAi, "http://x");
+    o.api_key = Some("sk-very-secret".into());
+    assert!(!format!("{o:?}").contains("sk-very-secret"));
+}
