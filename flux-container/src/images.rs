@@ -455,6 +455,16 @@ async fn up_to_date(
     Ok(fresh.then_some(m))
 }
 
+/// After a rebuild: removes the image the old manifest named, if nothing uses it any more
+/// (no force, so an image with children or containers stays; its untagged parents go with it).
+async fn remove_replaced(rt: &Runtime, config: &BuildConfig, image: &str, new_id: &str) {
+    use bollard::query_parameters::RemoveImageOptionsBuilder;
+    let Ok(old) = Manifest::load(&manifest_path(&config.cache_dir, image)) else { return };
+    let Some(old_id) = old.image_id.filter(|id| id != new_id) else { return };
+    let options = RemoveImageOptionsBuilder::default().build();
+    let _ = rt.docker().remove_image(&old_id, Some(options), None).await;
+}
+
 fn write_manifest(config: &BuildConfig, m: &Manifest) -> Result<PathBuf> {
     let path = manifest_path(&config.cache_dir, &m.image);
     let dir = path.parent().expect("has parent");
@@ -751,6 +761,7 @@ async fn build_base(
     manifest.build_seconds = started.elapsed().as_secs_f64();
     let id = commit(rt, c, &image, "root", &manifest).await?;
     // The imported image stays as the committed one's parent; drop only its dangling reference.
+    remove_replaced(rt, config, &image, &id).await;
     manifest.image_id = Some(id);
     write_manifest(config, &manifest)?;
     Ok((Action::Built, manifest))
@@ -925,6 +936,7 @@ async fn build_repo(
     };
     manifest.build_seconds = started.elapsed().as_secs_f64();
     let id = commit(rt, c, &image, "flux", &manifest).await?;
+    remove_replaced(rt, config, &image, &id).await;
     manifest.image_id = Some(id);
     write_manifest(config, &manifest)?;
     Ok((Action::Built, manifest))

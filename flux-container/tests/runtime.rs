@@ -1,0 +1,319 @@
+//! Runtime tests against the real Docker daemon. Without a reachable daemon each test prints
+//! `skipping: <reason>` and returns. The base image `flux/base:py3.11-bookworm` is built (or
+//! found up to date) once per test binary through the same builder `cargo xtask images` uses.
+//!
+//! Every test runs under a [`RunGuard`]: on drop (also while unwinding from a panic) it
+//! removes any container with the test's `flux.run` label, and tests assert that none remains.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use flux_container::images::{self, BuildConfig};
+use flux_container::runtime::{default_socket, new_run_id};
+use flux_container::{ContainerSpec, Error, KillReason, Mount, Runtime};
+
+const BASE: &str = "flux/base:py3.11-bookworm";
+const PY: &str = "/usr/bin/python3.11";
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+static BASE_READY: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
+
+/// A connected runtime with the base image built, or `None` after printing why not.
+async fn setup() -> Option<Runtime> {
+    let socket = default_socket();
+    if !Path::new(&socket).exists() {
+        eprintln!("skipping: no Docker socket at {socket} (start dockerd)");
+        return None;
+    }
+    let rt = match Runtime::connect().await {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return None;
+        }
+    };
+    let ready = BASE_READY
+        .get_or_init(|| async {
+            let root = workspace_root();
+            let config = BuildConfig {
+                definitions: root.join("images/images.toml"),
+                cache_dir: root.join(".flux-cache"),
+                rebuild: false,
+            };
+            let names = vec!["py3.11-bookworm".to_owned()];
+            let results = images::build(&rt, &config, &names, &mut |l| eprintln!("build: {l}"))
+                .await
+                .map_err(|e| e.to_string())?;
+            for (image, r) in results {
+                r.map_err(|e| format!("{image}: {e}"))?;
+            }
+            Ok(())
+        })
+        .await;
+    if let Err(e) = ready {
+        panic!("building {BASE} failed: {e}");
+    }
+    Some(rt)
+}
+
+/// Removes the run's containers when dropped, panicking or not.
+struct RunGuard {
+    run_id: String,
+}
+
+impl RunGuard {
+    fn new() -> Self {
+        RunGuard { run_id: new_run_id() }
+    }
+
+    fn spec(&self, cmd: &[&str], run_dir: &Path) -> ContainerSpec {
+        let mut spec = ContainerSpec::new(BASE, cmd.iter().map(|s| s.to_string()).collect(), run_dir);
+        spec.run_id = format!("{}-{}", self.run_id, flux_container::runtime::new_run_id());
+        spec.labels.insert("flux.test".into(), self.run_id.clone());
+        spec
+    }
+
+    /// Containers of this guard still present.
+    async fn leftovers(&self, rt: &Runtime) -> usize {
+        let mut filters = std::collections::HashMap::new();
+        filters.insert("label".to_owned(), vec![format!("flux.test={}", self.run_id)]);
+        let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        rt.docker().list_containers(Some(options)).await.unwrap().len()
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let label = format!("flux.test={}", self.run_id);
+        // Plain CLI call so it works while a runtime unwinds.
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter", &format!("label={label}")])
+            .output();
+        if let Ok(out) = out {
+            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = std::process::Command::new("docker").args(["rm", "-f", id]).output();
+            }
+        }
+    }
+}
+
+fn run_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("flux-container-test-").tempdir().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_command_in_base_image_with_output_and_exit_code() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let spec = guard.spec(
+        &["sh", "-c", "echo hello; echo oops >&2; /usr/bin/python3.11 -c 'print(6*7)'; exit 3"],
+        dir.path(),
+    );
+    let outcome = rt.run(spec).await.unwrap();
+    assert_eq!(outcome.exit_code, 3);
+    assert_eq!(outcome.stdout_lossy(), "hello\n42\n");
+    assert_eq!(outcome.stderr_lossy(), "oops\n");
+    assert!(!outcome.timed_out && !outcome.oom_killed);
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gate_holds_the_command_until_release() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let spec = guard.spec(&["sh", "-c", "touch /flux/run/marker; echo ran"], dir.path());
+    let mut c = rt.create(spec).await.unwrap();
+    let python = c.host_path(PY).await.unwrap();
+    let started = c.start().await.unwrap();
+
+    // Running, blocked on the gate: the command has not run.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!dir.path().join("marker").exists(), "command ran before release");
+    assert!(Path::new(&format!("/proc/{}", started.init_pid)).exists());
+    let host_ns = std::fs::metadata("/proc/self/ns/pid").unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_ne!(started.pidns.ino, host_ns.ino(), "container shares the host pid namespace");
+    // The merged rootfs and the layer file of the interpreter are the same file content.
+    let merged = started.root_fs.join("usr/bin/python3.11");
+    assert!(merged.is_file(), "{} missing", merged.display());
+    assert_eq!(std::fs::metadata(&merged).unwrap().len(), std::fs::metadata(&python).unwrap().len());
+
+    c.release().await.unwrap();
+    let outcome = c.wait(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(outcome.exit_code, 0);
+    assert_eq!(outcome.stdout_lossy(), "ran\n");
+    assert!(dir.path().join("marker").exists(), "command did not run after release");
+    c.remove().await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeout_kills_and_removes() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let mut spec = guard.spec(&["sh", "-c", "echo started; sleep 60"], dir.path());
+    spec.timeout = Duration::from_secs(1);
+    let t0 = std::time::Instant::now();
+    let outcome = rt.run(spec).await.unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    assert!(outcome.timed_out);
+    assert_eq!(outcome.stdout_lossy(), "started\n");
+    let err = outcome.check(Duration::from_secs(1)).unwrap_err();
+    assert!(matches!(err, Error::TimedOut { .. }), "{err}");
+    assert!(err.to_string().contains("timed out after 1s and was killed"), "{err}");
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_container_is_removed_even_after_a_panic() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let spec = guard.spec(&["sleep", "60"], dir.path());
+    let rt2 = rt.clone();
+    let task = tokio::spawn(async move {
+        let mut c = rt2.create(spec).await.unwrap();
+        c.start().await.unwrap();
+        panic!("test panic while a container runs");
+    });
+    let err = task.await.unwrap_err();
+    assert!(err.is_panic());
+    // The Container's Drop removed it during the unwind; the guard would only be a backstop.
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_run_containers_are_cleaned_by_label() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let spec = guard.spec(&["sleep", "60"], dir.path());
+    let run_id = spec.run_id.clone();
+    let c = rt.create(spec).await.unwrap();
+    // Simulate a crashed run: forget the handle (no Drop), then clean up by label.
+    std::mem::forget(c);
+    assert_eq!(rt.labelled(Some(&run_id)).await.unwrap().len(), 1);
+    assert_eq!(rt.remove_labelled(Some(&run_id)).await.unwrap(), 1);
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_containers_have_different_pid_namespaces() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let (d1, d2) = (run_dir(), run_dir());
+    let mut a = rt.create(guard.spec(&["true"], d1.path())).await.unwrap();
+    let mut b = rt.create(guard.spec(&["true"], d2.path())).await.unwrap();
+    let sa = a.start().await.unwrap();
+    let sb = b.start().await.unwrap();
+    assert_ne!(sa.pidns.ino, sb.pidns.ino);
+    assert_eq!(sa.pidns.dev, sb.pidns.dev, "both are nsfs inodes");
+    assert_ne!(sa.init_pid, sb.init_pid);
+    a.remove().await.unwrap();
+    b.remove().await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_mounts_are_read_only() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let data = run_dir();
+    std::fs::write(data.path().join("input.txt"), "payload\n").unwrap();
+    let mut spec = guard.spec(
+        &["sh", "-c", "cat /data/input.txt; touch /data/new && echo WROTE; echo out > /flux/run/out.txt"],
+        dir.path(),
+    );
+    spec.mounts.push(Mount::read_only(data.path(), "/data"));
+    let outcome = rt.run(spec).await.unwrap();
+    assert_eq!(outcome.stdout_lossy(), "payload\n");
+    assert!(outcome.stderr_lossy().contains("Read-only file system"), "{}", outcome.stderr_lossy());
+    assert!(!data.path().join("new").exists());
+    // The run dir is writable by the container user.
+    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "out\n");
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_is_off() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    // Only the loopback interface exists; no traffic is sent anywhere.
+    let spec = guard.spec(
+        &[PY, "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"],
+        dir.path(),
+    );
+    let outcome = rt.run(spec).await.unwrap();
+    assert_eq!(outcome.exit_code, 0, "{}", outcome.stderr_lossy());
+    assert_eq!(outcome.stdout_lossy(), "['lo']\n");
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_as_uid_1000_by_default() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let outcome = rt.run(guard.spec(&["sh", "-c", "id -u; id -g"], dir.path())).await.unwrap();
+    assert_eq!(outcome.stdout_lossy(), "1000\n1000\n");
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_hog_is_oom_killed() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let mut spec = guard.spec(&[PY, "-c", "x = bytearray(512 << 20); print(len(x))"], dir.path());
+    spec.limits.memory_bytes = Some(64 << 20);
+    let outcome = rt.run(spec).await.unwrap();
+    assert!(outcome.oom_killed, "exit {} stderr {}", outcome.exit_code, outcome.stderr_lossy());
+    let err = outcome.check(Duration::from_secs(60)).unwrap_err();
+    assert!(matches!(err, Error::Killed { reason: KillReason::Oom, .. }), "{err}");
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_image_names_the_build_command() {
+    let Some(rt) = setup().await else { return };
+    let dir = run_dir();
+    let spec = ContainerSpec::new("flux/nosuchrepo:0.0-py3.11", vec!["true".into()], dir.path());
+    let err = rt.create(spec).await.unwrap_err();
+    assert!(matches!(err, Error::ImageMissing { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "image flux/nosuchrepo:0.0-py3.11 is missing; build it with `cargo xtask images nosuchrepo`"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_file_resolves_symlinked_dirs_to_the_layer_file() {
+    let Some(rt) = setup().await else { return };
+    // /bin is a symlink to usr/bin in bookworm: the lookup follows it inside the image.
+    let sh = rt.image_file(BASE, "/bin/sh").await.unwrap();
+    assert!(sh.is_file(), "{}", sh.display());
+    assert!(sh.to_string_lossy().contains("/usr/bin/dash"), "{}", sh.display());
+    let py = rt.image_file(BASE, PY).await.unwrap();
+    assert!(py.starts_with("/var/lib/docker"), "{}", py.display());
+    let err = rt.image_file(BASE, "/usr/bin/nonexistent").await.unwrap_err();
+    assert!(matches!(err, Error::FileNotInImage { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn unreachable_docker_names_the_socket_and_the_fix() {
+    let err = Runtime::connect_to("/nonexistent/docker.sock").await.unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::DockerUnreachable { .. }), "{msg}");
+    assert!(msg.contains("/nonexistent/docker.sock") && msg.contains("dockerd"), "{msg}");
+}
