@@ -956,3 +956,156 @@ pub async fn image_manifest(rt: &Runtime, image: &str) -> Result<Option<Manifest
         .unwrap_or_default();
     Ok(labels.get(LABEL_MANIFEST).and_then(|s| serde_json::from_str(s).ok()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOML: &str = r#"
+[[base]]
+name = "py3.11-bookworm"
+suite = "bookworm"
+python = "3.11"
+interpreter = "/usr/bin/python3.11"
+packages = ["python3.11"]
+rootfs = "bookworm-py311"
+
+[[base]]
+name = "py3.13-trixie"
+suite = "trixie"
+python = "3.13"
+interpreter = "/usr/bin/python3.13"
+packages = ["python3.13"]
+rootfs = "trixie-py313"
+default = false
+
+[[repo]]
+name = "sympy"
+version = "1.13.3"
+base = "py3.11-bookworm"
+requirements = ["sympy==1.13.3", "pytest==8.3.5"]
+pip = "pip==25.3"
+
+[[repo]]
+name = "attrs"
+version = "25.1.0"
+base = "py3.13-trixie"
+requirements = ["attrs==25.1.0"]
+pip = "pip==25.3"
+"#;
+
+    fn defs() -> Definitions {
+        Definitions::parse(TOML, Path::new("images.toml")).unwrap()
+    }
+
+    fn names(targets: &[Target]) -> Vec<String> {
+        targets.iter().map(Target::image).collect()
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_project_definitions_parse() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/images.toml");
+        let d = Definitions::load(&path).unwrap();
+        let all = names(&d.select(&[], &path).unwrap());
+        assert!(all.contains(&"flux/base:py3.11-bookworm".to_owned()), "{all:?}");
+        assert!(all.contains(&"flux/sympy:1.13.3-py3.11".to_owned()), "{all:?}");
+        assert!(!all.contains(&"flux/base:py3.13-trixie".to_owned()), "hook-only base built by default");
+    }
+
+    #[test]
+    fn no_names_selects_default_bases_and_all_repos_with_their_bases() {
+        let d = defs();
+        let t = d.select(&[], Path::new("x")).unwrap();
+        assert_eq!(
+            names(&t),
+            [
+                "flux/base:py3.11-bookworm",
+                "flux/base:py3.13-trixie",
+                "flux/sympy:1.13.3-py3.11",
+                "flux/attrs:25.1.0-py3.13"
+            ]
+        );
+    }
+
+    #[test]
+    fn names_select_bases_and_repos_in_any_spelling() {
+        let d = defs();
+        let p = Path::new("x");
+        for (given, want) in [
+            (vec!["sympy"], vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"]),
+            (vec!["flux/sympy:1.13.3-py3.11"], vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"]),
+            (vec!["py3.13-trixie"], vec!["flux/base:py3.13-trixie"]),
+            (vec!["base:py3.13-trixie"], vec!["flux/base:py3.13-trixie"]),
+            (vec!["flux/base:py3.11-bookworm"], vec!["flux/base:py3.11-bookworm"]),
+        ] {
+            assert_eq!(names(&d.select(&strings(&given), p).unwrap()), want, "{given:?}");
+        }
+        let err = d.select(&strings(&["numpy"]), p).unwrap_err().to_string();
+        assert!(err.contains("no image named \"numpy\"") && err.contains("sympy"), "{err}");
+    }
+
+    #[test]
+    fn unpinned_requirements_are_rejected() {
+        let text = TOML.replace("\"pytest==8.3.5\"", "\"pytest>=8\"");
+        let err = Definitions::parse(&text, Path::new("images.toml")).unwrap_err().to_string();
+        assert!(err.contains("images.toml") && err.contains("pytest>=8") && err.contains("=="), "{err}");
+    }
+
+    #[test]
+    fn unknown_base_and_wrong_interpreter_are_rejected() {
+        let text = TOML.replace("base = \"py3.13-trixie\"", "base = \"py3.99\"");
+        let err = Definitions::parse(&text, Path::new("i.toml")).unwrap_err().to_string();
+        assert!(err.contains("unknown base py3.99"), "{err}");
+        let text = TOML.replace("/usr/bin/python3.13", "/usr/bin/python3.12");
+        let err = Definitions::parse(&text, Path::new("i.toml")).unwrap_err().to_string();
+        assert!(err.contains("is not python3.13"), "{err}");
+    }
+
+    #[test]
+    fn image_names_and_xtask_names() {
+        let d = defs();
+        assert_eq!(d.repos[0].image(&d.bases[0]), "flux/sympy:1.13.3-py3.11");
+        assert_eq!(xtask_name_for("flux/sympy:1.13.3-py3.11").as_deref(), Some("sympy"));
+        assert_eq!(xtask_name_for("flux/base:py3.15-sid").as_deref(), Some("py3.15-sid"));
+        assert_eq!(xtask_name_for("debian:bookworm"), None);
+        assert_eq!(
+            manifest_path(Path::new("/c"), "flux/sympy:1.13.3-py3.11"),
+            Path::new("/c/images/flux_sympy_1.13.3-py3.11.json")
+        );
+    }
+
+    #[test]
+    fn definition_hash_changes_with_requirements_and_base() {
+        let d = defs();
+        let s = &d.settings;
+        let (r, b) = (&d.repos[0], &d.bases[0]);
+        let h = hash_json(&repo_definition(s, r, b));
+        assert_eq!(h, hash_json(&repo_definition(s, r, b)));
+        let mut r2 = r.clone();
+        r2.requirements[1] = "pytest==8.3.4".into();
+        assert_ne!(h, hash_json(&repo_definition(s, &r2, b)));
+        let mut b2 = b.clone();
+        b2.packages.push("gdb".into());
+        assert_ne!(h, hash_json(&repo_definition(s, r, &b2)));
+    }
+
+    #[test]
+    fn disk_full_is_recognized() {
+        let io = Error::io("write", std::io::Error::from_raw_os_error(libc::ENOSPC));
+        let e = disk_full(io, "flux/sympy:1.13.3-py3.11");
+        assert!(matches!(e, Error::DiskFull { .. }), "{e}");
+        assert!(e.to_string().starts_with("disk full while building flux/sympy:1.13.3-py3.11"), "{e}");
+        let cmd = Error::Command {
+            command: "docker import".into(),
+            status: "exit status: 1".into(),
+            stderr: "write /var/lib/docker/tmp/x: no space left on device".into(),
+        };
+        assert!(matches!(disk_full(cmd, "i"), Error::DiskFull { .. }));
+        let other = Error::Spec("x".into());
+        assert!(matches!(disk_full(other, "i"), Error::Spec(_)));
+    }
+}

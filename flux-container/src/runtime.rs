@@ -741,3 +741,113 @@ pub fn resolve_in_layers(layers: &[PathBuf], path: &str) -> Option<PathBuf> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two layers, upper first: lower has usr/bin/python3.11 and the /bin -> usr/bin symlink,
+    /// upper overrides usr/bin/tool and whites out usr/bin/gone.
+    fn layers() -> (tempfile::TempDir, Vec<PathBuf>) {
+        let t = tempfile::tempdir().unwrap();
+        let (upper, lower) = (t.path().join("upper"), t.path().join("lower"));
+        for d in [&upper, &lower] {
+            std::fs::create_dir_all(d.join("usr/bin")).unwrap();
+        }
+        std::fs::write(lower.join("usr/bin/python3.11"), "py").unwrap();
+        std::fs::write(lower.join("usr/bin/tool"), "old").unwrap();
+        std::fs::write(upper.join("usr/bin/tool"), "new").unwrap();
+        std::fs::write(lower.join("usr/bin/gone"), "x").unwrap();
+        std::os::unix::fs::symlink("usr/bin", lower.join("bin")).unwrap();
+        std::os::unix::fs::symlink("python3.11", lower.join("usr/bin/python3")).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/../bin/python3", upper.join("usr/bin/py")).unwrap();
+        let c = cstring(&upper.join("usr/bin/gone")).unwrap();
+        // SAFETY: valid path; a 0/0 char device is an overlay whiteout (needs root).
+        let whiteout = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o600, 0) } == 0;
+        if !whiteout {
+            eprintln!("note: not root, whiteout case not built");
+        }
+        (t, vec![upper, lower])
+    }
+
+    #[test]
+    fn resolves_files_through_layers_and_symlinks() {
+        let (_t, l) = layers();
+        let lower = &l[1];
+        let upper = &l[0];
+        for (path, want) in [
+            ("/usr/bin/python3.11", Some(lower.join("usr/bin/python3.11"))),
+            ("/bin/python3.11", Some(lower.join("usr/bin/python3.11"))),
+            ("/usr/bin/python3", Some(lower.join("usr/bin/python3.11"))),
+            ("/usr/bin/py", Some(lower.join("usr/bin/python3.11"))),
+            ("/usr/bin/tool", Some(upper.join("usr/bin/tool"))),
+            ("/usr/./bin/../bin/tool", Some(upper.join("usr/bin/tool"))),
+            ("/usr/bin", None),
+            ("/usr/bin/missing", None),
+        ] {
+            assert_eq!(resolve_in_layers(&l, path), want, "{path}");
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(resolve_in_layers(&l, "/usr/bin/gone"), None, "whiteout");
+        }
+    }
+
+    #[test]
+    fn symlink_loops_end() {
+        let t = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("b", t.path().join("a")).unwrap();
+        std::os::unix::fs::symlink("a", t.path().join("b")).unwrap();
+        assert_eq!(resolve_in_layers(&[t.path().to_owned()], "/a"), None);
+    }
+
+    #[test]
+    fn specs_are_validated() {
+        let ok = ContainerSpec::new("i", vec!["true".into()], "/tmp/run");
+        assert!(validate(&ok).is_ok());
+        let mut s = ok.clone();
+        s.cmd.clear();
+        assert!(validate(&s).unwrap_err().to_string().contains("empty command"));
+        let mut s = ok.clone();
+        s.mounts.push(Mount::read_only("relative", "/x"));
+        assert!(validate(&s).is_err());
+        let mut s = ok.clone();
+        s.mounts.push(Mount::read_only("/a:b", "/x"));
+        assert!(validate(&s).is_err());
+        let mut s = ok;
+        s.mounts.push(Mount::read_write("/a", RUN_DIR_IN_CONTAINER));
+        assert!(validate(&s).unwrap_err().to_string().contains("reserved"));
+    }
+
+    #[test]
+    fn users_parse() {
+        assert_eq!(parse_user("1000:1000"), Some((1000, 1000)));
+        assert_eq!(parse_user("0"), Some((0, 0)));
+        assert_eq!(parse_user("flux"), None);
+    }
+
+    #[test]
+    fn outcome_check_maps_kills_and_timeouts() {
+        let base = Outcome {
+            container: "c".into(),
+            exit_code: 1,
+            timed_out: false,
+            oom_killed: false,
+            stdout: vec![],
+            stderr: vec![],
+            stdout_truncated: false,
+            stderr_truncated: false,
+            elapsed: Duration::ZERO,
+        };
+        assert!(base.clone().check(Duration::from_secs(1)).is_ok(), "a failing test is an outcome");
+        let sig = Outcome { exit_code: 137, ..base.clone() };
+        let e = sig.check(Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.to_string(), "container c was killed: signal 9");
+        let oom = Outcome { oom_killed: true, exit_code: 137, ..base.clone() };
+        let e = oom.check(Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.to_string(), "container c was killed: out of memory (OOM killer)");
+        let t = Outcome { timed_out: true, exit_code: 137, ..base };
+        let e = t.check(Duration::from_secs(90)).unwrap_err();
+        assert_eq!(e.to_string(), "container c timed out after 90s and was killed");
+    }
+}
