@@ -1,1 +1,524 @@
-//! (being written)
+//! The flux benchmark instance format: `instances/<repository>/<id>/instance.toml`, the test
+//! file(s) beside it, and the harvested `oracle.json`.
+//!
+//! Why a crate of its own: the instance is the unit every other part of flux exchanges (the CLI
+//! runs it, the harvest writes its oracle, the scorer reads the oracle, exporters turn it into
+//! SWE-Flux layout). This crate owns the schema and its validation, answer templates, and the
+//! oracle file; it reads and writes nothing but instance files, and runs no process.
+//!
+//! Two stages, as in ripgrep's argument handling: [`load_instance`] parses and validates
+//! everything that can be checked without running the test (ids match directories, the
+//! package is pinned, the template parses, the extractor exists, serves the kind, accepts the
+//! parameters and answers in the template's shape, the test files exist); [`Instance::build_oracle`]
+//! then turns a merged trace into an [`Oracle`] (extract, validate against the template,
+//! screen by answer size), and [`write_oracle`] stores it atomically without silently changing
+//! an existing gold answer. The schema is documented in `instances/README.md`.
+use flux_extract::{ExtractError, Params, QuestionKind};
+use flux_trace::TracingConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+mod oracle;
+pub mod template;
+
+pub use oracle::{
+    question_json, read_oracle, trace_digest, utc_timestamp, write_oracle, OnConflict, Oracle,
+    Provenance, WriteOutcome, ORACLE_FILE,
+};
+pub use template::{Template, TemplateError};
+
+/// The name of the instance file in an instance directory.
+pub const INSTANCE_FILE: &str = "instance.toml";
+
+/// `instance.toml`, as written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceSpec {
+    /// Equal to the instance directory's name.
+    pub id: String,
+    /// Equal to the parent directory's name.
+    pub repository: String,
+    /// The pinned package under test, `name==version`.
+    pub package: String,
+    /// The container image the test runs in.
+    pub image: String,
+    /// The interpreter inside the image.
+    pub interpreter: String,
+    pub kind: QuestionKind,
+    /// The question, in English, with its conventions spelled out.
+    pub question: String,
+    /// The answer template, JSON text (see [`template`]).
+    pub template: String,
+    /// Paths (template pointers, `/*` for list items) of lists compared as multisets.
+    #[serde(default)]
+    pub order_insensitive: Vec<String>,
+    /// Screening minimum of `flux_extract::answer_size`; the kind's default if absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_answer_size: Option<usize>,
+    pub test: TestSpec,
+    pub tracing: TracingConfig,
+    pub extractor: ExtractorSpec,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    /// Test files, relative to the instance directory.
+    pub files: Vec<String>,
+    /// The command that runs the test inside the image (argv).
+    pub command: Vec<String>,
+    /// Whether the test is expected to pass or fail.
+    pub expect: Expect,
+    #[serde(default = "default_timeout")]
+    pub timeout_s: u64,
+}
+
+fn default_timeout() -> u64 {
+    300
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    Pass,
+    Fail,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractorSpec {
+    /// A name from `flux_extract::extractors()`.
+    pub name: String,
+    #[serde(default)]
+    pub params: Map<String, Value>,
+}
+
+/// A loaded, validated instance.
+#[derive(Clone, Debug)]
+pub struct Instance {
+    /// The instance directory.
+    pub dir: PathBuf,
+    pub spec: InstanceSpec,
+    pub template: Template,
+    pub params: Params,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A field of an instance or oracle file is missing, unknown or wrong. `at` is
+    /// `:line:column` when the position is known.
+    #[error("{path}{at}: field `{field}`: {problem}")]
+    Invalid {
+        path: PathBuf,
+        at: String,
+        field: String,
+        problem: String,
+    },
+    #[error("{id}: {source}")]
+    Extract {
+        id: String,
+        #[source]
+        source: ExtractError,
+    },
+    #[error("{id}: the answer does not fit the template {source}")]
+    Answer {
+        id: String,
+        #[source]
+        source: TemplateError,
+    },
+    #[error("{id}: screened out: {reason}")]
+    Screened { id: String, reason: String },
+    #[error(
+        "{path}: holds a different oracle answer; not replaced (ask to replace it explicitly)\n  \
+         old: {old}\n  new: {new}"
+    )]
+    OracleConflict {
+        path: PathBuf,
+        old: String,
+        new: String,
+    },
+}
+
+fn invalid(path: &Path, field: &str, problem: impl Into<String>) -> InstanceError {
+    InstanceError::Invalid {
+        path: path.to_path_buf(),
+        at: String::new(),
+        field: field.to_string(),
+        problem: problem.into(),
+    }
+}
+
+/// Turn a TOML decoding error into one that names the file, the position, the field (with its
+/// table, e.g. `test.fles`) and the problem.
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> InstanceError {
+    let msg = e.message().trim().to_string();
+    let (at, line_no) = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+            (format!(":{line}:{col}"), Some(line))
+        }
+        None => (String::new(), None),
+    };
+    let quoted = |prefix: &str| {
+        msg.strip_prefix(prefix)
+            .and_then(|r| r.split('`').next())
+            .map(str::to_string)
+    };
+    let named = quoted("unknown field `").or_else(|| quoted("missing field `"));
+    // The table the position is in: the last `[header]` at or before that line.
+    let lines: Vec<&str> = text.lines().collect();
+    let mut table = String::new();
+    let mut key_on_line = None;
+    if let Some(n) = line_no {
+        for l in lines.iter().take(n) {
+            let t = l.trim();
+            if t.starts_with('[') && t.ends_with(']') {
+                table = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            }
+        }
+        if let Some(l) = lines.get(n - 1) {
+            let t = l.trim();
+            if t.starts_with('[') {
+                // The error is about the table itself (e.g. a missing field in it).
+                key_on_line = None;
+            } else if let Some((k, _)) = t.split_once('=') {
+                key_on_line = Some(k.trim().trim_matches('"').to_string());
+            }
+        }
+    }
+    let leaf = named.or(key_on_line);
+    let field = match (table.is_empty(), leaf) {
+        (true, Some(k)) => k,
+        (false, Some(k)) => format!("{table}.{k}"),
+        (false, None) => table,
+        (true, None) => "(document)".to_string(),
+    };
+    InstanceError::Invalid {
+        path: path.to_path_buf(),
+        at,
+        field,
+        problem: msg,
+    }
+}
+
+/// Read and validate the instance in `dir` (see the crate docs for what is checked).
+pub fn load_instance(dir: impl AsRef<Path>) -> Result<Instance, InstanceError> {
+    let dir = dir.as_ref();
+    let path = dir.join(INSTANCE_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| InstanceError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let spec: InstanceSpec = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+    validate(dir, &path, spec).map_err(|e| match e {
+        InstanceError::Invalid {
+            path,
+            at,
+            field,
+            problem,
+        } if at.is_empty() => InstanceError::Invalid {
+            at: locate(&text, &field)
+                .map(|(l, c)| format!(":{l}:{c}"))
+                .unwrap_or_default(),
+            path,
+            field,
+            problem,
+        },
+        other => other,
+    })
+}
+
+/// Line and column (from 1) where `field` (`key` or `table.key`) is set in TOML `text`.
+fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
+    let (table, key) = field.rsplit_once('.').unwrap_or(("", field));
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            current = t
+                .trim_end()
+                .trim_matches(|c| c == '[' || c == ']')
+                .trim()
+                .to_string();
+            continue;
+        }
+        let Some(rest) = t.strip_prefix(key) else {
+            continue;
+        };
+        if current == table && rest.trim_start().starts_with('=') {
+            return Some((i + 1, line.len() - t.len() + 1));
+        }
+    }
+    None
+}
+
+/// Validate a parsed spec for the instance directory `dir` (`path` is used in errors).
+pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance, InstanceError> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir_name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if spec.id != dir_name {
+        return Err(invalid(
+            path,
+            "id",
+            format!("`{}` must equal the directory name `{dir_name}`", spec.id),
+        ));
+    }
+    let parent = abs
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if spec.repository != parent {
+        return Err(invalid(
+            path,
+            "repository",
+            format!("`{}` must equal the parent directory name `{parent}`", spec.repository),
+        ));
+    }
+    match spec.package.split_once("==") {
+        Some((name, version)) if !name.trim().is_empty() && !version.trim().is_empty() => {}
+        _ => {
+            return Err(invalid(
+                path,
+                "package",
+                format!("`{}` is not pinned as name==version", spec.package),
+            ))
+        }
+    }
+    for (field, value) in [
+        ("image", &spec.image),
+        ("interpreter", &spec.interpreter),
+        ("question", &spec.question),
+    ] {
+        if value.trim().is_empty() {
+            return Err(invalid(path, field, "must not be empty"));
+        }
+    }
+    let template = Template::parse(&spec.template)
+        .map_err(|e| invalid(path, "template", e.to_string()))?;
+    for p in &spec.order_insensitive {
+        match template.at(p) {
+            Some(Template::List(_)) => {}
+            Some(_) => {
+                return Err(invalid(
+                    path,
+                    "order_insensitive",
+                    format!("`{p}` is not a list in the template"),
+                ))
+            }
+            None => {
+                return Err(invalid(
+                    path,
+                    "order_insensitive",
+                    format!("`{p}` is not a path of the template (use /* to step into lists)"),
+                ))
+            }
+        }
+    }
+    if spec.test.files.is_empty() {
+        return Err(invalid(path, "test.files", "lists no test file"));
+    }
+    for f in &spec.test.files {
+        let rel = Path::new(f);
+        if rel.is_absolute() || rel.components().any(|c| c == std::path::Component::ParentDir) {
+            return Err(invalid(
+                path,
+                "test.files",
+                format!("`{f}` must be relative to the instance directory, without `..`"),
+            ));
+        }
+        if !dir.join(rel).is_file() {
+            return Err(invalid(
+                path,
+                "test.files",
+                format!("`{f}` does not exist in {}", dir.display()),
+            ));
+        }
+    }
+    if spec.test.command.is_empty() {
+        return Err(invalid(path, "test.command", "is empty"));
+    }
+    if spec.test.timeout_s == 0 {
+        return Err(invalid(path, "test.timeout_s", "must be at least 1"));
+    }
+    let params = Params::new(spec.extractor.params.clone());
+    let ex = flux_extract::check_params(&spec.extractor.name, &params).map_err(|e| {
+        let field = match &e {
+            ExtractError::UnknownExtractor { .. } => "extractor.name",
+            _ => "extractor.params",
+        };
+        invalid(path, field, e.to_string())
+    })?;
+    if !ex.kinds.contains(&spec.kind) {
+        let serves: Vec<&str> = ex.kinds.iter().map(|k| k.as_str()).collect();
+        return Err(invalid(
+            path,
+            "kind",
+            format!(
+                "extractor `{}` serves {}, not {}",
+                ex.name,
+                serves.join(", "),
+                spec.kind
+            ),
+        ));
+    }
+    let expected = Template::parse((ex.template)(&params))
+        .map_err(|e| invalid(path, "extractor.name", format!("bad built-in template: {e}")))?;
+    if expected != template {
+        return Err(invalid(
+            path,
+            "template",
+            format!(
+                "{template} does not match the answer shape of extractor `{}`: {expected}",
+                ex.name
+            ),
+        ));
+    }
+    Ok(Instance {
+        dir: dir.to_path_buf(),
+        spec,
+        template,
+        params,
+    })
+}
+
+/// Every instance directory (a directory holding `instance.toml`) at or under each of `roots`,
+/// sorted and without duplicates. A root that does not exist is an error; directories that
+/// cannot be read below a root are skipped. Hidden directories and `target` are not entered.
+pub fn discover<P: AsRef<Path>>(roots: &[P]) -> Result<Vec<PathBuf>, InstanceError> {
+    let mut out = Vec::new();
+    for root in roots {
+        let root = root.as_ref();
+        if !root.exists() {
+            return Err(InstanceError::Io {
+                path: root.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such directory"),
+            });
+        }
+        walk(root, &mut out);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    if dir.join(INSTANCE_FILE).is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut subdirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            !n.starts_with('.') && n != "target"
+        })
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        walk(&d, out);
+    }
+}
+
+impl Instance {
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    pub fn kind(&self) -> QuestionKind {
+        self.spec.kind
+    }
+
+    /// The screening minimum: the instance's own, else the kind's default.
+    pub fn min_answer_size(&self) -> usize {
+        self.spec
+            .min_answer_size
+            .unwrap_or_else(|| self.spec.kind.min_answer_size())
+    }
+
+    /// Absolute-or-relative paths of the test files.
+    pub fn test_files(&self) -> Vec<PathBuf> {
+        self.spec.test.files.iter().map(|f| self.dir.join(f)).collect()
+    }
+
+    pub fn oracle_path(&self) -> PathBuf {
+        self.dir.join(ORACLE_FILE)
+    }
+
+    /// Run the instance's extractor on `trace` and check the answer against the template.
+    pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
+        let answer = flux_extract::extract(trace, &self.spec.extractor.name, &self.params)
+            .map_err(|source| InstanceError::Extract {
+                id: self.spec.id.clone(),
+                source,
+            })?;
+        self.template
+            .validate(&answer)
+            .map_err(|source| InstanceError::Answer {
+                id: self.spec.id.clone(),
+                source,
+            })?;
+        Ok(answer)
+    }
+
+    /// Harvest: extract the answer from a complete trace, validate it, screen it by answer
+    /// size, and build the oracle with its provenance. `harvested_at` is an RFC 3339 UTC time
+    /// (see [`utc_timestamp`]).
+    pub fn build_oracle(
+        &self,
+        trace: &flux_trace::Trace,
+        harvested_at: &str,
+    ) -> Result<Oracle, InstanceError> {
+        let answer = self.extract(trace)?;
+        let size = flux_extract::answer_size(&answer);
+        let min = self.min_answer_size();
+        if size < min {
+            return Err(InstanceError::Screened {
+                id: self.spec.id.clone(),
+                reason: format!(
+                    "answer size {size} is below the minimum {min} for {}",
+                    self.spec.kind
+                ),
+            });
+        }
+        let template_answer: Value = serde_json::from_str(&self.spec.template).map_err(|e| {
+            invalid(&self.dir.join(INSTANCE_FILE), "template", e.to_string())
+        })?;
+        Ok(Oracle {
+            question_kind: self.spec.kind,
+            question: self.spec.question.clone(),
+            template_answer,
+            oracle_answer: answer,
+            provenance: Provenance {
+                image: self.spec.image.clone(),
+                interpreter: trace.meta.interpreter.clone(),
+                flux_version: env!("CARGO_PKG_VERSION").to_string(),
+                trace_sha256: trace_digest(trace),
+                harvested_at: harvested_at.to_string(),
+                complete: trace.meta.complete,
+                labels: trace.meta.labels.clone(),
+                extractor: self.spec.extractor.name.clone(),
+                params: self.spec.extractor.params.clone(),
+                order_insensitive: self.spec.order_insensitive.clone(),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

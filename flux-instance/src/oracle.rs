@@ -1,0 +1,216 @@
+//! `oracle.json`: the harvested gold answer with its provenance, and the solver's view of it.
+use crate::{InstanceError, Template};
+use flux_extract::QuestionKind;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::path::Path;
+
+/// The name of the oracle file in an instance directory.
+pub const ORACLE_FILE: &str = "oracle.json";
+
+/// The SWE-Flux four keys plus flux's provenance.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Oracle {
+    pub question_kind: QuestionKind,
+    pub question: String,
+    /// The template, as JSON (not text).
+    pub template_answer: Value,
+    pub oracle_answer: Value,
+    pub provenance: Provenance,
+}
+
+/// Where a gold answer came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// The container image the traced test ran in.
+    pub image: String,
+    /// The interpreter version the trace reports.
+    pub interpreter: String,
+    pub flux_version: String,
+    /// sha256 (hex) of the trace's JSONL serialisation ([`trace_digest`]).
+    pub trace_sha256: String,
+    /// RFC 3339 UTC.
+    pub harvested_at: String,
+    /// The trace was complete (always true for a harvested oracle).
+    pub complete: bool,
+    /// The trace's labels (e.g. "not reproducible"), carried by everything derived from it.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    pub extractor: String,
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    /// Lists of the answer compared as multisets.
+    #[serde(default)]
+    pub order_insensitive: Vec<String>,
+}
+
+/// What [`write_oracle`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// No oracle existed; it was written.
+    Created,
+    /// An oracle with the same answer existed; the file was left untouched.
+    Unchanged,
+    /// An oracle with a different answer existed and was replaced ([`OnConflict::Replace`]).
+    Replaced,
+}
+
+/// What to do when `oracle.json` holds a different answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnConflict {
+    /// Keep the existing file and return [`InstanceError::OracleConflict`].
+    Refuse,
+    /// Replace it.
+    Replace,
+}
+
+/// sha256 (lowercase hex) of the trace's JSONL serialisation (`Trace::write_jsonl`).
+pub fn trace_digest(trace: &flux_trace::Trace) -> String {
+    struct HashWriter(Sha256);
+    impl Write for HashWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = HashWriter(Sha256::new());
+    // Writing into a hasher cannot fail.
+    let _ = trace.write_jsonl(&mut w);
+    w.0.finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// RFC 3339 UTC timestamp (seconds precision) of a system time.
+pub fn utc_timestamp(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3_600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// Read `dir/oracle.json`, checking its answer against its own template.
+pub fn read_oracle(dir: impl AsRef<Path>) -> Result<Oracle, InstanceError> {
+    let path = dir.as_ref().join(ORACLE_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| InstanceError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let oracle: Oracle = serde_json::from_str(&text).map_err(|e| {
+        let msg = e.to_string();
+        let field = msg
+            .split('`')
+            .nth(1)
+            .filter(|_| msg.starts_with("unknown field") || msg.starts_with("missing field"))
+            .unwrap_or("(document)")
+            .to_string();
+        InstanceError::Invalid {
+            path: path.clone(),
+            at: format!(":{}:{}", e.line(), e.column()),
+            field,
+            problem: msg,
+        }
+    })?;
+    let template = Template::from_value(&oracle.template_answer).map_err(|e| {
+        InstanceError::Invalid {
+            path: path.clone(),
+            at: String::new(),
+            field: "template_answer".into(),
+            problem: e.to_string(),
+        }
+    })?;
+    template
+        .validate(&oracle.oracle_answer)
+        .map_err(|e| InstanceError::Invalid {
+            path: path.clone(),
+            at: String::new(),
+            field: "oracle_answer".into(),
+            problem: format!("does not fit template_answer {e}"),
+        })?;
+    Ok(oracle)
+}
+
+/// Write `dir/oracle.json` atomically (a temporary file in `dir`, then rename). An existing
+/// oracle with the same `oracle_answer` is left untouched; one with a different answer is kept
+/// and reported as a conflict unless `on_conflict` is [`OnConflict::Replace`]. An existing file
+/// that cannot be read as an oracle counts as different.
+pub fn write_oracle(
+    dir: impl AsRef<Path>,
+    oracle: &Oracle,
+    on_conflict: OnConflict,
+) -> Result<WriteOutcome, InstanceError> {
+    let dir = dir.as_ref();
+    let path = dir.join(ORACLE_FILE);
+    let mut outcome = WriteOutcome::Created;
+    if path.exists() {
+        let old = read_oracle(dir).ok();
+        if old.as_ref().map(|o| &o.oracle_answer) == Some(&oracle.oracle_answer) {
+            return Ok(WriteOutcome::Unchanged);
+        }
+        if on_conflict == OnConflict::Refuse {
+            return Err(InstanceError::OracleConflict {
+                path,
+                old: old
+                    .map(|o| o.oracle_answer.to_string())
+                    .unwrap_or_else(|| "(unreadable)".into()),
+                new: oracle.oracle_answer.to_string(),
+            });
+        }
+        outcome = WriteOutcome::Replaced;
+    }
+    let io = |source| InstanceError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut text = serde_json::to_string_pretty(oracle)
+        .map_err(|e| io(std::io::Error::other(e)))?;
+    text.push('\n');
+    let tmp = dir.join(format!(".{ORACLE_FILE}.tmp.{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    Ok(outcome)
+}
+
+/// What a solver sees: the oracle without `oracle_answer` (and without provenance), i.e.
+/// SWE-Flux's `question.json`: `question_kind`, `question`, `template_answer`.
+pub fn question_json(oracle: &Oracle) -> Value {
+    serde_json::json!({
+        "question_kind": oracle.question_kind,
+        "question": oracle.question,
+        "template_answer": oracle.template_answer,
+    })
+}

@@ -1,0 +1,283 @@
+use super::*;
+use flux_trace::{Event, Kind, Meta, Source, Trace};
+use serde_json::json;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh scratch directory `<tmp>/flux-instance-<pid>-<n>`, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let d = std::env::temp_dir().join(format!(
+            "flux-instance-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const GOOD: &str = r#"id = "sympy-add-flatten-path"
+repository = "sympy"
+package = "sympy==1.13.3"
+image = "flux/sympy:1.13.3-py3.11"
+interpreter = "/usr/bin/python3.11"
+kind = "S1_IntraProceduralCFG"
+question = "Which lines of Add.flatten run, in order?"
+template = '{"executed_path": [{"line": "int"}]}'
+order_insensitive = []
+
+[test]
+files = ["test_flatten.py"]
+command = ["python3.11", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_flatten.py"]
+expect = "pass"
+timeout_s = 300
+
+[tracing]
+files = ["sympy/core/add.py"]
+functions = ["Add.flatten"]
+
+[extractor]
+name = "executed_path"
+params = { function = "Add.flatten", invocation = 1 }
+"#;
+
+/// Write an instance `root/<repo>/<id>` with `toml` and a test file; returns its directory.
+fn make(root: &Path, repo: &str, id: &str, toml: &str) -> PathBuf {
+    let d = root.join(repo).join(id);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join(INSTANCE_FILE), toml).unwrap();
+    std::fs::write(d.join("test_flatten.py"), "def test_x():\n    pass\n").unwrap();
+    d
+}
+
+fn good(root: &Path) -> PathBuf {
+    make(root, "sympy", "sympy-add-flatten-path", GOOD)
+}
+
+fn err_of(root: &Path, toml: &str) -> String {
+    let d = make(root, "sympy", "sympy-add-flatten-path", toml);
+    load_instance(&d).unwrap_err().to_string()
+}
+
+#[test]
+fn a_good_instance_loads() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    assert_eq!(inst.id(), "sympy-add-flatten-path");
+    assert_eq!(inst.kind(), QuestionKind::S1);
+    assert_eq!(inst.spec.test.expect, Expect::Pass);
+    assert_eq!(inst.spec.tracing.functions, vec!["Add.flatten".to_string()]);
+    assert_eq!(inst.params.get("invocation"), Some(&json!(1)));
+    assert_eq!(inst.min_answer_size(), 3);
+    assert!(inst.test_files()[0].ends_with("test_flatten.py"));
+}
+
+#[test]
+fn unknown_fields_name_file_position_table_and_field() {
+    let s = Scratch::new();
+    let e = err_of(&s.0, &GOOD.replace("files = [\"test_flatten.py\"]", "fles = [\"test_flatten.py\"]"));
+    assert!(e.contains("instance.toml:12:1: field `test.fles`: unknown field `fles`"), "{e}");
+    let e = err_of(&s.0, &format!("colour = 1\n{GOOD}"));
+    assert!(e.contains("instance.toml:1:1: field `colour`: unknown field `colour`"), "{e}");
+    let e = err_of(&s.0, &GOOD.replace("files = [\"sympy/core/add.py\"]", "file = [\"x\"]"));
+    assert!(e.contains("field `tracing.file`: unknown field `file`"), "{e}");
+    let e = err_of(&s.0, &GOOD.replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S9\""));
+    assert!(e.contains("field `kind`"), "{e}");
+    let e = err_of(&s.0, &GOOD.replace("timeout_s = 300", "timeout_s = \"long\""));
+    assert!(e.contains("field `test.timeout_s`"), "{e}");
+    let e = err_of(&s.0, &GOOD.replace("expect = \"pass\"\n", ""));
+    assert!(e.contains("missing field `expect`"), "{e}");
+}
+
+#[test]
+fn semantic_checks_name_the_field() {
+    let s = Scratch::new();
+    let cases = [
+        (GOOD.replace("id = \"sympy-add-flatten-path\"", "id = \"other\""), "instance.toml:1:1: field `id`: `other` must equal the directory name"),
+        (GOOD.replace("repository = \"sympy\"", "repository = \"numpy\""), "field `repository`"),
+        (GOOD.replace("sympy==1.13.3", "sympy>=1.13"), "field `package`: `sympy>=1.13` is not pinned"),
+        (GOOD.replace("files = [\"test_flatten.py\"]", "files = [\"nope.py\"]"), "instance.toml:12:1: field `test.files`: `nope.py` does not exist"),
+        (GOOD.replace("files = [\"test_flatten.py\"]", "files = [\"../x.py\"]"), "field `test.files`: `../x.py` must be relative"),
+        (GOOD.replace("name = \"executed_path\"", "name = \"exec_path\""), "field `extractor.name`: unknown extractor `exec_path`"),
+        (GOOD.replace("invocation = 1", "invocaton = 1"), "instance.toml:23:1: field `extractor.params`: extractor `executed_path`: unknown parameter `invocaton`"),
+        (GOOD.replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S2_Loops\""), "field `kind`: extractor `executed_path` serves S1_IntraProceduralCFG, not S2_Loops"),
+        (GOOD.replace(r#"'{"executed_path": [{"line": "int"}]}'"#, r#"'{"path": ["int"]}'"#), "field `template`: {\"path\": [\"int\"]} does not match"),
+        (GOOD.replace(r#"'{"executed_path": [{"line": "int"}]}'"#, r#"'{"executed_path": [{"line": "integer"}]}'"#), "field `template`: at /executed_path/0/line: unknown type name"),
+        (GOOD.replace("order_insensitive = []", "order_insensitive = [\"/executed_path/*/line\"]"), "field `order_insensitive`: `/executed_path/*/line` is not a list"),
+        (GOOD.replace("order_insensitive = []", "order_insensitive = [\"/covered\"]"), "field `order_insensitive`: `/covered` is not a path"),
+    ];
+    for (toml, want) in cases {
+        let e = err_of(&s.0, &toml);
+        assert!(e.contains(want), "want {want:?} in {e}");
+        assert!(e.contains("sympy-add-flatten-path/instance.toml"), "{e}");
+    }
+}
+
+fn ev(ev: Kind, line: u32) -> Event {
+    let mut e = Event::new(0, 1, 1, ev, Source::Hook);
+    e.activation = 1;
+    e.frame = 1;
+    e.qualname = "Add.flatten".into();
+    e.func = "flatten".into();
+    e.line = line;
+    e
+}
+
+fn trace(lines: &[u32]) -> Trace {
+    let mut events = vec![ev(Kind::Call, 100)];
+    events.extend(lines.iter().map(|&l| ev(Kind::Line, l)));
+    events.push(ev(Kind::Return, *lines.last().unwrap_or(&100)));
+    Trace {
+        meta: Meta {
+            complete: true,
+            interpreter: "3.11.9".into(),
+            labels: vec!["not reproducible".into()],
+            ..Meta::default()
+        },
+        events,
+    }
+}
+
+#[test]
+fn harvest_write_read_and_conflicts() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    let oracle = inst.build_oracle(&trace(&[101, 102, 104]), "2026-11-29T09:00:00Z").unwrap();
+    assert_eq!(
+        oracle.oracle_answer,
+        json!({"executed_path": [{"line": 101}, {"line": 102}, {"line": 104}]})
+    );
+    assert_eq!(oracle.provenance.interpreter, "3.11.9");
+    assert_eq!(oracle.provenance.labels, vec!["not reproducible".to_string()]);
+    assert_eq!(oracle.provenance.trace_sha256.len(), 64);
+    assert!(oracle.provenance.complete);
+
+    assert_eq!(write_oracle(&inst.dir, &oracle, OnConflict::Refuse).unwrap(), WriteOutcome::Created);
+    let back = read_oracle(&inst.dir).unwrap();
+    assert_eq!(back, oracle);
+    // Same answer, later harvest: the file is left as it was.
+    let mut again = oracle.clone();
+    again.provenance.harvested_at = "2026-11-30T00:00:00Z".into();
+    assert_eq!(write_oracle(&inst.dir, &again, OnConflict::Refuse).unwrap(), WriteOutcome::Unchanged);
+    assert_eq!(read_oracle(&inst.dir).unwrap().provenance.harvested_at, "2026-11-29T09:00:00Z");
+    // A different answer is refused unless replacing is asked for.
+    let other = inst.build_oracle(&trace(&[101, 103, 104]), "2026-11-30T00:00:00Z").unwrap();
+    let e = write_oracle(&inst.dir, &other, OnConflict::Refuse).unwrap_err().to_string();
+    assert!(e.contains("holds a different oracle answer"), "{e}");
+    assert_eq!(read_oracle(&inst.dir).unwrap(), oracle);
+    assert_eq!(write_oracle(&inst.dir, &other, OnConflict::Replace).unwrap(), WriteOutcome::Replaced);
+    assert_eq!(read_oracle(&inst.dir).unwrap(), other);
+    // No temporary file is left behind.
+    let names: Vec<_> = std::fs::read_dir(&inst.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| !n.contains(".tmp.")), "{names:?}");
+
+    let q = question_json(&other);
+    let keys: Vec<&String> = q.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 3);
+    assert!(q.get("oracle_answer").is_none());
+    assert_eq!(q["question_kind"], json!("S1_IntraProceduralCFG"));
+    assert_eq!(q["template_answer"], json!({"executed_path": [{"line": "int"}]}));
+}
+
+#[test]
+fn harvest_refuses_small_incomplete_and_missing() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    let e = inst.build_oracle(&trace(&[101, 102]), "t").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "sympy-add-flatten-path: screened out: answer size 2 is below the minimum 3 for S1_IntraProceduralCFG"
+    );
+    let mut t = trace(&[101, 102, 103]);
+    t.meta.complete = false;
+    let e = inst.build_oracle(&t, "t").unwrap_err().to_string();
+    assert!(e.contains("incomplete"), "{e}");
+    let mut t = trace(&[101, 102, 103]);
+    for e in &mut t.events {
+        e.qualname = "Mul.flatten".into();
+    }
+    let e = inst.build_oracle(&t, "t").unwrap_err().to_string();
+    assert!(e.contains("function `Add.flatten` has 0 invocation(s)"), "{e}");
+}
+
+#[test]
+fn read_oracle_reports_bad_files() {
+    let s = Scratch::new();
+    let d = good(&s.0);
+    std::fs::write(d.join(ORACLE_FILE), r#"{"question_kind": "S1_IntraProceduralCFG", "colour": 1}"#).unwrap();
+    let e = read_oracle(&d).unwrap_err().to_string();
+    assert!(e.contains("oracle.json:1:") && e.contains("field `colour`"), "{e}");
+    std::fs::write(
+        d.join(ORACLE_FILE),
+        serde_json::to_string(&json!({
+            "question_kind": "S2_Loops", "question": "q",
+            "template_answer": {"loop_iteration_count": "int"},
+            "oracle_answer": {"loop_iteration_count": "3"},
+            "provenance": {"image": "i", "interpreter": "3.11", "flux_version": "0.1.0",
+                "trace_sha256": "00", "harvested_at": "t", "complete": true, "extractor": "loop_iterations"}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let e = read_oracle(&d).unwrap_err().to_string();
+    assert!(e.contains("field `oracle_answer`: does not fit template_answer at /loop_iteration_count: expected int"), "{e}");
+    // An unreadable existing oracle is never silently replaced.
+    let inst = load_instance(&d).unwrap();
+    let o = inst.build_oracle(&trace(&[101, 102, 104]), "t").unwrap();
+    assert!(write_oracle(&d, &o, OnConflict::Refuse).is_err());
+}
+
+#[test]
+fn discover_finds_instance_dirs() {
+    let s = Scratch::new();
+    good(&s.0);
+    make(&s.0, "attrs", "attrs-one", "x");
+    std::fs::create_dir_all(s.0.join("empty/dir")).unwrap();
+    std::fs::create_dir_all(s.0.join(".hidden/x")).unwrap();
+    std::fs::write(s.0.join(".hidden/x").join(INSTANCE_FILE), "").unwrap();
+    let found = discover(&[&s.0]).unwrap();
+    assert_eq!(
+        found,
+        vec![s.0.join("attrs/attrs-one"), s.0.join("sympy/sympy-add-flatten-path")]
+    );
+    // A list of paths: an instance dir itself, a repository dir, duplicates removed.
+    let found = discover(&[s.0.join("sympy/sympy-add-flatten-path"), s.0.join("sympy")]).unwrap();
+    assert_eq!(found, vec![s.0.join("sympy/sympy-add-flatten-path")]);
+    assert!(discover(&[s.0.join("missing")]).is_err());
+}
+
+#[test]
+fn timestamps_and_digests() {
+    use std::time::{Duration, UNIX_EPOCH};
+    assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    assert_eq!(
+        utc_timestamp(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+        "2023-11-14T22:13:20Z"
+    );
+    assert_eq!(
+        utc_timestamp(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+        "2000-02-29T00:00:00Z"
+    );
+    let a = trace_digest(&trace(&[1, 2]));
+    assert_eq!(a, trace_digest(&trace(&[1, 2])));
+    assert_ne!(a, trace_digest(&trace(&[1, 3])));
+    // sha256 of the empty string: an empty trace serialises to nothing.
+    assert_eq!(
+        trace_digest(&Trace::default()),
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+}
