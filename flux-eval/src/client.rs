@@ -59,12 +59,37 @@ impl Default for RetryPolicy {
     }
 }
 
-/// One chat message.
+/// One plain chat message.
 #[derive(Debug, Clone)]
 pub struct Message {
     /// `user` or `assistant`.
     pub role: &'static str,
     pub content: String,
+}
+
+impl Message {
+    /// The message in wire form (the same for both protocols).
+    pub fn to_value(&self) -> Value {
+        json!({"role": self.role, "content": self.content})
+    }
+}
+
+/// A function the model may call.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON schema of the arguments.
+    pub parameters: Value,
+}
+
+/// A function call requested by the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// Parsed arguments (`Value::Null` when the model sent unparseable arguments).
+    pub arguments: Value,
 }
 
 /// A reply.
@@ -75,6 +100,10 @@ pub struct Completion {
     pub tokens_out: u64,
     /// HTTP requests that were retried for this completion.
     pub retries: u32,
+    /// Function calls requested (tools mode).
+    pub tool_calls: Vec<ToolCall>,
+    /// The assistant message in wire form, to append to the conversation.
+    pub assistant: Value,
 }
 
 /// An infrastructure failure: not the model's answer, never scored as wrong.
@@ -134,16 +163,18 @@ impl ChatClient {
         })
     }
 
-    fn request(&self, system: &str, messages: &[Message]) -> reqwest::RequestBuilder {
-        let msgs: Vec<Value> = messages
-            .iter()
-            .map(|m| json!({"role": m.role, "content": m.content}))
-            .collect();
+    fn request(&self, system: &str, messages: &[Value], tools: &[ToolSpec]) -> reqwest::RequestBuilder {
         match self.api {
             Api::OpenAi => {
                 let mut all = vec![json!({"role": "system", "content": system})];
-                all.extend(msgs);
-                let body = json!({"model": self.model, "temperature": 0, "messages": all});
+                all.extend(messages.iter().cloned());
+                let mut body = json!({"model": self.model, "temperature": 0, "messages": all});
+                if !tools.is_empty() {
+                    body["tools"] = tools
+                        .iter()
+                        .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+                        .collect();
+                }
                 let mut rb = self.http.post(format!("{}/chat/completions", self.base_url)).json(&body);
                 if let Some(k) = &self.key {
                     rb = rb.bearer_auth(k);
@@ -151,13 +182,19 @@ impl ChatClient {
                 rb
             }
             Api::Anthropic => {
-                let body = json!({
+                let mut body = json!({
                     "model": self.model,
                     "max_tokens": self.max_tokens,
                     "temperature": 0,
                     "system": system,
-                    "messages": msgs,
+                    "messages": messages,
                 });
+                if !tools.is_empty() {
+                    body["tools"] = tools
+                        .iter()
+                        .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                        .collect();
+                }
                 let mut rb = self
                     .http
                     .post(format!("{}/v1/messages", self.base_url))
@@ -171,30 +208,89 @@ impl ChatClient {
         }
     }
 
+    /// The messages that answer tool calls, in wire form.
+    pub fn tool_results(&self, results: &[(String, String)]) -> Vec<Value> {
+        match self.api {
+            Api::OpenAi => results
+                .iter()
+                .map(|(id, content)| json!({"role": "tool", "tool_call_id": id, "content": content}))
+                .collect(),
+            Api::Anthropic => vec![json!({
+                "role": "user",
+                "content": results
+                    .iter()
+                    .map(|(id, content)| json!({"type": "tool_result", "tool_use_id": id, "content": content}))
+                    .collect::<Vec<_>>(),
+            })],
+        }
+    }
+
+    /// Tool results followed by a user text, in wire form (one user turn for Anthropic).
+    pub fn tool_results_then(&self, results: &[(String, String)], text: &str) -> Vec<Value> {
+        let mut out = self.tool_results(results);
+        match (self.api, out.last_mut().and_then(|m| m.get_mut("content")).and_then(|c| c.as_array_mut())) {
+            (Api::Anthropic, Some(blocks)) => blocks.push(json!({"type": "text", "text": text})),
+            _ => out.push(json!({"role": "user", "content": text})),
+        }
+        out
+    }
+
     fn parse(&self, v: &Value) -> Result<Completion, String> {
         let u = |a: &str, b: &str| v.get("usage").and_then(|u| u.get(a).or_else(|| u.get(b))).and_then(|x| x.as_u64()).unwrap_or(0);
         match self.api {
             Api::OpenAi => {
-                let text = v
-                    .pointer("/choices/0/message/content")
-                    .and_then(|c| c.as_str())
-                    .ok_or("response has no choices[0].message.content")?;
+                let msg = v.pointer("/choices/0/message").ok_or("response has no choices[0].message")?;
+                let mut tool_calls = Vec::new();
+                for (i, tc) in msg.get("tool_calls").and_then(|t| t.as_array()).into_iter().flatten().enumerate() {
+                    let args = tc.pointer("/function/arguments");
+                    tool_calls.push(ToolCall {
+                        id: tc.get("id").and_then(|x| x.as_str()).map(String::from).unwrap_or_else(|| format!("call_{i}")),
+                        name: tc.pointer("/function/name").and_then(|x| x.as_str()).unwrap_or("").to_string(),
+                        arguments: match args {
+                            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+                            Some(other) => other.clone(),
+                            None => Value::Null,
+                        },
+                    });
+                }
+                let text = match msg.get("content") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) | None if !tool_calls.is_empty() => String::new(),
+                    _ => return Err("response has no choices[0].message.content".into()),
+                };
+                let mut assistant = json!({"role": "assistant", "content": text});
+                if let Some(tc) = msg.get("tool_calls").filter(|_| !tool_calls.is_empty()) {
+                    assistant["tool_calls"] = tc.clone();
+                }
                 Ok(Completion {
-                    text: text.to_string(),
+                    text,
                     tokens_in: u("prompt_tokens", "input_tokens"),
                     tokens_out: u("completion_tokens", "output_tokens"),
                     retries: 0,
+                    tool_calls,
+                    assistant,
                 })
             }
             Api::Anthropic => {
                 let parts = v.get("content").and_then(|c| c.as_array()).ok_or("response has no content")?;
+                let ty = |p: &Value| p.get("type").and_then(|t| t.as_str()).unwrap_or("text").to_string();
                 let text: String = parts
                     .iter()
-                    .filter(|p| p.get("type").and_then(|t| t.as_str()).is_none_or(|t| t == "text"))
+                    .filter(|p| ty(p) == "text")
                     .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
                     .collect::<Vec<_>>()
                     .join("");
-                if text.is_empty() && parts.is_empty() {
+                let tool_calls: Vec<ToolCall> = parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| ty(p) == "tool_use")
+                    .map(|(i, p)| ToolCall {
+                        id: p.get("id").and_then(|x| x.as_str()).map(String::from).unwrap_or_else(|| format!("toolu_{i}")),
+                        name: p.get("name").and_then(|x| x.as_str()).unwrap_or("").to_string(),
+                        arguments: p.get("input").cloned().unwrap_or(Value::Null),
+                    })
+                    .collect();
+                if parts.is_empty() {
                     return Err("response content is empty".into());
                 }
                 Ok(Completion {
@@ -202,16 +298,30 @@ impl ChatClient {
                     tokens_in: u("input_tokens", "prompt_tokens"),
                     tokens_out: u("output_tokens", "completion_tokens"),
                     retries: 0,
+                    tool_calls,
+                    assistant: json!({"role": "assistant", "content": parts}),
                 })
             }
         }
     }
 
-    /// Send one conversation; retry transient failures. Every `Err` is an infrastructure error.
+    /// Send a plain conversation (no tools); see [`ChatClient::complete_with`].
     pub async fn complete(&self, system: &str, messages: &[Message]) -> Result<Completion, InfraError> {
+        let msgs: Vec<Value> = messages.iter().map(Message::to_value).collect();
+        self.complete_with(system, &msgs, &[]).await
+    }
+
+    /// Send one conversation (messages in wire form, tools offered when not empty); retry
+    /// transient failures. Every `Err` is an infrastructure error.
+    pub async fn complete_with(
+        &self,
+        system: &str,
+        messages: &[Value],
+        tools: &[ToolSpec],
+    ) -> Result<Completion, InfraError> {
         let mut attempt: u32 = 0;
         loop {
-            let (err, retry_after) = match self.request(system, messages).send().await {
+            let (err, retry_after) = match self.request(system, messages, tools).send().await {
                 Ok(resp) => {
                     let status = resp.status();
                     let retry_after = resp

@@ -17,6 +17,7 @@ pub mod parse;
 pub mod price;
 pub mod prompt;
 pub mod solvers;
+pub mod tools;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use client::{Api, ChatClient, Completion, InfraError, Message, RetryPolicy};
+pub use client::{Api, ChatClient, Completion, InfraError, Message, RetryPolicy, ToolCall, ToolSpec};
 use flux_score::Instance;
 
 /// Errors that stop a whole run (one instance's trouble never does).
@@ -94,6 +95,10 @@ pub struct EvalOptions {
     pub force: bool,
     /// Print one progress line per instance to stderr.
     pub progress: bool,
+    /// Offer the read-only `list_files` / `read_file` tools over the source root.
+    pub tools: bool,
+    /// Most tool-call rounds per instance (tools mode).
+    pub max_tool_rounds: u32,
 }
 
 impl std::fmt::Debug for EvalOptions {
@@ -108,6 +113,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("max_context_tokens", &self.max_context_tokens)
             .field("source_root", &self.source_root)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
 }
@@ -133,6 +139,8 @@ impl EvalOptions {
             reasoning: false,
             force: false,
             progress: false,
+            tools: false,
+            max_tool_rounds: 16,
         }
     }
 }
@@ -168,6 +176,9 @@ pub struct Meta {
     pub attempts: u32,
     /// HTTP retries after transient failures.
     pub retries: u32,
+    /// Tool calls executed (tools mode).
+    #[serde(default)]
+    pub tool_calls: u32,
     pub error: Option<String>,
     /// Source files put in the prompt, and what was cut.
     #[serde(default)]
@@ -377,6 +388,7 @@ fn new_meta(inst: &Instance, o: &EvalOptions) -> Meta {
         cost: None,
         attempts: 0,
         retries: 0,
+        tool_calls: 0,
         error: None,
         context_files: Vec::new(),
         context_notes: Vec::new(),
@@ -414,25 +426,60 @@ pub async fn answer_instance(
 }
 
 async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut Meta) -> Option<Value> {
-    let p = prompt::build(inst, o.source_root.as_deref(), o.max_context_tokens, o.reasoning);
+    let mut p = prompt::build(inst, o.source_root.as_deref(), o.max_context_tokens, o.reasoning);
     meta.context_files = p.files.clone();
     meta.context_notes = p.notes.clone();
-    let mut messages = vec![Message { role: "user", content: p.user }];
+    let specs = if o.tools { tools::specs() } else { Vec::new() };
+    let mut toolbox = None;
+    if o.tools {
+        p.user.push_str("\nYou may call the read-only tools list_files and read_file to read more of the package source before answering; then reply with the JSON object.\n");
+        let used = (p.user.len() + p.system.len()) / prompt::CHARS_PER_TOKEN;
+        let root = prompt::source_root_for(inst, o.source_root.as_deref());
+        toolbox = Some(tools::Toolbox::new(root, o.max_context_tokens.saturating_sub(used + 2_000)));
+    }
+    let mut messages = vec![Message { role: "user", content: p.user }.to_value()];
     let mut last_parsed: Option<Value> = None;
+    let mut tool_rounds = 0u32;
     for round in 0..=o.repair_rounds {
-        meta.attempts += 1;
-        let reply = match c.complete(&p.system, &messages).await {
-            Ok(r) => r,
-            Err(e) => {
-                meta.retries += e.requests.saturating_sub(1);
-                meta.status = AnswerStatus::InfraError;
-                meta.error = Some(e.message);
-                return None;
+        // One model turn, possibly through several tool rounds.
+        let reply = loop {
+            meta.attempts += 1;
+            let reply = match c.complete_with(&p.system, &messages, &specs).await {
+                Ok(r) => r,
+                Err(e) => {
+                    meta.retries += e.requests.saturating_sub(1);
+                    meta.status = AnswerStatus::InfraError;
+                    meta.error = Some(e.message);
+                    return None;
+                }
+            };
+            meta.tokens_in += reply.tokens_in;
+            meta.tokens_out += reply.tokens_out;
+            meta.retries += reply.retries;
+            let Some(tb) = toolbox.as_mut().filter(|_| !reply.tool_calls.is_empty()) else {
+                break reply;
+            };
+            if tool_rounds >= o.max_tool_rounds + 2 {
+                // The model ignores the refusals: stop here with what it said.
+                break reply;
             }
+            tool_rounds += 1;
+            let results: Vec<(String, String)> = reply
+                .tool_calls
+                .iter()
+                .map(|call| {
+                    let out = if tool_rounds > o.max_tool_rounds {
+                        "error: no more tool calls allowed; answer now with the JSON object".to_string()
+                    } else {
+                        meta.tool_calls += 1;
+                        tb.run(call)
+                    };
+                    (call.id.clone(), out)
+                })
+                .collect();
+            messages.push(reply.assistant.clone());
+            messages.extend(c.tool_results(&results));
         };
-        meta.tokens_in += reply.tokens_in;
-        meta.tokens_out += reply.tokens_out;
-        meta.retries += reply.retries;
         let problem = match parse::extract_json(&reply.text) {
             Err(e) => e,
             Ok(v) => match parse::validate_shape(&inst.template, &v) {
@@ -460,13 +507,30 @@ async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut 
         meta.error = Some(problem.clone());
         meta.raw_reply = Some(reply.text.chars().take(4000).collect());
         if round < o.repair_rounds {
-            messages.push(Message { role: "assistant", content: reply.text });
-            messages.push(Message {
-                role: "user",
-                content: format!(
-                    "Your reply could not be used: {problem}. Reply again with only one JSON object of the template's shape."
-                ),
-            });
+            if !reply.tool_calls.is_empty() {
+                // Tool calls need answers before another user message; end them here.
+                let results: Vec<(String, String)> = reply
+                    .tool_calls
+                    .iter()
+                    .map(|c| (c.id.clone(), "error: no more tool calls allowed".to_string()))
+                    .collect();
+                messages.push(reply.assistant.clone());
+                messages.extend(c.tool_results_then(
+                    &results,
+                    &format!("Your reply could not be used: {problem}. Reply with only one JSON object of the template's shape."),
+                ));
+            } else {
+                messages.push(reply.assistant.clone());
+                messages.push(
+                    Message {
+                        role: "user",
+                        content: format!(
+                            "Your reply could not be used: {problem}. Reply again with only one JSON object of the template's shape."
+                        ),
+                    }
+                    .to_value(),
+                );
+            }
         }
     }
     // Keep the last parsed (ill-shaped) answer for inspection; meta says unparseable.

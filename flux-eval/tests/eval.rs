@@ -71,11 +71,49 @@ fn script(instance: &str, call: usize, body: &Value) -> (u16, Vec<(&'static str,
         "ratelimit" => (200, vec![], good),
         "down" => (500, vec![], "internal error".into()),
         "shape" => (200, vec![], r#"{"loop_iteration_count": "three"}"#.into()),
+        // Tools mode: two calls (one escaping the root), then a listing, then the answer only
+        // when every tool result came back as expected.
+        "tools" if call == 0 => (
+            200,
+            vec![],
+            json!({"tools": [["read_file", {"path": "/usr/lib/python3.11/site-packages/toy/core.py", "start_line": 3}],
+                             ["read_file", {"path": "../../../etc/passwd"}]]})
+            .to_string(),
+        ),
+        "tools" if call == 1 => (200, vec![], json!({"tools": [["list_files", {"path": "toy"}]]}).to_string()),
+        "tools" => {
+            let t = body.to_string();
+            let ok = t.contains("3  def count_up(n):") && t.contains("not allowed") && t.contains("toy/other.py");
+            (200, vec![], if ok { good } else { r#"{"loop_iteration_count": 99}"#.into() })
+        }
         _ => (404, vec![], "unknown instance".into()),
     }
 }
 
 fn envelope(path: &str, text: &str) -> Value {
+    let tools: Option<Vec<Value>> = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("tools").and_then(|t| t.as_array()).cloned());
+    if let Some(calls) = tools {
+        return if path.ends_with("/chat/completions") {
+            let tc: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| json!({"id": format!("call_{i}"), "type": "function",
+                                     "function": {"name": c[0], "arguments": c[1].to_string()}}))
+                .collect();
+            json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": tc},
+                                "finish_reason": "tool_calls"}],
+                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+        } else {
+            let mut blocks = vec![json!({"type": "text", "text": "Let me look."})];
+            blocks.extend(calls.iter().enumerate().map(|(i, c)| {
+                json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": c[0], "input": c[1]})
+            }));
+            json!({"content": blocks, "stop_reason": "tool_use",
+                   "usage": {"input_tokens": 100, "output_tokens": 10}})
+        };
+    }
     if path.ends_with("/chat/completions") {
         json!({"id": "x", "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
                "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
@@ -445,4 +483,44 @@ async fn connection_refused_is_infra_error() {
     let s = run_eval(&o).await.unwrap();
     assert_eq!(s.infra_errors, 1);
     assert_eq!(s.scored, 0);
+}
+
+async fn tools_mode(api: Api) {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    // A copy of an instance under the id the script answers with tool calls.
+    let from = inst.join("toy/correct");
+    let to = inst.join("toy/tools");
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
+        let t = std::fs::read_to_string(from.join(f)).unwrap().replace("id = \"correct\"", "id = \"tools\"");
+        std::fs::write(to.join(f), t).unwrap();
+    }
+    let out = tmp.path().join("answers");
+    let mut o = options(&server, api, &to, &src, &out);
+    o.tools = true;
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.ok, s.passed), (1, 1), "{s:?}");
+    let m = meta(&out, "tools");
+    assert_eq!(m["tool_calls"], 3);
+    assert_eq!(m["attempts"], 3);
+    let log = server.log();
+    assert!(log.iter().all(|r| r.body["tools"].as_array().map(Vec::len) == Some(2)));
+    // The tool results went back in the protocol's own form.
+    let last = log.last().unwrap().body.to_string();
+    match api {
+        Api::OpenAi => assert!(last.contains("\"role\":\"tool\"") && last.contains("\"tool_call_id\":\"call_0\"")),
+        Api::Anthropic => assert!(last.contains("\"type\":\"tool_result\"") && last.contains("\"tool_use_id\":\"toolu_1\"")),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_tools_mode() {
+    tools_mode(Api::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_tools_mode() {
+    tools_mode(Api::Anthropic).await;
 }
