@@ -366,8 +366,7 @@ pub async fn build(
 ) -> Result<Vec<(String, Result<Report>)>> {
     let defs = Definitions::load(&config.definitions)?;
     let targets = defs.select(names, &config.definitions)?;
-    // Leftovers of an interrupted build.
-    rt.remove_labelled(Some(BUILD_RUN_ID)).await?;
+    remove_orphaned_build_containers(rt).await?;
     let mut results: Vec<(String, Result<Report>)> = Vec::new();
     for t in &targets {
         let image = t.image();
@@ -395,7 +394,36 @@ pub async fn build(
     Ok(results)
 }
 
-const BUILD_RUN_ID: &str = "flux-image-build";
+/// Label on build containers: the pid of the building process.
+const LABEL_BUILD_PID: &str = "flux.build.pid";
+
+/// Removes build containers left by builds whose process is gone (killed mid-build); builds
+/// running concurrently in other processes keep theirs.
+async fn remove_orphaned_build_containers(rt: &Runtime) -> Result<()> {
+    use bollard::query_parameters::ListContainersOptionsBuilder;
+    let mut filters = std::collections::HashMap::new();
+    filters.insert("label".to_owned(), vec![LABEL_BUILD_PID.to_owned()]);
+    let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+    let list = rt
+        .docker()
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| Error::docker("list build containers", e))?;
+    for c in list {
+        // Containers of flux images inherit the label blanked: only a pid counts.
+        let Some(pid) = c.labels.as_ref().and_then(|l| l.get(LABEL_BUILD_PID)?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks for existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if let (false, Some(id)) = (alive, c.id) {
+            rt.remove_container(&id).await?;
+        }
+    }
+    Ok(())
+}
 
 fn disk_full(e: Error, image: &str) -> Error {
     if e.is_disk_full() && !matches!(e, Error::DiskFull { .. }) {
@@ -634,7 +662,8 @@ async fn run_build_container(
         run_dir,
     );
     spec.user = "0:0".into();
-    spec.run_id = BUILD_RUN_ID.into();
+    spec.run_id = format!("build-{}", crate::runtime::new_run_id());
+    spec.labels.insert(LABEL_BUILD_PID.into(), std::process::id().to_string());
     spec.mounts = mounts;
     spec.env.insert("PATH".into(), PATH_ENV.trim_start_matches("PATH=").into());
     spec.env.insert("LANG".into(), "C.UTF-8".into());
@@ -677,6 +706,7 @@ async fn commit(
     // containers of this image are not taken for flux runs.
     labels.insert(crate::runtime::LABEL_RUN.to_owned(), String::new());
     labels.insert(crate::runtime::LABEL_MANAGED.to_owned(), String::new());
+    labels.insert(LABEL_BUILD_PID.to_owned(), String::new());
     let config = ContainerConfig {
         user: Some(user.to_owned()),
         env: Some(vec![PATH_ENV.to_owned(), "LANG=C.UTF-8".to_owned()]),

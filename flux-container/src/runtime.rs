@@ -349,7 +349,13 @@ impl Runtime {
         Ok(ids.len())
     }
 
-    /// Ids of containers (any state) with `flux.run=<run_id>` (or any `flux.run`).
+    /// Removes one container by id or name (force); a missing one is not an error.
+    pub async fn remove_container(&self, id: &str) -> Result<()> {
+        remove_container(&self.docker, id).await
+    }
+
+    /// Ids of containers (any state) with `flux.run=<run_id>` (or any non-empty `flux.run`:
+    /// containers of flux images inherit the label blanked from the image build).
     pub async fn labelled(&self, run_id: Option<&str>) -> Result<Vec<String>> {
         let filter = match run_id {
             Some(id) => format!("{LABEL_RUN}={id}"),
@@ -363,7 +369,14 @@ impl Runtime {
             .list_containers(Some(options))
             .await
             .map_err(|e| Error::docker("list containers", e))?;
-        Ok(list.into_iter().filter_map(|c| c.id).collect())
+        Ok(list
+            .into_iter()
+            .filter(|c| {
+                let run = c.labels.as_ref().and_then(|l| l.get(LABEL_RUN));
+                run.is_some_and(|r| !r.is_empty())
+            })
+            .filter_map(|c| c.id)
+            .collect())
     }
 }
 
@@ -571,15 +584,35 @@ impl Container {
     /// Waits for the exit, collecting stdout and stderr; on expiry kills the container
     /// (SIGKILL) and reports `timed_out`. The container is not removed.
     pub async fn wait(&mut self, timeout: Duration) -> Result<Outcome> {
+        self.wait_streaming(timeout, |_, _| {}).await
+    }
+
+    /// [`Container::wait`], also handing every chunk of output to `sink` as it arrives.
+    pub async fn wait_streaming(
+        &mut self,
+        timeout: Duration,
+        mut sink: impl FnMut(LogStream, &[u8]),
+    ) -> Result<Outcome> {
         let from = self.released_at.unwrap_or_else(Instant::now);
-        let logs = tokio::spawn(collect_logs(self.docker.clone(), self.id.clone()));
-        let mut waiter = self.docker.wait_container(&self.id, None);
-        let waited = tokio::time::timeout(timeout, waiter.next()).await;
-        drop(waiter);
-        let timed_out = waited.is_err();
-        if let Ok(Some(Err(e))) = &waited {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let logs = tokio::spawn(collect_logs(self.docker.clone(), self.id.clone(), tx));
+        let waited = {
+            let mut waiter = self.docker.wait_container(&self.id, None);
+            let next = waiter.next();
+            tokio::pin!(next);
+            let deadline = tokio::time::sleep(timeout);
+            tokio::pin!(deadline);
+            loop {
+                tokio::select! {
+                    r = &mut next => break Some(r),
+                    _ = &mut deadline => break None,
+                    Some((stream, bytes)) = rx.recv() => sink(stream, &bytes),
+                }
+            }
+        };
+        let timed_out = waited.is_none();
+        if let Some(Some(Err(e))) = waited {
             if !matches!(e, bollard::errors::Error::DockerContainerWaitError { .. }) {
-                let e = waited.unwrap().unwrap().unwrap_err();
                 return Err(Error::docker(format!("wait for container {}", self.name), e));
             }
         }
@@ -606,6 +639,9 @@ impl Container {
                 }
                 Err(_) => Default::default(),
             };
+        while let Ok((stream, bytes)) = rx.try_recv() {
+            sink(stream, &bytes);
+        }
         let inspect = self
             .docker
             .inspect_container(&self.id, None)
@@ -657,7 +693,18 @@ impl Drop for Container {
 
 type Logs = (Vec<u8>, bool, Vec<u8>, bool);
 
-async fn collect_logs(docker: Docker, id: String) -> Result<Logs> {
+/// Which output stream a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogStream {
+    Stdout,
+    Stderr,
+}
+
+async fn collect_logs(
+    docker: Docker,
+    id: String,
+    tx: tokio::sync::mpsc::UnboundedSender<(LogStream, bytes::Bytes)>,
+) -> Result<Logs> {
     use bollard::container::LogOutput;
     let options = LogsOptionsBuilder::default().follow(true).stdout(true).stderr(true).build();
     let mut stream = docker.logs(&id, Some(options));
@@ -671,8 +718,14 @@ async fn collect_logs(docker: Docker, id: String) -> Result<Logs> {
     };
     while let Some(item) = stream.next().await {
         match item {
-            Ok(LogOutput::StdOut { message }) => push(&mut out, &mut out_t, &message),
-            Ok(LogOutput::StdErr { message }) => push(&mut err, &mut err_t, &message),
+            Ok(LogOutput::StdOut { message }) => {
+                push(&mut out, &mut out_t, &message);
+                let _ = tx.send((LogStream::Stdout, message));
+            }
+            Ok(LogOutput::StdErr { message }) => {
+                push(&mut err, &mut err_t, &message);
+                let _ = tx.send((LogStream::Stderr, message));
+            }
             Ok(_) => {}
             Err(e) if is_not_found(&e) => break,
             Err(e) => return Err(Error::docker(format!("logs of container {id}"), e)),

@@ -317,3 +317,63 @@ async fn unreachable_docker_names_the_socket_and_the_fix() {
     assert!(matches!(err, Error::DockerUnreachable { .. }), "{msg}");
     assert!(msg.contains("/nonexistent/docker.sock") && msg.contains("dockerd"), "{msg}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_command_keeps_the_init_pid_and_streams_output() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let spec = guard.spec(&[PY, "-u", "-c", "import time; print('a'); time.sleep(1.5); print('b')"], dir.path());
+    let mut c = rt.create(spec).await.unwrap();
+    let started = c.start().await.unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", started.init_pid)).unwrap();
+    let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
+    assert!(nspid.ends_with("\t1"), "init is pid 1 in its namespace: {nspid}");
+    c.release().await.unwrap();
+    // `exec` replaces the gate shell in place: same host pid, now the interpreter.
+    let mut exe = PathBuf::new();
+    for _ in 0..200 {
+        exe = std::fs::read_link(format!("/proc/{}/exe", started.init_pid)).unwrap_or_default();
+        if exe.ends_with("python3.11") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(exe.ends_with("python3.11"), "{}", exe.display());
+    let mut chunks: Vec<(flux_container::LogStream, String, std::time::Instant)> = Vec::new();
+    let outcome = c
+        .wait_streaming(Duration::from_secs(30), |s, b| {
+            chunks.push((s, String::from_utf8_lossy(b).into_owned(), std::time::Instant::now()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(outcome.stdout_lossy(), "a\nb\n");
+    let text: String = chunks.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(text, "a\nb\n");
+    assert!(chunks.len() >= 2, "streamed in pieces: {chunks:?}");
+    assert!(chunks[chunks.len() - 1].2 - chunks[0].2 >= Duration::from_secs(1), "a arrived before b was printed");
+    c.remove().await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn containers_of_flux_images_made_elsewhere_are_not_taken_for_runs() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    // A container made from a flux image by someone else inherits the image's blanked labels.
+    let mut labels = std::collections::HashMap::new();
+    labels.insert("flux.test".to_owned(), guard.run_id.clone());
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(BASE.into()),
+        cmd: Some(vec!["true".into()]),
+        labels: Some(labels),
+        ..Default::default()
+    };
+    let id = rt.docker().create_container(None, body).await.unwrap().id;
+    let inspect = rt.docker().inspect_container(&id, None).await.unwrap();
+    let labels = inspect.config.unwrap().labels.unwrap();
+    assert_eq!(labels.get("flux.run").map(String::as_str), Some(""), "{labels:?}");
+    assert!(!rt.labelled(None).await.unwrap().contains(&id));
+    rt.remove_container(&id).await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
