@@ -164,7 +164,7 @@ pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
@@ -174,7 +174,7 @@ mod tests {
     /// the stdlib `compile` (file under /usr/lib/python3.11/re); at 13 f calls g again.
     /// test_b: f calls nothing.
     fn calls() -> flux_trace::Trace {
-        Tb::new()
+        TraceBuilder::new()
             .test("t.py::test_a")
             .call("f", 10, &[])
             .line(11, &[])
@@ -221,7 +221,10 @@ mod tests {
         );
         let p = params(json!({"function": "f", "invocation": 3})).unwrap();
         let err = extract(&t, "call_sequence", &p).unwrap_err().to_string();
-        assert!(err.contains("function `f` has 2 invocation(s); invocation 3"), "{err}");
+        assert!(
+            err.contains("function `f` has 2 invocation(s); invocation 3"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -257,7 +260,7 @@ mod tests {
     #[test]
     fn generator_resumptions_are_not_calls() {
         // f (10) creates gen (frame 2) at line 11 and resumes it at line 12: one call of gen.
-        let t = Tb::new()
+        let t = TraceBuilder::new()
             .call("f", 10, &[])
             .line(11, &[])
             .call("gen", 40, &[])

@@ -90,14 +90,14 @@ pub(crate) fn coverage_across_tests(t: &Trace, p: &Params) -> Result<Value, Extr
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
     /// f (def at 10) called twice: first takes the `if` branch (11, 12, 14), second skips it
     /// (11, 14). A callee g's lines (21) must not appear in f's path.
     fn two_calls() -> flux_trace::Trace {
-        Tb::new()
+        TraceBuilder::new()
             .test("t.py::test_a")
             .call("f", 10, &[("x", "1")])
             .line(11, &[])

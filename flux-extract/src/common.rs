@@ -122,6 +122,13 @@ pub(crate) fn test_ids(t: &Trace) -> Vec<String> {
 }
 
 /// Sort `items` (test ids) into the order of `order`, dropping duplicates.
-pub(crate) fn in_test_order(order: &[String], items: &std::collections::BTreeSet<String>) -> Vec<String> {
-    order.iter().filter(|t| items.contains(*t)).cloned().collect()
+pub(crate) fn in_test_order(
+    order: &[String],
+    items: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    order
+        .iter()
+        .filter(|t| items.contains(*t))
+        .cloned()
+        .collect()
 }

@@ -47,7 +47,11 @@ fn uses_param(p: &Params) -> Result<Uses, ExtractError> {
             })?;
             let list = names
                 .as_array()
-                .and_then(|a| a.iter().map(|n| n.as_str().map(String::from)).collect::<Option<Vec<_>>>())
+                .and_then(|a| {
+                    a.iter()
+                        .map(|n| n.as_str().map(String::from))
+                        .collect::<Option<Vec<_>>>()
+                })
                 .ok_or_else(|| ExtractError::BadParam {
                     param: "uses".into(),
                     expected: "a list of names for each line",
@@ -140,10 +144,10 @@ pub(crate) fn def_use_across_tests(t: &Trace, p: &Params) -> Result<Value, Extra
 }
 
 const KEYWORDS: &[&str] = &[
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-    "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-    "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-    "while", "with", "yield",
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
+    "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
+    "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+    "with", "yield",
 ];
 
 /// The names each line of `src` reads, by absolute line (`first_line` is the number of the
@@ -212,7 +216,10 @@ pub fn uses_from_source(src: &str, first_line: u32) -> BTreeMap<u32, Vec<String>
 }
 
 fn char_offset(s: &str, char_idx: usize) -> usize {
-    s.char_indices().nth(char_idx).map(|(b, _)| b).unwrap_or(s.len())
+    s.char_indices()
+        .nth(char_idx)
+        .map(|(b, _)| b)
+        .unwrap_or(s.len())
 }
 
 struct Tok {
@@ -255,7 +262,11 @@ fn line_uses(code: &str) -> Vec<String> {
             }
             let name: String = chars[start..i].iter().collect();
             let before = chars[..start].iter().rev().find(|c| !c.is_whitespace());
-            let next: String = chars[i..].iter().filter(|c| !c.is_whitespace()).take(2).collect();
+            let next: String = chars[i..]
+                .iter()
+                .filter(|c| !c.is_whitespace())
+                .take(2)
+                .collect();
             toks.push(Tok {
                 name: name.clone(),
                 brackets: brackets.clone(),
@@ -334,7 +345,7 @@ fn line_uses(code: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::uses_from_source;
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
@@ -348,7 +359,7 @@ mod tests {
     /// Pairs: (a,1,2) (a,1,3) (b,2,3) (b,3,4) (b,3,5) (c,4,6) — c's def stays at 4 because
     /// line 5 leaves its repr unchanged (documented limitation).
     fn one() -> flux_trace::Trace {
-        Tb::new()
+        TraceBuilder::new()
             .test("t.py::test_one")
             .call("f", 1, &[("a", "1")])
             .line(2, &[])
@@ -403,7 +414,10 @@ mod tests {
         );
         let p = params(json!({"function": "f"})).unwrap();
         let err = extract(&t, "def_use_pairs", &p).unwrap_err().to_string();
-        assert!(err.contains("missing required parameter `uses (or source)`"), "{err}");
+        assert!(
+            err.contains("missing required parameter `uses (or source)`"),
+            "{err}"
+        );
     }
 
     #[test]

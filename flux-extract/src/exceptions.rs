@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 pub(crate) const EXCEPTION_INFO: &str = "\
 The Mth (`occurrence`, default 1) exception *raised* in traced code, optionally only of `type` \
 (equal to the traced type or to its last dotted component), raised in `raised_in`, or during \
-`test`. An `exception` event is a raise unless it continues a propagation: it is one when the \
+`test`. A re-raise (`raise` in a handler) is a new raise. An `exception` event is a raise unless it continues a propagation: it is one when the \
 same activation's last event before it was the unwinding `return` of a callee (then the \
 exception came from that callee). For a raise in a Python function that called into C code \
 (`int('x')`), the raising function is that Python function. The exception is followed from its \
@@ -19,7 +19,8 @@ that is not traced (or the end of the thread's stack) means it leaves traced cod
 the frame instead goes on with a `line` event or returns normally without a `handled` event, it \
 was handled there (handler line unknown: null). \
 Answer: {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
-\"handled_in\" (qualname or null), \"handler_line\" (the `handled` event's line, or null), \
+\"handled_in\" (qualname or null), \"handler_line\" (the `handled` event's line: the hook \
+reports the line of the matching `except` clause; null if unhandled or unknown), \
 \"unwound\" ([functions exited by the exception, innermost first])}}.";
 
 pub(crate) const RAISING_TESTS: &str = "\
@@ -188,7 +189,7 @@ pub(crate) fn raising_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
@@ -199,7 +200,7 @@ mod tests {
     /// is untraced → unhandled in traced code.
     /// test_d: nothing raised.
     fn exc() -> flux_trace::Trace {
-        Tb::new()
+        TraceBuilder::new()
             .test("t.py::test_a")
             .call("outer", 10, &[])
             .line(11, &[])
@@ -266,7 +267,10 @@ mod tests {
         let t = exc();
         let p = params(json!({"type": "ValueError", "occurrence": 3})).unwrap();
         let err = extract(&t, "exception_info", &p).unwrap_err().to_string();
-        assert!(err.contains("the trace has 2 `ValueError` exception(s) raised; occurrence 3"), "{err}");
+        assert!(
+            err.contains("the trace has 2 `ValueError` exception(s) raised; occurrence 3"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -144,8 +144,14 @@ mod tests {
 
     #[test]
     fn answer_size_counts_non_null_scalar_leaves() {
-        assert_eq!(answer_size(&json!({"executed_path":[{"line":3},{"line":4}]})), 2);
+        assert_eq!(
+            answer_size(&json!({"executed_path":[{"line":3},{"line":4}]})),
+            2
+        );
         assert_eq!(answer_size(&json!({"x": null, "y": [], "z": {}})), 0);
-        assert_eq!(answer_size(&json!({"g": {"a": ["b", "c"], "d": []}, "ok": false})), 3);
+        assert_eq!(
+            answer_size(&json!({"g": {"a": ["b", "c"], "d": []}, "ok": false})),
+            3
+        );
     }
 }

@@ -37,8 +37,7 @@ mod kinds;
 mod loops;
 mod params;
 mod state;
-#[cfg(test)]
-mod testkit;
+pub mod testkit;
 
 pub use dataflow::uses_from_source;
 pub use kinds::{answer_size, QuestionKind};
@@ -62,7 +61,9 @@ pub enum ExtractError {
     },
     #[error("parameters must be a JSON object, got {got}")]
     ParamsNotObject { got: String },
-    #[error("function `{function}` has {count} invocation(s){scope}; invocation {asked} was asked for")]
+    #[error(
+        "function `{function}` has {count} invocation(s){scope}; invocation {asked} was asked for"
+    )]
     NoInvocation {
         function: String,
         count: usize,
@@ -120,7 +121,10 @@ pub fn find(name: &str) -> Option<&'static Extractor> {
 
 /// The extractors that serve `kind`.
 pub fn for_kind(kind: QuestionKind) -> Vec<&'static Extractor> {
-    REGISTRY.iter().filter(|e| e.kinds.contains(&kind)).collect()
+    REGISTRY
+        .iter()
+        .filter(|e| e.kinds.contains(&kind))
+        .collect()
 }
 
 /// Check `params` against the extractor's declared parameters (names and presence; values are
@@ -128,7 +132,11 @@ pub fn for_kind(kind: QuestionKind) -> Vec<&'static Extractor> {
 pub fn check_params(name: &str, params: &Params) -> Result<&'static Extractor, ExtractError> {
     let ex = find(name).ok_or_else(|| ExtractError::UnknownExtractor {
         name: name.to_string(),
-        known: REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+        known: REGISTRY
+            .iter()
+            .map(|e| e.name)
+            .collect::<Vec<_>>()
+            .join(", "),
     })?;
     let wrap = |source| ExtractError::In {
         extractor: name.to_string(),
@@ -138,7 +146,12 @@ pub fn check_params(name: &str, params: &Params) -> Result<&'static Extractor, E
         if !ex.params.iter().any(|p| p.name == key) {
             return Err(wrap(ExtractError::UnknownParam {
                 param: key.to_string(),
-                allowed: ex.params.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+                allowed: ex
+                    .params
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }));
         }
     }
@@ -503,7 +516,7 @@ static REGISTRY: &[Extractor] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use serde_json::json;
 
     #[test]
@@ -524,17 +537,29 @@ mod tests {
 
     #[test]
     fn extract_checks_names_params_and_completeness() {
-        let t = Tb::new().call("f", 1, &[]).line(2, &[]).ret("None").build();
+        let t = TraceBuilder::new()
+            .call("f", 1, &[])
+            .line(2, &[])
+            .ret("None")
+            .build();
         let err = extract(&t, "nope", &no_params()).unwrap_err();
-        assert!(err.to_string().contains("unknown extractor `nope`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown extractor `nope`"),
+            "{err}"
+        );
         let err = extract(&t, "executed_path", &params(json!({"fn": "f"})).unwrap()).unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("extractor `executed_path`: unknown parameter `fn`; allowed: function"),
+            err.to_string().starts_with(
+                "extractor `executed_path`: unknown parameter `fn`; allowed: function"
+            ),
             "{err}"
         );
         let err = extract(&t, "executed_path", &no_params()).unwrap_err();
-        assert!(err.to_string().contains("missing required parameter `function`"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("missing required parameter `function`"),
+            "{err}"
+        );
         let p = params(json!({"function": "f"})).unwrap();
         assert_eq!(
             extract(&t, "executed_path", &p).unwrap(),
@@ -544,7 +569,123 @@ mod tests {
         bad.meta.complete = false;
         bad.meta.problems = vec!["3 events lost".into()];
         let err = extract(&bad, "executed_path", &p).unwrap_err();
-        assert!(err.to_string().contains("incomplete (3 events lost)"), "{err}");
+        assert!(
+            err.to_string().contains("incomplete (3 events lost)"),
+            "{err}"
+        );
         assert!(params(json!([1])).is_err());
+    }
+
+    /// Every extractor refuses parameters that the trace cannot answer, with a message that
+    /// says what was asked and what the trace holds.
+    #[test]
+    fn every_extractor_reports_unanswerable_parameters() {
+        let t = TraceBuilder::new()
+            .test("t.py::test_a")
+            .call("f", 1, &[("n", "1")])
+            .line(2, &[])
+            .ret("None")
+            .end("passed")
+            .build();
+        let cases = [
+            (
+                "executed_path",
+                json!({"function": "f", "invocation": 2}),
+                "function `f` has 1 invocation(s); invocation 2",
+            ),
+            (
+                "covered_lines",
+                json!({"function": "f", "test": "test_b"}),
+                "function `f` has 0 invocation(s) in test `test_b`",
+            ),
+            (
+                "coverage_across_tests",
+                json!({"function": "f", "normalize": "rel"}),
+                "parameter `normalize`: expected \"absolute\" or \"relative\"",
+            ),
+            (
+                "loop_iterations",
+                json!({"function": "f", "header": 7, "body_end": 8}),
+                "line 7 (the loop header) never executes",
+            ),
+            (
+                "loop_iterations_across_tests",
+                json!({"function": "f", "header": 5, "body_end": 6}),
+                "line 5 (the loop header) of `f` never executes inside a test",
+            ),
+            (
+                "state_at",
+                json!({"function": "f", "line": 9}),
+                "line 9 executes 0 time(s) in invocation 1 of `f`",
+            ),
+            (
+                "state_across_tests",
+                json!({"function": "f", "line": 9, "variable": "n"}),
+                "line 9 of `f` executes at least 1 time(s) in no test",
+            ),
+            (
+                "def_use_pairs",
+                json!({"function": "f", "uses": {"x": ["n"]}}),
+                "parameter `uses`: expected line numbers as keys",
+            ),
+            (
+                "def_use_across_tests",
+                json!({"function": "f", "uses": ["n"]}),
+                "parameter `uses`: expected an object",
+            ),
+            (
+                "exception_info",
+                json!({}),
+                "the trace has 0 exception(s) raised; occurrence 1",
+            ),
+            (
+                "raising_tests",
+                json!({"type": 3}),
+                "parameter `type`: expected a string, got 3",
+            ),
+            (
+                "call_sequence",
+                json!({"function": "g"}),
+                "function `g` has 0 invocation(s)",
+            ),
+            (
+                "callees_count",
+                json!({"function": "f", "invocation": 0}),
+                "parameter `invocation`: expected an integer >= 1, got 0",
+            ),
+            (
+                "callees_across_tests",
+                json!({"function": "f", "within": 1}),
+                "parameter `within`: expected a string",
+            ),
+            (
+                "call_graph",
+                json!({"test": false}),
+                "parameter `test`: expected a string",
+            ),
+            (
+                "invariants_in_test",
+                json!({"function": "f", "line": 2, "variable": "zz"}),
+                "`zz` is never bound after line 2 of `f`",
+            ),
+            (
+                "invariants_across_tests",
+                json!({"function": "f", "line": 3, "variable": "n"}),
+                "`n` is never bound after line 3 of `f` inside a test",
+            ),
+        ];
+        let mut covered = Vec::new();
+        for (name, p, want) in cases {
+            let err = match extract(&t, name, &params(p).unwrap()) {
+                Ok(v) => panic!("{name}: unexpected answer {v}"),
+                Err(e) => e.to_string(),
+            };
+            assert!(err.starts_with(&format!("extractor `{name}`: ")), "{err}");
+            assert!(err.contains(want), "{name}: want {want:?} in {err}");
+            covered.push(name);
+        }
+        for e in extractors() {
+            assert!(covered.contains(&e.name), "{} has no error case", e.name);
+        }
     }
 }

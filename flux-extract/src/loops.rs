@@ -137,7 +137,7 @@ pub(crate) fn loop_iterations_across_tests(t: &Trace, p: &Params) -> Result<Valu
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
@@ -148,7 +148,10 @@ mod tests {
     /// Invocation 2 (break on the 2nd item): 11 12 13 14 12 13 15 → 2 iterations.
     /// Invocation 3 (empty xs): 11 12 15 → entered once, 0 iterations.
     fn loops() -> flux_trace::Trace {
-        let mut tb = Tb::new().test("t.py::test_three").call("f", 10, &[]).line(11, &[]);
+        let mut tb = TraceBuilder::new()
+            .test("t.py::test_three")
+            .call("f", 10, &[])
+            .line(11, &[]);
         for _ in 0..3 {
             tb = tb.line(12, &[]).line(13, &[]).line(14, &[]);
         }
@@ -196,7 +199,7 @@ mod tests {
         // Inner loop at 12..13 inside an outer loop at 11..13: 11 12 13 12 | 11 12 13 12 13 12 | 11
         // Entries into the inner loop come from 11 (outside [12, 13]): 2 entries, 1 then 2
         // iterations.
-        let t = Tb::new()
+        let t = TraceBuilder::new()
             .call("f", 10, &[])
             .line(11, &[])
             .line(12, &[])
@@ -230,7 +233,10 @@ mod tests {
         let t = loops();
         let p = params(json!({"function": "f", "header": 30, "body_end": 31})).unwrap();
         let err = extract(&t, "loop_iterations", &p).unwrap_err().to_string();
-        assert!(err.contains("line 30 (the loop header) never executes in invocation 1 of `f`"), "{err}");
+        assert!(
+            err.contains("line 30 (the loop header) never executes in invocation 1 of `f`"),
+            "{err}"
+        );
         let p = params(json!({"function": "f", "header": 12, "body_end": 12})).unwrap();
         assert!(extract(&t, "loop_iterations", &p).is_err());
     }

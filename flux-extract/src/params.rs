@@ -37,9 +37,10 @@ impl Params {
 
     /// A required string.
     pub fn str(&self, key: &str) -> Result<&str, ExtractError> {
-        self.opt_str(key)?.ok_or_else(|| ExtractError::MissingParam {
-            param: key.to_string(),
-        })
+        self.opt_str(key)?
+            .ok_or_else(|| ExtractError::MissingParam {
+                param: key.to_string(),
+            })
     }
 
     pub fn opt_str(&self, key: &str) -> Result<Option<&str>, ExtractError> {
@@ -63,9 +64,10 @@ impl Params {
 
     /// A required positive integer.
     pub fn pos(&self, key: &str) -> Result<u64, ExtractError> {
-        self.opt_pos(key)?.ok_or_else(|| ExtractError::MissingParam {
-            param: key.to_string(),
-        })
+        self.opt_pos(key)?
+            .ok_or_else(|| ExtractError::MissingParam {
+                param: key.to_string(),
+            })
     }
 
     /// A required line number.
@@ -131,7 +133,11 @@ mod tests {
             p.index_or("n", 1).unwrap_err().to_string(),
             "parameter `n`: expected an integer >= 1, got 0"
         );
-        assert!(p.bool_or("b", false).unwrap_err().to_string().contains("`b`"));
+        assert!(p
+            .bool_or("b", false)
+            .unwrap_err()
+            .to_string()
+            .contains("`b`"));
         assert!(p.opt_str_list("l").is_err());
         assert_eq!(p.index_or("missing", 7).unwrap(), 7);
         assert_eq!(

@@ -229,9 +229,15 @@ pub(crate) fn invariants_across_tests(t: &Trace, p: &Params) -> Result<Value, Ex
     }
     let combined = if kinds.iter().all(|k| *k == "constant") {
         "constant"
-    } else if kinds.iter().all(|k| matches!(*k, "constant" | "non_decreasing")) {
+    } else if kinds
+        .iter()
+        .all(|k| matches!(*k, "constant" | "non_decreasing"))
+    {
         "non_decreasing"
-    } else if kinds.iter().all(|k| matches!(*k, "constant" | "non_increasing")) {
+    } else if kinds
+        .iter()
+        .all(|k| matches!(*k, "constant" | "non_increasing"))
+    {
         "non_increasing"
     } else {
         "none"
@@ -241,7 +247,7 @@ pub(crate) fn invariants_across_tests(t: &Trace, p: &Params) -> Result<Value, Ex
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Tb;
+    use crate::testkit::TraceBuilder;
     use crate::{extract, params};
     use serde_json::json;
 
@@ -251,7 +257,7 @@ mod tests {
     /// after its 2nd → '2'. After line 2 → i = '0' (seen on the line-3 event).
     /// Called with n=1 in test_b: after line 4's 1st execution i = '1'.
     fn counting() -> flux_trace::Trace {
-        Tb::new()
+        TraceBuilder::new()
             .test("t.py::test_a")
             .call("f", 1, &[("n", "2")])
             .line(2, &[])
@@ -278,8 +284,9 @@ mod tests {
     #[test]
     fn state_at_reads_the_next_event_of_the_frame() {
         let t = counting();
-        let p = params(json!({"function": "f", "line": 4, "occurrence": 2, "variables": ["i", "n"]}))
-            .unwrap();
+        let p =
+            params(json!({"function": "f", "line": 4, "occurrence": 2, "variables": ["i", "n"]}))
+                .unwrap();
         assert_eq!(
             extract(&t, "state_at", &p).unwrap(),
             json!({"observed_state": [{"variable": "i", "value": "2"}, {"variable": "n", "value": "2"}]})
@@ -297,7 +304,10 @@ mod tests {
         let t = counting();
         let p = params(json!({"function": "f", "line": 4, "occurrence": 3})).unwrap();
         let err = extract(&t, "state_at", &p).unwrap_err().to_string();
-        assert!(err.contains("line 4 executes 2 time(s) in invocation 1 of `f`; occurrence 3"), "{err}");
+        assert!(
+            err.contains("line 4 executes 2 time(s) in invocation 1 of `f`; occurrence 3"),
+            "{err}"
+        );
         let p = params(json!({"function": "f", "line": 2, "variables": ["zz"]})).unwrap();
         let err = extract(&t, "state_at", &p).unwrap_err().to_string();
         assert!(err.contains("variable `zz` is not bound"), "{err}");
@@ -306,7 +316,8 @@ mod tests {
     #[test]
     fn state_across_tests_one_value_per_test() {
         let t = counting();
-        let p = params(json!({"function": "f", "line": 4, "variable": "i", "occurrence": 2})).unwrap();
+        let p =
+            params(json!({"function": "f", "line": 4, "variable": "i", "occurrence": 2})).unwrap();
         // Only test_a executes line 4 twice.
         assert_eq!(
             extract(&t, "state_across_tests", &p).unwrap(),
@@ -324,7 +335,8 @@ mod tests {
     fn invariants_in_one_test_and_across_tests() {
         let t = counting();
         // In test_a, i after line 4: 1, 2 → ints, non-negative, non_decreasing, not constant.
-        let p = params(json!({"function": "f", "line": 4, "variable": "i", "test": "test_a"})).unwrap();
+        let p =
+            params(json!({"function": "f", "line": 4, "variable": "i", "test": "test_a"})).unwrap();
         assert_eq!(
             extract(&t, "invariants_in_test", &p).unwrap(),
             json!({"invariants": {"observations": 2, "types": ["int"], "single_type": true,
@@ -346,7 +358,7 @@ mod tests {
     #[test]
     fn invariants_of_mixed_and_decreasing_values() {
         // g at 1: line 2 executes 3 times; x after it: 3, 1.5, then 'a' (a str).
-        let t = Tb::new()
+        let t = TraceBuilder::new()
             .call("g", 1, &[])
             .line(2, &[])
             .line(3, &[("x", "3")])

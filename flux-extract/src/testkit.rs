@@ -1,7 +1,12 @@
-//! A small builder of hand-made traces for the extractors' unit tests.
+//! A small builder of hand-made traces, for the extractors' unit tests and for tests of crates
+//! downstream (harvest, scoring) that need a realistic trace without running Python.
+//!
+//! Events get consecutive timestamps, one thread, `frame == activation` (except
+//! [`TraceBuilder::resume`]), `parent`/`depth` from the builder's call stack, and the current
+//! test's node id. Value types are guessed from the repr ([`val`]).
 use flux_trace::{Event, ExcInfo, Kind, Meta, Source, Trace, Value};
 
-pub(crate) const FILE: &str = "/usr/lib/python3.11/site-packages/pkg/mod.py";
+pub const FILE: &str = "/usr/lib/python3.11/site-packages/pkg/mod.py";
 
 struct Open {
     act: u64,
@@ -11,7 +16,7 @@ struct Open {
     line: u32,
 }
 
-pub(crate) struct Tb {
+pub struct TraceBuilder {
     events: Vec<Event>,
     stack: Vec<Open>,
     next: u64,
@@ -19,7 +24,7 @@ pub(crate) struct Tb {
 }
 
 /// A value whose type is guessed from its repr the way Python would print it.
-pub(crate) fn val(repr: &str) -> Value {
+pub fn val(repr: &str) -> Value {
     let ty = if repr.parse::<i64>().is_ok() {
         "int"
     } else if repr.parse::<f64>().is_ok() {
@@ -42,12 +47,21 @@ pub(crate) fn val(repr: &str) -> Value {
 }
 
 fn locals(changes: &[(&str, &str)]) -> Vec<(String, Value)> {
-    changes.iter().map(|(n, r)| (n.to_string(), val(r))).collect()
+    changes
+        .iter()
+        .map(|(n, r)| (n.to_string(), val(r)))
+        .collect()
 }
 
-impl Tb {
-    pub(crate) fn new() -> Tb {
-        Tb {
+impl Default for TraceBuilder {
+    fn default() -> TraceBuilder {
+        TraceBuilder::new()
+    }
+}
+
+impl TraceBuilder {
+    pub fn new() -> TraceBuilder {
+        TraceBuilder {
             events: Vec::new(),
             stack: Vec::new(),
             next: 1,
@@ -80,14 +94,14 @@ impl Tb {
         e
     }
 
-    pub(crate) fn test(mut self, id: &str) -> Tb {
+    pub fn test(mut self, id: &str) -> TraceBuilder {
         self.test = id.to_string();
         let e = Event::new(0, 100, 100, Kind::TestStart, Source::Hook);
         self.push(e);
         self
     }
 
-    pub(crate) fn end(mut self, outcome: &str) -> Tb {
+    pub fn end(mut self, outcome: &str) -> TraceBuilder {
         let mut e = Event::new(0, 100, 100, Kind::TestEnd, Source::Hook);
         e.outcome = outcome.to_string();
         self.push(e);
@@ -95,21 +109,28 @@ impl Tb {
         self
     }
 
-    pub(crate) fn call(self, name: &str, line: u32, args: &[(&str, &str)]) -> Tb {
+    pub fn call(self, name: &str, line: u32, args: &[(&str, &str)]) -> TraceBuilder {
         self.call_in(name, FILE, line, args)
     }
 
-    pub(crate) fn call_in(self, name: &str, file: &str, line: u32, args: &[(&str, &str)]) -> Tb {
+    pub fn call_in(self, name: &str, file: &str, line: u32, args: &[(&str, &str)]) -> TraceBuilder {
         let act = self.next;
         self.enter(name, file, line, act, args)
     }
 
     /// Resume the generator frame `frame` (a new activation of an existing frame).
-    pub(crate) fn resume(self, frame: u64, name: &str, line: u32) -> Tb {
+    pub fn resume(self, frame: u64, name: &str, line: u32) -> TraceBuilder {
         self.enter(name, FILE, line, frame, &[])
     }
 
-    fn enter(mut self, name: &str, file: &str, line: u32, frame: u64, args: &[(&str, &str)]) -> Tb {
+    fn enter(
+        mut self,
+        name: &str,
+        file: &str,
+        line: u32,
+        frame: u64,
+        args: &[(&str, &str)],
+    ) -> TraceBuilder {
         let act = self.next;
         self.next += 1;
         self.stack.push(Open {
@@ -125,7 +146,7 @@ impl Tb {
         self
     }
 
-    pub(crate) fn line(mut self, line: u32, changes: &[(&str, &str)]) -> Tb {
+    pub fn line(mut self, line: u32, changes: &[(&str, &str)]) -> TraceBuilder {
         if let Some(top) = self.stack.last_mut() {
             top.line = line;
         }
@@ -135,11 +156,11 @@ impl Tb {
         self
     }
 
-    pub(crate) fn ret(self, value: &str) -> Tb {
+    pub fn ret(self, value: &str) -> TraceBuilder {
         self.ret_with(value, &[])
     }
 
-    pub(crate) fn ret_with(mut self, value: &str, changes: &[(&str, &str)]) -> Tb {
+    pub fn ret_with(mut self, value: &str, changes: &[(&str, &str)]) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
         e.value = Some(val(value));
         e.locals = locals(changes);
@@ -149,7 +170,7 @@ impl Tb {
     }
 
     /// A `return` that suspends a generator.
-    pub(crate) fn suspend(mut self, value: &str) -> Tb {
+    pub fn suspend(mut self, value: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
         e.value = Some(val(value));
         e.suspended = true;
@@ -159,7 +180,7 @@ impl Tb {
     }
 
     /// An `exception` event at the current line of the innermost frame.
-    pub(crate) fn raise(mut self, ty: &str, msg: &str) -> Tb {
+    pub fn raise(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Exception);
         e.exc = Some(ExcInfo {
             ty: ty.to_string(),
@@ -170,7 +191,7 @@ impl Tb {
     }
 
     /// A `handled` event at `line` of the innermost frame.
-    pub(crate) fn handled(mut self, line: u32, ty: &str, msg: &str) -> Tb {
+    pub fn handled(mut self, line: u32, ty: &str, msg: &str) -> TraceBuilder {
         if let Some(top) = self.stack.last_mut() {
             top.line = line;
         }
@@ -184,7 +205,7 @@ impl Tb {
     }
 
     /// The innermost frame is left by the exception.
-    pub(crate) fn unwind(mut self, ty: &str, msg: &str) -> Tb {
+    pub fn unwind(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
         e.unwind = true;
         e.exc = Some(ExcInfo {
@@ -196,7 +217,7 @@ impl Tb {
         self
     }
 
-    pub(crate) fn build(self) -> Trace {
+    pub fn build(self) -> Trace {
         Trace {
             meta: Meta {
                 complete: true,

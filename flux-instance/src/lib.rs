@@ -281,7 +281,10 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
         return Err(invalid(
             path,
             "repository",
-            format!("`{}` must equal the parent directory name `{parent}`", spec.repository),
+            format!(
+                "`{}` must equal the parent directory name `{parent}`",
+                spec.repository
+            ),
         ));
     }
     match spec.package.split_once("==") {
@@ -303,8 +306,8 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             return Err(invalid(path, field, "must not be empty"));
         }
     }
-    let template = Template::parse(&spec.template)
-        .map_err(|e| invalid(path, "template", e.to_string()))?;
+    let template =
+        Template::parse(&spec.template).map_err(|e| invalid(path, "template", e.to_string()))?;
     for p in &spec.order_insensitive {
         match template.at(p) {
             Some(Template::List(_)) => {}
@@ -329,7 +332,11 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
     }
     for f in &spec.test.files {
         let rel = Path::new(f);
-        if rel.is_absolute() || rel.components().any(|c| c == std::path::Component::ParentDir) {
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
             return Err(invalid(
                 path,
                 "test.files",
@@ -371,8 +378,13 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             ),
         ));
     }
-    let expected = Template::parse((ex.template)(&params))
-        .map_err(|e| invalid(path, "extractor.name", format!("bad built-in template: {e}")))?;
+    let expected = Template::parse((ex.template)(&params)).map_err(|e| {
+        invalid(
+            path,
+            "extractor.name",
+            format!("bad built-in template: {e}"),
+        )
+    })?;
     if expected != template {
         return Err(invalid(
             path,
@@ -453,7 +465,12 @@ impl Instance {
 
     /// Absolute-or-relative paths of the test files.
     pub fn test_files(&self) -> Vec<PathBuf> {
-        self.spec.test.files.iter().map(|f| self.dir.join(f)).collect()
+        self.spec
+            .test
+            .files
+            .iter()
+            .map(|f| self.dir.join(f))
+            .collect()
     }
 
     pub fn oracle_path(&self) -> PathBuf {
@@ -496,9 +513,8 @@ impl Instance {
                 ),
             });
         }
-        let template_answer: Value = serde_json::from_str(&self.spec.template).map_err(|e| {
-            invalid(&self.dir.join(INSTANCE_FILE), "template", e.to_string())
-        })?;
+        let template_answer: Value = serde_json::from_str(&self.spec.template)
+            .map_err(|e| invalid(&self.dir.join(INSTANCE_FILE), "template", e.to_string()))?;
         Ok(Oracle {
             question_kind: self.spec.kind,
             question: self.spec.question.clone(),

@@ -83,10 +83,7 @@ pub fn trace_digest(trace: &flux_trace::Trace) -> String {
     let mut w = HashWriter(Sha256::new());
     // Writing into a hasher cannot fail.
     let _ = trace.write_jsonl(&mut w);
-    w.0.finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    w.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// RFC 3339 UTC timestamp (seconds precision) of a system time.
@@ -137,14 +134,13 @@ pub fn read_oracle(dir: impl AsRef<Path>) -> Result<Oracle, InstanceError> {
             problem: msg,
         }
     })?;
-    let template = Template::from_value(&oracle.template_answer).map_err(|e| {
-        InstanceError::Invalid {
+    let template =
+        Template::from_value(&oracle.template_answer).map_err(|e| InstanceError::Invalid {
             path: path.clone(),
             at: String::new(),
             field: "template_answer".into(),
             problem: e.to_string(),
-        }
-    })?;
+        })?;
     template
         .validate(&oracle.oracle_answer)
         .map_err(|e| InstanceError::Invalid {
@@ -188,8 +184,8 @@ pub fn write_oracle(
         path: path.clone(),
         source,
     };
-    let mut text = serde_json::to_string_pretty(oracle)
-        .map_err(|e| io(std::io::Error::other(e)))?;
+    let mut text =
+        serde_json::to_string_pretty(oracle).map_err(|e| io(std::io::Error::other(e)))?;
     text.push('\n');
     let tmp = dir.join(format!(".{ORACLE_FILE}.tmp.{}", std::process::id()));
     let result = (|| {

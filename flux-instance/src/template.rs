@@ -77,7 +77,11 @@ pub struct TemplateError {
 
 fn err(path: &str, problem: impl Into<String>) -> TemplateError {
     TemplateError {
-        path: if path.is_empty() { "/".into() } else { path.into() },
+        path: if path.is_empty() {
+            "/".into()
+        } else {
+            path.into()
+        },
         problem: problem.into(),
     }
 }
@@ -106,8 +110,8 @@ fn short(v: &Value) -> String {
 impl Template {
     /// Parse template JSON text.
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| err("", format!("not valid JSON: {e}")))?;
+        let v: Value =
+            serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
         Template::from_value(&v)
     }
 
@@ -135,7 +139,10 @@ impl Template {
                 Ok(Template::Leaf(leaves))
             }
             Value::Array(items) => match items.as_slice() {
-                [one] => Ok(Template::List(Box::new(Self::build(one, &format!("{path}/0"))?))),
+                [one] => Ok(Template::List(Box::new(Self::build(
+                    one,
+                    &format!("{path}/0"),
+                )?))),
                 _ => Err(err(
                     path,
                     format!(
@@ -198,7 +205,10 @@ impl Template {
             }
             Template::List(item) => {
                 let Value::Array(items) = v else {
-                    return Err(err(path, format!("expected a list, got {} {}", kind_of(v), short(v))));
+                    return Err(err(
+                        path,
+                        format!("expected a list, got {} {}", kind_of(v), short(v)),
+                    ));
                 };
                 for (i, x) in items.iter().enumerate() {
                     item.check(x, &format!("{path}/{i}"))?;
@@ -207,7 +217,10 @@ impl Template {
             }
             Template::Map(inner) => {
                 let Value::Object(map) = v else {
-                    return Err(err(path, format!("expected an object, got {} {}", kind_of(v), short(v))));
+                    return Err(err(
+                        path,
+                        format!("expected an object, got {} {}", kind_of(v), short(v)),
+                    ));
                 };
                 for (k, x) in map {
                     inner.check(x, &format!("{path}/{k}"))?;
@@ -216,7 +229,10 @@ impl Template {
             }
             Template::Object(fields) => {
                 let Value::Object(map) = v else {
-                    return Err(err(path, format!("expected an object, got {} {}", kind_of(v), short(v))));
+                    return Err(err(
+                        path,
+                        format!("expected an object, got {} {}", kind_of(v), short(v)),
+                    ));
                 };
                 for (k, t) in fields {
                     match map.get(k) {
@@ -277,11 +293,14 @@ mod tests {
     #[test]
     fn valid_answers_pass() {
         let t = Template::parse(r#"{"executed_path": [{"line": "int"}]}"#).unwrap();
-        t.validate(&json!({"executed_path": [{"line": 3}, {"line": 4}]})).unwrap();
-        t.validate(&json!({"executed_path": []})).unwrap();
-        let t = Template::parse(r#"{"g": {"*": ["str"]}, "x": "int|null", "f": "float", "a": "any"}"#)
+        t.validate(&json!({"executed_path": [{"line": 3}, {"line": 4}]}))
             .unwrap();
-        t.validate(&json!({"g": {"f": ["g", "h"]}, "x": null, "f": 1, "a": [1]})).unwrap();
+        t.validate(&json!({"executed_path": []})).unwrap();
+        let t =
+            Template::parse(r#"{"g": {"*": ["str"]}, "x": "int|null", "f": "float", "a": "any"}"#)
+                .unwrap();
+        t.validate(&json!({"g": {"f": ["g", "h"]}, "x": null, "f": 1, "a": [1]}))
+            .unwrap();
     }
 
     #[test]
@@ -290,19 +309,37 @@ mod tests {
         let e = t
             .validate(&json!({"executed_path": [{"line": 3}, {"line": "4"}]}))
             .unwrap_err();
-        assert_eq!(e.to_string(), "at /executed_path/1/line: expected int, got str \"4\"");
+        assert_eq!(
+            e.to_string(),
+            "at /executed_path/1/line: expected int, got str \"4\""
+        );
         let e = t.validate(&json!({})).unwrap_err();
         assert_eq!(e.to_string(), "at /: missing key `executed_path`");
-        let e = t.validate(&json!({"executed_path": [], "extra": 1})).unwrap_err();
+        let e = t
+            .validate(&json!({"executed_path": [], "extra": 1}))
+            .unwrap_err();
         assert_eq!(e.to_string(), "at /: unexpected key `extra`");
-        let e = t.validate(&json!({"executed_path": {"line": 1}})).unwrap_err();
-        assert!(e.to_string().starts_with("at /executed_path: expected a list"), "{e}");
+        let e = t
+            .validate(&json!({"executed_path": {"line": 1}}))
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("at /executed_path: expected a list"),
+            "{e}"
+        );
         let e = Template::parse(r#"{"a": ["int", "str"]}"#).unwrap_err();
         assert_eq!(e.path, "/a");
         let e = Template::parse(r#"{"a": "integer"}"#).unwrap_err();
-        assert!(e.to_string().starts_with("at /a: unknown type name \"integer\""), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("at /a: unknown type name \"integer\""),
+            "{e}"
+        );
         assert!(Template::parse(r#"{"a": 3}"#).is_err());
-        assert!(Template::parse("{").unwrap_err().to_string().contains("not valid JSON"));
+        assert!(Template::parse("{")
+            .unwrap_err()
+            .to_string()
+            .contains("not valid JSON"));
     }
 
     #[test]

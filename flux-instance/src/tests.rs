@@ -86,15 +86,39 @@ fn a_good_instance_loads() {
 #[test]
 fn unknown_fields_name_file_position_table_and_field() {
     let s = Scratch::new();
-    let e = err_of(&s.0, &GOOD.replace("files = [\"test_flatten.py\"]", "fles = [\"test_flatten.py\"]"));
-    assert!(e.contains("instance.toml:12:1: field `test.fles`: unknown field `fles`"), "{e}");
+    let e = err_of(
+        &s.0,
+        &GOOD.replace(
+            "files = [\"test_flatten.py\"]",
+            "fles = [\"test_flatten.py\"]",
+        ),
+    );
+    assert!(
+        e.contains("instance.toml:12:1: field `test.fles`: unknown field `fles`"),
+        "{e}"
+    );
     let e = err_of(&s.0, &format!("colour = 1\n{GOOD}"));
-    assert!(e.contains("instance.toml:1:1: field `colour`: unknown field `colour`"), "{e}");
-    let e = err_of(&s.0, &GOOD.replace("files = [\"sympy/core/add.py\"]", "file = [\"x\"]"));
-    assert!(e.contains("field `tracing.file`: unknown field `file`"), "{e}");
-    let e = err_of(&s.0, &GOOD.replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S9\""));
+    assert!(
+        e.contains("instance.toml:1:1: field `colour`: unknown field `colour`"),
+        "{e}"
+    );
+    let e = err_of(
+        &s.0,
+        &GOOD.replace("files = [\"sympy/core/add.py\"]", "file = [\"x\"]"),
+    );
+    assert!(
+        e.contains("field `tracing.file`: unknown field `file`"),
+        "{e}"
+    );
+    let e = err_of(
+        &s.0,
+        &GOOD.replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S9\""),
+    );
     assert!(e.contains("field `kind`"), "{e}");
-    let e = err_of(&s.0, &GOOD.replace("timeout_s = 300", "timeout_s = \"long\""));
+    let e = err_of(
+        &s.0,
+        &GOOD.replace("timeout_s = 300", "timeout_s = \"long\""),
+    );
     assert!(e.contains("field `test.timeout_s`"), "{e}");
     let e = err_of(&s.0, &GOOD.replace("expect = \"pass\"\n", ""));
     assert!(e.contains("missing field `expect`"), "{e}");
@@ -153,30 +177,51 @@ fn trace(lines: &[u32]) -> Trace {
 fn harvest_write_read_and_conflicts() {
     let s = Scratch::new();
     let inst = load_instance(good(&s.0)).unwrap();
-    let oracle = inst.build_oracle(&trace(&[101, 102, 104]), "2026-11-29T09:00:00Z").unwrap();
+    let oracle = inst
+        .build_oracle(&trace(&[101, 102, 104]), "2026-11-29T09:00:00Z")
+        .unwrap();
     assert_eq!(
         oracle.oracle_answer,
         json!({"executed_path": [{"line": 101}, {"line": 102}, {"line": 104}]})
     );
     assert_eq!(oracle.provenance.interpreter, "3.11.9");
-    assert_eq!(oracle.provenance.labels, vec!["not reproducible".to_string()]);
+    assert_eq!(
+        oracle.provenance.labels,
+        vec!["not reproducible".to_string()]
+    );
     assert_eq!(oracle.provenance.trace_sha256.len(), 64);
     assert!(oracle.provenance.complete);
 
-    assert_eq!(write_oracle(&inst.dir, &oracle, OnConflict::Refuse).unwrap(), WriteOutcome::Created);
+    assert_eq!(
+        write_oracle(&inst.dir, &oracle, OnConflict::Refuse).unwrap(),
+        WriteOutcome::Created
+    );
     let back = read_oracle(&inst.dir).unwrap();
     assert_eq!(back, oracle);
     // Same answer, later harvest: the file is left as it was.
     let mut again = oracle.clone();
     again.provenance.harvested_at = "2026-11-30T00:00:00Z".into();
-    assert_eq!(write_oracle(&inst.dir, &again, OnConflict::Refuse).unwrap(), WriteOutcome::Unchanged);
-    assert_eq!(read_oracle(&inst.dir).unwrap().provenance.harvested_at, "2026-11-29T09:00:00Z");
+    assert_eq!(
+        write_oracle(&inst.dir, &again, OnConflict::Refuse).unwrap(),
+        WriteOutcome::Unchanged
+    );
+    assert_eq!(
+        read_oracle(&inst.dir).unwrap().provenance.harvested_at,
+        "2026-11-29T09:00:00Z"
+    );
     // A different answer is refused unless replacing is asked for.
-    let other = inst.build_oracle(&trace(&[101, 103, 104]), "2026-11-30T00:00:00Z").unwrap();
-    let e = write_oracle(&inst.dir, &other, OnConflict::Refuse).unwrap_err().to_string();
+    let other = inst
+        .build_oracle(&trace(&[101, 103, 104]), "2026-11-30T00:00:00Z")
+        .unwrap();
+    let e = write_oracle(&inst.dir, &other, OnConflict::Refuse)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("holds a different oracle answer"), "{e}");
     assert_eq!(read_oracle(&inst.dir).unwrap(), oracle);
-    assert_eq!(write_oracle(&inst.dir, &other, OnConflict::Replace).unwrap(), WriteOutcome::Replaced);
+    assert_eq!(
+        write_oracle(&inst.dir, &other, OnConflict::Replace).unwrap(),
+        WriteOutcome::Replaced
+    );
     assert_eq!(read_oracle(&inst.dir).unwrap(), other);
     // No temporary file is left behind.
     let names: Vec<_> = std::fs::read_dir(&inst.dir)
@@ -190,14 +235,20 @@ fn harvest_write_read_and_conflicts() {
     assert_eq!(keys.len(), 3);
     assert!(q.get("oracle_answer").is_none());
     assert_eq!(q["question_kind"], json!("S1_IntraProceduralCFG"));
-    assert_eq!(q["template_answer"], json!({"executed_path": [{"line": "int"}]}));
+    assert_eq!(
+        q["template_answer"],
+        json!({"executed_path": [{"line": "int"}]})
+    );
 }
 
 #[test]
 fn harvest_refuses_small_incomplete_and_missing() {
     let s = Scratch::new();
     let inst = load_instance(good(&s.0)).unwrap();
-    let e = inst.build_oracle(&trace(&[101, 102]), "t").unwrap_err().to_string();
+    let e = inst
+        .build_oracle(&trace(&[101, 102]), "t")
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "sympy-add-flatten-path: screened out: answer size 2 is below the minimum 3 for S1_IntraProceduralCFG"
@@ -211,16 +262,26 @@ fn harvest_refuses_small_incomplete_and_missing() {
         e.qualname = "Mul.flatten".into();
     }
     let e = inst.build_oracle(&t, "t").unwrap_err().to_string();
-    assert!(e.contains("function `Add.flatten` has 0 invocation(s)"), "{e}");
+    assert!(
+        e.contains("function `Add.flatten` has 0 invocation(s)"),
+        "{e}"
+    );
 }
 
 #[test]
 fn read_oracle_reports_bad_files() {
     let s = Scratch::new();
     let d = good(&s.0);
-    std::fs::write(d.join(ORACLE_FILE), r#"{"question_kind": "S1_IntraProceduralCFG", "colour": 1}"#).unwrap();
+    std::fs::write(
+        d.join(ORACLE_FILE),
+        r#"{"question_kind": "S1_IntraProceduralCFG", "colour": 1}"#,
+    )
+    .unwrap();
     let e = read_oracle(&d).unwrap_err().to_string();
-    assert!(e.contains("oracle.json:1:") && e.contains("field `colour`"), "{e}");
+    assert!(
+        e.contains("oracle.json:1:") && e.contains("field `colour`"),
+        "{e}"
+    );
     std::fs::write(
         d.join(ORACLE_FILE),
         serde_json::to_string(&json!({
@@ -252,7 +313,10 @@ fn discover_finds_instance_dirs() {
     let found = discover(&[&s.0]).unwrap();
     assert_eq!(
         found,
-        vec![s.0.join("attrs/attrs-one"), s.0.join("sympy/sympy-add-flatten-path")]
+        vec![
+            s.0.join("attrs/attrs-one"),
+            s.0.join("sympy/sympy-add-flatten-path")
+        ]
     );
     // A list of paths: an instance dir itself, a repository dir, duplicates removed.
     let found = discover(&[s.0.join("sympy/sympy-add-flatten-path"), s.0.join("sympy")]).unwrap();
@@ -279,5 +343,111 @@ fn timestamps_and_digests() {
     assert_eq!(
         trace_digest(&Trace::default()),
         "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    );
+}
+
+/// A small suite: two tests run f(n) (def 10), whose loop (header 12, body 13..15) calls g
+/// (def 20); g raises ValueError for x=0, which f handles at 14.
+fn suite() -> Trace {
+    use flux_extract::testkit::TraceBuilder;
+    let mut tb = TraceBuilder::new();
+    for (test, n) in [("t.py::test_a", 2), ("t.py::test_b", 1)] {
+        tb = tb
+            .test(test)
+            .call("f", 10, &[("n", &n.to_string())])
+            .line(11, &[]);
+        for i in 0..n {
+            tb = tb
+                .line(12, &[("i", &i.to_string())])
+                .line(13, &[])
+                .call("g", 20, &[("x", &i.to_string())])
+                .line(21, &[]);
+            tb = if i == 0 {
+                tb.raise("ValueError", "zero")
+                    .unwind("ValueError", "zero")
+                    .raise("ValueError", "zero")
+                    .handled(14, "ValueError", "zero")
+                    .line(15, &[])
+            } else {
+                tb.ret("1").line(15, &[("r", "1")])
+            };
+        }
+        tb = tb.line(12, &[]).line(16, &[]).ret("None").end("passed");
+    }
+    tb.build()
+}
+
+#[test]
+fn every_extractor_answer_fits_its_template() {
+    let t = suite();
+    let uses = json!({"12": ["n"], "13": ["i"], "16": ["r"]});
+    let cases = [
+        ("executed_path", json!({"function": "f"})),
+        ("covered_lines", json!({"function": "f"})),
+        ("coverage_across_tests", json!({"function": "f"})),
+        (
+            "coverage_across_tests",
+            json!({"function": "f", "line": 15}),
+        ),
+        (
+            "loop_iterations",
+            json!({"function": "f", "header": 12, "body_end": 15}),
+        ),
+        (
+            "loop_iterations_across_tests",
+            json!({"function": "f", "header": 12, "body_end": 15}),
+        ),
+        ("state_at", json!({"function": "f", "line": 12})),
+        (
+            "state_across_tests",
+            json!({"function": "f", "line": 12, "variable": "i"}),
+        ),
+        ("def_use_pairs", json!({"function": "f", "uses": uses})),
+        (
+            "def_use_across_tests",
+            json!({"function": "f", "uses": uses}),
+        ),
+        ("exception_info", json!({"type": "ValueError"})),
+        ("raising_tests", json!({"type": "ValueError"})),
+        ("call_sequence", json!({"function": "f"})),
+        ("callees_count", json!({"function": "f"})),
+        ("callees_across_tests", json!({"function": "f"})),
+        ("call_graph", json!({})),
+        (
+            "invariants_in_test",
+            json!({"function": "f", "line": 12, "variable": "i"}),
+        ),
+        (
+            "invariants_across_tests",
+            json!({"function": "f", "line": 12, "variable": "i"}),
+        ),
+    ];
+    let mut covered: Vec<&str> = Vec::new();
+    for (name, p) in cases {
+        let params = flux_extract::params(p).unwrap();
+        let ex = flux_extract::find(name).unwrap();
+        let template = Template::parse((ex.template)(&params)).unwrap();
+        let answer =
+            flux_extract::extract(&t, name, &params).unwrap_or_else(|e| panic!("{name}: {e}"));
+        template
+            .validate(&answer)
+            .unwrap_or_else(|e| panic!("{name}: {answer} {e}"));
+        assert!(flux_extract::answer_size(&answer) > 0, "{name}: {answer}");
+        covered.push(name);
+    }
+    for ex in flux_extract::extractors() {
+        assert!(covered.contains(&ex.name), "{} not exercised", ex.name);
+    }
+    // Spot checks worked out by hand: test_a runs the loop twice, test_b once.
+    let p = flux_extract::params(json!({"function": "f", "header": 12, "body_end": 15})).unwrap();
+    assert_eq!(
+        flux_extract::extract(&t, "loop_iterations_across_tests", &p).unwrap(),
+        json!({"min_iterations": 1, "max_iterations": 2,
+               "tests_with_min": ["t.py::test_b"], "tests_with_max": ["t.py::test_a"]})
+    );
+    let p = flux_extract::params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        flux_extract::extract(&t, "call_sequence", &p).unwrap(),
+        json!({"call_sequence": [{"function": "g", "line": 13}, {"function": "g", "line": 13}]})
     );
 }

@@ -86,7 +86,12 @@ pub fn frames(trace: &Trace) -> HashMap<u64, u64> {
         .events
         .iter()
         .filter(|e| e.ev == Kind::Call && e.activation != 0)
-        .map(|e| (e.activation, if e.frame == 0 { e.activation } else { e.frame }))
+        .map(|e| {
+            (
+                e.activation,
+                if e.frame == 0 { e.activation } else { e.frame },
+            )
+        })
         .collect()
 }
 
@@ -287,7 +292,13 @@ mod tests {
         assert!(test_matches("tests/t.py::test_a", "test_a"));
         assert!(test_matches("tests/t.py::test_a", "t.py::test_a"));
         assert!(!test_matches("tests/t.py::test_ab", "b"));
-        assert!(file_within("/usr/lib/site-packages/sympy/core/add.py", "sympy/"));
-        assert!(!file_within("/usr/lib/site-packages/nosympy/add.py", "sympy/"));
+        assert!(file_within(
+            "/usr/lib/site-packages/sympy/core/add.py",
+            "sympy/"
+        ));
+        assert!(!file_within(
+            "/usr/lib/site-packages/nosympy/add.py",
+            "sympy/"
+        ));
     }
 }
