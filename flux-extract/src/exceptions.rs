@@ -7,21 +7,20 @@ use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap};
 
 pub(crate) const EXCEPTION_INFO: &str = "\
-The Mth (`occurrence`, default 1) exception *raised* in traced code, optionally only of `type` \
-(equal to the traced type or to its last dotted component), raised in `raised_in`, or during \
-`test`. A re-raise (`raise` in a handler) is a new raise. An `exception` event is a raise unless it continues a propagation: it is one when the \
-same activation's last event before it was the unwinding `return` of a callee (then the \
-exception came from that callee). For a raise in a Python function that called into C code \
-(`int('x')`), the raising function is that Python function. The exception is followed from its \
-raise: if a `handled` event occurs in the current frame, it is handled there at that line; if \
-the frame returns with `unwind`, it moves to the caller, which must be traced to go on; a caller \
-that is not traced (or the end of the thread's stack) means it leaves traced code unhandled; if \
-the frame instead goes on with a `line` event or returns normally without a `handled` event, it \
-was handled there (handler line unknown: null). \
-Answer: {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
-\"handled_in\" (qualname or null), \"handler_line\" (the `handled` event's line: the hook \
-reports the line of the matching `except` clause; null if unhandled or unknown), \
-\"unwound\" ([functions exited by the exception, innermost first])}}.";
+The Mth (`occurrence`, default 1) exception *raised* in traced code, in trace order, optionally \
+only of `type` (equal to the traced type or to its last dotted component), raised in \
+`raised_in`, or during `test`. An `exception` event is a raise unless it continues a \
+propagation, i.e. unless the same activation's last event before it was the unwinding `return` \
+of a callee; a re-raise (`raise` in a handler) is a new raise. For an exception raised by C code \
+(`int('x')`), the raising function is the Python function that called it. From its raise the \
+exception is followed frame by frame: a `handled` event of the same type in the current frame \
+(the hook reports the line of the matching `except` clause) means handled there at that line; \
+an unwinding `return` moves it to the caller, which must be traced to go on (an untraced caller \
+or the bottom of the stack: it leaves traced code unhandled); a frame that goes on with `line` \
+events and then returns or raises again without a `handled` event handled it, at an unknown \
+line (null). Answer: {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \
+\"raise_line\", \"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" \
+([qualnames of the frames the exception exited, innermost first])}}.";
 
 pub(crate) const RAISING_TESTS: &str = "\
 `crashing_tests`: the tests (in start order) during which an exception of `type` (equal to the \
@@ -74,33 +73,51 @@ fn raises(t: &Trace) -> Vec<Raise<'_>> {
         .into_iter()
         .map(|o| {
             let origin = &t.events[o];
+            let ty = origin.exc.as_ref().map(|x| x.ty.as_str());
             let mut act = own[o];
             let mut handled = None;
             let mut unwound = Vec::new();
+            // A frame that goes on with `line` events after the exception handled it, even if
+            // no `handled` event says so; the `handled` event (Python 3.11: inferred by the hook
+            // at the first line of the except body) may come after the `except` line itself.
+            let mut went_on: Option<&Event> = None;
+            // The caller's first `exception` event after an unwind continues this propagation.
+            let mut expect_propagation = false;
             for (j, e) in t.events.iter().enumerate().skip(o + 1) {
                 if own[j] != act || act == 0 {
                     continue;
                 }
                 match e.ev {
-                    Kind::Handled => {
+                    Kind::Handled if e.exc.as_ref().map(|x| x.ty.as_str()) == ty => {
                         handled = Some(e);
                         break;
                     }
-                    Kind::Return if e.unwind => {
+                    Kind::Line => {
+                        expect_propagation = false;
+                        went_on.get_or_insert(e);
+                    }
+                    Kind::Exception if expect_propagation => expect_propagation = false,
+                    Kind::Return if e.unwind && went_on.is_none() => {
                         unwound.push(e);
                         match calls.get(&e.parent) {
-                            Some(_) => act = e.parent,
+                            Some(_) => {
+                                act = e.parent;
+                                expect_propagation = true;
+                            }
                             None => break,
                         }
                     }
-                    // The frame went on (or returned normally) without a `handled` event:
-                    // it was handled there, at a line the trace does not show.
-                    Kind::Line | Kind::Return => {
-                        handled = Some(e);
+                    // A normal return, a new exception, an unwind after the frame went on, or
+                    // a `handled` event of another exception: handled here, line unknown.
+                    Kind::Return | Kind::Exception | Kind::Handled => {
+                        handled = went_on.or(Some(e));
                         break;
                     }
                     _ => {}
                 }
+            }
+            if handled.is_none() {
+                handled = went_on;
             }
             Raise {
                 origin,
@@ -146,7 +163,10 @@ pub(crate) fn exception_info(t: &Trace, p: &Params) -> Result<Value, ExtractErro
         ty: String::new(),
         msg: String::new(),
     });
-    let handler_line = r.handled.filter(|h| h.ev == Kind::Handled).map(|h| h.line);
+    let handler_line = r
+        .handled
+        .filter(|h| h.ev == Kind::Handled && h.exc.as_ref().map(|x| &x.ty) == Some(&exc.ty))
+        .map(|h| h.line);
     Ok(json!({"exception": {
         "type": exc.ty,
         "message": exc.msg,
@@ -195,10 +215,13 @@ mod tests {
 
     /// test_a: outer (10) calls parse (20); parse raises ValueError at 22 and unwinds; outer
     /// gets the propagated exception event at 11 and handles it at 12.
-    /// test_b: parse raises KeyError at 23 and handles it itself at 24.
+    /// test_b: parse raises KeyError at 23; as in Python 3.11 the `except` line 24 runs before
+    /// the hook's `handled` event (at 24) and the except body 25: handled in parse at 24.
     /// test_c: parse raises ValueError at 22, unwinds, outer unwinds, and the caller of outer
     /// is untraced → unhandled in traced code.
     /// test_d: nothing raised.
+    /// test_e: parse raises TypeError at 23 and goes on at 26 with no `handled` event (a tracer
+    /// without handled events): handled in parse, handler line unknown.
     fn exc() -> flux_trace::Trace {
         TraceBuilder::new()
             .test("t.py::test_a")
@@ -218,6 +241,7 @@ mod tests {
             .call("parse", 20, &[("s", "'y'")])
             .line(23, &[])
             .raise("KeyError", "'y'")
+            .line(24, &[])
             .handled(24, "KeyError", "'y'")
             .line(25, &[])
             .ret("None")
@@ -233,6 +257,14 @@ mod tests {
             .unwind("ValueError", "bad z")
             .end("failed")
             .test("t.py::test_d")
+            .end("passed")
+            .test("t.py::test_e")
+            .call("parse", 20, &[("s", "1")])
+            .line(23, &[])
+            .raise("TypeError", "no")
+            .line(26, &[])
+            .line(27, &[])
+            .ret("None")
             .end("passed")
             .build()
     }
@@ -257,8 +289,15 @@ mod tests {
         );
         let p = params(json!({"test": "test_b"})).unwrap();
         assert_eq!(
-            extract(&t, "exception_info", &p).unwrap()["exception"]["handler_line"],
-            json!(24)
+            extract(&t, "exception_info", &p).unwrap(),
+            json!({"exception": {"type": "KeyError", "message": "'y'", "raised_in": "parse",
+                   "raise_line": 23, "handled_in": "parse", "handler_line": 24, "unwound": []}})
+        );
+        let p = params(json!({"type": "TypeError"})).unwrap();
+        assert_eq!(
+            extract(&t, "exception_info", &p).unwrap(),
+            json!({"exception": {"type": "TypeError", "message": "no", "raised_in": "parse",
+                   "raise_line": 23, "handled_in": "parse", "handler_line": null, "unwound": []}})
         );
     }
 
@@ -280,13 +319,13 @@ mod tests {
         assert_eq!(
             extract(&t, "raising_tests", &p).unwrap(),
             json!({"crashing_tests": ["t.py::test_a", "t.py::test_c"],
-                   "safe_tests": ["t.py::test_b", "t.py::test_d"]})
+                   "safe_tests": ["t.py::test_b", "t.py::test_d", "t.py::test_e"]})
         );
         let p = params(json!({"type": "ValueError", "uncaught": true})).unwrap();
         assert_eq!(
             extract(&t, "raising_tests", &p).unwrap(),
             json!({"crashing_tests": ["t.py::test_c"],
-                   "safe_tests": ["t.py::test_a", "t.py::test_b", "t.py::test_d"]})
+                   "safe_tests": ["t.py::test_a", "t.py::test_b", "t.py::test_d", "t.py::test_e"]})
         );
     }
 }

@@ -13,9 +13,10 @@ order (nested calls excluded): an *entry* is a `line` event at `header` whose pr
 event of the frame is absent or outside [`header`, `body_end`]; an *iteration* is a `line` event \
 at `header` whose next `line` event of the frame is inside (`header`, `body_end`]. The count is \
 the number of iterations over all entries, or within the Nth entry if `entry` is given. \
-(Python 3.11 reports the header line at each pass, including the final exhausting one, which \
-is followed by a line outside the body and so is not an iteration; a `while True:` header that \
-CPython compiles away cannot be counted this way.) Answer: {\"loop_iteration_count\": N}.";
+(Python 3.11 reports the header line at each pass, `while True:` included, and once more when \
+a `for` loop is exhausted or a `while` condition fails; that last header event is followed by a \
+line outside the body, such as an `else:` body, and so is not an iteration; a `break` leaves \
+without reaching the header.) Answer: {\"loop_iteration_count\": N}.";
 
 pub(crate) const LOOP_ITERATIONS_ACROSS_TESTS: &str = "\
 For every test in which the loop's header line executes (same loop definition as \
