@@ -104,16 +104,22 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Leaves are checked as leniently as the scorer compares them: a scalar where a string is
+/// expected is fine (`3` for `"3"`), and so is a string that spells the expected scalar
+/// (`"3"` for an int, `"True"` for a bool). Structure is checked strictly.
 fn leaf_ok(ty: &str, v: &Value) -> Option<bool> {
+    let s = v.as_str().map(str::trim);
     let ok = match ty.trim().to_ascii_lowercase().as_str() {
-        "any" | "" | "object|any" => true,
+        "any" | "" => true,
         "int" | "integer" => match v {
             Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
-            _ => false,
+            _ => s.is_some_and(|s| s.parse::<i64>().is_ok()),
         },
-        "float" | "number" => v.is_number(),
-        "str" | "string" => v.is_string(),
-        "bool" | "boolean" => v.is_boolean(),
+        "float" | "number" => v.is_number() || s.is_some_and(|s| s.parse::<f64>().is_ok()),
+        "str" | "string" => !v.is_array() && !v.is_object(),
+        "bool" | "boolean" => {
+            v.is_boolean() || s.is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "true" | "false"))
+        }
         "null" | "none" => v.is_null(),
         "list" | "array" => v.is_array(),
         "dict" | "object" => v.is_object(),
@@ -128,6 +134,18 @@ fn check(t: &Value, v: &Value, path: &mut String) -> Result<(), String> {
             let Value::Object(vm) = v else {
                 return Err(format!("at {}: expected an object, got {}", at(path), type_name(v)));
             };
+            // `{"*": T}` is a map: any keys, every value matching T.
+            if let (1, Some(inner)) = (tm.len(), tm.get("*")) {
+                for (k, x) in vm {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(k);
+                    let r = check(inner, x, path);
+                    path.truncate(len);
+                    r?;
+                }
+                return Ok(());
+            }
             for (k, tv) in tm {
                 let len = path.len();
                 path.push('/');

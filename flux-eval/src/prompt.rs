@@ -78,6 +78,51 @@ pub fn resolve(name: &str, files: &[String]) -> Option<String> {
     best.cloned()
 }
 
+/// Like [`resolve`], and a name with `*` is a glob over the files (each `*` matches any run of
+/// characters, `/` included; the glob may match any path ending): all matches, sorted.
+pub fn resolve_all(name: &str, files: &[String]) -> Vec<String> {
+    if !name.contains('*') {
+        return resolve(name, files).into_iter().collect();
+    }
+    let g = name.trim().trim_start_matches("./");
+    files
+        .iter()
+        .filter(|f| {
+            let full = format!("/{f}");
+            // Match against every path ending at a component boundary.
+            full.match_indices('/').any(|(i, _)| glob(g, &full[i + 1..])) || glob(g, &full)
+        })
+        .take(200)
+        .cloned()
+        .collect()
+}
+
+fn glob(p: &str, s: &str) -> bool {
+    let (p, s) = (p.as_bytes(), s.as_bytes());
+    let (mut pi, mut si) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while si < s.len() {
+        if pi < p.len() && p[pi] != b'*' && p[pi] == s[si] {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            pi += 1;
+            mark = si;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
 /// File-like mentions in the question: `something/like/this.py` or `this.py`.
 pub fn mentioned_files(question: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -169,10 +214,14 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
             let mut names: Vec<String> = inst.tracing_files.clone();
             names.extend(mentioned_files(&inst.question));
             for n in &names {
-                match resolve(n, &files) {
-                    Some(f) if !order.contains(&f) => order.push(f),
-                    Some(_) => {}
-                    None => notes.push(format!("named file {n} not found in the source")),
+                let found = resolve_all(n, &files);
+                if found.is_empty() {
+                    notes.push(format!("named file {n} not found in the source"));
+                }
+                for f in found {
+                    if !order.contains(&f) {
+                        order.push(f);
+                    }
                 }
             }
             let dirs: Vec<String> = order

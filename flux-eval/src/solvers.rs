@@ -13,14 +13,16 @@
 //!      paths) becomes one element per body line in source order with `file`/`func`/`line`
 //!      set; a list of ints under a key containing `line` becomes the body line numbers; a list
 //!      of strings under a key containing `call`/`callee`/`function` becomes the names called in
-//!      the body in textual order (with the function itself first for `function` keys);
+//!      the body in textual order (with the function itself first for `function` keys); a list
+//!      of objects with a `function` field under a `call…` key (`call_sequence`, `callees`)
+//!      becomes one element per call (with its line), or per distinct callee with its count;
 //!      `call_graph` becomes `{function: [called names]}`; every other leaf is zero, `""`,
 //!      `false`, `null` or an empty list.
 
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-use crate::prompt::{list_py_files, mentioned_files, resolve, source_root_for};
+use crate::prompt::{list_py_files, mentioned_files, resolve_all, source_root_for};
 use flux_score::Instance;
 
 /// The oracle's answer (None when not harvested).
@@ -47,15 +49,22 @@ const KEYWORDS: &[&str] = &[
 fn candidate_names(inst: &Instance) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: &str| {
-        let last = s.rsplit(['.', ':']).next().unwrap_or(s).trim();
-        if !last.is_empty()
-            && last.chars().all(|c| c.is_alphanumeric() || c == '_')
-            && !last.starts_with(|c: char| c.is_ascii_digit())
-            && !out.iter().any(|o| o == last)
+        // `pkg.mod:Class.meth` → `Class.meth`; keep dotted qualnames whole.
+        let q = s.rsplit(':').next().unwrap_or(s).trim().trim_end_matches("()");
+        if !q.is_empty()
+            && q.split('.').all(|p| {
+                !p.is_empty()
+                    && (p == "<locals>" || p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    && !p.starts_with(|c: char| c.is_ascii_digit())
+            })
+            && !out.iter().any(|o| o == q)
         {
-            out.push(last.to_string());
+            out.push(q.to_string());
         }
     };
+    if let Some(f) = &inst.extractor_function {
+        push(f);
+    }
     for f in &inst.tracing_functions {
         push(f);
     }
@@ -88,41 +97,101 @@ fn indent(l: &str) -> usize {
     l.len() - l.trim_start().len()
 }
 
-/// Find `def name(` in `text` and return its body.
-pub fn find_function(file: &str, text: &str, name: &str) -> Option<FuncInfo> {
-    let lines: Vec<&str> = text.lines().collect();
-    let pat1 = format!("def {name}(");
-    let (idx, def) = lines.iter().enumerate().find(|(_, l)| {
-        let t = l.trim_start();
-        t.starts_with(&pat1) || t.strip_prefix("async ").is_some_and(|r| r.starts_with(&pat1))
-    })?;
-    let base = indent(def);
-    let mut body = Vec::new();
-    // Skip continuation lines of a multi-line signature: the body starts after the line ending in ':'.
+/// The line range `[start, end)` of the block opened by line `idx` (indented deeper than it).
+fn block_end(lines: &[&str], idx: usize) -> usize {
+    let base = indent(lines[idx]);
     let mut j = idx;
+    // A multi-line header ends at the line ending in ':'.
     while j < lines.len() && !lines[j].trim_end().ends_with(':') {
         j += 1;
     }
+    let mut end = j + 1;
     for (k, l) in lines.iter().enumerate().skip(j + 1) {
-        let t = l.trim();
-        if t.is_empty() {
+        if l.trim().is_empty() {
             continue;
         }
         if indent(l) <= base {
             break;
         }
-        if t.starts_with('#') {
+        end = k + 1;
+    }
+    end.min(lines.len())
+}
+
+fn header_matches(line: &str, name: &str, class: bool) -> bool {
+    let t = line.trim_start();
+    let t = t.strip_prefix("async ").unwrap_or(t);
+    let rest = if class { t.strip_prefix("class ") } else { t.strip_prefix("def ") };
+    rest.and_then(|r| r.strip_prefix(name))
+        .is_some_and(|r| r.starts_with('(') || (class && r.starts_with(':')))
+}
+
+/// Find a function by qualified name (`Add.flatten`, `outer.<locals>.inner`, `f`) in `text`:
+/// each dotted component is looked up inside the previous one's block (a class or a def);
+/// failing that, the first `def LAST(` anywhere.
+pub fn find_function(file: &str, text: &str, qualname: &str) -> Option<FuncInfo> {
+    let lines: Vec<&str> = text.lines().collect();
+    let parts: Vec<&str> = qualname.split('.').filter(|p| !p.is_empty() && *p != "<locals>").collect();
+    let last = *parts.last()?;
+    let nested = || -> Option<usize> {
+        let (mut lo, mut hi) = (0usize, lines.len());
+        let mut found = None;
+        for (n, part) in parts.iter().enumerate() {
+            let is_last = n + 1 == parts.len();
+            let idx = (lo..hi).find(|&k| {
+                header_matches(lines[k], part, false) || (!is_last && header_matches(lines[k], part, true))
+            })?;
+            found = Some(idx);
+            lo = idx + 1;
+            hi = block_end(&lines, idx);
+        }
+        found
+    };
+    let idx = nested().or_else(|| (0..lines.len()).find(|&k| header_matches(lines[k], last, false)))?;
+    let end = block_end(&lines, idx);
+    let mut body = Vec::new();
+    let mut j = idx;
+    while j < lines.len() && !lines[j].trim_end().ends_with(':') {
+        j += 1;
+    }
+    let mut in_doc: Option<&str> = None;
+    let mut first_stmt = true;
+    for (k, l) in lines.iter().enumerate().take(end).skip(j + 1) {
+        let t = l.trim();
+        if t.is_empty() || t.starts_with('#') {
             continue;
+        }
+        if let Some(q) = in_doc {
+            if t.contains(q) {
+                in_doc = None;
+            }
+            continue;
+        }
+        if first_stmt {
+            first_stmt = false;
+            // A docstring is not executed code.
+            let t2 = t.trim_start_matches(['r', 'u', 'R', 'U']);
+            if let Some(q) = ["\"\"\"", "'''"].into_iter().find(|q| t2.starts_with(q)) {
+                if !t2[3..].contains(q) {
+                    in_doc = Some(q);
+                }
+                continue;
+            }
         }
         body.push((k + 1, l.to_string()));
     }
-    Some(FuncInfo { file: file.to_string(), name: name.to_string(), def_line: idx + 1, body })
+    Some(FuncInfo { file: file.to_string(), name: qualname.to_string(), def_line: idx + 1, body })
 }
 
 /// Names called in the body, in textual order (with repeats), e.g. `self.f(x)` → `self.f`.
 pub fn called_names(f: &FuncInfo) -> Vec<String> {
+    calls_with_lines(f).into_iter().map(|(_, n)| n).collect()
+}
+
+/// `(line, name)` of every call in the body, in textual order.
+pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    for (_, l) in &f.body {
+    for (ln, l) in &f.body {
         let code = l.split('#').next().unwrap_or("");
         let cs: Vec<char> = code.chars().collect();
         let mut i = 0;
@@ -156,7 +225,7 @@ pub fn called_names(f: &FuncInfo) -> Vec<String> {
                     k += 1;
                 }
                 if k < cs.len() && cs[k] == '(' && !KEYWORDS.contains(&w.as_str()) && !w.ends_with('.') {
-                    out.push(w);
+                    out.push((*ln, w));
                 }
                 continue;
             }
@@ -175,7 +244,10 @@ pub fn target_function(inst: &Instance, source_root: Option<&Path>) -> Option<Fu
         let mut wanted: Vec<String> = inst.tracing_files.clone();
         wanted.extend(mentioned_files(&inst.question));
         for w in wanted {
-            if let Some(f) = resolve(&w, &files) {
+            for f in resolve_all(&w, &files) {
+                if texts.iter().any(|(x, _)| *x == f) {
+                    continue;
+                }
                 if let Ok(t) = std::fs::read_to_string(root.join(&f)) {
                     texts.push((f, t));
                 }
@@ -234,6 +306,40 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
         Value::Array(a) => {
             let Some(f) = f else { return json!([]) };
             match a.first() {
+                // Call sequences and callee counts: the calls of the body.
+                Some(Value::Object(em)) if k.contains("call") && em.contains_key("function") => {
+                    let calls = calls_with_lines(f);
+                    let mut rows: Vec<(usize, String, usize)> = Vec::new();
+                    for (ln, name) in calls {
+                        if em.contains_key("count") {
+                            if let Some(r) = rows.iter_mut().find(|r| r.1 == name) {
+                                r.2 += 1;
+                                continue;
+                            }
+                        }
+                        rows.push((ln, name, 1));
+                    }
+                    Value::Array(
+                        rows.into_iter()
+                            .map(|(ln, name, count)| {
+                                Value::Object(
+                                    em.iter()
+                                        .map(|(ek, ev)| {
+                                            let v = match ek.as_str() {
+                                                "function" | "callee" | "name" => json!(name),
+                                                "line" | "lineno" => json!(ln),
+                                                "count" => json!(count),
+                                                "file" | "filename" | "path" => json!(f.file),
+                                                _ => fill(ev, ek, None),
+                                            };
+                                            (ek.clone(), v)
+                                        })
+                                        .collect(),
+                                )
+                            })
+                            .collect(),
+                    )
+                }
                 Some(Value::Object(em)) if em.contains_key("line") => Value::Array(
                     f.body
                         .iter()

@@ -407,7 +407,7 @@ async fn static_baseline_answers_from_source() {
 repository = "toy"
 kind = "S1_IntraProceduralCFG"
 question = "Which lines of `count_up` run, and which functions does it call?"
-template = '{"executed_path": [{"file": "str", "func": "str", "line": "int"}], "calls": ["str"], "loop_iteration_count": "int"}'
+template = '{"executed_path": [{"file": "str", "func": "str", "line": "int"}], "calls": ["str"], "loop_iteration_count": "int", "call_sequence": [{"function": "str", "line": "int"}], "callees": [{"function": "str", "count": "int"}], "call_graph": {"*": ["str"]}}'
 package = "toy==1.0"
 [tracing]
 files = ["toy/core.py"]
@@ -433,6 +433,9 @@ files = ["toy/core.py"]
     assert_eq!(a["executed_path"][0]["func"], "count_up");
     assert_eq!(a["calls"], json!(["range"]));
     assert_eq!(a["loop_iteration_count"], 0);
+    assert_eq!(a["call_sequence"], json!([{"function": "range", "line": 5}]));
+    assert_eq!(a["callees"], json!([{"function": "range", "count": 1}]));
+    assert_eq!(a["call_graph"], json!({"count_up": ["range"]}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,13 +40,23 @@ fn shape_validation() {
                       "ok": true, "v": [1], "maybe": "x", "extra": 1});
     assert_eq!(validate_shape(&t, &good), Ok(()));
     let bad = [
-        (json!({"executed_path": [{"file": "a.py", "line": "3"}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/line"),
+        (json!({"executed_path": [{"file": "a.py", "line": "three"}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/line"),
+        (json!({"executed_path": [{"file": ["a.py"], "line": 3}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/file"),
         (json!({"executed_path": [], "count": 2.5, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/count"),
         (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": "yes", "v": 1, "maybe": 1}), "/ok"),
         (json!({"executed_path": {}, "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path"),
         (json!({"count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "missing key \"executed_path\""),
-        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": false}), "/maybe"),
+        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": [1]}), "/maybe"),
     ];
+    // Leaves as lenient as the scorer: stringified scalars pass.
+    let lenient = json!({"executed_path": [{"file": 7, "line": "3"}], "count": "2", "ratio": "0.5",
+                         "ok": "True", "v": null, "maybe": null});
+    assert_eq!(validate_shape(&t, &lenient), Ok(()));
+    // `{"*": T}` is a map (flux-instance's template grammar).
+    let cg = json!({"call_graph": {"*": ["str"]}, "x": "int|null"});
+    assert_eq!(validate_shape(&cg, &json!({"call_graph": {"a.f": ["b"], "g": []}, "x": null})), Ok(()));
+    assert!(validate_shape(&cg, &json!({"call_graph": {"a.f": "b"}, "x": 1})).unwrap_err().contains("/call_graph/a.f"));
+    assert!(validate_shape(&cg, &json!({"call_graph": [], "x": 1})).is_err());
     for (v, want) in bad {
         let e = validate_shape(&t, &v).unwrap_err();
         assert!(e.contains(want), "{v}: {e}");
@@ -164,4 +174,54 @@ fn api_key_is_redacted_in_debug() {
     let mut o = flux_eval::EvalOptions::new("m", Api::OpenAi, "http://x");
     o.api_key = Some("sk-very-secret".into());
     assert!(!format!("{o:?}").contains("sk-very-secret"));
+}
+
+#[test]
+fn static_baseline_finds_methods_by_qualname_and_skips_docstrings() {
+    use flux_eval::solvers::{called_names, find_function};
+    let src = r#"class Mul:
+    def flatten(self, seq):
+        return seq
+
+class Add(Expr):
+    """Sum."""
+
+    @classmethod
+    def flatten(cls,
+                seq):
+        """Flatten.
+
+        Long docstring with f(x) in it.
+        """
+        terms = {}  # a comment with g(y)
+        for o in seq:
+            terms[o] = cls._coeff(o)
+
+        return sorted(terms), "h(z)"
+
+def flatten(x):
+    return x
+"#;
+    let f = find_function("sympy/core/add.py", src, "Add.flatten").unwrap();
+    assert_eq!(f.def_line, 9);
+    let lines: Vec<usize> = f.body.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, vec![15, 16, 17, 19]);
+    assert_eq!(called_names(&f), vec!["cls._coeff", "sorted"]);
+    assert_eq!(find_function("m.py", src, "Mul.flatten").unwrap().def_line, 2);
+    assert_eq!(find_function("m.py", src, "flatten").unwrap().def_line, 2, "first def anywhere");
+    assert_eq!(find_function("m.py", src, "Nope.flatten").unwrap().def_line, 2, "falls back to the last component");
+    assert!(find_function("m.py", src, "missing").is_none());
+}
+
+#[test]
+fn tracing_globs_resolve_to_files() {
+    let files: Vec<String> = ["sympy/core/add.py", "sympy/core/mul.py", "sympy/core/tests/test_add.py", "sympy/abc.py"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(prompt::resolve_all("*/sympy/core/*.py", &files).len(), 3);
+    assert_eq!(prompt::resolve_all("sympy/core/a*.py", &files), vec!["sympy/core/add.py"]);
+    assert_eq!(prompt::resolve_all("/usr/lib/python3.11/site-packages/sympy/abc.py", &files), vec!["sympy/abc.py"]);
+    assert_eq!(prompt::resolve_all("core/mul.py", &files), vec!["sympy/core/mul.py"]);
+    assert!(prompt::resolve_all("ore/mul.py", &files).is_empty());
 }

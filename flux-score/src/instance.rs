@@ -31,6 +31,8 @@ pub struct Instance {
     pub tracing_files: Vec<String>,
     /// Target functions named by the tracing config (`[tracing] functions`), if any.
     pub tracing_functions: Vec<String>,
+    /// The extractor's `function` parameter (`[extractor] params.function`), if any.
+    pub extractor_function: Option<String>,
     /// The gold answer; `None` when the instance is not harvested.
     pub oracle: Option<Value>,
     /// The instance directory.
@@ -182,17 +184,35 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
     let test = t.get("test").and_then(|v| v.as_table());
     let tracing = t.get("tracing").and_then(|v| v.as_table());
 
+    // Order-insensitive paths: instance.toml's, plus the ones recorded in the oracle's provenance.
+    let mut order_insensitive = str_list(t.get("order_insensitive"));
+    let prov = oracle_doc
+        .as_ref()
+        .and_then(|d| d.pointer("/provenance/order_insensitive"))
+        .and_then(|v| v.as_array());
+    for p in prov.into_iter().flatten().filter_map(|x| x.as_str()) {
+        if !order_insensitive.iter().any(|o| o == p) {
+            order_insensitive.push(p.to_string());
+        }
+    }
+
     Ok(Instance {
         id: get_str("id").unwrap_or_else(|| id_dir.clone()),
         repository: get_str("repository").unwrap_or_else(|| repo_dir.clone()),
         kind,
         question,
         template,
-        order_insensitive: str_list(t.get("order_insensitive")),
+        order_insensitive,
         package: get_str("package"),
         test_files: str_list(test.and_then(|x| x.get("files"))),
         tracing_files: str_list(tracing.and_then(|x| x.get("files"))),
         tracing_functions: str_list(tracing.and_then(|x| x.get("functions"))),
+        extractor_function: t
+            .get("extractor")
+            .and_then(|e| e.get("params"))
+            .and_then(|p| p.get("function"))
+            .and_then(|f| f.as_str())
+            .map(String::from),
         oracle,
         dir: dir.to_path_buf(),
         rel: PathBuf::from(repo_dir).join(id_dir),
