@@ -355,6 +355,10 @@ async fn end_to_end(api: Api) {
     let rep = run_score(&so).unwrap().report;
     assert_eq!((rep.total, rep.passed, rep.infra_errors, rep.not_harvested), (5, 3, 1, 1));
     assert!((rep.accuracy - 0.6).abs() < 1e-9);
+    // Usage from meta.json: 1+1+2+1+3 answered calls × 100 tokens in (the infra error has none).
+    assert_eq!((rep.usage.with_meta, rep.usage.tokens_in), (6, 800));
+    assert_eq!(rep.usage.models, vec!["gpt-test".to_string()]);
+    assert!((rep.usage.cost - (800.0 + 80.0 * 2.0) / 1e6).abs() < 1e-12);
     let reason = |id: &str| rep.instances.iter().find(|i| i.id == id).unwrap().reason.clone().unwrap_or_default();
     assert!(reason("wrong").contains("expected 3, got 4"), "{}", reason("wrong"));
     assert!(reason("shape").starts_with("unparseable"), "{}", reason("shape"));

@@ -359,13 +359,25 @@ fn str_eq(a: &str, b: &str) -> bool {
     if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
         return float_eq(x, y);
     }
-    if a.contains('/') || b.contains('/') {
+    if (a.contains('/') || b.contains('/')) && is_file_path(a) && is_file_path(b) {
         return path_suffix_eq(a, b);
     }
     if is_dotted_ident(a) && is_dotted_ident(b) {
         return component_suffix(a, b, '.');
     }
     false
+}
+
+/// A path whose last component is a file name with an extension (`mod.py`, `_x.cpython-311.so`):
+/// only such strings get path leniency, so that `"1/2"` (a repr) never matches `"2"`.
+fn is_file_path(s: &str) -> bool {
+    let last = s.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    let Some((stem, ext)) = last.rsplit_once('.') else { return false };
+    !stem.is_empty()
+        && !ext.is_empty()
+        && ext.starts_with(|c: char| c.is_ascii_alphabetic())
+        && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        && !s.contains(char::is_whitespace)
 }
 
 fn path_suffix_eq(a: &str, b: &str) -> bool {

@@ -171,6 +171,20 @@ pub struct CallGraphSummary {
     pub f1: f64,
 }
 
+/// Usage recorded by `flux-eval` in the answers' meta.json files (zero when there are none).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Usage {
+    /// Answers that have a meta.json.
+    pub with_meta: usize,
+    pub models: Vec<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    /// USD, summed over answers with a known price.
+    pub cost: f64,
+    /// Sum of per-instance wall time.
+    pub seconds: f64,
+}
+
 /// The scoring report (its JSON form is the `--format json` output).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
@@ -188,6 +202,7 @@ pub struct Report {
     pub by_kind_repository: BTreeMap<String, BTreeMap<String, Bucket>>,
     pub instances: Vec<InstanceResult>,
     pub call_graph: CallGraphSummary,
+    pub usage: Usage,
 }
 
 /// A report and its rendering in the requested format.
@@ -217,7 +232,33 @@ pub fn score_instances(instances: &[Instance], answers: &Path, call_graph_thresh
         .iter()
         .map(|i| score_one(i, &answers.join(&i.rel), call_graph_threshold))
         .collect();
-    build_report(answers, results, call_graph_threshold)
+    let mut report = build_report(answers, results, call_graph_threshold);
+    report.usage = usage(instances, answers);
+    report
+}
+
+fn usage(instances: &[Instance], answers: &Path) -> Usage {
+    let mut u = Usage::default();
+    for i in instances.iter().filter(|i| i.oracle.is_some()) {
+        let Some(m) = std::fs::read_to_string(answers.join(&i.rel).join("meta.json"))
+            .ok()
+            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
+        else {
+            continue;
+        };
+        u.with_meta += 1;
+        let n = |k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        u.tokens_in += n("tokens_in") as u64;
+        u.tokens_out += n("tokens_out") as u64;
+        u.cost += n("cost");
+        u.seconds += n("seconds");
+        if let Some(model) = m.get("model").and_then(Value::as_str) {
+            if !u.models.iter().any(|x| x == model) {
+                u.models.push(model.to_string());
+            }
+        }
+    }
+    u
 }
 
 /// What is in an answer directory.
@@ -376,5 +417,6 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
         by_kind_repository: by_kr,
         instances: results,
         call_graph: cg,
+        usage: Usage::default(),
     }
 }

@@ -53,6 +53,19 @@ pub fn text(r: &Report) -> String {
         r.infra_errors,
         r.not_harvested
     );
+    if r.usage.with_meta > 0 {
+        let u = &r.usage;
+        let _ = writeln!(
+            out,
+            "model {}: {} tokens in, {} out, ${:.4}, {:.1} s over {} answers\n",
+            u.models.join(", "),
+            u.tokens_in,
+            u.tokens_out,
+            u.cost,
+            u.seconds,
+            u.with_meta
+        );
+    }
     table_rows(&mut out, "kind", &r.by_kind);
     table_rows(&mut out, "repository", &r.by_repository);
     let flat: BTreeMap<String, Bucket> = r
@@ -198,8 +211,9 @@ pub fn html(r: &Report) -> String {
     s.push_str("</style></head><body>");
     let _ = write!(
         s,
-        "<h1>flux score report</h1><div class=\"sub\">answers: {}</div>",
-        esc(&r.answers)
+        "<h1>flux score report</h1><div class=\"sub\">answers: {}{}</div>",
+        esc(&r.answers),
+        if r.usage.models.is_empty() { String::new() } else { format!(" &middot; model: {}", esc(&r.usage.models.join(", "))) }
     );
     s.push_str("<div class=\"cards\">");
     for (v, l) in [
@@ -208,7 +222,12 @@ pub fn html(r: &Report) -> String {
         (r.failed.to_string(), "failed"),
         (r.infra_errors.to_string(), "infra errors (excluded)"),
         (r.not_harvested.to_string(), "not harvested"),
-    ] {
+    ]
+    .into_iter()
+    .chain((r.usage.with_meta > 0).then(|| (format!("${:.2}", r.usage.cost), "cost")))
+    .chain((r.usage.with_meta > 0).then(|| {
+        (format!("{}k / {}k", r.usage.tokens_in / 1000, r.usage.tokens_out / 1000), "tokens in / out")
+    })) {
         let _ = write!(s, "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{}</div></div>", esc(&v), esc(l));
     }
     s.push_str("</div>");

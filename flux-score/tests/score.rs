@@ -138,6 +138,11 @@ fn path_spellings_suffix_at_component_boundary() {
             (json!("/abs/sympy/core/add.py"), json!("ore/add.py"), false),
             (json!("/abs/sympy/core/add.py"), json!("sympy/core/mul.py"), false),
             (json!("./pkg/mod.py"), json!("pkg/mod.py"), true),
+            (json!("mod.py"), json!("/site-packages/pkg/mod.py"), true),
+            // Only file paths: reprs with slashes are compared exactly.
+            (json!("1/2"), json!("2"), false),
+            (json!("a/b"), json!("b"), false),
+            (json!("x / y.py"), json!("y.py"), false),
         ],
         &[],
     );
