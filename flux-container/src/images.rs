@@ -366,7 +366,8 @@ pub async fn build(
 ) -> Result<Vec<(String, Result<Report>)>> {
     let defs = Definitions::load(&config.definitions)?;
     let targets = defs.select(names, &config.definitions)?;
-    remove_orphaned_build_containers(rt).await?;
+    // Build containers of builds that were killed; concurrent builds keep theirs.
+    rt.remove_orphans().await?;
     let mut results: Vec<(String, Result<Report>)> = Vec::new();
     for t in &targets {
         let image = t.image();
@@ -394,36 +395,6 @@ pub async fn build(
     Ok(results)
 }
 
-/// Label on build containers: the pid of the building process.
-const LABEL_BUILD_PID: &str = "flux.build.pid";
-
-/// Removes build containers left by builds whose process is gone (killed mid-build); builds
-/// running concurrently in other processes keep theirs.
-async fn remove_orphaned_build_containers(rt: &Runtime) -> Result<()> {
-    use bollard::query_parameters::ListContainersOptionsBuilder;
-    let mut filters = std::collections::HashMap::new();
-    filters.insert("label".to_owned(), vec![LABEL_BUILD_PID.to_owned()]);
-    let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-    let list = rt
-        .docker()
-        .list_containers(Some(options))
-        .await
-        .map_err(|e| Error::docker("list build containers", e))?;
-    for c in list {
-        // Containers of flux images inherit the label blanked: only a pid counts.
-        let Some(pid) = c.labels.as_ref().and_then(|l| l.get(LABEL_BUILD_PID)?.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // SAFETY: kill with signal 0 only checks for existence.
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
-        if let (false, Some(id)) = (alive, c.id) {
-            rt.remove_container(&id).await?;
-        }
-    }
-    Ok(())
-}
 
 fn disk_full(e: Error, image: &str) -> Error {
     if e.is_disk_full() && !matches!(e, Error::DiskFull { .. }) {
@@ -506,10 +477,15 @@ fn write_manifest(config: &BuildConfig, m: &Manifest) -> Result<PathBuf> {
 
 /// Runs a command, capturing stderr (and stdout if `capture`); a non-zero exit is an error.
 fn run_cmd(cmd: &mut Command, what: &str) -> Result<String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io(format!("run {what}"), e))?;
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| {
+        let hint = match (e.kind(), program.as_str()) {
+            (std::io::ErrorKind::NotFound, "debootstrap") => " (apt-get install debootstrap)",
+            (std::io::ErrorKind::NotFound, _) => " (not installed?)",
+            _ => "",
+        };
+        Error::io(format!("run {what}{hint}"), e)
+    })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(20).collect();
@@ -663,7 +639,6 @@ async fn run_build_container(
     );
     spec.user = "0:0".into();
     spec.run_id = format!("build-{}", crate::runtime::new_run_id());
-    spec.labels.insert(LABEL_BUILD_PID.into(), std::process::id().to_string());
     spec.mounts = mounts;
     spec.env.insert("PATH".into(), PATH_ENV.trim_start_matches("PATH=").into());
     spec.env.insert("LANG".into(), "C.UTF-8".into());
@@ -706,7 +681,7 @@ async fn commit(
     // containers of this image are not taken for flux runs.
     labels.insert(crate::runtime::LABEL_RUN.to_owned(), String::new());
     labels.insert(crate::runtime::LABEL_MANAGED.to_owned(), String::new());
-    labels.insert(LABEL_BUILD_PID.to_owned(), String::new());
+    labels.insert(crate::runtime::LABEL_PID.to_owned(), String::new());
     let config = ContainerConfig {
         user: Some(user.to_owned()),
         env: Some(vec![PATH_ENV.to_owned(), "LANG=C.UTF-8".to_owned()]),

@@ -9,8 +9,9 @@
 //!
 //! Removal: [`Container::remove`] removes explicitly; if a `Container` is dropped without it, its
 //! `Drop` removes it (synchronously, on a helper thread with its own client). Every container
-//! carries the labels `flux.managed=1` and `flux.run=<run id>`, and
-//! [`Runtime::remove_labelled`] clears leftovers of a crashed earlier run.
+//! carries the labels `flux.managed=1`, `flux.run=<run id>` and `flux.pid=<creating pid>`;
+//! [`Runtime::remove_orphans`] (call it at the start of every run) removes those whose creating
+//! process is gone, and [`Runtime::remove_labelled`] those of one run id.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -32,6 +33,9 @@ use crate::error::{is_not_found, Error, KillReason, Result};
 pub const LABEL_MANAGED: &str = "flux.managed";
 /// Label holding the run id; see [`Runtime::remove_labelled`].
 pub const LABEL_RUN: &str = "flux.run";
+/// Label holding the pid of the process that created the container; see
+/// [`Runtime::remove_orphans`].
+pub const LABEL_PID: &str = "flux.pid";
 /// Where the run directory is mounted inside the container.
 pub const RUN_DIR_IN_CONTAINER: &str = "/flux/run";
 /// Name of the gate FIFO inside the run directory.
@@ -274,6 +278,7 @@ impl Runtime {
             spec.labels.clone().into_iter().collect();
         labels.insert(LABEL_MANAGED.to_owned(), "1".to_owned());
         labels.insert(LABEL_RUN.to_owned(), spec.run_id.clone());
+        labels.insert(LABEL_PID.to_owned(), std::process::id().to_string());
 
         let host_config = HostConfig {
             binds: Some(binds),
@@ -347,6 +352,36 @@ impl Runtime {
             remove_container(&self.docker, id).await?;
         }
         Ok(ids.len())
+    }
+
+    /// Removes (force) every flux container whose creating process is gone: what a killed
+    /// run or build left behind. Containers of live processes (concurrent runs) stay. Call it
+    /// at the start of every run. Returns how many were removed.
+    pub async fn remove_orphans(&self) -> Result<usize> {
+        let mut filters = std::collections::HashMap::new();
+        filters.insert("label".to_owned(), vec![LABEL_PID.to_owned()]);
+        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| Error::docker("list containers", e))?;
+        let mut removed = 0;
+        for c in list {
+            // Containers of flux images made elsewhere inherit the label blanked: skip them.
+            let Some(pid) = c.labels.as_ref().and_then(|l| l.get(LABEL_PID)?.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            // SAFETY: signal 0 only checks that the process exists.
+            let alive = unsafe { libc::kill(pid, 0) } == 0
+                || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+            if let (false, Some(id)) = (alive, c.id) {
+                remove_container(&self.docker, &id).await?;
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Removes one container by id or name (force); a missing one is not an error.

@@ -377,3 +377,63 @@ async fn containers_of_flux_images_made_elsewhere_are_not_taken_for_runs() {
     rt.remove_container(&id).await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn base_build_is_incremental_and_manifest_matches_the_image() {
+    let Some(rt) = setup().await else { return };
+    let root = workspace_root();
+    let config = BuildConfig {
+        definitions: root.join("images/images.toml"),
+        cache_dir: root.join(".flux-cache"),
+        rebuild: false,
+    };
+    let names = vec![BASE.to_owned()];
+    let results = images::build(&rt, &config, &names, &mut |_| {}).await.unwrap();
+    assert_eq!(results.len(), 1);
+    let report = results.into_iter().next().unwrap().1.unwrap();
+    assert_eq!(report.action, images::Action::Skipped, "built again though up to date");
+    assert_eq!(report.manifest_path, images::manifest_path(&config.cache_dir, BASE));
+    let on_disk = images::Manifest::load(&report.manifest_path).unwrap();
+    assert_eq!(on_disk.image_id, rt.image_id(BASE).await.unwrap());
+    assert_eq!(on_disk.interpreter.path, PY);
+    assert!(on_disk.interpreter.version.starts_with("3.11."), "{}", on_disk.interpreter.version);
+    assert_eq!(on_disk.suite, "bookworm");
+    assert!(on_disk.debian_packages.iter().any(|p| p.starts_with("python3.11=")));
+    // The image carries the same manifest as a label, less the id it cannot know.
+    let label = images::image_manifest(&rt, BASE).await.unwrap().expect("flux.manifest label");
+    assert_eq!(images::Manifest { image_id: on_disk.image_id.clone(), ..label }, on_disk);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orphans_of_dead_processes_are_removed_and_live_ones_kept() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let d1 = run_dir();
+    let mine = rt.create(guard.spec(&["true"], d1.path())).await.unwrap();
+    // A container "created by" a process that has exited.
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let orphan_run = new_run_id();
+    // The runtime labels its containers with its own pid: make the orphan by hand.
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(BASE.into()),
+        cmd: Some(vec!["true".into()]),
+        labels: Some(
+            [
+                ("flux.pid".to_owned(), dead_pid.to_string()),
+                ("flux.run".to_owned(), orphan_run.clone()),
+                ("flux.test".to_owned(), guard.run_id.clone()),
+            ]
+            .into_iter()
+            .collect(),
+        ),
+        ..Default::default()
+    };
+    let orphan = rt.docker().create_container(None, body).await.unwrap().id;
+    assert!(rt.remove_orphans().await.unwrap() >= 1);
+    assert!(rt.labelled(Some(&orphan_run)).await.unwrap().is_empty(), "orphan {orphan} kept");
+    assert_eq!(guard.leftovers(&rt).await, 1, "the live process's container was removed");
+    mine.remove().await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
