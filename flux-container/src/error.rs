@@ -72,6 +72,12 @@ pub enum Error {
     #[error("building image {image} failed: {message}")]
     Build { image: String, message: String },
 
+    #[error("container {container} exited right after start (exit code {exit_code:?}): {message}")]
+    ExitedEarly { container: String, exit_code: Option<i64>, message: String },
+
+    #[error("container {container}: {message}")]
+    Storage { container: String, message: String },
+
     #[error("invalid container spec: {0}")]
     Spec(String),
 

@@ -560,19 +560,19 @@ impl Container {
         let state = inspect.state.unwrap_or_default();
         let pid = state.pid.unwrap_or(0);
         if pid <= 0 || state.running != Some(true) {
-            return Err(Error::Build {
-                image: self.name.clone(),
-                message: format!(
-                    "container exited right after start (exit code {:?}, error {:?})",
-                    state.exit_code, state.error
-                ),
+            return Err(Error::ExitedEarly {
+                container: self.name.clone(),
+                exit_code: state.exit_code,
+                message: state.error.filter(|e| !e.is_empty()).unwrap_or_else(|| {
+                    "before the gate was released (is /bin/sh in the image?)".to_owned()
+                }),
             });
         }
         let ns = format!("/proc/{pid}/ns/pid");
         let meta = std::fs::metadata(&ns).map_err(|e| Error::io(format!("stat {ns}"), e))?;
         let data = inspect.graph_driver.map(|g| g.data).unwrap_or_default();
-        let root_fs = data.get("MergedDir").map(PathBuf::from).ok_or_else(|| Error::Build {
-            image: self.name.clone(),
+        let root_fs = data.get("MergedDir").map(PathBuf::from).ok_or_else(|| Error::Storage {
+            container: self.name.clone(),
             message: "no GraphDriver.Data.MergedDir (is the storage driver overlay2?)".into(),
         })?;
         let started = Started {
@@ -670,7 +670,8 @@ impl Container {
                 Ok(Ok(Ok(l))) => l,
                 Ok(Ok(Err(e))) => return Err(e),
                 Ok(Err(join)) => {
-                    return Err(Error::Build { image: self.name.clone(), message: join.to_string() })
+                    let message = format!("log reader failed: {join}");
+                    return Err(Error::Storage { container: self.name.clone(), message });
                 }
                 Err(_) => Default::default(),
             };
