@@ -13,9 +13,12 @@
 //!   (other than test events) are attributed to the innermost open activation of their thread.
 //! - A function name matches an event when it equals the event's `qualname`, or, for events that
 //!   carry no `qualname`, when its last dotted component equals the event's `func`.
+//! - When both witnesses report the lines of one frame (USDT `line` probes and the hook), an
+//!   invocation keeps only the hook's `line` events, which carry the locals; a `call` repeated
+//!   for the same activation is kept once.
 //! - A test filter matches a pytest node id when it equals it, or when the node id ends with it
 //!   right after `::` or `/` (so `test_a` matches `tests/test_x.py::test_a`).
-use crate::{Event, Kind, Trace, Value};
+use crate::{Event, Kind, Source, Trace, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// Does `name` (a qualname such as `Add.flatten`) name the function of `e`?
@@ -199,6 +202,10 @@ pub fn invocations_where(
         }
         if let Some(inv) = by_frame.get_mut(&frame) {
             if e.ev == Kind::Call {
+                if inv.activations.contains(&owner) {
+                    // The same activation reported by both witnesses: keep the first.
+                    continue;
+                }
                 inv.activations.push(owner);
             }
             inv.events.push(i);
@@ -207,6 +214,20 @@ pub fn invocations_where(
     order
         .into_iter()
         .filter_map(|f| by_frame.remove(&f))
+        .map(|mut inv| {
+            // Lines from both witnesses: keep the hook's (they carry the locals).
+            let hook_lines = inv
+                .events
+                .iter()
+                .any(|&i| trace.events[i].ev == Kind::Line && trace.events[i].src == Source::Hook);
+            if hook_lines {
+                inv.events.retain(|&i| {
+                    let e = &trace.events[i];
+                    !(e.ev == Kind::Line && e.src == Source::Usdt)
+                });
+            }
+            inv
+        })
         .collect()
 }
 
@@ -244,7 +265,7 @@ pub fn tests(trace: &Trace) -> Vec<TestRun> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Meta, Source};
+    use crate::Meta;
 
     fn ev(ev: Kind, act: u64, frame: u64, parent: u64, line: u32, name: &str) -> Event {
         let mut e = Event::new(0, 1, 1, ev, Source::Hook);
@@ -285,6 +306,30 @@ mod tests {
         let f = invocations(&t, "C.f", Filter::default());
         assert_eq!(f[0].lines(&t), vec![21]);
         assert!(invocations(&t, "f", Filter::default()).is_empty());
+    }
+
+    #[test]
+    fn lines_from_both_witnesses_are_not_doubled() {
+        // Activation 1 reported by both witnesses: two calls, usdt and hook lines of line 2.
+        let mut usdt_call = ev(Kind::Call, 1, 1, 0, 1, "f");
+        usdt_call.src = Source::Usdt;
+        let mut usdt_line = ev(Kind::Line, 1, 1, 0, 2, "f");
+        usdt_line.src = Source::Usdt;
+        let t = Trace {
+            meta: Meta::default(),
+            events: vec![
+                usdt_call,
+                ev(Kind::Call, 1, 1, 0, 1, "f"),
+                usdt_line,
+                ev(Kind::Line, 1, 1, 0, 2, "f"),
+                ev(Kind::Return, 1, 1, 0, 2, "f"),
+            ],
+        };
+        let f = invocations(&t, "f", Filter::default());
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].activations, vec![1]);
+        assert_eq!(f[0].lines(&t), vec![2]);
+        assert_eq!(f[0].events, vec![0, 3, 4]);
     }
 
     #[test]
