@@ -7,6 +7,7 @@ import ast
 import atexit
 import builtins
 import fnmatch
+import itertools
 import json
 import os
 import reprlib
@@ -191,7 +192,7 @@ class Hook:
         self.closed = False
         self.sock = None
         self.codes = {}
-        self.next_code_id = 1
+        self.code_ids = itertools.count(1)
         self.states = {}
         self.handler_lines = {}  # filename -> {first line of an except body: except line}
         self.tl = threading.local()
@@ -210,15 +211,12 @@ class Hook:
         except OSError as e:
             agent_gone("cannot connect to %s: %s" % (self.sock_path, e))
         self.sock = s
-        hello = {
-            "hello": 1,
-            "pid": self.pid,
-            "python": "%d.%d.%d" % sys.version_info[:3],
-            "mode": self.mode,
-            "calls": self.calls,
-            "clock": "monotonic_ns",
-        }
-        self._send((_dumps(hello) + "\n").encode("ascii"))
+        # Formatted by hand: json's Python code would be traced in a forked child (3.11).
+        hello = (
+            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","clock":"monotonic_ns"}\n'
+            % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls))
+        )
+        self._send(hello.encode("ascii"))
 
     def _send(self, data):
         try:
@@ -261,7 +259,7 @@ class Hook:
                 return
             self._flush_locked()
             self.closed = True
-            self._send((_dumps(["bye", self.sent]) + "\n").encode("ascii"))
+            self._send(('["bye",%d]\n' % self.sent).encode("ascii"))
             try:
                 self.sock.close()
             except OSError:
@@ -313,13 +311,9 @@ class Hook:
             kind = TARGET
         else:
             kind = PLAIN
-        with self.lock:
-            info = self.codes.get(key)
-            if info is None:
-                info = [self.next_code_id, kind, code, None, False]
-                self.next_code_id += 1
-                self.codes[key] = info
-        return info
+        # No lock here: this also runs for the hook's own frames while the lock is held (3.11
+        # traces the flush called by os.fork). next() on a count and setdefault are atomic.
+        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False])
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""

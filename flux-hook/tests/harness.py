@@ -28,15 +28,22 @@ class Agent:
         self.conns = []
         self.threads = []
         self.lock = threading.Lock()
+        self.stopping = False
         self.acceptor = threading.Thread(target=self._accept, daemon=True)
         self.acceptor.start()
 
     def _accept(self):
+        self.srv.settimeout(0.05)
         while True:
             try:
                 c, _ = self.srv.accept()
+            except socket.timeout:
+                if self.stopping:
+                    return  # nothing pending any more
+                continue
             except OSError:
                 return
+            c.settimeout(None)
             lines = []
             with self.lock:
                 self.conns.append(lines)
@@ -45,14 +52,24 @@ class Agent:
             self.threads.append(t)
 
     def _read(self, c, lines):
-        f = c.makefile("rb")
-        for raw in f:
-            lines.append(json.loads(raw.decode("utf-8")))
+        # Read raw bytes as fast as possible (a slow reader would throttle the program through
+        # the socket buffer); decode at the end.
+        chunks = []
+        while True:
+            b = c.recv(1 << 20)
+            if not b:
+                break
+            chunks.append(b)
         c.close()
+        for raw in b"".join(chunks).splitlines():
+            lines.append(json.loads(raw.decode("utf-8")))
 
     def close(self):
+        # The program has exited: accept what is still queued, then wait for every reader.
+        self.stopping = True
+        self.acceptor.join()
         for t in list(self.threads):
-            t.join(10)
+            t.join(60)
         self.srv.close()
 
 

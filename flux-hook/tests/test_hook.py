@@ -1,0 +1,576 @@
+"""End-to-end tests of flux-hook: real interpreter ($FLUX_TEST_PYTHON), real Unix socket.
+
+Run: PY -m unittest discover -s flux-hook/tests
+"""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+VERSION = harness.interp_version()
+
+
+def seq(run, *, names=None, kinds="crlxh"):
+    """(kind, qualname, line[, how]) of the program's records, in stream order."""
+    out = []
+    for e in run.events(file_suffix="prog.py"):
+        k, name = e[0], e[1]
+        if k not in kinds or (names is not None and name not in names):
+            continue
+        if k == "r":
+            out.append((k, name, e[5], e[6]))
+        elif k == "x":
+            out.append((k, name, e[5], e[6], e[8]))
+        elif k == "h":
+            out.append((k, name, e[5], e[6]))
+        else:
+            out.append((k, name, e[5]))
+    return out
+
+
+def check_balanced(test, run, conn=None):
+    """Every 'c' is closed by exactly one 'r' of the same frame on the same thread, LIFO."""
+    stacks = {}
+    for r in run.records(conn):
+        if r[0] == "c":
+            stacks.setdefault(r[2], []).append((r[3], r[4]))
+        elif r[0] == "r":
+            st = stacks.get(r[2])
+            test.assertTrue(st, "return without call: %r" % (r,))
+            test.assertEqual(st.pop(), (r[3], r[4]), "unbalanced return %r" % (r,))
+    for tid, st in stacks.items():
+        test.assertEqual(st, [], "activations never closed on thread %s" % tid)
+
+
+class HookTestCase(unittest.TestCase):
+    def run_ok(self, source, **kw):
+        r = harness.run(self, source, **kw)
+        self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
+        self.assertTrue(r.conns, "no connection; stderr: %s" % r.proc.stderr)
+        hello = r.main[0]
+        self.assertEqual(hello["hello"], 1)
+        self.assertEqual(hello["mode"], "monitoring" if VERSION >= (3, 12) else "settrace")
+        bye = r.main[-1]
+        self.assertEqual(bye[0], "bye")
+        self.assertEqual(bye[1], len(r.main) - 2, "bye must count the records")
+        return r
+
+
+FACT = """\
+def fact(n):
+    if n <= 1:
+        return 1
+    return n * fact(n - 1)
+
+print(fact(3))
+"""
+
+
+class TestCalls(HookTestCase):
+    def test_recursive_factorial_exact_sequence(self):
+        r = self.run_ok(FACT)
+        self.assertEqual(r.proc.stdout, "6\n")
+        self.assertEqual(
+            seq(r, names={"fact"}),
+            [
+                ("c", "fact", 1),
+                ("l", "fact", 2),
+                ("l", "fact", 4),
+                ("c", "fact", 1),
+                ("l", "fact", 2),
+                ("l", "fact", 4),
+                ("c", "fact", 1),
+                ("l", "fact", 2),
+                ("l", "fact", 3),
+                ("r", "fact", 3, "return"),
+                ("r", "fact", 4, "return"),
+                ("r", "fact", 4, "return"),
+            ],
+        )
+        ev = [e for e in r.events(file_suffix="prog.py") if e[1] == "fact"]
+        self.assertEqual([e[7] for e in ev if e[0] == "r"], [["1", "int"], ["2", "int"], ["6", "int"]])
+        # First line event of each frame carries the argument, later ones only changes.
+        self.assertEqual([e[6] for e in ev if e[0] == "l"][:2], [{"n": ["3", "int"]}, None])
+        check_balanced(self, r)
+
+    def test_calls_all_is_balanced_and_covers_untargeted_code(self):
+        r = self.run_ok(FACT + "import json\njson.dumps({'a': [1]})\n", files=["nothing_matches.py"])
+        names = {c[4] for c in r.codes().values()}
+        self.assertIn("fact", names)
+        self.assertIn("JSONEncoder.encode", names)
+        self.assertEqual([k for k in seq(r) if k[0] in "lxh"], [])
+        # Untargeted returns carry no value.
+        self.assertTrue(all(e[7] is None for e in r.events() if e[0] == "r" and e[6] != "unwind"))
+        check_balanced(self, r)
+
+    def test_calls_entries_records_every_call_and_only_targeted_returns(self):
+        r = self.run_ok(FACT + "import json\njson.dumps([1])\n", calls="entries",
+                        config={"files": ["prog.py"], "functions": ["fact"]})
+        self.assertEqual(r.main[0]["calls"], "entries")
+        ev = r.events()
+        self.assertIn("JSONEncoder.encode", [e[1] for e in ev if e[0] == "c"])
+        self.assertEqual({e[1] for e in ev if e[0] == "r"}, {"fact"})
+        self.assertEqual(seq(r, kinds="cr"), [
+            ("c", "<module>", 1),
+            ("c", "fact", 1), ("c", "fact", 1), ("c", "fact", 1),
+            ("r", "fact", 3, "return"), ("r", "fact", 4, "return"), ("r", "fact", 4, "return"),
+        ])
+
+    def test_calls_none_records_only_targeted_returns(self):
+        r = self.run_ok(FACT, calls="none", config={"files": ["prog.py"], "functions": ["fact"]})
+        ev = r.events()
+        self.assertEqual([e for e in ev if e[0] == "c"], [])
+        self.assertEqual(seq(r, kinds="rl"), [
+            ("l", "fact", 2), ("l", "fact", 4), ("l", "fact", 2), ("l", "fact", 4),
+            ("l", "fact", 2), ("l", "fact", 3),
+            ("r", "fact", 3, "return"), ("r", "fact", 4, "return"), ("r", "fact", 4, "return"),
+        ])
+
+    def test_function_filter_and_nested_functions(self):
+        src = """\
+        def outer(x):
+            def inner(y):
+                return y + 1
+            return inner(x) * 2
+
+        def other():
+            return 0
+
+        other()
+        outer(1)
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["outer"]})
+        self.assertEqual(seq(r, kinds="lr", names={"outer", "outer.<locals>.inner"}), [
+            ("l", "outer", 2), ("l", "outer", 4),
+            ("l", "outer.<locals>.inner", 3),
+            ("r", "outer.<locals>.inner", 3, "return"),
+            ("r", "outer", 4, "return"),
+        ])
+        # other() is still recorded as a call (calls=all) but without lines or values.
+        self.assertIn(("c", "other", 6), seq(r, kinds="c"))
+        self.assertIn(("r", "other", 7, "return"), seq(r, kinds="r", names={"other"}))
+        self.assertTrue(all(e[7] is None for e in r.events() if e[1] == "other" and e[0] == "r"))
+
+    def test_glob_file_pattern(self):
+        r = self.run_ok(FACT, config={"files": ["*/pro?.py"], "functions": ["fact"]})
+        self.assertEqual(len([x for x in seq(r, kinds="l")]), 6)
+
+
+GEN = """\
+def gen(k):
+    for i in range(k):
+        yield i
+    return 'done'
+
+def outer():
+    x = yield from gen(2)
+    return x
+
+print(list(outer()))
+"""
+
+
+class TestGenerators(HookTestCase):
+    def test_yield_from_activations(self):
+        r = self.run_ok(GEN, config={"files": ["prog.py"], "functions": ["gen", "outer"]})
+        self.assertEqual(r.proc.stdout, "[0, 1]\n")
+        self.assertEqual(seq(r, kinds="crx", names={"gen", "outer"}), [
+            ("c", "outer", 6),
+            ("c", "gen", 1),
+            ("r", "gen", 3, "yield"),
+            ("r", "outer", 7, "yield"),
+            ("c", "outer", 7),
+            ("c", "gen", 3),
+            ("r", "gen", 3, "yield"),
+            ("r", "outer", 7, "yield"),
+            ("c", "outer", 7),
+            ("c", "gen", 3),
+            ("r", "gen", 4, "return"),
+            ("r", "outer", 8, "return"),
+        ])
+        ev = r.events(file_suffix="prog.py")
+        gen_keys = {e[4] for e in ev if e[1] == "gen"}
+        self.assertEqual(len(gen_keys), 1, "one frame_key for all activations of a generator")
+        self.assertEqual([e[7] for e in ev if e[0] == "r" and e[1] == "gen"],
+                         [["0", "int"], ["1", "int"], ["'done'", "str"]])
+        check_balanced(self, r)
+
+    def test_throw_and_close(self):
+        src = """\
+        def g():
+            try:
+                yield 1
+            except KeyError:
+                yield 2
+            yield 3
+
+        it = g()
+        next(it)
+        print(it.throw(KeyError))
+        try:
+            it.throw(ValueError("v"))
+        except ValueError:
+            pass
+        it2 = g()
+        next(it2)
+        it2.close()
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["g"]})
+        self.assertEqual(r.proc.stdout, "2\n")
+        got = seq(r, kinds="crxh", names={"g"})
+        self.assertEqual(got, [
+            ("c", "g", 1), ("r", "g", 3, "yield"),
+            ("c", "g", 3), ("x", "g", 3, "KeyError", "raise"), ("h", "g", 4, "KeyError"),
+            ("r", "g", 5, "yield"),
+            ("c", "g", 5), ("x", "g", 5, "ValueError", "raise"), ("r", "g", 5, "unwind"),
+            ("c", "g", 1), ("r", "g", 3, "yield"),
+            ("c", "g", 3), ("x", "g", 3, "GeneratorExit", "raise"), ("r", "g", 4, "unwind"),
+        ])
+        check_balanced(self, r)
+
+
+EXC = """\
+def boom():
+    raise ValueError("bad")
+
+def passthru():
+    boom()
+
+def catcher():
+    try:
+        passthru()
+    except ValueError as e:
+        return "caught " + str(e)
+
+def rethrow():
+    try:
+        boom()
+    except ValueError:
+        raise
+
+def fin():
+    try:
+        boom()
+    finally:
+        done = 1
+
+def nomatch():
+    try:
+        boom()
+    except KeyError:
+        return "no"
+
+def driver():
+    out = [catcher()]
+    for f in (rethrow, fin, nomatch):
+        try:
+            f()
+        except ValueError as e:
+            out.append(f.__name__)
+    return out
+
+print(driver())
+"""
+
+
+class TestExceptions(HookTestCase):
+    def test_exception_records(self):
+        r = self.run_ok(EXC, config={"files": ["prog.py"], "functions": [
+            "boom", "passthru", "catcher", "rethrow", "fin", "nomatch", "driver"]})
+        self.assertEqual(r.proc.stdout, "['caught bad', 'rethrow', 'fin', 'nomatch']\n")
+        got = [x for x in seq(r, kinds="xhr") if x[1] not in ("driver", "<module>") or x[0] != "r"]
+        B = [("x", "boom", 2, "ValueError", "raise"), ("r", "boom", 2, "unwind")]
+        self.assertEqual(got, [
+            *B,
+            ("x", "passthru", 5, "ValueError", "propagate"), ("r", "passthru", 5, "unwind"),
+            ("x", "catcher", 9, "ValueError", "propagate"), ("h", "catcher", 10, "ValueError"),
+            ("r", "catcher", 11, "return"),
+            *B,
+            ("x", "rethrow", 15, "ValueError", "propagate"), ("h", "rethrow", 16, "ValueError"),
+            ("x", "rethrow", 17, "ValueError", "reraise"), ("r", "rethrow", 17, "unwind"),
+            ("x", "driver", 35, "ValueError", "propagate"), ("h", "driver", 36, "ValueError"),
+            *B,
+            ("x", "fin", 21, "ValueError", "propagate"), ("r", "fin", 23, "unwind"),
+            ("x", "driver", 35, "ValueError", "propagate"), ("h", "driver", 36, "ValueError"),
+            *B,
+            ("x", "nomatch", 27, "ValueError", "propagate"), ("r", "nomatch", 28, "unwind"),
+            ("x", "driver", 35, "ValueError", "propagate"), ("h", "driver", 36, "ValueError"),
+        ])
+        ev = r.events(file_suffix="prog.py")
+        unwinds = [e for e in ev if e[0] == "r" and e[6] == "unwind"]
+        self.assertEqual(len(unwinds), len({(e[3], e[4], e[2]) for e in unwinds}))
+        self.assertTrue(all(e[7] == ["ValueError", "bad"] for e in unwinds))
+        # The frame that finished normally after catching returns its value.
+        self.assertIn(["'caught bad'", "str"], [e[7] for e in ev if e[1] == "catcher" and e[0] == "r"])
+        check_balanced(self, r)
+
+    def test_exception_type_names_and_uncaught_exit(self):
+        src = """\
+        class MyError(Exception):
+            pass
+
+        def f():
+            raise MyError("m")
+
+        f()
+        """
+        r = harness.run(self, src, config={"files": ["prog.py"]})
+        self.assertEqual(r.proc.returncode, 1)
+        self.assertIn("MyError: m", r.proc.stderr)
+        xs = [e for e in r.events(file_suffix="prog.py") if e[0] == "x"]
+        self.assertEqual([(e[1], e[6], e[7], e[8]) for e in xs], [
+            ("f", "__main__.MyError", "m", "raise"),
+            ("<module>", "__main__.MyError", "m", "propagate"),
+        ])
+        self.assertEqual(r.main[-1][0], "bye")
+        check_balanced(self, r)
+
+
+class TestLocals(HookTestCase):
+    def test_changed_locals_limits_and_failed_repr(self):
+        src = """\
+        class Bad:
+            def __repr__(self):
+                raise RuntimeError("no")
+
+        def f(a, b):
+            s = "x" * 500
+            nested = [[[[[1]]]]]
+            bad = Bad()
+            a = a + 1
+            return a
+
+        f(1, {"k": (1, 2)})
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"],
+                                     "limits": {"repr": 20, "locals": 4, "depth": 2}})
+        ls = [e for e in r.events(file_suffix="prog.py") if e[0] == "l"]
+        self.assertEqual([e[5] for e in ls], [6, 7, 8, 9, 10])
+        self.assertEqual(ls[0][6], {"a": ["1", "int"], "b": ["{'k': (1, 2)}", "dict"]})
+        self.assertEqual(ls[1][6], {"s": ["'xxxxxxxxxxxxxxxx...", "str"]})
+        self.assertEqual(len(ls[1][6]["s"][0]), 20)
+        self.assertEqual(ls[2][6], {"nested": ["[[[...]]]", "list"]})
+        self.assertEqual(ls[3][6], None)  # 'bad' is the 5th local: over the limit of 4
+        self.assertEqual(ls[4][6], {"a": ["2", "int"]})
+        r2 = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"]})
+        ls = [e for e in r2.events(file_suffix="prog.py") if e[0] == "l"]
+        self.assertEqual(ls[3][6], {"bad": ["<repr failed: Bad>", "Bad"]})
+
+
+class TestThreadsAndProcesses(HookTestCase):
+    def test_threads(self):
+        src = """\
+        import threading
+
+        def work(n):
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+
+        ts = [threading.Thread(target=work, args=(k,)) for k in (3, 4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        print(work(2))
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["work"]})
+        ev = [e for e in r.events(file_suffix="prog.py") if e[1] == "work"]
+        tids = {e[3] for e in ev}
+        self.assertEqual(len(tids), 3)
+        rets = sorted(e[7][0] for e in ev if e[0] == "r")
+        self.assertEqual(rets, ["1", "3", "6"])
+        for tid in tids:
+            self.assertEqual([e[0] for e in ev if e[3] == tid][0], "c")
+        check_balanced(self, r)
+
+    def test_fork_reconnects(self):
+        src = """\
+        import os
+
+        def child_work():
+            return 42
+
+        pid = os.fork()
+        if pid == 0:
+            child_work()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        print("parent done")
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["child_work"]})
+        self.assertEqual(len(r.conns), 2)
+        child = [c for c in r.conns if c[0]["pid"] != r.main[0]["pid"]]
+        self.assertEqual(len(child), 1)
+        child = child[0]
+        self.assertEqual(child[-1][0], "bye")
+        self.assertEqual(child[-1][1], len(child) - 2)
+        self.assertEqual([e[0] for e in r.events(child, file_suffix="prog.py") if e[1] == "child_work"],
+                         ["c", "l", "r"])
+        self.assertEqual([e for e in r.events(file_suffix="prog.py") if e[1] == "child_work"], [])
+
+    def test_subprocess_gets_its_own_connection(self):
+        src = """\
+        import subprocess, sys
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        """
+        r = self.run_ok(src)
+        self.assertEqual(len(r.conns), 2)
+        self.assertNotEqual(r.conns[0][0]["pid"], r.conns[1][0]["pid"])
+
+
+class TestAgentGone(unittest.TestCase):
+    def test_no_agent_exits_97(self):
+        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR, FLUX_HOOK_SOCKET="/nonexistent/sock")
+        p = subprocess.run(harness.PYTHON + ["-c", "print('hi')"], env=e, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 97)
+        self.assertIn("flux-hook: agent gone:", p.stderr)
+        self.assertEqual(p.stdout, "")
+
+    def test_agent_closing_mid_run_exits_97(self):
+        import socket
+        import tempfile
+        import threading
+
+        tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+        path = os.path.join(tmp, "s")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+
+        def accept_and_close():
+            c, _ = srv.accept()
+            c.recv(100)
+            c.close()
+
+        t = threading.Thread(target=accept_and_close)
+        t.start()
+        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR, FLUX_HOOK_SOCKET=path, FLUX_HOOK_CALLS="all",
+                 FLUX_HOOK_CONFIG="{}")
+        code = "import time\ndef f(): pass\ntime.sleep(0.5)\nfor i in range(300000): f()\nprint('end')"
+        p = subprocess.run(harness.PYTHON + ["-c", code], env=e, capture_output=True, text=True, timeout=60)
+        t.join()
+        srv.close()
+        self.assertEqual(p.returncode, 97, p.stderr)
+        self.assertIn("flux-hook: agent gone: write failed", p.stderr)
+
+    def test_without_socket_nothing_happens_and_sitecustomize_is_chained(self):
+        import tempfile
+
+        other = tempfile.mkdtemp(prefix="flux-hook-test-")
+        with open(os.path.join(other, "sitecustomize.py"), "w") as fh:
+            fh.write("import builtins\nbuiltins.CHAINED = True\n")
+        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR + os.pathsep + other)
+        e.pop("FLUX_HOOK_SOCKET", None)
+        code = "import sys, builtins; print(builtins.CHAINED, 'flux_hook' in sys.modules, sys.gettrace())"
+        p = subprocess.run(harness.PYTHON + ["-c", code], env=e, capture_output=True, text=True)
+        self.assertEqual(p.stdout, "True False None\n", p.stderr)
+
+
+@unittest.skipUnless(harness.pythonpath_has("pytest"), "skipping: pytest not importable by $FLUX_TEST_PYTHON")
+class TestPytest(HookTestCase):
+    def test_test_boundaries_and_outcomes(self):
+        test_src = """\
+        import pytest
+
+        def add(a, b):
+            return a + b
+
+        def test_ok():
+            assert add(1, 2) == 3
+
+        def test_fail():
+            assert add(1, 1) == 3
+
+        @pytest.mark.skip(reason="no")
+        def test_skip():
+            pass
+
+        @pytest.fixture
+        def broken():
+            raise RuntimeError("fixture")
+
+        def test_error(broken):
+            pass
+        """
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
+                        extra_files={"test_x.py": test_src}, calls="none",
+                        config={"files": ["test_x.py"], "functions": ["add"]},
+                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
+        self.assertEqual(r.proc.returncode, 1, r.proc.stdout + r.proc.stderr)
+        recs = r.records()
+        self.assertEqual(recs[-1][0], "bye")
+        bounds = [(x[0], x[3]) + tuple(x[4:]) for x in recs if x[0] in ("ts", "te")]
+        self.assertEqual(bounds, [
+            ("ts", "test_x.py::test_ok"), ("te", "test_x.py::test_ok", "passed"),
+            ("ts", "test_x.py::test_fail"), ("te", "test_x.py::test_fail", "failed"),
+            ("ts", "test_x.py::test_skip"), ("te", "test_x.py::test_skip", "skipped"),
+            ("ts", "test_x.py::test_error"), ("te", "test_x.py::test_error", "error"),
+        ])
+        codes = r.codes()
+        rets = [(codes[x[3]][4], x[7]) for x in recs if x[0] == "r"]
+        self.assertEqual(rets, [("add", ["3", "int"]), ("add", ["2", "int"])])
+        # add() runs inside its test's boundaries.
+        order = [x[0] for x in recs if x[0] in ("ts", "te", "r")]
+        self.assertEqual(order[:6], ["ts", "r", "te", "ts", "r", "te"])
+        # The plugin's own code is never recorded.
+        self.assertFalse(any("flux_hook" in c[2] for c in codes.values()))
+
+
+class TestSymbols(unittest.TestCase):
+    def test_symbols(self):
+        import tempfile
+
+        tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+        path = os.path.join(tmp, "m.py")
+        with open(path, "w") as fh:
+            fh.write("class A:\n    def f(self):\n        return [x for x in ()]\n\ndef g():\n    pass\n")
+        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        e.pop("FLUX_HOOK_SOCKET", None)
+        p = subprocess.run(harness.PYTHON + ["-m", "flux_hook.symbols", path], env=e,
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        recs = [json.loads(x) for x in p.stdout.splitlines()]
+        by = {r["qualname"]: r for r in recs}
+        self.assertEqual(by["A.f"]["lines"], [2, 3] if VERSION >= (3, 12) else [2, 3])
+        self.assertEqual(by["A.f"]["firstlineno"], 2)
+        self.assertEqual(by["g"]["lines"], [5, 6])
+        self.assertEqual(by["A"]["name"], "A")
+        self.assertEqual(by["<module>"]["file"], path)
+        if VERSION < (3, 12):
+            self.assertIn("A.f.<locals>.<listcomp>", by)
+
+
+class TestOverhead(unittest.TestCase):
+    def test_measure_overhead(self):
+        """Prints the per-call cost of calls=all against an untraced run (not asserted)."""
+        code = (
+            "import time\n"
+            "def f(n):\n    return n + 1\n"
+            "t = time.perf_counter()\n"
+            "for i in range(1000000):\n    f(i)\n"
+            "print(time.perf_counter() - t)\n"
+        )
+        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        e.pop("FLUX_HOOK_SOCKET", None)
+        p = subprocess.run(harness.PYTHON + ["-c", code], env=e, capture_output=True, text=True)
+        base = float(p.stdout)
+        res = {}
+        for calls in ("all", "entries", "none"):
+            r = harness.run(self, code, calls=calls, config={"files": ["nomatch.py"]})
+            self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
+            res[calls] = float(r.proc.stdout)
+        sys.stderr.write(
+            "\n[overhead %d.%d] 1M calls untraced %.3fs; " % (VERSION + (base,))
+            + "; ".join("calls=%s %.3fs (+%.0f ns/call)" % (k, v, (v - base) * 1e3) for k, v in res.items())
+            + "\n"
+        )
+
+
+if __name__ == "__main__":
+    unittest.main()
