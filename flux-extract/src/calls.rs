@@ -29,7 +29,10 @@ pub(crate) const CALL_GRAPH: &str = "\
 The dynamic call graph, TraceEval style: for every `call` event (generator resumptions excluded) \
 whose parent activation is known, an edge from the parent's qualname to the callee's qualname; \
 with `within`, both caller and callee files must lie under it; with `test`, only calls made \
-during that test. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with callers \
+during that test. With `qualify = \"module\"` names are prefixed by the module derived from the \
+file (the path after the last `site-packages/` or `dist-packages/`, else after \
+`lib/pythonX.Y/`, else from the component where `within` matches, else the file's stem; `.py` and `/__init__` dropped, `/` \
+as `.`), e.g. `sympy.core.add.Add.flatten`. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with callers \
 sorted.";
 
 /// Indices of the `call` events that start a new frame (not a resumption).
@@ -131,9 +134,63 @@ pub(crate) fn callees_across_tests(t: &Trace, p: &Params) -> Result<Value, Extra
     Ok(json!({ "callees_per_test": list }))
 }
 
+/// The dotted module name of a source file (see `call_graph`).
+pub(crate) fn module_of(file: &str, within: Option<&str>) -> String {
+    let markers = ["/site-packages/", "/dist-packages/"];
+    let stdlib = file.rfind("/lib/python").and_then(|i| {
+        let after = &file[i + "/lib/python".len()..];
+        after.find('/').map(|j| i + "/lib/python".len() + j + 1)
+    });
+    let rest = if let Some((i, m)) = markers
+        .iter()
+        .filter_map(|m| file.rfind(m).map(|i| (i, m.len())))
+        .max()
+    {
+        &file[i + m..]
+    } else if let Some(start) = stdlib {
+        &file[start..]
+    } else if let Some(i) = within
+        .map(|w| w.trim_start_matches('/'))
+        .filter(|w| !w.is_empty())
+        .and_then(|w| file.find(&format!("/{w}")))
+    {
+        &file[i + 1..]
+    } else {
+        // The file's own name, or its package's for an `__init__.py`.
+        let mut parts = file.rsplit('/');
+        match (parts.next(), parts.next()) {
+            (Some("__init__.py"), Some(pkg)) => pkg,
+            (Some(name), _) => name,
+            _ => file,
+        }
+    };
+    let rest = rest.trim_start_matches('/');
+    let rest = rest.strip_suffix(".py").unwrap_or(rest);
+    let rest = rest.strip_suffix("/__init__").unwrap_or(rest);
+    rest.replace('/', ".")
+}
+
 pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
     let within = p.opt_str("within")?;
     let test = p.opt_str("test")?;
+    let by_module = match p.opt_str("qualify")?.unwrap_or("qualname") {
+        "qualname" => false,
+        "module" => true,
+        other => {
+            return Err(ExtractError::BadParam {
+                param: "qualify".into(),
+                expected: "\"qualname\" or \"module\"",
+                got: format!("{other:?}"),
+            })
+        }
+    };
+    let name = |e: &Event| {
+        if by_module {
+            format!("{}.{}", module_of(&e.file, within), e.name())
+        } else {
+            e.name().to_string()
+        }
+    };
     let calls: HashMap<u64, &Event> = t
         .events
         .iter()
@@ -150,10 +207,7 @@ pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
         if !inside(e) || !inside(caller) || test.is_some_and(|tt| !test_matches(&e.test, tt)) {
             continue;
         }
-        graph
-            .entry(caller.name().to_string())
-            .or_default()
-            .insert(e.name().to_string());
+        graph.entry(name(caller)).or_default().insert(name(e));
     }
     let map: Map<String, Value> = graph
         .into_iter()
@@ -255,6 +309,35 @@ mod tests {
             extract(&t, "call_graph", &p).unwrap(),
             json!({"call_graph": {"f": ["g"], "g": ["h"]}})
         );
+    }
+
+    #[test]
+    fn call_graph_with_module_names() {
+        let t = calls();
+        assert_eq!(
+            extract(
+                &t,
+                "call_graph",
+                &params(json!({"qualify": "module"})).unwrap()
+            )
+            .unwrap(),
+            json!({"call_graph": {"pkg.mod.f": ["pkg.mod.g", "re.compile"], "pkg.mod.g": ["pkg.mod.h"]}})
+        );
+        use super::module_of;
+        assert_eq!(
+            module_of(
+                "/usr/lib/python3.11/site-packages/sympy/core/__init__.py",
+                None
+            ),
+            "sympy.core"
+        );
+        assert_eq!(
+            module_of("/work/src/attr/_make.py", Some("attr/")),
+            "attr._make"
+        );
+        assert_eq!(module_of("/tmp/test_x.py", None), "test_x");
+        let err = extract(&t, "call_graph", &params(json!({"qualify": "x"})).unwrap()).unwrap_err();
+        assert!(err.to_string().contains("parameter `qualify`"), "{err}");
     }
 
     #[test]

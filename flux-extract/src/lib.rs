@@ -487,7 +487,15 @@ static REGISTRY: &[Extractor] = &[
         name: "call_graph",
         kinds: &[K::S6, K::M6],
         doc: calls::CALL_GRAPH,
-        params: &[P_WITHIN, P_TEST],
+        params: &[
+            P_WITHIN,
+            P_TEST,
+            ParamDoc {
+                name: "qualify",
+                required: false,
+                doc: "`qualname` (default) or `module`: prefix names with their module",
+            },
+        ],
         template: |_| r#"{"call_graph": {"*": ["str"]}}"#,
         run: calls::call_graph,
     },
