@@ -155,7 +155,14 @@ impl ChatClient {
         Ok(ChatClient {
             http,
             api,
-            base_url: base_url.trim_end_matches('/').to_string(),
+            base_url: {
+                // Anthropic's path carries the version: accept a base given with or without it.
+                let b = base_url.trim_end_matches('/');
+                match api {
+                    Api::Anthropic => b.strip_suffix("/v1").unwrap_or(b).to_string(),
+                    Api::OpenAi => b.to_string(),
+                }
+            },
             model: model.to_string(),
             key,
             max_tokens,

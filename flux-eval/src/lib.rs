@@ -220,6 +220,41 @@ pub struct Summary {
     pub accuracy: f64,
     pub passed: usize,
     pub scored: usize,
+    /// Instance directories that could not be read (skipped).
+    #[serde(default)]
+    pub invalid_instances: Vec<flux_score::InvalidInstance>,
+}
+
+impl Summary {
+    /// A few readable lines for the terminal.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "flux eval {} ({}): {} instances, {} answered now, {} already answered, {} not harvested\n\
+             ok {}, infra errors {}, unparseable {}; tokens {} in / {} out; cost {}; {:.1} s\n\
+             score of {}: {}/{} passed ({:.1}%), infra errors excluded\n",
+            self.model,
+            self.api,
+            self.instances,
+            self.answered,
+            self.skipped_existing,
+            self.not_harvested,
+            self.ok,
+            self.infra_errors,
+            self.unparseable,
+            self.tokens_in,
+            self.tokens_out,
+            self.cost.map(|c| format!("${c:.4}")).unwrap_or_else(|| "unknown (no price; use --price-in/--price-out)".into()),
+            self.wall_seconds,
+            self.out,
+            self.passed,
+            self.scored,
+            self.accuracy * 100.0
+        );
+        for i in &self.invalid_instances {
+            s.push_str(&format!("invalid instance {}: {}\n", i.path, i.error));
+        }
+        s
+    }
 }
 
 fn write_json(path: &Path, v: &impl Serialize) -> Result<(), EvalError> {
@@ -255,7 +290,8 @@ pub fn has_ok_answer(dir: &Path) -> bool {
 /// Run the evaluation: answer every harvested instance, write answers, meta and summary.
 pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     let start = Instant::now();
-    let instances = flux_score::discover(&opts.instances)?;
+    let found = flux_score::discover_all(&opts.instances)?;
+    let instances = found.instances;
     let solver = Solver::for_model(&opts.model);
     let client = if solver == Solver::Model {
         let key = match &opts.api_key {
@@ -283,6 +319,7 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
         model: opts.model.clone(),
         api: opts.api.name().to_string(),
         out: opts.out.display().to_string(),
+        invalid_instances: found.invalid,
         ..Default::default()
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| EvalError::Io(opts.out.clone(), e))?;

@@ -60,10 +60,26 @@ impl Instance {
     }
 }
 
+/// An instance directory that could not be read.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct InvalidInstance {
+    pub path: String,
+    pub error: String,
+}
+
+/// What [`discover_all`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Discovered {
+    pub instances: Vec<Instance>,
+    /// Directories with an unreadable `instance.toml` or `oracle.json`: reported, not fatal.
+    pub invalid: Vec<InvalidInstance>,
+}
+
 /// Find every instance under the given roots (directories holding `instance.toml`, searched
 /// down to four levels), sorted by `rel`. A root may be the store, one repository, or one
-/// instance directory.
-pub fn discover(roots: &[PathBuf]) -> Result<Vec<Instance>, ScoreError> {
+/// instance directory. A root that is not a directory is an error; an unreadable instance is
+/// listed in [`Discovered::invalid`] and the others are still returned.
+pub fn discover_all(roots: &[PathBuf]) -> Result<Discovered, ScoreError> {
     let mut dirs = Vec::new();
     for root in roots {
         if !root.is_dir() {
@@ -73,12 +89,20 @@ pub fn discover(roots: &[PathBuf]) -> Result<Vec<Instance>, ScoreError> {
     }
     dirs.sort();
     dirs.dedup();
-    let mut out = Vec::new();
+    let mut out = Discovered::default();
     for d in dirs {
-        out.push(load(&d)?);
+        match load(&d) {
+            Ok(i) => out.instances.push(i),
+            Err(e) => out.invalid.push(InvalidInstance { path: d.display().to_string(), error: e.to_string() }),
+        }
     }
-    out.sort_by(|a, b| a.rel.cmp(&b.rel));
+    out.instances.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(out)
+}
+
+/// [`discover_all`] without the list of invalid instances.
+pub fn discover(roots: &[PathBuf]) -> Result<Vec<Instance>, ScoreError> {
+    Ok(discover_all(roots)?.instances)
 }
 
 fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {

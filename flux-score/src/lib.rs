@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 pub use callgraph::EdgeCounts;
 pub use compare::{compare, CompareOptions, Mismatch};
-pub use instance::{discover, Instance};
+pub use instance::{discover, discover_all, Discovered, Instance, InvalidInstance};
 
 /// Errors of the scorer. Problems with one answer are verdicts, not errors; these are only
 /// for inputs the scorer cannot read at all.
@@ -203,6 +203,8 @@ pub struct Report {
     pub instances: Vec<InstanceResult>,
     pub call_graph: CallGraphSummary,
     pub usage: Usage,
+    /// Instance directories that could not be read (not counted anywhere else).
+    pub invalid_instances: Vec<InvalidInstance>,
 }
 
 /// A report and its rendering in the requested format.
@@ -214,8 +216,9 @@ pub struct ScoreOutput {
 
 /// Score an answers directory, render the report and write it to `opts.out` when set.
 pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
-    let instances = discover(&opts.instances)?;
-    let report = score_instances(&instances, &opts.answers, opts.call_graph_threshold);
+    let found = discover_all(&opts.instances)?;
+    let mut report = score_instances(&found.instances, &opts.answers, opts.call_graph_threshold);
+    report.invalid_instances = found.invalid;
     let rendered = report::render(&report, opts.format)?;
     if let Some(out) = &opts.out {
         if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -418,5 +421,6 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
         instances: results,
         call_graph: cg,
         usage: Usage::default(),
+        invalid_instances: Vec::new(),
     }
 }

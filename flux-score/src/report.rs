@@ -84,6 +84,13 @@ pub fn text(r: &Report) -> String {
             c.instances, c.passed, c.threshold, c.precision, c.recall, c.f1, c.tp, c.fp, c.fn_
         );
     }
+    if !r.invalid_instances.is_empty() {
+        let _ = writeln!(out, "invalid instances (not scored):");
+        for i in &r.invalid_instances {
+            let _ = writeln!(out, "  {}: {}", i.path, i.error);
+        }
+        out.push('\n');
+    }
     let failures: Vec<_> = r.instances.iter().filter(|i| i.status != Status::Pass).collect();
     if !failures.is_empty() {
         let _ = writeln!(out, "not passed:");
@@ -279,6 +286,13 @@ pub fn html(r: &Report) -> String {
                 esc(&i.kind),
                 esc(i.reason.as_deref().unwrap_or(""))
             );
+        }
+        s.push_str("</table>");
+    }
+    if !r.invalid_instances.is_empty() {
+        let _ = write!(s, "<h2>Invalid instances ({})</h2><table><tr><th>directory</th><th>error</th></tr>", r.invalid_instances.len());
+        for i in &r.invalid_instances {
+            let _ = write!(s, "<tr><td>{}</td><td class=\"r\">{}</td></tr>", esc(&i.path), esc(&i.error));
         }
         s.push_str("</table>");
     }

@@ -351,6 +351,24 @@ fn html_escapes_reasons() {
 }
 
 #[test]
+fn one_broken_instance_does_not_stop_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("i");
+    let ans = tmp.path().join("a");
+    instance(&inst, "r", "good", "S2_Loops", &[], Some(json!({"n": 1})));
+    write(&inst.join("r/bad-toml/instance.toml"), "id = [unclosed");
+    instance(&inst, "r", "bad-oracle", "S2_Loops", &[], None);
+    write(&inst.join("r/bad-oracle/oracle.json"), "{not json");
+    answer(&ans, "r", "good", Some(r#"{"n": 1}"#), None);
+    let mut opts = ScoreOptions::new(&ans);
+    opts.instances = vec![inst];
+    let out = run_score(&opts).unwrap();
+    assert_eq!((out.report.total, out.report.passed), (1, 1));
+    assert_eq!(out.report.invalid_instances.len(), 2);
+    assert!(out.rendered.contains("invalid instances (not scored):"), "{}", out.rendered);
+}
+
+#[test]
 fn missing_instances_dir_is_an_error_not_a_panic() {
     let mut opts = ScoreOptions::new("/nonexistent/answers");
     opts.instances = vec!["/nonexistent/instances".into()];
