@@ -1,0 +1,347 @@
+//! Load flux's BPF programs, attach them to an interpreter's USDT sites, and drain the ring
+//! buffer with tokio.
+//!
+//! Order matters and is enforced by the API: configure the filter, start draining, then attach
+//! (kunai's rule: the consumer runs before the first event can be produced), and only then let
+//! the traced program run. Losses are counted in the kernel and reported with the events.
+use crate::attach::{attach_usdt, AttachError, Attached, UprobePmu};
+use crate::interp::Interpreter;
+use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
+use aya::programs::UProbe;
+use aya::{Ebpf, EbpfLoader};
+use flux_common::{
+    Config, Event, SiteSpec, KIND_CALL, KIND_LINE, KIND_RETURN, MAX_SITES, NUM_COUNTERS, STR_MAX,
+    TAG_STR,
+};
+use std::collections::HashMap;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
+use std::sync::Arc;
+use tokio::io::unix::AsyncFd;
+
+static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/flux-ebpf"));
+
+#[derive(Debug, thiserror::Error)]
+pub enum TracerError {
+    #[error("this flux was built with AYA_BUILD_SKIP: it has no eBPF programs")]
+    NoObject,
+    #[error("loading the eBPF programs failed (root and a BPF-enabled kernel are needed): {0}")]
+    Load(String),
+    #[error("{0}")]
+    Attach(#[from] AttachError),
+    #[error("too many probe sites (max {MAX_SITES})")]
+    TooManySites,
+    #[error("BPF map `{0}`: {1}")]
+    Map(&'static str, String),
+}
+
+/// Which probes to attach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProbeSet {
+    pub entry: bool,
+    pub ret: bool,
+    pub line: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct TracerOptions {
+    /// Ring buffer size in bytes (a power of two, multiple of the page size).
+    pub ring_bytes: u32,
+    /// Pending bytes past which the kernel wakes the consumer.
+    pub wakeup_bytes: u64,
+    /// Consumer poll period when nothing woke it.
+    pub poll: std::time::Duration,
+    /// Attach the empty program instead (the trap floor, for benchmarks).
+    pub empty_program: bool,
+}
+
+impl Default for TracerOptions {
+    fn default() -> Self {
+        TracerOptions {
+            ring_bytes: 64 << 20,
+            wakeup_bytes: 2 << 20,
+            poll: std::time::Duration::from_millis(10),
+            empty_program: false,
+        }
+    }
+}
+
+/// A USDT event as it came out of the ring buffer, strings still named by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawEvent {
+    pub kind: u32,
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub host_tgid: u32,
+    pub line: i32,
+    pub file: (u64, u64),
+    pub func: (u64, u64),
+}
+
+/// What draining produced.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub events: Vec<RawEvent>,
+    /// (host tgid, pointer, fingerprint) → string.
+    pub strings: HashMap<(u32, u64, u64), Arc<str>>,
+    /// Records that could not be decoded (wrong size or tag).
+    pub malformed: u64,
+    /// String definitions whose copy failed in the kernel.
+    pub unreadable_strings: u64,
+}
+
+/// Kernel-side counters, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub events: u64,
+    pub lost: u64,
+    pub read_errors: u64,
+    pub filtered: u64,
+    pub no_spec: u64,
+    pub strdefs: u64,
+}
+
+pub struct Tracer {
+    ebpf: Ebpf,
+    pmu: UprobePmu,
+    sites: Vec<SiteSpec>,
+    attached: Vec<Attached>,
+    opts: TracerOptions,
+}
+
+impl Tracer {
+    /// Load the programs and write the configuration. Nothing is attached yet.
+    pub fn load(opts: TracerOptions, pidns: Option<(u64, u64)>, fp_off: i64) -> Result<Tracer, TracerError> {
+        if EBPF_OBJECT.is_empty() {
+            return Err(TracerError::NoObject);
+        }
+        let pmu = UprobePmu::detect()?;
+        let mut ebpf = EbpfLoader::new()
+            .map_max_entries("EVENTS", opts.ring_bytes)
+            .load(EBPF_OBJECT)
+            .map_err(|e| TracerError::Load(format!("{e:#}")))?;
+        let prog_name = if opts.empty_program { "flux_empty" } else { "flux_usdt" };
+        let prog: &mut UProbe = ebpf
+            .program_mut(prog_name)
+            .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
+            .try_into()
+            .map_err(|e| TracerError::Load(format!("{e}")))?;
+        prog.load().map_err(|e| TracerError::Load(format!("{e:#}")))?;
+        let cfg = Config {
+            filter_pidns: pidns.is_some() as u32,
+            _reserved: 0,
+            pidns_dev: pidns.map_or(0, |p| p.0),
+            pidns_ino: pidns.map_or(0, |p| p.1),
+            fp_off,
+            wakeup_bytes: opts.wakeup_bytes,
+        };
+        let mut config: Array<_, Config> = Array::try_from(
+            ebpf.map_mut("CONFIG")
+                .ok_or_else(|| TracerError::Map("CONFIG", "missing".into()))?,
+        )
+        .map_err(|e| TracerError::Map("CONFIG", e.to_string()))?;
+        config
+            .set(0, cfg, 0)
+            .map_err(|e| TracerError::Map("CONFIG", e.to_string()))?;
+        Ok(Tracer {
+            ebpf,
+            pmu,
+            sites: Vec::new(),
+            attached: Vec::new(),
+            opts,
+        })
+    }
+
+    /// Take the ring buffer to drain it. Call once, before attaching.
+    pub fn take_ring(&mut self) -> Result<RingBuf<MapData>, TracerError> {
+        let map = self
+            .ebpf
+            .take_map("EVENTS")
+            .ok_or_else(|| TracerError::Map("EVENTS", "missing or already taken".into()))?;
+        RingBuf::try_from(map).map_err(|e| TracerError::Map("EVENTS", e.to_string()))
+    }
+
+    /// Attach to every site of the selected probes of `interp`. Returns the number of sites.
+    pub fn attach(&mut self, interp: &Interpreter, set: ProbeSet) -> Result<usize, TracerError> {
+        let wanted: &[(&str, u32, bool)] = &[
+            ("function__entry", KIND_CALL, set.entry),
+            ("function__return", KIND_RETURN, set.ret),
+            ("line", KIND_LINE, set.line),
+        ];
+        let prog_name = if self.opts.empty_program { "flux_empty" } else { "flux_usdt" };
+        let prog_fd = {
+            let prog: &UProbe = self
+                .ebpf
+                .program(prog_name)
+                .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
+                .try_into()
+                .map_err(|e| TracerError::Load(format!("{e}")))?;
+            prog.fd()
+                .map_err(|e| TracerError::Load(e.to_string()))?
+                .as_fd()
+                .as_raw_fd()
+        };
+        let mut n = 0;
+        for (name, kind, on) in wanted {
+            if !on {
+                continue;
+            }
+            for site in interp.probes.sites_of("python", name) {
+                let idx = self.sites.len() as u32;
+                if idx >= MAX_SITES {
+                    return Err(TracerError::TooManySites);
+                }
+                let (args, nargs) = crate::usdt::arg_array(site);
+                let spec = SiteSpec { kind: *kind, nargs, args };
+                let mut specs: Array<_, SiteSpec> = Array::try_from(
+                    self.ebpf
+                        .map_mut("SITES")
+                        .ok_or_else(|| TracerError::Map("SITES", "missing".into()))?,
+                )
+                .map_err(|e| TracerError::Map("SITES", e.to_string()))?;
+                specs
+                    .set(idx, spec, 0)
+                    .map_err(|e| TracerError::Map("SITES", e.to_string()))?;
+                self.sites.push(spec);
+                let a = attach_usdt(
+                    &self.pmu,
+                    prog_fd,
+                    &interp.probes.path,
+                    site.offset,
+                    site.semaphore_offset,
+                    idx as u64,
+                )?;
+                self.attached.push(a);
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Detach everything (the semaphores drop back to zero).
+    pub fn detach(&mut self) {
+        self.attached.clear();
+    }
+
+    pub fn counters(&self) -> Result<Counters, TracerError> {
+        let arr: PerCpuArray<_, u64> = PerCpuArray::try_from(
+            self.ebpf
+                .map("COUNTERS")
+                .ok_or_else(|| TracerError::Map("COUNTERS", "missing".into()))?,
+        )
+        .map_err(|e| TracerError::Map("COUNTERS", e.to_string()))?;
+        let mut v = [0u64; NUM_COUNTERS as usize];
+        for (i, slot) in v.iter_mut().enumerate() {
+            let per = arr
+                .get(&(i as u32), 0)
+                .map_err(|e| TracerError::Map("COUNTERS", e.to_string()))?;
+            *slot = per.iter().sum();
+        }
+        Ok(Counters {
+            events: v[flux_common::CNT_EVENTS as usize],
+            lost: v[flux_common::CNT_LOST as usize],
+            read_errors: v[flux_common::CNT_READ_ERR as usize],
+            filtered: v[flux_common::CNT_FILTERED as usize],
+            no_spec: v[flux_common::CNT_NO_SPEC as usize],
+            strdefs: v[flux_common::CNT_STRDEFS as usize],
+        })
+    }
+}
+
+/// Decode one ring-buffer record into `out`.
+pub fn decode_record(bytes: &[u8], out: &mut Drained) {
+    if bytes.len() < 4 {
+        out.malformed += 1;
+        return;
+    }
+    let tag = u32::from_ne_bytes(bytes[0..4].try_into().expect("4 bytes"));
+    if tag == TAG_STR {
+        if bytes.len() < 32 + STR_MAX {
+            out.malformed += 1;
+            return;
+        }
+        let len = i32::from_ne_bytes(bytes[4..8].try_into().expect("4"));
+        let tgid = u32::from_ne_bytes(bytes[8..12].try_into().expect("4"));
+        let ptr = u64::from_ne_bytes(bytes[16..24].try_into().expect("8"));
+        let fp = u64::from_ne_bytes(bytes[24..32].try_into().expect("8"));
+        if len <= 0 {
+            out.unreadable_strings += 1;
+            return;
+        }
+        let data = &bytes[32..32 + (len as usize).min(STR_MAX)];
+        let data = data.strip_suffix(&[0]).unwrap_or(data);
+        let s: Arc<str> = Arc::from(String::from_utf8_lossy(data).as_ref());
+        out.strings.insert((tgid, ptr, fp), s);
+        return;
+    }
+    if bytes.len() < std::mem::size_of::<Event>() {
+        out.malformed += 1;
+        return;
+    }
+    // SAFETY: Event is repr(C), Copy and valid for any bit pattern; the slice is long enough;
+    // read_unaligned copes with the ring buffer's 8-byte alignment anyway.
+    let e: Event = unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const Event) };
+    if !(1..=3).contains(&e.tag) {
+        out.malformed += 1;
+        return;
+    }
+    out.events.push(RawEvent {
+        kind: e.tag,
+        ts: e.ts,
+        pid: e.pid,
+        tid: e.tid,
+        host_tgid: e.host_tgid,
+        line: e.lineno,
+        file: (e.file_ptr, e.file_fp),
+        func: (e.func_ptr, e.func_fp),
+    });
+}
+
+/// Drain the ring buffer until `stop` fires, then once more to the end.
+pub async fn drain(
+    ring: RingBuf<MapData>,
+    poll: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> std::io::Result<(Drained, RingBuf<MapData>)> {
+    // SAFETY: the ring buffer owns its map fd, which stays open and unchanged until
+    // `into_inner` hands the ring back.
+    let mut afd = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE)? };
+    let mut out = Drained::default();
+    let mut tick = tokio::time::interval(poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let stopping = *stop.borrow();
+        {
+            let ring = afd.get_mut();
+            while let Some(item) = ring.next() {
+                decode_record(&item, &mut out);
+            }
+        }
+        if stopping {
+            break;
+        }
+        tokio::select! {
+            g = afd.readable_mut() => { if let Ok(mut g) = g { g.clear_ready(); } }
+            _ = tick.tick() => {}
+            _ = stop.changed() => {}
+        }
+    }
+    Ok((out, afd.into_inner()))
+}
+
+/// Is this process allowed to load BPF programs? (Root, or CAP_BPF+CAP_PERFMON.) Used by tests
+/// and the CLI to explain a skip or a failure before trying.
+pub fn can_trace() -> Result<(), String> {
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: loading eBPF programs needs root".into());
+    }
+    if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
+        return Err("the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe)".into());
+    }
+    if EBPF_OBJECT.is_empty() {
+        return Err("flux was built with AYA_BUILD_SKIP=1 (no eBPF object)".into());
+    }
+    Ok(())
+}
