@@ -161,7 +161,7 @@ fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> InstanceError {
     let msg = e.message().trim().to_string();
     let (at, line_no) = match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            let before = text.get(..span.start).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
             (format!(":{line}:{col}"), Some(line))
@@ -495,7 +495,7 @@ impl Instance {
 
     /// Harvest: extract the answer from a complete trace, validate it, screen it by answer
     /// size, and build the oracle with its provenance. `harvested_at` is an RFC 3339 UTC time
-    /// (see [`utc_timestamp`]).
+    /// (see [`utc_timestamp`]); the caller may fill `provenance.image_id`.
     pub fn build_oracle(
         &self,
         trace: &flux_trace::Trace,
@@ -522,6 +522,7 @@ impl Instance {
             oracle_answer: answer,
             provenance: Provenance {
                 image: self.spec.image.clone(),
+                image_id: String::new(),
                 interpreter: trace.meta.interpreter.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
                 trace_sha256: trace_digest(trace),

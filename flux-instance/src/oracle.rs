@@ -26,8 +26,11 @@ pub struct Oracle {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Provenance {
-    /// The container image the traced test ran in.
+    /// The container image the traced test ran in (the instance's `image`).
     pub image: String,
+    /// The image's content id (`sha256:…`), set by the harvest when it knows it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_id: String,
     /// The interpreter version the trace reports.
     pub interpreter: String,
     pub flux_version: String,
