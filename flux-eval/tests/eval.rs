@@ -25,6 +25,8 @@ struct Recorded {
 struct State {
     calls: HashMap<String, usize>,
     log: Vec<Recorded>,
+    inflight: usize,
+    max_inflight: usize,
 }
 
 struct Server {
@@ -45,6 +47,9 @@ impl Server {
     }
     fn log(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().log.clone()
+    }
+    fn max_inflight(&self) -> usize {
+        self.state.lock().unwrap().max_inflight
     }
 }
 
@@ -165,8 +170,13 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
         let call = *c;
         *c += 1;
         st.log.push(Recorded { path: path.clone(), headers, body: body.clone(), instance: instance.clone() });
+        st.inflight += 1;
+        st.max_inflight = st.max_inflight.max(st.inflight);
         call
     };
+    // Some latency, so that concurrent requests overlap and the limit can be observed.
+    tokio::time::sleep(Duration::from_millis(25)).await;
+    state.lock().unwrap().inflight -= 1;
     let (status, extra, content) = script(&instance, call, &body);
     let payload = if status == 200 { envelope(&path, &content).to_string() } else { content };
     let mut resp = format!(
@@ -344,6 +354,10 @@ async fn end_to_end(api: Api) {
     let msgs = &repair2.body["messages"];
     let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
     assert!(last.contains("could not be used"), "{last}");
+
+    // The concurrency limit (3) held, and requests did run in parallel.
+    let mi = server.max_inflight();
+    assert!((2..=3).contains(&mi), "max in flight {mi}");
 
     // The key is never written anywhere.
     assert!(!grep_dir(&out, "sk-secret-test-key"));
