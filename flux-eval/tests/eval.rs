@@ -408,6 +408,8 @@ async fn oracle_solver_scores_100_percent() {
     assert_eq!((s.ok, s.scored, s.passed), (6, 6, 6));
     assert_eq!(s.accuracy, 1.0);
     assert_eq!(s.cost, Some(0.0));
+    let t = s.to_text();
+    assert!(t.contains("6/6 passed (100.0%)") && t.contains("1 not harvested"), "{t}");
     let mut so = ScoreOptions::new(&out);
     so.instances = vec![inst];
     assert_eq!(run_score(&so).unwrap().report.accuracy, 1.0);
