@@ -564,8 +564,6 @@ fn ensure_rootfs(
         .arg(&tmp)
         .arg(&settings.mirror);
     run_cmd(&mut cmd, &format!("debootstrap {} {}", b.suite, tmp.display()))?;
-    // Keep the rootfs small and free of host-specific state.
-    let _ = std::fs::remove_dir_all(tmp.join("var/cache/apt/archives"));
     std::fs::rename(&tmp, &dir).map_err(|e| Error::io(format!("rename to {}", dir.display()), e))?;
     let s = wanted(date);
     write_json(&stamp_path, &s)?;
@@ -590,7 +588,8 @@ fn release_date(rootfs: &Path, suite: &str) -> Option<String> {
 /// `tar -C rootfs -c . | docker import -`; returns the new (untagged) image id.
 fn docker_import(rootfs: &Path) -> Result<String> {
     let mut tar = Command::new("tar")
-        .args(["--numeric-owner", "--xattrs", "-C"])
+        // The .debs debootstrap leaves in apt's cache are not part of the image.
+        .args(["--numeric-owner", "--xattrs", "--exclude=./var/cache/apt/archives/*.deb", "-C"])
         .arg(rootfs)
         .args(["-c", "."])
         .stdout(Stdio::piped())
