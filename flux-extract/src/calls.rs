@@ -35,6 +35,15 @@ file (the path after the last `site-packages/` or `dist-packages/`, else after \
 as `.`), e.g. `sympy.core.add.Add.flatten`. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with callers \
 sorted.";
 
+/// Indices of the fresh `call` events of each parent activation, in trace order.
+fn calls_by_parent(t: &Trace) -> HashMap<u64, Vec<usize>> {
+    let mut out: HashMap<u64, Vec<usize>> = HashMap::new();
+    for i in fresh_calls(t) {
+        out.entry(t.events[i].parent).or_default().push(i);
+    }
+    out
+}
+
 /// Indices of the `call` events that start a new frame (not a resumption).
 fn fresh_calls(t: &Trace) -> Vec<usize> {
     let mut seen: HashSet<u64> = HashSet::new();
@@ -55,10 +64,17 @@ fn fresh_calls(t: &Trace) -> Vec<usize> {
 fn direct_calls<'t>(
     t: &'t Trace,
     inv: &Invocation,
-    fresh: &[usize],
+    children: &HashMap<u64, Vec<usize>>,
     within: Option<&str>,
 ) -> Vec<(&'t Event, u32)> {
-    let acts: HashSet<u64> = inv.activations.iter().copied().collect();
+    let mut calls: Vec<usize> = inv
+        .activations
+        .iter()
+        .filter_map(|a| children.get(a))
+        .flatten()
+        .copied()
+        .collect();
+    calls.sort_unstable();
     let lines: Vec<usize> = inv
         .events
         .iter()
@@ -66,10 +82,8 @@ fn direct_calls<'t>(
         .filter(|&i| t.events[i].ev == Kind::Line)
         .collect();
     let def_line = inv.first_call(t).map(|e| e.line).unwrap_or(0);
-    fresh
-        .iter()
-        .copied()
-        .filter(|&i| acts.contains(&t.events[i].parent))
+    calls
+        .into_iter()
         .filter(|&i| within.is_none_or(|w| file_within(&t.events[i].file, w)))
         .map(|i| {
             let k = lines.partition_point(|&l| l < i);
@@ -87,8 +101,8 @@ pub(crate) fn call_sequence(t: &Trace, p: &Params) -> Result<Value, ExtractError
     let within = p.opt_str("within")?;
     let (_, inv) = pick_invocation(t, p, function)?;
     let norm = Norm::new(t, p, &inv)?;
-    let fresh = fresh_calls(t);
-    let seq: Vec<Value> = direct_calls(t, &inv, &fresh, within)
+    let children = calls_by_parent(t);
+    let seq: Vec<Value> = direct_calls(t, &inv, &children, within)
         .into_iter()
         .map(|(e, site)| json!({"function": e.name(), "line": norm.apply(site)}))
         .collect();
@@ -99,9 +113,9 @@ pub(crate) fn callees_count(t: &Trace, p: &Params) -> Result<Value, ExtractError
     let function = p.str("function")?;
     let within = p.opt_str("within")?;
     let (_, inv) = pick_invocation(t, p, function)?;
-    let fresh = fresh_calls(t);
+    let children = calls_by_parent(t);
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for (e, _) in direct_calls(t, &inv, &fresh, within) {
+    for (e, _) in direct_calls(t, &inv, &children, within) {
         *counts.entry(e.name()).or_insert(0) += 1;
     }
     let list: Vec<Value> = counts
@@ -115,11 +129,11 @@ pub(crate) fn callees_across_tests(t: &Trace, p: &Params) -> Result<Value, Extra
     let function = p.str("function")?;
     let within = p.opt_str("within")?;
     let invs = all_invocations(t, p, function)?;
-    let fresh = fresh_calls(t);
+    let children = calls_by_parent(t);
     let mut per_test: HashMap<String, BTreeSet<String>> = HashMap::new();
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
         let set = per_test.entry(inv.test.clone()).or_default();
-        for (e, _) in direct_calls(t, inv, &fresh, within) {
+        for (e, _) in direct_calls(t, inv, &children, within) {
             set.insert(e.name().to_string());
         }
     }

@@ -40,8 +40,9 @@ fn type_matches(ty: &str, want: &str) -> bool {
     ty == want || ty.rsplit('.').next() == Some(want)
 }
 
-/// Every raise in trace order, followed to its handler.
-fn raises(t: &Trace) -> Vec<Raise<'_>> {
+/// Every raise whose `exception` event satisfies `keep`, in trace order, followed to its
+/// handler.
+fn raises(t: &Trace, keep: impl Fn(&Event) -> bool) -> Vec<Raise<'_>> {
     let own = owners(t);
     let calls: HashMap<u64, &Event> = t
         .events
@@ -59,7 +60,7 @@ fn raises(t: &Trace) -> Vec<Raise<'_>> {
             }
             Kind::Exception => {
                 let continues_propagation = pending.remove(&own[i]).is_some();
-                if !continues_propagation {
+                if !continues_propagation && keep(e) {
                     origins.push(i);
                 }
             }
@@ -133,16 +134,13 @@ pub(crate) fn exception_info(t: &Trace, p: &Params) -> Result<Value, ExtractErro
     let raised_in = p.opt_str("raised_in")?;
     let test = p.opt_str("test")?;
     let occ = p.index_or("occurrence", 1)?;
-    let all = raises(t);
-    let chosen: Vec<&Raise<'_>> = all
-        .iter()
-        .filter(|r| {
-            let exc_ty = r.origin.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("");
-            ty.is_none_or(|w| type_matches(exc_ty, w))
-                && raised_in.is_none_or(|f| r.origin.name() == f)
-                && test.is_none_or(|tt| test_matches(&r.origin.test, tt))
-        })
-        .collect();
+    let all = raises(t, |e| {
+        let exc_ty = e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("");
+        ty.is_none_or(|w| type_matches(exc_ty, w))
+            && raised_in.is_none_or(|f| e.name() == f)
+            && test.is_none_or(|tt| test_matches(&e.test, tt))
+    });
+    let chosen: Vec<&Raise<'_>> = all.iter().collect();
     let r = chosen.get(occ - 1).ok_or_else(|| {
         let mut what = String::from("exception(s) raised");
         if let Some(w) = ty {
@@ -182,19 +180,15 @@ pub(crate) fn raising_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError
     let ty = p.str("type")?;
     let raised_in = p.opt_str("raised_in")?;
     let uncaught = p.bool_or("uncaught", false)?;
-    let crashing: BTreeSet<String> = raises(t)
-        .into_iter()
-        .filter(|r| {
-            r.origin
-                .exc
-                .as_ref()
-                .is_some_and(|x| type_matches(&x.ty, ty))
-                && raised_in.is_none_or(|f| r.origin.name() == f)
-                && (!uncaught || r.handled.is_none())
-                && !r.origin.test.is_empty()
-        })
-        .map(|r| r.origin.test.clone())
-        .collect();
+    let crashing: BTreeSet<String> = raises(t, |e| {
+        e.exc.as_ref().is_some_and(|x| type_matches(&x.ty, ty))
+            && raised_in.is_none_or(|f| e.name() == f)
+            && !e.test.is_empty()
+    })
+    .into_iter()
+    .filter(|r| !uncaught || r.handled.is_none())
+    .map(|r| r.origin.test.clone())
+    .collect();
     let order = test_ids(t);
     let safe: BTreeSet<String> = order
         .iter()

@@ -3,7 +3,7 @@
 use crate::common::{all_invocations, line_positions, pick_invocation, test_ids};
 use crate::{ExtractError, Params};
 use flux_trace::query::Invocation;
-use flux_trace::{Trace, Value as Observed};
+use flux_trace::{Kind, Trace, Value as Observed};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -133,12 +133,29 @@ fn observations(
 ) -> Result<Vec<(String, Observed)>, ExtractError> {
     let mut out: Vec<(usize, String, Observed)> = Vec::new();
     for inv in invs {
-        for k in line_positions(t, inv, line) {
-            let state = state_after(t, inv, k)?;
-            if let Some(v) = state.get(variable) {
-                let e = inv.events[k];
-                out.push((e, t.events[e].test.clone(), v.clone()));
+        // One pass over the frame: the variable's current value, and the `line` event at
+        // `line` (if any) whose effects the next `line`/`return` event shows.
+        let mut current: Option<&Observed> = None;
+        let mut waiting: Option<usize> = None;
+        for &i in &inv.events {
+            let e = &t.events[i];
+            if let Some((_, v)) = e.locals.iter().rev().find(|(n, _)| n == variable) {
+                current = Some(v);
             }
+            if matches!(e.ev, Kind::Line | Kind::Return) {
+                if let (Some(at), Some(v)) = (waiting.take(), current) {
+                    out.push((at, t.events[at].test.clone(), v.clone()));
+                }
+                if e.ev == Kind::Line && e.line == line {
+                    waiting = Some(i);
+                }
+            }
+        }
+        if let Some(at) = waiting {
+            return Err(ExtractError::NotObserved(format!(
+                "no event of the frame follows the execution of line {} (the trace ends)",
+                t.events[at].line
+            )));
         }
     }
     // Trace order across invocations (a generator's lines interleave with other frames).
