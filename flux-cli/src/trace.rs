@@ -73,6 +73,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         m.lost_events,
         if m.complete { String::new() } else { format!(", INCOMPLETE: {}", m.problems.join("; ")) }
     );
+    eprintln!(
+        "flux:   filtered out {} probe hits from processes outside the traced PID namespace",
+        res.counters.filtered
+    );
     for (k, v) in &m.counts {
         eprintln!("flux:   {k:<16} {v}");
     }
