@@ -23,8 +23,8 @@ mod oracle;
 pub mod template;
 
 pub use oracle::{
-    question_json, read_oracle, trace_digest, utc_timestamp, write_oracle, OnConflict, Oracle,
-    Provenance, WriteOutcome, ORACLE_FILE,
+    question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp, write_call_graph,
+    write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, ORACLE_FILE,
 };
 pub use template::{Template, TemplateError};
 
@@ -491,6 +491,45 @@ impl Instance {
                 source,
             })?;
         Ok(answer)
+    }
+
+    /// The path scope of the repository's own code for [`Instance::call_graph`]: the first
+    /// component of the first `[tracing] files` entry that starts with a plain name
+    /// (`sympy/core/add.py` → `sympy/`), else the package name (`sympy==1.13.3` → `sympy/`).
+    pub fn call_graph_scope(&self) -> String {
+        let from_files = self.spec.tracing.files.iter().find_map(|f| {
+            let first = f.trim_start_matches('/').split('/').next()?;
+            let plain = !first.is_empty()
+                && f.contains('/')
+                && first
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.');
+            plain.then(|| format!("{first}/"))
+        });
+        from_files.unwrap_or_else(|| {
+            let name = self.spec.package.split("==").next().unwrap_or("").trim();
+            format!("{name}/")
+        })
+    }
+
+    /// The TraceEval-style call graph of the repository's own code in `trace`:
+    /// `{caller: [callees]}` with module-qualified names (the `call_graph` extractor with
+    /// `within` = [`Instance::call_graph_scope`] and `qualify = "module"`).
+    pub fn call_graph(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
+        let mut p = Map::new();
+        p.insert("within".into(), Value::String(self.call_graph_scope()));
+        p.insert("qualify".into(), Value::String("module".into()));
+        let answer =
+            flux_extract::extract(trace, "call_graph", &Params::new(p)).map_err(|source| {
+                InstanceError::Extract {
+                    id: self.spec.id.clone(),
+                    source,
+                }
+            })?;
+        Ok(answer
+            .get("call_graph")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())))
     }
 
     /// Harvest: extract the answer from a complete trace, validate it, screen it by answer

@@ -183,14 +183,24 @@ pub fn write_oracle(
         }
         outcome = WriteOutcome::Replaced;
     }
+    write_json_atomically(dir, ORACLE_FILE, oracle)?;
+    Ok(outcome)
+}
+
+/// Write `value` as pretty JSON to `dir/name` through a temporary file in `dir` and a rename.
+fn write_json_atomically(
+    dir: &Path,
+    name: &str,
+    value: &impl Serialize,
+) -> Result<(), InstanceError> {
+    let path = dir.join(name);
     let io = |source| InstanceError::Io {
         path: path.clone(),
         source,
     };
-    let mut text =
-        serde_json::to_string_pretty(oracle).map_err(|e| io(std::io::Error::other(e)))?;
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| io(std::io::Error::other(e)))?;
     text.push('\n');
-    let tmp = dir.join(format!(".{ORACLE_FILE}.tmp.{}", std::process::id()));
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(text.as_bytes())?;
@@ -201,6 +211,66 @@ pub fn write_oracle(
         let _ = std::fs::remove_file(&tmp);
         return Err(io(e));
     }
+    Ok(())
+}
+
+/// The name of the TraceEval-style call graph file in an instance directory.
+pub const CALL_GRAPH_FILE: &str = "callgraph.json";
+
+/// Read `dir/callgraph.json` (`{caller: [callees]}`).
+pub fn read_call_graph(dir: impl AsRef<Path>) -> Result<Value, InstanceError> {
+    let path = dir.as_ref().join(CALL_GRAPH_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|source| InstanceError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let v: Value = serde_json::from_str(&text).map_err(|e| InstanceError::Invalid {
+        path: path.clone(),
+        at: format!(":{}:{}", e.line(), e.column()),
+        field: "(document)".into(),
+        problem: e.to_string(),
+    })?;
+    let shape = Template::parse(r#"{"*": ["str"]}"#).map_err(|e| InstanceError::Invalid {
+        path: path.clone(),
+        at: String::new(),
+        field: "(document)".into(),
+        problem: e.to_string(),
+    })?;
+    shape.validate(&v).map_err(|e| InstanceError::Invalid {
+        path: path.clone(),
+        at: String::new(),
+        field: "(document)".into(),
+        problem: format!("not a {{caller: [callees]}} map {e}"),
+    })?;
+    Ok(v)
+}
+
+/// Write `dir/callgraph.json` atomically, with the same conflict rule as [`write_oracle`].
+pub fn write_call_graph(
+    dir: impl AsRef<Path>,
+    graph: &Value,
+    on_conflict: OnConflict,
+) -> Result<WriteOutcome, InstanceError> {
+    let dir = dir.as_ref();
+    let path = dir.join(CALL_GRAPH_FILE);
+    let mut outcome = WriteOutcome::Created;
+    if path.exists() {
+        let old = read_call_graph(dir).ok();
+        if old.as_ref() == Some(graph) {
+            return Ok(WriteOutcome::Unchanged);
+        }
+        if on_conflict == OnConflict::Refuse {
+            return Err(InstanceError::OracleConflict {
+                path,
+                old: old
+                    .map(|o| o.to_string())
+                    .unwrap_or_else(|| "(unreadable)".into()),
+                new: graph.to_string(),
+            });
+        }
+        outcome = WriteOutcome::Replaced;
+    }
+    write_json_atomically(dir, CALL_GRAPH_FILE, graph)?;
     Ok(outcome)
 }
 

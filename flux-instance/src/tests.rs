@@ -451,3 +451,41 @@ fn every_extractor_answer_fits_its_template() {
         json!({"call_sequence": [{"function": "g", "line": 13}, {"function": "g", "line": 13}]})
     );
 }
+
+#[test]
+fn call_graph_of_the_repositorys_code() {
+    use flux_extract::testkit::TraceBuilder;
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    assert_eq!(inst.call_graph_scope(), "sympy/");
+    let add = "/usr/lib/python3.11/site-packages/sympy/core/add.py";
+    let basic = "/usr/lib/python3.11/site-packages/sympy/core/basic.py";
+    let t = TraceBuilder::new()
+        .call_in("Add.flatten", add, 10, &[])
+        .line(11, &[])
+        .call_in("Basic.__hash__", basic, 5, &[])
+        .ret("1")
+        .call_in("deepcopy", "/usr/lib/python3.11/copy.py", 1, &[])
+        .ret("None")
+        .ret("None")
+        .build();
+    let g = inst.call_graph(&t).unwrap();
+    assert_eq!(
+        g,
+        json!({"sympy.core.add.Add.flatten": ["sympy.core.basic.Basic.__hash__"]})
+    );
+    assert_eq!(
+        write_call_graph(&inst.dir, &g, OnConflict::Refuse).unwrap(),
+        WriteOutcome::Created
+    );
+    assert_eq!(read_call_graph(&inst.dir).unwrap(), g);
+    assert_eq!(
+        write_call_graph(&inst.dir, &g, OnConflict::Refuse).unwrap(),
+        WriteOutcome::Unchanged
+    );
+    assert!(write_call_graph(&inst.dir, &json!({}), OnConflict::Refuse).is_err());
+    assert_eq!(
+        write_call_graph(&inst.dir, &json!({}), OnConflict::Replace).unwrap(),
+        WriteOutcome::Replaced
+    );
+}
