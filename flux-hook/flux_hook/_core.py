@@ -186,8 +186,9 @@ class Hook:
         self.cfg = config
         self.mode = mode
         self.lock = threading.Lock()
+        self.define_lock = threading.Lock()
         self.buf = []
-        self.size = 0
+        self.flush_records = 2048
         self.sent = 0
         self.closed = False
         self.sock = None
@@ -197,7 +198,6 @@ class Hook:
         self.handler_lines = {}  # filename -> {first line of an except body: except line}
         self.tl = threading.local()
         self.reprer = BoundedRepr(config.repr_limit, config.depth)
-        self.flush_at = 65536
         self.pid = os.getpid()
         self.stop_tracing = None  # set by the back-end
         self.connect()
@@ -224,28 +224,28 @@ class Hook:
         except OSError as e:
             agent_gone("write failed: %s" % (e,))
 
+    # The buffer is one list that is never replaced: appends need no lock (list.append is
+    # atomic), a flush takes the first n records under the lock (copy, then delete the slice),
+    # so records appended meanwhile by other threads stay for the next flush.
     def emit(self, line):
-        with self.lock:
-            if self.closed:
-                return
-            self.buf.append(line)
-            self.size += len(line)
-            if self.size >= self.flush_at:
-                self._flush_locked()
-
-    def _flush_locked(self):
-        if not self.buf:
-            return
         buf = self.buf
-        self.buf = []
-        self.size = 0
-        self.sent += len(buf)
-        buf.append("")
-        self._send("\n".join(buf).encode("ascii"))
+        buf.append(line)
+        if len(buf) >= self.flush_records:
+            self.flush()
 
     def flush(self):
         with self.lock:
-            self._flush_locked()
+            buf = self.buf
+            n = len(buf)
+            if n == 0:
+                return
+            recs = buf[:n]
+            del buf[:n]
+            if self.closed:
+                return
+            self.sent += n
+            recs.append("")
+            self._send("\n".join(recs).encode("ascii"))
 
     def finish(self):
         """Normal end of the process: stop tracing, flush, say bye."""
@@ -254,10 +254,12 @@ class Hook:
                 self.stop_tracing()
             except Exception:
                 pass
+        if self.closed:
+            return
+        self.flush()
         with self.lock:
             if self.closed:
                 return
-            self._flush_locked()
             self.closed = True
             self._send(('["bye",%d]\n' % self.sent).encode("ascii"))
             try:
@@ -274,8 +276,8 @@ class Hook:
 
     def after_fork_child(self):
         self.lock = threading.Lock()
-        self.buf = []
-        self.size = 0
+        self.define_lock = threading.Lock()
+        del self.buf[:]  # the parent flushed before the fork; the rest is the parent's
         self.sent = 0
         try:
             self.sock.close()
@@ -321,14 +323,11 @@ class Hook:
         rec = _dumps(
             ["C", info[0], code.co_filename, code.co_name, code.co_qualname, code.co_firstlineno]
         )
-        with self.lock:
+        with self.define_lock:
             if info[4]:
                 return
-            info[4] = True
-            if self.closed:
-                return
             self.buf.append(rec)
-            self.size += len(rec)
+            info[4] = True
 
     def vrepr(self, v):
         try:

@@ -41,6 +41,11 @@ def start(hook):
     register = hook.register
     define = hook.define
     emit = hook.emit
+    buf = hook.buf
+    app = buf.append
+    FN = hook.flush_records
+    flush = hook.flush
+    tl = hook.tl
     states = hook.states
     tidf = hook.tid
     vrepr = hook.vrepr
@@ -85,10 +90,13 @@ def start(hook):
                 plain_exc.pop(id(frame), None)
                 if not info[4]:
                     define(info)
-                emit(
-                    '["r",%d,%d,%d,%d,%d,"%s",null,null]'
-                    % (now(), tidf(), info[0], id(frame), frame.f_lineno, how)
-                )
+                try:
+                    tid = tl.tid
+                except AttributeError:
+                    tid = tidf()
+                app('["r",%d,%d,%d,%d,%d,"%s",null,null]' % (now(), tid, info[0], id(frame), frame.f_lineno, how))
+                if len(buf) >= FN:
+                    flush()
             elif event == "exception":
                 plain_exc[id(frame)] = frame.f_lasti
         except Exception:
@@ -246,7 +254,13 @@ def start(hook):
                         line = code.co_firstlineno
                     if not info[4]:
                         define(info)
-                    emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
+                    try:
+                        tid = tl.tid
+                    except AttributeError:
+                        tid = tidf()
+                    app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(frame), line))
+                    if len(buf) >= FN:
+                        flush()
                 if all_r:
                     frame.f_trace_lines = False
                     return plain_local

@@ -34,6 +34,11 @@ def start(hook):
     register = hook.register
     define = hook.define
     emit = hook.emit
+    buf = hook.buf
+    app = buf.append
+    FN = hook.flush_records
+    flush = hook.flush
+    tl = hook.tl
     states = hook.states
     tidf = hook.tid
     vrepr = hook.vrepr
@@ -68,10 +73,15 @@ def start(hook):
             if k == PLAIN:
                 if not want_c:
                     return DISABLE
-                f = getframe(1)
                 if not info[4]:
                     define(info)
-                emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), code.co_firstlineno))
+                try:
+                    tid = tl.tid
+                except AttributeError:
+                    tid = tidf()
+                app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(getframe(1)), code.co_firstlineno))
+                if len(buf) >= FN:
+                    flush()
                 return None
             if k == EXCLUDED:
                 return DISABLE
@@ -127,10 +137,13 @@ def start(hook):
             f = getframe(depth)
             if not info[4]:
                 define(info)
-            emit(
-                '["r",%d,%d,%d,%d,%d,"%s",null,null]'
-                % (now(), tidf(), info[0], id(f), f.f_lineno, how)
-            )
+            try:
+                tid = tl.tid
+            except AttributeError:
+                tid = tidf()
+            app('["r",%d,%d,%d,%d,%d,"%s",null,null]' % (now(), tid, info[0], id(f), f.f_lineno, how))
+            if len(buf) >= FN:
+                flush()
             return None
         if k == EXCLUDED:
             return DISABLE if allow_disable else None
