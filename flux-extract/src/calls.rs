@@ -12,7 +12,8 @@ The direct calls made by the Nth invocation of `function`, in order: every `call
 parent is an activation of that frame, except resumptions of an existing generator/coroutine \
 frame, optionally only callees whose file lies under `within`. Calls through untraced code (C \
 functions such as `map` or `sorted(key=...)`) appear as direct calls of the nearest traced \
-caller. Each entry is the callee's qualname and the call-site line: the line of the caller's \
+caller; comprehensions, generator expressions and lambdas are callees like any function \
+(`f.<locals>.<listcomp>`, `f.<locals>.<lambda>`). Each entry is the callee's qualname and the call-site line: the line of the caller's \
 last `line` event before the call. Answer: {\"call_sequence\": [{\"function\", \"line\"}, ...]}.";
 
 pub(crate) const CALLEES_COUNT: &str = "\

@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) const EXECUTED_PATH: &str = "\
 The lines executed by the Nth invocation (`invocation`, default 1) of `function`, in execution \
 order, one entry per `line` event of that frame (a line executed k times appears k times; lines \
-of called functions are not included; a generator's resumptions are part of its one invocation). \
+of called functions are not included, nor are those of comprehensions and generator expressions, \
+which run in frames of their own in Python 3.11 such as `f.<locals>.<listcomp>`; a generator's \
+resumptions are part of its one invocation). \
 Answer: {\"executed_path\": [{\"line\": L}, ...]}; `normalize` = absolute (default) or relative \
 (def line = 1).";
 
