@@ -424,6 +424,9 @@ def install_hook():
     sock_path = os.environ.get("FLUX_HOOK_SOCKET")
     if not sock_path:
         return None
+    if sys.version_info < (3, 11):
+        sys.stderr.write("flux-hook: unsupported Python %d.%d (needs 3.11+)\n" % sys.version_info[:2])
+        _real_exit(96)
     calls = os.environ.get("FLUX_HOOK_CALLS", "all").strip() or "all"
     if calls not in ("all", "entries", "none"):
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none)\n" % calls)

@@ -232,6 +232,33 @@ class TestGenerators(HookTestCase):
         ])
         check_balanced(self, r)
 
+    def test_coroutine_await(self):
+        src = """\
+        class Tick:
+            def __await__(self):
+                yield "tick"
+                return 5
+
+        async def co():
+            x = await Tick()
+            return x + 1
+
+        c = co()
+        print(c.send(None))
+        try:
+            c.send(None)
+        except StopIteration as e:
+            print(e.value)
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["co"]})
+        self.assertEqual(r.proc.stdout, "tick\n6\n")
+        self.assertEqual(seq(r, kinds="crxh", names={"co"}), [
+            ("c", "co", 6), ("r", "co", 7, "yield"), ("c", "co", 7), ("r", "co", 8, "return"),
+        ])
+        ev = [e for e in r.events(file_suffix="prog.py") if e[1] == "co" and e[0] == "r"]
+        self.assertEqual([e[7] for e in ev], [["'tick'", "str"], ["6", "int"]])
+        check_balanced(self, r)
+
 
 EXC = """\
 def boom():
@@ -387,6 +414,28 @@ class TestThreadsAndProcesses(HookTestCase):
         self.assertEqual(rets, ["1", "3", "6"])
         for tid in tids:
             self.assertEqual([e[0] for e in ev if e[3] == tid][0], "c")
+        check_balanced(self, r)
+
+    def test_many_threads_lose_nothing(self):
+        src = """\
+        import threading
+
+        def leaf(i):
+            return i
+
+        def work():
+            for i in range(20000):
+                leaf(i)
+
+        ts = [threading.Thread(target=work) for _ in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        """
+        r = self.run_ok(src, config={"files": ["nothing.py"]})
+        leafs = [e for e in r.events(file_suffix="prog.py") if e[1] == "leaf"]
+        self.assertEqual(len(leafs), 8 * 20000 * 2)
         check_balanced(self, r)
 
     def test_fork_reconnects(self):
