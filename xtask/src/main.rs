@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod images;
 
 #[derive(Parser)]
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Build the flux container images (bases, then repository layers) from images/images.toml.
     Images(images::Args),
+    /// Side-by-side measurements (ratios in one run; never asserted in tests).
+    Bench(bench::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Images(args) => images::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,242 @@
+//! `cargo xtask bench trace [--json]`: what the USDT tracer costs per event, side by side in one
+//! run.
+//!
+//! Three configurations, interleaved round by round so drift on the machine hits all alike:
+//! - `untraced`: the workload alone;
+//! - `floor`: flux's empty BPF program on the same probe sites (the uprobe trap and nothing
+//!   else: the least any USDT tracer can cost);
+//! - `full`: flux's real program (PID-namespace filter, argument decoding, string cache, ring
+//!   buffer) with the userspace consumer draining.
+//!
+//! The workload times its own loop (`perf_counter_ns` around ≥ 1 M calls), so interpreter
+//! start-up and attach are not counted. Per-event cost of a traced configuration is its added
+//! time over untraced divided by the number of probe hits in the loop (counted by the full
+//! program's kernel counters); `untraced` reports ns per call. `ratio_full_to_floor` compares the
+//! two traced per-event costs; the target is ≤ 1.3. Timings are never asserted in tests.
+use anyhow::{bail, Context, Result};
+use flux_agent::run::{trace_command, RunOptions};
+use flux_agent::tracer::TracerOptions;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand)]
+enum What {
+    /// USDT tracer cost per event: untraced, empty-program floor, full.
+    Trace {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Python calls per run.
+        #[arg(long, default_value_t = 1_000_000)]
+        calls: u64,
+        /// Interleaved rounds (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
+}
+
+const WORKLOAD: &str = r#"
+import sys, time
+def f(n):
+    return n + 1
+def main(count):
+    x = 0
+    t0 = time.perf_counter_ns()
+    for _ in range(count):
+        x = f(x)
+    t1 = time.perf_counter_ns()
+    print(t1 - t0)
+main(int(sys.argv[1]))
+"#;
+
+/// One interpreter to measure: how to run it, and which file carries its probes.
+struct Target {
+    label: String,
+    python: PathBuf,
+    /// Command prefix that runs the interpreter (chroot for a rootfs).
+    prefix: Vec<String>,
+    /// Where the workload is written, and the path the interpreter sees it at.
+    script_host: PathBuf,
+    script_seen: String,
+}
+
+fn targets() -> Result<Vec<Target>> {
+    let mut out = Vec::new();
+    let host = std::env::temp_dir().join(format!("flux-bench-{}.py", std::process::id()));
+    std::fs::write(&host, WORKLOAD)?;
+    if Path::new("/usr/bin/python3.11").exists() {
+        out.push(Target {
+            label: "python3.11 (bookworm: returns + lines)".into(),
+            python: "/usr/bin/python3.11".into(),
+            prefix: vec!["/usr/bin/python3.11".into()],
+            script_host: host.clone(),
+            script_seen: host.display().to_string(),
+        });
+    }
+    let root = std::env::var_os("FLUX_SID_ROOTFS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/var/cache/flux/rootfs/sid-py315".into());
+    if root.join("usr/bin/python3.15").exists() {
+        let seen = format!("/tmp/flux-bench-{}.py", std::process::id());
+        let inside = root.join(seen.trim_start_matches('/'));
+        std::fs::write(&inside, WORKLOAD)?;
+        out.push(Target {
+            label: "python3.15 (sid: entries + returns)".into(),
+            python: root.join("usr/bin/python3.15"),
+            prefix: vec!["chroot".into(), root.display().to_string(), "/usr/bin/python3.15".into()],
+            script_host: inside,
+            script_seen: seen,
+        });
+    }
+    if out.is_empty() {
+        bail!("no interpreter with USDT probes found (/usr/bin/python3.11, or a sid rootfs with python3.15 from `cargo xtask images`)");
+    }
+    Ok(out)
+}
+
+fn loop_ns(stdout: &[u8]) -> Result<u64> {
+    let s = String::from_utf8_lossy(stdout);
+    s.lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .with_context(|| format!("workload printed no timing: {s:?}"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    v[v.len() / 2]
+}
+
+struct Measured {
+    untraced: f64,
+    floor: f64,
+    full: f64,
+    events: u64,
+    lost: u64,
+}
+
+async fn measure(t: &Target, calls: u64, rounds: usize) -> Result<Measured> {
+    let mut cmd = t.prefix.clone();
+    cmd.push(t.script_seen.clone());
+    cmd.push(calls.to_string());
+    let (mut un, mut fl, mut fu) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut events, mut lost) = (0u64, 0u64);
+    for _ in 0..rounds {
+        let o = Command::new(&cmd[0]).args(&cmd[1..]).output()?;
+        un.push(loop_ns(&o.stdout)? as f64);
+        for empty in [true, false] {
+            // The workload's stdout is inherited by the traced run; capture it through a file.
+            let out_file = std::env::temp_dir().join(format!("flux-bench-out-{}", std::process::id()));
+            let sh = vec![
+                "sh".to_string(),
+                "-c".into(),
+                format!("exec \"$@\" > {}", out_file.display()),
+                "sh".into(),
+            ];
+            let mut full_cmd = sh;
+            full_cmd.extend(cmd.iter().cloned());
+            let res = trace_command(RunOptions {
+                cmd: full_cmd,
+                python: Some(t.python.clone()),
+                probes: None,
+                tracer: TracerOptions {
+                    empty_program: empty,
+                    ..TracerOptions::default()
+                },
+                env: Vec::new(),
+            })
+            .await?;
+            let ns = loop_ns(&std::fs::read(&out_file)?)? as f64;
+            let _ = std::fs::remove_file(&out_file);
+            if empty {
+                fl.push(ns);
+            } else {
+                fu.push(ns);
+                events = res.counters.events;
+                lost += res.counters.lost;
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&t.script_host);
+    Ok(Measured {
+        untraced: median(un),
+        floor: median(fl),
+        full: median(fu),
+        events,
+        lost,
+    })
+}
+
+pub fn run(a: Args) -> Result<std::process::ExitCode> {
+    let What::Trace { json, calls, rounds } = a.what;
+    flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut results = Vec::new();
+    for t in targets()? {
+        let m = rt.block_on(measure(&t, calls, rounds.max(1)))?;
+        // Probe hits in the loop: the full run's count less start-up; start-up is small next to
+        // ≥ 1 M calls, so the whole count is used (this slightly flatters neither side).
+        let ev = m.events.max(1) as f64;
+        let per = json!({
+            "untraced": m.untraced / calls as f64,
+            "floor": (m.floor - m.untraced) / ev,
+            "full": (m.full - m.untraced) / ev,
+        });
+        let ratio = (m.full - m.untraced) / (m.floor - m.untraced).max(1.0);
+        results.push((t.label.clone(), per, ratio, m));
+    }
+    if json {
+        let (_, per, ratio, m) = results.last().expect("at least one target");
+        let by: serde_json::Map<String, serde_json::Value> = results
+            .iter()
+            .map(|(l, p, r, m)| {
+                (
+                    l.clone(),
+                    json!({"per_event_ns": p, "ratio_full_to_floor": r, "events": m.events, "lost_events": m.lost}),
+                )
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "per_event_ns": per,
+                "ratio_full_to_floor": ratio,
+                "events": m.events,
+                "lost_events": m.lost,
+                "calls": calls,
+                "rounds": rounds,
+                "by_interpreter": by,
+            }))?
+        );
+    } else {
+        println!("flux bench trace: {calls} calls per run, median of {rounds} interleaved rounds");
+        println!(
+            "{:<40} {:>14} {:>12} {:>12} {:>10} {:>10} {:>6}",
+            "interpreter", "untraced/call", "floor/event", "full/event", "full/floor", "events", "lost"
+        );
+        for (l, p, r, m) in &results {
+            println!(
+                "{:<40} {:>11.1} ns {:>9.1} ns {:>9.1} ns {:>10.2} {:>10} {:>6}",
+                l,
+                p["untraced"].as_f64().unwrap_or(0.0),
+                p["floor"].as_f64().unwrap_or(0.0),
+                p["full"].as_f64().unwrap_or(0.0),
+                r,
+                m.events,
+                m.lost
+            );
+        }
+        println!("target: full/floor <= 1.3");
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
