@@ -166,7 +166,7 @@ def exc_typename(e):
 class FrameState:
     """Per-frame state of a targeted frame (keyed by id(frame))."""
 
-    __slots__ = ("code", "vars", "active", "pending", "handled", "last_line")
+    __slots__ = ("code", "vars", "active", "pending", "handled", "exc_lasti", "prev_line")
 
     def __init__(self, code):
         self.code = code
@@ -174,7 +174,8 @@ class FrameState:
         self.active = True
         self.pending = None  # exception seen in this frame, not (yet) known to be handled
         self.handled = None  # exception caught by a handler of this frame (for bare re-raise)
-        self.last_line = None
+        self.exc_lasti = None  # 3.11: f_lasti of the last exception event
+        self.prev_line = None  # 3.11: last line executed outside except-clause headers
 
 
 class Hook:
@@ -377,6 +378,10 @@ class Hook:
 
     def handler_first_lines(self, filename):
         """Map: first line of an except-clause body -> the except line, for a source file."""
+        return self.handler_info(filename)[0]
+
+    def handler_info(self, filename):
+        """(first line of an except-clause body -> except line, set of except lines)."""
         m = self.handler_lines.get(filename)
         if m is not None:
             return m
@@ -392,6 +397,7 @@ class Hook:
                         m[node.body[0].lineno] = node.lineno
         except Exception:
             pass
+        m = (m, frozenset(m.values()))
         self.handler_lines[filename] = m
         return m
 

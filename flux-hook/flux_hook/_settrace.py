@@ -103,7 +103,7 @@ def start(hook):
             internal_error("settrace(untargeted)")
         return plain_local
 
-    def x_record(info, frame, exc, kind):
+    def x_record(info, frame, exc, kind, line=None):
         if not info[4]:
             define(info)
         emit(
@@ -113,7 +113,7 @@ def start(hook):
                 tidf(),
                 info[0],
                 id(frame),
-                frame.f_lineno,
+                frame.f_lineno if line is None else line,
                 _dumps(exc_typename(exc)),
                 _dumps(exc_message(exc)),
                 kind,
@@ -133,10 +133,21 @@ def start(hook):
             fs = state(code, frame)
             if event == "line":
                 line = frame.f_lineno
-                exc = fs.pending
-                if exc is not None and want_exc:
-                    hline = hook.handler_first_lines(code.co_filename).get(line)
-                    if hline is not None:
+                if want_exc:
+                    firsts, headers = hook.handler_info(code.co_filename)
+                    hline = None
+                    if line in headers or line in firsts:
+                        if fs.pending is None and fs.handled is not None:
+                            # An except clause is reached with no exception event since the
+                            # last one was handled: a bare `raise` of it, caught in this frame.
+                            fs.pending = fs.handled
+                            fs.handled = None
+                            x_record(info, frame, fs.pending, "reraise", fs.prev_line)
+                        hline = firsts.get(line)
+                    if line not in headers:
+                        fs.prev_line = line
+                    exc = fs.pending
+                    if hline is not None and exc is not None:
                         if not info[4]:
                             define(info)
                         emit(
@@ -187,7 +198,7 @@ def start(hook):
                     x_record(info, frame, exc, kind)
                 fs.pending = exc
                 fs.handled = None
-                fs.last_line = frame.f_lasti
+                fs.exc_lasti = frame.f_lasti
             elif event == "return":
                 co = info[3]
                 i = frame.f_lasti
@@ -196,7 +207,7 @@ def start(hook):
                 if op == RETURN_VALUE:
                     how = "return"
                 elif op == YIELD_VALUE and not (
-                    arg is None and exc is not None and fs.last_line == i
+                    arg is None and exc is not None and fs.exc_lasti == i
                 ):
                     how = "yield"
                 else:

@@ -357,6 +357,43 @@ class TestExceptions(HookTestCase):
         check_balanced(self, r)
 
 
+class TestMixedSemantics(HookTestCase):
+    """prog_mix.py: decorators, with-suppress, return in finally, raise from, generator raising
+    into a for loop, bare raise caught by an outer handler of the same frame, loops of
+    try/except, classes, lambdas. The same sequence is expected on every interpreter."""
+
+    def test_mixed_program(self):
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "prog_mix.py")) as fh:
+            src = fh.read()
+        r = self.run_ok(src)
+        got = [x for x in seq(r, kinds="crxh") if x[1] != "<module>"]
+        self.maxDiff = None
+        self.assertEqual(got, EXPECTED_MIX)
+        check_balanced(self, r)
+
+
+EXPECTED_MIX = \
+[('c', 'deco', 3), ('r', 'deco', 4, 'return'), ('c', 'K', 60), ('r', 'K', 63, 'return'),
+         ('c', 'main', 66), ('c', 'decorated', 6), ('r', 'decorated', 8, 'return'), ('c', 'suppress', 10),
+         ('x', 'suppress', 12, 'KeyError', 'raise'), ('r', 'suppress', 13, 'return'), ('c', 'finret', 15),
+         ('x', 'finret', 17, 'ValueError', 'raise'), ('r', 'finret', 19, 'return'), ('c', 'chain', 21),
+         ('x', 'chain', 23, 'KeyError', 'raise'), ('h', 'chain', 24, 'KeyError'),
+         ('x', 'chain', 25, 'RuntimeError', 'raise'), ('r', 'chain', 25, 'unwind'),
+         ('x', 'main', 71, 'RuntimeError', 'propagate'), ('h', 'main', 72, 'RuntimeError'),
+         ('c', 'consume', 31), ('c', 'gen_raises', 27), ('r', 'gen_raises', 28, 'yield'),
+         ('c', 'gen_raises', 28), ('x', 'gen_raises', 29, 'IndexError', 'raise'),
+         ('r', 'gen_raises', 29, 'unwind'), ('x', 'consume', 34, 'IndexError', 'reraise'),
+         ('h', 'consume', 36, 'IndexError'), ('r', 'consume', 38, 'return'), ('c', 'nested_handlers', 40),
+         ('x', 'nested_handlers', 43, 'ValueError', 'raise'), ('h', 'nested_handlers', 44, 'ValueError'),
+         ('x', 'nested_handlers', 45, 'ValueError', 'reraise'), ('h', 'nested_handlers', 46, 'ValueError'),
+         ('r', 'nested_handlers', 47, 'return'), ('c', 'loop_try', 49),
+         ('x', 'loop_try', 54, 'ZeroDivisionError', 'raise'), ('h', 'loop_try', 56, 'ZeroDivisionError'),
+         ('x', 'loop_try', 54, 'ZeroDivisionError', 'raise'), ('h', 'loop_try', 56, 'ZeroDivisionError'),
+         ('r', 'loop_try', 58, 'return'), ('c', 'K.__init__', 61), ('r', 'K.__init__', 62, 'return'),
+         ('c', 'K.get', 63), ('r', 'K.get', 64, 'return'), ('c', 'main.<locals>.<lambda>', 78),
+         ('r', 'main.<locals>.<lambda>', 78, 'return'), ('r', 'main', 78, 'return')]
+
+
 class TestLocals(HookTestCase):
     def test_changed_locals_limits_and_failed_repr(self):
         src = """\
