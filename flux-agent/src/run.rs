@@ -1,13 +1,154 @@
-//! The `flux trace` pipeline: start the command gated in its own PID namespace, load and
-//! configure the BPF side for that namespace, start draining, attach, release, wait, drain to
-//! the end, and assemble the trace with an honest completeness verdict.
+//! The tracing pipeline around one launched program, wherever it runs.
+//!
+//! A program is *launched* when it exists, sits in a PID namespace of its own, and has not
+//! started yet ([`Launched`]): a host command from [`crate::spawn`], or a container (the
+//! container runtime implements the trait where both crates are visible). [`capture`] then does
+//! the part that must happen in a fixed order: load and configure the BPF side for that
+//! namespace, start draining, attach, release the program, wait, drain to the end, read the
+//! kernel's counters. [`usdt_trace`] turns a capture into trace events with an honest
+//! completeness verdict.
 use crate::interp::Interpreter;
 use crate::spawn::{spawn_gated, Gated};
-use crate::tracer::{drain, Counters, ProbeSet, Tracer, TracerOptions};
+use crate::tracer::{drain, Counters, Drained, ProbeSet, Tracer, TracerOptions};
 use anyhow::{bail, Context, Result};
 use flux_trace::{Meta, Trace};
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// A program that exists in its own PID namespace and waits for [`Launched::release`].
+pub trait Launched {
+    /// (device, inode) of the program's PID namespace.
+    fn pidns(&self) -> (u64, u64);
+    /// Let the program start.
+    fn release(&mut self) -> Result<()>;
+    /// Wait for the program to end; its exit code (128 + signal when killed).
+    fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send;
+    /// Kill the program (used when tracing fails half-way).
+    fn kill(&mut self);
+}
+
+impl Launched for Gated {
+    fn pidns(&self) -> (u64, u64) {
+        self.pidns
+    }
+    fn release(&mut self) -> Result<()> {
+        Gated::release(self).context("releasing the traced command")
+    }
+    fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send {
+        let child = self.take_child();
+        async move {
+            let mut child = child.context("traced command already waited for")?;
+            let status = tokio::task::spawn_blocking(move || child.wait()).await??;
+            use std::os::unix::process::ExitStatusExt;
+            Ok(status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+        }
+    }
+    fn kill(&mut self) {
+        Gated::kill(self)
+    }
+}
+
+/// What the kernel side delivered for one run.
+#[derive(Debug, Default)]
+pub struct UsdtCapture {
+    pub drained: Drained,
+    pub counters: Counters,
+    /// Probe sites attached (0 when no probe was requested: hook-only runs).
+    pub sites: usize,
+}
+
+/// Trace `launched` through `interp`'s probes in `set`, from release to exit.
+/// With an empty `set` nothing is loaded: the program just runs (the hook-only case).
+pub async fn capture<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    set: ProbeSet,
+    topts: &TracerOptions,
+) -> Result<(UsdtCapture, i32)> {
+    let result = capture_inner(launched, interp, set, topts).await;
+    if result.is_err() {
+        launched.kill();
+        let _ = launched.wait().await;
+    }
+    result
+}
+
+async fn capture_inner<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    set: ProbeSet,
+    topts: &TracerOptions,
+) -> Result<(UsdtCapture, i32)> {
+    if !(set.entry || set.ret || set.line) {
+        launched.release()?;
+        let code = launched.wait().await?;
+        return Ok((UsdtCapture::default(), code));
+    }
+    let mut tracer = Tracer::load(topts.clone(), Some(launched.pidns()), interp.fingerprint_offset())?;
+    let ring = tracer.take_ring()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let drainer = tokio::spawn(drain(ring, topts.poll, stop_rx));
+    let sites = tracer.attach(interp, set)?;
+    if sites == 0 {
+        bail!(
+            "{} has none of the requested USDT probes (see `flux probes {}`)",
+            interp.probes.path.display(),
+            interp.exe.display()
+        );
+    }
+    launched.release()?;
+    let code = launched.wait().await?;
+    let _ = stop_tx.send(true);
+    let (drained, _ring) = drainer.await??;
+    let counters = tracer.counters()?;
+    tracer.detach();
+    Ok((UsdtCapture { drained, counters, sites }, code))
+}
+
+/// Trace events from a capture, and the completeness verdict: every lost, malformed or
+/// unresolvable record makes the trace incomplete, with the reason written down.
+pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
+    let (events, unresolved) = crate::assemble::usdt_events(&cap.drained);
+    let c = &cap.counters;
+    let mut meta = Meta {
+        complete: true,
+        interpreter: format!("{} ({})", interp.exe.display(), interp.version_string()),
+        calls: "usdt".into(),
+        lost_events: c.lost + unresolved,
+        ..Meta::default()
+    };
+    let mut problems = Vec::new();
+    if c.lost > 0 {
+        problems.push(format!("{} records lost (ring buffer full)", c.lost));
+    }
+    if c.read_errors > 0 {
+        problems.push(format!("{} probe argument reads failed", c.read_errors));
+    }
+    if cap.drained.malformed > 0 {
+        problems.push(format!("{} malformed records", cap.drained.malformed));
+    }
+    if cap.drained.unreadable_strings > 0 {
+        problems.push(format!("{} strings unreadable", cap.drained.unreadable_strings));
+    }
+    if unresolved > 0 {
+        problems.push(format!("{unresolved} events name strings never defined"));
+    }
+    let delivered = cap.drained.events.len() as u64;
+    if delivered != c.events {
+        problems.push(format!(
+            "kernel counted {} events but {} were delivered",
+            c.events, delivered
+        ));
+    }
+    meta.complete = problems.is_empty();
+    meta.problems = problems;
+    let mut trace = Trace { meta, events };
+    trace.meta.counts = trace.count_by_kind();
+    trace
+}
 
 #[derive(Clone, Debug)]
 pub struct RunOptions {
@@ -52,105 +193,31 @@ pub fn resolve_python(opts: &RunOptions) -> Result<PathBuf> {
     std::fs::canonicalize(&p).with_context(|| format!("interpreter {}", p.display()))
 }
 
+/// Start a host command gated in its own PID namespace.
+pub fn launch_host(cmd: &[String], env: &[(String, String)]) -> Result<Gated> {
+    let prog = cmd.first().context("no command given")?;
+    let mut c = Command::new(prog);
+    c.args(&cmd[1..]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Ok(spawn_gated(c)?)
+}
+
+/// `flux trace` with USDT only, on the host.
 pub async fn trace_command(opts: RunOptions) -> Result<RunResult> {
     let python = resolve_python(&opts)?;
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
     let set = opts.probes.unwrap_or_else(|| default_probes(&interp));
-
-    let mut cmd = Command::new(&opts.cmd[0]);
-    cmd.args(&opts.cmd[1..]);
-    for (k, v) in &opts.env {
-        cmd.env(k, v);
-    }
-    let mut gated = spawn_gated(cmd)?;
-    let result = traced_run(&mut gated, &interp, set, &opts.tracer).await;
-    if result.is_err() {
-        gated.kill();
-        if let Some(mut c) = gated.take_child() {
-            let _ = c.wait();
-        }
-    }
-    let (trace, counters, sites, exit_code) = result?;
+    let mut launched = launch_host(&opts.cmd, &opts.env)?;
+    let (cap, exit_code) = capture(&mut launched, &interp, set, &opts.tracer).await?;
+    let trace = usdt_trace(&cap, &interp);
     Ok(RunResult {
         trace,
         exit_code,
-        counters,
+        counters: cap.counters,
+        sites: cap.sites,
         interp,
-        sites,
     })
 }
-
-async fn traced_run(
-    gated: &mut Gated,
-    interp: &Interpreter,
-    set: ProbeSet,
-    topts: &TracerOptions,
-) -> Result<(Trace, Counters, usize, i32)> {
-    let mut tracer = Tracer::load(topts.clone(), Some(gated.pidns), interp.fingerprint_offset())?;
-    let ring = tracer.take_ring()?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let drainer = tokio::spawn(drain(ring, topts.poll, stop_rx));
-    let sites = tracer.attach(interp, set)?;
-    if sites == 0 && (set.entry || set.ret || set.line) {
-        bail!(
-            "{} has none of the requested USDT probes (see `flux probes {}`)",
-            interp.exe.display(),
-            interp.exe.display()
-        );
-    }
-    gated.release().context("releasing the traced command")?;
-    let pid = gated.pid();
-    let mut child = gated.take_child().context("traced command already waited for")?;
-    let status = tokio::task::spawn_blocking(move || child.wait())
-    .await?
-    .with_context(|| format!("waiting for pid {pid}"))?;
-    let _ = stop_tx.send(true);
-    let (drained, _ring) = drainer.await??;
-    let counters = tracer.counters()?;
-    tracer.detach();
-
-    let exit_code = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        128 + status.signal().unwrap_or(0)
-    });
-    let (events, unresolved) = crate::assemble::usdt_events(&drained);
-    let mut meta = Meta {
-        complete: true,
-        interpreter: format!("{} ({})", interp.exe.display(), interp.version_string()),
-        calls: "usdt".into(),
-        lost_events: counters.lost,
-        ..Meta::default()
-    };
-    let mut problem = |s: String| {
-        meta.complete = false;
-        meta.problems.push(s);
-    };
-    if counters.lost > 0 {
-        problem(format!("{} records lost (ring buffer full)", counters.lost));
-    }
-    if counters.read_errors > 0 {
-        problem(format!("{} probe argument reads failed", counters.read_errors));
-    }
-    if drained.malformed > 0 {
-        problem(format!("{} malformed records", drained.malformed));
-    }
-    if drained.unreadable_strings > 0 {
-        problem(format!("{} strings unreadable", drained.unreadable_strings));
-    }
-    if unresolved > 0 {
-        problem(format!("{unresolved} events name strings never defined"));
-    }
-    let delivered = drained.events.len() as u64;
-    if delivered != counters.events {
-        problem(format!(
-            "kernel counted {} events but {} were delivered",
-            counters.events, delivered
-        ));
-    }
-    let mut trace = Trace { meta, events };
-    trace.meta.lost_events += unresolved;
-    trace.meta.counts = trace.count_by_kind();
-    Ok((trace, counters, sites, exit_code))
-}
-

@@ -13,9 +13,10 @@
 //! time over untraced divided by the number of probe hits in the loop (counted by the full
 //! program's kernel counters); `untraced` reports ns per call. `ratio_full_to_floor` compares the
 //! two traced per-event costs; the target is ≤ 1.3. Timings are never asserted in tests.
+//!
+//! It drives the release `flux` binary (built first), so xtask itself never links the BPF
+//! loader and builds on a machine that has no eBPF toolchain yet.
 use anyhow::{bail, Context, Result};
-use flux_agent::run::{trace_command, RunOptions};
-use flux_agent::tracer::TracerOptions;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -122,48 +123,50 @@ struct Measured {
     lost: u64,
 }
 
-async fn measure(t: &Target, calls: u64, rounds: usize) -> Result<Measured> {
+fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measured> {
     let mut cmd = t.prefix.clone();
     cmd.push(t.script_seen.clone());
     cmd.push(calls.to_string());
     let (mut un, mut fl, mut fu) = (Vec::new(), Vec::new(), Vec::new());
     let (mut events, mut lost) = (0u64, 0u64);
+    let tmp = std::env::temp_dir();
+    let out_file = tmp.join(format!("flux-bench-out-{}", std::process::id()));
+    let stats_file = tmp.join(format!("flux-bench-stats-{}.json", std::process::id()));
     for _ in 0..rounds {
         let o = Command::new(&cmd[0]).args(&cmd[1..]).output()?;
         un.push(loop_ns(&o.stdout)? as f64);
         for empty in [true, false] {
-            // The workload's stdout is inherited by the traced run; capture it through a file.
-            let out_file = std::env::temp_dir().join(format!("flux-bench-out-{}", std::process::id()));
-            let sh = vec![
-                "sh".to_string(),
-                "-c".into(),
-                format!("exec \"$@\" > {}", out_file.display()),
-                "sh".into(),
-            ];
-            let mut full_cmd = sh;
-            full_cmd.extend(cmd.iter().cloned());
-            let res = trace_command(RunOptions {
-                cmd: full_cmd,
-                python: Some(t.python.clone()),
-                probes: None,
-                tracer: TracerOptions {
-                    empty_program: empty,
-                    ..TracerOptions::default()
-                },
-                env: Vec::new(),
-            })
-            .await?;
+            // The workload's own stdout carries its timing: send it to a file, since the
+            // traced command's stdout is flux's.
+            let mut c = Command::new(flux);
+            c.args(["trace", "--out", "/dev/null", "--stats-json"])
+                .arg(&stats_file)
+                .arg("--python")
+                .arg(&t.python);
+            if empty {
+                c.arg("--empty-program");
+            }
+            c.args(["--", "sh", "-c"])
+                .arg(format!("exec \"$@\" > {}", out_file.display()))
+                .arg("sh")
+                .args(&cmd);
+            let st = c.status().context("running flux trace")?;
+            if !st.success() {
+                bail!("flux trace failed ({st}) on {}", t.label);
+            }
             let ns = loop_ns(&std::fs::read(&out_file)?)? as f64;
-            let _ = std::fs::remove_file(&out_file);
             if empty {
                 fl.push(ns);
             } else {
                 fu.push(ns);
-                events = res.counters.events;
-                lost += res.counters.lost;
+                let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_file)?)?;
+                events = stats["kernel"]["events"].as_u64().unwrap_or(0);
+                lost += stats["kernel"]["lost"].as_u64().unwrap_or(0);
             }
         }
     }
+    let _ = std::fs::remove_file(&out_file);
+    let _ = std::fs::remove_file(&stats_file);
     let _ = std::fs::remove_file(&t.script_host);
     Ok(Measured {
         untraced: median(un),
@@ -176,14 +179,10 @@ async fn measure(t: &Target, calls: u64, rounds: usize) -> Result<Measured> {
 
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
     let What::Trace { json, calls, rounds } = a.what;
-    flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace: {e}"))?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let flux = crate::build_flux_release()?;
     let mut results = Vec::new();
     for t in targets()? {
-        let m = rt.block_on(measure(&t, calls, rounds.max(1)))?;
+        let m = measure(&flux, &t, calls, rounds.max(1))?;
         // Probe hits in the loop: the full run's count less start-up; start-up is small next to
         // ≥ 1 M calls, so the whole count is used (this slightly flatters neither side).
         let ev = m.events.max(1) as f64;

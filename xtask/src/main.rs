@@ -46,3 +46,16 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// Build the release `flux` binary and return its path.
+pub fn build_flux_release() -> anyhow::Result<PathBuf> {
+    let root = workspace_root();
+    let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&root)
+        .args(["build", "--release", "--quiet", "-p", "flux-cli"])
+        .status()?;
+    if !st.success() {
+        anyhow::bail!("building flux (cargo build --release -p flux-cli) failed");
+    }
+    Ok(root.join("target/release/flux"))
+}
