@@ -190,6 +190,7 @@ class Hook:
         self.define_lock = threading.Lock()
         self.buf = []
         self.flush_records = 2048
+        self.flusher = None  # ident of the thread inside flush()
         self.sent = 0
         self.closed = False
         self.sock = None
@@ -235,18 +236,27 @@ class Hook:
             self.flush()
 
     def flush(self):
+        me = threading.get_ident()
+        if self.flusher == me:
+            # Re-entered from this very flush (a signal handler or finalizer running traced
+            # code during sendall): keep the records for the next flush.
+            return
         with self.lock:
-            buf = self.buf
-            n = len(buf)
-            if n == 0:
-                return
-            recs = buf[:n]
-            del buf[:n]
-            if self.closed:
-                return
-            self.sent += n
-            recs.append("")
-            self._send("\n".join(recs).encode("ascii"))
+            self.flusher = me
+            try:
+                buf = self.buf
+                n = len(buf)
+                if n == 0:
+                    return
+                recs = buf[:n]
+                del buf[:n]
+                if self.closed:
+                    return
+                self.sent += n
+                recs.append("")
+                self._send("\n".join(recs).encode("ascii"))
+            finally:
+                self.flusher = None
 
     def finish(self):
         """Normal end of the process: stop tracing, flush, say bye."""
@@ -258,6 +268,8 @@ class Hook:
         if self.closed:
             return
         self.flush()
+        if self.flusher == threading.get_ident():
+            return  # os._exit from a signal handler inside our own flush: cannot say bye safely
         with self.lock:
             if self.closed:
                 return
@@ -278,6 +290,7 @@ class Hook:
     def after_fork_child(self):
         self.lock = threading.Lock()
         self.define_lock = threading.Lock()
+        self.flusher = None
         del self.buf[:]  # the parent flushed before the fork; the rest is the parent's
         self.sent = 0
         try:
