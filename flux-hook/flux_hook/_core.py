@@ -154,13 +154,25 @@ class BoundedRepr(reprlib.Repr):
             return "<repr failed: %s>" % type(x).__name__
 
 
+def clean(s):
+    """A str that encodes to UTF-8: lone surrogates (undecodable file names, odd messages) would
+    become JSON escapes that strict parsers (serde_json) reject."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    except Exception:
+        return "<unprintable>"
+
+
 def exc_typename(e):
     t = type(e)
     mod = getattr(t, "__module__", None)
     qn = getattr(t, "__qualname__", t.__name__)
     if mod in (None, "builtins"):
-        return qn
-    return "%s.%s" % (mod, qn)
+        return clean(qn)
+    return clean("%s.%s" % (mod, qn))
 
 
 class FrameState:
@@ -335,7 +347,14 @@ class Hook:
         """Send the C record of a code object (once per connection), before its first use."""
         code = info[2]
         rec = _dumps(
-            ["C", info[0], code.co_filename, code.co_name, code.co_qualname, code.co_firstlineno]
+            [
+                "C",
+                info[0],
+                clean(code.co_filename),
+                clean(code.co_name),
+                clean(code.co_qualname),
+                code.co_firstlineno,
+            ]
         )
         with self.define_lock:
             if info[4]:
@@ -351,7 +370,7 @@ class Hook:
         lim = self.cfg.repr_limit
         if len(s) > lim:
             s = s[: max(lim - 3, 0)] + "..."
-        return [s, type(v).__name__]
+        return [clean(s), clean(type(v).__name__)]
 
     def exc_message(self, e):
         try:
@@ -361,7 +380,7 @@ class Hook:
         lim = self.cfg.repr_limit
         if len(m) > lim:
             m = m[: max(lim - 3, 0)] + "..."
-        return m
+        return clean(m)
 
     def changed_locals(self, fs, frame):
         """{name: [repr, type]} of locals whose repr/type changed since the frame's last event."""
@@ -447,8 +466,8 @@ def install_hook():
         sys.stderr.write("flux-hook: unsupported Python %d.%d (needs 3.11+)\n" % sys.version_info[:2])
         _real_exit(96)
     calls = os.environ.get("FLUX_HOOK_CALLS", "all").strip() or "all"
-    if calls not in ("all", "entries", "none"):
-        sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none)\n" % calls)
+    if calls not in ("all", "entries", "none", "generators"):
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
         _real_exit(97)
     try:
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))

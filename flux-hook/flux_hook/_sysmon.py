@@ -26,6 +26,11 @@ def start(hook):
     cfg = hook.cfg
     want_c = hook.calls in ("all", "entries")
     all_r = hook.calls == "all"
+    # calls=generators (3.15 with USDT): USDT's entry probe also fires when a generator or
+    # coroutine object is *created*, indistinguishably from its first resumption, so the hook
+    # reports the activation starts of exactly those code objects and nothing else.
+    gen_only = hook.calls == "generators"
+    GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -71,7 +76,7 @@ def start(hook):
             info = codes.get(id(code)) or register(code)
             k = info[1]
             if k == PLAIN:
-                if not want_c:
+                if not want_c and not (gen_only and code.co_flags & GENMASK):
                     return DISABLE
                 if not info[4]:
                     define(info)
@@ -89,7 +94,7 @@ def start(hook):
                 setup_target(info)
             f = getframe(1)
             states[id(f)] = FrameState(code)
-            if want_c:
+            if want_c or (gen_only and code.co_flags & GENMASK):
                 emit_c(info, f, code.co_firstlineno)
         except Exception:
             internal_error("PY_START")
@@ -98,7 +103,7 @@ def start(hook):
         info = codes.get(id(code)) or register(code)
         k = info[1]
         if k == PLAIN:
-            if not want_c:
+            if not want_c and not (gen_only and code.co_flags & GENMASK):
                 return DISABLE if allow_disable else None
             f = getframe(depth)
             emit_c(info, f, f.f_lineno)
@@ -112,7 +117,7 @@ def start(hook):
         if fs is None or fs.code is not code:
             fs = states[id(f)] = FrameState(code)
         fs.active = True
-        if want_c:
+        if want_c or (gen_only and code.co_flags & GENMASK):
             emit_c(info, f, f.f_lineno)
         return None
 
@@ -302,7 +307,7 @@ def start(hook):
     reg(tool, E.LINE, on_line)
 
     glob = E.PY_START | E.PY_UNWIND
-    if want_c:
+    if want_c or gen_only:
         glob |= E.PY_RESUME | E.PY_THROW
     if all_r:
         glob |= E.PY_RETURN | E.PY_YIELD

@@ -24,7 +24,7 @@ def pytest_runtest_logstart(nodeid, location):
     if h is None:
         return
     _outcomes[nodeid] = "passed"
-    h.emit('["ts",%d,%d,%s]' % (time.monotonic_ns(), h.tid(), _jstr(nodeid)))
+    h.emit('["ts",%d,%d,%s]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid))))
 
 
 def pytest_runtest_logreport(report):
@@ -53,4 +53,4 @@ def pytest_runtest_logfinish(nodeid, location):
     if h is None:
         return
     outcome = _outcomes.pop(nodeid, "passed")
-    h.emit('["te",%d,%d,%s,"%s"]' % (time.monotonic_ns(), h.tid(), _jstr(nodeid), outcome))
+    h.emit('["te",%d,%d,%s,"%s"]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid)), outcome))

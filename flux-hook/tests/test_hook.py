@@ -455,6 +455,25 @@ class TestLocals(HookTestCase):
         self.assertEqual(ls[3][6], {"bad": ["<repr failed: Bad>", "Bad"]})
 
 
+class TestText(HookTestCase):
+    def test_non_ascii_and_lone_surrogates(self):
+        src = """\
+        def f():
+            word = "d\u00e9j\u00e0"
+            raise ValueError("bad \\udc80")
+
+        try:
+            f()
+        except ValueError:
+            pass
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"]})
+        ev = r.events(file_suffix="prog.py")
+        self.assertIn({"word": ["'d\u00e9j\u00e0'", "str"]}, [e[6] for e in ev if e[0] == "l"])
+        xs = [e for e in ev if e[0] == "x"]
+        self.assertEqual(xs[0][7], "bad \\udc80")  # backslashreplace: valid UTF-8, strict JSON
+
+
 class TestThreadsAndProcesses(HookTestCase):
     def test_threads(self):
         src = """\
