@@ -3,7 +3,11 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod eval;
+mod export;
+mod images;
 mod probes;
+mod score;
 mod trace;
 
 #[derive(Parser)]
@@ -19,6 +23,16 @@ enum Cmd {
     Trace(trace::Args),
     /// Show the USDT probes of a Python binary and what flux can trace with it.
     Probes(probes::Args),
+    /// Score an answers directory against the harvested gold answers.
+    Score(score::Args),
+    /// Ask a model (or `oracle`, `static-baseline`) every question; write answers and a summary.
+    Eval(eval::Args),
+    /// Answer every question with a strong model and list failures for review.
+    Validate(eval::Args),
+    /// Build or list the reproducible container images.
+    Images(images::Args),
+    /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
+    Export(export::Args),
 }
 
 fn main() -> ExitCode {
@@ -26,6 +40,11 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Trace(a) => trace::run(a),
         Cmd::Probes(a) => probes::run(a),
+        Cmd::Score(a) => score::run(a),
+        Cmd::Eval(a) => eval::run_eval(a),
+        Cmd::Validate(a) => eval::run_validate(a),
+        Cmd::Images(a) => images::run(a),
+        Cmd::Export(a) => export::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,66 @@
+//! `flux score`: score an answers directory against the harvested gold (flux-score).
+use anyhow::{bail, Result};
+use flux_score::{Format, ScoreOptions};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Answers directory (`<answers>/<repo>/<id>/answer.json`, e.g. written by `flux eval`).
+    #[arg(long)]
+    answers: PathBuf,
+    /// Instance root (repeatable); a root may be the store, one repository or one instance.
+    #[arg(long = "instances", default_value = "instances")]
+    instances: Vec<PathBuf>,
+    /// Report format: text, json or html (one self-contained file with SVG charts).
+    #[arg(long, default_value = "text")]
+    format: Format,
+    /// Write the report to this file instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Pass threshold on edge F1 for call-graph instances.
+    #[arg(long, default_value_t = 1.0)]
+    call_graph_threshold: f64,
+}
+
+/// Exit 0 when the scoring ran (whatever the accuracy), 1 when some instance directories could
+/// not be read (reported on stderr, the others scored), an error on unusable input.
+pub fn run(a: Args) -> Result<ExitCode> {
+    if !a.answers.is_dir() {
+        let what = if a.answers.exists() { "not a directory" } else { "no such directory" };
+        bail!("answers directory {}: {what}", a.answers.display());
+    }
+    if !(0.0..=1.0).contains(&a.call_graph_threshold) {
+        bail!("--call-graph-threshold {}: must be between 0 and 1", a.call_graph_threshold);
+    }
+    for root in &a.instances {
+        if !root.is_dir() {
+            bail!("instances directory {}: no such directory", root.display());
+        }
+    }
+    let opts = ScoreOptions {
+        answers: a.answers,
+        instances: a.instances,
+        call_graph_threshold: a.call_graph_threshold,
+        format: a.format,
+        out: a.out,
+    };
+    let out = flux_score::run_score(&opts)?;
+    let r = &out.report;
+    match &opts.out {
+        Some(path) => eprintln!(
+            "flux score: {}/{} passed ({:.1}%), {} infra errors, {} not harvested; report written to {}",
+            r.passed,
+            r.total,
+            r.accuracy * 100.0,
+            r.infra_errors,
+            r.not_harvested,
+            path.display()
+        ),
+        None => print!("{}", out.rendered),
+    }
+    for i in &r.invalid_instances {
+        eprintln!("flux: invalid instance {}: {}", i.path, i.error);
+    }
+    Ok(if r.invalid_instances.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
