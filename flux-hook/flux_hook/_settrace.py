@@ -76,8 +76,7 @@ def start(hook):
     def plain_local(frame, event, arg):
         try:
             if event == "return":
-                code = frame.f_code
-                info = info_of(code)
+                info = codes[id(frame.f_code)]  # registered by gtrace (or at install)
                 co = info[3]
                 i = frame.f_lasti
                 op = co[i] if 0 <= i < len(co) else -1

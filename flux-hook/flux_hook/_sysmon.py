@@ -177,6 +177,18 @@ def start(hook):
 
     def on_return(code, off, rv):
         try:
+            info = codes.get(id(code))
+            if info is not None and info[1] == PLAIN and all_r and info[4]:
+                # Hot path: an untargeted return with calls=all.
+                try:
+                    tid = tl.tid
+                except AttributeError:
+                    tid = tidf()
+                f = getframe(1)
+                app('["r",%d,%d,%d,%d,%d,"return",null,null]' % (now(), tid, info[0], id(f), f.f_lineno))
+                if len(buf) >= FN:
+                    flush()
+                return None
             return _end(code, rv, "return", 2, True)
         except Exception:
             internal_error("PY_RETURN")
