@@ -155,6 +155,26 @@ class TestCalls(HookTestCase):
         self.assertIn(("r", "other", 7, "return"), seq(r, kinds="r", names={"other"}))
         self.assertTrue(all(e[7] is None for e in r.events() if e[1] == "other" and e[0] == "r"))
 
+    def test_event_subset_line_only(self):
+        src = """\
+        def f(a):
+            b = a + 1
+            if b:
+                raise KeyError(b)
+
+        try:
+            f(1)
+        except KeyError:
+            pass
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"], "events": ["line"],
+                                     "tests": False})
+        ev = [e for e in r.events(file_suffix="prog.py") if e[1] == "f"]
+        self.assertEqual([(e[0], e[5]) for e in ev], [("c", 1), ("l", 2), ("l", 3), ("l", 4), ("r", 4)])
+        self.assertTrue(all(e[6] is None for e in ev if e[0] == "l"))  # no "variables"
+        r_ = ev[-1]
+        self.assertEqual((r_[6], r_[7], r_[8]), ("unwind", ["KeyError", "2"], None))
+
     def test_glob_file_pattern(self):
         r = self.run_ok(FACT, config={"files": ["*/pro?.py"], "functions": ["fact"]})
         self.assertEqual(len([x for x in seq(r, kinds="l")]), 6)
