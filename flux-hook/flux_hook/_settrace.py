@@ -31,6 +31,8 @@ GEN_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENER
 def start(hook):
     cfg = hook.cfg
     want_c = hook.calls in ("all", "entries")
+    # calls=generators: activation starts of generator/coroutine code only (see _sysmon).
+    gen_only = hook.calls == "generators"
     all_r = hook.calls == "all"
     want_line = cfg.want_line
     want_vars = cfg.want_vars
@@ -180,7 +182,7 @@ def start(hook):
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
                     fs.active = True
-                    if want_c:
+                    if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                         emit_c(info, frame, frame.f_lineno)
                 if want_exc:
                     tb = arg[2]
@@ -255,7 +257,7 @@ def start(hook):
                 info = info_of(code)
             k = info[1]
             if k == PLAIN:
-                if want_c:
+                if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                     if code.co_flags & GEN_FLAGS:
                         co = info[3]
                         i = frame.f_lasti
@@ -283,7 +285,7 @@ def start(hook):
             if fresh or fs is None or fs.code is not code:
                 fs = states[id(frame)] = FrameState(code)
             fs.active = True
-            if want_c:
+            if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                 emit_c(info, frame, code.co_firstlineno if fresh else frame.f_lineno)
             frame.f_trace_lines = trace_lines
             return target_local

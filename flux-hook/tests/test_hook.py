@@ -130,6 +130,20 @@ class TestCalls(HookTestCase):
             ("r", "fact", 3, "return"), ("r", "fact", 4, "return"), ("r", "fact", 4, "return"),
         ])
 
+    def test_calls_generators_records_only_generator_activation_starts(self):
+        src = GEN + "import json\njson.dumps([1])\n"
+        r = self.run_ok(src, calls="generators", config={"files": ["prog.py"], "functions": ["outer"]})
+        self.assertEqual(r.main[0]["calls"], "generators")
+        cs = [e for e in r.events() if e[0] == "c"]
+        self.assertNotIn("JSONEncoder.encode", [e[1] for e in cs])
+        self.assertEqual([(e[1], e[5]) for e in cs if e[1] in ("gen", "outer")], [
+            ("outer", 6), ("gen", 1), ("outer", 7), ("gen", 3), ("outer", 7), ("gen", 3),
+        ])
+        # Returns only for targeted code (outer), with values.
+        self.assertEqual(seq(r, kinds="r"), [
+            ("r", "outer", 7, "yield"), ("r", "outer", 7, "yield"), ("r", "outer", 8, "return"),
+        ])
+
     def test_function_filter_and_nested_functions(self):
         src = """\
         def outer(x):
