@@ -263,3 +263,35 @@ fn write_json(path: &Path, v: &Value) -> Result<(), InstanceError> {
     text.push('\n');
     write_text(path, &text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting() {
+        for (arg, quoted) in [
+            ("pytest", "pytest"),
+            ("test_x.py::test_a", "test_x.py::test_a"),
+            ("-k", "-k"),
+            ("not slow", "'not slow'"),
+            ("it's", r"'it'\''s'"),
+            ("", "''"),
+            ("$HOME", "'$HOME'"),
+        ] {
+            assert_eq!(shell_quote(arg), quoted, "{arg:?}");
+        }
+    }
+
+    #[test]
+    fn format_names() {
+        for (name, format) in [
+            ("swe-flux", Some(ExportFormat::SweFlux)),
+            ("SWE-Flux", Some(ExportFormat::SweFlux)),
+            ("traceeval", Some(ExportFormat::TraceEval)),
+            ("swe-bench", None),
+        ] {
+            assert_eq!(name.parse::<ExportFormat>().ok(), format, "{name}");
+        }
+    }
+}

@@ -1,0 +1,688 @@
+//! The `flux` binary end to end on hand-made instances: eval → score, score formats, export
+//! layouts, bad input. No Docker, no eBPF: every test runs the real binary in a fresh temporary
+//! directory and compares what it wrote or printed with what is expected, showing a line diff
+//! when they differ.
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+
+static N: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh directory `<tmp>/flux-cli-<pid>-<n>`, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Scratch {
+        let d = std::env::temp_dir().join(format!(
+            "flux-cli-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel))
+            .unwrap_or_else(|e| panic!("reading {rel}: {e}\nfiles:\n{}", self.tree()))
+    }
+
+    fn json(&self, rel: &str) -> Value {
+        serde_json::from_str(&self.read(rel)).unwrap_or_else(|e| panic!("{rel}: not JSON: {e}"))
+    }
+
+    /// Every file under the scratch directory, relative, sorted (for failure messages).
+    fn tree(&self) -> String {
+        fn walk(root: &Path, d: &Path, out: &mut Vec<String>) {
+            let Ok(rd) = std::fs::read_dir(d) else { return };
+            for e in rd.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(root, &p, out);
+                } else {
+                    out.push(p.strip_prefix(root).unwrap().display().to_string());
+                }
+            }
+        }
+        let mut v = Vec::new();
+        walk(&self.0, &self.0, &mut v);
+        v.sort();
+        v.join("\n")
+    }
+
+    /// Files under `rel`, relative to it, sorted.
+    fn files_under(&self, rel: &str) -> Vec<String> {
+        let prefix = format!("{rel}/");
+        self.tree()
+            .lines()
+            .filter_map(|l| l.strip_prefix(&prefix).map(str::to_string))
+            .collect()
+    }
+
+    /// Run `flux ARGS` in the scratch directory.
+    fn flux(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .args(args)
+            .current_dir(&self.0)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .expect("run flux");
+        Run {
+            args: args.join(" "),
+            out,
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Run {
+    args: String,
+    out: Output,
+}
+
+impl Run {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    fn describe(&self) -> String {
+        format!(
+            "flux {}\nexit: {:?}\n--- stdout\n{}--- stderr\n{}---",
+            self.args,
+            self.out.status.code(),
+            self.stdout(),
+            self.stderr()
+        )
+    }
+    /// Assert the exit code and return self.
+    fn code(self, expected: i32) -> Run {
+        assert_eq!(
+            self.out.status.code(),
+            Some(expected),
+            "expected exit code {expected}\n{}",
+            self.describe()
+        );
+        self
+    }
+    fn ok(self) -> Run {
+        self.code(0)
+    }
+    fn stderr_has(self, needles: &[&str]) -> Run {
+        let err = self.stderr();
+        for n in needles {
+            assert!(err.contains(n), "stderr lacks {n:?}\n{}", self.describe());
+        }
+        self
+    }
+    fn stdout_json(&self) -> Value {
+        serde_json::from_str(&self.stdout())
+            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{}", self.describe()))
+    }
+}
+
+/// A line diff (longest common subsequence): `-` expected only, `+` got only.
+fn diff(expected: &str, got: &str) -> String {
+    let a: Vec<&str> = expected.lines().collect();
+    let b: Vec<&str> = got.lines().collect();
+    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j, mut out) = (0, 0, String::new());
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            out += &format!("  {}\n", a[i]);
+            i += 1;
+            j += 1;
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
+            out += &format!("- {}\n", a[i]);
+            i += 1;
+        } else {
+            out += &format!("+ {}\n", b[j]);
+            j += 1;
+        }
+    }
+    out
+}
+
+#[track_caller]
+fn assert_text(what: &str, expected: &str, got: &str) {
+    if expected != got {
+        panic!("{what} differs (- expected, + got):\n{}", diff(expected, got));
+    }
+}
+
+#[track_caller]
+fn assert_json(what: &str, expected: &Value, got: &Value) {
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap();
+    assert_text(what, &pretty(expected), &pretty(got));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Instances
+
+/// `instance.toml` of an instance `<repo>/<id>` (valid per instances/README.md).
+#[allow(clippy::too_many_arguments)]
+fn instance_toml(
+    repo: &str,
+    id: &str,
+    kind: &str,
+    template: &str,
+    order_insensitive: &str,
+    files: &str,
+    command: &str,
+    extractor: &str,
+) -> String {
+    format!(
+        r#"id = "{id}"
+repository = "{repo}"
+package = "{repo}==1.0"
+image = "flux/{repo}:1.0-py3.11"
+interpreter = "/usr/bin/python3.11"
+kind = "{kind}"
+question = """
+A hand-made question about {id}.
+"""
+template = '{template}'
+order_insensitive = {order_insensitive}
+
+[test]
+files = {files}
+command = {command}
+expect = "pass"
+
+[tracing]
+files = ["{repo}/core.py"]
+
+[extractor]
+{extractor}
+"#
+    )
+}
+
+fn oracle_json(kind: &str, template: &str, answer: Value, extractor: &str) -> String {
+    let o = json!({
+        "question_kind": kind,
+        "question": "A hand-made question.",
+        "template_answer": serde_json::from_str::<Value>(template).unwrap(),
+        "oracle_answer": answer,
+        "provenance": {
+            "image": "flux/demo:1.0-py3.11",
+            "interpreter": "3.11.2",
+            "flux_version": "0.1.0",
+            "trace_sha256": "00",
+            "harvested_at": "2026-11-29T09:00:00Z",
+            "complete": true,
+            "labels": [],
+            "extractor": extractor,
+            "params": {},
+            "order_insensitive": []
+        }
+    });
+    serde_json::to_string_pretty(&o).unwrap()
+}
+
+const LOOP_T: &str = r#"{"loop_iteration_count": "int"}"#;
+const PATH_T: &str = r#"{"executed_path": [{"line": "int"}]}"#;
+const GRAPH_T: &str = r#"{"call_graph": {"*": ["str"]}}"#;
+
+/// The store used by most tests:
+/// * `demo/demo-loop` (S2, with a harvested callgraph.json),
+/// * `demo/demo-path` (S1, two test files, one in a subdirectory),
+/// * `other/other-graph` (S6 `call_graph`, no callgraph.json),
+/// * `demo/demo-unharvested` (no oracle.json).
+fn store(s: &Scratch) {
+    s.write(
+        "instances/demo/demo-loop/instance.toml",
+        &instance_toml(
+            "demo",
+            "demo-loop",
+            "S2_Loops",
+            LOOP_T,
+            "[]",
+            r#"["test_loop.py"]"#,
+            r#"["python3.11", "-m", "pytest", "-q", "test_loop.py"]"#,
+            r#"name = "loop_iterations"
+params = { function = "count", header = 3, body_end = 4 }"#,
+        ),
+    );
+    s.write("instances/demo/demo-loop/test_loop.py", "def test_loop():\n    assert True\n");
+    s.write(
+        "instances/demo/demo-loop/oracle.json",
+        &oracle_json("S2_Loops", LOOP_T, json!({"loop_iteration_count": 5}), "loop_iterations"),
+    );
+    s.write(
+        "instances/demo/demo-loop/callgraph.json",
+        r#"{"demo.core.count": ["demo.core.step", "demo.core.tick"], "demo.core.step": []}"#,
+    );
+
+    s.write(
+        "instances/demo/demo-path/instance.toml",
+        &instance_toml(
+            "demo",
+            "demo-path",
+            "S1_IntraProceduralCFG",
+            PATH_T,
+            "[]",
+            r#"["test_path.py", "helpers/conftest.py"]"#,
+            r#"["python3.11", "-m", "pytest", "-q", "test_path.py::test_walk"]"#,
+            r#"name = "executed_path"
+params = { function = "walk" }"#,
+        ),
+    );
+    s.write("instances/demo/demo-path/test_path.py", "def test_walk():\n    pass\n");
+    s.write("instances/demo/demo-path/helpers/conftest.py", "# helper\n");
+    s.write(
+        "instances/demo/demo-path/oracle.json",
+        &oracle_json(
+            "S1_IntraProceduralCFG",
+            PATH_T,
+            json!({"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}),
+            "executed_path",
+        ),
+    );
+
+    s.write(
+        "instances/other/other-graph/instance.toml",
+        &instance_toml(
+            "other",
+            "other-graph",
+            "S6_InterProceduralCFG",
+            GRAPH_T,
+            "[]",
+            r#"["test_graph.py"]"#,
+            r#"["python3.11", "-m", "pytest", "test_graph.py"]"#,
+            r#"name = "call_graph"
+params = { within = "other/", qualify = "module" }"#,
+        ),
+    );
+    s.write("instances/other/other-graph/test_graph.py", "def test_graph():\n    pass\n");
+    s.write(
+        "instances/other/other-graph/oracle.json",
+        &oracle_json(
+            "S6_InterProceduralCFG",
+            GRAPH_T,
+            json!({"call_graph": {"other.core.main": ["other.core.a", "other.core.b"]}}),
+            "call_graph",
+        ),
+    );
+
+    s.write(
+        "instances/demo/demo-unharvested/instance.toml",
+        &instance_toml(
+            "demo",
+            "demo-unharvested",
+            "S2_Loops",
+            LOOP_T,
+            "[]",
+            r#"["test_u.py"]"#,
+            r#"["python3.11", "-m", "pytest", "test_u.py"]"#,
+            r#"name = "loop_iterations"
+params = { function = "count", header = 3, body_end = 4 }"#,
+        ),
+    );
+    s.write("instances/demo/demo-unharvested/test_u.py", "def test_u():\n    pass\n");
+}
+
+/// Break `demo/demo-loop`'s instance.toml with a misspelt `[test]` field.
+fn break_demo_loop(s: &Scratch) {
+    let p = "instances/demo/demo-loop/instance.toml";
+    let text = s.read(p).replace("files = [\"test_loop.py\"]", "fles = [\"test_loop.py\"]");
+    s.write(p, &text);
+}
+
+/// (id, status, reason) of every instance of a JSON score report, one per line.
+fn verdicts(report: &Value) -> String {
+    report["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            format!(
+                "{} {} {}",
+                i["id"].as_str().unwrap(),
+                i["status"].as_str().unwrap(),
+                i["reason"].as_str().unwrap_or("-")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// eval → score
+
+#[test]
+fn oracle_answers_score_1() {
+    let s = Scratch::new();
+    store(&s);
+    let run = s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
+    assert!(run.stdout().contains("answers in answers/oracle"), "{}", run.describe());
+    assert_eq!(
+        s.files_under("answers/oracle"),
+        [
+            "demo/demo-loop/answer.json",
+            "demo/demo-loop/meta.json",
+            "demo/demo-path/answer.json",
+            "demo/demo-path/meta.json",
+            "other/other-graph/answer.json",
+            "other/other-graph/meta.json",
+            "summary.json",
+        ],
+        "{}",
+        s.tree()
+    );
+    let r = s
+        .flux(&["score", "--answers", "answers/oracle", "--format", "json"])
+        .ok()
+        .stdout_json();
+    let got = json!({
+        "accuracy": r["accuracy"], "total": r["total"], "passed": r["passed"],
+        "not_harvested": r["not_harvested"], "invalid_instances": r["invalid_instances"],
+    });
+    let expected = json!({
+        "accuracy": 1.0, "total": 3, "passed": 3, "not_harvested": 1, "invalid_instances": [],
+    });
+    assert_json("score of the oracle's answers", &expected, &got);
+}
+
+#[test]
+fn wrong_answers_score_below_1_with_reasons() {
+    let s = Scratch::new();
+    store(&s);
+    s.write("answers/m/demo/demo-loop/answer.json", r#"{"loop_iteration_count": 4}"#);
+    s.write(
+        "answers/m/demo/demo-path/answer.json",
+        r#"{"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}"#,
+    );
+    // other/other-graph: no answer at all.
+    let run = s.flux(&["score", "--answers", "answers/m", "--instances", "instances", "--format", "json"]).ok();
+    let r = run.stdout_json();
+    assert!((r["accuracy"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9, "{}", run.describe());
+    let v = verdicts(&r);
+    for (line, needles) in v.lines().zip([
+        &["demo-loop fail", "5", "4"][..],
+        &["demo-path pass -"][..],
+        &["demo-unharvested not_harvested"][..],
+        &["other-graph fail no answer"][..],
+    ]) {
+        for n in needles {
+            assert!(line.contains(n), "verdict line {line:?} lacks {n:?}; all verdicts:\n{v}");
+        }
+    }
+    assert_eq!(v.lines().count(), 4, "verdicts:\n{v}");
+}
+
+#[test]
+fn text_report_on_stdout() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
+    let run = s.flux(&["score", "--answers", "answers/oracle"]).ok();
+    assert!(run.stdout().contains("100"), "{}", run.describe());
+}
+
+#[test]
+fn html_report_is_one_file_with_svg() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
+    let run = s
+        .flux(&["score", "--answers", "answers/oracle", "--format", "html", "--out", "reports/score.html"])
+        .ok()
+        .stderr_has(&["report written to reports/score.html", "3/3 passed"]);
+    assert_eq!(run.stdout(), "", "the report goes to the file\n{}", run.describe());
+    let html = s.read("reports/score.html");
+    assert!(html.contains("<svg"), "no <svg in the report:\n{html}");
+    for external in ["<script src=", "<link ", "src=\"http"] {
+        assert!(!html.contains(external), "not self-contained ({external}):\n{html}");
+    }
+}
+
+#[test]
+fn validate_writes_to_validation_model_by_default() {
+    let s = Scratch::new();
+    store(&s);
+    let run = s.flux(&["validate", "--model", "oracle", "--quiet"]).ok();
+    assert!(run.stdout().contains("3/3 passed"), "{}", run.describe());
+    let v = s.json("validation/oracle/validation.json");
+    assert_json("validation review", &json!([]), &v["review"]);
+    assert!(s.path("validation/oracle/validation.txt").is_file(), "{}", s.tree());
+}
+
+#[test]
+fn eval_of_a_model_without_key_fails_without_printing_keys() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["eval", "--model", "gpt-test", "--api", "openai", "--base-url", "http://127.0.0.1:9"])
+        .code(2)
+        .stderr_has(&["OPENAI_API_KEY"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// export
+
+#[test]
+fn export_swe_flux_layout() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["export", "--format", "swe-flux", "out"])
+        .ok()
+        .stderr_has(&["skipped", "demo-unharvested", "not harvested"]);
+    assert_text(
+        "exported files",
+        "demo__demo-loop/eval.sh
+demo__demo-loop/files/testcase.py
+demo__demo-loop/oracle.json
+demo__demo-loop/question.json
+demo__demo-path/eval.sh
+demo__demo-path/files/helpers/conftest.py
+demo__demo-path/files/testcase.py
+demo__demo-path/oracle.json
+demo__demo-path/question.json
+other__other-graph/eval.sh
+other__other-graph/files/testcase.py
+other__other-graph/oracle.json
+other__other-graph/question.json",
+        &s.files_under("out").join("\n"),
+    );
+    assert_json(
+        "oracle.json",
+        &json!({
+            "question_kind": "S2_Loops",
+            "question": "A hand-made question.",
+            "template_answer": {"loop_iteration_count": "int"},
+            "oracle_answer": {"loop_iteration_count": 5},
+        }),
+        &s.json("out/demo__demo-loop/oracle.json"),
+    );
+    assert_json(
+        "question.json",
+        &json!({
+            "question_kind": "S2_Loops",
+            "question": "A hand-made question.",
+            "template_answer": {"loop_iteration_count": "int"},
+        }),
+        &s.json("out/demo__demo-loop/question.json"),
+    );
+    assert_text(
+        "testcase.py",
+        "def test_walk():\n    pass\n",
+        &s.read("out/demo__demo-path/files/testcase.py"),
+    );
+    let eval = s.read("out/demo__demo-path/eval.sh");
+    let last = eval.lines().last().unwrap_or("");
+    assert_text("eval.sh command", "exec python3.11 -m pytest -q testcase.py::test_walk", last);
+    assert!(eval.starts_with("#!/bin/sh\n"), "{eval}");
+}
+
+#[test]
+fn export_traceeval_layout() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["export", "--format", "traceeval", "--instances", "instances", "te"])
+        .ok()
+        .stderr_has(&["demo-path: no call graph", "demo-unharvested: not harvested"]);
+    assert_text(
+        "exported files",
+        "demo/demo-loop/callgraph.json\nother/other-graph/callgraph.json\nsplits.json",
+        &s.files_under("te").join("\n"),
+    );
+    assert_json(
+        "splits.json",
+        &json!({"python": ["demo/demo-loop", "other/other-graph"]}),
+        &s.json("te/splits.json"),
+    );
+    assert_json(
+        "harvested callgraph.json",
+        &json!({"demo.core.count": ["demo.core.step", "demo.core.tick"], "demo.core.step": []}),
+        &s.json("te/demo/demo-loop/callgraph.json"),
+    );
+    assert_json(
+        "callgraph.json from a call_graph oracle",
+        &json!({"other.core.main": ["other.core.a", "other.core.b"]}),
+        &s.json("te/other/other-graph/callgraph.json"),
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// bad input
+
+#[test]
+fn score_with_missing_answers_dir_fails_naming_it() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["score", "--answers", "no-such-answers"])
+        .code(2)
+        .stderr_has(&["no-such-answers", "no such directory"]);
+}
+
+#[test]
+fn missing_instances_root_fails_naming_it() {
+    let s = Scratch::new();
+    s.write("answers/x/.keep", "");
+    s.flux(&["score", "--answers", "answers/x", "--instances", "nowhere"])
+        .code(2)
+        .stderr_has(&["nowhere"]);
+    s.flux(&["eval", "--model", "oracle", "--instances", "nowhere"]).code(2).stderr_has(&["nowhere"]);
+    s.flux(&["export", "--format", "swe-flux", "--instances", "nowhere", "out"])
+        .code(2)
+        .stderr_has(&["nowhere"]);
+}
+
+#[test]
+fn malformed_instance_fails_export_after_exporting_the_rest() {
+    let s = Scratch::new();
+    store(&s);
+    break_demo_loop(&s);
+    s.flux(&["export", "--format", "swe-flux", "out"])
+        .code(1)
+        .stderr_has(&["instances/demo/demo-loop/instance.toml", "test.fles"]);
+    let dirs: Vec<String> = s
+        .files_under("out")
+        .iter()
+        .filter_map(|f| f.strip_suffix("/oracle.json").map(str::to_string))
+        .collect();
+    assert_eq!(dirs, ["demo__demo-path", "other__other-graph"], "{}", s.tree());
+}
+
+#[test]
+fn malformed_instance_fails_score_naming_the_file() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
+    s.write("instances/demo/demo-loop/instance.toml", "id = \"demo-loop\"\nkind = [\n");
+    let run = s
+        .flux(&["score", "--answers", "answers/oracle", "--format", "json"])
+        .code(1)
+        .stderr_has(&["invalid instance", "instances/demo/demo-loop"]);
+    assert_eq!(run.stdout_json()["passed"], json!(2), "{}", run.describe());
+}
+
+#[test]
+fn malformed_oracle_is_reported_with_its_field() {
+    let s = Scratch::new();
+    store(&s);
+    s.write(
+        "instances/demo/demo-path/oracle.json",
+        &oracle_json("S1_IntraProceduralCFG", PATH_T, json!({"executed_path": [{"line": "ten"}]}), "executed_path"),
+    );
+    s.flux(&["export", "--format", "swe-flux", "out"])
+        .code(1)
+        .stderr_has(&["instances/demo/demo-path/oracle.json", "oracle_answer"]);
+}
+
+#[test]
+fn unknown_export_format_is_a_usage_error() {
+    let s = Scratch::new();
+    s.flux(&["export", "--format", "swe-bench", "out"])
+        .code(2)
+        .stderr_has(&["swe-bench", "swe-flux, traceeval"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// images
+
+#[test]
+fn images_list_on_an_empty_cache() {
+    let s = Scratch::new();
+    let run = s.flux(&["images", "list", "--cache-dir", "cache"]).ok();
+    assert_text(
+        "flux images list",
+        "no images built yet (no manifests in cache/images); run `flux images build`\n",
+        &run.stdout(),
+    );
+}
+
+#[test]
+fn images_list_shows_manifests_and_reports_bad_ones() {
+    let s = Scratch::new();
+    let manifest = json!({
+        "schema": 1, "image": "flux/demo:1.0-py3.11", "kind": "repo",
+        "image_id": "sha256:0123456789abcdef0123", "definition_hash": "h", "definition": {},
+        "suite": "bookworm", "mirror": "http://deb.debian.org/debian",
+        "debootstrap_date": "2026-11-29T08:00:00Z",
+        "interpreter": {"path": "/usr/bin/python3.11", "version": "3.11.2"},
+        "pip_freeze": ["demo==1.0"], "wheels": [],
+        "built_at": "2026-11-29T08:10:00Z", "build_seconds": 1.0
+    });
+    s.write("cache/images/flux_demo_1.0-py3.11.json", &manifest.to_string());
+    s.write("cache/images/broken.json", "{");
+    let run = s
+        .flux(&["images", "list", "--cache-dir", "cache"])
+        .code(1)
+        .stderr_has(&["cache/images/broken.json"]);
+    let line = run.stdout().lines().nth(1).unwrap_or("").to_string();
+    for n in ["flux/demo:1.0-py3.11", "repo", "0123456789ab", "3.11.2", "2026-11-29T08:10:00Z"] {
+        assert!(line.contains(n), "line {line:?} lacks {n:?}\n{}", run.describe());
+    }
+}
