@@ -488,6 +488,114 @@ fn eval_of_a_model_without_key_fails_without_printing_keys() {
         .stderr_has(&["OPENAI_API_KEY"]);
 }
 
+/// A fake OpenAI-compatible endpoint on 127.0.0.1: answers each chat completion from the
+/// instance named in the prompt (`Instance: <key>`) and records the requests' first lines and
+/// `authorization` headers.
+struct FakeApi {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+}
+
+fn fake_openai(answers: &'static [(&'static str, &'static str)]) -> FakeApi {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", l.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for sock in l.incoming() {
+            let Ok(mut sock) = sock else { return };
+            let log = log.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut tmp = [0u8; 8192];
+                let head_end = loop {
+                    let Ok(n) = sock.read(&mut tmp) else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&tmp[..n]);
+                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break i + 4;
+                    }
+                };
+                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                let header = |name: &str| {
+                    head.lines()
+                        .find_map(|l| {
+                            let (k, v) = l.split_once(':')?;
+                            k.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+                        })
+                        .unwrap_or_default()
+                };
+                let len: usize = header("content-length").parse().unwrap_or(0);
+                while buf.len() < head_end + len {
+                    match sock.read(&mut tmp) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                    }
+                }
+                let body = String::from_utf8_lossy(&buf[head_end..]).into_owned();
+                let first = head.lines().next().unwrap_or("").to_string();
+                log.lock().unwrap().push((first, header("authorization")));
+                let content = answers
+                    .iter()
+                    .find(|(key, _)| body.contains(&format!("Instance: {key} ")))
+                    .map(|(_, a)| *a)
+                    .unwrap_or("I do not know.");
+                let payload = json!({
+                    "choices": [{"message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+                })
+                .to_string();
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
+                    payload.len()
+                );
+                let _ = sock.write_all(resp.as_bytes());
+            });
+        }
+    });
+    FakeApi { url, seen }
+}
+
+#[test]
+fn eval_through_an_openai_endpoint_uses_the_key_from_env_and_never_shows_it() {
+    const KEY: &str = "sk-flux-test-0123456789-SECRET";
+    let api = fake_openai(&[
+        ("demo/demo-loop", "```json\n{\"loop_iteration_count\": 4}\n```"),
+        ("demo/demo-path", r#"{"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}"#),
+        ("other/other-graph", r#"{"call_graph": {"other.core.main": ["other.core.a", "other.core.b"]}}"#),
+    ]);
+    let s = Scratch::new();
+    store(&s);
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["eval", "--model", "test-model", "--api", "openai", "--base-url", &api.url])
+        .args(["--price-in", "1", "--price-out", "2", "--concurrency", "2"])
+        .current_dir(&s.0)
+        .env("OPENAI_API_KEY", KEY)
+        .output()
+        .unwrap();
+    let run = Run { args: "eval --model test-model …".into(), out }.ok();
+    for n in ["3 answered now", "score of answers/test-model: 2/3 passed"] {
+        assert!(run.stdout().contains(n), "stdout lacks {n:?}\n{}", run.describe());
+    }
+    let seen = api.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "requests: {seen:?}");
+    for (first, auth) in &seen {
+        assert_eq!(first, "POST /v1/chat/completions HTTP/1.1");
+        assert_eq!(auth, &format!("Bearer {KEY}"));
+    }
+    let summary = s.json("answers/test-model/summary.json");
+    let cost = summary["cost"].as_f64().unwrap_or(-1.0);
+    assert!((cost - 3.0 * (100.0 * 1.0 + 10.0 * 2.0) / 1e6).abs() < 1e-12, "{summary:#}");
+    assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY), "{}", run.describe());
+    for f in s.files_under("answers/test-model") {
+        let text = s.read(&format!("answers/test-model/{f}"));
+        assert!(!text.contains(KEY), "the API key is in answers/test-model/{f}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // export
 
