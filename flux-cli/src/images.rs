@@ -116,23 +116,33 @@ fn list(cache_dir: &Path) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut bad = 0;
-    println!("{:<36} {:<5} {:<12} {:<10} {:<6} {}", "IMAGE", "KIND", "ID", "PYTHON", "PKGS", "BUILT");
+    let mut rows = Vec::new();
     for p in &paths {
         match Manifest::load(p) {
-            Ok(m) => println!(
-                "{:<36} {:<5} {:<12} {:<10} {:<6} {}",
-                m.image,
-                m.kind,
-                short_id(m.image_id.as_deref()),
-                m.interpreter.version,
-                m.pip_freeze.len(),
-                m.built_at
-            ),
+            Ok(m) => rows.push([
+                m.image.clone(),
+                m.kind.clone(),
+                short_id(m.image_id.as_deref()).to_string(),
+                m.interpreter.version.clone(),
+                m.pip_freeze.len().to_string(),
+                m.built_at.clone(),
+            ]),
             Err(e) => {
                 bad += 1;
                 eprintln!("flux: {}: {e}", p.display());
             }
         }
+    }
+    let header = ["IMAGE", "KIND", "ID", "PYTHON", "PKGS", "BUILT"].map(String::from);
+    let mut width = [0usize; 6];
+    for r in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    for r in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = r.iter().zip(width).map(|(c, w)| format!("{c:<w$}")).collect();
+        println!("{}", cells.join("  ").trim_end());
     }
     Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
