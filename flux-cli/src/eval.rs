@@ -91,7 +91,8 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn check_roots(o: &EvalOptions) -> Result<()> {
     for root in &o.instances {
         if !root.is_dir() {
-            anyhow::bail!("instances directory {}: no such directory", root.display());
+            let what = if root.exists() { "not a directory" } else { "no such directory" };
+            anyhow::bail!("instances directory {}: {what}", root.display());
         }
     }
     Ok(())

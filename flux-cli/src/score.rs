@@ -35,7 +35,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     for root in &a.instances {
         if !root.is_dir() {
-            bail!("instances directory {}: no such directory", root.display());
+            let what = if root.exists() { "not a directory" } else { "no such directory" };
+            bail!("instances directory {}: {what}", root.display());
         }
     }
     let opts = ScoreOptions {
