@@ -214,6 +214,9 @@ class Hook:
         self.reprer = BoundedRepr(config.repr_limit, config.depth)
         self.pid = os.getpid()
         self.stop_tracing = None  # set by the back-end
+        self.check = None  # set by the back-end: detects a tracer switched off
+        self.lost_reasons = set()
+        self.recursion_hit = False  # a RecursionError hit the hook: records may be missing
         self.connect()
 
     # ---- transport -------------------------------------------------------------------
@@ -270,8 +273,29 @@ class Hook:
             finally:
                 self.flusher = None
 
+    def lost(self, reason):
+        """Records were (possibly) lost: say so in the stream and on stderr, once per reason."""
+        if reason in self.lost_reasons:
+            return
+        self.lost_reasons.add(reason)
+        try:
+            sys.stderr.write("flux-hook: records lost: %s\n" % reason)
+        except Exception:
+            pass
+        self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), _dumps(reason)))
+
+    def check_tracing(self):
+        """Called at test boundaries and at exit: report (and repair) a tracer that was
+        switched off behind the hook's back."""
+        if self.check is not None:
+            self.check()
+
     def finish(self):
         """Normal end of the process: stop tracing, flush, say bye."""
+        try:
+            self.check_tracing()
+        except Exception:
+            pass
         if self.stop_tracing is not None:
             try:
                 self.stop_tracing()

@@ -100,6 +100,8 @@ def start(hook):
                     flush()
             elif event == "exception":
                 plain_exc[id(frame)] = frame.f_lasti
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("settrace(untargeted)")
         return plain_local
@@ -245,6 +247,8 @@ def start(hook):
                     fs.pending = None
                 else:
                     states.pop(id(frame), None)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("settrace(targeted)")
         return target_local
@@ -289,6 +293,8 @@ def start(hook):
                 emit_c(info, frame, code.co_firstlineno if fresh else frame.f_lineno)
             frame.f_trace_lines = trace_lines
             return target_local
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("settrace(call)")
 
@@ -313,6 +319,24 @@ def start(hook):
         sys.settrace(None)
         threading.settrace(None)
 
+    def check():
+        if hook.recursion_hit:
+            hook.lost(
+                "RecursionError inside the trace function: events at the recursion limit may "
+                "be missing"
+            )
+        # A trace function that raises (RecursionError when a call is made at the recursion
+        # limit: the tracer's own frame does not fit) makes 3.11 switch tracing off for the
+        # thread without a word; so does another sys.settrace. Report it and trace again.
+        if sys.gettrace() is not gtrace:
+            hook.lost(
+                "sys.settrace was switched off in thread %d (RecursionError inside the trace "
+                "function, or another tracer); records of that thread until now are missing"
+                % threading.get_native_id()
+            )
+            sys.settrace(gtrace)
+
     hook.stop_tracing = stop
+    hook.check = check
     threading.settrace(gtrace)
     sys.settrace(gtrace)

@@ -96,6 +96,8 @@ def start(hook):
             states[id(f)] = FrameState(code)
             if want_c or (gen_only and code.co_flags & GENMASK):
                 emit_c(info, f, code.co_firstlineno)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_START")
 
@@ -124,12 +126,16 @@ def start(hook):
     def on_resume(code, off):
         try:
             return _resume(code, 2, True)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_RESUME")
 
     def on_throw(code, off, exc):
         try:
             _resume(code, 2, False)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_THROW")
 
@@ -190,17 +196,25 @@ def start(hook):
                     flush()
                 return None
             return _end(code, rv, "return", 2, True)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_RETURN")
 
     def on_yield(code, off, rv):
         try:
             return _end(code, rv, "yield", 2, True)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_YIELD")
 
     def on_unwind(code, off, exc):
         try:
+            if isinstance(exc, RecursionError):
+                # At the recursion limit the hook's own callback frames may not fit: a callback
+                # that could not start leaves no record. Reported by check() (no calls here).
+                hook.recursion_hit = True
             info = codes.get(id(code)) or register(code)
             k = info[1]
             if k == TARGET:
@@ -213,6 +227,8 @@ def start(hook):
                 _end(code, exc, "unwind", 2, False)
             elif k == PLAIN and all_r:
                 _end(code, exc, "unwind", 2, False)
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("PY_UNWIND")
 
@@ -249,6 +265,8 @@ def start(hook):
             f = getframe(1)
             fs = _state(code, f)
             _x(info, f, fs, exc, hook.classify_raise(exc, f))
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("RAISE")
 
@@ -264,6 +282,8 @@ def start(hook):
                 return
             # A handled exception raised again (bare `raise` in its handler).
             _x(info, f, fs, exc, "reraise")
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("RERAISE")
 
@@ -304,6 +324,8 @@ def start(hook):
                     % (now(), tidf(), info[0], id(f), line, _dumps(changed))
                 )
             return None
+        except RecursionError:
+            hook.recursion_hit = True
         except Exception:
             internal_error("LINE")
 
@@ -360,5 +382,15 @@ def start(hook):
             reg(tool, ev, None)
         M.free_tool_id(tool)
 
+    def check():
+        if hook.recursion_hit:
+            hook.lost(
+                "RecursionError: events at the recursion limit may be missing (a hook callback "
+                "could not run there)"
+            )
+        if M.get_tool(tool) != "flux-hook" or M.get_events(tool) != glob:
+            hook.lost("sys.monitoring tool %d was taken or its events changed by someone else" % tool)
+
     hook.stop_tracing = stop
+    hook.check = check
     M.set_events(tool, glob)

@@ -24,6 +24,7 @@ def pytest_runtest_logstart(nodeid, location):
     if h is None:
         return
     _outcomes[nodeid] = "passed"
+    h.check_tracing()
     h.emit('["ts",%d,%d,%s]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid))))
 
 
@@ -53,4 +54,5 @@ def pytest_runtest_logfinish(nodeid, location):
     if h is None:
         return
     outcome = _outcomes.pop(nodeid, "passed")
+    h.check_tracing()
     h.emit('["te",%d,%d,%s,"%s"]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid)), outcome))

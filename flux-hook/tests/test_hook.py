@@ -458,6 +458,25 @@ EXPECTED_MIX = [
 ]
 
 
+class TestLosses(HookTestCase):
+    def test_recursion_limit_is_reported_as_a_loss(self):
+        src = """\
+        def rec(n):
+            return rec(n + 1)
+
+        try:
+            rec(0)
+        except RecursionError:
+            print("caught")
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["rec"]})
+        self.assertEqual(r.proc.stdout, "caught\n")
+        self.assertIn("flux-hook: records lost:", r.proc.stderr)
+        lost = [x for x in r.records() if x[0] == "lost"]
+        self.assertTrue(lost)
+        self.assertIn("RecursionError", lost[0][3])
+
+
 class TestLocals(HookTestCase):
     def test_changed_locals_limits_and_failed_repr(self):
         src = """\
