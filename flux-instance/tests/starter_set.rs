@@ -1,0 +1,48 @@
+//! The starter set under `instances/`: every instance directory loads and validates, and every
+//! question kind has at least two instances.
+use flux_extract::QuestionKind;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+fn instances_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .join("instances")
+}
+
+#[test]
+fn every_instance_loads_and_each_kind_has_two() {
+    let root = instances_root();
+    let dirs = flux_instance::discover(&[&root]).expect("discover instances");
+    let mut errors = Vec::new();
+    let mut per_kind: BTreeMap<QuestionKind, Vec<String>> = BTreeMap::new();
+    let mut per_repo: BTreeMap<String, usize> = BTreeMap::new();
+    for dir in &dirs {
+        match flux_instance::load_instance(dir) {
+            Ok(inst) => {
+                per_kind
+                    .entry(inst.kind())
+                    .or_default()
+                    .push(inst.id().to_string());
+                *per_repo.entry(inst.spec.repository.clone()).or_default() += 1;
+                assert!(
+                    !inst.spec.tracing.files.is_empty(),
+                    "{}: [tracing] files must target the code under test",
+                    inst.id()
+                );
+                for f in inst.test_files() {
+                    assert!(f.is_file(), "{}: missing test file {}", inst.id(), f.display());
+                }
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    assert!(errors.is_empty(), "instances that do not load:\n{}", errors.join("\n"));
+    assert!(dirs.len() >= 30, "expected at least 30 instances, found {}", dirs.len());
+    for k in QuestionKind::ALL {
+        let n = per_kind.get(&k).map_or(0, Vec::len);
+        assert!(n >= 2, "kind {k} has {n} instance(s), expected at least 2: {per_kind:?}");
+    }
+    assert!(per_repo.len() >= 3, "expected at least 3 repositories: {per_repo:?}");
+}
