@@ -7,11 +7,13 @@
 //! namespace, start draining, attach, release the program, wait, drain to the end, read the
 //! kernel's counters. [`usdt_trace`] turns a capture into trace events with an honest
 //! completeness verdict.
+use crate::hook::{HookCollector, HookServer};
 use crate::interp::Interpreter;
+use crate::merge::{merge, plan, CallsMode, Plan};
 use crate::spawn::{spawn_gated, Gated};
 use crate::tracer::{drain, Counters, Drained, ProbeSet, Tracer, TracerOptions};
 use anyhow::{bail, Context, Result};
-use flux_trace::{Meta, Trace};
+use flux_trace::{Meta, Trace, TracingConfig};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -220,4 +222,92 @@ pub async fn trace_command(opts: RunOptions) -> Result<RunResult> {
         sites: cap.sites,
         interp,
     })
+}
+
+/// A traced run: the merged trace and what produced it.
+pub struct Traced {
+    pub trace: Trace,
+    pub exit_code: i32,
+    pub counters: Counters,
+    pub sites: usize,
+}
+
+/// Trace a launched program with both witnesses as `plan` says, and merge them. The hook's
+/// server must already be listening (its socket is in the program's environment).
+pub async fn trace_launched<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    plan: &Plan,
+    hook: HookCollector,
+    topts: &TracerOptions,
+) -> Result<Traced> {
+    let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
+    let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
+    let usdt = (cap.sites > 0).then(|| usdt_trace(&cap, interp));
+    let trace = merge(usdt, &hook, interp, plan);
+    Ok(Traced {
+        trace,
+        exit_code,
+        counters: cap.counters,
+        sites: cap.sites,
+    })
+}
+
+/// `flux trace` with the hook, on the host.
+#[derive(Clone, Debug)]
+pub struct HostTrace {
+    pub cmd: Vec<String>,
+    pub python: Option<PathBuf>,
+    pub calls: CallsMode,
+    pub config: TracingConfig,
+    pub tracer: TracerOptions,
+    /// The filesystem root the command sees (a chroot), `/` normally: the hook's files and
+    /// socket are put where the command can reach them.
+    pub root: PathBuf,
+}
+
+pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
+    let python = resolve_python(&RunOptions {
+        cmd: req.cmd.clone(),
+        python: req.python.clone(),
+        probes: None,
+        tracer: req.tracer.clone(),
+        env: Vec::new(),
+    })?;
+    let interp = Interpreter::inspect(&python, &req.root)
+        .with_context(|| format!("inspecting {}", python.display()))?;
+    let plan = plan(&interp, req.calls)?;
+    let tmp = req.root.join("tmp");
+    let run_dir = tmp.join(format!(
+        "flux-run-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    let result = async {
+        let hook_dir = run_dir.join("hook");
+        crate::hook::install(&hook_dir).context("installing the hook")?;
+        let sock = run_dir.join("hook.sock");
+        let server = HookServer::bind(&sock)?;
+        let seen = |p: &Path| -> String {
+            let rel = p.strip_prefix(&req.root).unwrap_or(p);
+            Path::new("/").join(rel).display().to_string()
+        };
+        let env = crate::hook::hook_env(
+            plan.hook_calls,
+            &req.config,
+            &seen(&sock),
+            &seen(&hook_dir),
+            std::env::var("PYTHONPATH").ok().as_deref(),
+        );
+        let mut launched = launch_host(&req.cmd, &env)?;
+        let collector = server.spawn();
+        trace_launched(&mut launched, &interp, &plan, collector, &req.tracer).await
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&run_dir);
+    Ok((result?, interp, plan))
 }

@@ -1,5 +1,7 @@
 use anyhow::{Context, Result};
-use flux_agent::run::{trace_command, RunOptions};
+use flux_agent::merge::CallsMode;
+use flux_agent::run::{trace_command, trace_host, HostTrace, RunOptions};
+use flux_trace::TracingConfig;
 use flux_agent::tracer::TracerOptions;
 use std::io::BufWriter;
 use std::path::PathBuf;
@@ -11,8 +13,32 @@ pub enum Format {
     Perfetto,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum Calls {
+    /// USDT where the interpreter reports returns, else the hook.
+    Auto,
+    /// Calls and returns from USDT; the hook adds what the interpreter lacks.
+    Usdt,
+    /// Everything from the in-process hook (the reference witness).
+    Hook,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
+    /// Where calls and returns come from.
+    #[arg(long, value_enum, default_value = "auto")]
+    calls: Calls,
+    /// Tracing config (TOML or JSON): targeted files and functions, events, value limits.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// USDT alone, without the in-process hook (no values, no test boundaries; on 3.11 no
+    /// entries).
+    #[arg(long, conflicts_with_all = ["calls", "config"])]
+    no_hook: bool,
+    /// The root directory the command sees (it runs in a chroot there): the hook's files and
+    /// socket are placed under it, and the interpreter's libraries are looked up in it.
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
     /// Where to write the trace (default: stdout).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -46,18 +72,40 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let opts = RunOptions {
-        cmd: a.cmd.clone(),
-        python: a.python.clone(),
-        probes: None,
-        tracer: TracerOptions {
-            ring_bytes: a.ring_mib.max(1) << 20,
-            empty_program: a.empty_program,
-            ..TracerOptions::default()
-        },
-        env: Vec::new(),
+    let tracer = TracerOptions {
+        ring_bytes: a.ring_mib.max(1) << 20,
+        empty_program: a.empty_program,
+        ..TracerOptions::default()
     };
-    let res = rt.block_on(trace_command(opts))?;
+    let res = if a.no_hook || a.empty_program {
+        let r = rt.block_on(trace_command(RunOptions {
+            cmd: a.cmd.clone(),
+            python: a.python.clone(),
+            probes: None,
+            tracer,
+            env: Vec::new(),
+        }))?;
+        Res { trace: r.trace, exit_code: r.exit_code, counters: r.counters, sites: r.sites }
+    } else {
+        let config = match &a.config {
+            Some(p) => load_config(p)?,
+            None => TracingConfig::default(),
+        };
+        let calls = match a.calls {
+            Calls::Auto => CallsMode::Auto,
+            Calls::Usdt => CallsMode::Usdt,
+            Calls::Hook => CallsMode::Hook,
+        };
+        let (t, _, _) = rt.block_on(trace_host(HostTrace {
+            cmd: a.cmd.clone(),
+            python: a.python.clone(),
+            calls,
+            config,
+            tracer,
+            root: a.root.clone(),
+        }))?;
+        Res { trace: t.trace, exit_code: t.exit_code, counters: t.counters, sites: t.sites }
+    };
     let write = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
         match a.format {
             Format::Jsonl => res.trace.write_jsonl(w),
@@ -108,4 +156,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::from(3));
     }
     Ok(ExitCode::from(res.exit_code.clamp(0, 255) as u8))
+}
+
+struct Res {
+    trace: flux_trace::Trace,
+    exit_code: i32,
+    counters: flux_agent::tracer::Counters,
+    sites: usize,
+}
+
+/// A tracing config from a `.toml` or `.json` file.
+pub fn load_config(p: &std::path::Path) -> Result<TracingConfig> {
+    let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+    let is_json = p.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+    if is_json {
+        serde_json::from_str(&text).with_context(|| format!("{}: invalid tracing config", p.display()))
+    } else {
+        toml::from_str(&text).with_context(|| format!("{}: invalid tracing config", p.display()))
+    }
 }

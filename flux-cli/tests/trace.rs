@@ -95,7 +95,7 @@ fn trace311(program: &str, args: &[&str]) -> Traced {
     let p = programs().join(program);
     let mut cmd = vec![PY311, p.to_str().unwrap()];
     cmd.extend_from_slice(args);
-    trace_with(&[], &cmd)
+    trace_with(&["--no-hook"], &cmd)
 }
 
 /// Run a program with sid's python3.15 by chroot-ing into the rootfs.
@@ -105,7 +105,7 @@ fn trace315(program: &str) -> (Traced, String) {
     std::fs::copy(programs().join(program), root.join(inside.trim_start_matches('/'))).unwrap();
     let py = root.join("usr/bin/python3.15");
     let t = trace_with(
-        &["--python", py.to_str().unwrap()],
+        &["--no-hook", "--python", py.to_str().unwrap()],
         &["chroot", root.to_str().unwrap(), "/usr/bin/python3.15", &inside],
     );
     let _ = std::fs::remove_file(root.join(inside.trim_start_matches('/')));
@@ -355,7 +355,7 @@ fn perfetto_output_is_trace_event_json() {
     let dir = tempdir();
     let out = dir.join("t.json");
     let p = programs().join("classes.py");
-    let o = run_flux(&["trace", "--format", "perfetto", "--out", out.to_str().unwrap(), "--", PY311, p.to_str().unwrap()]);
+    let o = run_flux(&["trace", "--no-hook", "--format", "perfetto", "--out", out.to_str().unwrap(), "--", PY311, p.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let evs = doc["traceEvents"].as_array().unwrap();
@@ -369,7 +369,7 @@ fn exit_status_is_the_commands() {
     if skip311("exit_status") {
         return;
     }
-    let t = trace_with(&[], &[PY311, "-c", "import sys; sys.exit(7)"]);
+    let t = trace_with(&["--no-hook"], &[PY311, "-c", "import sys; sys.exit(7)"]);
     assert_eq!(t.out.status.code(), Some(7), "{}", stderr(&t));
     let t = trace_with(&[], &["/definitely/not/here"]);
     assert_eq!(t.out.status.code(), Some(2));
@@ -395,4 +395,101 @@ fn probes_reports_what_each_interpreter_can_do() {
         assert!(text.contains("calls (entries): usdt"), "{text}");
         assert!(text.contains("lines:           hook (no probe)"), "{text}");
     }
+}
+
+/// The comparable content of a merged trace, for the events of one file: what both witnesses
+/// must agree on (sources and ids differ by design).
+fn witness_view(events: &[Value], file: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["file"] == file)
+        .map(|e| {
+            format!(
+                "{} {} {} d{} v={} u={} x={} l={}",
+                e["ev"].as_str().unwrap(),
+                e["qualname"].as_str().unwrap_or(e["func"].as_str().unwrap()),
+                e["line"],
+                e["depth"],
+                e["value"]["repr"],
+                e["unwind"],
+                e["exc"]["type"],
+                e["locals"]
+            )
+        })
+        .collect()
+}
+
+fn config_for(dir: &Path, target: &str) -> PathBuf {
+    let p = dir.join("cfg.json");
+    std::fs::write(&p, format!(r#"{{"files": ["{target}"]}}"#)).unwrap();
+    p
+}
+
+#[test]
+fn python311_merged_trace_has_an_entry_for_every_frame_and_matches_the_hook_witness() {
+    if skip311("python311_merged") {
+        return;
+    }
+    let dir = tempdir();
+    let prog = programs().join("basics.py");
+    let cfg = config_for(&dir, "basics.py");
+    let (p, c) = (prog.to_str().unwrap(), cfg.to_str().unwrap());
+    let merged = trace_with(&["--calls", "usdt", "--config", c], &[PY311, p]);
+    assert!(merged.out.status.success(), "{}", stderr(&merged));
+    let hook = trace_with(&["--calls", "hook", "--config", c], &[PY311, p]);
+    assert!(hook.out.status.success(), "{}", stderr(&hook));
+    let file = p;
+    let calls: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == file && e["ev"] == "call").collect();
+    let rets: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == file && e["ev"] == "return").collect();
+    // 13 activations: module, fact x5, gen x4 (first run + 3 resumptions), catcher, boom.
+    assert_eq!(calls.len(), 12 + 1 - 1 + 1, "{calls:?}");
+    assert_eq!(rets.len(), calls.len());
+    for r in &rets {
+        assert!(calls.iter().any(|c| c["activation"] == r["activation"]), "return without entry: {r}");
+        assert_eq!(r["src"], "usdt", "3.11 returns come from USDT");
+    }
+    assert!(calls.iter().all(|c| c["src"] == "hook"), "3.11 entries come from the hook");
+    // fact(5) returns 120 at its outermost activation: the value comes from the hook.
+    assert!(rets.iter().any(|r| r["func"] == "fact" && r["value"]["repr"] == "120"));
+    assert_eq!(witness_view(&merged.events, file), witness_view(&hook.events, file));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn python315_merged_trace_takes_calls_from_usdt_and_lines_from_the_hook() {
+    if skip315("python315_merged") {
+        return;
+    }
+    let root = sid_root();
+    let dir = tempdir();
+    let inside = format!("/tmp/flux-test-{}-merged.py", std::process::id());
+    let host_copy = root.join(inside.trim_start_matches('/'));
+    std::fs::copy(programs().join("basics.py"), &host_copy).unwrap();
+    let cfg = config_for(&dir, "merged.py");
+    let py = root.join("usr/bin/python3.15");
+    let run = |calls: &str| {
+        trace_with(
+            &["--calls", calls, "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap(), "--python", py.to_str().unwrap()],
+            &["chroot", root.to_str().unwrap(), "/usr/bin/python3.15", &inside],
+        )
+    };
+    let merged = run("usdt");
+    let hook = run("hook");
+    let _ = std::fs::remove_file(&host_copy);
+    assert!(merged.out.status.success(), "{}", stderr(&merged));
+    assert!(hook.out.status.success(), "{}", stderr(&hook));
+    let mine: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == inside.as_str()).collect();
+    for e in &mine {
+        match e["ev"].as_str().unwrap() {
+            "call" if e["func"] == "gen" => assert_eq!(e["src"], "hook", "generator starts come from the hook"),
+            "call" | "return" => assert_eq!(e["src"], "usdt", "{e}"),
+            "line" => assert_eq!(e["src"], "hook", "{e}"),
+            _ => {}
+        }
+    }
+    assert!(mine.iter().any(|e| e["ev"] == "line" && e["locals"].is_array()));
+    let ts: Vec<u64> = merged.events.iter().map(|e| e["ts"].as_u64().unwrap()).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "merged in time order");
+    assert_eq!(witness_view(&merged.events, &inside), witness_view(&hook.events, &inside));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,0 +1,650 @@
+//! Merge the two witnesses into one oracle trace.
+//!
+//! USDT gives calls and returns where the interpreter has the probes (and lines on 3.11); the
+//! hook gives what it cannot: lines, values and exceptions in targeted code, test boundaries,
+//! 3.11's missing entries, 3.15's generator starts (its entry probe also fires when a generator
+//! object is created, indistinguishably from the first resumption), and on 3.12–3.14 everything.
+//!
+//! Both sources stamp CLOCK_MONOTONIC nanoseconds on the thread that did the work, so one
+//! thread's records from both, ordered by time, are in program order. Per thread a stack of open
+//! activations gives every event its activation, frame, parent and depth:
+//! - a call opens an activation; a generator resumption (hook `c` whose `frame_key` belongs to a
+//!   suspended frame) keeps the frame id of that frame;
+//! - a return closes the top activation when it is the same code; when USDT reports the return
+//!   of a frame lower in the stack, the frames above it were left by an exception without a
+//!   return probe (3.15) and are closed as `unwind`, counted as `reconciled.unwind`;
+//! - in `usdt` mode the hook's return in targeted code carries the value or exception and is
+//!   joined to USDT's return of the same activation; if USDT never reports it, the hook's return
+//!   closes the activation (`src = hook`);
+//! - lines in frames the hook traces come from the hook (they carry values); USDT's lines of the
+//!   same code are dropped.
+//! Anything that cannot be placed (a return with no open activation, a line outside any) is a
+//! problem: the trace is marked incomplete with the reason.
+use crate::hook::{ExcKind, HookCalls, HookCapture, How, Rec, Stream};
+use crate::interp::Interpreter;
+use crate::tracer::ProbeSet;
+use anyhow::{bail, Result};
+use flux_trace::{Event, ExcInfo, Kind, Meta, Source, Trace, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Where calls come from (`flux trace --calls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallsMode {
+    /// USDT where the interpreter can supply returns, else the hook.
+    Auto,
+    /// Calls/returns from USDT; the hook adds only what the interpreter lacks.
+    Usdt,
+    /// Everything from the hook: the in-process reference witness.
+    Hook,
+}
+
+/// What to attach and what to ask of the hook for one interpreter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// `Usdt` or `Hook` (never `Auto`).
+    pub mode: CallsMode,
+    pub probes: ProbeSet,
+    pub hook_calls: HookCalls,
+}
+
+pub fn plan(interp: &Interpreter, mode: CallsMode) -> Result<Plan> {
+    let usdt_ok = interp.ret.usable();
+    let mode = match mode {
+        CallsMode::Auto if usdt_ok => CallsMode::Usdt,
+        CallsMode::Auto => CallsMode::Hook,
+        CallsMode::Usdt if !usdt_ok => bail!(
+            "{} (CPython {}) has no usable USDT return probe: use --calls hook (or auto)",
+            interp.exe.display(),
+            interp.version_string()
+        ),
+        m => m,
+    };
+    Ok(match mode {
+        CallsMode::Hook => Plan {
+            mode,
+            probes: ProbeSet::default(),
+            hook_calls: HookCalls::All,
+        },
+        _ => Plan {
+            mode,
+            probes: crate::run::default_probes(interp),
+            hook_calls: if interp.entry.usable() {
+                HookCalls::Generators
+            } else {
+                HookCalls::Entries
+            },
+        },
+    })
+}
+
+/// One record from either source, placed in a thread's timeline.
+enum Item<'a> {
+    Usdt(&'a Event),
+    Hook(&'a Stream, &'a Rec),
+}
+
+impl Item<'_> {
+    fn ts(&self) -> u64 {
+        match self {
+            Item::Usdt(e) => e.ts,
+            Item::Hook(_, r) => r.ts(),
+        }
+    }
+    /// At equal timestamps the hook's record comes first: its callbacks run before the probe
+    /// of the same instruction (e.g. PY_RETURN before function__return).
+    fn order(&self) -> u8 {
+        match self {
+            Item::Hook(..) => 0,
+            Item::Usdt(_) => 1,
+        }
+    }
+}
+
+struct Open {
+    act: u64,
+    frame: u64,
+    file: String,
+    func: String,
+    qualname: String,
+    depth: u32,
+    parent: u64,
+    frame_key: Option<u64>,
+    /// The hook already reported this activation's end; USDT's return is expected next.
+    hook_end: Option<Event>,
+}
+
+#[derive(Default)]
+struct Counters {
+    hook_internal_dropped: u64,
+    pre_hook_returns: u64,
+    reconciled_unwind: u64,
+    usdt_lines_dropped: u64,
+    usdt_creation_entries_dropped: u64,
+    joined_returns: u64,
+    problems: Vec<String>,
+}
+
+fn value(p: &(String, String)) -> Value {
+    Value {
+        repr: scrub_addresses(&p.0),
+        ty: p.1.clone(),
+    }
+}
+
+/// Reprs like `<function f at 0x7f3a…>` carry a memory address that changes from run to run;
+/// a gold answer must not. The address is replaced by `0x?`.
+pub fn scrub_addresses(repr: &str) -> String {
+    if !repr.contains(" at 0x") {
+        return repr.to_string();
+    }
+    let mut out = String::with_capacity(repr.len());
+    let mut rest = repr;
+    while let Some(i) = rest.find(" at 0x") {
+        out.push_str(&rest[..i + 6]);
+        rest = &rest[i + 6..];
+        let n = rest.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
+        out.push_str(if n > 0 { "?" } else { "" });
+        rest = &rest[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn locals(l: &[(String, (String, String))]) -> Vec<(String, Value)> {
+    l.iter().map(|(k, v)| (k.clone(), value(v))).collect()
+}
+
+/// Merge a USDT capture (already turned into events) and the hook's streams.
+pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan: &Plan) -> Trace {
+    let mut meta = match &usdt {
+        Some(t) => t.meta.clone(),
+        None => Meta {
+            complete: true,
+            interpreter: format!("{} ({})", interp.exe.display(), interp.version_string()),
+            ..Meta::default()
+        },
+    };
+    meta.calls = match plan.mode {
+        CallsMode::Hook => "hook".into(),
+        _ => format!("usdt+hook({})", plan.hook_calls.as_str()),
+    };
+    for p in &hook.problems {
+        meta.problems.push(p.clone());
+    }
+    for s in &hook.streams {
+        meta.problems.extend(s.problems());
+    }
+    let usdt_events: Vec<Event> = usdt.map(|t| t.events).unwrap_or_default();
+
+    // Per pid: the code identities the hook traces lines for, and generator codes (3.15).
+    let mut hook_line_codes: HashSet<(u32, String, String)> = HashSet::new();
+    let mut gen_codes: HashSet<(u32, String, String)> = HashSet::new();
+    let mut qualnames: HashMap<(u32, String, String, u32), String> = HashMap::new();
+    for s in &hook.streams {
+        for r in &s.records {
+            if let Rec::Line { code, .. } = r {
+                if let Some(c) = s.codes.get(code) {
+                    hook_line_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+                }
+            }
+            if let (Rec::Call { code, .. }, "generators") = (r, s.calls.as_str()) {
+                if let Some(c) = s.codes.get(code) {
+                    gen_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+                }
+            }
+        }
+        for c in s.codes.values() {
+            qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
+        }
+    }
+
+    // When the hook supplies the entries (3.11), USDT events of a process before its hook was
+    // installed (interpreter start-up, before `sitecustomize`) cannot be placed: their entries
+    // were never seen by anyone. They are left out, and counted; a Python process with no hook
+    // stream at all cannot be placed either, which is a problem.
+    let mut hook_start: HashMap<u32, u64> = HashMap::new();
+    for s in &hook.streams {
+        if let Some(t) = s.records.iter().map(|r| r.ts()).min() {
+            let e = hook_start.entry(s.pid).or_insert(t);
+            *e = (*e).min(t);
+        }
+    }
+    let needs_hook_entries = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Entries;
+    let merged = plan.mode != CallsMode::Hook;
+    let mut pre_hook = 0u64;
+    let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
+    // Timelines per (pid, tid).
+    let mut threads: BTreeMap<(u32, u32), Vec<Item>> = BTreeMap::new();
+    for e in &usdt_events {
+        if merged {
+            match hook_start.get(&e.pid) {
+                Some(t) if e.ts < *t => {
+                    pre_hook += 1;
+                    continue;
+                }
+                None => {
+                    *unhooked.entry(e.pid).or_insert(0) += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        threads.entry((e.pid, e.tid)).or_default().push(Item::Usdt(e));
+    }
+    for (pid, n) in &unhooked {
+        meta.problems.push(format!(
+            "process {pid} produced {n} USDT events but no hook stream (started with -S/-I, or the hook failed): its calls cannot be placed"
+        ));
+    }
+    for s in &hook.streams {
+        for r in &s.records {
+            threads.entry((s.pid, r.tid())).or_default().push(Item::Hook(s, r));
+        }
+    }
+
+    let mut c = Counters::default();
+    let mut out: Vec<Event> = Vec::with_capacity(usdt_events.len());
+    let mut next_act = 1u64;
+    for ((pid, tid), mut items) in threads {
+        items.sort_by_key(|i| (i.ts(), i.order()));
+        let mut stack: Vec<Open> = Vec::new();
+        // frame_key -> frame id of a suspended generator/coroutine frame.
+        let mut suspended: HashMap<u64, (u64, String, String)> = HashMap::new();
+        // USDT sees the hook's own frames (and what they call); the hook never reports them.
+        // With USDT entries (3.15) they are bracketed: everything from a call into the hook's
+        // files to its return is dropped. Without (3.11), a return that is not the top
+        // activation's is such a frame's (3.11 fires a return for every frame exit, exception
+        // exits included, so nothing else can produce one).
+        // (file, func, nesting) of the outermost hook frame USDT is inside; counting only that
+        // code's own calls and returns (a generator created in there fires an entry and no
+        // return, so a plain depth count would never come back to zero).
+        let mut hook_frame: Option<(String, String, u32)> = None;
+        for item in &items {
+            // A pending hook end not followed by USDT's return of that activation: the probe
+            // did not fire (3.15 exception exits); the hook's record closes it. USDT records of
+            // the hook's own work in between do not count.
+            if let Some(top) = stack.last() {
+                if top.hook_end.is_some() {
+                    let keep_waiting = match item {
+                        Item::Usdt(e) => {
+                            hook_frame.is_some()
+                                || is_hook_file(&e.file)
+                                || (e.file == top.file && e.func == top.func && e.ev == Kind::Return)
+                                || (e.ev != Kind::Call && (e.file != top.file || e.func != top.func))
+                        }
+                        Item::Hook(..) => false,
+                    };
+                    if !keep_waiting {
+                        let top = stack.pop().expect("non-empty");
+                        out.push(top.hook_end.expect("checked"));
+                    }
+                }
+            }
+            match item {
+                Item::Usdt(e) => {
+                    let e: &Event = e;
+                    if hook_frame.is_some() || is_hook_file(&e.file) {
+                        let same = |h: &(String, String, u32)| h.0 == e.file && h.1 == e.func;
+                        match (&mut hook_frame, e.ev) {
+                            (None, Kind::Call) => hook_frame = Some((e.file.clone(), e.func.clone(), 1)),
+                            (Some(h), Kind::Call) if same(h) => h.2 += 1,
+                            (Some(h), Kind::Return) if same(h) => {
+                                h.2 -= 1;
+                                if h.2 == 0 {
+                                    hook_frame = None;
+                                }
+                            }
+                            _ => {}
+                        }
+                        c.hook_internal_dropped += 1;
+                        continue;
+                    }
+                    match e.ev {
+                    Kind::Call => {
+                        if gen_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
+                            c.usdt_creation_entries_dropped += 1;
+                            continue;
+                        }
+                        let q = qualnames
+                            .get(&(pid, e.file.clone(), e.func.clone(), e.line))
+                            .cloned()
+                            .unwrap_or_default();
+                        let mut e = e.clone();
+                        // 3.15 reports line 0 for a module's entry; its code starts at line 1.
+                        if e.line == 0 && e.func == "<module>" {
+                            e.line = 1;
+                        }
+                        let ev = open(&mut stack, &mut next_act, e, q, None, None);
+                        out.push(ev);
+                    }
+                    Kind::Return => {
+                        let found = if needs_hook_entries {
+                            stack
+                                .last()
+                                .filter(|o| o.file == e.file && o.func == e.func)
+                                .map(|_| stack.len() - 1)
+                        } else {
+                            stack.iter().rposition(|o| o.file == e.file && o.func == e.func)
+                        };
+                        let Some(pos) = found else {
+                            if needs_hook_entries {
+                                c.hook_internal_dropped += 1;
+                                continue;
+                            }
+                            // With USDT entries: a frame that started before the hook was
+                            // installed (its entry was left out above), or an interpreter shim
+                            // frame that fires no entry (3.13+'s `__init__` cleanup frame).
+                            if merged {
+                                c.pre_hook_returns += 1;
+                                continue;
+                            }
+                            c.problems.push(format!(
+                                "return of {} ({}:{}) with no open activation in thread {pid}/{tid}",
+                                e.func, e.file, e.line
+                            ));
+                            continue;
+                        };
+                        while stack.len() > pos + 1 {
+                            let o = stack.pop().expect("len > pos+1");
+                            c.reconciled_unwind += 1;
+                            out.push(close_inferred(&o, e.ts, pid, tid));
+                        }
+                        let o = stack.pop().expect("pos exists");
+                        let mut ev = e.clone();
+                        decorate(&mut ev, &o);
+                        if let Some(h) = o.hook_end {
+                            c.joined_returns += 1;
+                            ev.value = h.value;
+                            ev.unwind = h.unwind;
+                            ev.suspended = h.suspended;
+                            ev.exc = h.exc;
+                            ev.locals = h.locals;
+                        }
+                        if ev.suspended {
+                            if let Some(k) = o.frame_key {
+                                suspended.insert(k, (o.frame, o.file.clone(), o.func.clone()));
+                            }
+                        }
+                        out.push(ev);
+                    }
+                    Kind::Line => {
+                        if hook_line_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
+                            c.usdt_lines_dropped += 1;
+                            continue;
+                        }
+                        let mut ev = e.clone();
+                        match stack.last() {
+                            Some(o) if o.file == e.file && o.func == e.func => decorate(&mut ev, o),
+                            // Not the running activation's: a line of code the hook ran.
+                            _ => {
+                                c.hook_internal_dropped += 1;
+                                continue;
+                            }
+                        }
+                        out.push(ev);
+                    }
+                    _ => out.push(e.clone()),
+                    }
+                }
+                Item::Hook(s, r) => {
+                    let code = |id: &u32| s.codes.get(id);
+                    match r {
+                        Rec::Call { ts, code: cid, frame, line, .. } => {
+                            let Some(cd) = code(cid) else {
+                                c.problems.push(format!("hook call of undefined code {cid}"));
+                                continue;
+                            };
+                            let mut ev = Event::new(*ts, pid, tid, Kind::Call, Source::Hook);
+                            ev.file = cd.file.clone();
+                            ev.func = cd.name.clone();
+                            ev.line = *line;
+                            let reuse = suspended
+                                .remove(frame)
+                                .filter(|(_, f, n)| *f == cd.file && *n == cd.name)
+                                .map(|(id, _, _)| id);
+                            let ev = open(&mut stack, &mut next_act, ev, cd.qualname.clone(), Some(*frame), reuse);
+                            out.push(ev);
+                        }
+                        Rec::Ret { ts, code: cid, frame, line, how, payload, locals: l, .. } => {
+                            let Some(cd) = code(cid) else {
+                                c.problems.push(format!("hook return of undefined code {cid}"));
+                                continue;
+                            };
+                            let mut ev = Event::new(*ts, pid, tid, Kind::Return, Source::Hook);
+                            ev.file = cd.file.clone();
+                            ev.func = cd.name.clone();
+                            ev.line = *line;
+                            ev.locals = locals(l);
+                            ev.suspended = *how == How::Yield;
+                            ev.unwind = *how == How::Unwind;
+                            match (how, payload) {
+                                (How::Unwind, Some(p)) => {
+                                    ev.exc = Some(ExcInfo { ty: p.0.clone(), msg: p.1.clone() })
+                                }
+                                (_, Some(p)) => ev.value = Some(value(p)),
+                                _ => {}
+                            }
+                            let Some(pos) = stack.iter().rposition(|o| o.file == cd.file && o.func == cd.name) else {
+                                c.problems.push(format!(
+                                    "hook return of {} ({}:{}) with no open activation in thread {pid}/{tid}",
+                                    cd.qualname, cd.file, line
+                                ));
+                                continue;
+                            };
+                            while stack.len() > pos + 1 {
+                                let o = stack.pop().expect("len > pos+1");
+                                c.reconciled_unwind += 1;
+                                out.push(close_inferred(&o, *ts, pid, tid));
+                            }
+                            let usdt_returns = plan.mode != CallsMode::Hook;
+                            let top = stack.last_mut().expect("pos exists");
+                            decorate(&mut ev, top);
+                            if usdt_returns {
+                                // Wait for USDT's return of this activation to carry the data.
+                                top.hook_end = Some(ev);
+                            } else {
+                                let o = stack.pop().expect("pos exists");
+                                if ev.suspended {
+                                    suspended.insert(*frame, (o.frame, o.file.clone(), o.func.clone()));
+                                }
+                                out.push(ev);
+                            }
+                        }
+                        Rec::Line { ts, code: cid, line, locals: l, .. } => {
+                            let Some(cd) = code(cid) else { continue };
+                            let mut ev = Event::new(*ts, pid, tid, Kind::Line, Source::Hook);
+                            ev.file = cd.file.clone();
+                            ev.func = cd.name.clone();
+                            ev.line = *line;
+                            ev.locals = locals(l);
+                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            out.push(ev);
+                        }
+                        Rec::Exc { ts, code: cid, line, ty, msg, kind, .. } => {
+                            let Some(cd) = code(cid) else { continue };
+                            let mut ev = Event::new(*ts, pid, tid, Kind::Exception, Source::Hook);
+                            ev.file = cd.file.clone();
+                            ev.func = cd.name.clone();
+                            ev.line = *line;
+                            ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
+                            ev.outcome = match kind {
+                                ExcKind::Raise => "raise",
+                                ExcKind::Reraise => "reraise",
+                                ExcKind::Propagate => "propagate",
+                            }
+                            .into();
+                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            out.push(ev);
+                        }
+                        Rec::Handled { ts, code: cid, line, ty, msg, .. } => {
+                            let Some(cd) = code(cid) else { continue };
+                            let mut ev = Event::new(*ts, pid, tid, Kind::Handled, Source::Hook);
+                            ev.file = cd.file.clone();
+                            ev.func = cd.name.clone();
+                            ev.line = *line;
+                            ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
+                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            out.push(ev);
+                        }
+                        Rec::TestStart { ts, nodeid, .. } => {
+                            let mut ev = Event::new(*ts, pid, tid, Kind::TestStart, Source::Hook);
+                            ev.test = nodeid.clone();
+                            out.push(ev);
+                        }
+                        Rec::TestEnd { ts, nodeid, outcome, .. } => {
+                            let mut ev = Event::new(*ts, pid, tid, Kind::TestEnd, Source::Hook);
+                            ev.test = nodeid.clone();
+                            ev.outcome = outcome.clone();
+                            out.push(ev);
+                        }
+                    }
+                }
+            }
+        }
+        // The thread ended: an end the hook reported and USDT never did closes its activation.
+        while let Some(top) = stack.pop() {
+            match top.hook_end {
+                Some(ev) => out.push(ev),
+                None => {
+                    // Frames still open at exit (the interpreter's own bottom frames when the
+                    // process ended in os._exit, or a thread killed at exit).
+                    c.problems.push(format!(
+                        "activation of {} ({}) never returned in thread {pid}/{tid}",
+                        top.func, top.file
+                    ));
+                }
+            }
+        }
+    }
+    out.sort_by_key(|e| e.ts);
+    assign_tests(&mut out);
+
+    let mut trace = Trace { meta, events: out };
+    for p in c.problems.iter().take(20) {
+        trace.meta.problems.push(p.clone());
+    }
+    if c.problems.len() > 20 {
+        trace.meta.problems.push(format!("… and {} more placement problems", c.problems.len() - 20));
+    }
+    trace.meta.complete = trace.meta.problems.is_empty();
+    trace.meta.counts = trace.count_by_kind();
+    for (k, v) in [
+        ("merge.reconciled_unwind", c.reconciled_unwind),
+        ("merge.usdt_lines_dropped_for_hook_lines", c.usdt_lines_dropped),
+        ("merge.usdt_generator_entries_dropped", c.usdt_creation_entries_dropped),
+        ("merge.returns_joined", c.joined_returns),
+        ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),
+        ("merge.usdt_events_of_hook_internals_dropped", c.hook_internal_dropped),
+        ("merge.usdt_events_before_hook_install", pre_hook),
+    ] {
+        if v > 0 {
+            trace.meta.counts.insert(k.into(), v);
+        }
+    }
+    trace
+}
+
+fn open(
+    stack: &mut Vec<Open>,
+    next_act: &mut u64,
+    mut ev: Event,
+    qualname: String,
+    frame_key: Option<u64>,
+    frame: Option<u64>,
+) -> Event {
+    let act = *next_act;
+    *next_act += 1;
+    let parent = stack.last().map_or(0, |o| o.act);
+    let o = Open {
+        act,
+        frame: frame.unwrap_or(act),
+        file: ev.file.clone(),
+        func: ev.func.clone(),
+        qualname,
+        depth: stack.len() as u32,
+        parent,
+        frame_key,
+        hook_end: None,
+    };
+    decorate(&mut ev, &o);
+    stack.push(o);
+    ev
+}
+
+fn decorate(ev: &mut Event, o: &Open) {
+    ev.activation = o.act;
+    ev.frame = o.frame;
+    ev.parent = o.parent;
+    ev.depth = o.depth;
+    if ev.qualname.is_empty() {
+        ev.qualname = o.qualname.clone();
+    }
+}
+
+fn attach(ev: &mut Event, stack: &[Open], c: &mut Counters, pid: u32, tid: u32) {
+    match stack.last() {
+        Some(o) if o.file == ev.file && o.func == ev.func => decorate(ev, o),
+        _ => c.problems.push(format!(
+            "{} event of {} ({}:{}) outside its activation in thread {pid}/{tid}",
+            ev.ev.as_str(),
+            ev.func,
+            ev.file,
+            ev.line
+        )),
+    }
+}
+
+/// The return of an activation left by an exception that fired no return probe, placed just
+/// before the return that revealed it.
+fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
+    if let Some(h) = &o.hook_end {
+        return h.clone();
+    }
+    let mut ev = Event::new(ts.saturating_sub(1), pid, tid, Kind::Return, Source::Usdt);
+    ev.file = o.file.clone();
+    ev.func = o.func.clone();
+    ev.unwind = true;
+    decorate(&mut ev, o);
+    ev
+}
+
+/// Every event inside a test's window gets the test's id (tests run one at a time per process).
+fn assign_tests(events: &mut [Event]) {
+    let mut current: HashMap<u32, String> = HashMap::new();
+    for e in events.iter_mut() {
+        match e.ev {
+            Kind::TestStart => {
+                current.insert(e.pid, e.test.clone());
+            }
+            Kind::TestEnd => {
+                current.remove(&e.pid);
+            }
+            _ => {
+                if let Some(t) = current.get(&e.pid) {
+                    e.test = t.clone();
+                }
+            }
+        }
+    }
+}
+
+/// The hook's own files (the `flux_hook` package and its `sitecustomize`).
+fn is_hook_file(file: &str) -> bool {
+    file.contains("/flux_hook/") || file.ends_with("/hook/sitecustomize.py")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_scrubbed_from_reprs() {
+        assert_eq!(scrub_addresses("<function f at 0x7f3a12bc>"), "<function f at 0x?>");
+        assert_eq!(
+            scrub_addresses("[<A at 0xdead>, <B at 0xbeef>]"),
+            "[<A at 0x?>, <B at 0x?>]"
+        );
+        assert_eq!(scrub_addresses("'at 0x'"), "'at 0x'");
+        assert_eq!(scrub_addresses("plain"), "plain");
+    }
+}
