@@ -22,6 +22,24 @@ PLAIN = 1  # untargeted: calls only (depending on FLUX_HOOK_CALLS)
 TARGET = 2  # targeted: lines, locals, values, exceptions
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circular=False).encode
+# The C string encoder of json: no Python frames (none to trace), much faster than _dumps.
+from json.encoder import encode_basestring_ascii as jstr  # noqa: E402
+
+
+def jval(x):
+    """JSON of the hook's payload shapes: None, str, [str, str], {str: [str, str]}."""
+    if x is None:
+        return "null"
+    t = type(x)
+    if t is list:
+        return "[%s,%s]" % (jstr(x[0]), jstr(x[1]))
+    if t is dict:
+        return "{%s}" % ",".join(
+            ["%s:[%s,%s]" % (jstr(k), jstr(v[0]), jstr(v[1])) for k, v in x.items()]
+        )
+    if t is str:
+        return jstr(x)
+    return _dumps(x)
 
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.dirname(PKG_DIR)
@@ -282,7 +300,7 @@ class Hook:
             sys.stderr.write("flux-hook: records lost: %s\n" % reason)
         except Exception:
             pass
-        self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), _dumps(reason)))
+        self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), jstr(clean(reason))))
 
     def check_tracing(self):
         """Called at test boundaries and at exit: report (and repair) a tracer that was
@@ -351,7 +369,8 @@ class Hook:
             return t
 
     def register(self, code):
-        """Return the info list for a code object: [code_id, kind, code, co_code, defined]."""
+        """The info list of a code object: [code_id, kind, code, back-end slot, C record sent,
+        (except-body first lines, except lines) of its file or None]."""
         key = id(code)
         info = self.codes.get(key)
         if info is not None:
@@ -365,7 +384,7 @@ class Hook:
             kind = PLAIN
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
-        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False])
+        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None])
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
@@ -387,14 +406,26 @@ class Hook:
             info[4] = True
 
     def vrepr(self, v):
-        try:
-            s = self.reprer.repr(v)
-        except Exception:
-            s = "<repr failed: %s>" % type(v).__name__
+        t = type(v)
         lim = self.cfg.repr_limit
+        if t is int or t is float or t is bool or v is None:
+            try:
+                s = repr(v)
+            except Exception:  # an int too long to print
+                s = "<repr failed: %s>" % t.__name__
+            if len(s) > lim:
+                s = s[: max(lim - 3, 0)] + "..."
+            return [s, t.__name__]
+        if t is str:
+            s = repr(v[: lim + 1])
+        else:
+            try:
+                s = self.reprer.repr(v)
+            except Exception:
+                s = "<repr failed: %s>" % t.__name__
         if len(s) > lim:
             s = s[: max(lim - 3, 0)] + "..."
-        return [clean(s), clean(type(v).__name__)]
+        return [clean(s), clean(t.__name__)]
 
     def exc_message(self, e):
         try:

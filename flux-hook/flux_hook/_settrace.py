@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 
-from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, _dumps
+from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, jval
 
 RETURN_VALUE = dis.opmap["RETURN_VALUE"]
 YIELD_VALUE = dis.opmap["YIELD_VALUE"]
@@ -117,8 +117,8 @@ def start(hook):
                 info[0],
                 id(frame),
                 frame.f_lineno if line is None else line,
-                _dumps(exc_typename(exc)),
-                _dumps(exc_message(exc)),
+                jval(exc_typename(exc)),
+                jval(exc_message(exc)),
                 kind,
             )
         )
@@ -137,7 +137,10 @@ def start(hook):
             if event == "line":
                 line = frame.f_lineno
                 if want_exc:
-                    firsts, headers = hook.handler_info(code.co_filename)
+                    hi = info[5]
+                    if hi is None:
+                        hi = info[5] = hook.handler_info(code.co_filename)
+                    firsts, headers = hi
                     hline = None
                     if line in headers or line in firsts:
                         if fs.pending is None and fs.handled is not None:
@@ -161,8 +164,8 @@ def start(hook):
                                 info[0],
                                 id(frame),
                                 hline,
-                                _dumps(exc_typename(exc)),
-                                _dumps(exc_message(exc)),
+                                jval(exc_typename(exc)),
+                                jval(exc_message(exc)),
                             )
                         )
                         fs.handled = exc
@@ -173,7 +176,7 @@ def start(hook):
                         define(info)
                     emit(
                         '["l",%d,%d,%d,%d,%d,%s]'
-                        % (now(), tidf(), info[0], id(frame), line, _dumps(changed))
+                        % (now(), tidf(), info[0], id(frame), line, jval(changed))
                     )
             elif event == "exception":
                 exc = arg[1]
@@ -238,8 +241,8 @@ def start(hook):
                         id(frame),
                         frame.f_lineno,
                         how,
-                        _dumps(payload),
-                        _dumps(changed),
+                        jval(payload),
+                        jval(changed),
                     )
                 )
                 if how == "yield":

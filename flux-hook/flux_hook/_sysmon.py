@@ -8,7 +8,7 @@ Local events on targeted code objects only: LINE, PY_RETURN, PY_YIELD, PY_RESUME
 import sys
 import time
 
-from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, _dumps
+from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, jval
 
 
 def _pick_tool(M):
@@ -172,7 +172,7 @@ def start(hook):
             define(info)
         emit(
             '["r",%d,%d,%d,%d,%d,"%s",%s,%s]'
-            % (now(), tidf(), info[0], id(f), f.f_lineno, how, _dumps(payload), _dumps(changed))
+            % (now(), tidf(), info[0], id(f), f.f_lineno, how, jval(payload), jval(changed))
         )
         if how == "yield":
             fs.active = False
@@ -243,8 +243,8 @@ def start(hook):
                 info[0],
                 id(f),
                 f.f_lineno,
-                _dumps(exc_typename(exc)),
-                _dumps(exc_message(exc)),
+                jval(exc_typename(exc)),
+                jval(exc_message(exc)),
                 kind,
             )
         )
@@ -296,8 +296,10 @@ def start(hook):
             fs = _state(code, f)
             exc = fs.pending
             if exc is not None and want_exc:
-                hl = hook.handler_first_lines(code.co_filename)
-                hline = hl.get(line)
+                hi = info[5]
+                if hi is None:
+                    hi = info[5] = hook.handler_info(code.co_filename)
+                hline = hi[0].get(line)
                 if hline is not None:
                     if not info[4]:
                         define(info)
@@ -309,8 +311,8 @@ def start(hook):
                             info[0],
                             id(f),
                             hline,
-                            _dumps(exc_typename(exc)),
-                            _dumps(exc_message(exc)),
+                            jval(exc_typename(exc)),
+                            jval(exc_message(exc)),
                         )
                     )
                     fs.handled = exc
@@ -321,7 +323,7 @@ def start(hook):
                     define(info)
                 emit(
                     '["l",%d,%d,%d,%d,%d,%s]'
-                    % (now(), tidf(), info[0], id(f), line, _dumps(changed))
+                    % (now(), tidf(), info[0], id(f), line, jval(changed))
                 )
             return None
         except RecursionError:
