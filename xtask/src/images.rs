@@ -58,3 +58,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
+
+/// Build what the tests and the harvest use: the default bases and every repository image,
+/// then the hook-only bases (3.13, 3.14) the witness tests run on.
+pub fn build_default() -> anyhow::Result<()> {
+    for names in [vec![], vec!["py3.13-trixie".to_string(), "py3.14-sid".to_string()]] {
+        let code = run(Args { rebuild: false, definitions: None, names })?;
+        if code != ExitCode::SUCCESS {
+            anyhow::bail!("building images failed (see above)");
+        }
+    }
+    Ok(())
+}

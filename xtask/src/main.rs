@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod images;
+mod setup;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "flux project tasks")]
@@ -22,6 +23,11 @@ struct Cli {
 enum Command {
     /// Build the flux container images (bases, then repository layers) from images/images.toml.
     Images(images::Args),
+    /// Install what flux needs on a fresh Debian machine (apt packages, rust-src, bpf-linker,
+    /// dockerd) and build the images.
+    Setup,
+    /// `setup`, then run every test (`cargo test`).
+    Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
 }
@@ -37,6 +43,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Images(args) => images::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Setup => setup::setup(),
+        Command::Test(args) => setup::test(args),
     };
     match result {
         Ok(code) => code,

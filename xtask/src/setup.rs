@@ -1,0 +1,134 @@
+//! `cargo xtask setup` and `cargo xtask test`: bring a fresh Debian machine to where flux builds,
+//! traces and runs its tests, then (for `test`) run them.
+//!
+//! Idempotent: every step checks first and does nothing when its piece is there. Root is needed
+//! for apt, dockerd and BPF; without root the steps that need it are reported and skipped (the
+//! tests that need them then skip loudly).
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+/// Debian packages flux needs: llvm-22-dev (bpf-linker links nightly rustc's LLVM), docker.io and
+/// debootstrap (images without a registry), python3.11 (Debian's, with USDT probes),
+/// python3-pytest (the hook's pytest-plugin tests on 3.11).
+const APT: &[&str] = &["llvm-22-dev", "docker.io", "debootstrap", "python3.11", "python3-pytest"];
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let st = cmd.status().with_context(|| format!("running {cmd:?}"))?;
+    if !st.success() {
+        bail!("{cmd:?} failed ({st})");
+    }
+    Ok(())
+}
+
+fn ok(cmd: &mut Command) -> bool {
+    cmd.output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+fn step(name: &str) {
+    eprintln!("xtask setup: {name}");
+}
+
+pub fn ensure() -> Result<()> {
+    let root = is_root();
+    let missing: Vec<&str> = APT
+        .iter()
+        .copied()
+        .filter(|p| !ok(Command::new("dpkg").args(["-s", p])))
+        .collect();
+    if !missing.is_empty() {
+        if !root {
+            bail!("missing Debian packages {missing:?}: run as root, or `apt-get install -y {}`", missing.join(" "));
+        }
+        step(&format!("apt-get install {}", missing.join(" ")));
+        run(Command::new("apt-get").arg("update").arg("-qq"))?;
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-qq"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    let has_src = Command::new("rustup")
+        .args(["component", "list", "--toolchain", "nightly", "--installed"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("rust-src"))
+        .unwrap_or(false);
+    if !has_src {
+        step("rustup component add rust-src --toolchain nightly");
+        run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+    }
+    let linker_ok = Command::new("bpf-linker")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).contains("0.13"))
+        .unwrap_or(false);
+    if !linker_ok {
+        step("cargo install bpf-linker 0.13 (LLVM 22)");
+        run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["install", "bpf-linker@0.13.0", "--locked", "--no-default-features", "--features", "llvm-22"])
+            .env("LLVM_PREFIX", "/usr/lib/llvm-22"))?;
+    }
+    if !ok(Command::new("docker").arg("info")) {
+        if !root {
+            eprintln!("xtask setup: no Docker daemon answers and not root: container tests will skip");
+            return Ok(());
+        }
+        step("starting dockerd");
+        let log = std::fs::File::create("/tmp/flux-dockerd.log")?;
+        Command::new("dockerd")
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting dockerd")?;
+        for _ in 0..60 {
+            if ok(Command::new("docker").arg("info")) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        if !ok(Command::new("docker").arg("info")) {
+            bail!("dockerd did not come up (see /tmp/flux-dockerd.log)");
+        }
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct TestArgs {
+    /// Extra arguments for `cargo test`.
+    #[arg(last = true)]
+    cargo_args: Vec<String>,
+}
+
+/// Set up, build the images the tests use, then run every test: `cargo test` (which includes
+/// the hook's own Python suite through a Rust wrapper test).
+pub fn test(a: TestArgs) -> Result<ExitCode> {
+    ensure()?;
+    let root = crate::workspace_root();
+    if ok(Command::new("docker").arg("info")) {
+        step("images");
+        crate::images::build_default()?;
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(cargo)
+        .current_dir(&root)
+        .arg("test")
+        .args(&a.cargo_args)
+        .status()?;
+    Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+pub fn setup() -> Result<ExitCode> {
+    ensure()?;
+    if Path::new("/var/run/docker.sock").exists() {
+        crate::images::build_default()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
