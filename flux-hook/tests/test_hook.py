@@ -477,6 +477,26 @@ class TestLosses(HookTestCase):
         self.assertIn("RecursionError", lost[0][3])
 
 
+class TestExit(HookTestCase):
+    def test_sys_exit_unwinds_and_says_bye(self):
+        src = """\
+        import sys
+
+        def leave():
+            sys.exit(3)
+
+        leave()
+        """
+        r = harness.run(self, src, config={"files": ["prog.py"]})
+        self.assertEqual(r.proc.returncode, 3, r.proc.stderr)
+        self.assertEqual(r.main[-1], ["bye", len(r.main) - 2])
+        self.assertEqual(seq(r, kinds="xr", names={"leave", "<module>"}), [
+            ("x", "leave", 4, "SystemExit", "raise"), ("r", "leave", 4, "unwind"),
+            ("x", "<module>", 6, "SystemExit", "propagate"), ("r", "<module>", 6, "unwind"),
+        ])
+        check_balanced(self, r)
+
+
 class TestLocals(HookTestCase):
     def test_changed_locals_limits_and_failed_repr(self):
         src = """\
