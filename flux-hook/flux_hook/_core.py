@@ -41,6 +41,7 @@ def jval(x):
         return jstr(x)
     return _dumps(x)
 
+
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.dirname(PKG_DIR)
 
@@ -462,10 +463,6 @@ class Hook:
                     out = {}
                 out[name] = rv
         return out
-
-    def handler_first_lines(self, filename):
-        """Map: first line of an except-clause body -> the except line, for a source file."""
-        return self.handler_info(filename)[0]
 
     def handler_info(self, filename):
         """(first line of an except-clause body -> except line, set of except lines)."""
