@@ -1,12 +1,12 @@
 from cfnlint.decode import decode_str
 
-# A tab before the first key: YAML refuses it, so cfn-lint retries the text as JSON,
-# where the duplicate key "A" is reported.
-TEXT = '{\n\t"Resources": {"A": {"Type": "AWS::SNS::Topic"}, "A": {"Type": "AWS::SQS::Queue"}}\n}'
+# `\q` is not a valid escape in YAML nor in JSON: PyYAML's scanner rejects it, cfn-lint
+# retries the text as JSON, and the JSON error is reported.
+TEXT = '{"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {"TopicName": "a\\qb"}}}}'
 
 
-def test_duplicate_key_found_by_json_fallback():
+def test_bad_escape_reported_by_json_fallback():
     template, matches = decode_str(TEXT)
     assert template is None
-    assert len(matches) == 2
-    assert all('Duplicate found' in m.message for m in matches)
+    assert len(matches) == 1
+    assert matches[0].message.startswith('Invalid \\escape')

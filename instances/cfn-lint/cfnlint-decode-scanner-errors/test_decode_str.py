@@ -31,3 +31,13 @@ def test_duplicate_yaml_keys():
 def test_tab_indented_yaml():
     template, matches = decode_str('Resources:\n\tA: 1\n')
     assert template is None and len(matches) == 1
+
+
+def test_bad_escape_in_json():
+    template, matches = decode_str('{"Resources": {"A": {"Type": "a\\qb"}}}')
+    assert template is None and matches[0].message.startswith('Invalid')
+
+
+def test_bad_escape_in_yaml():
+    template, matches = decode_str('Resources:\n  A:\n    Type: "a\\qb"\n')
+    assert template is None and matches[0].message == 'found unknown escape character'
