@@ -41,3 +41,13 @@ def test_bad_escape_in_json():
 def test_bad_escape_in_yaml():
     template, matches = decode_str('Resources:\n  A:\n    Type: "a\\qb"\n')
     assert template is None and matches[0].message == 'found unknown escape character'
+
+
+def test_null_key():
+    template, matches = decode_str('Resources:\n  ~: 1\n')
+    assert template is None and matches[0].message.startswith('Null key')
+
+
+def test_sequence_as_key():
+    template, matches = decode_str('Resources:\n  ? [a, b]\n  : 1\n')
+    assert template is None and matches[0].message.startswith('Unhashable type')
