@@ -1,7 +1,8 @@
-//! The starter set under `instances/`: every instance directory loads and validates, and every
-//! question kind has at least two instances.
+//! The starter set under `instances/`: every instance directory loads and validates, every
+//! question kind has at least two instances from at least two repositories, and enough of them
+//! run on python3.15 that both tracing paths feed gold answers.
 use flux_extract::QuestionKind;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn instances_root() -> PathBuf {
@@ -17,6 +18,8 @@ fn every_instance_loads_and_each_kind_has_two() {
     let dirs = flux_instance::discover(&[&root]).expect("discover instances");
     let mut errors = Vec::new();
     let mut per_kind: BTreeMap<QuestionKind, Vec<String>> = BTreeMap::new();
+    let mut kind_repos: BTreeMap<QuestionKind, BTreeSet<String>> = BTreeMap::new();
+    let mut py315 = 0;
     let mut per_repo: BTreeMap<String, usize> = BTreeMap::new();
     for dir in &dirs {
         match flux_instance::load_instance(dir) {
@@ -26,23 +29,58 @@ fn every_instance_loads_and_each_kind_has_two() {
                     .or_default()
                     .push(inst.id().to_string());
                 *per_repo.entry(inst.spec.repository.clone()).or_default() += 1;
+                kind_repos
+                    .entry(inst.kind())
+                    .or_default()
+                    .insert(inst.spec.repository.clone());
+                if inst.spec.interpreter.ends_with("python3.15") {
+                    py315 += 1;
+                }
                 assert!(
                     !inst.spec.tracing.files.is_empty(),
                     "{}: [tracing] files must target the code under test",
                     inst.id()
                 );
                 for f in inst.test_files() {
-                    assert!(f.is_file(), "{}: missing test file {}", inst.id(), f.display());
+                    assert!(
+                        f.is_file(),
+                        "{}: missing test file {}",
+                        inst.id(),
+                        f.display()
+                    );
                 }
             }
             Err(e) => errors.push(e.to_string()),
         }
     }
-    assert!(errors.is_empty(), "instances that do not load:\n{}", errors.join("\n"));
-    assert!(dirs.len() >= 30, "expected at least 30 instances, found {}", dirs.len());
+    assert!(
+        errors.is_empty(),
+        "instances that do not load:\n{}",
+        errors.join("\n")
+    );
+    assert!(
+        dirs.len() >= 30,
+        "expected at least 30 instances, found {}",
+        dirs.len()
+    );
     for k in QuestionKind::ALL {
         let n = per_kind.get(&k).map_or(0, Vec::len);
-        assert!(n >= 2, "kind {k} has {n} instance(s), expected at least 2: {per_kind:?}");
+        assert!(
+            n >= 2,
+            "kind {k} has {n} instance(s), expected at least 2: {per_kind:?}"
+        );
+        let repos = kind_repos.get(&k).map_or(0, BTreeSet::len);
+        assert!(
+            repos >= 2,
+            "kind {k} is covered by {repos} repository(ies), expected 2: {kind_repos:?}"
+        );
     }
-    assert!(per_repo.len() >= 3, "expected at least 3 repositories: {per_repo:?}");
+    assert!(
+        py315 >= 6,
+        "expected at least 6 instances on python3.15, found {py315}"
+    );
+    assert!(
+        per_repo.len() >= 3,
+        "expected at least 3 repositories: {per_repo:?}"
+    );
 }
