@@ -25,6 +25,10 @@ def test_throw_inside_loop():
     assert JSInterpreter(LOOP).call_function('f', [1, -2, 3]) == -96
 
 
+def test_loop_without_negatives():
+    assert JSInterpreter(LOOP).call_function('f', [1, 2, 3]) == 6
+
+
 def test_try_finally_without_catch():
     with pytest.raises(JS_Throw):
         JSInterpreter(FINALLY).call_function('f', 7)
