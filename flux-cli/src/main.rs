@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod eval;
 mod export;
+mod harvest;
 mod images;
 mod probes;
 mod score;
@@ -33,6 +34,8 @@ enum Cmd {
     Images(images::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
+    /// Run instances' tests traced in their pinned images and write their gold oracle.json.
+    Harvest(harvest::Args),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Harvest(a) => harvest::run(a),
     };
     match result {
         Ok(code) => code,

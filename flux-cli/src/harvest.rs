@@ -1,0 +1,121 @@
+//! `flux harvest [--check] [--replace] [--runtime docker|host] [PATH…]`: glue over
+//! `flux_harvest::harvest`. One line per instance on stderr as it finishes (and, with `--json`,
+//! one JSON object per instance on stdout), a summary at the end. Exit status: 0 when every
+//! instance was harvested (or reproduced), 1 when any failed, 2 when nothing could run.
+use anyhow::Result;
+use flux_harvest::{HarvestOptions, InstanceReport, Runtime, Status};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RuntimeArg {
+    /// Docker when the daemon answers, else the host.
+    Auto,
+    Docker,
+    /// On the host, in a venv of the instance's interpreter; outputs labelled "not reproducible".
+    Host,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Harvest again from a clean run and compare with the stored oracle.json (nothing is
+    /// written to the instance); any difference fails with a diff.
+    #[arg(long, conflicts_with = "replace")]
+    check: bool,
+    /// Replace a stored oracle.json / callgraph.json that holds a different answer.
+    #[arg(long)]
+    replace: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    runtime: RuntimeArg,
+    /// The cache directory (image manifests, wheelhouse, runs); default: $FLUX_CACHE, else the
+    /// nearest `.flux-cache` above the current directory, else `./.flux-cache`.
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Also print one JSON object per instance on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Instance directories, or directories to search for them (default: `instances`).
+    paths: Vec<PathBuf>,
+}
+
+fn default_cache() -> PathBuf {
+    if let Some(c) = std::env::var_os("FLUX_CACHE") {
+        return PathBuf::from(c);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    cwd.ancestors()
+        .map(|d| d.join(".flux-cache"))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| cwd.join(".flux-cache"))
+}
+
+fn line(r: &InstanceReport) -> String {
+    let kind = r.kind.map(|k| k.as_str()).unwrap_or("-");
+    let labels = if r.labels.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", r.labels.join(", "))
+    };
+    match (&r.status, &r.error) {
+        (Status::Failed, Some(e)) => format!("FAILED     {}: {e}", r.name),
+        (s, _) => format!(
+            "{:<10} {} ({kind}, {}, {} events, {:.1}s){labels}",
+            s.as_str(),
+            r.name,
+            r.runtime,
+            r.events.unwrap_or(0),
+            r.seconds
+        ),
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let mut opts = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
+    opts.check = a.check;
+    opts.replace = a.replace;
+    opts.runtime = match a.runtime {
+        RuntimeArg::Auto => Runtime::Auto,
+        RuntimeArg::Docker => Runtime::Docker,
+        RuntimeArg::Host => Runtime::Host,
+    };
+    let paths = if a.paths.is_empty() {
+        vec![Path::new("instances").to_path_buf()]
+    } else {
+        a.paths.clone()
+    };
+    let json = a.json;
+    let mut progress = |r: &InstanceReport| {
+        eprintln!("flux: {}", line(r));
+        if json {
+            if let Ok(s) = serde_json::to_string(r) {
+                println!("{s}");
+            }
+        }
+    };
+    let report = match flux_harvest::harvest_blocking(&paths, &opts, &mut progress) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flux: error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if let Some(note) = &report.note {
+        eprintln!("flux: note: {note}");
+    }
+    let count = |s: Status| report.instances.iter().filter(|r| r.status == s).count();
+    eprintln!(
+        "flux: {} instance(s) on {}: {} created, {} unchanged, {} replaced, {} reproduced, {} failed",
+        report.instances.len(),
+        report.runtime,
+        count(Status::Created),
+        count(Status::Unchanged),
+        count(Status::Replaced),
+        count(Status::Reproduced),
+        count(Status::Failed),
+    );
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,208 @@
+//! Run an instance's test in a container of its image, traced from the host.
+//!
+//! Order: the interpreter is looked up in the image's layers and inspected first (the plan —
+//! which probes, what the hook must add — decides the container's environment, fixed at
+//! create); then create → start (the command waits on its gate) → the hook's acceptor starts →
+//! `trace_launched` loads the BPF side filtered on the container's PID namespace, attaches,
+//! releases the gate, waits (the instance's timeout; the container is killed when it expires)
+//! and drains → the container is removed, whatever happened.
+use crate::{RunOutput, HarvestOptions};
+use anyhow::{anyhow, Context, Result};
+use flux_agent::interp::Interpreter;
+use flux_agent::run::Launched;
+use flux_container::runtime::GATE_NAME;
+use flux_container::{Container, ContainerSpec, Mount, Outcome};
+use flux_instance::Instance;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where the instance (a copy of it) is mounted, read-only; the test's working directory.
+pub const INSTANCE_IN_CONTAINER: &str = "/flux/instance";
+
+/// A started container blocked on its gate, as the tracer sees it.
+struct ContainerRun<'a> {
+    container: &'a mut Container,
+    pidns: (u64, u64),
+    init_pid: u32,
+    gate: PathBuf,
+    timeout: Duration,
+    outcome: Option<Outcome>,
+}
+
+impl Launched for ContainerRun<'_> {
+    fn pidns(&self) -> (u64, u64) {
+        self.pidns
+    }
+
+    /// Open the gate FIFO and write a line; the shell `exec`s the test command. (The same as
+    /// `Container::release`, without await: the shell may not have opened the FIFO yet, ENXIO.)
+    fn release(&mut self) -> Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let opened = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&self.gate);
+            match opened {
+                Ok(mut f) => {
+                    f.write_all(b"go\n")
+                        .with_context(|| format!("writing the gate {}", self.gate.display()))?;
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => {
+                    return Err(anyhow!(e).context(format!(
+                        "opening the gate {} of container {}",
+                        self.gate.display(),
+                        self.container.name()
+                    )))
+                }
+            }
+        }
+    }
+
+    fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send {
+        async move {
+            if let Some(o) = &self.outcome {
+                return Ok(exit_code(o));
+            }
+            let o = self.container.wait(self.timeout).await?;
+            let code = exit_code(&o);
+            self.outcome = Some(o);
+            Ok(code)
+        }
+    }
+
+    fn kill(&mut self) {
+        // The container's init is the test process (the gate shell `exec`s it); its death ends
+        // the container. We are root on the host, outside the container's namespaces.
+        // SAFETY: plain syscall on a pid we were given by the daemon.
+        unsafe {
+            libc::kill(self.init_pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+}
+
+fn exit_code(o: &Outcome) -> i32 {
+    if o.timed_out {
+        128 + libc::SIGKILL
+    } else {
+        i32::try_from(o.exit_code).unwrap_or(-1)
+    }
+}
+
+/// The layer directory that holds `exe` (host path of `interpreter` in the image's layers):
+/// the root to look for its libpython in before the container exists.
+fn layer_root(exe: &Path, interpreter: &str) -> PathBuf {
+    let rel = interpreter.trim_start_matches('/');
+    let mut root = exe.to_path_buf();
+    for _ in Path::new(rel).components() {
+        root.pop();
+    }
+    root
+}
+
+pub(crate) async fn run(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+    run_dir: &Path,
+    opts: &HarvestOptions,
+) -> Result<RunOutput> {
+    let image = &inst.spec.image;
+    let Some(image_id) = rt.image_id(image).await? else {
+        let build = match flux_container::images::xtask_name_for(image) {
+            Some(n) => format!("cargo xtask images {n}"),
+            None => "cargo xtask images".into(),
+        };
+        anyhow::bail!("image {image} is missing; build it with `{build}`");
+    };
+    let interpreter = &inst.spec.interpreter;
+    let exe = rt.image_file(image, interpreter).await.with_context(|| {
+        format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
+    })?;
+    let interp = Interpreter::inspect(&exe, &layer_root(&exe, interpreter))
+        .with_context(|| format!("inspecting {interpreter} of image {image}"))?;
+    let prepared = crate::tracing::prepare(
+        &interp,
+        &inst.spec.tracing,
+        run_dir,
+        flux_container::runtime::RUN_DIR_IN_CONTAINER,
+    )?;
+    let timeout = Duration::from_secs(inst.spec.test.timeout_s);
+    let mut spec = ContainerSpec::new(image, inst.spec.test.command.clone(), run_dir);
+    spec.mounts
+        .push(Mount::read_only(run_dir.join("instance"), INSTANCE_IN_CONTAINER));
+    spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
+    spec.env = prepared.env.iter().cloned().collect();
+    spec.timeout = timeout;
+    spec.labels.insert(
+        "flux.instance".into(),
+        format!("{}/{}", inst.spec.repository, inst.id()),
+    );
+    let mut container = rt.create(spec).await?;
+    let result = async {
+        let in_container = container.host_path(interpreter).await?;
+        if in_container != exe {
+            anyhow::bail!(
+                "{interpreter} resolves to {} in the container but to {} in image {image}",
+                in_container.display(),
+                exe.display()
+            );
+        }
+        let started = container.start().await?;
+        let (plan, collector) = prepared.listen();
+        let mut launched = ContainerRun {
+            pidns: (started.pidns.dev, started.pidns.ino),
+            init_pid: started.init_pid,
+            gate: run_dir.join(GATE_NAME),
+            timeout,
+            outcome: None,
+            container: &mut container,
+        };
+        let (trace, code) =
+            crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer).await?;
+        let outcome = launched
+            .outcome
+            .take()
+            .context("the container's outcome is unknown")?;
+        Ok((trace, code, outcome))
+    }
+    .await;
+    let removed = container.remove().await;
+    let (trace, exit_code, outcome) = result?;
+    removed.context("removing the container")?;
+    let (timed_out, killed) = match outcome.clone().check(timeout) {
+        Ok(_) => (None, None),
+        Err(flux_container::Error::TimedOut { after, .. }) => (Some(after), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let labels = trace.meta.labels.clone();
+    Ok(RunOutput {
+        trace,
+        exit_code,
+        timed_out,
+        killed,
+        stdout: outcome.stdout,
+        stderr: outcome.stderr,
+        image_id,
+        interpreter_version: interp.version_string(),
+        labels,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn layer_root_strips_the_interpreter_path() {
+        let exe = std::path::Path::new("/var/lib/docker/overlay2/abc/diff/usr/bin/python3.11");
+        assert_eq!(
+            super::layer_root(exe, "/usr/bin/python3.11"),
+            std::path::Path::new("/var/lib/docker/overlay2/abc/diff")
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! The per-run directory `<cache>/runs/<id>-<utc time>/`: what ran, and what came out.
+//!
+//! - `instance/`: a copy of the instance directory without its gold files (the program under
+//!   test never sees `oracle.json`), readable by the container's user; this is what is mounted
+//!   read-only at `/flux/instance` (and the working directory of host runs);
+//! - `hook/`, `hook.sock`: the in-process hook and its socket;
+//! - `trace.jsonl`, `trace-meta.json`, `stdout.txt`, `stderr.txt`, `oracle.json`: kept for
+//!   inspection.
+use crate::RunOutput;
+use anyhow::{Context, Result};
+use flux_instance::Instance;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// Files of an instance directory that are not copied into a run.
+const GOLD_FILES: &[&str] = &[flux_instance::ORACLE_FILE, flux_instance::CALL_GRAPH_FILE];
+
+/// Make a fresh run directory for `inst` and copy the instance into `instance/`.
+pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
+    let runs = std::path::absolute(cache_dir.join("runs"))
+        .with_context(|| format!("{}/runs", cache_dir.display()))?;
+    std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
+    let now = std::time::SystemTime::now();
+    // `2026-11-29T09:00:00Z` → `20261129T090000Z`; no `:` (Docker bind mounts refuse it).
+    let stamp: String = flux_instance::utc_timestamp(now)
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect();
+    let millis = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_millis())
+        .unwrap_or(0);
+    let mut dir = runs.join(format!("{}-{stamp}", inst.id()));
+    let mut n = 0;
+    while dir.exists() {
+        n += 1;
+        dir = runs.join(format!("{}-{stamp}.{millis:03}-{n}", inst.id()));
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    set_mode(&dir, 0o755)?;
+    copy_instance(&inst.dir, &dir.join("instance"))?;
+    Ok(dir)
+}
+
+fn set_mode(p: &Path, mode: u32) -> Result<()> {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("chmod {}", p.display()))
+}
+
+/// Copy `from` into `to` recursively (regular files and directories; symlinks are followed
+/// only when they point to files), readable by everyone, without the gold files at the top.
+fn copy_instance(from: &Path, to: &Path) -> Result<()> {
+    fn copy_dir(from: &Path, to: &Path, top: bool) -> Result<()> {
+        std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+        set_mode(to, 0o755)?;
+        let entries =
+            std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))?;
+        for e in entries {
+            let e = e.with_context(|| format!("reading {}", from.display()))?;
+            let name = e.file_name();
+            let n = name.to_string_lossy();
+            if top && GOLD_FILES.contains(&n.as_ref()) {
+                continue;
+            }
+            if n == "__pycache__" || n == ".pytest_cache" || n.starts_with(".oracle.json.tmp") {
+                continue;
+            }
+            let src = e.path();
+            let dst = to.join(&name);
+            let meta = std::fs::metadata(&src).with_context(|| format!("{}", src.display()))?;
+            if meta.is_dir() {
+                copy_dir(&src, &dst, false)?;
+            } else if meta.is_file() {
+                std::fs::copy(&src, &dst).with_context(|| {
+                    format!("copying {} to {}", src.display(), dst.display())
+                })?;
+                let exec = meta.permissions().mode() & 0o111 != 0;
+                set_mode(&dst, if exec { 0o755 } else { 0o644 })?;
+            }
+        }
+        Ok(())
+    }
+    copy_dir(from, to, true)
+}
+
+/// Keep the trace, its meta, the logs of a run.
+pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<()> {
+    let f = std::fs::File::create(dir.join("trace.jsonl"))?;
+    out.trace.write_jsonl(std::io::BufWriter::new(f))?;
+    let mut meta = serde_json::to_value(&out.trace.meta)?;
+    if let Some(m) = meta.as_object_mut() {
+        m.insert("exit_code".into(), out.exit_code.into());
+        m.insert("image_id".into(), out.image_id.clone().into());
+        m.insert("labels".into(), serde_json::to_value(&out.labels)?);
+        m.insert(
+            "timed_out".into(),
+            out.timed_out.map(|d| d.as_secs()).into(),
+        );
+        m.insert("killed".into(), out.killed.clone().into());
+    }
+    std::fs::write(
+        dir.join("trace-meta.json"),
+        serde_json::to_string_pretty(&meta)? + "\n",
+    )?;
+    std::fs::write(dir.join("stdout.txt"), &out.stdout)?;
+    std::fs::write(dir.join("stderr.txt"), &out.stderr)?;
+    Ok(())
+}

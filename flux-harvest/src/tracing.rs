@@ -1,0 +1,64 @@
+//! The one place the harvest talks to the tracer: plan the two witnesses for an interpreter,
+//! put the hook into the run directory, and trace a launched program with both.
+use anyhow::{Context, Result};
+use flux_agent::hook::{HookCollector, HookServer};
+use flux_agent::interp::Interpreter;
+use flux_agent::merge::{CallsMode, Plan};
+use flux_agent::run::Launched;
+use flux_trace::{Trace, TracingConfig};
+use std::path::Path;
+
+/// The hook installed and listening, and the environment that turns it on.
+pub(crate) struct Prepared {
+    pub plan: Plan,
+    pub env: Vec<(String, String)>,
+    server: HookServer,
+}
+
+/// Plan for `interp`, install the hook in `<run_dir>/hook`, listen on `<run_dir>/hook.sock`.
+/// `run_dir_seen` is where the traced program sees the run directory (`/flux/run` in a
+/// container). Must be called inside a tokio runtime.
+pub(crate) fn prepare(
+    interp: &Interpreter,
+    config: &TracingConfig,
+    run_dir: &Path,
+    run_dir_seen: &str,
+) -> Result<Prepared> {
+    let mut plan = flux_agent::merge::plan(interp, CallsMode::Auto)?;
+    // Lines come from the hook, in targeted code only. CPython 3.11's `line` probe fires for
+    // every line of every frame (pytest, imports, the hook itself): ~16M events for a small
+    // sympy test, i.e. a 3 GB trace, none of which any extractor reads.
+    plan.probes.line = false;
+    flux_agent::hook::install(&run_dir.join("hook"))
+        .with_context(|| format!("installing the hook in {}", run_dir.display()))?;
+    let server = HookServer::bind(&run_dir.join("hook.sock"))?;
+    let mut env = flux_agent::hook::hook_env(
+        plan.hook_calls,
+        config,
+        &format!("{run_dir_seen}/hook.sock"),
+        &format!("{run_dir_seen}/hook"),
+        None,
+    );
+    // The instance is read-only in a container; keep host runs from writing into it too.
+    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    Ok(Prepared { plan, env, server })
+}
+
+impl Prepared {
+    /// Start accepting the hook's connections (after the program exists, before it runs).
+    pub(crate) fn listen(self) -> (Plan, HookCollector) {
+        (self.plan, self.server.spawn())
+    }
+}
+
+/// Trace `launched` with both witnesses and merge them; the exit code of the program.
+pub(crate) async fn trace<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    plan: &Plan,
+    collector: HookCollector,
+    topts: &flux_agent::tracer::TracerOptions,
+) -> Result<(Trace, i32)> {
+    let t = flux_agent::run::trace_launched(launched, interp, plan, collector, topts).await?;
+    Ok((t.trace, t.exit_code))
+}
