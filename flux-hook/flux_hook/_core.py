@@ -42,6 +42,8 @@ def jval(x):
     return _dumps(x)
 
 
+GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.dirname(PKG_DIR)
 
@@ -70,6 +72,8 @@ def internal_error(where):
 
 
 _real_exit = os._exit
+# Python < 3.8 (only reached to say "unsupported") has no native thread ids.
+_native_id = getattr(threading, "get_native_id", threading.get_ident)
 
 
 class Config:
@@ -354,7 +358,7 @@ class Hook:
             pass
         if self.closed:
             return
-        self.tl.tid = threading.get_native_id()
+        self.tl.tid = _native_id()
         # Code definitions must be re-sent on the new connection.
         for info in self.codes.values():
             info[4] = False
@@ -366,7 +370,7 @@ class Hook:
         try:
             return tl.tid
         except AttributeError:
-            t = tl.tid = threading.get_native_id()
+            t = tl.tid = _native_id()
             return t
 
     def register(self, code):
@@ -485,20 +489,25 @@ class Hook:
         self.handler_lines[filename] = m
         return m
 
-    def classify_raise(self, exc, frame):
-        """'raise' when the exception originates in frame, 'reraise' when frame raises an
-        exception it had already seen, 'propagate' when it comes from a callee."""
-        tb = exc.__traceback__
+    def classify_raise(self, exc, frame, tb=None):
+        """'raise' when the exception originates in frame (or a C function it called),
+        'propagate' when it comes from a Python callee, 'reraise' when frame raises an exception
+        object that had been raised before (bare `raise`, `raise e`, a stored exception).
+        tb: the traceback as passed to a 3.11 trace function (exc.__traceback__ is not set yet
+        there); its head is this frame's entry, tb_next where the exception was before."""
+        if tb is None:
+            tb = exc.__traceback__
         if tb is None or tb.tb_next is None:
             return "raise"
-        # tb is the newest entry (this frame); tb_next is where it was before.
         nxt = tb.tb_next.tb_frame
         if nxt is frame:
             return "reraise"
-        if tb.tb_frame is not frame:
-            # Defensive: the head should be this frame.
+        back = nxt.f_back
+        if back is frame:
             return "propagate"
-        if nxt.f_back is frame:
+        if back is None and nxt.f_code.co_flags & GEN_FLAGS:
+            # A generator/coroutine frame that just finished has no f_back on 3.11 and 3.14+
+            # (3.12/3.13 keep it): it was resumed by this frame.
             return "propagate"
         return "reraise"
 
@@ -514,9 +523,6 @@ def install_hook():
     sock_path = os.environ.get("FLUX_HOOK_SOCKET")
     if not sock_path:
         return None
-    if sys.version_info < (3, 11):
-        sys.stderr.write("flux-hook: unsupported Python %d.%d (needs 3.11+)\n" % sys.version_info[:2])
-        _real_exit(96)
     calls = os.environ.get("FLUX_HOOK_CALLS", "all").strip() or "all"
     if calls not in ("all", "entries", "none", "generators"):
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
@@ -530,11 +536,22 @@ def install_hook():
         from . import _sysmon as backend
 
         mode = "monitoring"
-    else:
+    elif sys.version_info >= (3, 11):
         from . import _settrace as backend
 
         mode = "settrace"
+    else:
+        # An older interpreter started by the program (its environment is inherited): it runs
+        # untraced, and its stream says so instead of the program being stopped.
+        backend = None
+        mode = "unsupported"
     hook = Hook(sock_path, calls, cfg, mode)
+    if backend is None:
+        HOOK = hook
+        atexit.register(hook.finish)
+        hook.lost("Python %d.%d is not supported (3.11+): this process is not traced" % sys.version_info[:2])
+        hook.flush()
+        return hook
     HOOK = hook
     atexit.register(hook.finish)
     os.register_at_fork(before=hook.before_fork, after_in_child=hook.after_fork_child)

@@ -190,18 +190,7 @@ def start(hook):
                     if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                         emit_c(info, frame, frame.f_lineno)
                 if want_exc:
-                    tb = arg[2]
-                    if tb is None or tb.tb_next is None:
-                        kind = "raise"
-                    else:
-                        nxt = tb.tb_next.tb_frame
-                        if nxt is frame:
-                            kind = "reraise"
-                        elif nxt.f_back is frame:
-                            kind = "propagate"
-                        else:
-                            kind = "reraise"
-                    x_record(info, frame, exc, kind)
+                    x_record(info, frame, exc, hook.classify_raise(exc, frame, arg[2]))
                 fs.pending = exc
                 fs.handled = None
                 fs.exc_lasti = frame.f_lasti

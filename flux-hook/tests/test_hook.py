@@ -433,7 +433,7 @@ EXPECTED_MIX = [
     ('c', 'gen_raises', 28),
     ('x', 'gen_raises', 29, 'IndexError', 'raise'),
     ('r', 'gen_raises', 29, 'unwind'),
-    ('x', 'consume', 34, 'IndexError', 'reraise'),
+    ('x', 'consume', 34, 'IndexError', 'propagate'),
     ('h', 'consume', 36, 'IndexError'),
     ('r', 'consume', 38, 'return'),
     ('c', 'nested_handlers', 40),
