@@ -274,6 +274,14 @@ class Hook:
             self.flush()
 
     def flush(self):
+        if os.getpid() != self.pid:
+            # Forked without Python's fork hooks (fork() from C): the buffer mixes the parent's
+            # unsent records with the child's. Drop it, reconnect, and say so.
+            self.after_fork_child()
+            self.lost(
+                "process %d was forked from C (no os.fork hooks): its records before this point "
+                "are missing" % self.pid
+            )
         me = threading.get_ident()
         if self.flusher == me:
             # Re-entered from this very flush (a signal handler or finalizer running traced

@@ -622,6 +622,27 @@ class TestThreadsAndProcesses(HookTestCase):
                          ["c", "l", "r"])
         self.assertEqual([e for e in r.events(file_suffix="prog.py") if e[1] == "child_work"], [])
 
+    def test_fork_from_c_is_detected_and_reported(self):
+        src = """\
+        import ctypes, os
+
+        def child_work():
+            return 42
+
+        pid = ctypes.CDLL(None).fork()  # libc fork(): no Python at-fork hooks
+        if pid == 0:
+            child_work()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["child_work"]})
+        self.assertEqual(len(r.conns), 2)
+        child = [c for c in r.conns if c[0]["pid"] != r.main[0]["pid"]][0]
+        self.assertEqual(child[-1], ["bye", len(child) - 2])
+        lost = [x for x in child if isinstance(x, list) and x[0] == "lost"]
+        self.assertEqual(len(lost), 1)
+        self.assertIn("forked from C", lost[0][3])
+
     def test_subprocess_gets_its_own_connection(self):
         src = """\
         import subprocess, sys
