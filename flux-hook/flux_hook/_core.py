@@ -21,6 +21,10 @@ EXCLUDED = 0  # flux_hook's own code: never recorded
 PLAIN = 1  # untargeted: calls only (depending on FLUX_HOOK_CALLS)
 TARGET = 2  # targeted: lines, locals, values, exceptions
 
+# Traits of a code object in its C record.
+CODE_GEN = 1  # generator, coroutine or async generator
+CODE_CELLS = 2  # has cell or free variables (its first instruction has no line: USDT says 0)
+
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circular=False).encode
 # The C string encoder of json: no Python frames (none to trace), much faster than _dumps.
 from json.encoder import encode_basestring_ascii as jstr  # noqa: E402
@@ -402,6 +406,15 @@ class Hook:
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
         code = info[2]
+        # The last line and the traits let the agent tell apart code objects that USDT names
+        # alike ((file, name, line) only): a generator's entries from a same-named function's.
+        last = code.co_firstlineno
+        for _s, _e, ln in code.co_lines():
+            if ln is not None and ln > last:
+                last = ln
+        traits = (CODE_GEN if code.co_flags & GEN_FLAGS else 0) | (
+            CODE_CELLS if code.co_cellvars or code.co_freevars else 0
+        )
         rec = _dumps(
             [
                 "C",
@@ -410,6 +423,8 @@ class Hook:
                 clean(code.co_name),
                 clean(code.co_qualname),
                 code.co_firstlineno,
+                last,
+                traits,
             ]
         )
         with self.define_lock:

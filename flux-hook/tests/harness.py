@@ -6,6 +6,7 @@ program (e.g. a pytest unpacked from wheels) come from $FLUX_TEST_PYTHONPATH.
 import json
 import os
 import shlex
+import shutil
 import socket
 import subprocess
 import sys
@@ -106,11 +107,19 @@ class Run:
         return out
 
 
+def mkdtemp(test=None):
+    """A temporary directory, removed when `test` (a TestCase) finishes."""
+    tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+    if test is not None:
+        test.addCleanup(shutil.rmtree, tmp, True)
+    return tmp
+
+
 def run(test, source, *, calls="all", config=None, files=None, env=None, args=(), extra_files=None, timeout=120):
     """Run `source` (dedented) as prog.py under the hook; returns a Run.
 
     config defaults to targeting prog.py with every event."""
-    tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+    tmp = mkdtemp(test)
     prog = os.path.join(tmp, "prog.py")
     with open(prog, "w") as fh:
         fh.write(textwrap.dedent(source))

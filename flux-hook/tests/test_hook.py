@@ -663,10 +663,9 @@ class TestAgentGone(unittest.TestCase):
 
     def test_agent_closing_mid_run_exits_97(self):
         import socket
-        import tempfile
         import threading
 
-        tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+        tmp = harness.mkdtemp(self)
         path = os.path.join(tmp, "s")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         srv.bind(path)
@@ -689,9 +688,8 @@ class TestAgentGone(unittest.TestCase):
         self.assertIn("flux-hook: agent gone: write failed", p.stderr)
 
     def test_without_socket_nothing_happens_and_sitecustomize_is_chained(self):
-        import tempfile
 
-        other = tempfile.mkdtemp(prefix="flux-hook-test-")
+        other = harness.mkdtemp(self)
         with open(os.path.join(other, "sitecustomize.py"), "w") as fh:
             fh.write("import builtins\nbuiltins.CHAINED = True\n")
         e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR + os.pathsep + other)
@@ -753,9 +751,8 @@ class TestPytest(HookTestCase):
 
 class TestSymbols(unittest.TestCase):
     def test_symbols(self):
-        import tempfile
 
-        tmp = tempfile.mkdtemp(prefix="flux-hook-test-")
+        tmp = harness.mkdtemp(self)
         path = os.path.join(tmp, "m.py")
         with open(path, "w") as fh:
             fh.write("class A:\n    def f(self):\n        return [x for x in ()]\n\ndef g():\n    pass\n")
