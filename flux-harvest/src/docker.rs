@@ -13,7 +13,6 @@ use flux_agent::run::Launched;
 use flux_container::runtime::GATE_NAME;
 use flux_container::{Container, ContainerSpec, Mount, Outcome};
 use flux_instance::Instance;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -66,16 +65,14 @@ impl Launched for ContainerRun<'_> {
         }
     }
 
-    fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send {
-        async move {
-            if let Some(o) = &self.outcome {
-                return Ok(exit_code(o));
-            }
-            let o = self.container.wait(self.timeout).await?;
-            let code = exit_code(&o);
-            self.outcome = Some(o);
-            Ok(code)
+    async fn wait(&mut self) -> Result<i32> {
+        if let Some(o) = &self.outcome {
+            return Ok(exit_code(o));
         }
+        let o = self.container.wait(self.timeout).await?;
+        let code = exit_code(&o);
+        self.outcome = Some(o);
+        Ok(code)
     }
 
     fn kill(&mut self) {

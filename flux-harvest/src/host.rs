@@ -12,7 +12,6 @@ use flux_agent::run::Launched;
 use flux_agent::spawn::Gated;
 use flux_container::Manifest;
 use flux_instance::Instance;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -33,34 +32,32 @@ impl Launched for HostRun {
         self.gated.release().context("releasing the test command")
     }
 
-    fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send {
-        async move {
-            if let Some(code) = self.exit {
-                return Ok(code);
-            }
-            let mut child = self
-                .gated
-                .take_child()
-                .context("the test command was already waited for")?;
-            let group = self.gated.pid();
-            let waiter = tokio::task::spawn_blocking(move || child.wait());
-            tokio::pin!(waiter);
-            let status = tokio::select! {
-                r = &mut waiter => r??,
-                _ = tokio::time::sleep(self.timeout) => {
-                    self.timed_out = true;
-                    // SAFETY: plain syscall; the group is our child's (it called setsid).
-                    unsafe { libc::killpg(group as libc::pid_t, libc::SIGKILL); }
-                    waiter.await??
-                }
-            };
-            use std::os::unix::process::ExitStatusExt;
-            let code = status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-            self.exit = Some(code);
-            Ok(code)
+    async fn wait(&mut self) -> Result<i32> {
+        if let Some(code) = self.exit {
+            return Ok(code);
         }
+        let mut child = self
+            .gated
+            .take_child()
+            .context("the test command was already waited for")?;
+        let group = self.gated.pid();
+        let waiter = tokio::task::spawn_blocking(move || child.wait());
+        tokio::pin!(waiter);
+        let status = tokio::select! {
+            r = &mut waiter => r??,
+            _ = tokio::time::sleep(self.timeout) => {
+                self.timed_out = true;
+                // SAFETY: plain syscall; the group is our child's (it called setsid).
+                unsafe { libc::killpg(group as libc::pid_t, libc::SIGKILL); }
+                waiter.await??
+            }
+        };
+        use std::os::unix::process::ExitStatusExt;
+        let code = status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        self.exit = Some(code);
+        Ok(code)
     }
 
     fn kill(&mut self) {

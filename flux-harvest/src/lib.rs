@@ -381,21 +381,25 @@ async fn harvest_instance(
     report.run_seconds = Some(t_run.elapsed().as_secs_f64());
     report.events = Some(out.trace.events.len());
     report.labels = out.labels.clone();
-    rundir::keep_outputs(&run_dir, &out).context("writing the run's outputs")?;
-    screen_run(inst, &out, &run_dir)?;
-    let mut oracle = inst
-        .build_oracle(&out.trace, &flux_instance::utc_timestamp(std::time::SystemTime::now()))
-        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
-    oracle.provenance.image_id = out.image_id.clone();
-    oracle.provenance.interpreter = out.interpreter_version.clone();
-    for l in &out.labels {
-        if !oracle.provenance.labels.contains(l) {
-            oracle.provenance.labels.push(l.clone());
+    let phase = |what: &str, t: Instant| {
+        if std::env::var_os("FLUX_HARVEST_TIMINGS").is_some() {
+            eprintln!("flux-harvest: {}: {what} {:.2}s", inst.id(), t.elapsed().as_secs_f64());
         }
-    }
+    };
+    phase("run and merge", t_run);
+    let t = Instant::now();
+    let trace_sha256 =
+        rundir::keep_outputs(&run_dir, &out).context("writing the run's outputs")?;
+    phase("trace.jsonl", t);
+    screen_run(inst, &out, &run_dir)?;
+    let t = Instant::now();
+    let oracle = build_oracle(inst, &out, trace_sha256)?;
+    phase("extract", t);
+    let t = Instant::now();
     let graph = inst
         .call_graph(&out.trace)
         .map_err(|e| anyhow::anyhow!("call graph: {}", strip_id(&e.to_string(), inst.id())))?;
+    phase("call graph", t);
     std::fs::write(
         run_dir.join("oracle.json"),
         serde_json::to_string_pretty(&oracle)? + "\n",
@@ -406,8 +410,52 @@ async fn harvest_instance(
             check_against(inst, &stored, &oracle, &graph)?;
             Ok(Status::Reproduced)
         }
-        None => write_outputs(inst, &oracle, &graph, opts.replace),
+        None => write_outputs(inst, &oracle, &graph, opts.replace, &run_dir),
     }
+}
+
+/// The gates after the run: extract, check the answer against the template, screen by size;
+/// then the oracle with its provenance. (What `Instance::build_oracle` does, with the trace's
+/// digest taken while `trace.jsonl` was written instead of serialising the trace once more:
+/// a sympy test's trace holds millions of events.)
+fn build_oracle(inst: &Instance, out: &RunOutput, trace_sha256: String) -> anyhow::Result<Oracle> {
+    let answer = inst
+        .extract(&out.trace)
+        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
+    let size = flux_extract::answer_size(&answer);
+    let min = inst.min_answer_size();
+    if size < min {
+        anyhow::bail!(
+            "screened out: answer size {size} is below the minimum {min} for {}",
+            inst.kind()
+        );
+    }
+    let template_answer: Value = serde_json::from_str(&inst.spec.template)?;
+    let mut labels = out.trace.meta.labels.clone();
+    for l in &out.labels {
+        if !labels.contains(l) {
+            labels.push(l.clone());
+        }
+    }
+    Ok(Oracle {
+        question_kind: inst.kind(),
+        question: inst.spec.question.clone(),
+        template_answer,
+        oracle_answer: answer,
+        provenance: flux_instance::Provenance {
+            image: inst.spec.image.clone(),
+            image_id: out.image_id.clone(),
+            interpreter: out.interpreter_version.clone(),
+            flux_version: env!("CARGO_PKG_VERSION").to_string(),
+            trace_sha256,
+            harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
+            complete: out.trace.meta.complete,
+            labels,
+            extractor: inst.spec.extractor.name.clone(),
+            params: inst.spec.extractor.params.clone(),
+            order_insensitive: inst.spec.order_insensitive.clone(),
+        },
+    })
 }
 
 /// `flux_instance` errors start with the instance id; the report names the instance already.
@@ -515,13 +563,24 @@ fn check_against(
 }
 
 /// Write the oracle and the call graph, checking both for conflicts first so that a refusal
-/// leaves both files as they were.
+/// leaves both files as they were. With `replace`, the files replaced are kept in the run
+/// directory as `replaced-oracle.json` / `replaced-callgraph.json`.
 fn write_outputs(
     inst: &Instance,
     oracle: &Oracle,
     graph: &Value,
     replace: bool,
+    run_dir: &Path,
 ) -> anyhow::Result<Status> {
+    if replace {
+        for name in [flux_instance::ORACLE_FILE, flux_instance::CALL_GRAPH_FILE] {
+            let p = inst.dir.join(name);
+            if p.exists() {
+                std::fs::copy(&p, run_dir.join(format!("replaced-{name}")))
+                    .map_err(|e| anyhow::anyhow!("keeping a copy of {}: {e}", p.display()))?;
+            }
+        }
+    }
     let on_conflict = if replace {
         OnConflict::Replace
     } else {

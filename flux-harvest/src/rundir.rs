@@ -8,6 +8,8 @@
 //!   inspection.
 use crate::RunOutput;
 use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use std::io::Write;
 use flux_instance::Instance;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -83,10 +85,33 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
     copy_dir(from, to, true)
 }
 
-/// Keep the trace, its meta, the logs of a run.
-pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<()> {
+/// Writes to a file and hashes what it wrote.
+struct HashingWriter<W> {
+    inner: W,
+    hash: Sha256,
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Keep the trace, its meta, the logs of a run. Returns the sha256 (hex) of `trace.jsonl`,
+/// which is `flux_instance::trace_digest` of the trace.
+pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
     let f = std::fs::File::create(dir.join("trace.jsonl"))?;
-    out.trace.write_jsonl(std::io::BufWriter::new(f))?;
+    let mut w = HashingWriter {
+        inner: std::io::BufWriter::with_capacity(1 << 20, f),
+        hash: Sha256::new(),
+    };
+    out.trace.write_jsonl(&mut w)?;
+    let digest: String = w.hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
     let mut meta = serde_json::to_value(&out.trace.meta)?;
     if let Some(m) = meta.as_object_mut() {
         m.insert("exit_code".into(), out.exit_code.into());
@@ -104,5 +129,41 @@ pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<()> {
     )?;
     std::fs::write(dir.join("stdout.txt"), &out.stdout)?;
     std::fs::write(dir.join("stderr.txt"), &out.stderr)?;
-    Ok(())
+    Ok(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use flux_trace::{Event, Kind, Source, Trace};
+
+    #[test]
+    fn the_digest_of_trace_jsonl_is_flux_instance_trace_digest() {
+        let mut trace = Trace::default();
+        for i in 0..1000u64 {
+            let mut e = Event::new(i, 1, 1, Kind::Call, Source::Hook);
+            e.func = format!("f{i}");
+            trace.events.push(e);
+        }
+        let out = crate::RunOutput {
+            trace,
+            exit_code: 0,
+            timed_out: None,
+            killed: None,
+            stdout: b"out".to_vec(),
+            stderr: Vec::new(),
+            image_id: String::new(),
+            interpreter_version: "3.11.2".into(),
+            labels: Vec::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let digest = super::keep_outputs(dir.path(), &out).unwrap();
+        assert_eq!(digest, flux_instance::trace_digest(&out.trace));
+        let back = Trace::read_jsonl(
+            std::io::BufReader::new(std::fs::File::open(dir.path().join("trace.jsonl")).unwrap()),
+            "trace.jsonl",
+        )
+        .unwrap();
+        assert_eq!(back.events, out.trace.events);
+        assert_eq!(std::fs::read(dir.path().join("stdout.txt")).unwrap(), b"out");
+    }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod harvest;
 mod images;
 mod setup;
 
@@ -30,6 +31,9 @@ enum Command {
     Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
+    /// Harvest every instance under instances/ with the release flux (building what is missing),
+    /// then a summary per kind and repository.
+    Harvest(harvest::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Images(args) => images::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Harvest(args) => harvest::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };

@@ -1,0 +1,308 @@
+//! The harvest end to end: real Docker, the real kernel, the `flux/sympy:1.13.3-py3.11` image.
+//!
+//! Instances are made in temp dirs. Expected answers were worked out by hand from sympy
+//! 1.13.3's source (comments say how), not copied from a run.
+//!
+//! Needs root (eBPF), a uprobe-capable kernel, a Docker daemon and the image (`cargo xtask
+//! images sympy`). Where one is missing the test says `skipping: …` and returns.
+use flux_harvest::{harvest_blocking, HarvestOptions, InstanceReport, Report, Runtime, Status};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
+
+fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.flux-cache")
+}
+
+fn docker_has(image: &str) -> Result<bool, String> {
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", image])
+        .output()
+        .map_err(|e| format!("docker CLI not runnable: {e}"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("No such image") {
+            return Ok(false);
+        }
+        return Err(format!("docker does not answer: {}", err.trim()));
+    }
+    Ok(true)
+}
+
+fn skip(what: &str) -> bool {
+    if let Err(why) = flux_agent::tracer::can_trace() {
+        eprintln!("skipping: {what}: {why}");
+        return true;
+    }
+    match docker_has(IMAGE) {
+        Ok(true) => false,
+        Ok(false) => {
+            eprintln!("skipping: {what}: image {IMAGE} is missing (cargo xtask images sympy)");
+            true
+        }
+        Err(why) => {
+            eprintln!("skipping: {what}: {why}");
+            true
+        }
+    }
+}
+
+/// `ibin(2, 4)` in sympy 1.13.3 (`sympy/utilities/iterables.py`, def at line 310):
+///   354 `if n < 0:` false; 356 `n = as_int(n)`; 358 `if bits is None:` false → else:
+///   361 `try:`; 362 `bits = as_int(bits)` succeeds → the try's else: 366 `if n.bit_length() >
+///   bits:` (2 > 4 false); 370 `if not str:` true; 371 `if bits >= 0:` true; 372 `return [...]`
+///   (the list comprehension runs in a frame of its own on 3.11 and returning to line 372 from
+///   it is not a new line event).
+const IBIN_PATH: [u32; 9] = [354, 356, 358, 361, 362, 366, 370, 371, 372];
+
+struct Inst<'a> {
+    id: &'a str,
+    image: &'a str,
+    test_body: &'a str,
+    timeout_s: u64,
+    extra_top: &'a str,
+}
+
+impl Default for Inst<'_> {
+    fn default() -> Self {
+        Inst {
+            id: "sympy-ibin-width-path",
+            image: IMAGE,
+            test_body: "    assert ibin(2, 4) == [0, 0, 1, 0]\n",
+            timeout_s: 120,
+            extra_top: "",
+        }
+    }
+}
+
+/// Write `<root>/sympy/<id>/` with an S1 `executed_path` question about `ibin`.
+fn make(root: &Path, i: &Inst) -> PathBuf {
+    let dir = root.join("sympy").join(i.id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("test_ibin_width.py"),
+        format!(
+            "import time\nfrom sympy.utilities.iterables import ibin\n\n\ndef test_ibin_fixed_width():\n{}",
+            i.test_body
+        ),
+    )
+    .unwrap();
+    let toml = format!(
+        r#"id = "{id}"
+repository = "sympy"
+package = "sympy==1.13.3"
+image = "{image}"
+interpreter = "/usr/bin/python3.11"
+kind = "S1_IntraProceduralCFG"
+{extra}question = """
+Running test_ibin_width.py, which lines of `ibin` (sympy/utilities/iterables.py) execute during its
+first invocation, in execution order? Absolute line numbers; lines of comprehensions and called
+functions are not included.
+"""
+template = '{{"executed_path": [{{"line": "int"}}]}}'
+
+[test]
+files = ["test_ibin_width.py"]
+command = ["python3.11", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ibin_width.py"]
+expect = "pass"
+timeout_s = {timeout}
+
+[tracing]
+files = ["sympy/utilities/iterables.py"]
+functions = ["ibin"]
+
+[extractor]
+name = "executed_path"
+params = {{ function = "ibin", invocation = 1 }}
+"#,
+        id = i.id,
+        image = i.image,
+        extra = i.extra_top,
+        timeout = i.timeout_s
+    );
+    std::fs::write(dir.join("instance.toml"), toml).unwrap();
+    dir
+}
+
+fn opts() -> HarvestOptions {
+    let mut o = HarvestOptions::new(cache_dir());
+    o.runtime = Runtime::Docker;
+    o
+}
+
+fn run(paths: &[PathBuf], o: &HarvestOptions) -> Report {
+    let mut progress = |r: &InstanceReport| {
+        eprintln!("{} {}: {:?} {}", r.status.as_str(), r.name, r.run_dir, r.error.as_deref().unwrap_or(""));
+    };
+    harvest_blocking(paths, o, &mut progress).expect("harvest runs")
+}
+
+fn expected_answer() -> Value {
+    json!({"executed_path": IBIN_PATH.iter().map(|l| json!({"line": l})).collect::<Vec<_>>()})
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+#[test]
+fn harvests_ibin_then_check_reproduces_and_a_different_oracle_is_kept() {
+    if skip("harvests_ibin_then_check_reproduces_and_a_different_oracle_is_kept") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = make(tmp.path(), &Inst::default());
+
+    // 1. Harvest: oracle.json with the hand-derived answer and its provenance; callgraph.json.
+    let r = run(&[tmp.path().to_path_buf()], &opts());
+    assert_eq!(r.instances.len(), 1);
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+    assert_eq!(i.name, "sympy/sympy-ibin-width-path");
+    let oracle = read_json(&dir.join("oracle.json"));
+    assert_eq!(oracle["oracle_answer"], expected_answer());
+    assert_eq!(oracle["question_kind"], "S1_IntraProceduralCFG");
+    assert_eq!(oracle["template_answer"], json!({"executed_path": [{"line": "int"}]}));
+    let p = &oracle["provenance"];
+    assert_eq!(p["image"], IMAGE);
+    assert!(p["image_id"].as_str().unwrap().starts_with("sha256:"), "{p}");
+    assert_eq!(p["interpreter"], "3.11.2");
+    assert_eq!(p["complete"], true);
+    assert_eq!(p["labels"], json!([]));
+    assert_eq!(p["trace_sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(p["extractor"], "executed_path");
+    let graph = read_json(&dir.join("callgraph.json"));
+    let callees = graph["sympy.utilities.iterables.ibin"].as_array().expect("ibin in the call graph");
+    assert!(
+        callees.iter().any(|c| c.as_str().unwrap().ends_with("as_int")),
+        "ibin calls as_int: {graph}"
+    );
+    let run_dir = i.run_dir.clone().unwrap();
+    assert!(run_dir.join("trace.jsonl").metadata().unwrap().len() > 0);
+    assert!(run_dir.join("instance/test_ibin_width.py").is_file());
+    assert!(!run_dir.join("instance/oracle.json").exists(), "gold files are not shown to the test");
+
+    // 2. --check from a clean container reproduces it, and writes nothing.
+    let before = std::fs::read(dir.join("oracle.json")).unwrap();
+    let mut o = opts();
+    o.check = true;
+    let r = run(std::slice::from_ref(&dir), &o);
+    assert_eq!(r.instances[0].status, Status::Reproduced, "{:?}", r.instances[0].error);
+    assert_eq!(std::fs::read(dir.join("oracle.json")).unwrap(), before);
+
+    // 3. Harvesting again leaves it untouched.
+    let r = run(std::slice::from_ref(&dir), &opts());
+    assert_eq!(r.instances[0].status, Status::Unchanged, "{:?}", r.instances[0].error);
+    assert_eq!(std::fs::read(dir.join("oracle.json")).unwrap(), before);
+
+    // 4. A stored oracle with a different answer is neither overwritten nor reproduced.
+    let mut tampered = read_json(&dir.join("oracle.json"));
+    tampered["oracle_answer"]["executed_path"][3]["line"] = json!(360);
+    let tampered_text = serde_json::to_string_pretty(&tampered).unwrap();
+    std::fs::write(dir.join("oracle.json"), &tampered_text).unwrap();
+    let r = run(std::slice::from_ref(&dir), &opts());
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Failed);
+    let err = i.error.as_deref().unwrap();
+    assert!(err.starts_with("instance sympy/sympy-ibin-width-path: "), "{err}");
+    assert!(err.contains("holds a different answer"), "{err}");
+    assert!(err.contains("at /executed_path/3/line: stored 360, harvested 361"), "{err}");
+    assert!(err.contains("--replace"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("oracle.json")).unwrap(), tampered_text);
+    let mut o = opts();
+    o.check = true;
+    let r = run(std::slice::from_ref(&dir), &o);
+    let err = r.instances[0].error.as_deref().unwrap_or("");
+    assert_eq!(r.instances[0].status, Status::Failed);
+    assert!(err.contains("--check: not reproduced"), "{err}");
+    assert!(err.contains("at /executed_path/3/line: stored 360, harvested 361"), "{err}");
+    assert!(!r.ok());
+}
+
+#[test]
+fn a_hanging_test_times_out_with_the_instance_named_and_no_container_left() {
+    if skip("a_hanging_test_times_out_with_the_instance_named_and_no_container_left") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    make(
+        tmp.path(),
+        &Inst {
+            id: "sympy-ibin-hangs",
+            test_body: "    ibin(2, 4)\n    time.sleep(120)\n",
+            timeout_s: 5,
+            ..Inst::default()
+        },
+    );
+    let t0 = std::time::Instant::now();
+    let r = run(&[tmp.path().to_path_buf()], &opts());
+    assert!(t0.elapsed().as_secs() < 60, "took {:?}", t0.elapsed());
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Failed);
+    let err = i.error.as_deref().unwrap();
+    assert!(
+        err.starts_with("instance sympy/sympy-ibin-hangs: the test timed out after 5s"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("sympy/sympy-ibin-hangs/oracle.json").exists());
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-a", "-q", "--filter", "label=flux.managed"])
+        .args(["--filter", &format!("label=flux.pid={}", std::process::id())])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "", "containers left behind");
+}
+
+#[test]
+fn broken_instances_are_reported_and_the_others_still_harvested() {
+    if skip("broken_instances_are_reported_and_the_others_still_harvested") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // Sorted by directory: a-…, b-…, c-….
+    make(
+        tmp.path(),
+        &Inst {
+            id: "a-malformed",
+            extra_top: "min_answer_sise = 3\n",
+            ..Inst::default()
+        },
+    );
+    make(
+        tmp.path(),
+        &Inst {
+            id: "b-no-image",
+            image: "flux/nosuchrepo:0.1-py3.11",
+            ..Inst::default()
+        },
+    );
+    let good = make(
+        tmp.path(),
+        &Inst {
+            id: "c-good",
+            ..Inst::default()
+        },
+    );
+    let r = run(&[tmp.path().to_path_buf()], &opts());
+    assert_eq!(r.instances.len(), 3);
+    let [bad, noimg, ok] = &r.instances[..] else { unreachable!() };
+
+    assert_eq!(bad.status, Status::Failed);
+    let err = bad.error.as_deref().unwrap();
+    let file = tmp.path().join("sympy/a-malformed/instance.toml");
+    assert!(err.starts_with(&format!("{}:", file.display())), "{err}");
+    assert!(err.contains("field `min_answer_sise`: unknown field"), "{err}");
+
+    assert_eq!(noimg.status, Status::Failed);
+    assert_eq!(
+        noimg.error.as_deref().unwrap(),
+        "instance sympy/b-no-image: image flux/nosuchrepo:0.1-py3.11 is missing; \
+         build it with `cargo xtask images nosuchrepo`"
+    );
+
+    assert_eq!(ok.status, Status::Created, "{:?}", ok.error);
+    assert_eq!(read_json(&good.join("oracle.json"))["oracle_answer"], expected_answer());
+    assert_eq!(r.failed(), 2);
+}
