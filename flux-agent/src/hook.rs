@@ -100,6 +100,32 @@ pub struct CodeDef {
     pub name: String,
     pub qualname: String,
     pub firstlineno: u32,
+    /// The code's highest line (hooks before it was sent: unknown).
+    pub last_line: Option<u32>,
+    /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] (unknown from older hooks).
+    pub traits: Option<u32>,
+}
+
+/// A generator, coroutine or async generator.
+pub const CODE_GEN: u32 = 1;
+/// Its first instruction has no line (`MAKE_CELL`, `COPY_FREE_VARS`, 3.15's generator
+/// expressions): 3.15's USDT entry, which reports the line of the frame's current instruction,
+/// says 0 for a fresh frame of it.
+pub const CODE_NO_FIRST_LINE: u32 = 2;
+
+impl CodeDef {
+    /// Whether a USDT entry of this code's (file, name) at `line` may be one of this code's:
+    /// `None` when the hook did not say enough to decide.
+    pub fn may_enter_at(&self, line: u32) -> Option<bool> {
+        if line == 0 {
+            return self.traits.map(|t| t & CODE_NO_FIRST_LINE != 0);
+        }
+        self.last_line.map(|last| self.firstlineno <= line && line <= last)
+    }
+
+    pub fn is_generator(&self) -> Option<bool> {
+        self.traits.map(|t| t & CODE_GEN != 0)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,6 +281,8 @@ impl Stream {
                         name: s(g(3)),
                         qualname: s(g(4)),
                         firstlineno: u(g(5)) as u32,
+                        last_line: g(6).as_u64().map(|v| v as u32),
+                        traits: g(7).as_u64().map(|v| v as u32),
                     },
                 );
                 return;
@@ -420,7 +448,7 @@ mod tests {
         let mut st = Stream::default();
         for l in [
             r#"{"hello":1,"pid":7,"python":"3.15.2","mode":"monitoring","calls":"all","clock":"monotonic_ns"}"#,
-            r#"["C",1,"/a.py","f","C.f",3]"#,
+            r#"["C",1,"/a.py","f","C.f",3,6,2]"#,
             r#"["c",10,7,1,140,3]"#,
             r#"["l",11,7,1,140,4,{"x":["1","int"]}]"#,
             r#"["x",12,7,1,140,4,"ValueError","bad","raise"]"#,
@@ -434,6 +462,9 @@ mod tests {
         }
         assert_eq!(st.pid, 7);
         assert_eq!(st.codes[&1].qualname, "C.f");
+        assert_eq!((st.codes[&1].last_line, st.codes[&1].traits), (Some(6), Some(2)));
+        assert_eq!(st.codes[&1].may_enter_at(0), Some(true), "no first line: USDT says 0");
+        assert_eq!(st.codes[&1].may_enter_at(7), Some(false));
         assert_eq!(st.records.len(), 7);
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(

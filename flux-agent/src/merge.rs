@@ -20,7 +20,7 @@
 //!   same code are dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
-use crate::hook::{ExcKind, HookCalls, HookCapture, How, Rec, Stream};
+use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream};
 use crate::interp::Interpreter;
 use crate::tracer::ProbeSet;
 use anyhow::{bail, Result};
@@ -111,6 +111,11 @@ struct Open {
     frame_key: Option<u64>,
     /// The hook already reported this activation's end; USDT's return is expected next.
     hook_end: Option<Event>,
+    /// Index in the output of the call event, when USDT reported it (the hook may later
+    /// identify the code object exactly: see [`identify`]).
+    call_idx: Option<usize>,
+    /// The code object is known exactly (from a hook record of this activation).
+    identified: bool,
 }
 
 #[derive(Default)]
@@ -178,7 +183,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
 
     // Per pid: the code identities the hook traces lines for, and generator codes (3.15).
     let mut hook_line_codes: HashSet<(u32, String, String)> = HashSet::new();
-    let mut gen_codes: HashSet<(u32, String, String)> = HashSet::new();
+    let mut gen_codes: HashMap<(u32, String, String), Vec<CodeDef>> = HashMap::new();
     let mut qualnames: HashMap<(u32, String, String, u32), String> = HashMap::new();
     for s in &hook.streams {
         for r in &s.records {
@@ -189,7 +194,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             }
             if let (Rec::Call { code, .. }, "generators") = (r, s.calls.as_str()) {
                 if let Some(c) = s.codes.get(code) {
-                    gen_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+                    let v = gen_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
+                    if !v.contains(c) {
+                        v.push(c.clone());
+                    }
                 }
             }
         }
@@ -287,6 +295,17 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         let same = |h: &(String, String, u32)| h.0 == e.file && h.1 == e.func;
                         match (&mut hook_frame, e.ev) {
                             (None, Kind::Call) => hook_frame = Some((e.file.clone(), e.func.clone(), 1)),
+                            // Without USDT entries (3.11) the first line of a frame of the
+                            // settrace back-end (its trace functions: tracing is off inside
+                            // them) opens the bracket and its return closes it. Program code
+                            // the trace function runs (a local's `__repr__`, an exception's
+                            // `__str__`) is invisible to the hook; its USDT return would
+                            // otherwise close the program's activation of that function.
+                            // (Other hook frames, e.g. `sitecustomize` chaining to the next one,
+                            // call code the hook does trace: no bracket for them.)
+                            (None, Kind::Line) if is_settrace_file(&e.file) => {
+                                hook_frame = Some((e.file.clone(), e.func.clone(), 1))
+                            }
                             (Some(h), Kind::Call) if same(h) => h.2 += 1,
                             (Some(h), Kind::Return) if same(h) => {
                                 h.2 -= 1;
@@ -301,7 +320,14 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                     }
                     match e.ev {
                     Kind::Call => {
-                        if gen_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
+                        // USDT names code by (file, name, line) only: a generator's entry is one
+                        // whose line falls in that generator's code (line 0: its first instruction has none),
+                        // not merely one with the same name (`__iter__` as a generator in one
+                        // class and a plain method in another).
+                        let is_gen = gen_codes
+                            .get(&(pid, e.file.clone(), e.func.clone()))
+                            .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
+                        if is_gen {
                             c.usdt_creation_entries_dropped += 1;
                             continue;
                         }
@@ -315,6 +341,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             e.line = 1;
                         }
                         let ev = open(&mut stack, &mut next_act, e, q, None, None);
+                        stack.last_mut().expect("just opened").call_idx = Some(out.len());
                         out.push(ev);
                     }
                     Kind::Return => {
@@ -438,6 +465,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             }
                             let usdt_returns = plan.mode != CallsMode::Hook;
                             let top = stack.last_mut().expect("pos exists");
+                            identify(top, cd, &mut out);
                             decorate(&mut ev, top);
                             if usdt_returns {
                                 // Wait for USDT's return of this activation to carry the data.
@@ -457,7 +485,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.func = cd.name.clone();
                             ev.line = *line;
                             ev.locals = locals(l);
-                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
                         Rec::Exc { ts, code: cid, line, ty, msg, kind, .. } => {
@@ -473,7 +501,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 ExcKind::Propagate => "propagate",
                             }
                             .into();
-                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
                         Rec::Handled { ts, code: cid, line, ty, msg, .. } => {
@@ -483,7 +511,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.func = cd.name.clone();
                             ev.line = *line;
                             ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
-                            attach(&mut ev, &stack, &mut c, pid, tid);
+                            attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
                         Rec::TestStart { ts, nodeid, .. } => {
@@ -565,10 +593,31 @@ fn open(
         parent,
         frame_key,
         hook_end: None,
+        call_idx: None,
+        identified: frame_key.is_some(),
     };
     decorate(&mut ev, &o);
     stack.push(o);
     ev
+}
+
+/// A hook record of an activation USDT opened names its code object exactly: take the
+/// qualified name from it, and the first line where USDT said 0 (3.15 reports the line of the
+/// frame's first instruction, which has none when the code has cell or free variables: class
+/// bodies, closures, methods using `super()`). USDT's (file, name, line) alone cannot tell
+/// same-named code objects apart at line 0.
+fn identify(o: &mut Open, cd: &CodeDef, out: &mut [Event]) {
+    if o.identified {
+        return;
+    }
+    o.identified = true;
+    o.qualname = cd.qualname.clone();
+    if let Some(e) = o.call_idx.and_then(|i| out.get_mut(i)) {
+        e.qualname = cd.qualname.clone();
+        if e.line == 0 {
+            e.line = cd.firstlineno;
+        }
+    }
 }
 
 fn decorate(ev: &mut Event, o: &Open) {
@@ -581,9 +630,20 @@ fn decorate(ev: &mut Event, o: &Open) {
     }
 }
 
-fn attach(ev: &mut Event, stack: &[Open], c: &mut Counters, pid: u32, tid: u32) {
-    match stack.last() {
-        Some(o) if o.file == ev.file && o.func == ev.func => decorate(ev, o),
+fn attach(
+    ev: &mut Event,
+    stack: &mut [Open],
+    cd: &CodeDef,
+    out: &mut [Event],
+    c: &mut Counters,
+    pid: u32,
+    tid: u32,
+) {
+    match stack.last_mut() {
+        Some(o) if o.file == ev.file && o.func == ev.func => {
+            identify(o, cd, out);
+            decorate(ev, o)
+        }
         _ => c.problems.push(format!(
             "{} event of {} ({}:{}) outside its activation in thread {pid}/{tid}",
             ev.ev.as_str(),
@@ -626,6 +686,11 @@ fn assign_tests(events: &mut [Event]) {
             }
         }
     }
+}
+
+/// The settrace back-end of the hook (3.11), whose frames run with tracing off.
+fn is_settrace_file(file: &str) -> bool {
+    file.ends_with("/flux_hook/_settrace.py")
 }
 
 /// The hook's own files (the `flux_hook` package and its `sitecustomize`).

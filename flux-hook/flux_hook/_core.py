@@ -23,7 +23,7 @@ TARGET = 2  # targeted: lines, locals, values, exceptions
 
 # Traits of a code object in its C record.
 CODE_GEN = 1  # generator, coroutine or async generator
-CODE_CELLS = 2  # has cell or free variables (its first instruction has no line: USDT says 0)
+CODE_NO_FIRST_LINE = 2  # its first instruction has no line (MAKE_CELL, 3.15's genexpr RESUME...)
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circular=False).encode
 # The C string encoder of json: no Python frames (none to trace), much faster than _dumps.
@@ -412,8 +412,9 @@ class Hook:
         for _s, _e, ln in code.co_lines():
             if ln is not None and ln > last:
                 last = ln
+        first = next(iter(code.co_lines()), None)
         traits = (CODE_GEN if code.co_flags & GEN_FLAGS else 0) | (
-            CODE_CELLS if code.co_cellvars or code.co_freevars else 0
+            CODE_NO_FIRST_LINE if first is None or first[0] != 0 or first[2] is None else 0
         )
         rec = _dumps(
             [

@@ -1,0 +1,127 @@
+//! Harness shared by the end-to-end tests: run the real `flux` binary, read its trace, and
+//! decide at run time whether the machine can run a case (`skipping: …` when it cannot).
+#![allow(dead_code, reason = "each test binary uses its own subset")]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const PY311: &str = "/usr/bin/python3.11";
+
+/// A Debian root filesystem made by `cargo xtask images`, overridable by an environment variable.
+pub fn rootfs(env: &str, default: &str) -> PathBuf {
+    std::env::var_os(env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(default))
+}
+
+/// sid with python3.15 (USDT entries and returns).
+pub fn sid_root() -> PathBuf {
+    rootfs("FLUX_SID_ROOTFS", "/var/cache/flux/rootfs/sid-py315")
+}
+
+/// Why this machine cannot load eBPF programs, if it cannot.
+pub fn cannot_trace() -> Option<&'static str> {
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root to load eBPF programs");
+    }
+    if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
+        return Some("kernel has no uprobe PMU");
+    }
+    None
+}
+
+pub fn skip(what: &str) -> bool {
+    match cannot_trace() {
+        Some(why) => {
+            eprintln!("skipping {what}: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+pub struct Traced {
+    pub events: Vec<Value>,
+    pub out: Output,
+}
+
+impl Traced {
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+}
+
+pub fn run_flux(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(args)
+        .output()
+        .expect("run flux")
+}
+
+/// `flux trace --out FILE EXTRA -- CMD`, and the events it wrote.
+pub fn trace_with(extra: &[&str], cmd: &[&str]) -> Traced {
+    let dir = tempdir();
+    let out_path = dir.join("t.jsonl");
+    let mut args = vec!["trace", "--out", out_path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let out = run_flux(&args);
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let events = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    Traced { events, out }
+}
+
+/// A fresh directory under the system temp dir (unique per process, call and clock).
+pub fn tempdir() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "flux-test-{}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// One event as both witnesses must report it: sources, ids and timestamps differ by design.
+pub fn witness_line(e: &Value) -> String {
+    format!(
+        "{} {} {} d{} v={} u={} x={} l={}",
+        e["ev"].as_str().unwrap(),
+        e["qualname"].as_str().unwrap_or(e["func"].as_str().unwrap()),
+        e["line"],
+        e["depth"],
+        e["value"]["repr"],
+        e["unwind"],
+        e["exc"]["type"],
+        e["locals"]
+    )
+}
+
+/// The comparable content of a merged trace, for the events of one file.
+pub fn witness_view(events: &[Value], file: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["file"] == file)
+        .map(witness_line)
+        .collect()
+}
+
+/// A tracing config that targets `target` (a file name suffix), written in `dir`.
+pub fn config_for(dir: &Path, target: &str) -> PathBuf {
+    let p = dir.join("cfg.json");
+    std::fs::write(&p, format!(r#"{{"files": ["{target}"]}}"#)).unwrap();
+    p
+}
