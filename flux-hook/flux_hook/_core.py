@@ -202,6 +202,14 @@ def exc_typename(e):
     return clean("%s.%s" % (mod, qn))
 
 
+# Types whose repr cannot change while the object lives (a same-id, same-type local between two
+# events of a frame is the same object: it was bound all along, so its address was not reused).
+_STABLE_REPR = frozenset(
+    [str, int, float, bool, type(None), bytes, complex, type, type(len), type(agent_gone),
+     type(os), range]
+)
+
+
 class FrameState:
     """Per-frame state of a targeted frame (keyed by id(frame))."""
 
@@ -211,6 +219,7 @@ class FrameState:
         self.code = code
         self.vars = {}
         self.active = True
+        # Exceptions as (id, type name, message), never the object (see _x / x_record).
         self.pending = None  # exception seen in this frame, not (yet) known to be handled
         self.handled = None  # exception caught by a handler of this frame (for bare re-raise)
         self.exc_lasti = None  # 3.11: f_lasti of the last exception event
@@ -483,13 +492,18 @@ class Hook:
             if n >= lim:
                 break
             n += 1
-            rv = self.vrepr(v)
+            t = type(v)
             prev = old.get(name)
+            if prev is not None and prev[2] == id(v) and prev[3] is t and t in _STABLE_REPR:
+                continue  # the very same immutable object: same repr, no need to compute it
+            rv = self.vrepr(v)
             if prev is None or prev[0] != rv[0] or prev[1] != rv[1]:
-                old[name] = rv
                 if out is None:
                     out = {}
                 out[name] = rv
+            # Only the id is kept, never the object: an extra reference would show in
+            # sys.getrefcount and delay finalizers.
+            old[name] = (rv[0], rv[1], id(v), t)
         return out
 
     def handler_info(self, filename):

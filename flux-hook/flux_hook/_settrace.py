@@ -106,7 +106,8 @@ def start(hook):
             internal_error("settrace(untargeted)")
         return plain_local
 
-    def x_record(info, frame, exc, kind, line=None):
+    def x_record(info, frame, p, kind, line=None):
+        """p: (id, type name, message) of the exception (the state never holds the object)."""
         if not info[4]:
             define(info)
         emit(
@@ -117,8 +118,8 @@ def start(hook):
                 info[0],
                 id(frame),
                 frame.f_lineno if line is None else line,
-                jval(exc_typename(exc)),
-                jval(exc_message(exc)),
+                jval(p[1]),
+                jval(p[2]),
                 kind,
             )
         )
@@ -152,8 +153,8 @@ def start(hook):
                         hline = firsts.get(line)
                     if line not in headers:
                         fs.prev_line = line
-                    exc = fs.pending
-                    if hline is not None and exc is not None:
+                    p = fs.pending
+                    if hline is not None and p is not None:
                         if not info[4]:
                             define(info)
                         emit(
@@ -164,11 +165,11 @@ def start(hook):
                                 info[0],
                                 id(frame),
                                 hline,
-                                jval(exc_typename(exc)),
-                                jval(exc_message(exc)),
+                                jval(p[1]),
+                                jval(p[2]),
                             )
                         )
-                        fs.handled = exc
+                        fs.handled = p
                         fs.pending = None
                 if want_line:
                     changed = changed_locals(fs, frame) if want_vars else None
@@ -189,9 +190,12 @@ def start(hook):
                     fs.active = True
                     if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                         emit_c(info, frame, frame.f_lineno)
+                # Keep (id, type, message), not the exception: holding it would keep its
+                # traceback's frames and locals alive (finalizers would run late).
+                p = (id(exc), exc_typename(exc), exc_message(exc))
                 if want_exc:
-                    x_record(info, frame, exc, hook.classify_raise(exc, frame, arg[2]))
-                fs.pending = exc
+                    x_record(info, frame, p, hook.classify_raise(exc, frame, arg[2]))
+                fs.pending = p
                 fs.handled = None
                 fs.exc_lasti = frame.f_lasti
             elif event == "return":
@@ -213,7 +217,7 @@ def start(hook):
                         exc = fs.handled
                         if want_exc:
                             x_record(info, frame, exc, "reraise")
-                    payload = [exc_typename(exc), exc_message(exc)] if exc is not None else None
+                    payload = [exc[1], exc[2]] if exc is not None else None
                 elif want_ret:
                     payload = vrepr(arg)
                 else:

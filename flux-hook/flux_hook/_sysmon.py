@@ -12,7 +12,9 @@ from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_e
 
 
 def _pick_tool(M):
-    for tool in (M.PROFILER_ID, 4, 3, 1, 0, 5):
+    # 4 and 3 have no assigned role; PROFILER_ID (2) is what cProfile takes on 3.12+, and a
+    # program under test that profiles itself must keep working.
+    for tool in (4, 3, M.PROFILER_ID, M.COVERAGE_ID, M.DEBUGGER_ID, 5):
         if M.get_tool(tool) is None:
             M.use_tool_id(tool, "flux-hook")
             return tool
@@ -220,7 +222,12 @@ def start(hook):
             if k == TARGET:
                 f = getframe(1)
                 fs = states.get(id(f))
-                if want_exc and fs is not None and fs.code is code and fs.pending is not exc:
+                if (
+                    want_exc
+                    and fs is not None
+                    and fs.code is code
+                    and (fs.pending is None or fs.pending[0] != id(exc))
+                ):
                     # Left by an exception this frame never reported (cannot happen with
                     # RAISE/RERAISE on, kept for safety): report it as a re-raise.
                     _x(info, f, fs, exc, "reraise")
@@ -233,6 +240,9 @@ def start(hook):
             internal_error("PY_UNWIND")
 
     def _x(info, f, fs, exc, kind):
+        # The frame state keeps (id, type, message) of the exception, never the object: holding
+        # it would keep its traceback's frames and locals alive (finalizers would run late).
+        p = (id(exc), exc_typename(exc), exc_message(exc))
         if not info[4]:
             define(info)
         emit(
@@ -243,12 +253,12 @@ def start(hook):
                 info[0],
                 id(f),
                 f.f_lineno,
-                jval(exc_typename(exc)),
-                jval(exc_message(exc)),
+                jval(p[1]),
+                jval(p[2]),
                 kind,
             )
         )
-        fs.pending = exc
+        fs.pending = p
         fs.handled = None
 
     def _state(code, f):
@@ -277,7 +287,7 @@ def start(hook):
                 return
             f = getframe(1)
             fs = _state(code, f)
-            if fs.pending is exc:
+            if fs.pending is not None and fs.pending[0] == id(exc):
                 # Re-raised by the cleanup of a finally/with/unmatched except: no new event.
                 return
             # A handled exception raised again (bare `raise` in its handler).
@@ -294,8 +304,8 @@ def start(hook):
                 return DISABLE
             f = getframe(1)
             fs = _state(code, f)
-            exc = fs.pending
-            if exc is not None and want_exc:
+            p = fs.pending
+            if p is not None and want_exc:
                 hi = info[5]
                 if hi is None:
                     hi = info[5] = hook.handler_info(code.co_filename)
@@ -311,11 +321,11 @@ def start(hook):
                             info[0],
                             id(f),
                             hline,
-                            jval(exc_typename(exc)),
-                            jval(exc_message(exc)),
+                            jval(p[1]),
+                            jval(p[2]),
                         )
                     )
-                    fs.handled = exc
+                    fs.handled = p
                     fs.pending = None
             if want_line:
                 changed = changed_locals(fs, f) if want_vars else None

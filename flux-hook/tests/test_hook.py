@@ -547,6 +547,27 @@ class TestText(HookTestCase):
         self.assertEqual(xs[0][7], "bad \\udc80")  # backslashreplace: valid UTF-8, strict JSON
 
 
+class TestCoexistence(HookTestCase):
+    def test_cprofile_in_the_program_still_works(self):
+        src = """\
+        import cProfile, pstats, io
+
+        def f(n):
+            return n + 1
+
+        pr = cProfile.Profile()
+        pr.enable()
+        f(1)
+        pr.disable()
+        out = io.StringIO()
+        pstats.Stats(pr, stream=out).print_stats()
+        print("profiled" if "prog.py" in out.getvalue() else "missing")
+        """
+        r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"]})
+        self.assertEqual(r.proc.stdout, "profiled\n")
+        self.assertEqual(seq(r, kinds="cr", names={"f"}), [("c", "f", 3), ("r", "f", 4, "return")])
+
+
 class TestThreadsAndProcesses(HookTestCase):
     def test_threads(self):
         src = """\
