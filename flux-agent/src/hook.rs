@@ -195,6 +195,9 @@ pub struct Stream {
     pub received: u64,
     /// Lines that could not be parsed, with the reason.
     pub bad: Vec<String>,
+    /// What the hook itself reported losing (`lost` records: a callback that could not run at
+    /// the recursion limit, tracing switched off behind its back, a fork from C).
+    pub lost: Vec<String>,
 }
 
 impl Stream {
@@ -211,6 +214,9 @@ impl Stream {
                 self.pid, n, self.received
             )),
             _ => {}
+        }
+        for l in self.lost.iter().take(3) {
+            p.push(format!("hook of pid {} lost records: {l}", self.pid));
         }
         for b in self.bad.iter().take(3) {
             p.push(format!("hook stream of pid {}: {b}", self.pid));
@@ -320,6 +326,10 @@ impl Stream {
             "h" => Rec::Handled { ts, tid, code: u(g(3)) as u32, frame: u(g(4)), line: u(g(5)) as u32, ty: s(g(6)), msg: s(g(7)) },
             "ts" => Rec::TestStart { ts, tid, nodeid: s(g(3)) },
             "te" => Rec::TestEnd { ts, tid, nodeid: s(g(3)), outcome: s(g(4)) },
+            "lost" => {
+                self.lost.push(format!("thread {tid}: {}", s(g(3))));
+                return;
+            }
             other => {
                 self.bad.push(format!("unknown record tag {other:?}"));
                 return;
@@ -476,6 +486,9 @@ mod tests {
         assert!(st.problems()[0].contains("9 records announced, 8 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
+        st.bye = Some(9);
+        st.feed(r#"["lost",17,7,"RecursionError at the limit"]"#);
+        assert!(st.problems().iter().any(|p| p.contains("lost records: thread 7: RecursionError")));
     }
 
     #[test]
