@@ -7,6 +7,7 @@ mod eval;
 mod export;
 mod harvest;
 mod images;
+mod perturb;
 mod probes;
 mod score;
 mod trace;
@@ -36,6 +37,8 @@ enum Cmd {
     Export(export::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
+    /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
+    Perturb(perturb::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +52,7 @@ fn main() -> ExitCode {
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Harvest(a) => harvest::run(a),
+        Cmd::Perturb(a) => perturb::run(a),
     };
     match result {
         Ok(code) => code,

@@ -60,6 +60,35 @@ pub struct InstanceSpec {
     pub test: TestSpec,
     pub tracing: TracingConfig,
     pub extractor: ExtractorSpec,
+    /// Present when this instance is a perturbation variant of another (`flux perturb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<VariantSpec>,
+}
+
+/// `[variant]`: where a perturbation variant comes from and what was changed. Informational:
+/// the variant is a complete instance of its own (its test files hold the mutated inputs and
+/// its `oracle.json` is harvested from them); nothing here is read when it runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    /// The id of the instance it was derived from (same repository).
+    pub origin: String,
+    /// The seed of the mutation (the same seed and origin give the same variant).
+    pub seed: u64,
+    /// What proposed the mutation: `ast` (seeded syntax-tree mutator) or `llm`.
+    #[serde(default = "default_proposer")]
+    pub proposer: String,
+    /// One line per mutation: `file:line:col function op: old -> new`.
+    #[serde(default)]
+    pub mutations: Vec<String>,
+    /// Assertions turned into plain expressions because they compared against values of the
+    /// old inputs: `file:line function`.
+    #[serde(default)]
+    pub relaxed_assertions: Vec<String>,
+}
+
+fn default_proposer() -> String {
+    "ast".to_string()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -349,6 +378,15 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
                 path,
                 "test.files",
                 format!("`{f}` does not exist in {}", dir.display()),
+            ));
+        }
+    }
+    if let Some(v) = &spec.variant {
+        if v.origin.trim().is_empty() || v.origin == spec.id {
+            return Err(invalid(
+                path,
+                "variant.origin",
+                format!("`{}` must name another instance", v.origin),
             ));
         }
     }

@@ -489,3 +489,27 @@ fn call_graph_of_the_repositorys_code() {
         WriteOutcome::Replaced
     );
 }
+
+#[test]
+fn a_variant_table_is_optional_and_checked() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    assert!(inst.spec.variant.is_none());
+    let with = format!(
+        "{GOOD}\n[variant]\norigin = \"sympy-add-flatten\"\nseed = 7\nproposer = \"ast\"\n\
+         mutations = [\"test_flatten.py:2:5 test_x int: 1 -> 2\"]\n\
+         relaxed_assertions = [\"test_flatten.py:3 test_x\"]\n"
+    );
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &with);
+    let inst = load_instance(&d).unwrap();
+    let v = inst.spec.variant.as_ref().unwrap();
+    assert_eq!((v.origin.as_str(), v.seed, v.proposer.as_str()), ("sympy-add-flatten", 7, "ast"));
+    assert_eq!(v.mutations.len(), 1);
+    let e = err_of(&s.0, &format!("{GOOD}\n[variant]\norigin = \"x\"\nseed = 1\ncolour = 2\n"));
+    assert!(e.contains("field `variant.colour`: unknown field `colour`"), "{e}");
+    let e = err_of(
+        &s.0,
+        &format!("{GOOD}\n[variant]\norigin = \"sympy-add-flatten-path\"\nseed = 1\n"),
+    );
+    assert!(e.contains("field `variant.origin`"), "{e}");
+}
