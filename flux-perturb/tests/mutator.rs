@@ -231,9 +231,10 @@ fn argument_order_is_mutated_where_valid() {
     let kinds: BTreeSet<&str> = sites.iter().map(|s| s.kind.as_str()).collect();
     assert!(kinds.contains("kwargs") && kinds.contains("commutative"), "{kinds:?}");
     let mut ops = BTreeSet::new();
-    for seed in 1..=40 {
-        let v = mutator().mutate(&files, "", seed, 1, Assertions::Relax).unwrap();
+    for seed in 1..=30 {
+        let v = mutator().mutate(&files, "", seed, 2, Assertions::Relax).unwrap();
         assert!(python_parses(&v.files[0].source));
+        assert!(v.mutations.len() <= 2);
         for m in v.mutations {
             ops.insert(m.op);
         }
@@ -245,7 +246,7 @@ fn starter_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("instances")
 }
 
-/// Every starter instance: 10 seeds each parse, keep the test names and the line count, and
+/// Every starter instance: 4 seeds each parse, keep the test names and the line count, and
 /// change something.
 #[test]
 fn starter_instances_mutate_cleanly() {
@@ -256,7 +257,7 @@ fn starter_instances_mutate_cleanly() {
         let inst = flux_instance::load_instance(&d).unwrap();
         let files = flux_perturb::mutator::read_test_files(&d, &inst.spec.test.files).unwrap();
         let names: Vec<Vec<String>> = files.iter().map(|f| test_names(&f.source)).collect();
-        for seed in 1..=10 {
+        for seed in 1..=4 {
             let v = m.mutate(&files, &inst.spec.question, seed, 3, Assertions::Relax).unwrap();
             assert!(v.changed(), "{}: seed {seed} changed nothing", inst.id());
             for (f, (orig, n)) in v.files.iter().zip(files.iter().zip(&names)) {
