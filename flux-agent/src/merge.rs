@@ -18,9 +18,22 @@
 //!   closes the activation (`src = hook`);
 //! - lines in frames the hook traces come from the hook (they carry values); USDT's lines of the
 //!   same code are dropped.
+//! - USDT names code only by (file, name, line), and 3.15's entry line is that of the frame's
+//!   first instruction (0 when it has none: cell variables, closures, generator expressions).
+//!   A USDT entry is a generator's (creation or resumption, dropped: the hook reports generator
+//!   starts) only when its line lies in a generator code of that name (the hook's `C` record
+//!   gives each code's last line and traits). Line 0 names no code object (a closure-using
+//!   method and a generator of the same name): the hook also reports the starts of code without
+//!   a first line, and USDT's line-0 entries of such a (file, name) are dropped. The first hook
+//!   record of an activation USDT opened identifies its code object: qualname and first line
+//!   come from it.
+//! - code the hook itself runs (its callbacks, and what they call: a local's `__repr__`) is
+//!   invisible to the hook but not to USDT: everything between a call into the hook's files
+//!   (3.15), or the first line of a frame of its settrace back-end (3.11), and that frame's
+//!   return is dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
-use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream};
+use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_NO_FIRST_LINE};
 use crate::interp::Interpreter;
 use crate::tracer::ProbeSet;
 use anyhow::{bail, Result};
@@ -125,6 +138,7 @@ struct Counters {
     reconciled_unwind: u64,
     usdt_lines_dropped: u64,
     usdt_creation_entries_dropped: u64,
+    usdt_lineless_entries_dropped: u64,
     joined_returns: u64,
     problems: Vec<String>,
 }
@@ -184,6 +198,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // Per pid: the code identities the hook traces lines for, and generator codes (3.15).
     let mut hook_line_codes: HashSet<(u32, String, String)> = HashSet::new();
     let mut gen_codes: HashMap<(u32, String, String), Vec<CodeDef>> = HashMap::new();
+    // Codes whose first instruction has no line, whose starts the hook reports (3.15: USDT says
+    // line 0 for them, which names no code object).
+    let mut lineless_codes: HashSet<(u32, String, String)> = HashSet::new();
     let mut qualnames: HashMap<(u32, String, String, u32), String> = HashMap::new();
     for s in &hook.streams {
         for r in &s.records {
@@ -202,6 +219,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             }
         }
         for c in s.codes.values() {
+            if s.calls == "generators" && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0) {
+                lineless_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+            }
             qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
         }
     }
@@ -329,6 +349,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
                         if is_gen {
                             c.usdt_creation_entries_dropped += 1;
+                            continue;
+                        }
+                        if e.line == 0 && lineless_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
+                            c.usdt_lineless_entries_dropped += 1;
                             continue;
                         }
                         let q = qualnames
@@ -560,6 +584,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         ("merge.reconciled_unwind", c.reconciled_unwind),
         ("merge.usdt_lines_dropped_for_hook_lines", c.usdt_lines_dropped),
         ("merge.usdt_generator_entries_dropped", c.usdt_creation_entries_dropped),
+        ("merge.usdt_line0_entries_dropped_for_hook_starts", c.usdt_lineless_entries_dropped),
         ("merge.returns_joined", c.joined_returns),
         ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),
         ("merge.usdt_events_of_hook_internals_dropped", c.hook_internal_dropped),

@@ -25,6 +25,16 @@ TARGET = 2  # targeted: lines, locals, values, exceptions
 CODE_GEN = 1  # generator, coroutine or async generator
 CODE_NO_FIRST_LINE = 2  # its first instruction has no line (MAKE_CELL, 3.15's genexpr RESUME...)
 
+
+
+def no_first_line(code):
+    """Whether the code's first instruction has no line (MAKE_CELL, COPY_FREE_VARS, 3.15's
+    generator-expression RESUME): 3.15's USDT entry of a fresh frame then says line 0, which
+    cannot tell such code objects of the same name apart, so the hook reports their starts."""
+    first = next(iter(code.co_lines()), None)
+    return first is None or first[0] != 0 or first[2] is None
+
+
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circular=False).encode
 # The C string encoder of json: no Python frames (none to trace), much faster than _dumps.
 from json.encoder import encode_basestring_ascii as jstr  # noqa: E402
@@ -421,9 +431,8 @@ class Hook:
         for _s, _e, ln in code.co_lines():
             if ln is not None and ln > last:
                 last = ln
-        first = next(iter(code.co_lines()), None)
         traits = (CODE_GEN if code.co_flags & GEN_FLAGS else 0) | (
-            CODE_NO_FIRST_LINE if first is None or first[0] != 0 or first[2] is None else 0
+            CODE_NO_FIRST_LINE if no_first_line(code) else 0
         )
         rec = _dumps(
             [

@@ -8,7 +8,16 @@ Local events on targeted code objects only: LINE, PY_RETURN, PY_YIELD, PY_RESUME
 import sys
 import time
 
-from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, jval
+from ._core import (
+    EXCLUDED,
+    PLAIN,
+    TARGET,
+    FrameState,
+    exc_typename,
+    internal_error,
+    jval,
+    no_first_line,
+)
 
 
 def _pick_tool(M):
@@ -33,6 +42,18 @@ def start(hook):
     # reports the activation starts of exactly those code objects and nothing else.
     gen_only = hook.calls == "generators"
     GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+    # ... and of code objects whose first instruction has no line: USDT says line 0 for them,
+    # which names no code object (a closure-using method and a generator of the same name).
+    lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
+
+    def gen_start(code):
+        if code.co_flags & GENMASK:
+            return True
+        r = lineless.get(id(code))
+        if r is None:
+            r = lineless[id(code)] = no_first_line(code)
+        return r
+
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -78,7 +99,7 @@ def start(hook):
             info = codes.get(id(code)) or register(code)
             k = info[1]
             if k == PLAIN:
-                if not want_c and not (gen_only and code.co_flags & GENMASK):
+                if not want_c and not (gen_only and gen_start(code)):
                     return DISABLE
                 if not info[4]:
                     define(info)
@@ -96,7 +117,7 @@ def start(hook):
                 setup_target(info)
             f = getframe(1)
             states[id(f)] = FrameState(code)
-            if want_c or (gen_only and code.co_flags & GENMASK):
+            if want_c or (gen_only and gen_start(code)):
                 emit_c(info, f, code.co_firstlineno)
         except RecursionError:
             hook.recursion_hit = True
