@@ -7,7 +7,7 @@
 //! 2. finds the site's spec through the BPF cookie userspace attached with it and reads the
 //!    probe's three arguments (filename, funcname, lineno) exactly as the decoded note says;
 //! 3. names each string by (process, pointer, fingerprint) and copies its bytes only the first
-//!    time this process names it (an LRU map remembers what was sent);
+//!    time this process names it (a per-CPU direct-mapped cache remembers what was sent);
 //! 4. submits a fixed 56-byte record without waking userspace unless a lot is pending.
 //!
 //! Every reservation that fails is counted: userspace turns a non-zero count into an
@@ -23,12 +23,12 @@ use aya_ebpf::{
         generated::{bpf_get_attach_cookie, bpf_get_ns_current_pid_tgid, bpf_probe_read_user_str},
     },
     macros::{map, uprobe},
-    maps::{Array, LruHashMap, PerCpuArray, RingBuf},
+    maps::{Array, PerCpuArray, RingBuf},
     programs::ProbeContext,
     EbpfContext,
 };
 use flux_common::{
-    Config, Event, SiteSpec, StrDef, StrKey, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF,
+    Config, Event, SiteSpec, StrDef, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF,
     CNT_EVENTS, CNT_FILTERED, CNT_LOST, CNT_NO_SPEC, CNT_READ_ERR, CNT_STRDEFS, MAX_SITES,
     NUM_COUNTERS, STR_MAX,
 };
@@ -46,9 +46,35 @@ static SITES: Array<SiteSpec> = Array::with_max_entries(MAX_SITES, 0);
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(NUM_COUNTERS, 0);
 
-/// (process, string pointer) -> fingerprint of the string last sent for it.
+/// Slots of the per-CPU string cache (a power of two).
+const STR_SLOTS: u32 = 4096;
+
+/// One slot of the string cache: this CPU last sent a definition of (process, pointer,
+/// fingerprint).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct StrSlot {
+    host_tgid: u32,
+    _pad: u32,
+    ptr: u64,
+    fp: u64,
+}
+
+/// Direct-mapped, per-CPU "already sent" cache: slot = hash(process, pointer). A collision or a
+/// migration to another CPU only costs a repeated definition (userspace keeps every definition
+/// for the whole run and tolerates repeats); a hit never names a string userspace lacks, since
+/// a slot is written only after its definition was submitted.
 #[map]
-static STRINGS: LruHashMap<StrKey, u64> = LruHashMap::with_max_entries(65536, 0);
+static STRINGS: PerCpuArray<StrSlot> = PerCpuArray::with_max_entries(STR_SLOTS, 0);
+
+#[inline(always)]
+fn str_slot(host_tgid: u32, ptr: u64) -> u32 {
+    let h = (ptr ^ ((host_tgid as u64) << 40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 52) as u32 & (STR_SLOTS - 1)
+}
+
+/// Events between two looks at how much the ring buffer holds (a power of two).
+const WAKEUP_CHECK_EVERY: u64 = 64;
 
 #[inline(always)]
 fn bump(idx: u32) {
@@ -161,16 +187,24 @@ fn fingerprint(ptr: u64, fp_off: i64) -> u64 {
     }
 }
 
-/// Make sure userspace knows the string at `ptr` in this process: a cache hit costs one map
-/// lookup; a miss copies the string into the ring buffer first.
+/// Make sure userspace knows the string at `ptr` in this process: a cache hit costs one inlined
+/// array lookup and a compare; a miss copies the string into the ring buffer first.
 #[inline(always)]
 fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), ()> {
-    let key = StrKey { host_tgid, _pad: 0, ptr };
-    if !always {
-        if let Some(known) = unsafe { STRINGS.get(&key) } {
-            if *known == fp {
-                return Ok(());
-            }
+    // A null pointer (rather than an Option) for "no slot": LLVM may otherwise spill the
+    // undefined payload of a None, which the verifier rejects.
+    let slot: *mut StrSlot = if always {
+        core::ptr::null_mut()
+    } else {
+        STRINGS
+            .get_ptr_mut(str_slot(host_tgid, ptr))
+            .unwrap_or(core::ptr::null_mut())
+    };
+    if !slot.is_null() {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        let s = unsafe { &*slot };
+        if s.ptr == ptr && s.fp == fp && s.host_tgid == host_tgid {
+            return Ok(());
         }
     }
     let Some(mut entry) = EVENTS.reserve::<StrDef>(0) else {
@@ -178,7 +212,7 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), 
         return Err(());
     };
     let def = entry.as_mut_ptr();
-    unsafe {
+    let n = unsafe {
         (*def).tag = flux_common::TAG_STR;
         (*def).host_tgid = host_tgid;
         (*def)._pad = 0;
@@ -190,11 +224,16 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), 
             ptr as *const _,
         );
         (*def).len = n as i32;
-    }
+        n
+    };
     entry.submit(BPF_RB_NO_WAKEUP as u64);
     bump(CNT_STRDEFS);
-    if !always {
-        let _ = STRINGS.insert(&key, &fp, 0);
+    // Remember only a definition that carries the string: a failed copy is retried next time.
+    if !slot.is_null() && n > 0 {
+        // SAFETY: as above.
+        unsafe {
+            *slot = StrSlot { host_tgid, _pad: 0, ptr, fp };
+        }
     }
     Ok(())
 }
@@ -275,14 +314,22 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         file_fp,
         func_fp,
     });
-    let pending = EVENTS.query(BPF_RB_AVAIL_DATA as u64);
-    let flags = if pending >= cfg.wakeup_bytes {
-        BPF_RB_FORCE_WAKEUP
-    } else {
-        BPF_RB_NO_WAKEUP
-    };
+    // How much is pending is asked only every WAKEUP_CHECK_EVERY events of this CPU (a helper
+    // call and a read of the consumer's cache line saved on the others): the wakeup threshold
+    // is a latency hint on top of userspace's poll timer, so checking it a few events late
+    // changes nothing else.
+    let mut flags = BPF_RB_NO_WAKEUP;
+    if let Some(n) = COUNTERS.get_ptr_mut(CNT_EVENTS) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        let seen = unsafe {
+            *n += 1;
+            *n
+        };
+        if seen % WAKEUP_CHECK_EVERY == 0 && EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= cfg.wakeup_bytes {
+            flags = BPF_RB_FORCE_WAKEUP;
+        }
+    }
     entry.submit(flags as u64);
-    bump(CNT_EVENTS);
     Ok(())
 }
 
