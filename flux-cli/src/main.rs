@@ -9,6 +9,7 @@ mod harvest;
 mod images;
 mod perturb;
 mod probes;
+mod run_instance;
 mod score;
 mod trace;
 
@@ -39,6 +40,10 @@ enum Cmd {
     Harvest(harvest::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
     Perturb(perturb::Args),
+    /// Run one instance's test once (flux, untraced or a reference tracer) and print its cost
+    /// as JSON (for `cargo xtask bench harvest`).
+    #[command(hide = true)]
+    BenchRun(run_instance::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Cmd::Export(a) => export::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Perturb(a) => perturb::run(a),
+        Cmd::BenchRun(a) => run_instance::run(a),
     };
     match result {
         Ok(code) => code,

@@ -27,6 +27,19 @@ struct ContainerRun<'a> {
     gate: PathBuf,
     timeout: Duration,
     outcome: Option<Outcome>,
+    /// When the gate was opened and when the program was seen to exit: its wall time.
+    released: Option<Instant>,
+    exited: Option<Instant>,
+}
+
+impl ContainerRun<'_> {
+    /// The program's wall time, from the gate's release to its exit.
+    fn program_time(&self) -> Duration {
+        match (self.released, self.exited) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a),
+            _ => Duration::ZERO,
+        }
+    }
 }
 
 impl Launched for ContainerRun<'_> {
@@ -49,6 +62,7 @@ impl Launched for ContainerRun<'_> {
                 Ok(mut f) => {
                     f.write_all(b"go\n")
                         .with_context(|| format!("writing the gate {}", self.gate.display()))?;
+                    self.released = Some(Instant::now());
                     return Ok(());
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < deadline => {
@@ -70,6 +84,7 @@ impl Launched for ContainerRun<'_> {
             return Ok(exit_code(o));
         }
         let o = self.container.wait(self.timeout).await?;
+        self.exited = Some(Instant::now());
         let code = exit_code(&o);
         self.outcome = Some(o);
         Ok(code)
@@ -110,7 +125,11 @@ pub(crate) async fn run(
     run_dir: &Path,
     opts: &HarvestOptions,
 ) -> Result<RunOutput> {
-    let image = &inst.spec.image;
+    Ok(run_timed(rt, inst, run_dir, opts).await?.0)
+}
+
+/// The id of `image`; an error naming the command that builds it when it is missing.
+pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Result<String> {
     let Some(image_id) = rt.image_id(image).await? else {
         let build = match flux_container::images::xtask_name_for(image) {
             Some(n) => format!("cargo xtask images {n}"),
@@ -118,6 +137,78 @@ pub(crate) async fn run(
         };
         anyhow::bail!("image {image} is missing; build it with `{build}`");
     };
+    Ok(image_id)
+}
+
+/// The container of an instance's test: its image and command, the instance copy mounted
+/// read-only as the working directory, the run directory, `env`.
+fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> ContainerSpec {
+    let mut spec = ContainerSpec::new(&inst.spec.image, inst.spec.test.command.clone(), run_dir);
+    spec.mounts
+        .push(Mount::read_only(run_dir.join("instance"), INSTANCE_IN_CONTAINER));
+    spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
+    spec.env = env.iter().cloned().collect();
+    spec.timeout = Duration::from_secs(inst.spec.test.timeout_s);
+    spec.labels.insert(
+        "flux.instance".into(),
+        format!("{}/{}", inst.spec.repository, inst.id()),
+    );
+    spec
+}
+
+/// The instance's test in its container without flux's tracer (`env` added): the same
+/// container, gate and command as a traced run. The outcome and the program's wall time.
+pub(crate) async fn run_untraced(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+    run_dir: &Path,
+    env: &[(String, String)],
+) -> Result<(Outcome, Duration)> {
+    image_id(rt, &inst.spec.image).await?;
+    let spec = container_spec(inst, run_dir, env);
+    let timeout = spec.timeout;
+    let mut container = rt.create(spec).await?;
+    let result = async {
+        let started = container.start().await?;
+        let mut launched = ContainerRun {
+            pidns: (started.pidns.dev, started.pidns.ino),
+            init_pid: started.init_pid,
+            gate: run_dir.join(GATE_NAME),
+            timeout,
+            outcome: None,
+            released: None,
+            exited: None,
+            container: &mut container,
+        };
+        launched.release()?;
+        if let Err(e) = launched.wait().await {
+            launched.kill();
+            return Err(e);
+        }
+        let took = launched.program_time();
+        let outcome = launched
+            .outcome
+            .take()
+            .context("the container's outcome is unknown")?;
+        Ok((outcome, took))
+    }
+    .await;
+    let removed = container.remove().await;
+    let r = result?;
+    removed.context("removing the container")?;
+    Ok(r)
+}
+
+/// [`run`], and the program's wall time from the gate's release to its exit (attach before,
+/// drain and merge after, are not in it).
+pub(crate) async fn run_timed(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+    run_dir: &Path,
+    opts: &HarvestOptions,
+) -> Result<(RunOutput, Duration)> {
+    let image = &inst.spec.image;
+    let image_id = image_id(rt, image).await?;
     let interpreter = &inst.spec.interpreter;
     let exe = rt.image_file(image, interpreter).await.with_context(|| {
         format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
@@ -129,18 +220,10 @@ pub(crate) async fn run(
         &inst.spec.tracing,
         run_dir,
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
+        opts.calls,
     )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
-    let mut spec = ContainerSpec::new(image, inst.spec.test.command.clone(), run_dir);
-    spec.mounts
-        .push(Mount::read_only(run_dir.join("instance"), INSTANCE_IN_CONTAINER));
-    spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
-    spec.env = prepared.env.iter().cloned().collect();
-    spec.timeout = timeout;
-    spec.labels.insert(
-        "flux.instance".into(),
-        format!("{}/{}", inst.spec.repository, inst.id()),
-    );
+    let spec = container_spec(inst, run_dir, &prepared.env);
     let mut container = rt.create(spec).await?;
     let result = async {
         let in_container = container.host_path(interpreter).await?;
@@ -159,19 +242,22 @@ pub(crate) async fn run(
             gate: run_dir.join(GATE_NAME),
             timeout,
             outcome: None,
+            released: None,
+            exited: None,
             container: &mut container,
         };
         let (trace, code) =
             crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer).await?;
+        let took = launched.program_time();
         let outcome = launched
             .outcome
             .take()
             .context("the container's outcome is unknown")?;
-        Ok((trace, code, outcome))
+        Ok((trace, code, outcome, took))
     }
     .await;
     let removed = container.remove().await;
-    let (trace, exit_code, outcome) = result?;
+    let (trace, exit_code, outcome, took) = result?;
     removed.context("removing the container")?;
     let (timed_out, killed) = match outcome.clone().check(timeout) {
         Ok(_) => (None, None),
@@ -179,7 +265,7 @@ pub(crate) async fn run(
         Err(e) => (None, Some(e.to_string())),
     };
     let labels = trace.meta.labels.clone();
-    Ok(RunOutput {
+    let out = RunOutput {
         trace,
         exit_code,
         timed_out,
@@ -189,7 +275,8 @@ pub(crate) async fn run(
         image_id,
         interpreter_version: interp.version_string(),
         labels,
-    })
+    };
+    Ok((out, took))
 }
 
 #[cfg(test)]

@@ -182,7 +182,13 @@ pub(crate) async fn run_host(
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
     let prepared =
-        crate::tracing::prepare(&interp, &inst.spec.tracing, run_dir, &run_dir.display().to_string())?;
+        crate::tracing::prepare(
+            &interp,
+            &inst.spec.tracing,
+            run_dir,
+            &run_dir.display().to_string(),
+            opts.calls,
+        )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
     let mut cmd = inst.spec.test.command.clone();

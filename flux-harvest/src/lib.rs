@@ -39,11 +39,13 @@ use std::time::{Duration, Instant};
 
 mod diff;
 mod docker;
+mod run_test;
 mod host;
 mod rundir;
 mod tracing;
 
 pub use diff::json_diff;
+pub use run_test::{run_test, TestRun, Witness};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
@@ -82,6 +84,10 @@ pub struct HarvestOptions {
     pub cache_dir: PathBuf,
     /// Ring buffer size and polling of the USDT side.
     pub tracer: flux_agent::tracer::TracerOptions,
+    /// Which witness supplies calls and returns: `Auto` (USDT where the interpreter can,
+    /// the default and what gold answers are harvested with) or `Hook` (the in-process witness
+    /// alone); benchmarks ([`run_test`]) compare the two.
+    pub calls: flux_agent::merge::CallsMode,
 }
 
 impl HarvestOptions {
@@ -92,6 +98,7 @@ impl HarvestOptions {
             replace: false,
             cache_dir: cache_dir.into(),
             tracer: flux_agent::tracer::TracerOptions::default(),
+            calls: flux_agent::merge::CallsMode::Auto,
         }
     }
 }

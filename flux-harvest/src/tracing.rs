@@ -23,8 +23,9 @@ pub(crate) fn prepare(
     config: &TracingConfig,
     run_dir: &Path,
     run_dir_seen: &str,
+    calls: CallsMode,
 ) -> Result<Prepared> {
-    let mut plan = flux_agent::merge::plan(interp, CallsMode::Auto)?;
+    let mut plan = flux_agent::merge::plan(interp, calls)?;
     // Lines come from the hook, in targeted code only. CPython 3.11's `line` probe fires for
     // every line of every frame (pytest, imports, the hook itself): ~16M events for a small
     // sympy test, i.e. a 3 GB trace, none of which any extractor reads.

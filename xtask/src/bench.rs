@@ -21,6 +21,9 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "bench_harvest.rs"]
+mod bench_harvest;
+
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -41,6 +44,9 @@ enum What {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
+    /// Tracing an instance's test in its container: untraced, flux (auto, hook-only), and a
+    /// settrace reference tracer, on starter instances and a SymPy test-suite slice.
+    Harvest(bench_harvest::Args),
 }
 
 const WORKLOAD: &str = r#"
@@ -178,7 +184,10 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
 }
 
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
-    let What::Trace { json, calls, rounds } = a.what;
+    let (json, calls, rounds) = match a.what {
+        What::Trace { json, calls, rounds } => (json, calls, rounds),
+        What::Harvest(h) => return bench_harvest::run(h),
+    };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();
     for t in targets()? {

@@ -1,0 +1,157 @@
+//! `flux bench-run --witness flux|none|reference [--calls auto|hook] INSTANCE_DIR`: run one
+//! instance's test once in its container and print what it cost as one JSON object (a
+//! `flux_harvest::TestRun`, plus `witness` and, for the reference tracer, `events` = its log
+//! lines). Nothing is written to the instance; the run directory is removed afterwards unless
+//! `--keep-run-dir`. Used by `cargo xtask bench harvest` (hidden from `flux --help`).
+//!
+//! Witnesses: `flux` (USDT + hook, `--calls`), `none` (the same container and command, no
+//! tracer), `reference` (a settrace tracer file given by `--reference-tracer`, injected as flux's
+//! hook is: put in the run directory, on `PYTHONPATH`, loaded by `PYTEST_PLUGINS`, configured
+//! from the instance's `[tracing]` table through `FLUX_REF_CONFIG`, logging into the run
+//! directory through `FLUX_REF_LOG`).
+use anyhow::{bail, Context, Result};
+use flux_agent::merge::CallsMode;
+use flux_container::runtime::RUN_DIR_IN_CONTAINER;
+use flux_harvest::{HarvestOptions, Witness};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WitnessArg {
+    /// flux's tracer (USDT + hook) as `--calls` says.
+    Flux,
+    /// No tracer at all.
+    None,
+    /// The reference settrace tracer given by `--reference-tracer`.
+    Reference,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CallsArg {
+    /// USDT where the interpreter can supply returns, else the hook (what harvests use).
+    Auto,
+    /// The in-process hook alone.
+    Hook,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[arg(long, value_enum, default_value = "flux")]
+    witness: WitnessArg,
+    #[arg(long, value_enum, default_value = "auto")]
+    calls: CallsArg,
+    /// The reference tracer (a Python file, the pytest plugin `reference_tracer`).
+    #[arg(long)]
+    reference_tracer: Option<PathBuf>,
+    /// The cache directory (see `flux harvest --cache`).
+    #[arg(long)]
+    cache: Option<PathBuf>,
+    /// Keep the run directory (logs, reference log, trace-meta.json).
+    #[arg(long)]
+    keep_run_dir: bool,
+    /// The instance directory.
+    instance: PathBuf,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let mut opts = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
+    opts.calls = match a.calls {
+        CallsArg::Auto => CallsMode::Auto,
+        CallsArg::Hook => CallsMode::Hook,
+    };
+    let witness = match a.witness {
+        WitnessArg::Flux => Witness::Flux,
+        WitnessArg::None => Witness::Untraced {
+            env: Vec::new(),
+            files: Vec::new(),
+        },
+        WitnessArg::Reference => {
+            let Some(path) = &a.reference_tracer else {
+                bail!("--witness reference needs --reference-tracer FILE");
+            };
+            let text = std::fs::read(path).with_context(|| format!("{}", path.display()))?;
+            let inst = flux_instance::load_instance(&a.instance)?;
+            let dir = "reference";
+            Witness::Untraced {
+                env: vec![
+                    ("PYTHONPATH".into(), format!("{RUN_DIR_IN_CONTAINER}/{dir}")),
+                    ("PYTEST_PLUGINS".into(), "reference_tracer".into()),
+                    (
+                        "FLUX_REF_CONFIG".into(),
+                        serde_json::to_string(&inst.spec.tracing)?,
+                    ),
+                    ("FLUX_REF_LOG".into(), RUN_DIR_IN_CONTAINER.into()),
+                ],
+                files: vec![(format!("{dir}/reference_tracer.py"), text)],
+            }
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let r = rt.block_on(flux_harvest::run_test(&a.instance, &opts, &witness))?;
+    let mut v = serde_json::to_value(&r)?;
+    let o = v.as_object_mut().expect("an object");
+    o.insert(
+        "witness".into(),
+        match (a.witness, a.calls) {
+            (WitnessArg::Flux, CallsArg::Auto) => "flux-auto",
+            (WitnessArg::Flux, CallsArg::Hook) => "flux-hook",
+            (WitnessArg::None, _) => "untraced",
+            (WitnessArg::Reference, _) => "reference",
+        }
+        .into(),
+    );
+    if a.witness == WitnessArg::Reference {
+        let (files, lines, bytes) = reference_logs(&r.run_dir)?;
+        o.insert("events".into(), lines.into());
+        o.insert("lost_events".into(), 0.into());
+        o.insert("log_files".into(), files.into());
+        o.insert("log_bytes".into(), bytes.into());
+    }
+    println!("{}", serde_json::to_string(&v)?);
+    if !a.keep_run_dir {
+        let _ = std::fs::remove_dir_all(&r.run_dir);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// As `flux harvest` finds it: $FLUX_CACHE, else the nearest `.flux-cache` above the current
+/// directory, else `./.flux-cache`.
+fn default_cache() -> PathBuf {
+    if let Some(c) = std::env::var_os("FLUX_CACHE") {
+        return PathBuf::from(c);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    cwd.ancestors()
+        .map(|d| d.join(".flux-cache"))
+        .find(|d| d.is_dir())
+        .unwrap_or_else(|| cwd.join(".flux-cache"))
+}
+
+/// (files, lines, bytes) of the reference tracer's logs in a run directory.
+fn reference_logs(run_dir: &Path) -> Result<(u64, u64, u64)> {
+    let (mut files, mut lines, mut bytes) = (0u64, 0u64, 0u64);
+    for e in std::fs::read_dir(run_dir)? {
+        let e = e?;
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        if !(n.starts_with("reference-") && n.ends_with(".log")) {
+            continue;
+        }
+        files += 1;
+        let mut f = std::fs::File::open(e.path())?;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let k = f.read(&mut buf)?;
+            if k == 0 {
+                break;
+            }
+            bytes += k as u64;
+            lines += buf[..k].iter().filter(|b| **b == b'\n').count() as u64;
+        }
+    }
+    Ok((files, lines, bytes))
+}

@@ -1,0 +1,184 @@
+//! One measured run of an instance's test in its container, without extraction, screening or
+//! writing any gold file: what `flux bench-run` and `cargo xtask bench harvest` time.
+//!
+//! The run is the harvest's own (same run directory layout, container, gate and command); only
+//! the witness differs ([`Witness`]): flux's tracer with [`HarvestOptions::calls`], or none at
+//! all with extra files and environment (an untraced baseline, or another tracer injected the
+//! way flux's hook is: `PYTHONPATH` into the run directory, `PYTEST_PLUGINS`).
+use crate::{docker, rundir, HarvestOptions};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// What watches the program in [`run_test`].
+#[derive(Clone, Debug)]
+pub enum Witness {
+    /// flux's tracer: USDT and the hook as [`HarvestOptions::calls`] plans them.
+    Flux,
+    /// No flux tracer. `files` (path relative to the run directory, contents) are written into
+    /// the run directory, readable by everyone, before the container is created; `env` is added
+    /// to the container's environment. The run directory is at
+    /// [`flux_container::runtime::RUN_DIR_IN_CONTAINER`] in the container.
+    Untraced {
+        env: Vec<(String, String)>,
+        files: Vec<(String, Vec<u8>)>,
+    },
+}
+
+/// What one [`run_test`] measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct TestRun {
+    /// `<repository>/<id>`.
+    pub name: String,
+    pub run_dir: PathBuf,
+    /// The test command's exit code (128 + signal when killed).
+    pub exit_code: i32,
+    pub timed_out: bool,
+    /// The program's wall time: from the gate's release to its exit.
+    pub program_seconds: f64,
+    /// From the run directory's creation to the container removed and (traced) the trace merged.
+    pub total_seconds: f64,
+    /// Traced runs: events in the merged trace, lost events, completeness, counts per
+    /// `source.kind`, and why the trace is incomplete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_events: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub counts: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Run the test of the instance in `dir` once in its image (Docker only), watched by `witness`.
+/// `stdout.txt`, `stderr.txt` (and `trace-meta.json` when traced) are kept in the run
+/// directory; nothing is written to the instance.
+pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> Result<TestRun> {
+    let t0 = Instant::now();
+    let inst = flux_instance::load_instance(dir)?;
+    let name = format!("{}/{}", inst.spec.repository, inst.id());
+    let rt = flux_container::Runtime::connect()
+        .await
+        .context("run_test runs in Docker only")?;
+    let run_dir = rundir::make(&opts.cache_dir, &inst)?;
+    match witness {
+        Witness::Flux => {
+            flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
+            let (out, took) = docker::run_timed(&rt, &inst, &run_dir, opts).await?;
+            let total_seconds = t0.elapsed().as_secs_f64();
+            std::fs::write(run_dir.join("stdout.txt"), &out.stdout)?;
+            std::fs::write(run_dir.join("stderr.txt"), &out.stderr)?;
+            let m = &out.trace.meta;
+            std::fs::write(
+                run_dir.join("trace-meta.json"),
+                serde_json::to_string_pretty(m)? + "\n",
+            )?;
+            Ok(TestRun {
+                name,
+                run_dir,
+                exit_code: out.exit_code,
+                timed_out: out.timed_out.is_some(),
+                program_seconds: took.as_secs_f64(),
+                total_seconds,
+                events: Some(out.trace.events.len() as u64),
+                lost_events: Some(m.lost_events),
+                complete: Some(m.complete),
+                counts: m.counts.clone(),
+                problems: m.problems.clone(),
+            })
+        }
+        Witness::Untraced { env, files } => {
+            write_files(&run_dir, files)?;
+            let mut env = env.clone();
+            // As traced runs have it (the instance is mounted read-only).
+            env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+            let (outcome, took) = docker::run_untraced(&rt, &inst, &run_dir, &env).await?;
+            std::fs::write(run_dir.join("stdout.txt"), &outcome.stdout)?;
+            std::fs::write(run_dir.join("stderr.txt"), &outcome.stderr)?;
+            Ok(TestRun {
+                name,
+                run_dir,
+                exit_code: if outcome.timed_out {
+                    128 + libc::SIGKILL
+                } else {
+                    i32::try_from(outcome.exit_code).unwrap_or(-1)
+                },
+                timed_out: outcome.timed_out,
+                program_seconds: took.as_secs_f64(),
+                total_seconds: t0.elapsed().as_secs_f64(),
+                events: None,
+                lost_events: None,
+                complete: None,
+                counts: BTreeMap::new(),
+                problems: Vec::new(),
+            })
+        }
+    }
+}
+
+/// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.
+fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for (rel, bytes) in files {
+        let r = Path::new(rel);
+        if r.is_absolute() || r.components().any(|c| c == std::path::Component::ParentDir) {
+            anyhow::bail!("{rel}: must be relative to the run directory, without `..`");
+        }
+        let p = run_dir.join(r);
+        let mut made = Vec::new();
+        let mut d = p.parent();
+        while let Some(x) = d {
+            if x == run_dir || x.exists() {
+                break;
+            }
+            made.push(x.to_path_buf());
+            d = x.parent();
+        }
+        for x in made.iter().rev() {
+            std::fs::create_dir(x).with_context(|| format!("creating {}", x.display()))?;
+            std::fs::set_permissions(x, std::fs::Permissions::from_mode(0o755))?;
+        }
+        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn files_are_written_under_the_run_dir_readable_by_all() {
+        let d = tempfile::tempdir().unwrap();
+        super::write_files(
+            d.path(),
+            &[("ref/tracer.py".into(), b"x = 1\n".to_vec()), ("top.txt".into(), b"t".to_vec())],
+        )
+        .unwrap();
+        let p = d.path().join("ref/tracer.py");
+        assert_eq!(std::fs::read(&p).unwrap(), b"x = 1\n");
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        let dir = d.path().join("ref");
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        assert!(d.path().join("top.txt").is_file());
+    }
+
+    #[test]
+    fn files_outside_the_run_dir_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        for bad in ["../x", "/etc/x", "a/../../x"] {
+            assert!(super::write_files(d.path(), &[(bad.into(), Vec::new())]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn harvest_options_default_to_auto_calls() {
+        let o = crate::HarvestOptions::new("/tmp/x");
+        assert_eq!(o.calls, flux_agent::merge::CallsMode::Auto);
+    }
+}

@@ -1,0 +1,413 @@
+//! `cargo xtask bench harvest [--json] [--rounds N] [--instances DIR…|all] [--no-slice]`: what
+//! tracing an instance's test costs, flux against a `sys.settrace` reference tracer, side by
+//! side in one run.
+//!
+//! Workloads: starter instances (`instances/<repo>/<id>/`; default a handful across sympy and
+//! cfn-lint on python3.11 and yt-dlp on python3.15) and the SymPy slice
+//! (`xtask/bench/sympy/sympy-slice/`: four modules of SymPy's own test suite from the image,
+//! ~40 s untraced). Each runs in its own image, the same container and command, four ways,
+//! interleaved round by round (the order rotates each round):
+//! - `untraced`: no tracer;
+//! - `flux-auto`: flux as harvests run it (`--calls auto`: USDT + the hook);
+//! - `flux-hook`: flux's in-process witness alone (`--calls hook`);
+//! - `reference`: `xtask/bench/reference_tracer.py`, a settrace tracer in SWE-Flux's style,
+//!   injected as flux's hook is (run directory on `PYTHONPATH`, `PYTEST_PLUGINS`, the instance's
+//!   `[tracing]` table as its config), logging into the run directory.
+//!
+//! The time is the program's wall time, from the gate's release to its exit (container
+//! create/start, BPF load/attach before, and drain/merge after are not in it; the merge is
+//! reported as `post_seconds`). Medians over rounds; ratios to untraced per workload, and their
+//! geometric mean across the starter instances. Events: the merged trace's (flux) or the log's
+//! lines (reference); lost events are summed over every run. Timings are never asserted.
+//!
+//! Each run is one `flux bench-run` of the release binary, so xtask never links the BPF loader.
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const CONFIGS: [&str; 4] = ["untraced", "flux-auto", "flux-hook", "reference"];
+
+/// The default handful: two per repository, different kinds.
+const DEFAULT_INSTANCES: &[&str] = &[
+    "instances/sympy/sympy-multiplicity-calls",
+    "instances/sympy/sympy-partitions-state",
+    "instances/cfn-lint/cfnlint-decode-coverage",
+    "instances/cfn-lint/cfnlint-count-occurrences-loop",
+    "instances/yt-dlp/ytdlp-parse-codecs-loop",
+    "instances/yt-dlp/ytdlp-jsinterp-throw",
+];
+
+const SLICE: &str = "xtask/bench/sympy/sympy-slice";
+const REFERENCE: &str = "xtask/bench/reference_tracer.py";
+
+#[derive(clap::Args, Clone)]
+pub struct Args {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Interleaved rounds (the median is reported).
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
+    /// Instance directories (or directories holding them), or `all` for every starter instance;
+    /// default: six across sympy, cfn-lint and yt-dlp.
+    #[arg(long, num_args = 1..)]
+    instances: Vec<String>,
+    /// Leave out the SymPy slice.
+    #[arg(long)]
+    no_slice: bool,
+    /// Only the SymPy slice.
+    #[arg(long, conflicts_with = "no_slice")]
+    slice_only: bool,
+    /// Configurations to run (comma-separated; `untraced` is always run).
+    #[arg(long, value_delimiter = ',', default_values_t = CONFIGS.map(String::from))]
+    configs: Vec<String>,
+    /// Use this flux binary instead of building the release one.
+    #[arg(long)]
+    flux: Option<PathBuf>,
+}
+
+fn find_instances(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.join("instance.toml").is_file() {
+        out.push(p.to_path_buf());
+        return;
+    }
+    if let Ok(rd) = std::fs::read_dir(p) {
+        let mut subs: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        subs.sort();
+        for s in subs {
+            find_instances(&s, out);
+        }
+    }
+}
+
+/// One `flux bench-run`; its JSON, or why it failed.
+fn one(flux: &Path, root: &Path, dir: &Path, config: &str) -> Result<Value> {
+    let mut c = Command::new(flux);
+    c.arg("bench-run");
+    match config {
+        "untraced" => c.args(["--witness", "none"]),
+        "flux-auto" => c.args(["--witness", "flux", "--calls", "auto"]),
+        "flux-hook" => c.args(["--witness", "flux", "--calls", "hook"]),
+        "reference" => c
+            .args(["--witness", "reference", "--reference-tracer"])
+            .arg(root.join(REFERENCE)),
+        other => bail!("unknown configuration {other} (known: {})", CONFIGS.join(", ")),
+    };
+    c.arg(dir).current_dir(root);
+    let o = c.output().context("running flux bench-run")?;
+    if !o.status.success() {
+        bail!(
+            "flux bench-run {config} {} failed ({}): {}",
+            dir.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .with_context(|| format!("flux bench-run printed {:?}", String::from_utf8_lossy(&o.stdout)))?;
+    if v["exit_code"].as_i64() != Some(0) {
+        bail!(
+            "{config} {}: the test exited with {} (run dir removed; rerun with `flux bench-run --keep-run-dir`)",
+            dir.display(),
+            v["exit_code"]
+        );
+    }
+    Ok(v)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+fn geomean(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    Some((v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp())
+}
+
+#[derive(Default)]
+struct Cell {
+    secs: Vec<f64>,
+    post: Vec<f64>,
+    events: u64,
+    lost: u64,
+    incomplete: u64,
+    errors: Vec<String>,
+}
+
+pub fn run(a: Args) -> Result<std::process::ExitCode> {
+    let root = crate::workspace_root();
+    let flux = match &a.flux {
+        Some(f) => std::fs::canonicalize(f).with_context(|| format!("{}", f.display()))?,
+        None => crate::build_flux_release()?,
+    };
+    let mut configs: Vec<String> = vec!["untraced".into()];
+    for c in &a.configs {
+        if !CONFIGS.contains(&c.as_str()) {
+            bail!("unknown configuration {c} (known: {})", CONFIGS.join(", "));
+        }
+        if !configs.contains(c) {
+            configs.push(c.clone());
+        }
+    }
+    let mut dirs = Vec::new();
+    if !a.slice_only {
+        if a.instances.is_empty() {
+            dirs.extend(DEFAULT_INSTANCES.iter().map(|d| root.join(d)));
+        } else if a.instances.iter().any(|s| s == "all") {
+            find_instances(&root.join("instances"), &mut dirs);
+        } else {
+            for s in &a.instances {
+                let p = PathBuf::from(s);
+                let p = if p.is_absolute() { p } else { std::env::current_dir()?.join(p) };
+                let before = dirs.len();
+                find_instances(&p, &mut dirs);
+                if dirs.len() == before {
+                    bail!("{s}: no instance.toml at or under it");
+                }
+            }
+        }
+    }
+    let n_instances = dirs.len();
+    if !a.no_slice {
+        dirs.push(root.join(SLICE));
+    }
+    let rounds = a.rounds.max(1);
+    let names: Vec<String> = dirs
+        .iter()
+        .map(|d| {
+            let id = d.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let repo = d
+                .parent()
+                .and_then(|p| p.file_name())
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            format!("{repo}/{id}")
+        })
+        .collect();
+    let mut cells: Vec<BTreeMap<String, Cell>> = dirs.iter().map(|_| BTreeMap::new()).collect();
+    for r in 0..rounds {
+        for (i, d) in dirs.iter().enumerate() {
+            for k in 0..configs.len() {
+                let c = &configs[(k + r + i) % configs.len()];
+                eprintln!("bench harvest: round {}/{rounds}: {} {c}", r + 1, names[i]);
+                let cell = cells[i].entry(c.clone()).or_default();
+                match one(&flux, &root, d, c) {
+                    Ok(v) => {
+                        let p = v["program_seconds"].as_f64().unwrap_or(0.0);
+                        cell.secs.push(p);
+                        cell.post.push(v["total_seconds"].as_f64().unwrap_or(0.0) - p);
+                        cell.events = v["events"].as_u64().unwrap_or(0);
+                        cell.lost += v["lost_events"].as_u64().unwrap_or(0);
+                        if v["complete"].as_bool() == Some(false) {
+                            cell.incomplete += 1;
+                            if let Some(ps) = v["problems"].as_array() {
+                                for p in ps {
+                                    eprintln!("  incomplete: {}", p.as_str().unwrap_or(""));
+                                }
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("  error: {e:#}");
+                        cell.errors.push(format!("{e:#}"));
+                    }
+                }
+            }
+        }
+    }
+    // Per workload: medians and ratios.
+    let mut workloads = Vec::new();
+    let mut ratios: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut totals: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    for (i, name) in names.iter().enumerate() {
+        let base = median(cells[i].get("untraced").map(|c| c.secs.clone()).unwrap_or_default());
+        let mut per = serde_json::Map::new();
+        for c in &configs {
+            let cell = &cells[i][c];
+            let secs = median(cell.secs.clone());
+            let ratio = match (secs, base) {
+                (Some(s), Some(b)) if b > 0.0 => Some(s / b),
+                _ => None,
+            };
+            if i < n_instances {
+                if let Some(r) = ratio {
+                    ratios.entry(c.clone()).or_default().push(r);
+                }
+            }
+            let t = totals.entry(c.clone()).or_default();
+            t.0 += cell.events;
+            t.1 += cell.lost;
+            t.2 += cell.incomplete;
+            per.insert(
+                c.clone(),
+                json!({
+                    "seconds": secs,
+                    "ratio_to_untraced": ratio,
+                    "added_seconds": secs.zip(base).map(|(s, b)| s - b),
+                    "post_seconds": median(cell.post.clone()),
+                    "events": cell.events,
+                    "lost_events": cell.lost,
+                    "incomplete_runs": cell.incomplete,
+                    "runs": cell.secs.len(),
+                    "errors": cell.errors,
+                }),
+            );
+        }
+        // flux's added time over the reference tracer's.
+        let added = |c: &str| per.get(c).and_then(|v| v["added_seconds"].as_f64());
+        let mut vs_ref = serde_json::Map::new();
+        if let Some(rf) = added("reference") {
+            for c in ["flux-auto", "flux-hook"] {
+                if let Some(x) = added(c) {
+                    vs_ref.insert(c.into(), json!(if rf > 0.0 { x / rf } else { f64::NAN }));
+                }
+            }
+        }
+        workloads.push(json!({
+            "name": name,
+            "dir": dirs[i],
+            "slice": i >= n_instances,
+            "configs": per,
+            "added_time_vs_reference": vs_ref,
+        }));
+    }
+    let geo: BTreeMap<String, Option<f64>> =
+        configs.iter().map(|c| (c.clone(), geomean(ratios.get(c).map(|v| v.as_slice()).unwrap_or(&[])))).collect();
+    let slice = workloads.iter().find(|w| w["slice"] == json!(true)).cloned();
+    let slice_ratio = |c: &str| slice.as_ref().and_then(|s| s["configs"][c]["ratio_to_untraced"].as_f64());
+    let slice_vs_ref = |c: &str| slice.as_ref().and_then(|s| s["added_time_vs_reference"][c].as_f64());
+    let mut summary = serde_json::Map::new();
+    for c in &configs {
+        let (ev, lost, inc) = totals[c];
+        summary.insert(
+            c.clone(),
+            json!({
+                "ratio_to_untraced": geo[c],
+                "sympy_slice_ratio_to_untraced": slice_ratio(c),
+                "sympy_slice_added_time_vs_reference": slice_vs_ref(c),
+                "events": ev,
+                "lost_events": lost,
+                "incomplete_runs": inc,
+            }),
+        );
+    }
+    let lost_flux: u64 = ["flux-auto", "flux-hook"].iter().filter_map(|c| totals.get(*c)).map(|t| t.1).sum();
+    let targets = json!({
+        "flux_auto_slice_ratio_le_1_5": slice_ratio("flux-auto").map(|r| r <= 1.5),
+        "flux_auto_added_time_le_third_of_reference": slice_vs_ref("flux-auto").map(|r| r <= 1.0 / 3.0),
+        "zero_lost_events": lost_flux == 0,
+    });
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "rounds": rounds,
+                "time": "program wall time, gate release to exit; median over rounds",
+                "configs": summary,
+                "geomean_ratio_to_untraced": geo,
+                "geomean_over": n_instances,
+                "targets": targets,
+                "workloads": workloads,
+            }))?
+        );
+    } else {
+        println!(
+            "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events / lost"
+        );
+        print!("{:<44}", "workload");
+        for c in &configs {
+            print!(" {:>26}", c);
+        }
+        println!(" {:>14}", "flux/ref added");
+        for w in &workloads {
+            print!("{:<44}", w["name"].as_str().unwrap_or(""));
+            for c in &configs {
+                let v = &w["configs"][c];
+                let cell = match (v["seconds"].as_f64(), v["ratio_to_untraced"].as_f64()) {
+                    (Some(s), Some(r)) if c == "untraced" => format!("{s:.2}s {r:.2}x"),
+                    (Some(s), Some(r)) => format!(
+                        "{s:.2}s {r:.2}x {}/{}",
+                        short(v["events"].as_u64().unwrap_or(0)),
+                        v["lost_events"].as_u64().unwrap_or(0)
+                    ),
+                    _ => "failed".into(),
+                };
+                print!(" {cell:>26}");
+            }
+            match w["added_time_vs_reference"]["flux-auto"].as_f64() {
+                Some(x) => println!(" {x:>14.2}"),
+                None => println!(" {:>14}", "-"),
+            }
+        }
+        print!("{:<44}", format!("geomean over {n_instances} instances"));
+        for c in &configs {
+            match geo[c] {
+                Some(g) => print!(" {:>26}", format!("{g:.2}x")),
+                None => print!(" {:>26}", "-"),
+            }
+        }
+        println!();
+        println!(
+            "targets: flux-auto ≤ 1.5x untraced on the slice: {}; flux-auto added time ≤ 1/3 of the reference's on the slice: {}; 0 lost events: {}",
+            fmt_target(slice_ratio("flux-auto"), "x", targets["flux_auto_slice_ratio_le_1_5"].as_bool()),
+            fmt_target(slice_vs_ref("flux-auto"), "", targets["flux_auto_added_time_le_third_of_reference"].as_bool()),
+            if lost_flux == 0 { "met".to_string() } else { format!("NOT met ({lost_flux} lost)") },
+        );
+    }
+    let failed = cells.iter().any(|m| m.values().any(|c| !c.errors.is_empty()));
+    Ok(if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
+}
+
+fn short(n: u64) -> String {
+    if n >= 10_000_000 {
+        format!("{}M", n / 1_000_000)
+    } else if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 10_000 {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+fn fmt_target(v: Option<f64>, unit: &str, met: Option<bool>) -> String {
+    match (v, met) {
+        (Some(v), Some(true)) => format!("{v:.2}{unit} met"),
+        (Some(v), Some(false)) => format!("{v:.2}{unit} NOT met"),
+        _ => "not measured".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn median_and_geomean() {
+        assert_eq!(super::median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(super::median(vec![4.0, 1.0]), Some(2.5));
+        assert_eq!(super::median(vec![]), None);
+        let g = super::geomean(&[1.0, 4.0]).unwrap();
+        assert!((g - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_default_instances_and_the_slice_exist() {
+        let root = crate::workspace_root();
+        for d in super::DEFAULT_INSTANCES.iter().chain([&super::SLICE]) {
+            assert!(root.join(d).join("instance.toml").is_file(), "{d}");
+        }
+        assert!(root.join(super::REFERENCE).is_file());
+    }
+}
