@@ -293,8 +293,8 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
         tid: e.tid,
         host_tgid: e.host_tgid,
         line: e.lineno,
-        file: (e.file_ptr, e.file_fp),
-        func: (e.func_ptr, e.func_fp),
+        file: (e.file_ptr, e.file_fp as u64),
+        func: (e.func_ptr, e.func_fp as u64),
     });
 }
 

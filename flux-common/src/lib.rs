@@ -90,6 +90,10 @@ pub struct Config {
 
 /// A call, return or line event: fixed size, names its strings by (process, pointer,
 /// fingerprint) instead of copying them.
+///
+/// 56 bytes, so that with the ring buffer's 8-byte record header every event is exactly one
+/// 64-byte cache line (records never straddle two lines). Fingerprints are 32-bit here and in
+/// [`StrDef::fp`] (zero-extended there).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Event {
@@ -106,11 +110,11 @@ pub struct Event {
     /// filtering by namespace.
     pub pid: u32,
     pub tid: u32,
-    pub _pad: u32,
+    pub file_fp: u32,
     pub file_ptr: u64,
     pub func_ptr: u64,
-    pub file_fp: u64,
-    pub func_fp: u64,
+    pub func_fp: u32,
+    pub _pad: u32,
 }
 
 /// A string definition: emitted before the first event (of a process) that names the string
@@ -173,7 +177,7 @@ mod tests {
     fn sizes_have_no_hidden_padding() {
         assert_eq!(size_of::<UsdtArg>(), 16);
         assert_eq!(size_of::<SiteSpec>(), 8 + 3 * 16);
-        assert_eq!(size_of::<Config>(), 48);
+        assert_eq!(size_of::<Config>(), 8 + 4 * 8);
         assert_eq!(size_of::<Event>(), 56);
         assert_eq!(size_of::<StrDef>(), 32 + STR_MAX);
         assert_eq!(size_of::<StrKey>(), 16);

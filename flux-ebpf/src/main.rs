@@ -8,7 +8,7 @@
 //!    probe's three arguments (filename, funcname, lineno) exactly as the decoded note says;
 //! 3. names each string by (process, pointer, fingerprint) and copies its bytes only the first
 //!    time this process names it (a per-CPU direct-mapped cache remembers what was sent);
-//! 4. submits a fixed 56-byte record without waking userspace unless a lot is pending.
+//! 4. submits a fixed 56-byte record (one cache line with its header) without waking userspace unless a lot is pending.
 //!
 //! Every reservation that fails is counted: userspace turns a non-zero count into an
 //! incomplete trace.
@@ -55,9 +55,8 @@ const STR_SLOTS: u32 = 4096;
 #[derive(Clone, Copy)]
 struct StrSlot {
     host_tgid: u32,
-    _pad: u32,
+    fp: u32,
     ptr: u64,
-    fp: u64,
 }
 
 /// Direct-mapped, per-CPU "already sent" cache: slot = hash(process, pointer). A collision or a
@@ -175,14 +174,19 @@ fn read_arg(ctx: &ProbeContext, arg: &UsdtArg) -> Result<u64, ()> {
     })
 }
 
+/// 32-bit fingerprint of the CPython string whose UTF-8 data is at `ptr`: its length and hash
+/// folded (0 when there is nothing to read).
 #[inline(always)]
-fn fingerprint(ptr: u64, fp_off: i64) -> u64 {
+fn fingerprint(ptr: u64, fp_off: i64) -> u32 {
     if fp_off == 0 || ptr == 0 {
         return 0;
     }
     let at = ptr.wrapping_add(fp_off as u64) as *const [u64; 2];
     match unsafe { bpf_probe_read_user(at) } {
-        Ok([len, hash]) => len ^ hash.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15,
+        Ok([len, hash]) => {
+            let x = len ^ hash.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+            (x ^ (x >> 32)) as u32
+        }
         Err(_) => 0,
     }
 }
@@ -190,7 +194,7 @@ fn fingerprint(ptr: u64, fp_off: i64) -> u64 {
 /// Make sure userspace knows the string at `ptr` in this process: a cache hit costs one inlined
 /// array lookup and a compare; a miss copies the string into the ring buffer first.
 #[inline(always)]
-fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), ()> {
+fn define_string(host_tgid: u32, ptr: u64, fp: u32, always: bool) -> Result<(), ()> {
     // A null pointer (rather than an Option) for "no slot": LLVM may otherwise spill the
     // undefined payload of a None, which the verifier rejects.
     let slot: *mut StrSlot = if always {
@@ -217,7 +221,7 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), 
         (*def).host_tgid = host_tgid;
         (*def)._pad = 0;
         (*def).ptr = ptr;
-        (*def).fp = fp;
+        (*def).fp = fp as u64;
         let n = bpf_probe_read_user_str(
             (*def).data.as_mut_ptr() as *mut _,
             STR_MAX as u32,
@@ -232,7 +236,7 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u64, always: bool) -> Result<(), 
     if !slot.is_null() && n > 0 {
         // SAFETY: as above.
         unsafe {
-            *slot = StrSlot { host_tgid, _pad: 0, ptr, fp };
+            *slot = StrSlot { host_tgid, fp, ptr };
         }
     }
     Ok(())
@@ -308,11 +312,11 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         host_tgid,
         pid,
         tid,
-        _pad: 0,
+        file_fp,
         file_ptr,
         func_ptr,
-        file_fp,
         func_fp,
+        _pad: 0,
     });
     // How much is pending is asked only every WAKEUP_CHECK_EVERY events of this CPU (a helper
     // call and a read of the consumer's cache line saved on the others): the wakeup threshold
