@@ -378,6 +378,10 @@ async fn harvest_instance(
     } else {
         None
     };
+    if let Backend::Docker(rt) = backend {
+        // Before anything is made for the run.
+        docker::image_id(rt, &inst.spec.image).await?;
+    }
     let run_dir = rundir::make(&opts.cache_dir, inst)?;
     report.run_dir = Some(run_dir.clone());
     let t_run = Instant::now();

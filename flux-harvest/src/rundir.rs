@@ -41,7 +41,35 @@ pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     set_mode(&dir, 0o755)?;
     copy_instance(&inst.dir, &dir.join("instance"))?;
+    prune(&runs, inst.id(), KEEP_RUNS);
     Ok(dir)
+}
+
+/// Run directories kept per instance (the newest; a sympy trace is ~0.5 GB).
+pub const KEEP_RUNS: usize = 3;
+
+/// Remove all but the newest `keep` run directories of instance `id` (names `<id>-<stamp>`,
+/// the stamp starting with 8 digits and `T`; `<id>--v1-…` is another instance's).
+fn prune(runs: &Path, id: &str, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return;
+    };
+    let prefix = format!("{id}-");
+    let mut mine: Vec<(String, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stamp = name.strip_prefix(&prefix)?;
+            let b = stamp.as_bytes();
+            let ok = b.len() >= 9 && b[..8].iter().all(u8::is_ascii_digit) && b[8] == b'T';
+            ok.then(|| (stamp.to_string(), e.path()))
+        })
+        .collect();
+    mine.sort();
+    let drop = mine.len().saturating_sub(keep);
+    for (_, p) in mine.into_iter().take(drop) {
+        let _ = std::fs::remove_dir_all(p);
+    }
 }
 
 fn set_mode(p: &Path, mode: u32) -> Result<()> {
@@ -135,6 +163,36 @@ pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use flux_trace::{Event, Kind, Source, Trace};
+
+    #[test]
+    fn prune_keeps_the_newest_runs_of_that_instance_only() {
+        let t = tempfile::tempdir().unwrap();
+        for n in [
+            "a-20261129T090000Z",
+            "a-20261129T090100Z",
+            "a-20261129T090100Z.123-1",
+            "a-20261129T090200Z",
+            "a--v1-20261129T080000Z",
+            "ab-20261129T080000Z",
+        ] {
+            std::fs::create_dir(t.path().join(n)).unwrap();
+        }
+        super::prune(t.path(), "a", 2);
+        let mut left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "a--v1-20261129T080000Z",
+                "a-20261129T090100Z.123-1",
+                "a-20261129T090200Z",
+                "ab-20261129T080000Z"
+            ]
+        );
+    }
 
     #[test]
     fn the_digest_of_trace_jsonl_is_flux_instance_trace_digest() {

@@ -42,6 +42,9 @@ pub(crate) fn prepare(
     );
     // The instance is read-only in a container; keep host runs from writing into it too.
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    // The same run twice must give the same answer: no per-process hash randomisation (set and
+    // dict-of-str iteration orders would otherwise differ between a harvest and its --check).
+    env.push(("PYTHONHASHSEED".into(), "0".into()));
     Ok(Prepared { plan, env, server })
 }
 

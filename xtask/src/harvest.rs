@@ -143,7 +143,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         instance_dirs(p, &mut dirs);
     }
     eprintln!("xtask harvest: building the release flux");
-    let flux = crate::build_flux_release()?;
+    let mut flux = crate::build_flux_release()?;
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        // build_flux_release builds from the workspace root; a relative target dir is below it.
+        flux = root.join(dir).join("release/flux");
+    }
     if !args.no_images {
         build_missing_images(&root, &dirs)?;
     }
