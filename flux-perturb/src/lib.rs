@@ -239,7 +239,7 @@ impl Report {
                         v.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
                         v.differs
                             .as_ref()
-                            .map(|d| format!(" (differs {d})"))
+                            .map(|d| format!(" (differs {})", first_line(d)))
                             .unwrap_or_default()
                     ),
                     VariantStatus::Proposed => format!(
@@ -281,8 +281,8 @@ impl Report {
 
 fn first_line(s: &str) -> String {
     let l = s.lines().next().unwrap_or("").trim();
-    if l.chars().count() > 200 {
-        format!("{}...", l.chars().take(197).collect::<String>())
+    if l.chars().count() > 160 {
+        format!("{}...", l.chars().take(157).collect::<String>())
     } else {
         l.to_string()
     }
