@@ -8,33 +8,15 @@
 //! for the 3.15 cases a sid root filesystem with python3.15 (`FLUX_SID_ROOTFS`, default
 //! `/var/cache/flux/rootfs/sid-py315`, made by `cargo xtask images`). Where one is missing the
 //! test says `skipping: …` loudly and returns; CI has all of them.
+mod common;
+
+use common::{config_for, run_flux, sid_root, skip, tempdir, trace_with, witness_view, Traced, PY311};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-const PY311: &str = "/usr/bin/python3.11";
+use std::process::Command;
 
 fn programs() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs")
-}
-
-fn sid_root() -> PathBuf {
-    std::env::var_os("FLUX_SID_ROOTFS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/flux/rootfs/sid-py315"))
-}
-
-fn skip(what: &str) -> bool {
-    // SAFETY: trivial syscall.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping {what}: needs root to load eBPF programs");
-        return true;
-    }
-    if !Path::new("/sys/bus/event_source/devices/uprobe/type").exists() {
-        eprintln!("skipping {what}: kernel has no uprobe PMU");
-        return true;
-    }
-    false
 }
 
 fn skip311(what: &str) -> bool {
@@ -62,35 +44,6 @@ fn skip315(what: &str) -> bool {
     false
 }
 
-struct Traced {
-    events: Vec<Value>,
-    out: Output,
-}
-
-fn run_flux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flux"))
-        .args(args)
-        .output()
-        .expect("run flux")
-}
-
-fn trace_with(extra: &[&str], cmd: &[&str]) -> Traced {
-    let dir = tempdir();
-    let out_path = dir.join("t.jsonl");
-    let mut args = vec!["trace", "--out", out_path.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    args.push("--");
-    args.extend_from_slice(cmd);
-    let out = run_flux(&args);
-    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-    let events = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
-        .collect();
-    let _ = std::fs::remove_dir_all(&dir);
-    Traced { events, out }
-}
-
 fn trace311(program: &str, args: &[&str]) -> Traced {
     let p = programs().join(program);
     let mut cmd = vec![PY311, p.to_str().unwrap()];
@@ -110,19 +63,6 @@ fn trace315(program: &str) -> (Traced, String) {
     );
     let _ = std::fs::remove_file(root.join(inside.trim_start_matches('/')));
     (t, inside)
-}
-
-fn tempdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "flux-test-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// (ev, func, line) of the events whose file is `file`, in order.
@@ -152,7 +92,7 @@ fn owned(v: &[(&str, u64)]) -> Vec<(String, u64)> {
 }
 
 fn stderr(t: &Traced) -> String {
-    String::from_utf8_lossy(&t.out.stderr).into_owned()
+    t.stderr()
 }
 
 /// Every frame exit of basics.py, by hand: fact(5) returns at `return 1` (line 3) once and at
@@ -395,34 +335,6 @@ fn probes_reports_what_each_interpreter_can_do() {
         assert!(text.contains("calls (entries): usdt"), "{text}");
         assert!(text.contains("lines:           hook (no probe)"), "{text}");
     }
-}
-
-/// The comparable content of a merged trace, for the events of one file: what both witnesses
-/// must agree on (sources and ids differ by design).
-fn witness_view(events: &[Value], file: &str) -> Vec<String> {
-    events
-        .iter()
-        .filter(|e| e["file"] == file)
-        .map(|e| {
-            format!(
-                "{} {} {} d{} v={} u={} x={} l={}",
-                e["ev"].as_str().unwrap(),
-                e["qualname"].as_str().unwrap_or(e["func"].as_str().unwrap()),
-                e["line"],
-                e["depth"],
-                e["value"]["repr"],
-                e["unwind"],
-                e["exc"]["type"],
-                e["locals"]
-            )
-        })
-        .collect()
-}
-
-fn config_for(dir: &Path, target: &str) -> PathBuf {
-    let p = dir.join("cfg.json");
-    std::fs::write(&p, format!(r#"{{"files": ["{target}"]}}"#)).unwrap();
-    p
 }
 
 #[test]

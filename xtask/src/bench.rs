@@ -21,6 +21,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "bench_hook.rs"]
+mod bench_hook;
 #[path = "bench_harvest.rs"]
 mod bench_harvest;
 
@@ -39,6 +41,18 @@ enum What {
         json: bool,
         /// Python calls per run.
         #[arg(long, default_value_t = 1_000_000)]
+        calls: u64,
+        /// Interleaved rounds (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
+    /// In-process hook cost as ratios to untraced: untargeted and targeted, hook and auto.
+    Hook {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Python calls per run.
+        #[arg(long, default_value_t = 200_000)]
         calls: u64,
         /// Interleaved rounds (the median is reported).
         #[arg(long, default_value_t = 3)]
@@ -186,6 +200,7 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
     let (json, calls, rounds) = match a.what {
         What::Trace { json, calls, rounds } => (json, calls, rounds),
+        What::Hook { json, calls, rounds } => return bench_hook::run(json, calls, rounds),
         What::Harvest(h) => return bench_harvest::run(h),
     };
     let flux = crate::build_flux_release()?;
