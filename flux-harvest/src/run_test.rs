@@ -48,6 +48,10 @@ pub struct TestRun {
     pub lost_events: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
+    /// Traced runs: events (test boundaries aside) that fall inside a pytest test window (from a
+    /// test's start to its end, by timestamp): what a tracer on only while tests run would keep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events_in_tests: Option<u64>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub counts: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -87,6 +91,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 events: Some(out.trace.events.len() as u64),
                 lost_events: Some(m.lost_events),
                 complete: Some(m.complete),
+                events_in_tests: Some(events_in_tests(&out.trace)),
                 counts: m.counts.clone(),
                 problems: m.problems.clone(),
             })
@@ -113,11 +118,38 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 events: None,
                 lost_events: None,
                 complete: None,
+                events_in_tests: None,
                 counts: BTreeMap::new(),
                 problems: Vec::new(),
             })
         }
     }
+}
+
+/// Events of `trace` (test boundaries aside) with a timestamp inside a test's window.
+fn events_in_tests(trace: &flux_trace::Trace) -> u64 {
+    use flux_trace::Kind;
+    let mut windows = Vec::new();
+    let mut open: Option<u64> = None;
+    let mut ts: Vec<u64> = Vec::with_capacity(trace.events.len());
+    for e in &trace.events {
+        match e.ev {
+            Kind::TestStart => open = Some(e.ts),
+            Kind::TestEnd => {
+                if let Some(s) = open.take() {
+                    windows.push((s, e.ts));
+                }
+            }
+            _ => ts.push(e.ts),
+        }
+    }
+    windows.sort_unstable();
+    ts.iter()
+        .filter(|t| {
+            let i = windows.partition_point(|w| w.0 <= **t);
+            i > 0 && **t <= windows[i - 1].1
+        })
+        .count() as u64
 }
 
 /// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.
@@ -174,6 +206,26 @@ mod tests {
         for bad in ["../x", "/etc/x", "a/../../x"] {
             assert!(super::write_files(d.path(), &[(bad.into(), Vec::new())]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn events_in_tests_counts_what_falls_inside_test_windows() {
+        use flux_trace::{Event, Kind, Source, Trace};
+        let mut t = Trace::default();
+        for (ts, k) in [
+            (1, Kind::Call),
+            (2, Kind::TestStart),
+            (3, Kind::Call),
+            (4, Kind::Return),
+            (5, Kind::TestEnd),
+            (6, Kind::Call),
+            (7, Kind::TestStart),
+            (8, Kind::Line),
+            (9, Kind::TestEnd),
+        ] {
+            t.events.push(Event::new(ts, 1, 1, k, Source::Hook));
+        }
+        assert_eq!(super::events_in_tests(&t), 3);
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct Args {
     /// Use this flux binary instead of building the release one.
     #[arg(long)]
     flux: Option<PathBuf>,
+    /// Print the table of a report saved with `--json` instead of measuring.
+    #[arg(long)]
+    render: Option<PathBuf>,
 }
 
 fn find_instances(p: &Path, out: &mut Vec<PathBuf>) {
@@ -138,12 +141,19 @@ struct Cell {
     secs: Vec<f64>,
     post: Vec<f64>,
     events: u64,
+    /// Of `events`, those inside a test window (flux runs).
+    in_tests: Option<u64>,
     lost: u64,
     incomplete: u64,
     errors: Vec<String>,
 }
 
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
+    if let Some(f) = &a.render {
+        let v: Value = serde_json::from_slice(&std::fs::read(f).with_context(|| format!("{}", f.display()))?)?;
+        print_table(&v);
+        return Ok(std::process::ExitCode::SUCCESS);
+    }
     let root = crate::workspace_root();
     let flux = match &a.flux {
         Some(f) => std::fs::canonicalize(f).with_context(|| format!("{}", f.display()))?,
@@ -206,6 +216,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                         cell.secs.push(p);
                         cell.post.push(v["total_seconds"].as_f64().unwrap_or(0.0) - p);
                         cell.events = v["events"].as_u64().unwrap_or(0);
+                        cell.in_tests = v["events_in_tests"].as_u64();
                         cell.lost += v["lost_events"].as_u64().unwrap_or(0);
                         if v["complete"].as_bool() == Some(false) {
                             cell.incomplete += 1;
@@ -255,6 +266,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                     "added_seconds": secs.zip(base).map(|(s, b)| s - b),
                     "post_seconds": median(cell.post.clone()),
                     "events": cell.events,
+                    "events_in_tests": cell.in_tests,
                     "lost_events": cell.lost,
                     "incomplete_runs": cell.incomplete,
                     "runs": cell.secs.len(),
@@ -306,62 +318,23 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         "flux_auto_added_time_le_third_of_reference": slice_vs_ref("flux-auto").map(|r| r <= 1.0 / 3.0),
         "zero_lost_events": lost_flux == 0,
     });
+    let report = json!({
+        "rounds": rounds,
+        "time": "program wall time, gate release to exit; median over rounds",
+        "configs": summary,
+        "geomean_ratio_to_untraced": geo,
+        "geomean_over": n_instances,
+        "targets": targets,
+        "slice_ratio_flux_auto": slice_ratio("flux-auto"),
+        "slice_added_time_vs_reference_flux_auto": slice_vs_ref("flux-auto"),
+        "lost_events_flux": lost_flux,
+        "config_names": configs,
+        "workloads": workloads,
+    });
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "rounds": rounds,
-                "time": "program wall time, gate release to exit; median over rounds",
-                "configs": summary,
-                "geomean_ratio_to_untraced": geo,
-                "geomean_over": n_instances,
-                "targets": targets,
-                "workloads": workloads,
-            }))?
-        );
+        println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!(
-            "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events / lost"
-        );
-        print!("{:<44}", "workload");
-        for c in &configs {
-            print!(" {:>26}", c);
-        }
-        println!(" {:>14}", "flux/ref added");
-        for w in &workloads {
-            print!("{:<44}", w["name"].as_str().unwrap_or(""));
-            for c in &configs {
-                let v = &w["configs"][c];
-                let cell = match (v["seconds"].as_f64(), v["ratio_to_untraced"].as_f64()) {
-                    (Some(s), Some(r)) if c == "untraced" => format!("{s:.2}s {r:.2}x"),
-                    (Some(s), Some(r)) => format!(
-                        "{s:.2}s {r:.2}x {}/{}",
-                        short(v["events"].as_u64().unwrap_or(0)),
-                        v["lost_events"].as_u64().unwrap_or(0)
-                    ),
-                    _ => "failed".into(),
-                };
-                print!(" {cell:>26}");
-            }
-            match w["added_time_vs_reference"]["flux-auto"].as_f64() {
-                Some(x) => println!(" {x:>14.2}"),
-                None => println!(" {:>14}", "-"),
-            }
-        }
-        print!("{:<44}", format!("geomean over {n_instances} instances"));
-        for c in &configs {
-            match geo[c] {
-                Some(g) => print!(" {:>26}", format!("{g:.2}x")),
-                None => print!(" {:>26}", "-"),
-            }
-        }
-        println!();
-        println!(
-            "targets: flux-auto ≤ 1.5x untraced on the slice: {}; flux-auto added time ≤ 1/3 of the reference's on the slice: {}; 0 lost events: {}",
-            fmt_target(slice_ratio("flux-auto"), "x", targets["flux_auto_slice_ratio_le_1_5"].as_bool()),
-            fmt_target(slice_vs_ref("flux-auto"), "", targets["flux_auto_added_time_le_third_of_reference"].as_bool()),
-            if lost_flux == 0 { "met".to_string() } else { format!("NOT met ({lost_flux} lost)") },
-        );
+        print_table(&report);
     }
     let failed = cells.iter().any(|m| m.values().any(|c| !c.errors.is_empty()));
     Ok(if failed {
@@ -369,6 +342,63 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     } else {
         std::process::ExitCode::SUCCESS
     })
+}
+
+/// The table of a report (what `--json` prints); `--render FILE` prints it for a saved one.
+pub fn print_table(report: &Value) {
+    let configs: Vec<String> = report["config_names"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_else(|| CONFIGS.iter().map(|s| s.to_string()).collect());
+    let rounds = report["rounds"].as_u64().unwrap_or(0);
+    println!(
+        "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events/lost"
+    );
+    print!("{:<32}", "workload");
+    for c in &configs {
+        print!(" {:>24}", c);
+    }
+    println!(" {:>9}", "auto/ref+");
+    for w in report["workloads"].as_array().into_iter().flatten() {
+        print!("{:<32}", w["name"].as_str().unwrap_or(""));
+        for c in &configs {
+            let v = &w["configs"][c];
+            let cell = match (v["seconds"].as_f64(), v["ratio_to_untraced"].as_f64()) {
+                (Some(s), Some(_)) if c == "untraced" => format!("{s:.2}s"),
+                (Some(s), Some(r)) => format!(
+                    "{s:.2}s {r:.2}x {}/{}",
+                    short(v["events"].as_u64().unwrap_or(0)),
+                    v["lost_events"].as_u64().unwrap_or(0)
+                ),
+                _ => "failed".into(),
+            };
+            print!(" {cell:>24}");
+        }
+        match w["added_time_vs_reference"]["flux-auto"].as_f64() {
+            Some(x) => println!(" {x:>9.2}"),
+            None => println!(" {:>9}", "-"),
+        }
+    }
+    print!("{:<32}", format!("geomean ({} instances)", report["geomean_over"]));
+    for c in &configs {
+        match report["geomean_ratio_to_untraced"][c].as_f64() {
+            Some(g) => print!(" {:>24}", format!("{g:.2}x")),
+            None => print!(" {:>24}", "-"),
+        }
+    }
+    println!();
+    let t = &report["targets"];
+    let lost = report["lost_events_flux"].as_u64().unwrap_or(0);
+    println!(
+        "targets (SymPy slice): flux-auto <= 1.5x untraced: {}; flux-auto added time <= 1/3 of the reference's: {}; 0 lost events: {}",
+        fmt_target(report["slice_ratio_flux_auto"].as_f64(), "x", t["flux_auto_slice_ratio_le_1_5"].as_bool()),
+        fmt_target(
+            report["slice_added_time_vs_reference_flux_auto"].as_f64(),
+            "",
+            t["flux_auto_added_time_le_third_of_reference"].as_bool()
+        ),
+        if lost == 0 { "met".to_string() } else { format!("NOT met ({lost} lost)") },
+    );
 }
 
 fn short(n: u64) -> String {
