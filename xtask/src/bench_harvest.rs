@@ -213,6 +213,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                 match one(&flux, &root, d, c) {
                     Ok(v) => {
                         let p = v["program_seconds"].as_f64().unwrap_or(0.0);
+                        eprintln!(
+                            "  {p:.2}s, events {}, lost {}",
+                            v["events"].as_u64().unwrap_or(0),
+                            v["lost_events"].as_u64().unwrap_or(0)
+                        );
                         cell.secs.push(p);
                         cell.post.push(v["total_seconds"].as_f64().unwrap_or(0.0) - p);
                         cell.events = v["events"].as_u64().unwrap_or(0);
