@@ -80,14 +80,7 @@ pub fn plan(interp: &Interpreter, mode: CallsMode) -> Result<Plan> {
         },
         _ => Plan {
             mode,
-            // No USDT `line` probe with the hook: lines are recorded by the hook in targeted
-            // code (with values), and 3.11's line probe fires on every line of every frame —
-            // the hook's own tracing code included — for no gold answer's benefit (one sympy
-            // test: 16 M events). `flux trace --no-hook` still attaches it.
-            probes: ProbeSet {
-                line: false,
-                ..crate::run::default_probes(interp)
-            },
+            probes: crate::run::default_probes(interp),
             hook_calls: if interp.entry.usable() {
                 HookCalls::Generators
             } else {
