@@ -136,6 +136,9 @@ struct Counts {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    // The README promises this works on a fresh machine: install the toolchain pieces and start
+    // dockerd first (idempotent; the same bootstrap as `cargo xtask test`).
+    crate::setup::ensure()?;
     let root = crate::workspace_root();
     let paths = if args.paths.is_empty() { vec![root.join("instances")] } else { args.paths.clone() };
     let mut dirs = Vec::new();
