@@ -153,6 +153,9 @@ pub enum Rec {
     Handled { ts: u64, tid: u32, code: u32, frame: u64, line: u32, ty: String, msg: String },
     TestStart { ts: u64, tid: u32, nodeid: String },
     TestEnd { ts: u64, tid: u32, nodeid: String, outcome: String },
+    /// `["hx", t0, tid, t1]`: from `ts` to `until` the hook's own work ran in this thread
+    /// (3.11's settrace back-end: it may run program code, a `__repr__`, that only USDT sees).
+    Internal { ts: u64, tid: u32, until: u64 },
 }
 
 impl Rec {
@@ -164,7 +167,8 @@ impl Rec {
             | Rec::Exc { ts, .. }
             | Rec::Handled { ts, .. }
             | Rec::TestStart { ts, .. }
-            | Rec::TestEnd { ts, .. } => *ts,
+            | Rec::TestEnd { ts, .. }
+            | Rec::Internal { ts, .. } => *ts,
         }
     }
     pub fn tid(&self) -> u32 {
@@ -175,7 +179,8 @@ impl Rec {
             | Rec::Exc { tid, .. }
             | Rec::Handled { tid, .. }
             | Rec::TestStart { tid, .. }
-            | Rec::TestEnd { tid, .. } => *tid,
+            | Rec::TestEnd { tid, .. }
+            | Rec::Internal { tid, .. } => *tid,
         }
     }
 }
@@ -326,6 +331,7 @@ impl Stream {
             "h" => Rec::Handled { ts, tid, code: u(g(3)) as u32, frame: u(g(4)), line: u(g(5)) as u32, ty: s(g(6)), msg: s(g(7)) },
             "ts" => Rec::TestStart { ts, tid, nodeid: s(g(3)) },
             "te" => Rec::TestEnd { ts, tid, nodeid: s(g(3)), outcome: s(g(4)) },
+            "hx" => Rec::Internal { ts, tid, until: u(g(3)) },
             "lost" => {
                 self.lost.push(format!("thread {tid}: {}", s(g(3))));
                 return;
@@ -466,7 +472,8 @@ mod tests {
             r#"["r",14,7,1,140,6,"return",["2","int"],null]"#,
             r#"["ts",15,7,"t.py::test_a"]"#,
             r#"["te",16,7,"t.py::test_a","passed"]"#,
-            r#"["bye",8]"#,
+            r#"["hx",17,7,19]"#,
+            r#"["bye",9]"#,
         ] {
             st.feed(l);
         }
@@ -475,15 +482,16 @@ mod tests {
         assert_eq!((st.codes[&1].last_line, st.codes[&1].traits), (Some(6), Some(2)));
         assert_eq!(st.codes[&1].may_enter_at(0), Some(true), "no first line: USDT says 0");
         assert_eq!(st.codes[&1].may_enter_at(7), Some(false));
-        assert_eq!(st.records.len(), 7);
+        assert_eq!(st.records.len(), 8);
+        assert_eq!(st.records[7], Rec::Internal { ts: 17, tid: 7, until: 19 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(
             st.records[1],
             Rec::Line { ts: 11, tid: 7, code: 1, frame: 140, line: 4, locals: vec![("x".into(), ("1".into(), "int".into()))] }
         );
         assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
-        st.bye = Some(9);
-        assert!(st.problems()[0].contains("9 records announced, 8 received"));
+        st.bye = Some(10);
+        assert!(st.problems()[0].contains("10 records announced, 9 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
         st.bye = Some(9);

@@ -29,8 +29,9 @@
 //!   come from it.
 //! - code the hook itself runs (its callbacks, and what they call: a local's `__repr__`) is
 //!   invisible to the hook but not to USDT: everything between a call into the hook's files
-//!   (3.15), or the first line of a frame of its settrace back-end (3.11), and that frame's
-//!   return is dropped.
+//!   and that frame's return (3.15), or inside a span the hook reports as its own work (`hx`
+//!   records of the settrace back-end, 3.11, which has no USDT entries to bracket with), is
+//!   dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
 use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_NO_FIRST_LINE};
@@ -80,7 +81,14 @@ pub fn plan(interp: &Interpreter, mode: CallsMode) -> Result<Plan> {
         },
         _ => Plan {
             mode,
-            probes: crate::run::default_probes(interp),
+            // No USDT `line` probe with the hook: lines come from the hook in targeted code
+            // (with values), and 3.11's line probe fires on every line of every frame, the
+            // hook's own included (one small sympy test: 16 M events), for no answer's benefit.
+            // `flux trace --no-hook` still attaches it.
+            probes: ProbeSet {
+                line: false,
+                ..crate::run::default_probes(interp)
+            },
             hook_calls: if interp.entry.usable() {
                 HookCalls::Generators
             } else {
@@ -287,6 +295,8 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         // code's own calls and returns (a generator created in there fires an entry and no
         // return, so a plain depth count would never come back to zero).
         let mut hook_frame: Option<(String, String, u32)> = None;
+        // The end of the latest span the hook reported as its own work (`hx`, 3.11).
+        let mut hook_busy_until = 0u64;
         for item in &items {
             // A pending hook end not followed by USDT's return of that activation: the probe
             // did not fire (3.15 exception exits); the hook's record closes it. USDT records of
@@ -296,10 +306,12 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                     let keep_waiting = match item {
                         Item::Usdt(e) => {
                             hook_frame.is_some()
+                                || e.ts <= hook_busy_until
                                 || is_hook_file(&e.file)
                                 || (e.file == top.file && e.func == top.func && e.ev == Kind::Return)
                                 || (e.ev != Kind::Call && (e.file != top.file || e.func != top.func))
                         }
+                        Item::Hook(_, Rec::Internal { .. }) => true,
                         Item::Hook(..) => false,
                     };
                     if !keep_waiting {
@@ -311,21 +323,17 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             match item {
                 Item::Usdt(e) => {
                     let e: &Event = e;
+                    if e.ts <= hook_busy_until {
+                        c.hook_internal_dropped += 1;
+                        continue;
+                    }
                     if hook_frame.is_some() || is_hook_file(&e.file) {
                         let same = |h: &(String, String, u32)| h.0 == e.file && h.1 == e.func;
                         match (&mut hook_frame, e.ev) {
+                            // (Without USDT entries, 3.11, the hook's own returns are dropped
+                            // here one by one, and what its trace functions run is bracketed
+                            // by its `hx` records.)
                             (None, Kind::Call) => hook_frame = Some((e.file.clone(), e.func.clone(), 1)),
-                            // Without USDT entries (3.11) the first line of a frame of the
-                            // settrace back-end (its trace functions: tracing is off inside
-                            // them) opens the bracket and its return closes it. Program code
-                            // the trace function runs (a local's `__repr__`, an exception's
-                            // `__str__`) is invisible to the hook; its USDT return would
-                            // otherwise close the program's activation of that function.
-                            // (Other hook frames, e.g. `sitecustomize` chaining to the next one,
-                            // call code the hook does trace: no bracket for them.)
-                            (None, Kind::Line) if is_settrace_file(&e.file) => {
-                                hook_frame = Some((e.file.clone(), e.func.clone(), 1))
-                            }
                             (Some(h), Kind::Call) if same(h) => h.2 += 1,
                             (Some(h), Kind::Return) if same(h) => {
                                 h.2 -= 1;
@@ -538,6 +546,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
+                        Rec::Internal { until, .. } => {
+                            hook_busy_until = hook_busy_until.max(*until);
+                        }
                         Rec::TestStart { ts, nodeid, .. } => {
                             let mut ev = Event::new(*ts, pid, tid, Kind::TestStart, Source::Hook);
                             ev.test = nodeid.clone();
@@ -711,11 +722,6 @@ fn assign_tests(events: &mut [Event]) {
             }
         }
     }
-}
-
-/// The settrace back-end of the hook (3.11), whose frames run with tracing off.
-fn is_settrace_file(file: &str) -> bool {
-    file.ends_with("/flux_hook/_settrace.py")
 }
 
 /// The hook's own files (the `flux_hook` package and its `sitecustomize`).

@@ -12,6 +12,14 @@ One global trace function sees every frame start and resume ('call'). It returns
 - re-raise: the frame unwinds although its last exception was handled (a bare `raise`);
 - how a frame ends: the opcode at f_lasti (RETURN_VALUE = return, YIELD_VALUE = yield unless an
   exception is pending and no value is carried, anything else = unwind).
+
+Code the trace function runs is invisible to it (tracing is off inside it) but not to USDT: a
+local's `__repr__`, an exception's `__str__`, the stdlib code of `register` (fnmatch,
+posixpath) and `define` (json). Wherever that can happen — every event of targeted code, the
+first sight of a code object, its definition — the time span is sent as
+`["hx", t0, tid, t1]`, and the agent drops this thread's USDT events inside it. (Without USDT
+entries, 3.11's returns of such code would otherwise close the program's activation of the same
+function: a class's `__repr__` called by the hook while the program is in that `__repr__`.)
 """
 import dis
 import inspect
@@ -56,13 +64,24 @@ def start(hook):
     now = time.monotonic_ns
     plain_exc = {}  # id(frame) -> f_lasti of the last exception seen in an untargeted frame
 
+    def hx(t0):
+        """The span since t0 ran code of the hook's (see the module doc)."""
+        app('["hx",%d,%d,%d]' % (t0, tidf(), now()))
+
     def info_of(code):
         info = codes.get(id(code))
         if info is None:
+            t0 = now()
             info = register(code)
+            hx(t0)
         if info[3] is None:
             info[3] = code.co_code
         return info
+
+    def define_b(info):
+        t0 = now()
+        define(info)
+        hx(t0)
 
     def is_fresh(code, co, frame):
         if not (code.co_flags & GEN_FLAGS):
@@ -72,7 +91,7 @@ def start(hook):
 
     def emit_c(info, frame, line):
         if not info[4]:
-            define(info)
+            define_b(info)
         emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
 
     def plain_local(frame, event, arg):
@@ -90,7 +109,7 @@ def start(hook):
                     how = "unwind"
                 plain_exc.pop(id(frame), None)
                 if not info[4]:
-                    define(info)
+                    define_b(info)
                 try:
                     tid = tl.tid
                 except AttributeError:
@@ -131,6 +150,14 @@ def start(hook):
         return fs
 
     def target_local(frame, event, arg):
+        t0 = now()
+        target_event(frame, event, arg)
+        hx(t0)
+        if len(buf) >= FN:
+            flush()
+        return target_local
+
+    def target_event(frame, event, arg):
         try:
             code = frame.f_code
             info = info_of(code)
@@ -265,7 +292,7 @@ def start(hook):
                     else:
                         line = code.co_firstlineno
                     if not info[4]:
-                        define(info)
+                        define_b(info)
                     try:
                         tid = tl.tid
                     except AttributeError:
