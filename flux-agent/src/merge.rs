@@ -34,7 +34,7 @@
 //!   dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
-use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_NO_FIRST_LINE};
+use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE};
 use crate::interp::Interpreter;
 use crate::tracer::ProbeSet;
 use anyhow::{bail, Result};
@@ -230,6 +230,14 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             if s.calls == "generators" && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0) {
                 lineless_codes.insert((s.pid, c.file.clone(), c.name.clone()));
             }
+            // The hook defines every generator code it finds nested in code it saw (one
+            // created and never started included).
+            if s.calls == "generators" && c.traits.is_some_and(|t| t & CODE_GEN != 0) {
+                let v = gen_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
+                if !v.contains(c) {
+                    v.push(c.clone());
+                }
+            }
             qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
         }
     }
@@ -246,6 +254,8 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         }
     }
     let needs_hook_entries = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Entries;
+    // The hook reports generator starts; USDT's entries of generator code are dropped.
+    let hook_gen_starts = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Generators;
     let merged = plan.mode != CallsMode::Hook;
     let mut pre_hook = 0u64;
     let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
@@ -352,9 +362,13 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         // whose line falls in that generator's code (line 0: its first instruction has none),
                         // not merely one with the same name (`__iter__` as a generator in one
                         // class and a plain method in another).
-                        let is_gen = gen_codes
-                            .get(&(pid, e.file.clone(), e.func.clone()))
-                            .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
+                        // A generator expression's code is a generator whatever its line; the
+                        // hook may never have seen it (created, never iterated: only USDT's
+                        // creation entry exists).
+                        let is_gen = (hook_gen_starts && e.func == "<genexpr>")
+                            || gen_codes
+                                .get(&(pid, e.file.clone(), e.func.clone()))
+                                .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
                         if is_gen {
                             c.usdt_creation_entries_dropped += 1;
                             continue;

@@ -46,6 +46,44 @@ def start(hook):
     # which names no code object (a closure-using method and a generator of the same name).
     lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
 
+    CodeType = type(start.__code__)
+
+    def define_gens(roots):
+        """calls=generators: send the C records of the generator code objects nested in the
+        code objects `roots` (their co_consts, recursively). USDT's entry at a generator's
+        creation names such a code; one that is created and never started is never seen by the
+        hook, and the agent must still know it is a generator's to leave the entry out."""
+        todo = list(roots)
+        while todo:
+            c = todo.pop()
+            for x in c.co_consts:
+                if type(x) is CodeType:
+                    todo.append(x)
+                    if x.co_flags & GENMASK:
+                        info = codes.get(id(x)) or register(x)
+                        if info[1] != EXCLUDED and not info[4]:
+                            define(info)
+
+    def code_roots(objs):
+        """Code objects of the functions among objs, and of those in classes among them."""
+        out = []
+        for v in objs:
+            f = getattr(v, "__func__", v)  # classmethod / staticmethod / bound method
+            c = getattr(f, "__code__", None)
+            if type(c) is CodeType:
+                out.append(c)
+            elif isinstance(v, type):
+                try:
+                    members = list(vars(v).values())
+                except TypeError:
+                    continue
+                for m in members:
+                    m = getattr(m, "__func__", m)
+                    c = getattr(m, "__code__", None)
+                    if type(c) is CodeType:
+                        out.append(c)
+        return out
+
     def gen_start(code):
         if code.co_flags & GENMASK:
             return True
@@ -96,7 +134,11 @@ def start(hook):
 
     def on_start(code, off):
         try:
-            info = codes.get(id(code)) or register(code)
+            info = codes.get(id(code))
+            if info is None:
+                info = register(code)
+                if gen_only:
+                    define_gens((code,))
             k = info[1]
             if k == PLAIN:
                 if not want_c and not (gen_only and gen_start(code)):
@@ -426,4 +468,19 @@ def start(hook):
 
     hook.stop_tracing = stop
     hook.check = check
+    if gen_only:
+        # Modules that ran before the hook was installed (site, os, codecs...) are never
+        # started again: their generators are found from what they define.
+        roots = []
+        for m in list(sys.modules.values()):
+            try:
+                roots.extend(code_roots(list(vars(m).values())))
+            except TypeError:
+                continue
+        define_gens(roots)
+        for c in roots:
+            if c.co_flags & GENMASK:
+                info = codes.get(id(c)) or register(c)
+                if info[1] != EXCLUDED and not info[4]:
+                    define(info)
     M.set_events(tool, glob)
