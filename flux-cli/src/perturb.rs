@@ -35,9 +35,13 @@ pub enum RuntimeArg {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Variants attempted per instance.
+    /// Variants attempted per instance (at most, with --keep).
     #[arg(long, default_value_t = 3)]
     n: usize,
+    /// Stop trying seeds for an instance once K variants are kept (seeds are tried in rounds of
+    /// max(K, 2), up to --n in all).
+    #[arg(long, value_name = "K")]
+    keep: Option<usize>,
     /// Seed of the first variant; variant k uses seed S+k-1 and is named <id>--v<seed>.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -111,6 +115,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let mut o = PerturbOptions::new(harvest);
     o.n = a.n.max(1);
+    o.keep = a.keep.map(|k| k.max(1));
     o.seed = a.seed;
     o.max_mutations = a.max_mutations.max(1);
     o.assertions = match a.assertions {

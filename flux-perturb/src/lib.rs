@@ -57,8 +57,12 @@ impl Proposer {
 
 #[derive(Clone, Debug)]
 pub struct PerturbOptions {
-    /// Variants attempted per instance.
+    /// Variants attempted per instance (at most, with `keep`).
     pub n: usize,
+    /// Stop trying seeds for an instance once this many variants are kept: seeds are tried in
+    /// rounds of `keep` (at least 2), each round staged and harvested together, until enough
+    /// are kept or `n` have been attempted. `None`: attempt all `n` in one round.
+    pub keep: Option<usize>,
     /// Seed of the first variant; variant k uses `seed + k - 1`.
     pub seed: u64,
     /// At most this many mutations per variant (the mutator draws 1..=max).
@@ -82,6 +86,7 @@ impl PerturbOptions {
     pub fn new(harvest: Option<HarvestOptions>) -> Self {
         PerturbOptions {
             n: 3,
+            keep: None,
             seed: 1,
             max_mutations: 3,
             assertions: Assertions::Relax,
@@ -177,6 +182,9 @@ pub struct Report {
     pub proposer: String,
     pub seed: u64,
     pub n: usize,
+    /// Seeds stopped once this many variants were kept (`PerturbOptions::keep`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep: Option<usize>,
     pub assertions: Assertions,
     pub harvest: bool,
     pub instances: Vec<InstanceOutcome>,
@@ -370,6 +378,7 @@ pub async fn perturb(
         proposer: opts.proposer.name().to_string(),
         seed: opts.seed,
         n: opts.n,
+        keep: opts.keep,
         assertions: opts.assertions,
         harvest: opts.harvest.is_some(),
         instances: Vec::new(),
@@ -425,7 +434,26 @@ async fn perturb_one(
             .unwrap_or_else(|| PathBuf::from(".")),
     };
     let staging = root.join(".flux-perturb-staging").join(stage_tag);
-    let result = stage_and_harvest(&inst, &abs, &root, &staging, opts, &mut out, progress).await;
+    let round = opts.keep.map_or(opts.n, |k| k.max(2)).max(1);
+    let mut state = RoundState::default();
+    let mut result = Ok(());
+    let mut next = 0usize;
+    while next < opts.n {
+        let seeds: Vec<u64> = (next..opts.n.min(next + round))
+            .map(|k| opts.seed.wrapping_add(k as u64))
+            .collect();
+        next += seeds.len();
+        result = stage_and_harvest(&inst, &abs, &root, &staging, opts, seeds, &mut state, &mut out, progress).await;
+        let kept = out.variants.iter().filter(|v| v.status == VariantStatus::Kept).count();
+        if result.is_err() || opts.harvest.is_none() || opts.keep.is_some_and(|k| kept >= k) {
+            break;
+        }
+        if let Some(k) = opts.keep {
+            if next < opts.n {
+                progress(&format!("{}: {kept} of {k} kept after {next} seed(s); trying more", out.origin));
+            }
+        }
+    }
     let _ = std::fs::remove_dir_all(&staging);
     if let Ok(mut rd) = std::fs::read_dir(root.join(".flux-perturb-staging")) {
         if rd.next().is_none() {
@@ -451,8 +479,11 @@ async fn propose(
     inst: &flux_instance::Instance,
     files: &[TestFile],
     opts: &PerturbOptions,
+    seeds: Vec<u64>,
 ) -> Result<Vec<(u64, Result<Mutated, String>)>> {
-    let seeds: Vec<u64> = (0..opts.n as u64).map(|k| opts.seed.wrapping_add(k)).collect();
+    let Some(&first) = seeds.first() else {
+        return Ok(Vec::new());
+    };
     let q = &inst.spec.question;
     match &opts.proposer {
         Proposer::Ast => Ok(seeds
@@ -479,8 +510,8 @@ async fn propose(
                 expect,
                 files,
                 &sites,
-                opts.n,
-                opts.seed,
+                seeds.len(),
+                first,
                 opts.max_mutations,
             )
             .await;
@@ -512,6 +543,14 @@ async fn propose(
     }
 }
 
+/// What one instance's rounds share: the test sources already tried (a later seed producing
+/// the same files is a duplicate), and the origin's gold answer once known.
+#[derive(Default)]
+struct RoundState {
+    seen: Vec<(Vec<String>, String)>,
+    origin_answer: Option<Value>,
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn stage_and_harvest(
     inst: &flux_instance::Instance,
@@ -519,6 +558,8 @@ async fn stage_and_harvest(
     root: &Path,
     staging: &Path,
     opts: &PerturbOptions,
+    seeds: Vec<u64>,
+    state: &mut RoundState,
     out: &mut InstanceOutcome,
     progress: &mut dyn FnMut(&str),
 ) -> Result<()> {
@@ -533,9 +574,9 @@ async fn stage_and_harvest(
         .as_ref()
         .map(|v| v.origin.clone())
         .unwrap_or_else(|| inst.id().to_string());
-    let proposals = propose(inst, &files, opts).await?;
+    let proposals = propose(inst, &files, opts, seeds).await?;
     let mut staged: Vec<Staged> = Vec::new();
-    let mut seen: Vec<(Vec<String>, String)> = Vec::new();
+    let seen = &mut state.seen;
     for (seed, m) in proposals {
         let id = format!("{}--v{seed}", inst.id());
         let m = match m {
@@ -620,7 +661,10 @@ async fn stage_and_harvest(
     }
     // The origin's gold answer: stored, else harvested from a staged copy.
     let mut paths: Vec<PathBuf> = staged.iter().map(|s| s.staged.clone()).collect();
-    let stored = if inst.oracle_path().exists() {
+    let stored = if let Some(a) = &state.origin_answer {
+        Some(a.clone())
+    } else if inst.oracle_path().exists() {
+        out.origin_oracle = Some("stored".into());
         Some(flux_instance::read_oracle(&inst.dir)?.oracle_answer)
     } else {
         None
@@ -646,16 +690,15 @@ async fn stage_and_harvest(
     let by_dir: BTreeMap<PathBuf, &flux_harvest::InstanceReport> =
         hr.instances.iter().map(|r| (r.dir.clone(), r)).collect();
     let origin_answer = match stored {
-        Some(a) => {
-            out.origin_oracle = Some("stored".into());
-            a
-        }
+        Some(a) => a,
         None => {
             let r = by_dir.get(&origin_copy);
             match r {
                 Some(r) if r.status != Status::Failed => {
                     out.origin_oracle = Some("harvested".into());
-                    flux_instance::read_oracle(&origin_copy)?.oracle_answer
+                    let a = flux_instance::read_oracle(&origin_copy)?.oracle_answer;
+                    state.origin_answer = Some(a.clone());
+                    a
                 }
                 other => {
                     let why = other
