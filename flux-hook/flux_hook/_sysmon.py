@@ -190,6 +190,22 @@ def start(hook):
 
     def on_resume(code, off):
         try:
+            # Fast path (3.15 with USDT: every resumption of a generator anywhere comes here):
+            # one Python frame, for USDT fires an entry and a return for each frame the hook
+            # runs, and the agent must then drop them.
+            info = codes.get(id(code))
+            if info is not None and info[1] == PLAIN and info[4] and not want_c:
+                if not (gen_only and code.co_flags & GENMASK):
+                    return DISABLE
+                f = getframe(1)
+                try:
+                    tid = tl.tid
+                except AttributeError:
+                    tid = tidf()
+                app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(f), f.f_lineno))
+                if len(buf) >= FN:
+                    flush()
+                return None
             return _resume(code, 2, True)
         except RecursionError:
             hook.recursion_hit = True
