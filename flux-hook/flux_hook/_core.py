@@ -253,6 +253,7 @@ class Hook:
         self.closed = False
         self.sock = None
         self.codes = {}
+        self.file_kinds = {}  # co_filename -> EXCLUDED / TARGET (file matches) / PLAIN
         self.code_ids = itertools.count(1)
         self.states = {}
         self.handler_lines = {}  # filename -> {first line of an except body: except line}
@@ -412,12 +413,21 @@ class Hook:
         if info is not None:
             return info
         fn = code.co_filename
-        if fn.startswith(PKG_DIR + os.sep) or fn == os.path.join(HOOK_DIR, "sitecustomize.py"):
-            kind = EXCLUDED
-        elif self.cfg.file_matches(fn) and self.cfg.qualname_matches(code.co_qualname):
-            kind = TARGET
-        else:
+        # Per file, once: USDT sees every Python frame the hook runs (fnmatch, posixpath), and
+        # a module's code objects all come here.
+        fk = self.file_kinds.get(fn)
+        if fk is None:
+            if fn.startswith(PKG_DIR + os.sep) or fn == os.path.join(HOOK_DIR, "sitecustomize.py"):
+                fk = EXCLUDED
+            elif self.cfg.file_matches(fn):
+                fk = TARGET
+            else:
+                fk = PLAIN
+            self.file_kinds[fn] = fk
+        if fk == TARGET and not self.cfg.qualname_matches(code.co_qualname):
             kind = PLAIN
+        else:
+            kind = fk
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
         return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None])
@@ -434,17 +444,20 @@ class Hook:
         traits = (CODE_GEN if code.co_flags & GEN_FLAGS else 0) | (
             CODE_NO_FIRST_LINE if no_first_line(code) else 0
         )
-        rec = _dumps(
-            [
-                "C",
-                info[0],
-                clean(code.co_filename),
-                clean(code.co_name),
-                clean(code.co_qualname),
-                code.co_firstlineno,
-                last,
-                traits,
-            ]
+        fn, name, qn = code.co_filename, code.co_name, code.co_qualname
+        try:
+            (fn + name + qn).encode("utf-8")
+        except UnicodeEncodeError:
+            fn, name, qn = clean(fn), clean(name), clean(qn)
+        # C-level formatting (jstr is json's C encoder): no Python frames for USDT to see.
+        rec = '["C",%d,%s,%s,%s,%d,%d,%d]' % (
+            info[0],
+            jstr(fn),
+            jstr(name),
+            jstr(qn),
+            code.co_firstlineno,
+            last,
+            traits,
         )
         with self.define_lock:
             if info[4]:
