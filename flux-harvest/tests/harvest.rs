@@ -320,3 +320,77 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     assert!(!conflict.join("callgraph.json").exists(), "nothing written when one file conflicts");
     assert_eq!(r.failed(), 3);
 }
+
+/// Removes the intruder container however the test ends.
+struct Intruder(String);
+
+impl Drop for Intruder {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker").args(["rm", "-f", &self.0]).output();
+    }
+}
+
+/// The tracer attaches to the interpreter file in the image's layers: every container of that
+/// image maps the same inode and traps on it. Only the traced container's PID namespace may
+/// reach the trace — a second container of the same image, calling the very function the
+/// question is about the whole time, must add nothing.
+#[test]
+fn a_second_container_of_the_same_image_running_meanwhile_adds_no_events() {
+    if skip("a_second_container_of_the_same_image_running_meanwhile_adds_no_events") {
+        return;
+    }
+    let name = format!("flux-test-intruder-{}", std::process::id());
+    let intruder = Intruder(name.clone());
+    // Counts its rounds on stdout so the test can see it ran before, during and after.
+    // Compiled under a file name of its own, so any of its code in the trace is recognisable.
+    let body = "import sys, time\n\
+from sympy.utilities.iterables import ibin\n\
+def flux_intruder(n):\n    return ibin(n, 4)\n\
+i = 0\n\
+while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1\n    print('round', i, flush=True)\n    time.sleep(0.01)\n";
+    let prog = format!("exec(compile({body:?}, '/flux-intruder.py', 'exec'))");
+    let out = std::process::Command::new("docker")
+        .args(["run", "-d", "--network", "none", "--name", &name, IMAGE, "python3.11", "-c", &prog])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rounds = || -> usize {
+        let o = std::process::Command::new("docker").args(["logs", &intruder.0]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("round ")).count()
+    };
+    let t0 = std::time::Instant::now();
+    while rounds() == 0 {
+        assert!(t0.elapsed().as_secs() < 120, "the intruder never started a round");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = make(tmp.path(), &Inst::default());
+    let before = rounds();
+    let r = run(&[tmp.path().to_path_buf()], &opts());
+    let after = rounds();
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+    assert!(after > before, "the intruder made no progress while the test ran ({before} → {after})");
+    let running = std::process::Command::new("docker")
+        .args(["inspect", "-f", "{{.State.Running}}", &name])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&running.stdout).trim(), "true");
+
+    // The answer is that of the test's one call, and the trace holds nothing of the intruder:
+    // exactly one activation of `ibin`, no `flux_intruder`, no code of `/flux-intruder.py`.
+    assert_eq!(read_json(&dir.join("oracle.json"))["oracle_answer"], expected_answer());
+    let trace = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace.jsonl")).unwrap();
+    let mut ibin_calls = 0;
+    for line in trace.lines() {
+        let e: Value = serde_json::from_str(line).unwrap();
+        let func = e["func"].as_str().unwrap_or("");
+        let file = e["file"].as_str().unwrap_or("");
+        assert!(func != "flux_intruder" && file != "/flux-intruder.py", "an intruder event: {line}");
+        if func == "ibin" && e["ev"] == "call" {
+            ibin_calls += 1;
+        }
+    }
+    assert_eq!(ibin_calls, 1, "the test calls ibin once");
+}
