@@ -794,3 +794,34 @@ fn images_list_shows_manifests_and_reports_bad_ones() {
         assert!(line.contains(n), "line {line:?} lacks {n:?}\n{}", run.describe());
     }
 }
+
+/// The committed starter set, end to end through the binary: the oracle solver answers every
+/// harvested question and `flux score` gives 100%, per kind and per repository too.
+#[test]
+fn the_starter_set_scores_100_percent_with_the_oracle_solver() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
+    let s = Scratch::new();
+    let ans = s.path("answers");
+    let (root, ans) = (root.to_str().unwrap(), ans.to_str().unwrap());
+    let eval = std::process::Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["eval", "--model", "oracle", "--quiet", "--instances", root, "--out", ans])
+        .output()
+        .unwrap();
+    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+    let score = std::process::Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["score", "--answers", ans, "--instances", root, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(score.status.success(), "{}", String::from_utf8_lossy(&score.stderr));
+    let r: Value = serde_json::from_slice(&score.stdout).unwrap();
+    assert_eq!(r["accuracy"], 1.0, "{r}");
+    assert_eq!(r["not_harvested"], 0, "{r}");
+    assert!(r["total"].as_u64().unwrap() >= 30, "{r}");
+    for k in ["by_kind", "by_repository"] {
+        let groups = r[k].as_object().unwrap_or_else(|| panic!("{k} is an object: {r}"));
+        assert!(!groups.is_empty());
+        for (name, g) in groups {
+            assert_eq!(g["accuracy"], 1.0, "{k} {name}: {g}");
+        }
+    }
+}

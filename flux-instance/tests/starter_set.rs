@@ -84,3 +84,51 @@ fn every_instance_loads_and_each_kind_has_two() {
         "expected at least 3 repositories: {per_repo:?}"
     );
 }
+
+/// Every starter instance carries a harvested gold answer that belongs to it: from a complete
+/// trace in its image (not a host run labelled "not reproducible"), answering its current
+/// question, template and extractor, in the template's shape, with its call graph.
+#[test]
+fn every_instance_has_a_reproducible_gold_answer_of_its_own() {
+    let root = instances_root();
+    let dirs = flux_instance::discover(&[&root]).expect("discover instances");
+    let mut problems = Vec::new();
+    for dir in &dirs {
+        let inst = flux_instance::load_instance(dir).expect("loads (checked above)");
+        let id = inst.id().to_string();
+        let o = match flux_instance::read_oracle(dir) {
+            Ok(o) => o,
+            Err(e) => {
+                problems.push(format!("{id}: {e}"));
+                continue;
+            }
+        };
+        let p = &o.provenance;
+        let mut bad = |what: String| problems.push(format!("{id}: {what}"));
+        if o.question_kind != inst.kind() {
+            bad(format!("kind {} in oracle.json, {} in instance.toml", o.question_kind, inst.kind()));
+        }
+        if o.question != inst.spec.question {
+            bad("the question changed since the harvest (harvest again with --replace)".into());
+        }
+        if p.extractor != inst.spec.extractor.name || p.params != inst.spec.extractor.params {
+            bad("the extractor or its parameters changed since the harvest".into());
+        }
+        if let Err(e) = inst.template.validate(&o.oracle_answer) {
+            bad(format!("the gold answer does not fit the template: {e}"));
+        }
+        if !p.complete || !p.labels.is_empty() {
+            bad(format!("not from a complete, reproducible trace: labels {:?}", p.labels));
+        }
+        if p.image != inst.spec.image || !p.image_id.starts_with("sha256:") {
+            bad(format!("image {} ({}), expected {}", p.image, p.image_id, inst.spec.image));
+        }
+        if p.trace_sha256.len() != 64 {
+            bad("no trace digest".into());
+        }
+        if let Err(e) = flux_instance::read_call_graph(dir) {
+            bad(format!("call graph: {e}"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
