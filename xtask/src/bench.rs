@@ -130,9 +130,14 @@ fn loop_ns(stdout: &[u8]) -> Result<u64> {
         .with_context(|| format!("workload printed no timing: {s:?}"))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median (the mean of the middle two for an even count); `None` for no values.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
     v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    v[v.len() / 2]
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 struct Measured {
@@ -189,9 +194,9 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
     let _ = std::fs::remove_file(&stats_file);
     let _ = std::fs::remove_file(&t.script_host);
     Ok(Measured {
-        untraced: median(un),
-        floor: median(fl),
-        full: median(fu),
+        untraced: median(un).expect("rounds >= 1"),
+        floor: median(fl).expect("rounds >= 1"),
+        full: median(fu).expect("rounds >= 1"),
         events,
         lost,
     })

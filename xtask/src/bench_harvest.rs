@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use super::median;
 
 pub const CONFIGS: [&str; 4] = ["untraced", "flux-auto", "flux-hook", "reference"];
 
@@ -118,15 +119,6 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str) -> Result<Value> {
         );
     }
     Ok(v)
-}
-
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 fn geomean(v: &[f64]) -> Option<f64> {

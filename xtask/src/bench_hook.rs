@@ -20,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use super::{loop_ns, median};
 
 /// Three calls per iteration (`step` → `leaf` twice), a few locals per frame.
 const WORKLOAD: &str = r#"
@@ -101,18 +102,6 @@ fn targets() -> Result<Vec<Target>> {
     Ok(out)
 }
 
-fn loop_ns(stdout: &[u8]) -> Result<u64> {
-    let s = String::from_utf8_lossy(stdout);
-    s.lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .with_context(|| format!("workload printed no timing: {s:?}"))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-    v[v.len() / 2]
-}
 
 struct Measured {
     untraced: f64,
@@ -185,12 +174,12 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
         let _ = std::fs::remove_file(f);
     }
     Ok(Measured {
-        untraced: median(un),
+        untraced: median(un).expect("rounds >= 1"),
         configs: per
             .into_iter()
             .zip(complete)
             .zip(problems)
-            .map(|((v, c), p)| (median(v), c, p))
+            .map(|((v, c), p)| (median(v).expect("rounds >= 1"), c, p))
             .collect(),
     })
 }
