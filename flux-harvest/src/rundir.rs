@@ -42,11 +42,33 @@ pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     set_mode(&dir, 0o755)?;
     copy_instance(&inst.dir, &dir.join("instance"))?;
     prune(&runs, inst.id(), KEEP_RUNS);
+    prune_total(&runs, KEEP_RUNS_TOTAL);
     Ok(dir)
 }
 
 /// Run directories kept per instance (the newest; a sympy trace is ~0.5 GB).
 pub const KEEP_RUNS: usize = 3;
+
+/// Run directories kept in all: perturbation makes a new instance id per variant, and the
+/// per-instance limit alone let a starter-set perturbation fill a 250 GB disk.
+pub const KEEP_RUNS_TOTAL: usize = 40;
+
+/// Remove all but the `keep` most recently modified run directories.
+fn prune_total(runs: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return;
+    };
+    let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    all.sort();
+    let drop = all.len().saturating_sub(keep);
+    for (_, p) in all.into_iter().take(drop) {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}
 
 /// Remove all but the newest `keep` run directories of instance `id` (names `<id>-<stamp>`,
 /// the stamp starting with 8 digits and `T`; `<id>--v1-…` is another instance's).
@@ -192,6 +214,24 @@ mod tests {
                 "ab-20261129T080000Z"
             ]
         );
+    }
+
+    #[test]
+    fn prune_total_keeps_the_most_recently_modified_runs() {
+        let t = tempfile::tempdir().unwrap();
+        for (i, n) in ["z-old", "a-mid", "m-new"].iter().enumerate() {
+            let d = t.path().join(n);
+            std::fs::create_dir(&d).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 * (i as u64 + 1));
+            std::fs::File::open(&d).unwrap().set_modified(at).unwrap();
+        }
+        super::prune_total(t.path(), 2);
+        let mut left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["a-mid", "m-new"]);
     }
 
     #[test]
