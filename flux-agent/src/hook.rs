@@ -93,6 +93,34 @@ pub fn hook_env(
     env
 }
 
+/// `FLUX_HOOK_SEMAPHORES` for a run scoped to tests (`scope = "tests"`): the file name and
+/// file offset of the semaphore of every probe the plan attaches. The hook zeroes them in its
+/// process outside test windows, so CPython skips the probes there (no trap at all), and
+/// restores the kernel's count inside. `None` when no attached probe has a semaphore.
+pub fn semaphores_var(interp: &crate::interp::Interpreter, probes: crate::tracer::ProbeSet) -> Option<(String, String)> {
+    let name = interp.probes.path.file_name()?.to_string_lossy().into_owned();
+    let mut offs: Vec<u64> = interp
+        .probes
+        .sites
+        .iter()
+        .filter(|s| s.provider == "python" && s.semaphore_offset != 0)
+        .filter(|s| match s.name.as_str() {
+            "function__entry" => probes.entry,
+            "function__return" => probes.ret,
+            "line" => probes.line,
+            _ => false,
+        })
+        .map(|s| s.semaphore_offset)
+        .collect();
+    offs.sort_unstable();
+    offs.dedup();
+    if offs.is_empty() {
+        return None;
+    }
+    let v: Vec<String> = offs.iter().map(|o| format!("{name}:{o:x}")).collect();
+    Some(("FLUX_HOOK_SEMAPHORES".into(), v.join(",")))
+}
+
 /// A code object as the hook defined it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeDef {
@@ -156,6 +184,10 @@ pub enum Rec {
     /// `["hx", t0, tid, t1]`: from `ts` to `until` the hook's own work ran in this thread
     /// (3.11's settrace back-end: it may run program code, a `__repr__`, that only USDT sees).
     Internal { ts: u64, tid: u32, until: u64 },
+    /// `["wo", ts, tid]` / `["wc", ts, tid]` (scope "tests"): a test window opens / closes;
+    /// outside windows the process records nothing and its USDT probes are off.
+    WindowOpen { ts: u64, tid: u32 },
+    WindowClose { ts: u64, tid: u32 },
 }
 
 impl Rec {
@@ -168,7 +200,9 @@ impl Rec {
             | Rec::Handled { ts, .. }
             | Rec::TestStart { ts, .. }
             | Rec::TestEnd { ts, .. }
-            | Rec::Internal { ts, .. } => *ts,
+            | Rec::Internal { ts, .. }
+            | Rec::WindowOpen { ts, .. }
+            | Rec::WindowClose { ts, .. } => *ts,
         }
     }
     pub fn tid(&self) -> u32 {
@@ -180,7 +214,9 @@ impl Rec {
             | Rec::Handled { tid, .. }
             | Rec::TestStart { tid, .. }
             | Rec::TestEnd { tid, .. }
-            | Rec::Internal { tid, .. } => *tid,
+            | Rec::Internal { tid, .. }
+            | Rec::WindowOpen { tid, .. }
+            | Rec::WindowClose { tid, .. } => *tid,
         }
     }
 }
@@ -192,6 +228,8 @@ pub struct Stream {
     pub python: String,
     pub mode: String,
     pub calls: String,
+    /// `run`, or `tests`: the hook recorded only inside test windows (`wo`/`wc` records).
+    pub scope: String,
     pub codes: HashMap<u32, CodeDef>,
     pub records: Vec<Rec>,
     /// The record count the hook said it sent, if it said goodbye.
@@ -266,6 +304,7 @@ impl Stream {
                 self.python = s(&v["python"]);
                 self.mode = s(&v["mode"]);
                 self.calls = s(&v["calls"]);
+                self.scope = s(&v["scope"]);
             } else {
                 self.bad.push(format!("unexpected object: {:.80}", line));
             }
@@ -332,6 +371,8 @@ impl Stream {
             "ts" => Rec::TestStart { ts, tid, nodeid: s(g(3)) },
             "te" => Rec::TestEnd { ts, tid, nodeid: s(g(3)), outcome: s(g(4)) },
             "hx" => Rec::Internal { ts, tid, until: u(g(3)) },
+            "wo" => Rec::WindowOpen { ts, tid },
+            "wc" => Rec::WindowClose { ts, tid },
             "lost" => {
                 self.lost.push(format!("thread {tid}: {}", s(g(3))));
                 return;
@@ -473,7 +514,9 @@ mod tests {
             r#"["ts",15,7,"t.py::test_a"]"#,
             r#"["te",16,7,"t.py::test_a","passed"]"#,
             r#"["hx",17,7,19]"#,
-            r#"["bye",9]"#,
+            r#"["wo",20,7]"#,
+            r#"["wc",21,7]"#,
+            r#"["bye",11]"#,
         ] {
             st.feed(l);
         }
@@ -482,16 +525,18 @@ mod tests {
         assert_eq!((st.codes[&1].last_line, st.codes[&1].traits), (Some(6), Some(2)));
         assert_eq!(st.codes[&1].may_enter_at(0), Some(true), "no first line: USDT says 0");
         assert_eq!(st.codes[&1].may_enter_at(7), Some(false));
-        assert_eq!(st.records.len(), 8);
+        assert_eq!(st.records.len(), 10);
         assert_eq!(st.records[7], Rec::Internal { ts: 17, tid: 7, until: 19 });
+        assert_eq!(st.records[8], Rec::WindowOpen { ts: 20, tid: 7 });
+        assert_eq!(st.records[9], Rec::WindowClose { ts: 21, tid: 7 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(
             st.records[1],
             Rec::Line { ts: 11, tid: 7, code: 1, frame: 140, line: 4, locals: vec![("x".into(), ("1".into(), "int".into()))] }
         );
         assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
-        st.bye = Some(10);
-        assert!(st.problems()[0].contains("10 records announced, 9 received"));
+        st.bye = Some(12);
+        assert!(st.problems()[0].contains("12 records announced, 11 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
         st.bye = Some(9);

@@ -253,6 +253,52 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             *e = (*e).min(t);
         }
     }
+    // Scope "tests": per process, the test windows its hook opened and closed. Outside them
+    // the hook records nothing and the probes are off; what still arrives from there (the
+    // interpreter's start-up before the hook zeroed the semaphores, its shutdown after the
+    // hook gave them back) is left out and counted.
+    let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+    for s in hook.streams.iter().filter(|s| s.scope == "tests") {
+        let w = windows.entry(s.pid).or_default();
+        let mut marks: Vec<(u64, bool)> = s
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Rec::WindowOpen { ts, .. } => Some((*ts, true)),
+                Rec::WindowClose { ts, .. } => Some((*ts, false)),
+                _ => None,
+            })
+            .collect();
+        marks.sort_unstable();
+        let mut open: Option<u64> = None;
+        for (ts, is_open) in marks {
+            match (is_open, open) {
+                (true, None) => open = Some(ts),
+                (false, Some(o)) => {
+                    w.push((o, ts));
+                    open = None;
+                }
+                _ => meta.problems.push(format!("process {}: test windows do not nest as open/close pairs", s.pid)),
+            }
+        }
+        if let Some(o) = open {
+            w.push((o, u64::MAX));
+        }
+    }
+    let mut outside_windows = 0u64;
+    let mut in_window = |pid: u32, ts: u64| -> bool {
+        match windows.get(&pid) {
+            None => true,
+            Some(w) => {
+                let i = w.partition_point(|(start, _)| *start <= ts);
+                let inside = i > 0 && ts <= w[i - 1].1;
+                if !inside {
+                    outside_windows += 1;
+                }
+                inside
+            }
+        }
+    };
     let needs_hook_entries = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Entries;
     // The hook reports generator starts; USDT's entries of generator code are dropped.
     let hook_gen_starts = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Generators;
@@ -262,6 +308,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // Timelines per (pid, tid).
     let mut threads: BTreeMap<(u32, u32), Vec<Item>> = BTreeMap::new();
     for e in &usdt_events {
+        if !in_window(e.pid, e.ts) {
+            continue;
+        }
         if merged {
             match hook_start.get(&e.pid) {
                 Some(t) if e.ts < *t => {
@@ -284,6 +333,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     }
     for s in &hook.streams {
         for r in &s.records {
+            if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. }) || !in_window(s.pid, r.ts()) {
+                continue;
+            }
             threads.entry((s.pid, r.tid())).or_default().push(Item::Hook(s, r));
         }
     }
@@ -563,6 +615,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         Rec::Internal { until, .. } => {
                             hook_busy_until = hook_busy_until.max(*until);
                         }
+                        Rec::WindowOpen { .. } | Rec::WindowClose { .. } => {}
                         Rec::TestStart { ts, nodeid, .. } => {
                             let mut ev = Event::new(*ts, pid, tid, Kind::TestStart, Source::Hook);
                             ev.test = nodeid.clone();
@@ -614,6 +667,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),
         ("merge.usdt_events_of_hook_internals_dropped", c.hook_internal_dropped),
         ("merge.usdt_events_before_hook_install", pre_hook),
+        ("merge.events_outside_test_windows", outside_windows),
     ] {
         if v > 0 {
             trace.meta.counts.insert(k.into(), v);

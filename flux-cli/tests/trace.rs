@@ -406,3 +406,73 @@ fn python315_merged_trace_takes_calls_from_usdt_and_lines_from_the_hook() {
     assert_eq!(witness_view(&merged.events, &inside), witness_view(&hook.events, &inside));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A `flux:   <counter> <n>` line of the summary flux trace prints.
+fn summary_count(t: &Traced, counter: &str) -> u64 {
+    stderr(t)
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("flux:") && w.next() == Some(counter)).then(|| w.next()?.parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
+/// `scope = "tests"`: only what runs inside pytest's test protocols is traced, and the probes
+/// are off outside them (their semaphores zeroed by the hook), so collection costs no trap:
+/// what USDT still reports outside the windows is the start-up before the hook is installed,
+/// as in an unscoped run. Both witnesses agree on what the windows hold.
+#[test]
+fn python311_scope_tests_traces_only_test_windows_with_the_probes_off_outside() {
+    if skip311("python311_scope_tests") {
+        return;
+    }
+    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
+    if !has_pytest {
+        eprintln!("skipping: python311_scope_tests: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+        return;
+    }
+    let dir = tempdir();
+    let test = dir.join("test_scoped.py");
+    std::fs::write(
+        &test,
+        "def helper(n):\n    return n * 2\n\nAT_IMPORT = [helper(i) for i in range(50)]\n\n\
+def test_one():\n    assert helper(1) == 2\n\n\
+def test_two():\n    for i in range(3):\n        helper(i)\n",
+    )
+    .unwrap();
+    let scoped = dir.join("scoped.toml");
+    std::fs::write(&scoped, "files = [\"test_scoped.py\"]\nscope = \"tests\"\n").unwrap();
+    let whole = dir.join("whole.toml");
+    std::fs::write(&whole, "files = [\"test_scoped.py\"]\n").unwrap();
+    let t = test.to_str().unwrap();
+    let cmd = [PY311, "-m", "pytest", "-q", "-p", "no:cacheprovider", t];
+    let run = |calls: &str, cfg: &Path| trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd);
+    let s = run("usdt", &scoped);
+    assert!(s.out.status.success(), "{}", stderr(&s));
+    let calls: Vec<&str> = s
+        .events
+        .iter()
+        .filter(|e| e["file"] == t && e["ev"] == "call")
+        .map(|e| e["func"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["test_one", "helper", "test_two", "helper", "helper", "helper"], "nothing of the collection");
+    for e in s.events.iter().filter(|e| e["file"] == t) {
+        assert!(e["test"].as_str().is_some_and(|x| x.starts_with("test_scoped.py::")), "outside a test: {e}");
+    }
+    let w = run("usdt", &whole);
+    assert!(w.out.status.success(), "{}", stderr(&w));
+    let startup = summary_count(&w, "merge.usdt_events_before_hook_install");
+    let outside = summary_count(&s, "merge.events_outside_test_windows");
+    assert!(startup > 0 && outside > 0, "{}\n{}", stderr(&w), stderr(&s));
+    assert!(
+        outside <= 2 * startup,
+        "{outside} USDT events outside the windows, {startup} at start-up: the probes fired during collection\n{}",
+        stderr(&s)
+    );
+    assert!(s.events.len() * 5 < w.events.len(), "{} events scoped, {} whole", s.events.len(), w.events.len());
+    let h = run("hook", &scoped);
+    assert!(h.out.status.success(), "{}", stderr(&h));
+    assert_eq!(witness_view(&s.events, t), witness_view(&h.events, t));
+    let _ = std::fs::remove_dir_all(&dir);
+}

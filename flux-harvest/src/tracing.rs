@@ -40,6 +40,9 @@ pub(crate) fn prepare(
         &format!("{run_dir_seen}/hook"),
         None,
     );
+    if config.scope == flux_trace::Scope::Tests {
+        env.extend(flux_agent::hook::semaphores_var(interp, plan.probes));
+    }
     // The instance is read-only in a container; keep host runs from writing into it too.
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     // The same run twice must give the same answer: no per-process hash randomisation (set and

@@ -95,7 +95,7 @@ class Config:
         d = json.loads(raw) if raw else {}
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
-        known = {"files", "functions", "events", "limits", "tests"}
+        known = {"files", "functions", "events", "limits", "tests", "scope"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
@@ -110,6 +110,12 @@ class Config:
         self.locals_limit = int(lim.get("locals", 50))
         self.depth = int(lim.get("depth", 3))
         self.tests = bool(d.get("tests", True))
+        # "tests": record only inside pytest's test protocols (see Hook.window_open).
+        self.scope = str(d.get("scope", "run"))
+        if self.scope not in ("run", "tests"):
+            raise ValueError("scope must be run or tests, not %r" % self.scope)
+        if self.scope == "tests" and not self.tests:
+            raise ValueError('scope "tests" needs the test boundaries (tests = true)')
         self.want_line = "line" in self.events
         self.want_return = "return" in self.events
         self.want_exc = "exception" in self.events
@@ -264,6 +270,12 @@ class Hook:
         self.check = None  # set by the back-end: detects a tracer switched off
         self.lost_reasons = set()
         self.recursion_hit = False  # a RecursionError hit the hook: records may be missing
+        # scope "tests": tracing (and the USDT semaphores) on only inside test windows.
+        self.window = config.scope == "tests"
+        self.in_window = False
+        self.enable_tracing = None  # set by the back-end
+        self.pause_tracing = None  # set by the back-end
+        self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
         self.connect()
 
     # ---- transport -------------------------------------------------------------------
@@ -277,8 +289,8 @@ class Hook:
         self.sock = s
         # Formatted by hand: json's Python code would be traced in a forked child (3.11).
         hello = (
-            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","clock":"monotonic_ns"}\n'
-            % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls))
+            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","clock":"monotonic_ns"}\n'
+            % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope))
         )
         self._send(hello.encode("ascii"))
 
@@ -339,6 +351,53 @@ class Hook:
             pass
         self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), jstr(clean(reason))))
 
+    # ---- test windows (scope "tests") ------------------------------------------------
+    def take_semaphores(self, spec):
+        """Zero the USDT semaphores named by FLUX_HOOK_SEMAPHORES ("<file name>:<file offset
+        hex>,..."; the agent attached with them) in this process, keeping the kernel's counts
+        to restore inside test windows. CPython tests a probe's semaphore before firing it: at
+        zero the probe costs nothing."""
+        import ctypes
+
+        want = []
+        for item in spec.split(","):
+            name, _, off = item.strip().rpartition(":")
+            if name:
+                want.append((name, int(off, 16)))
+        maps = []
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and "w" in parts[1]:
+                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                    maps.append((os.path.basename(parts[5].strip()), lo, hi, int(parts[2], 16)))
+        for name, off in want:
+            for base, lo, hi, moff in maps:
+                if base == name and moff <= off < moff + (hi - lo):
+                    c = ctypes.c_uint16.from_address(lo + off - moff)
+                    self.semaphores.append([c, c.value])
+                    c.value = 0
+                    break
+            else:
+                raise RuntimeError("no writable mapping of %s holds file offset %#x" % (name, off))
+
+    def window_open(self):
+        """A test protocol starts: record from here (the `wo` record first, so everything
+        recorded in the window comes after it)."""
+        self.emit('["wo",%d,%d]' % (time.monotonic_ns(), self.tid()))
+        self.in_window = True
+        for s in self.semaphores:
+            s[0].value = s[1]
+        self.enable_tracing()
+
+    def window_close(self):
+        """The test protocol ended: stop recording (the `wc` record last)."""
+        self.pause_tracing()
+        for s in self.semaphores:
+            s[0].value = 0
+        self.in_window = False
+        self.emit('["wc",%d,%d]' % (time.monotonic_ns(), self.tid()))
+
     def check_tracing(self):
         """Called at test boundaries and at exit: report (and repair) a tracer that was
         switched off behind the hook's back."""
@@ -356,6 +415,9 @@ class Hook:
                 self.stop_tracing()
             except Exception:
                 pass
+        # The kernel decrements the semaphores when the agent detaches: give back its counts.
+        for s in self.semaphores:
+            s[0].value = s[1]
         if self.closed:
             return
         self.flush()
@@ -625,5 +687,13 @@ def install_hook():
         _real(status)
 
     os._exit = _exit_with_flush
+    if hook.window:
+        spec = os.environ.get("FLUX_HOOK_SEMAPHORES", "")
+        if spec:
+            try:
+                hook.take_semaphores(spec)
+            except Exception as e:
+                sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
+                _real_exit(97)
     backend.start(hook)
     return hook

@@ -322,8 +322,9 @@ def start(hook):
             internal_error("settrace(call)")
 
     # Activations already running at install time (site, importlib): report their start now
-    # and, when every return is wanted, give them the untargeted local tracer.
-    if want_c:
+    # and, when every return is wanted, give them the untargeted local tracer. (Not with scope
+    # "tests": nothing is recorded before a test window, whose frames all start inside it.)
+    if want_c and not hook.window:
         stack = []
         f = sys._getframe(1)
         while f is not None:
@@ -342,7 +343,13 @@ def start(hook):
         sys.settrace(None)
         threading.settrace(None)
 
+    def enable():
+        threading.settrace(gtrace)
+        sys.settrace(gtrace)
+
     def check():
+        if hook.window and not hook.in_window:
+            return
         if hook.recursion_hit:
             hook.lost(
                 "RecursionError inside the trace function: events at the recursion limit may "
@@ -360,6 +367,8 @@ def start(hook):
             sys.settrace(gtrace)
 
     hook.stop_tracing = stop
+    hook.pause_tracing = stop
     hook.check = check
-    threading.settrace(gtrace)
-    sys.settrace(gtrace)
+    hook.enable_tracing = enable
+    if not hook.window:
+        enable()

@@ -482,7 +482,20 @@ def start(hook):
             reg(tool, ev, None)
         M.free_tool_id(tool)
 
+    def pause():
+        """Outside a test window (scope "tests"): no events at all, targeted code included."""
+        M.set_events(tool, 0)
+        for code in instrumented:
+            set_local_events(tool, code, 0)
+
+    def enable():
+        for code in instrumented:
+            set_local_events(tool, code, local_ev)
+        M.set_events(tool, glob)
+
     def check():
+        if hook.window and not hook.in_window:
+            return
         if hook.recursion_hit:
             hook.lost(
                 "RecursionError: events at the recursion limit may be missing (a hook callback "
@@ -492,6 +505,8 @@ def start(hook):
             hook.lost("sys.monitoring tool %d was taken or its events changed by someone else" % tool)
 
     hook.stop_tracing = stop
+    hook.pause_tracing = pause
+    hook.enable_tracing = enable
     hook.check = check
     if gen_only:
         # Modules that ran before the hook was installed (site, os, codecs...) are never
@@ -508,4 +523,5 @@ def start(hook):
                 info = codes.get(id(c)) or register(c)
                 if info[1] != EXCLUDED and not info[4]:
                     define(info)
-    M.set_events(tool, glob)
+    if not hook.window:
+        M.set_events(tool, glob)

@@ -3,11 +3,39 @@
 Records ["ts", ts, tid, nodeid] when a test starts and ["te", ts, tid, nodeid, outcome] when its
 setup/call/teardown are done; outcome is passed, failed, skipped or error (setup/teardown failed).
 Does nothing when the hook is not installed or the config says tests=false.
+
+With scope "tests", a wrapper around each test's `pytest_runtest_protocol` opens the hook's
+window before pluggy runs the protocol (logstart, setup, call, teardown, logfinish) and closes
+it after: the wrapper is a generator that pluggy's `_multicall` resumes from the same frame,
+so every program activation that starts inside the window also ends inside it, and none that
+started outside ends inside.
 """
 import time
 from json.encoder import encode_basestring_ascii as _jstr  # C function: no traced frames
 
+import pytest
+
 from . import _core
+
+
+def _protocol_window(item, nextitem):
+    h = _hook()
+    if h is None or not h.window:
+        return (yield)
+    h.window_open()
+    try:
+        return (yield)
+    finally:
+        h.window_close()
+
+
+# A new-style wrapper (pluggy >= 1.1) is resumed by `_multicall` itself; pluggy >= 1.4 runs an
+# old-style `hookwrapper` inside a generator of its own (`run_old_style_hookwrapper`), whose
+# resumption would start inside the window and end after it.
+try:
+    pytest_runtest_protocol = pytest.hookimpl(wrapper=True)(_protocol_window)
+except TypeError:
+    pytest_runtest_protocol = pytest.hookimpl(hookwrapper=True)(_protocol_window)
 
 _outcomes = {}
 

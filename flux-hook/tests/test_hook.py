@@ -798,6 +798,54 @@ class TestPytest(HookTestCase):
         # The plugin's own code is never recorded.
         self.assertFalse(any("flux_hook" in c[2] for c in codes.values()))
 
+    def test_scope_tests_records_only_inside_test_windows(self):
+        test_src = """\
+        def helper(n):
+            return n * 2
+
+        AT_IMPORT = helper(21)
+
+        def test_one():
+            assert helper(1) == 2
+
+        def test_two():
+            for i in range(3):
+                helper(i)
+        """
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_y.py"],
+                        extra_files={"test_y.py": test_src}, calls="all",
+                        config={"files": ["test_y.py"], "scope": "tests"},
+                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
+        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        self.assertEqual(r.main[0]["scope"], "tests")
+        recs = r.records()
+        codes = r.codes()
+        inside, windows, seen = False, 0, []
+        for x in recs:
+            if x[0] == "wo":
+                self.assertFalse(inside, "nested window")
+                inside, windows = True, windows + 1
+                depth = 0
+            elif x[0] == "wc":
+                self.assertTrue(inside)
+                self.assertEqual(depth, 0, "an activation of the window is still open at its close")
+                inside = False
+            elif x[0] in ("c", "r", "l", "x", "h", "ts", "te"):
+                self.assertTrue(inside, "recorded outside a window: %r" % (x,))
+                if x[0] in ("c", "r", "l"):
+                    c = codes[x[3]]
+                    if x[0] == "c":
+                        depth += 1
+                    elif x[0] == "r":
+                        depth -= 1
+                        self.assertGreaterEqual(depth, 0, "a return of a frame started before the window")
+                    if c[2].endswith("test_y.py") and x[0] == "c":
+                        seen.append(c[4])
+        self.assertFalse(inside)
+        self.assertEqual(windows, 2)
+        # helper(21) at import (collection) is outside every window.
+        self.assertEqual(seen, ["test_one", "helper", "test_two", "helper", "helper", "helper"])
+
 
 class TestSymbols(unittest.TestCase):
     def test_symbols(self):

@@ -26,6 +26,27 @@ pub struct TracingConfig {
     /// Record pytest test boundaries (test id, start, end, outcome).
     #[serde(default = "yes")]
     pub tests: bool,
+    /// Where anything is recorded: the whole run, or only while pytest runs a test.
+    #[serde(default, skip_serializing_if = "Scope::is_run")]
+    pub scope: Scope,
+}
+
+/// `run`: everything from the interpreter's start-up to its exit. `tests`: only inside pytest's
+/// test protocols (from a test's setup to its teardown): the hook traces nothing and the USDT
+/// probes' semaphores stay at zero outside them (CPython then skips the probes: no trap), so
+/// imports and collection cost nothing; calls outside tests are not in the trace.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    #[default]
+    Run,
+    Tests,
+}
+
+impl Scope {
+    pub fn is_run(&self) -> bool {
+        *self == Scope::Run
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +109,7 @@ impl Default for TracingConfig {
             events: default_events(),
             limits: Limits::default(),
             tests: true,
+            scope: Scope::Run,
         }
     }
 }
@@ -102,6 +124,11 @@ mod tests {
         assert_eq!(c.limits.repr, 200);
         assert!(c.tests);
         assert_eq!(c.events.len(), 5);
+        assert_eq!(c.scope, Scope::Run);
+        assert!(!serde_json::to_string(&c).unwrap().contains("scope"), "the default is not written");
+        let t: TracingConfig = serde_json::from_str(r#"{"scope":"tests"}"#).unwrap();
+        assert_eq!(t.scope, Scope::Tests);
+        assert!(serde_json::from_str::<TracingConfig>(r#"{"scope":"imports"}"#).is_err());
         let err = serde_json::from_str::<TracingConfig>(r#"{"file":["a.py"]}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `file`"), "{err}");
     }

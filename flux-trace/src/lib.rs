@@ -26,7 +26,7 @@ use std::io::{BufRead, Write};
 pub mod config;
 pub mod perfetto;
 pub mod query;
-pub use config::TracingConfig;
+pub use config::{Scope, TracingConfig};
 
 /// Which witness produced an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
