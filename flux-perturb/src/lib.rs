@@ -434,7 +434,12 @@ async fn perturb_one(
             .unwrap_or_else(|| PathBuf::from(".")),
     };
     let staging = root.join(".flux-perturb-staging").join(stage_tag);
-    let round = opts.keep.map_or(opts.n, |k| k.max(2)).max(1);
+    // Without a harvest nothing is kept: every seed is proposed at once.
+    let round = match (&opts.harvest, opts.keep) {
+        (Some(_), Some(k)) => k.max(2),
+        _ => opts.n,
+    }
+    .max(1);
     let mut state = RoundState::default();
     let mut result = Ok(());
     let mut next = 0usize;

@@ -62,7 +62,9 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     let mut h = HarvestOptions::new(workspace().join(".flux-cache"));
     h.runtime = Runtime::Docker;
     let mut opts = PerturbOptions::new(Some(h.clone()));
-    opts.n = 1;
+    // Seeds in rounds of 2 until one variant is kept, 4 at most.
+    opts.n = 4;
+    opts.keep = Some(1);
     opts.seed = 1;
     opts.check = false; // checked below, explicitly
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -77,12 +79,15 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     eprintln!("{}", report.to_text());
     let inst = &report.instances[0];
     assert!(inst.error.is_none(), "{:?}", inst.error);
-    assert_eq!(inst.attempted, 1);
+    assert!(inst.attempted == 2 || inst.attempted == 4, "{}", report.to_text());
     assert_eq!(inst.origin_oracle.as_deref(), Some(if had_oracle { "stored" } else { "harvested" }));
     // the origin is never written
     assert_eq!(origin.join("oracle.json").exists(), had_oracle);
     let kept: Vec<_> = inst.variants.iter().filter(|v| v.status == VariantStatus::Kept).collect();
     assert!(!kept.is_empty(), "no variant kept:\n{}", report.to_text());
+    // No round after the one that kept a variant.
+    let first = kept.iter().map(|v| v.seed).min().unwrap();
+    assert_eq!(inst.attempted as u64, first.div_ceil(2) * 2, "{}", report.to_text());
     for v in &inst.variants {
         match v.status {
             VariantStatus::Kept => {}
