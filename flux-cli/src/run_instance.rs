@@ -35,12 +35,23 @@ pub enum CallsArg {
     Hook,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    /// The whole run.
+    Run,
+    /// Only inside pytest's test protocols.
+    Tests,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
     #[arg(long, value_enum, default_value = "flux")]
     witness: WitnessArg,
     #[arg(long, value_enum, default_value = "auto")]
     calls: CallsArg,
+    /// Trace with this scope instead of the instance's `[tracing] scope` (flux witness).
+    #[arg(long, value_enum)]
+    scope: Option<ScopeArg>,
     /// The reference tracer (a Python file, the pytest plugin `reference_tracer`).
     #[arg(long)]
     reference_tracer: Option<PathBuf>,
@@ -60,6 +71,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         CallsArg::Auto => CallsMode::Auto,
         CallsArg::Hook => CallsMode::Hook,
     };
+    opts.scope = a.scope.map(|s| match s {
+        ScopeArg::Run => flux_trace::Scope::Run,
+        ScopeArg::Tests => flux_trace::Scope::Tests,
+    });
     let witness = match a.witness {
         WitnessArg::Flux => Witness::Flux,
         WitnessArg::None => Witness::Untraced {
@@ -97,6 +112,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     o.insert(
         "witness".into(),
         match (a.witness, a.calls) {
+            (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Run) => "flux-auto-run",
             (WitnessArg::Flux, CallsArg::Auto) => "flux-auto",
             (WitnessArg::Flux, CallsArg::Hook) => "flux-hook",
             (WitnessArg::None, _) => "untraced",

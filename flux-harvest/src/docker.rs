@@ -221,6 +221,7 @@ pub(crate) async fn run_timed(
         run_dir,
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
         opts.calls,
+        opts.scope,
     )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     let spec = container_spec(inst, run_dir, &prepared.env);

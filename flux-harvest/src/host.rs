@@ -188,6 +188,7 @@ pub(crate) async fn run_host(
             run_dir,
             &run_dir.display().to_string(),
             opts.calls,
+            opts.scope,
         )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.

@@ -88,6 +88,9 @@ pub struct HarvestOptions {
     /// the default and what gold answers are harvested with) or `Hook` (the in-process witness
     /// alone); benchmarks ([`run_test`]) compare the two.
     pub calls: flux_agent::merge::CallsMode,
+    /// Benchmarks only: trace with this scope instead of the instance's `[tracing] scope`
+    /// (`cargo xtask bench harvest` measures what test windows save).
+    pub scope: Option<flux_trace::Scope>,
 }
 
 impl HarvestOptions {
@@ -99,6 +102,7 @@ impl HarvestOptions {
             cache_dir: cache_dir.into(),
             tracer: flux_agent::tracer::TracerOptions::default(),
             calls: flux_agent::merge::CallsMode::Auto,
+            scope: None,
         }
     }
 }

@@ -24,7 +24,13 @@ pub(crate) fn prepare(
     run_dir: &Path,
     run_dir_seen: &str,
     calls: CallsMode,
+    scope: Option<flux_trace::Scope>,
 ) -> Result<Prepared> {
+    let mut config = config.clone();
+    if let Some(s) = scope {
+        config.scope = s;
+    }
+    let config = &config;
     let mut plan = flux_agent::merge::plan(interp, calls)?;
     // Lines come from the hook, in targeted code only. CPython 3.11's `line` probe fires for
     // every line of every frame (pytest, imports, the hook itself): ~16M events for a small

@@ -8,7 +8,9 @@
 //! ~40 s untraced). Each runs in its own image, the same container and command, four ways,
 //! interleaved round by round (the order rotates each round):
 //! - `untraced`: no tracer;
-//! - `flux-auto`: flux as harvests run it (`--calls auto`: USDT + the hook);
+//! - `flux-auto`: flux as harvests run it (`--calls auto`: USDT + the hook, the instance's
+//!   `[tracing] scope`: the starter instances trace only inside their tests);
+//! - `flux-auto-run`: the same with the whole run traced (`--scope run`): what test windows save;
 //! - `flux-hook`: flux's in-process witness alone (`--calls hook`);
 //! - `reference`: `xtask/bench/reference_tracer.py`, a settrace tracer in SWE-Flux's style,
 //!   injected as flux's hook is (run directory on `PYTHONPATH`, `PYTEST_PLUGINS`, the instance's
@@ -28,7 +30,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use super::median;
 
-pub const CONFIGS: [&str; 4] = ["untraced", "flux-auto", "flux-hook", "reference"];
+pub const CONFIGS: [&str; 5] = ["untraced", "flux-auto", "flux-auto-run", "flux-hook", "reference"];
+
+/// The flux configurations (their lost events must be 0; compared with the reference).
+const FLUX_CONFIGS: [&str; 3] = ["flux-auto", "flux-auto-run", "flux-hook"];
 
 /// The default handful: two per repository, different kinds.
 const DEFAULT_INSTANCES: &[&str] = &[
@@ -93,6 +98,9 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str) -> Result<Value> {
     match config {
         "untraced" => c.args(["--witness", "none"]),
         "flux-auto" => c.args(["--witness", "flux", "--calls", "auto"]),
+        // The same with the whole run traced, whatever the instance's scope: what test
+        // windows save.
+        "flux-auto-run" => c.args(["--witness", "flux", "--calls", "auto", "--scope", "run"]),
         "flux-hook" => c.args(["--witness", "flux", "--calls", "hook"]),
         "reference" => c
             .args(["--witness", "reference", "--reference-tracer"])
@@ -275,7 +283,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         let added = |c: &str| per.get(c).and_then(|v| v["added_seconds"].as_f64());
         let mut vs_ref = serde_json::Map::new();
         if let Some(rf) = added("reference") {
-            for c in ["flux-auto", "flux-hook"] {
+            for c in FLUX_CONFIGS {
                 if let Some(x) = added(c) {
                     vs_ref.insert(c.into(), json!(if rf > 0.0 { x / rf } else { f64::NAN }));
                 }
@@ -309,7 +317,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             }),
         );
     }
-    let lost_flux: u64 = ["flux-auto", "flux-hook"].iter().filter_map(|c| totals.get(*c)).map(|t| t.1).sum();
+    let lost_flux: u64 = FLUX_CONFIGS.iter().filter_map(|c| totals.get(*c)).map(|t| t.1).sum();
     let targets = json!({
         "flux_auto_slice_ratio_le_1_5": slice_ratio("flux-auto").map(|r| r <= 1.5),
         "flux_auto_added_time_le_third_of_reference": slice_vs_ref("flux-auto").map(|r| r <= 1.0 / 3.0),
