@@ -66,6 +66,7 @@ COMMUTATIVE = {"max", "min", "gcd", "lcm", "igcd", "ilcm", "Add", "Mul", "Max", 
                "And", "Or", "Union", "Intersection", "hypot"}
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,15}$")
 SEP_RE = re.compile(r"(\s*[,;|]\s*|\s+)")
+NUM_RE = re.compile(r"\d+(?:\.\d+)?")
 
 
 def is_test_function(node, in_test_class):
@@ -316,10 +317,18 @@ def int_ops(v):
     ops = [("int+1", v + 1), ("int+2", v + 2), ("int+k", None)]
     if v >= 1:
         ops.append(("int-1", v - 1))
-    if v <= 10 ** 6:
+    if v != 0 and v <= 10 ** 6:
         ops.append(("int*2", v * 2))
     if v >= 2:
         ops.append(("int//2", v // 2))
+    # Bolder moves, for answers that small steps leave alone (invariants over values, the
+    # iterations of a binary search): a sign change, an order of magnitude, zero.
+    if v >= 1:
+        ops.append(("int-neg", -v))
+    if 1 <= v <= 10 ** 5:
+        ops.append(("int*10", v * 10))
+    if v != 0:
+        ops.append(("int-zero", 0))
     return ops
 
 
@@ -329,8 +338,8 @@ def mutate_number(v, rng):
         if op == "int+k":
             new = v + rng.randint(3, 9)
         return op, new
-    op = rng.choice(["float*0.5", "float*1.5", "float+1"])
-    new = {"float*0.5": v * 0.5, "float*1.5": v * 1.5, "float+1": v + 1.0}[op]
+    op = rng.choice(["float*0.5", "float*1.5", "float+1", "float-neg"])
+    new = {"float*0.5": v * 0.5, "float*1.5": v * 1.5, "float+1": v + 1.0, "float-neg": -v}[op]
     new = float("%.12g" % new)
     if new == v:
         new = v + 1.0
@@ -345,6 +354,7 @@ def str_ops(s, vocab):
     ops = []
     if any(c.isdigit() for c in s):
         ops.append(("str-digit", 4))
+        ops.append(("str-num-scale", 2))
     if len([t for t in SEP_RE.split(s) if t and not SEP_RE.fullmatch(t)]) >= 2:
         ops += [("str-token-drop", 2), ("str-token-dup", 2), ("str-token-swap", 2)]
     if len(s) >= 2:
@@ -378,6 +388,19 @@ def mutate_str(s, rng, vocab):
         i = rng.choice(idx)
         d = rng.choice([c for c in "0123456789" if c != s[i]])
         return op, s[:i] + d + s[i + 1:]
+    if op == "str-num-scale":
+        # One number of the text ten times larger ("3.5 hours" -> "35 hours", "PT1.5S" -> "PT15S").
+        nums = list(NUM_RE.finditer(s))
+        m = rng.choice(nums)
+        t = m.group(0)
+        if "." in t:
+            a, b = t.split(".", 1)
+            new = (a + b[:1]).lstrip("0") or "0"
+            if b[1:]:
+                new += "." + b[1:]
+        else:
+            new = t + "0"
+        return op, s[:m.start()] + new + s[m.end():]
     if op.startswith("str-token"):
         parts = SEP_RE.split(s)
         # parts alternate token, separator, token, ...; a leading/trailing token may be ''.
