@@ -67,6 +67,7 @@ COMMUTATIVE = {"max", "min", "gcd", "lcm", "igcd", "ilcm", "Add", "Mul", "Max", 
 ID_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,15}$")
 SEP_RE = re.compile(r"(\s*[,;|]\s*|\s+)")
 NUM_RE = re.compile(r"\d+(?:\.\d+)?")
+WORD_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\b")
 
 
 def is_test_function(node, in_test_class):
@@ -357,6 +358,8 @@ def str_ops(s, vocab):
         ops.append(("str-num-scale", 2))
     if len([t for t in SEP_RE.split(s) if t and not SEP_RE.fullmatch(t)]) >= 2:
         ops += [("str-token-drop", 2), ("str-token-dup", 2), ("str-token-swap", 2)]
+    if _repeated_words(s):
+        ops.append(("str-rename", 2))
     if len(s) >= 2:
         ops += [("str-char-del", 1), ("str-char-dup", 1)]
     if any(c.isalpha() for c in s):
@@ -364,6 +367,14 @@ def str_ops(s, vocab):
     if not s:
         ops.append(("str-fill", 1))
     return ops
+
+
+def _repeated_words(s):
+    """Identifier-like words that occur more than once in s (a key of a JSON or YAML text)."""
+    seen = {}
+    for m in WORD_RE.finditer(s):
+        seen[m.group(0)] = seen.get(m.group(0), 0) + 1
+    return sorted(w for w, n in seen.items() if n >= 2)
 
 
 def weighted(rng, ops):
@@ -388,6 +399,11 @@ def mutate_str(s, rng, vocab):
         i = rng.choice(idx)
         d = rng.choice([c for c in "0123456789" if c != s[i]])
         return op, s[:i] + d + s[i + 1:]
+    if op == "str-rename":
+        # Every occurrence of one repeated word renamed alike: a text's structure is kept (a
+        # duplicated key stays duplicated) while names in messages and values change.
+        w = rng.choice(_repeated_words(s))
+        return op, re.sub(r"\b%s\b" % re.escape(w), w + "x", s)
     if op == "str-num-scale":
         # One number of the text ten times larger ("3.5 hours" -> "35 hours", "PT1.5S" -> "PT15S").
         nums = list(NUM_RE.finditer(s))
