@@ -38,14 +38,22 @@ impl Launched for Gated {
         Gated::release(self).context("releasing the traced command")
     }
     fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send {
-        let child = self.take_child();
+        if self.waiter.is_none() && self.exit.is_none() {
+            if let Some(mut child) = self.take_child() {
+                self.waiter = Some(tokio::task::spawn_blocking(move || child.wait()));
+            }
+        }
         async move {
-            let mut child = child.context("traced command already waited for")?;
-            let status = tokio::task::spawn_blocking(move || child.wait()).await??;
+            if let Some(code) = self.exit {
+                return Ok(code);
+            }
+            let h = self.waiter.as_mut().context("traced command already waited for")?;
+            let status = h.await??;
+            self.waiter = None;
             use std::os::unix::process::ExitStatusExt;
-            Ok(status
-                .code()
-                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+            let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+            self.exit = Some(code);
+            Ok(code)
         }
     }
     fn kill(&mut self) {
@@ -92,7 +100,8 @@ async fn capture_inner<L: Launched>(
     let mut tracer = Tracer::load(topts.clone(), Some(launched.pidns()), interp.fingerprint_offset())?;
     let ring = tracer.take_ring()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let drainer = tokio::spawn(drain(ring, topts.poll, stop_rx));
+    let (over_tx, mut over_rx) = tokio::sync::watch::channel(false);
+    let drainer = tokio::spawn(drain(ring, topts.poll, stop_rx, topts.max_events, over_tx));
     let sites = tracer.attach(interp, set)?;
     if sites == 0 {
         bail!(
@@ -102,7 +111,15 @@ async fn capture_inner<L: Launched>(
         );
     }
     launched.release()?;
-    let code = launched.wait().await?;
+    let over = async { over_rx.wait_for(|o| *o).await.is_ok() };
+    let code = tokio::select! {
+        c = launched.wait() => c?,
+        // Past the event budget: stop the program (the trace says why it is incomplete).
+        true = over => {
+            launched.kill();
+            launched.wait().await?
+        }
+    };
     let _ = stop_tx.send(true);
     let (drained, _ring) = drainer.await??;
     let counters = tracer.counters()?;
@@ -123,6 +140,13 @@ pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
         ..Meta::default()
     };
     let mut problems = Vec::new();
+    if cap.drained.over_budget > 0 {
+        problems.push(format!(
+            "more than {} USDT events: over the event budget (--max-events), the program was stopped and {} events were not kept",
+            cap.drained.events.len(),
+            cap.drained.over_budget
+        ));
+    }
     if c.lost > 0 {
         problems.push(format!("{} records lost (ring buffer full)", c.lost));
     }

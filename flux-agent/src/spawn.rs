@@ -36,6 +36,11 @@ pub struct Gated {
     gate: Option<std::fs::File>,
     /// (device, inode) of the new PID namespace, for the BPF filter.
     pub pidns: (u64, u64),
+    /// The blocking wait on the child, once started (`Launched::wait` may be dropped and
+    /// called again: an event budget kills the program while it is being waited for), and
+    /// its exit code once known.
+    pub(crate) waiter: Option<tokio::task::JoinHandle<std::io::Result<std::process::ExitStatus>>>,
+    pub(crate) exit: Option<i32>,
 }
 
 impl Gated {
@@ -172,6 +177,8 @@ pub fn spawn_gated(mut cmd: Command) -> Result<Gated, SpawnError> {
         child: Some(child),
         gate: Some(std::fs::File::from(wr)),
         pidns: (ns.dev(), ns.ino()),
+        waiter: None,
+        exit: None,
     })
 }
 

@@ -53,6 +53,10 @@ pub struct TracerOptions {
     pub poll: std::time::Duration,
     /// Attach the empty program instead (the trap floor, for benchmarks).
     pub empty_program: bool,
+    /// The most USDT events kept: past it the program is stopped and the trace is incomplete
+    /// (the agent holds a trace in memory; without a budget a runaway test takes the machine's
+    /// memory with it).
+    pub max_events: usize,
 }
 
 impl Default for TracerOptions {
@@ -62,6 +66,7 @@ impl Default for TracerOptions {
             wakeup_bytes: 2 << 20,
             poll: std::time::Duration::from_millis(10),
             empty_program: false,
+            max_events: 20_000_000,
         }
     }
 }
@@ -89,6 +94,8 @@ pub struct Drained {
     pub malformed: u64,
     /// String definitions whose copy failed in the kernel.
     pub unreadable_strings: u64,
+    /// Events dropped past the budget (`TracerOptions::max_events`).
+    pub over_budget: u64,
 }
 
 /// Kernel-side counters, summed over CPUs.
@@ -303,6 +310,8 @@ pub async fn drain(
     ring: RingBuf<MapData>,
     poll: std::time::Duration,
     mut stop: tokio::sync::watch::Receiver<bool>,
+    max_events: usize,
+    over: tokio::sync::watch::Sender<bool>,
 ) -> std::io::Result<(Drained, RingBuf<MapData>)> {
     // SAFETY: the ring buffer owns its map fd, which stays open and unchanged until
     // `into_inner` hands the ring back.
@@ -315,7 +324,14 @@ pub async fn drain(
         {
             let ring = afd.get_mut();
             while let Some(item) = ring.next() {
+                if out.events.len() >= max_events {
+                    out.over_budget += 1;
+                    continue;
+                }
                 decode_record(&item, &mut out);
+            }
+            if out.over_budget > 0 && !*over.borrow() {
+                let _ = over.send(true);
             }
         }
         if stopping {

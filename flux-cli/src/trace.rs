@@ -54,6 +54,9 @@ pub struct Args {
     /// Ring buffer size in MiB.
     #[arg(long, default_value_t = 64)]
     ring_mib: u32,
+    /// The most USDT events kept; past it the program is stopped and the trace is incomplete.
+    #[arg(long, default_value_t = 20_000_000)]
+    max_events: usize,
     /// Attach flux's empty BPF program instead of the real one (the trap floor; for
     /// `cargo xtask bench`). The trace is then empty.
     #[arg(long, hide = true)]
@@ -75,6 +78,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let tracer = TracerOptions {
         ring_bytes: a.ring_mib.max(1) << 20,
         empty_program: a.empty_program,
+        max_events: a.max_events.max(1),
         ..TracerOptions::default()
     };
     let res = if a.no_hook || a.empty_program {

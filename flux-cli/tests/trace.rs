@@ -476,3 +476,21 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
     assert_eq!(witness_view(&s.events, t), witness_view(&h.events, t));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program that makes more events than the budget is stopped, and the trace says why
+/// (incomplete: exit 3) instead of the agent holding events until the machine runs out of memory.
+#[test]
+fn a_program_over_the_event_budget_is_stopped_and_the_trace_is_incomplete() {
+    if skip311("event_budget") {
+        return;
+    }
+    let dir = tempdir();
+    let prog = dir.join("forever.py");
+    std::fs::write(&prog, "import time\ndef f():\n    return 1\nt = time.time()\nwhile time.time() - t < 120:\n    f()\n").unwrap();
+    let t0 = std::time::Instant::now();
+    let t = trace_with(&["--calls", "usdt", "--max-events", "50000"], &[PY311, prog.to_str().unwrap()]);
+    assert!(t0.elapsed().as_secs() < 60, "not stopped: {:?}", t0.elapsed());
+    assert_eq!(t.out.status.code(), Some(3), "{}", stderr(&t));
+    assert!(stderr(&t).contains("over the event budget"), "{}", stderr(&t));
+    let _ = std::fs::remove_dir_all(&dir);
+}
