@@ -1,0 +1,6 @@
+from sympy import Rational
+from sympy.ntheory.factor_ import multiplicity
+
+
+def test_rational_base_and_argument():
+    multiplicity(Rational(20, 3), Rational(8, 26)) == 3
