@@ -65,10 +65,11 @@ impl HookCalls {
     }
 }
 
-/// Environment that turns the hook on in the traced program. Paths are as the program sees
-/// them (inside a container they differ from the agent's).
+/// Environment that turns the hook on in the traced program, for `plan` on `interp`. Paths are
+/// as the program sees them (inside a container they differ from the agent's).
 pub fn hook_env(
-    calls: HookCalls,
+    interp: &crate::interp::Interpreter,
+    plan: &crate::merge::Plan,
     config: &TracingConfig,
     socket_seen: &str,
     hook_dir_seen: &str,
@@ -81,7 +82,7 @@ pub fn hook_env(
     let mut env = vec![
         ("PYTHONPATH".to_string(), pythonpath),
         ("FLUX_HOOK_SOCKET".to_string(), socket_seen.to_string()),
-        ("FLUX_HOOK_CALLS".to_string(), calls.as_str().to_string()),
+        ("FLUX_HOOK_CALLS".to_string(), plan.hook_calls.as_str().to_string()),
         (
             "FLUX_HOOK_CONFIG".to_string(),
             serde_json::to_string(config).expect("config serialises"),
@@ -90,6 +91,9 @@ pub fn hook_env(
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
+    if config.scope == flux_trace::Scope::Tests {
+        env.extend(semaphores_var(interp, plan.probes));
+    }
     env
 }
 
@@ -97,7 +101,7 @@ pub fn hook_env(
 /// file offset of the semaphore of every probe the plan attaches. The hook zeroes them in its
 /// process outside test windows, so CPython skips the probes there (no trap at all), and
 /// restores the kernel's count inside. `None` when no attached probe has a semaphore.
-pub fn semaphores_var(interp: &crate::interp::Interpreter, probes: crate::tracer::ProbeSet) -> Option<(String, String)> {
+fn semaphores_var(interp: &crate::interp::Interpreter, probes: crate::tracer::ProbeSet) -> Option<(String, String)> {
     let name = interp.probes.path.file_name()?.to_string_lossy().into_owned();
     let mut offs: Vec<u64> = interp
         .probes

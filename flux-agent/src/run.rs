@@ -320,16 +320,14 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
             let rel = p.strip_prefix(&req.root).unwrap_or(p);
             Path::new("/").join(rel).display().to_string()
         };
-        let mut env = crate::hook::hook_env(
-            plan.hook_calls,
+        let env = crate::hook::hook_env(
+            &interp,
+            &plan,
             &req.config,
             &seen(&sock),
             &seen(&hook_dir),
             std::env::var("PYTHONPATH").ok().as_deref(),
         );
-        if req.config.scope == flux_trace::Scope::Tests {
-            env.extend(crate::hook::semaphores_var(&interp, plan.probes));
-        }
         let mut launched = launch_host(&req.cmd, &env)?;
         let collector = server.spawn();
         trace_launched(&mut launched, &interp, &plan, collector, &req.tracer).await

@@ -31,24 +31,19 @@ pub(crate) fn prepare(
         config.scope = s;
     }
     let config = &config;
-    let mut plan = flux_agent::merge::plan(interp, calls)?;
-    // Lines come from the hook, in targeted code only. CPython 3.11's `line` probe fires for
-    // every line of every frame (pytest, imports, the hook itself): ~16M events for a small
-    // sympy test, i.e. a 3 GB trace, none of which any extractor reads.
-    plan.probes.line = false;
+    // (No USDT `line` probe: `plan` leaves it out whenever the hook records lines.)
+    let plan = flux_agent::merge::plan(interp, calls)?;
     flux_agent::hook::install(&run_dir.join("hook"))
         .with_context(|| format!("installing the hook in {}", run_dir.display()))?;
     let server = HookServer::bind(&run_dir.join("hook.sock"))?;
     let mut env = flux_agent::hook::hook_env(
-        plan.hook_calls,
+        interp,
+        &plan,
         config,
         &format!("{run_dir_seen}/hook.sock"),
         &format!("{run_dir_seen}/hook"),
         None,
     );
-    if config.scope == flux_trace::Scope::Tests {
-        env.extend(flux_agent::hook::semaphores_var(interp, plan.probes));
-    }
     // The instance is read-only in a container; keep host runs from writing into it too.
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     // The same run twice must give the same answer: no per-process hash randomisation (set and

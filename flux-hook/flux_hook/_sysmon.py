@@ -49,20 +49,18 @@ def start(hook):
     CodeType = type(start.__code__)
 
     def define_gens(roots):
-        """calls=generators: send the C records of the generator code objects nested in the
-        code objects `roots` (their co_consts, recursively). USDT's entry at a generator's
+        """calls=generators: send the C records of the generator code objects among `roots`
+        and nested in them (their co_consts, recursively). USDT's entry at a generator's
         creation names such a code; one that is created and never started is never seen by the
         hook, and the agent must still know it is a generator's to leave the entry out."""
         todo = list(roots)
         while todo:
             c = todo.pop()
-            for x in c.co_consts:
-                if type(x) is CodeType:
-                    todo.append(x)
-                    if x.co_flags & GENMASK:
-                        info = codes.get(id(x)) or register(x)
-                        if info[1] != EXCLUDED and not info[4]:
-                            define(info)
+            if c.co_flags & GENMASK:
+                info = codes.get(id(c)) or register(c)
+                if info[1] != EXCLUDED and not info[4]:
+                    define(info)
+            todo += [x for x in c.co_consts if type(x) is CodeType]  # inlined: no frame
 
     def code_roots(objs):
         """Code objects of the functions among objs, and of those in classes among them."""
@@ -518,10 +516,5 @@ def start(hook):
             except TypeError:
                 continue
         define_gens(roots)
-        for c in roots:
-            if c.co_flags & GENMASK:
-                info = codes.get(id(c)) or register(c)
-                if info[1] != EXCLUDED and not info[4]:
-                    define(info)
     if not hook.window:
         M.set_events(tool, glob)
