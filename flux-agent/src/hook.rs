@@ -91,7 +91,7 @@ pub fn hook_env(
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
-    if config.scope == flux_trace::Scope::Tests {
+    if config.scope.windows() {
         env.extend(semaphores_var(interp, plan.probes));
     }
     env
@@ -134,7 +134,7 @@ pub struct CodeDef {
     pub firstlineno: u32,
     /// The code's highest line (hooks before it was sent: unknown).
     pub last_line: Option<u32>,
-    /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] (unknown from older hooks).
+    /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] | [`CODE_TARGET`] (unknown from older hooks).
     pub traits: Option<u32>,
 }
 
@@ -144,6 +144,9 @@ pub const CODE_GEN: u32 = 1;
 /// expressions): 3.15's USDT entry, which reports the line of the frame's current instruction,
 /// says 0 for a fresh frame of it.
 pub const CODE_NO_FIRST_LINE: u32 = 2;
+/// Targeted by the tracing config (lines and values recorded; with scope "targets" the hook
+/// reports its activations' starts itself).
+pub const CODE_TARGET: u32 = 4;
 
 impl CodeDef {
     /// Whether a USDT entry of this code's (file, name) at `line` may be one of this code's:
@@ -192,6 +195,11 @@ pub enum Rec {
     /// outside windows the process records nothing and its USDT probes are off.
     WindowOpen { ts: u64, tid: u32 },
     WindowClose { ts: u64, tid: u32 },
+    /// `["xo", ts, tid]` / `["xc", ts, tid]` (scope "targets"): this thread enters / leaves the
+    /// extent of targeted code (its outermost targeted activation starts or resumes / returns,
+    /// yields or unwinds). The USDT probes are on only while some thread is inside one.
+    ExtentOpen { ts: u64, tid: u32 },
+    ExtentClose { ts: u64, tid: u32 },
 }
 
 impl Rec {
@@ -206,7 +214,9 @@ impl Rec {
             | Rec::TestEnd { ts, .. }
             | Rec::Internal { ts, .. }
             | Rec::WindowOpen { ts, .. }
-            | Rec::WindowClose { ts, .. } => *ts,
+            | Rec::WindowClose { ts, .. }
+            | Rec::ExtentOpen { ts, .. }
+            | Rec::ExtentClose { ts, .. } => *ts,
         }
     }
     pub fn tid(&self) -> u32 {
@@ -220,7 +230,9 @@ impl Rec {
             | Rec::TestEnd { tid, .. }
             | Rec::Internal { tid, .. }
             | Rec::WindowOpen { tid, .. }
-            | Rec::WindowClose { tid, .. } => *tid,
+            | Rec::WindowClose { tid, .. }
+            | Rec::ExtentOpen { tid, .. }
+            | Rec::ExtentClose { tid, .. } => *tid,
         }
     }
 }
@@ -232,7 +244,8 @@ pub struct Stream {
     pub python: String,
     pub mode: String,
     pub calls: String,
-    /// `run`, or `tests`: the hook recorded only inside test windows (`wo`/`wc` records).
+    /// `run`; `tests`: the hook recorded only inside test windows (`wo`/`wc` records);
+    /// `targets`: and there only inside extents of targeted code (`xo`/`xc` records).
     pub scope: String,
     pub codes: HashMap<u32, CodeDef>,
     pub records: Vec<Rec>,
@@ -377,6 +390,8 @@ impl Stream {
             "hx" => Rec::Internal { ts, tid, until: u(g(3)) },
             "wo" => Rec::WindowOpen { ts, tid },
             "wc" => Rec::WindowClose { ts, tid },
+            "xo" => Rec::ExtentOpen { ts, tid },
+            "xc" => Rec::ExtentClose { ts, tid },
             "lost" => {
                 self.lost.push(format!("thread {tid}: {}", s(g(3))));
                 return;

@@ -34,7 +34,7 @@
 //!   dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
-use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE};
+use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE, CODE_TARGET};
 use crate::interp::Interpreter;
 use crate::tracer::ProbeSet;
 use anyhow::{bail, Result};
@@ -147,6 +147,7 @@ struct Counters {
     usdt_lines_dropped: u64,
     usdt_creation_entries_dropped: u64,
     usdt_lineless_entries_dropped: u64,
+    usdt_target_entries_dropped: u64,
     joined_returns: u64,
     problems: Vec<String>,
 }
@@ -210,6 +211,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // line 0 for them, which names no code object).
     let mut lineless_codes: HashSet<(u32, String, String)> = HashSet::new();
     let mut qualnames: HashMap<(u32, String, String, u32), String> = HashMap::new();
+    // Scope "targets": the hook reports every start of targeted code (it opens the extent),
+    // so USDT's entries of those codes are dropped like generators'.
+    let mut target_codes: HashMap<(u32, String, String), Vec<CodeDef>> = HashMap::new();
     for s in &hook.streams {
         for r in &s.records {
             if let Rec::Line { code, .. } = r {
@@ -238,6 +242,12 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                     v.push(c.clone());
                 }
             }
+            if s.scope == "targets" && c.traits.is_some_and(|t| t & CODE_TARGET != 0) {
+                let v = target_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
+                if !v.contains(c) {
+                    v.push(c.clone());
+                }
+            }
             qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
         }
     }
@@ -258,7 +268,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // interpreter's start-up before the hook zeroed the semaphores, its shutdown after the
     // hook gave them back) is left out and counted.
     let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
-    for s in hook.streams.iter().filter(|s| s.scope == "tests") {
+    for s in hook.streams.iter().filter(|s| s.scope == "tests" || s.scope == "targets") {
         let w = windows.entry(s.pid).or_default();
         let mut marks: Vec<(u64, bool)> = s
             .records
@@ -299,6 +309,56 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             }
         }
     };
+    // Scope "targets": per thread, the extents of targeted code its hook opened and closed.
+    // Outside them the probes are off while no other thread is inside one; what still arrives
+    // (another thread's calls meanwhile) is left out and counted.
+    let mut extents: HashMap<(u32, u32), Vec<(u64, u64)>> = HashMap::new();
+    for s in hook.streams.iter().filter(|s| s.scope == "targets") {
+        let mut marks: Vec<(u64, u32, bool)> = s
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Rec::ExtentOpen { ts, tid } => Some((*ts, *tid, true)),
+                Rec::ExtentClose { ts, tid } => Some((*ts, *tid, false)),
+                _ => None,
+            })
+            .collect();
+        marks.sort_unstable();
+        let mut open: HashMap<u32, u64> = HashMap::new();
+        for (ts, tid, is_open) in marks {
+            match (is_open, open.remove(&tid)) {
+                (true, None) => {
+                    open.insert(tid, ts);
+                }
+                (false, Some(o)) => extents.entry((s.pid, tid)).or_default().push((o, ts)),
+                _ => meta.problems.push(format!(
+                    "process {} thread {tid}: target extents do not nest as open/close pairs",
+                    s.pid
+                )),
+            }
+        }
+        for (tid, o) in open {
+            extents.entry((s.pid, tid)).or_default().push((o, u64::MAX));
+        }
+        // Every thread of a targets-scoped process is filtered, those that never entered an
+        // extent included.
+        extents.entry((s.pid, 0)).or_default();
+    }
+    let targets_scoped: HashSet<u32> = extents.keys().map(|k| k.0).collect();
+    let mut outside_extents = 0u64;
+    let mut in_extent = |pid: u32, tid: u32, ts: u64| -> bool {
+        if !targets_scoped.contains(&pid) {
+            return true;
+        }
+        let inside = extents.get(&(pid, tid)).is_some_and(|x| {
+            let i = x.partition_point(|(start, _)| *start <= ts);
+            i > 0 && ts <= x[i - 1].1
+        });
+        if !inside {
+            outside_extents += 1;
+        }
+        inside
+    };
     let needs_hook_entries = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Entries;
     // The hook reports generator starts; USDT's entries of generator code are dropped.
     let hook_gen_starts = plan.mode != CallsMode::Hook && plan.hook_calls == HookCalls::Generators;
@@ -308,7 +368,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // Timelines per (pid, tid).
     let mut threads: BTreeMap<(u32, u32), Vec<Item>> = BTreeMap::new();
     for e in &usdt_events {
-        if !in_window(e.pid, e.ts) {
+        if !in_window(e.pid, e.ts) || !in_extent(e.pid, e.tid, e.ts) {
             continue;
         }
         if merged {
@@ -334,6 +394,15 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     for s in &hook.streams {
         for r in &s.records {
             if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. }) || !in_window(s.pid, r.ts()) {
+                continue;
+            }
+            // What the hook reports about code (not test boundaries or its own work) counts
+            // only inside the thread's extents.
+            let about_code = matches!(
+                r,
+                Rec::Call { .. } | Rec::Ret { .. } | Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. }
+            );
+            if about_code && !in_extent(s.pid, r.tid(), r.ts()) {
                 continue;
             }
             threads.entry((s.pid, r.tid())).or_default().push(Item::Hook(s, r));
@@ -423,6 +492,13 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
                         if is_gen {
                             c.usdt_creation_entries_dropped += 1;
+                            continue;
+                        }
+                        let is_target = target_codes
+                            .get(&(pid, e.file.clone(), e.func.clone()))
+                            .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true)));
+                        if is_target {
+                            c.usdt_target_entries_dropped += 1;
                             continue;
                         }
                         if e.line == 0 && lineless_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
@@ -616,6 +692,23 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             hook_busy_until = hook_busy_until.max(*until);
                         }
                         Rec::WindowOpen { .. } | Rec::WindowClose { .. } => {}
+                        // Between extents nothing of the thread's is open (the pending hook
+                        // end of the outermost targeted activation was closed above).
+                        Rec::ExtentOpen { .. } | Rec::ExtentClose { .. } => {
+                            // The probes went on (off) inside the hook's own frames: USDT saw
+                            // their returns (entries) only, so no bracket crosses an edge.
+                            hook_frame = None;
+                            let edge = if matches!(r, Rec::ExtentOpen { .. }) { "start" } else { "end" };
+                            while let Some(o) = stack.pop() {
+                                c.problems.push(format!(
+                                    "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
+                                    o.func, o.file
+                                ));
+                                if let Some(ev) = o.hook_end {
+                                    out.push(ev);
+                                }
+                            }
+                        }
                         Rec::TestStart { ts, nodeid, .. } => {
                             let mut ev = Event::new(*ts, pid, tid, Kind::TestStart, Source::Hook);
                             ev.test = nodeid.clone();
@@ -668,6 +761,8 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         ("merge.usdt_events_of_hook_internals_dropped", c.hook_internal_dropped),
         ("merge.usdt_events_before_hook_install", pre_hook),
         ("merge.events_outside_test_windows", outside_windows),
+        ("merge.events_outside_target_extents", outside_extents),
+        ("merge.usdt_target_entries_dropped_for_hook_starts", c.usdt_target_entries_dropped),
     ] {
         if v > 0 {
             trace.meta.counts.insert(k.into(), v);

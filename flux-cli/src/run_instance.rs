@@ -41,6 +41,8 @@ pub enum ScopeArg {
     Run,
     /// Only inside pytest's test protocols.
     Tests,
+    /// Inside tests, only while targeted code runs (its extents).
+    Targets,
 }
 
 #[derive(clap::Args)]
@@ -74,6 +76,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     opts.scope = a.scope.map(|s| match s {
         ScopeArg::Run => flux_trace::Scope::Run,
         ScopeArg::Tests => flux_trace::Scope::Tests,
+        ScopeArg::Targets => flux_trace::Scope::Targets,
     });
     let witness = match a.witness {
         WitnessArg::Flux => Witness::Flux,
@@ -113,6 +116,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "witness".into(),
         match (a.witness, a.calls) {
             (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Run) => "flux-auto-run",
+            (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Targets) => "flux-auto-targets",
             (WitnessArg::Flux, CallsArg::Auto) => "flux-auto",
             (WitnessArg::Flux, CallsArg::Hook) => "flux-hook",
             (WitnessArg::None, _) => "untraced",

@@ -478,6 +478,62 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `scope = "targets"`: inside tests, only the extents of targeted code are traced (the target
+/// and everything it calls); the probes are on only there. Both witnesses agree on what the
+/// extents hold, and calls of the same helper outside the target are not in the trace.
+#[test]
+fn python311_scope_targets_traces_only_inside_targeted_code() {
+    if skip311("python311_scope_targets") {
+        return;
+    }
+    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
+    if !has_pytest {
+        eprintln!("skipping: python311_scope_targets: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+        return;
+    }
+    let dir = tempdir();
+    let test = dir.join("test_targets.py");
+    std::fs::write(
+        &test,
+        "def helper(n):\n    return n * 2\n\n\
+def target(n):\n    if n > 1:\n        target(n - 1)\n    return helper(n) + sum(helper(i) for i in range(2))\n\n\
+AT_IMPORT = target(3)\n\n\
+def test_one():\n    for i in range(20):\n        helper(i)\n    assert target(2) == 6\n\n\
+def test_two():\n    assert helper(3) == 6\n",
+    )
+    .unwrap();
+    let cfg = dir.join("targets.toml");
+    std::fs::write(&cfg, "files = [\"test_targets.py\"]\nfunctions = [\"target\"]\nscope = \"targets\"\n").unwrap();
+    let t = test.to_str().unwrap();
+    let cmd = [PY311, "-m", "pytest", "-q", "-p", "no:cacheprovider", t];
+    let run = |calls: &str| trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd);
+    let s = run("usdt");
+    assert!(s.out.status.success(), "{}", stderr(&s));
+    let calls: Vec<&str> = s
+        .events
+        .iter()
+        .filter(|e| e["file"] == t && e["ev"] == "call")
+        .map(|e| e["func"].as_str().unwrap())
+        .collect();
+    // target(2) -> target(1): helper(1), then sum() resumes the generator three times (two
+    // yields, each after a helper call, then its end); back in target(2) the same again. Not
+    // the 20 helper calls of test_one's loop, nor test_two's, nor anything at import.
+    let g = ["helper", "<genexpr>", "helper", "<genexpr>", "helper", "<genexpr>"];
+    let want: Vec<&str> = ["target", "target"].into_iter().chain(g).chain(g).collect();
+    assert_eq!(calls, want, "{}", stderr(&s));
+    let depth0: Vec<&Value> = s.events.iter().filter(|e| e["ev"] == "call" && e["depth"] == 0).collect();
+    assert!(depth0.iter().all(|e| e["func"] == "target"), "only the target at the extent's root: {depth0:?}");
+    for e in s.events.iter().filter(|e| e["file"] == t) {
+        assert!(e["test"].as_str().is_some_and(|x| x.ends_with("test_targets.py::test_one")), "{e}");
+    }
+    // USDT returns came from inside the extents only.
+    assert!(s.events.iter().any(|e| e["src"] == "usdt" && e["ev"] == "return"), "{}", stderr(&s));
+    let h = run("hook");
+    assert!(h.out.status.success(), "{}", stderr(&h));
+    assert_eq!(witness_view(&s.events, t), witness_view(&h.events, t));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A program that makes more events than the budget is stopped, and the trace says why
 /// (incomplete: exit 3) instead of the agent holding events until the machine runs out of memory.
 #[test]

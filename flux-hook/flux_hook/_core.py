@@ -24,6 +24,7 @@ TARGET = 2  # targeted: lines, locals, values, exceptions
 # Traits of a code object in its C record.
 CODE_GEN = 1  # generator, coroutine or async generator
 CODE_NO_FIRST_LINE = 2  # its first instruction has no line (MAKE_CELL, 3.15's genexpr RESUME...)
+CODE_TARGET = 4  # targeted by the config (scope "targets": the hook reports its starts)
 
 
 
@@ -112,10 +113,10 @@ class Config:
         self.tests = bool(d.get("tests", True))
         # "tests": record only inside pytest's test protocols (see Hook.window_open).
         self.scope = str(d.get("scope", "run"))
-        if self.scope not in ("run", "tests"):
-            raise ValueError("scope must be run or tests, not %r" % self.scope)
-        if self.scope == "tests" and not self.tests:
-            raise ValueError('scope "tests" needs the test boundaries (tests = true)')
+        if self.scope not in ("run", "tests", "targets"):
+            raise ValueError("scope must be run, tests or targets, not %r" % self.scope)
+        if self.scope != "run" and not self.tests:
+            raise ValueError('scope "%s" needs the test boundaries (tests = true)' % self.scope)
         self.want_line = "line" in self.events
         self.want_return = "return" in self.events
         self.want_exc = "exception" in self.events
@@ -271,7 +272,12 @@ class Hook:
         self.lost_reasons = set()
         self.recursion_hit = False  # a RecursionError hit the hook: records may be missing
         # scope "tests": tracing (and the USDT semaphores) on only inside test windows.
-        self.window = config.scope == "tests"
+        self.window = config.scope in ("tests", "targets")
+        # scope "targets": inside windows, only inside extents of targeted code (see
+        # extent_open); the semaphores are up only while some thread is inside one.
+        self.extents = config.scope == "targets"
+        self.xthreads = 0
+        self.xlock = threading.Lock()
         self.in_window = False
         self.enable_tracing = None  # set by the back-end
         self.pause_tracing = None  # set by the back-end
@@ -386,17 +392,46 @@ class Hook:
         recorded in the window comes after it)."""
         self.emit('["wo",%d,%d]' % (time.monotonic_ns(), self.tid()))
         self.in_window = True
-        for s in self.semaphores:
-            s[0].value = s[1]
+        if not self.extents:
+            for s in self.semaphores:
+                s[0].value = s[1]
         self.enable_tracing()
 
     def window_close(self):
         """The test protocol ended: stop recording (the `wc` record last)."""
         self.pause_tracing()
+        if getattr(self.tl, "xd", 0):
+            # A targeted generator suspended inside its extent at the end of the test.
+            self.tl.xd = 0
+            self.extent_close()
+        self.xthreads = 0
         for s in self.semaphores:
             s[0].value = 0
         self.in_window = False
         self.emit('["wc",%d,%d]' % (time.monotonic_ns(), self.tid()))
+
+    # ---- target extents (scope "targets") --------------------------------------------
+    # The back-ends count, per thread (`tl.xd`), the targeted activations running in it: at
+    # 0 -> 1 they call extent_open, at 1 -> 0 extent_close. USDT sees only what runs inside.
+    def extent_open(self):
+        """This thread enters targeted code (`xo` first, then the probes go on)."""
+        self.emit('["xo",%d,%d]' % (time.monotonic_ns(), self.tid()))
+        with self.xlock:
+            self.xthreads += 1
+            if self.xthreads == 1:
+                for s in self.semaphores:
+                    s[0].value = s[1]
+
+    def extent_close(self):
+        """This thread left targeted code (the probes go off when no thread is inside, then
+        `xc`)."""
+        with self.xlock:
+            self.xthreads -= 1
+            if self.xthreads <= 0:
+                self.xthreads = 0
+                for s in self.semaphores:
+                    s[0].value = 0
+        self.emit('["xc",%d,%d]' % (time.monotonic_ns(), self.tid()))
 
     def check_tracing(self):
         """Called at test boundaries and at exit: report (and repair) a tracer that was
@@ -503,8 +538,10 @@ class Hook:
         for _s, _e, ln in code.co_lines():
             if ln is not None and ln > last:
                 last = ln
-        traits = (CODE_GEN if code.co_flags & GEN_FLAGS else 0) | (
-            CODE_NO_FIRST_LINE if no_first_line(code) else 0
+        traits = (
+            (CODE_GEN if code.co_flags & GEN_FLAGS else 0)
+            | (CODE_NO_FIRST_LINE if no_first_line(code) else 0)
+            | (CODE_TARGET if info[1] == TARGET else 0)
         )
         fn, name, qn = code.co_filename, code.co_name, code.co_qualname
         try:

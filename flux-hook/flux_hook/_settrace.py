@@ -42,6 +42,10 @@ def start(hook):
     # calls=generators: activation starts of generator/coroutine code only (see _sysmon).
     gen_only = hook.calls == "generators"
     all_r = hook.calls == "all"
+    # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
+    extents = hook.extents
+    x_open = hook.extent_open
+    x_close = hook.extent_close
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -124,6 +128,14 @@ def start(hook):
         except Exception:
             internal_error("settrace(untargeted)")
         return plain_local
+
+    def x_enter():
+        d = getattr(tl, "xd", 0)
+        if not d:
+            t0 = now()
+            x_open()
+            hx(t0)
+        tl.xd = d + 1
 
     def x_record(info, frame, p, kind, line=None):
         """p: (id, type name, message) of the exception (the state never holds the object)."""
@@ -215,7 +227,9 @@ def start(hook):
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
                     fs.active = True
-                    if want_c or (gen_only and code.co_flags & GEN_FLAGS):
+                    if extents:
+                        x_enter()
+                    if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
                         emit_c(info, frame, frame.f_lineno)
                 # Keep (id, type, message), not the exception: holding it would keep its
                 # traceback's frames and locals alive (finalizers would run late).
@@ -270,6 +284,13 @@ def start(hook):
                     fs.pending = None
                 else:
                     states.pop(id(frame), None)
+                if extents:
+                    d = getattr(tl, "xd", 0)
+                    if d == 1:
+                        tl.xd = 0
+                        x_close()
+                    elif d > 1:
+                        tl.xd = d - 1
         except RecursionError:
             hook.recursion_hit = True
         except Exception:
@@ -284,6 +305,8 @@ def start(hook):
                 info = info_of(code)
             k = info[1]
             if k == PLAIN:
+                if extents and not getattr(tl, "xd", 0):
+                    return None
                 if want_c or (gen_only and code.co_flags & GEN_FLAGS):
                     if code.co_flags & GEN_FLAGS:
                         co = info[3]
@@ -312,7 +335,9 @@ def start(hook):
             if fresh or fs is None or fs.code is not code:
                 fs = states[id(frame)] = FrameState(code)
             fs.active = True
-            if want_c or (gen_only and code.co_flags & GEN_FLAGS):
+            if extents:
+                x_enter()
+            if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
                 emit_c(info, frame, code.co_firstlineno if fresh else frame.f_lineno)
             frame.f_trace_lines = trace_lines
             return target_local

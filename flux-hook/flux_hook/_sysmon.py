@@ -90,6 +90,10 @@ def start(hook):
             r = lineless[id(code)] = no_first_line(code)
         return r
 
+    # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
+    extents = hook.extents
+    x_open = hook.extent_open
+    x_close = hook.extent_close
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -150,6 +154,8 @@ def start(hook):
                             r = lineless[id(code)] = no_first_line(code)
                         if not r:
                             return DISABLE
+                if extents and not getattr(tl, "xd", 0):
+                    return None
                 if not info[4]:
                     define(info)
                 try:
@@ -166,7 +172,13 @@ def start(hook):
                 setup_target(info)
             f = getframe(1)
             states[id(f)] = FrameState(code)
-            if want_c or (gen_only and gen_start(code)):
+            if extents:
+                d = getattr(tl, "xd", 0)
+                if not d:
+                    x_open()
+                tl.xd = d + 1
+                emit_c(info, f, code.co_firstlineno)
+            elif want_c or (gen_only and gen_start(code)):
                 emit_c(info, f, code.co_firstlineno)
         except RecursionError:
             hook.recursion_hit = True
@@ -179,6 +191,8 @@ def start(hook):
         if k == PLAIN:
             if not want_c and not (gen_only and code.co_flags & GENMASK):
                 return DISABLE if allow_disable else None
+            if extents and not getattr(tl, "xd", 0):
+                return None
             f = getframe(depth)
             emit_c(info, f, f.f_lineno)
             return None
@@ -191,7 +205,13 @@ def start(hook):
         if fs is None or fs.code is not code:
             fs = states[id(f)] = FrameState(code)
         fs.active = True
-        if want_c or (gen_only and code.co_flags & GENMASK):
+        if extents:
+            d = getattr(tl, "xd", 0)
+            if not d:
+                x_open()
+            tl.xd = d + 1
+            emit_c(info, f, f.f_lineno)
+        elif want_c or (gen_only and code.co_flags & GENMASK):
             emit_c(info, f, f.f_lineno)
         return None
 
@@ -204,6 +224,8 @@ def start(hook):
             if info is not None and info[1] == PLAIN and info[4] and not want_c:
                 if not (gen_only and code.co_flags & GENMASK):
                     return DISABLE
+                if extents and not getattr(tl, "xd", 0):
+                    return None
                 f = getframe(1)
                 try:
                     tid = tl.tid
@@ -233,6 +255,8 @@ def start(hook):
         if k == PLAIN:
             if not all_r:
                 return DISABLE if allow_disable else None
+            if extents and not getattr(tl, "xd", 0):
+                return None
             f = getframe(depth)
             if not info[4]:
                 define(info)
@@ -267,6 +291,13 @@ def start(hook):
             fs.pending = None
         else:
             states.pop(id(f), None)
+        if extents:
+            d = getattr(tl, "xd", 0)
+            if d == 1:
+                tl.xd = 0
+                x_close()
+            elif d > 1:
+                tl.xd = d - 1
         return None
 
     def on_return(code, off, rv):
@@ -274,6 +305,8 @@ def start(hook):
             info = codes.get(id(code))
             if info is not None and info[1] == PLAIN and all_r and info[4]:
                 # Hot path: an untargeted return with calls=all.
+                if extents and not getattr(tl, "xd", 0):
+                    return None
                 try:
                     tid = tl.tid
                 except AttributeError:

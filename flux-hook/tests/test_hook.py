@@ -846,6 +846,70 @@ class TestPytest(HookTestCase):
         # helper(21) at import (collection) is outside every window.
         self.assertEqual(seen, ["test_one", "helper", "test_two", "helper", "helper", "helper"])
 
+    def test_scope_targets_records_only_inside_target_extents(self):
+        test_src = """\
+        def helper(n):
+            return n * 2
+
+        def target(n):
+            if n > 1:
+                target(n - 1)
+            return helper(n) + 1
+
+        def gen():
+            yield target(1)
+            yield helper(5)
+
+        AT_IMPORT = target(3)
+
+        def test_one():
+            assert helper(1) == 2
+            assert target(2) == 5
+
+        def test_two():
+            for v in gen():
+                helper(v)
+        """
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_z.py"],
+                        extra_files={"test_z.py": test_src}, calls="all",
+                        config={"files": ["test_z.py"], "functions": ["target"], "scope": "targets"},
+                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
+        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        self.assertEqual(r.main[0]["scope"], "targets")
+        recs = r.records()
+        codes = r.codes()
+        in_window, extent, seen, extents = False, False, [], 0
+        for x in recs:
+            if x[0] == "wo":
+                in_window = True
+            elif x[0] == "wc":
+                self.assertFalse(extent, "an extent is still open at the window's close")
+                in_window = False
+            elif x[0] == "xo":
+                self.assertTrue(in_window, "an extent outside a test window")
+                self.assertFalse(extent, "nested extents in one thread")
+                extent, depth, extents = True, 0, extents + 1
+            elif x[0] == "xc":
+                self.assertTrue(extent)
+                self.assertEqual(depth, 0, "an activation of the extent is still open at its close")
+                extent = False
+            elif x[0] in ("c", "r", "l", "x", "h"):
+                self.assertTrue(extent, "recorded outside an extent: %r" % (x,))
+                c = codes[x[3]]
+                if x[0] == "c":
+                    depth += 1
+                    seen.append(c[4])
+                elif x[0] == "r":
+                    depth -= 1
+        self.assertFalse(extent)
+        # test_one: target(2) -> target(1), helper x2; test_two: target(1) inside gen, not the
+        # generator or the helper calls around it. Nothing of target(3) at import.
+        self.assertEqual(seen, ["target", "target", "helper", "helper", "target", "helper"])
+        self.assertEqual(extents, 2)
+        traits = {c[4]: c[7] for c in codes.values()}
+        self.assertEqual(traits["target"] & 4, 4, "the target's C record says it is targeted")
+        self.assertEqual(traits["helper"] & 4, 0)
+
 
 class TestSymbols(unittest.TestCase):
     def test_symbols(self):

@@ -35,17 +35,34 @@ pub struct TracingConfig {
 /// test protocols (from a test's setup to its teardown): the hook traces nothing and the USDT
 /// probes' semaphores stay at zero outside them (CPython then skips the probes: no trap), so
 /// imports and collection cost nothing; calls outside tests are not in the trace.
+/// `targets`: inside tests, and there only while an activation of targeted code runs (its
+/// *extent*: from its start or resumption to its return, yield or unwind, with everything it
+/// calls): the probes fire only there. For questions about what targeted code does and calls
+/// (callees, lines, values, exceptions raised in or through it); not for its callers or for calls
+/// made elsewhere, which are not in the trace (extractors that read them refuse the scope).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     #[default]
     Run,
     Tests,
+    Targets,
 }
 
 impl Scope {
     pub fn is_run(&self) -> bool {
         *self == Scope::Run
+    }
+    /// Test windows are in force (`tests` and `targets`).
+    pub fn windows(&self) -> bool {
+        *self != Scope::Run
+    }
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Scope::Run => "run",
+            Scope::Tests => "tests",
+            Scope::Targets => "targets",
+        }
     }
 }
 
@@ -128,6 +145,9 @@ mod tests {
         assert!(!serde_json::to_string(&c).unwrap().contains("scope"), "the default is not written");
         let t: TracingConfig = serde_json::from_str(r#"{"scope":"tests"}"#).unwrap();
         assert_eq!(t.scope, Scope::Tests);
+        let x: TracingConfig = serde_json::from_str(r#"{"scope":"targets"}"#).unwrap();
+        assert_eq!((x.scope, x.scope.windows()), (Scope::Targets, true));
+        assert!(serde_json::to_string(&x).unwrap().contains(r#""scope":"targets""#), "the hook is told");
         assert!(serde_json::from_str::<TracingConfig>(r#"{"scope":"imports"}"#).is_err());
         let err = serde_json::from_str::<TracingConfig>(r#"{"file":["a.py"]}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `file`"), "{err}");
