@@ -107,6 +107,10 @@ pub struct Extractor {
     /// The answer template (JSON text with type names as leaves) for the given parameters.
     pub template: fn(&Params) -> &'static str,
     pub run: ExtractFn,
+    /// It reads only what runs inside activations of its `function` / `raised_in` (or of any
+    /// traced code), so a trace with `[tracing] scope = "targets"` answers it exactly when the
+    /// config targets that function. `call_graph` reads calls made anywhere: it does not.
+    pub targets_scope: bool,
 }
 
 /// The registry of every extractor, in kind order.
@@ -295,6 +299,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_INVOCATION, P_TEST, P_FILE, P_NORMALIZE, P_DEF_LINE],
         template: |_| r#"{"executed_path": [{"line": "int"}]}"#,
         run: cfg::executed_path,
+        targets_scope: true,
     },
     Extractor {
         name: "covered_lines",
@@ -303,6 +308,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_TEST, P_FILE, P_NORMALIZE, P_DEF_LINE],
         template: |_| r#"{"covered_lines": ["int"]}"#,
         run: cfg::covered_lines,
+        targets_scope: true,
     },
     Extractor {
         name: "coverage_across_tests",
@@ -327,6 +333,7 @@ static REGISTRY: &[Extractor] = &[
             }
         },
         run: cfg::coverage_across_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "loop_iterations",
@@ -347,6 +354,7 @@ static REGISTRY: &[Extractor] = &[
         ],
         template: |_| r#"{"loop_iteration_count": "int"}"#,
         run: loops::loop_iterations,
+        targets_scope: true,
     },
     Extractor {
         name: "loop_iterations_across_tests",
@@ -357,6 +365,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"min_iterations": "int", "max_iterations": "int", "tests_with_min": ["str"], "tests_with_max": ["str"]}"#
         },
         run: loops::loop_iterations_across_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "state_at",
@@ -377,6 +386,7 @@ static REGISTRY: &[Extractor] = &[
         ],
         template: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
         run: state::state_at,
+        targets_scope: true,
     },
     Extractor {
         name: "state_across_tests",
@@ -385,6 +395,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_FILE, P_LINE, P_OCCURRENCE, P_VARIABLE],
         template: |_| r#"{"observed_states": [{"test": "str", "value": "str"}]}"#,
         run: state::state_across_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "def_use_pairs",
@@ -405,6 +416,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"observed_def_use_pairs": [{"variable": "str", "def_line": "int", "use_line": "int", "count": "int"}]}"#
         },
         run: dataflow::def_use_pairs,
+        targets_scope: true,
     },
     Extractor {
         name: "def_use_across_tests",
@@ -428,6 +440,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"def_use_pairs": [{"variable": "str", "def_line": "int", "use_line": "int", "tests": ["str"]}]}"#
         },
         run: dataflow::def_use_across_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "exception_info",
@@ -438,6 +451,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"exception": {"type": "str", "message": "str", "raised_in": "str", "raise_line": "int", "handled_in": "str|null", "handler_line": "int|null", "unwound": ["str"]}}"#
         },
         run: exceptions::exception_info,
+        targets_scope: true,
     },
     Extractor {
         name: "raising_tests",
@@ -458,6 +472,7 @@ static REGISTRY: &[Extractor] = &[
         ],
         template: |_| r#"{"crashing_tests": ["str"], "safe_tests": ["str"]}"#,
         run: exceptions::raising_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "call_sequence",
@@ -466,6 +481,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_INVOCATION, P_TEST, P_FILE, P_WITHIN, P_NORMALIZE, P_DEF_LINE],
         template: |_| r#"{"call_sequence": [{"function": "str", "line": "int"}]}"#,
         run: calls::call_sequence,
+        targets_scope: true,
     },
     Extractor {
         name: "callees_count",
@@ -474,6 +490,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_INVOCATION, P_TEST, P_FILE, P_WITHIN],
         template: |_| r#"{"callees": [{"function": "str", "count": "int"}]}"#,
         run: calls::callees_count,
+        targets_scope: true,
     },
     Extractor {
         name: "callees_across_tests",
@@ -482,6 +499,7 @@ static REGISTRY: &[Extractor] = &[
         params: &[P_FUNCTION, P_FILE, P_WITHIN],
         template: |_| r#"{"callees_per_test": [{"test": "str", "callees": ["str"]}]}"#,
         run: calls::callees_across_tests,
+        targets_scope: true,
     },
     Extractor {
         name: "call_graph",
@@ -498,6 +516,7 @@ static REGISTRY: &[Extractor] = &[
         ],
         template: |_| r#"{"call_graph": {"*": ["str"]}}"#,
         run: calls::call_graph,
+        targets_scope: false,
     },
     Extractor {
         name: "invariants_in_test",
@@ -508,6 +527,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"invariants": {"observations": "int", "types": ["str"], "single_type": "bool", "non_negative": "bool", "monotonic": "str", "constant": "bool"}}"#
         },
         run: state::invariants_in_test,
+        targets_scope: true,
     },
     Extractor {
         name: "invariants_across_tests",
@@ -518,6 +538,7 @@ static REGISTRY: &[Extractor] = &[
             r#"{"invariants": {"observations": "int", "types": ["str"], "single_type": "bool", "non_negative": "bool", "monotonic": "str", "constant": "bool"}, "tests": ["str"]}"#
         },
         run: state::invariants_across_tests,
+        targets_scope: true,
     },
 ];
 

@@ -411,9 +411,16 @@ async fn harvest_instance(
     let oracle = build_oracle(inst, &out, trace_sha256)?;
     phase("extract", t);
     let t = Instant::now();
-    let graph = inst
-        .call_graph(&out.trace)
-        .map_err(|e| anyhow::anyhow!("call graph: {}", strip_id(&e.to_string(), inst.id())))?;
+    // Scope "targets": the trace holds only what runs inside targeted code, not a call graph
+    // of the test (none is written or compared).
+    let graph = if opts.scope.unwrap_or(inst.spec.tracing.scope) == flux_trace::Scope::Targets {
+        None
+    } else {
+        Some(
+            inst.call_graph(&out.trace)
+                .map_err(|e| anyhow::anyhow!("call graph: {}", strip_id(&e.to_string(), inst.id())))?,
+        )
+    };
     phase("call graph", t);
     std::fs::write(
         run_dir.join("oracle.json"),
@@ -422,10 +429,10 @@ async fn harvest_instance(
     .context("keeping the harvested oracle in the run directory")?;
     match stored {
         Some(stored) => {
-            check_against(inst, &stored, &oracle, &graph)?;
+            check_against(inst, &stored, &oracle, graph.as_ref())?;
             Ok(Status::Reproduced)
         }
-        None => write_outputs(inst, &oracle, &graph, opts.replace, &run_dir),
+        None => write_outputs(inst, &oracle, graph.as_ref(), opts.replace, &run_dir),
     }
 }
 
@@ -542,7 +549,7 @@ fn check_against(
     inst: &Instance,
     stored: &Oracle,
     fresh: &Oracle,
-    graph: &Value,
+    graph: Option<&Value>,
 ) -> anyhow::Result<()> {
     let mut problems = Vec::new();
     if stored.oracle_answer != fresh.oracle_answer {
@@ -560,7 +567,7 @@ fn check_against(
         ));
     }
     let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
-    if graph_path.exists() {
+    if let (true, Some(graph)) = (graph_path.exists(), graph) {
         let old = flux_instance::read_call_graph(&inst.dir)?;
         if &old != graph {
             problems.push(format!(
@@ -583,7 +590,7 @@ fn check_against(
 fn write_outputs(
     inst: &Instance,
     oracle: &Oracle,
-    graph: &Value,
+    graph: Option<&Value>,
     replace: bool,
     run_dir: &Path,
 ) -> anyhow::Result<Status> {
@@ -615,7 +622,7 @@ fn write_outputs(
             }
         }
         let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
-        if graph_path.exists() {
+        if let (true, Some(graph)) = (graph_path.exists(), graph) {
             match flux_instance::read_call_graph(&inst.dir) {
                 Ok(old) if &old == graph => {}
                 Ok(old) => conflicts.push(format!(
@@ -634,7 +641,10 @@ fn write_outputs(
         }
     }
     let o = flux_instance::write_oracle(&inst.dir, oracle, on_conflict)?;
-    let g = flux_instance::write_call_graph(&inst.dir, graph, on_conflict)?;
+    let g = match graph {
+        Some(graph) => flux_instance::write_call_graph(&inst.dir, graph, on_conflict)?,
+        None => WriteOutcome::Unchanged,
+    };
     Ok(match (o, g) {
         (WriteOutcome::Replaced, _) | (_, WriteOutcome::Replaced) => Status::Replaced,
         (WriteOutcome::Created, _) | (_, WriteOutcome::Created) => Status::Created,

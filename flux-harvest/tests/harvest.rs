@@ -394,3 +394,43 @@ while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1
     }
     assert_eq!(ibin_calls, 1, "the test calls ibin once");
 }
+
+/// Copy a starter instance (with its gold answer) into `root`.
+fn copy_starter(root: &Path, rel: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances").join(rel);
+    let dst = root.join(rel);
+    std::fs::create_dir_all(&dst).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+    dst
+}
+
+/// `scope = "targets"` (tracing only inside targeted code) reproduces the gold answers that the
+/// starter instances harvested with `scope = "tests"`, on 3.11 (hook entries, USDT returns) and
+/// 3.15 (USDT entries and returns), from far fewer events.
+#[test]
+fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
+    if skip("scope_targets_reproduces_starter_gold_answers_from_fewer_events") {
+        return;
+    }
+    let mut rels = vec!["sympy/sympy-multiplicity-callees-across", "sympy/sympy-multiplicity-raising"];
+    match docker_has("flux/yt-dlp:2025.10.22-py3.15") {
+        Ok(true) => rels.extend(["yt-dlp/ytdlp-jsinterp-throw", "yt-dlp/ytdlp-parse-codecs-loop"]),
+        _ => eprintln!("skipping the 3.15 part: image flux/yt-dlp:2025.10.22-py3.15 is missing (cargo xtask images)"),
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = rels.iter().map(|r| copy_starter(tmp.path(), r)).collect();
+    let mut o = opts();
+    o.check = true;
+    let tests = run(&dirs, &o);
+    o.scope = Some(flux_trace::Scope::Targets);
+    let targets = run(&dirs, &o);
+    for (t, x) in tests.instances.iter().zip(&targets.instances) {
+        assert_eq!(t.status, Status::Reproduced, "{}: {:?}", t.name, t.error);
+        assert_eq!(x.status, Status::Reproduced, "{} (targets): {:?}", x.name, x.error);
+        let (et, ex) = (t.events.unwrap(), x.events.unwrap());
+        assert!(ex < et, "{}: {ex} events with scope targets, {et} with tests", x.name);
+    }
+}

@@ -292,6 +292,47 @@ fn locate(text: &str, field: &str) -> Option<(usize, usize)> {
 }
 
 /// Validate a parsed spec for the instance directory `dir` (`path` is used in errors).
+/// `scope = "targets"` traces only inside activations of targeted code: the extractor must read
+/// nothing else, and the function it asks about must be targeted.
+fn check_targets_scope(
+    path: &Path,
+    ex: &flux_extract::Extractor,
+    params: &Params,
+    tracing: &flux_trace::TracingConfig,
+) -> Result<(), InstanceError> {
+    if !ex.targets_scope {
+        return Err(invalid(
+            path,
+            "tracing.scope",
+            format!(
+                "extractor `{}` reads calls made anywhere, but scope \"targets\" traces only inside targeted code (use \"tests\")",
+                ex.name
+            ),
+        ));
+    }
+    if tracing.functions.is_empty() {
+        return Ok(()); // every function of the targeted files is a target
+    }
+    for key in ["function", "raised_in"] {
+        let Some(f) = params.get(key).and_then(|v| v.as_str()) else { continue };
+        let targeted = tracing
+            .functions
+            .iter()
+            .any(|t| f == t || f.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('.')));
+        if !targeted {
+            return Err(invalid(
+                path,
+                "tracing.functions",
+                format!(
+                    "scope \"targets\" traces only inside targeted code, and `{f}` (extractor.params.{key}) is not among {:?}",
+                    tracing.functions
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance, InstanceError> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let dir_name = abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -433,6 +474,9 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
                 ex.name
             ),
         ));
+    }
+    if spec.tracing.scope == flux_trace::Scope::Targets {
+        check_targets_scope(path, ex, &params, &spec.tracing)?;
     }
     Ok(Instance {
         dir: dir.to_path_buf(),

@@ -124,6 +124,29 @@ fn unknown_fields_name_file_position_table_and_field() {
     assert!(e.contains("missing field `expect`"), "{e}");
 }
 
+/// `scope = "targets"` only with an extractor that reads inside targeted code, about a function
+/// the config targets.
+#[test]
+fn scope_targets_needs_a_targeted_function_and_extractor() {
+    let s = Scratch::new();
+    let targets = GOOD.replace("functions = [\"Add.flatten\"]", "functions = [\"Add.flatten\"]\nscope = \"targets\"");
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &targets);
+    assert_eq!(load_instance(&d).unwrap().spec.tracing.scope, flux_trace::Scope::Targets);
+    let other = targets.replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = { function = \"Mul.flatten\" }");
+    let e = err_of(&s.0, &other);
+    assert!(e.contains("field `tracing.functions`") && e.contains("`Mul.flatten`"), "{e}");
+    let nested = targets.replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = { function = \"Add.flatten.<locals>.f\" }");
+    assert!(load_instance(&make(&s.0, "sympy", "sympy-add-flatten-path", &nested)).is_ok());
+    let graph = targets
+        .replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S6_InterProceduralCFG\"")
+        .replace(r#"'{"executed_path": [{"line": "int"}]}'"#, r#"'{"call_graph": {"*": ["str"]}}'"#)
+        .replace("name = \"executed_path\"", "name = \"call_graph\"")
+        .replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = {}");
+    let e = err_of(&s.0, &graph);
+    assert!(e.contains("field `tracing.scope`") && e.contains("`call_graph`"), "{e}");
+    assert!(load_instance(&make(&s.0, "sympy", "sympy-add-flatten-path", &graph.replace("scope = \"targets\"", "scope = \"tests\""))).is_ok());
+}
+
 #[test]
 fn semantic_checks_name_the_field() {
     let s = Scratch::new();
