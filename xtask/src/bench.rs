@@ -164,7 +164,9 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
             // The workload's own stdout carries its timing: send it to a file, since the
             // traced command's stdout is flux's.
             let mut c = Command::new(flux);
-            c.args(["trace", "--out", "/dev/null", "--stats-json"])
+            // The USDT tracer alone (`--no-hook`): the hook is `bench hook`'s, and cannot be
+            // injected into the chroot of the sid rootfs anyway.
+            c.args(["trace", "--no-hook", "--out", "/dev/null", "--stats-json"])
                 .arg(&stats_file)
                 .arg("--python")
                 .arg(&t.python);
