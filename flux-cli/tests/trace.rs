@@ -30,6 +30,18 @@ fn skip311(what: &str) -> bool {
     false
 }
 
+/// `skip311`, and pytest must be importable by it.
+fn skip311_pytest(what: &str) -> bool {
+    if skip311(what) {
+        return true;
+    }
+    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
+    if !has_pytest {
+        eprintln!("skipping: {what}: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+    }
+    !has_pytest
+}
+
 fn skip315(what: &str) -> bool {
     if skip(what) {
         return true;
@@ -424,12 +436,7 @@ fn summary_count(t: &Traced, counter: &str) -> u64 {
 /// as in an unscoped run. Both witnesses agree on what the windows hold.
 #[test]
 fn python311_scope_tests_traces_only_test_windows_with_the_probes_off_outside() {
-    if skip311("python311_scope_tests") {
-        return;
-    }
-    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
-    if !has_pytest {
-        eprintln!("skipping: python311_scope_tests: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+    if skip311_pytest("python311_scope_tests") {
         return;
     }
     let dir = tempdir();
@@ -483,12 +490,7 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
 /// extents hold, and calls of the same helper outside the target are not in the trace.
 #[test]
 fn python311_scope_targets_traces_only_inside_targeted_code() {
-    if skip311("python311_scope_targets") {
-        return;
-    }
-    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
-    if !has_pytest {
-        eprintln!("skipping: python311_scope_targets: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+    if skip311_pytest("python311_scope_targets") {
         return;
     }
     let dir = tempdir();

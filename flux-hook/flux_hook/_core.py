@@ -413,6 +413,25 @@ class Hook:
     # ---- target extents (scope "targets") --------------------------------------------
     # The back-ends count, per thread (`tl.xd`), the targeted activations running in it: at
     # 0 -> 1 they call extent_open, at 1 -> 0 extent_close. USDT sees only what runs inside.
+    def target_started(self):
+        """A targeted activation starts or resumes in this thread."""
+        tl = self.tl
+        d = getattr(tl, "xd", 0)
+        if not d:
+            self.extent_open()
+        tl.xd = d + 1
+
+    def target_ended(self):
+        """A targeted activation returned, yielded or unwound in this thread (one that started
+        before the window, and so was never counted, changes nothing)."""
+        tl = self.tl
+        d = getattr(tl, "xd", 0)
+        if d == 1:
+            tl.xd = 0
+            self.extent_close()
+        elif d > 1:
+            tl.xd = d - 1
+
     def extent_open(self):
         """This thread enters targeted code (`xo` first, then the probes go on)."""
         self.emit('["xo",%d,%d]' % (time.monotonic_ns(), self.tid()))

@@ -44,8 +44,7 @@ def start(hook):
     all_r = hook.calls == "all"
     # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
     extents = hook.extents
-    x_open = hook.extent_open
-    x_close = hook.extent_close
+    x_leave = hook.target_ended
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -130,12 +129,9 @@ def start(hook):
         return plain_local
 
     def x_enter():
-        d = getattr(tl, "xd", 0)
-        if not d:
-            t0 = now()
-            x_open()
-            hx(t0)
-        tl.xd = d + 1
+        t0 = now()
+        hook.target_started()
+        hx(t0)
 
     def x_record(info, frame, p, kind, line=None):
         """p: (id, type name, message) of the exception (the state never holds the object)."""
@@ -285,12 +281,7 @@ def start(hook):
                 else:
                     states.pop(id(frame), None)
                 if extents:
-                    d = getattr(tl, "xd", 0)
-                    if d == 1:
-                        tl.xd = 0
-                        x_close()
-                    elif d > 1:
-                        tl.xd = d - 1
+                    x_leave()  # (inside target_local's hx span)
         except RecursionError:
             hook.recursion_hit = True
         except Exception:

@@ -92,8 +92,8 @@ def start(hook):
 
     # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
     extents = hook.extents
-    x_open = hook.extent_open
-    x_close = hook.extent_close
+    x_enter = hook.target_started
+    x_leave = hook.target_ended
     want_line = cfg.want_line
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
@@ -173,12 +173,8 @@ def start(hook):
             f = getframe(1)
             states[id(f)] = FrameState(code)
             if extents:
-                d = getattr(tl, "xd", 0)
-                if not d:
-                    x_open()
-                tl.xd = d + 1
-                emit_c(info, f, code.co_firstlineno)
-            elif want_c or (gen_only and gen_start(code)):
+                x_enter()
+            if extents or want_c or (gen_only and gen_start(code)):
                 emit_c(info, f, code.co_firstlineno)
         except RecursionError:
             hook.recursion_hit = True
@@ -206,12 +202,8 @@ def start(hook):
             fs = states[id(f)] = FrameState(code)
         fs.active = True
         if extents:
-            d = getattr(tl, "xd", 0)
-            if not d:
-                x_open()
-            tl.xd = d + 1
-            emit_c(info, f, f.f_lineno)
-        elif want_c or (gen_only and code.co_flags & GENMASK):
+            x_enter()
+        if extents or want_c or (gen_only and code.co_flags & GENMASK):
             emit_c(info, f, f.f_lineno)
         return None
 
@@ -292,12 +284,7 @@ def start(hook):
         else:
             states.pop(id(f), None)
         if extents:
-            d = getattr(tl, "xd", 0)
-            if d == 1:
-                tl.xd = 0
-                x_close()
-            elif d > 1:
-                tl.xd = d - 1
+            x_leave()
         return None
 
     def on_return(code, off, rv):
