@@ -22,11 +22,12 @@
 //!   first instruction (0 when it has none: cell variables, closures, generator expressions).
 //!   A USDT entry is a generator's (creation or resumption, dropped: the hook reports generator
 //!   starts) only when its line lies in a generator code of that name (the hook's `C` record
-//!   gives each code's last line and traits). Line 0 names no code object (a closure-using
-//!   method and a generator of the same name): the hook also reports the starts of code without
-//!   a first line, and USDT's line-0 entries of such a (file, name) are dropped. The first hook
-//!   record of an activation USDT opened identifies its code object: qualname and first line
-//!   come from it.
+//!   gives each code's last line and traits). Line 0 names no code object (code whose first
+//!   instruction has no line: cells, closures): the hook defines such code objects, and a
+//!   line-0 entry is the one of that (file, name) — or, when several share it, the one whose
+//!   lines hold the line of the activation's USDT return (an activation that never returns
+//!   through the probe cannot be told apart: a problem). The first hook record of an
+//!   activation USDT opened identifies its code object: qualname and first line come from it.
 //! - code the hook itself runs (its callbacks, and what they call: a local's `__repr__`) is
 //!   invisible to the hook but not to USDT: everything between a call into the hook's files
 //!   and that frame's return (3.15), or inside a span the hook reports as its own work (`hx`
@@ -137,6 +138,9 @@ struct Open {
     call_idx: Option<usize>,
     /// The code object is known exactly (from a hook record of this activation).
     identified: bool,
+    /// Opened by a line-0 USDT entry of a name several such code objects share: its USDT
+    /// return's line says which.
+    by_return: bool,
 }
 
 #[derive(Default)]
@@ -146,6 +150,7 @@ struct Counters {
     reconciled_unwind: u64,
     usdt_lines_dropped: u64,
     usdt_creation_entries_dropped: u64,
+    usdt_lineless_entries_named: u64,
     usdt_lineless_entries_dropped: u64,
     usdt_target_entries_dropped: u64,
     joined_returns: u64,
@@ -207,9 +212,12 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // Per pid: the code identities the hook traces lines for, and generator codes (3.15).
     let mut hook_line_codes: HashSet<(u32, String, String)> = HashSet::new();
     let mut gen_codes: HashMap<(u32, String, String), Vec<CodeDef>> = HashMap::new();
-    // Codes whose first instruction has no line, whose starts the hook reports (3.15: USDT says
-    // line 0 for them, which names no code object).
-    let mut lineless_codes: HashSet<(u32, String, String)> = HashSet::new();
+    // Non-generator codes whose first instruction has no line (3.15: USDT says line 0 for them),
+    // by (pid, file, name): a line-0 entry is one of them. The hook reports their starts
+    // (then USDT's line-0 entries are dropped), except with scope "targets" (then they are
+    // named here).
+    let mut lineless_codes: HashMap<(u32, String, String), Vec<CodeDef>> = HashMap::new();
+    let mut lineless_reported: HashSet<u32> = HashSet::new();
     let mut qualnames: HashMap<(u32, String, String, u32), String> = HashMap::new();
     // Scope "targets": the hook reports every start of targeted code (it opens the extent),
     // so USDT's entries of those codes are dropped like generators'.
@@ -230,9 +238,17 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                 }
             }
         }
+        if s.calls == "generators" && s.scope != "targets" {
+            lineless_reported.insert(s.pid);
+        }
         for c in s.codes.values() {
-            if s.calls == "generators" && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0) {
-                lineless_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+            if s.calls == "generators"
+                && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN == 0)
+            {
+                let v = lineless_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
+                if !v.contains(c) {
+                    v.push(c.clone());
+                }
             }
             // The hook defines every generator code it finds nested in code it saw (one
             // created and never started included).
@@ -479,6 +495,23 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                     }
                     match e.ev {
                     Kind::Call => {
+                        let key = (pid, e.file.clone(), e.func.clone());
+                        let reported = lineless_reported.contains(&pid);
+                        if e.line == 0
+                            && !reported
+                            && lineless_codes.contains_key(&key)
+                            && gen_codes.get(&key).is_some_and(|gs| {
+                                gs.iter().any(|g| {
+                                    g.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN != 0)
+                                })
+                            })
+                        {
+                            c.problems.push(format!(
+                                "a line-0 USDT entry of {} ({}) in thread {pid}/{tid} is the creation of a generator or the start of another code of that name, neither with a first line: scope \"targets\" cannot tell which",
+                                e.func, e.file
+                            ));
+                            continue;
+                        }
                         // USDT names code by (file, name, line) only: a generator's entry is one
                         // whose line falls in that generator's code (line 0: its first instruction has none),
                         // not merely one with the same name (`__iter__` as a generator in one
@@ -501,21 +534,38 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             c.usdt_target_entries_dropped += 1;
                             continue;
                         }
-                        if e.line == 0 && lineless_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
-                            c.usdt_lineless_entries_dropped += 1;
-                            continue;
-                        }
-                        let q = qualnames
+                        let mut q = qualnames
                             .get(&(pid, e.file.clone(), e.func.clone(), e.line))
                             .cloned()
                             .unwrap_or_default();
                         let mut e = e.clone();
+                        // Line 0: code without a first line; which one, if several share the
+                        // name, is known at its return.
+                        let mut by_return = false;
+                        if e.line == 0 && reported && lineless_codes.contains_key(&key) {
+                            c.usdt_lineless_entries_dropped += 1;
+                            continue;
+                        }
+                        if e.line == 0 {
+                            if let Some(v) = lineless_codes.get(&(pid, e.file.clone(), e.func.clone())) {
+                                match one_identity(v.iter()) {
+                                    Some(only) => {
+                                        q = only.qualname.clone();
+                                        e.line = only.firstlineno;
+                                        c.usdt_lineless_entries_named += 1;
+                                    }
+                                    None => by_return = true,
+                                }
+                            }
+                        }
                         // 3.15 reports line 0 for a module's entry; its code starts at line 1.
                         if e.line == 0 && e.func == "<module>" {
                             e.line = 1;
                         }
                         let ev = open(&mut stack, &mut next_act, e, q, None, None);
-                        stack.last_mut().expect("just opened").call_idx = Some(out.len());
+                        let top = stack.last_mut().expect("just opened");
+                        top.call_idx = Some(out.len());
+                        top.by_return = by_return;
                         out.push(ev);
                     }
                     Kind::Return => {
@@ -548,9 +598,28 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         while stack.len() > pos + 1 {
                             let o = stack.pop().expect("len > pos+1");
                             c.reconciled_unwind += 1;
+                            if o.by_return && !o.identified {
+                                c.problems.push(unnamed(&o, None, pid, tid));
+                            }
                             out.push(close_inferred(&o, e.ts, pid, tid));
                         }
-                        let o = stack.pop().expect("pos exists");
+                        let mut o = stack.pop().expect("pos exists");
+                        if o.by_return && !o.identified {
+                            let cands: Vec<&CodeDef> = lineless_codes
+                                .get(&(pid, o.file.clone(), o.func.clone()))
+                                .map(|v| {
+                                    v.iter()
+                                        .filter(|d| d.firstlineno <= e.line && d.last_line.is_some_and(|l| e.line <= l))
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            if let Some(only) = one_identity(cands.iter().copied()) {
+                                identify(&mut o, only, &mut out);
+                                c.usdt_lineless_entries_named += 1;
+                            } else {
+                                c.problems.push(unnamed(&o, Some((e.line, cands.len())), pid, tid));
+                            }
+                        }
                         let mut ev = e.clone();
                         decorate(&mut ev, &o);
                         if let Some(h) = o.hook_end {
@@ -635,6 +704,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             while stack.len() > pos + 1 {
                                 let o = stack.pop().expect("len > pos+1");
                                 c.reconciled_unwind += 1;
+                                if o.by_return && !o.identified {
+                                    c.problems.push(unnamed(&o, None, pid, tid));
+                                }
                                 out.push(close_inferred(&o, *ts, pid, tid));
                             }
                             let usdt_returns = plan.mode != CallsMode::Hook;
@@ -755,6 +827,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         ("merge.reconciled_unwind", c.reconciled_unwind),
         ("merge.usdt_lines_dropped_for_hook_lines", c.usdt_lines_dropped),
         ("merge.usdt_generator_entries_dropped", c.usdt_creation_entries_dropped),
+        ("merge.usdt_line0_entries_named", c.usdt_lineless_entries_named),
         ("merge.usdt_line0_entries_dropped_for_hook_starts", c.usdt_lineless_entries_dropped),
         ("merge.returns_joined", c.joined_returns),
         ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),
@@ -794,6 +867,7 @@ fn open(
         hook_end: None,
         call_idx: None,
         identified: frame_key.is_some(),
+        by_return: false,
     };
     decorate(&mut ev, &o);
     stack.push(o);
@@ -855,6 +929,27 @@ fn attach(
 
 /// The return of an activation left by an exception that fired no return probe, placed just
 /// before the return that revealed it.
+/// The code of these candidates if they all name the same function (qualname and first line:
+/// what a trace records of a call; e.g. the `__create_fn__` each dataclass `exec`s), else None.
+fn one_identity<'a>(mut cands: impl Iterator<Item = &'a CodeDef>) -> Option<&'a CodeDef> {
+    let first = cands.next()?;
+    cands
+        .all(|d| d.qualname == first.qualname && d.firstlineno == first.firstlineno)
+        .then_some(first)
+}
+
+/// The problem of an activation opened by a line-0 entry that nothing identified.
+fn unnamed(o: &Open, ret: Option<(u32, usize)>, pid: u32, tid: u32) -> String {
+    let how = match ret {
+        Some((line, n)) => format!("its USDT return at line {line} lies in {n} of them"),
+        None => "it ended without a USDT return".to_string(),
+    };
+    format!(
+        "cannot tell which code object named {} in {} ran in thread {pid}/{tid}: its USDT entry says line 0, several such code objects share the name, and {how}",
+        o.func, o.file
+    )
+}
+
 fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
     if let Some(h) = &o.hook_end {
         return h.clone();

@@ -434,3 +434,70 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
         assert!(ex < et, "{}: {ex} events with scope targets, {et} with tests", x.name);
     }
 }
+
+/// Scope "targets" on 3.15, where the hook no longer reports starts of code without a first line
+/// (USDT says line 0 for them): two closures named `inner`, both without a first line
+/// (`COPY_FREE_VARS` comes first), are told apart by the line of their USDT return, and the
+/// gold answer names each exactly. Hand-derived: `target(3)` calls `A(3)` (make's inner) and
+/// `B(3)` (make2's inner), nothing else.
+#[test]
+fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
+    const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
+    if skip("scope_targets_on_315_names_same_named_closures") {
+        return;
+    }
+    if docker_has(YT) != Ok(true) {
+        eprintln!("skipping: scope_targets_on_315_names_same_named_closures: image {YT} is missing (cargo xtask images)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("yt-dlp/closures-callees");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("test_closures.py"),
+        "def make(k):\n    def inner(x):\n        return x + k\n    return inner\n\n\n\
+def make2(k):\n    def inner(x):\n        y = x * k\n        return y\n    return inner\n\n\n\
+A = make(1)\nB = make2(2)\n\n\ndef target(n):\n    return A(n) + B(n)\n\n\n\
+def test_t():\n    for i in range(3):\n        A(i)\n        B(i)\n    assert target(3) == 10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("instance.toml"),
+        r#"id = "closures-callees"
+repository = "yt-dlp"
+package = "yt-dlp==2025.10.22"
+image = "flux/yt-dlp:2025.10.22-py3.15"
+interpreter = "/usr/bin/python3.15"
+kind = "M6_InterProceduralCFG"
+question = "Which functions does `target` call directly in each test?"
+template = '{"callees_per_test": [{"test": "str", "callees": ["str"]}]}'
+
+[test]
+files = ["test_closures.py"]
+command = ["python3.15", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_closures.py"]
+expect = "pass"
+timeout_s = 120
+
+[tracing]
+files = ["test_closures.py"]
+functions = ["target"]
+scope = "targets"
+
+[extractor]
+name = "callees_across_tests"
+params = { function = "target" }
+"#,
+    )
+    .unwrap();
+    let r = run(std::slice::from_ref(&dir), &opts());
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+    let oracle = read_json(&dir.join("oracle.json"));
+    assert_eq!(
+        oracle["oracle_answer"],
+        json!({"callees_per_test": [{"test": "test_closures.py::test_t", "callees": ["make.<locals>.inner", "make2.<locals>.inner"]}]})
+    );
+    assert!(!dir.join("callgraph.json").exists(), "no call graph from a targets trace");
+    let meta = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace-meta.json")).unwrap_or_default();
+    assert!(meta.contains("merge.usdt_line0_entries_named"), "{meta}");
+}

@@ -39,12 +39,28 @@ def start(hook):
     all_r = hook.calls == "all"
     # calls=generators (3.15 with USDT): USDT's entry probe also fires when a generator or
     # coroutine object is *created*, indistinguishably from its first resumption, so the hook
-    # reports the activation starts of exactly those code objects and nothing else.
+    # reports the activation starts of exactly those code objects and nothing else ...
     gen_only = hook.calls == "generators"
     GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
     # ... and of code objects whose first instruction has no line: USDT says line 0 for them,
     # which names no code object (a closure-using method and a generator of the same name).
+    # Not with scope "targets": there such code is only *defined* and the agent names its
+    # line-0 entries (by the line of their USDT return when several share a name), for in a
+    # SymPy suite every call of a closure (its cache wrapper) would cost a callback outside the
+    # extents: a quarter of the run. A name shared with a generator without a first line is
+    # then a problem the agent reports, never a guess.
     lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
+    report_lineless = not hook.extents
+
+    def gen_start(code):
+        if code.co_flags & GENMASK:
+            return True
+        if not report_lineless:
+            return False
+        r = lineless.get(id(code))
+        if r is None:
+            r = lineless[id(code)] = no_first_line(code)
+        return r
 
     CodeType = type(start.__code__)
 
@@ -81,14 +97,6 @@ def start(hook):
                     if type(c) is CodeType:
                         out.append(c)
         return out
-
-    def gen_start(code):
-        if code.co_flags & GENMASK:
-            return True
-        r = lineless.get(id(code))
-        if r is None:
-            r = lineless[id(code)] = no_first_line(code)
-        return r
 
     # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
     extents = hook.extents
@@ -144,8 +152,8 @@ def start(hook):
             k = info[1]
             if k == PLAIN:
                 if not want_c:
-                    # gen_start, inlined: this runs at every generator start (3.15 + USDT),
-                    # and each hook frame costs two USDT events.
+                    # This runs at every generator start (3.15 + USDT), and each hook frame
+                    # costs two USDT events: no helper calls.
                     if not gen_only:
                         return DISABLE
                     if not code.co_flags & GENMASK:
@@ -153,6 +161,10 @@ def start(hook):
                         if r is None:
                             r = lineless[id(code)] = no_first_line(code)
                         if not r:
+                            return DISABLE
+                        if not report_lineless:
+                            if not info[4]:
+                                define(info)  # for the agent to name its line-0 entries
                             return DISABLE
                 if extents and not getattr(tl, "xd", 0):
                     return None
