@@ -152,6 +152,7 @@ struct Counters {
     usdt_creation_entries_dropped: u64,
     usdt_lineless_entries_named: u64,
     usdt_lineless_entries_dropped: u64,
+    usdt_genexpr_entries_named: u64,
     usdt_target_entries_dropped: u64,
     joined_returns: u64,
     problems: Vec<String>,
@@ -519,10 +520,69 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         // A generator expression's code is a generator whatever its line; the
                         // hook may never have seen it (created, never iterated: only USDT's
                         // creation entry exists).
-                        let is_gen = (hook_gen_starts && e.func == "<genexpr>")
+                        // Scope "targets": generator expressions are left to USDT (the hook
+                        // only defines them): line 0 is one's creation, any other line a
+                        // resumption, named by the genexpr whose lines hold it (targeted
+                        // genexprs, whose starts the hook reports, are dropped below).
+                        let mut genexpr_name: Option<(String, u32)> = None;
+                        if hook_gen_starts && !reported && e.func == "<genexpr>" {
+                            let targeted = target_codes
+                                .get(&key)
+                                .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true)));
+                            if e.line == 0 && !targeted {
+                                c.usdt_creation_entries_dropped += 1;
+                                continue;
+                            }
+                            if !targeted {
+                                let cands = gen_codes.get(&key).map(|gs| {
+                                    gs.iter()
+                                        .filter(|g| {
+                                            g.traits.is_some_and(|t| t & CODE_TARGET == 0)
+                                                && g.firstlineno <= e.line
+                                                && g.last_line.is_some_and(|l| e.line <= l)
+                                        })
+                                        .collect::<Vec<_>>()
+                                });
+                                let cands = cands.unwrap_or_default();
+                                // Nested genexprs share lines: the one resumed is the one created
+                                // by the running code (its qualname's parent), and never one
+                                // already running (a generator cannot be entered twice).
+                                // (The running code's qualname, or, when USDT opened it and no
+                                // hook record named it, its file and name.)
+                                let created_by_top = |g: &CodeDef| -> bool {
+                                    let (Some(par), Some(o)) = (g.qualname.strip_suffix(".<locals>.<genexpr>"), stack.last())
+                                    else {
+                                        return false;
+                                    };
+                                    if o.qualname.is_empty() {
+                                        o.file == g.file && par.rsplit('.').next() == Some(o.func.as_str())
+                                    } else {
+                                        par == o.qualname
+                                    }
+                                };
+                                let by_parent = one_identity(cands.iter().copied().filter(|g| created_by_top(g)));
+                                let not_running = || {
+                                    one_identity(
+                                        cands.iter().copied().filter(|g| !stack.iter().any(|o| o.qualname == g.qualname)),
+                                    )
+                                };
+                                match one_identity(cands.iter().copied()).or(by_parent).or_else(not_running) {
+                                    Some(g) => genexpr_name = Some((g.qualname.clone(), g.firstlineno)),
+                                    None => {
+                                        c.problems.push(format!(
+                                            "a USDT entry of <genexpr> at {}:{} in thread {pid}/{tid} names no single generator expression the hook defined",
+                                            e.file, e.line
+                                        ));
+                                        continue;
+                                    }
+                                }
+                            }
+                        }
+                        let is_gen = genexpr_name.is_none()
+                            && ((hook_gen_starts && e.func == "<genexpr>")
                             || gen_codes
                                 .get(&(pid, e.file.clone(), e.func.clone()))
-                                .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true)));
+                                .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true))));
                         if is_gen {
                             c.usdt_creation_entries_dropped += 1;
                             continue;
@@ -542,6 +602,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         // Line 0: code without a first line; which one, if several share the
                         // name, is known at its return.
                         let mut by_return = false;
+                        if let Some((qn, _)) = genexpr_name {
+                            q = qn;
+                            c.usdt_genexpr_entries_named += 1;
+                        }
                         if e.line == 0 && reported && lineless_codes.contains_key(&key) {
                             c.usdt_lineless_entries_dropped += 1;
                             continue;
@@ -828,6 +892,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         ("merge.usdt_lines_dropped_for_hook_lines", c.usdt_lines_dropped),
         ("merge.usdt_generator_entries_dropped", c.usdt_creation_entries_dropped),
         ("merge.usdt_line0_entries_named", c.usdt_lineless_entries_named),
+        ("merge.usdt_genexpr_resumptions_named", c.usdt_genexpr_entries_named),
         ("merge.usdt_line0_entries_dropped_for_hook_starts", c.usdt_lineless_entries_dropped),
         ("merge.returns_joined", c.joined_returns),
         ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),

@@ -436,10 +436,12 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
 }
 
 /// Scope "targets" on 3.15, where the hook no longer reports starts of code without a first line
-/// (USDT says line 0 for them): two closures named `inner`, both without a first line
-/// (`COPY_FREE_VARS` comes first), are told apart by the line of their USDT return, and the
-/// gold answer names each exactly. Hand-derived: `target(3)` calls `A(3)` (make's inner) and
-/// `B(3)` (make2's inner), nothing else.
+/// (USDT says line 0 for them) nor of generator expressions: two closures named `inner`, both
+/// without a first line (`COPY_FREE_VARS` comes first), are told apart by the line of their
+/// USDT return; a generator expression created by `gen_of` and resumed by `sum()` inside the
+/// target is placed by USDT alone (line 0: its creation, dropped; its line: a resumption).
+/// Hand-derived: `target(3)` calls `gen_of(2)`, `A(3)` (make's inner), `B(3)` (make2's inner),
+/// and through `sum` (C) the genexpr, whose calls of `A` are not the target's.
 #[test]
 fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
     const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
@@ -457,8 +459,9 @@ fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
         dir.join("test_closures.py"),
         "def make(k):\n    def inner(x):\n        return x + k\n    return inner\n\n\n\
 def make2(k):\n    def inner(x):\n        y = x * k\n        return y\n    return inner\n\n\n\
-A = make(1)\nB = make2(2)\n\n\ndef target(n):\n    return A(n) + B(n)\n\n\n\
-def test_t():\n    for i in range(3):\n        A(i)\n        B(i)\n    assert target(3) == 10\n",
+A = make(1)\nB = make2(2)\n\n\ndef gen_of(n):\n    return (A(i) for i in range(n))\n\n\n\
+def target(n):\n    g = gen_of(2)\n    return A(n) + B(n) + sum(g)\n\n\n\
+def test_t():\n    for i in range(3):\n        A(i)\n        B(i)\n        sum(gen_of(i))\n    assert target(3) == 13\n",
     )
     .unwrap();
     std::fs::write(
@@ -495,9 +498,12 @@ params = { function = "target" }
     let oracle = read_json(&dir.join("oracle.json"));
     assert_eq!(
         oracle["oracle_answer"],
-        json!({"callees_per_test": [{"test": "test_closures.py::test_t", "callees": ["make.<locals>.inner", "make2.<locals>.inner"]}]})
+        json!({"callees_per_test": [{"test": "test_closures.py::test_t", "callees": [
+            "gen_of", "gen_of.<locals>.<genexpr>", "make.<locals>.inner", "make2.<locals>.inner"
+        ]}]})
     );
     assert!(!dir.join("callgraph.json").exists(), "no call graph from a targets trace");
     let meta = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace-meta.json")).unwrap_or_default();
     assert!(meta.contains("merge.usdt_line0_entries_named"), "{meta}");
+    assert!(meta.contains("merge.usdt_genexpr_resumptions_named"), "{meta}");
 }

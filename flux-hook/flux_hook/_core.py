@@ -277,6 +277,9 @@ class Hook:
         # extent_open); the semaphores are up only while some thread is inside one.
         self.extents = config.scope == "targets"
         self.xthreads = 0
+        # The same count in a list cell the back-ends read without a method or thread-local
+        # lookup: while it is 0 no thread is inside an extent, and callbacks return at once.
+        self.xcount = [0]
         self.xlock = threading.Lock()
         self.in_window = False
         self.enable_tracing = None  # set by the back-end
@@ -405,6 +408,7 @@ class Hook:
             self.tl.xd = 0
             self.extent_close()
         self.xthreads = 0
+        self.xcount[0] = 0
         for s in self.semaphores:
             s[0].value = 0
         self.in_window = False
@@ -437,6 +441,7 @@ class Hook:
         self.emit('["xo",%d,%d]' % (time.monotonic_ns(), self.tid()))
         with self.xlock:
             self.xthreads += 1
+            self.xcount[0] = self.xthreads
             if self.xthreads == 1:
                 for s in self.semaphores:
                     s[0].value = s[1]
@@ -450,6 +455,7 @@ class Hook:
                 self.xthreads = 0
                 for s in self.semaphores:
                     s[0].value = 0
+            self.xcount[0] = self.xthreads
         self.emit('["xc",%d,%d]' % (time.monotonic_ns(), self.tid()))
 
     def check_tracing(self):

@@ -51,6 +51,19 @@ def start(hook):
     # then a problem the agent reports, never a guess.
     lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
     report_lineless = not hook.extents
+    # Likewise generator expressions with scope "targets": USDT's entry says line 0 at their
+    # creation and their own line at every resumption, so the agent needs no report of theirs
+    # (a genexpr cannot catch what is thrown into it), only their definitions.
+    leave_genexprs = gen_only and hook.extents
+
+    def genexpr_left(code):
+        """A generator expression USDT alone can place: defined, then never called back."""
+        info = codes.get(id(code)) or register(code)
+        if info[1] != PLAIN:
+            return False
+        if not info[4]:
+            define(info)
+        return True
 
     def gen_start(code):
         if code.co_flags & GENMASK:
@@ -100,6 +113,8 @@ def start(hook):
 
     # scope "targets": program records only inside extents of targeted code (tl.xd > 0).
     extents = hook.extents
+    xn = hook.xcount  # [threads inside an extent]
+    target_ids = set()  # id() of the targeted code objects set up so far
     x_enter = hook.target_started
     x_leave = hook.target_ended
     want_line = cfg.want_line
@@ -134,6 +149,7 @@ def start(hook):
 
     def setup_target(info):
         info[3] = True
+        target_ids.add(id(info[2]))
         set_local_events(tool, info[2], local_ev)
         instrumented.append(info[2])
 
@@ -143,6 +159,14 @@ def start(hook):
         emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), line))
 
     def on_start(code, off):
+        if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
+            return DISABLE
+        if extents and not xn[0] and code.co_flags & GENMASK:
+            # Outside every extent (scope "targets"): a known untargeted generator's start
+            # records nothing.
+            info = codes.get(id(code))
+            if info is not None and info[1] == PLAIN:
+                return None
         try:
             info = codes.get(id(code))
             if info is None:
@@ -220,6 +244,10 @@ def start(hook):
         return None
 
     def on_resume(code, off):
+        if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
+            return DISABLE
+        if extents and not xn[0] and id(code) not in target_ids:
+            return None  # outside every extent, only a targeted generator's resumption counts
         try:
             # Fast path (3.15 with USDT: every resumption of a generator anywhere comes here):
             # one Python frame, for USDT fires an entry and a return for each frame the hook
@@ -246,6 +274,10 @@ def start(hook):
             internal_error("PY_RESUME")
 
     def on_throw(code, off, exc):
+        if extents and not xn[0] and id(code) not in target_ids:
+            return None
+        if leave_genexprs and code.co_name == "<genexpr>" and id(code) not in target_ids:
+            return None
         try:
             _resume(code, 2, False)
         except RecursionError:
@@ -330,6 +362,8 @@ def start(hook):
             internal_error("PY_YIELD")
 
     def on_unwind(code, off, exc):
+        if extents and not xn[0]:
+            return None  # no targeted frame runs: nothing to close, nothing recorded
         try:
             if isinstance(exc, RecursionError):
                 # At the recursion limit the hook's own callback frames may not fit: a callback
