@@ -28,6 +28,12 @@
 //!   lines hold the line of the activation's USDT return (an activation that never returns
 //!   through the probe cannot be told apart: a problem). The first hook record of an
 //!   activation USDT opened identifies its code object: qualname and first line come from it.
+//! - with scope "targets" (3.15) the hook reports neither starts of code without a first line
+//!   nor generator expressions (their callbacks outside the extents were most of the cost):
+//!   line-0 entries are named as above, a genexpr's line-0 entry is its creation (dropped) and
+//!   any other its resumption, named by the genexpr whose lines hold it — among nested ones,
+//!   the one the running code created, never one already running. A name shared with a
+//!   generator without a first line, or no single genexpr, is a problem.
 //! - code the hook itself runs (its callbacks, and what they call: a local's `__repr__`) is
 //!   invisible to the hook but not to USDT: everything between a call into the hook's files
 //!   and that frame's return (3.15), or inside a span the hook reports as its own work (`hx`
