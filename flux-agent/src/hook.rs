@@ -158,6 +158,11 @@ impl CodeDef {
         self.last_line.map(|last| self.firstlineno <= line && line <= last)
     }
 
+    /// Its lines hold `line` (unknown last line: no).
+    pub fn holds_line(&self, line: u32) -> bool {
+        self.last_line.is_some_and(|last| self.firstlineno <= line && line <= last)
+    }
+
     pub fn is_generator(&self) -> Option<bool> {
         self.traits.map(|t| t & CODE_GEN != 0)
     }

@@ -238,10 +238,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             }
             if let (Rec::Call { code, .. }, "generators") = (r, s.calls.as_str()) {
                 if let Some(c) = s.codes.get(code) {
-                    let v = gen_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
-                    if !v.contains(c) {
-                        v.push(c.clone());
-                    }
+                    add_code(&mut gen_codes, s.pid, c);
                 }
             }
         }
@@ -252,24 +249,15 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             if s.calls == "generators"
                 && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN == 0)
             {
-                let v = lineless_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
-                if !v.contains(c) {
-                    v.push(c.clone());
-                }
+                add_code(&mut lineless_codes, s.pid, c);
             }
             // The hook defines every generator code it finds nested in code it saw (one
             // created and never started included).
             if s.calls == "generators" && c.traits.is_some_and(|t| t & CODE_GEN != 0) {
-                let v = gen_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
-                if !v.contains(c) {
-                    v.push(c.clone());
-                }
+                add_code(&mut gen_codes, s.pid, c);
             }
             if s.scope == "targets" && c.traits.is_some_and(|t| t & CODE_TARGET != 0) {
-                let v = target_codes.entry((s.pid, c.file.clone(), c.name.clone())).or_default();
-                if !v.contains(c) {
-                    v.push(c.clone());
-                }
+                add_code(&mut target_codes, s.pid, c);
             }
             qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
         }
@@ -292,91 +280,65 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // hook gave them back) is left out and counted.
     let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
     for s in hook.streams.iter().filter(|s| s.scope == "tests" || s.scope == "targets") {
-        let w = windows.entry(s.pid).or_default();
-        let mut marks: Vec<(u64, bool)> = s
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Rec::WindowOpen { ts, .. } => Some((*ts, true)),
-                Rec::WindowClose { ts, .. } => Some((*ts, false)),
-                _ => None,
-            })
-            .collect();
-        marks.sort_unstable();
-        let mut open: Option<u64> = None;
-        for (ts, is_open) in marks {
-            match (is_open, open) {
-                (true, None) => open = Some(ts),
-                (false, Some(o)) => {
-                    w.push((o, ts));
-                    open = None;
-                }
-                _ => meta.problems.push(format!("process {}: test windows do not nest as open/close pairs", s.pid)),
-            }
+        let marks = s.records.iter().filter_map(|r| match r {
+            Rec::WindowOpen { ts, .. } => Some((*ts, true)),
+            Rec::WindowClose { ts, .. } => Some((*ts, false)),
+            _ => None,
+        });
+        let (w, paired) = spans(marks);
+        if !paired {
+            meta.problems.push(format!("process {}: test windows do not nest as open/close pairs", s.pid));
         }
-        if let Some(o) = open {
-            w.push((o, u64::MAX));
-        }
+        // (A process that exec'd has two streams: their windows are one list.)
+        let all = windows.entry(s.pid).or_default();
+        all.extend(w);
+        all.sort_unstable();
     }
     let mut outside_windows = 0u64;
     let mut in_window = |pid: u32, ts: u64| -> bool {
-        match windows.get(&pid) {
-            None => true,
-            Some(w) => {
-                let i = w.partition_point(|(start, _)| *start <= ts);
-                let inside = i > 0 && ts <= w[i - 1].1;
-                if !inside {
-                    outside_windows += 1;
-                }
-                inside
-            }
+        let inside = windows.get(&pid).is_none_or(|w| within(w, ts));
+        if !inside {
+            outside_windows += 1;
         }
+        inside
     };
     // Scope "targets": per thread, the extents of targeted code its hook opened and closed.
     // Outside them the probes are off while no other thread is inside one; what still arrives
     // (another thread's calls meanwhile) is left out and counted.
     let mut extents: HashMap<(u32, u32), Vec<(u64, u64)>> = HashMap::new();
+    let mut targets_scoped: HashSet<u32> = HashSet::new();
     for s in hook.streams.iter().filter(|s| s.scope == "targets") {
-        let mut marks: Vec<(u64, u32, bool)> = s
+        targets_scoped.insert(s.pid);
+        let tids: HashSet<u32> = s
             .records
             .iter()
-            .filter_map(|r| match r {
-                Rec::ExtentOpen { ts, tid } => Some((*ts, *tid, true)),
-                Rec::ExtentClose { ts, tid } => Some((*ts, *tid, false)),
-                _ => None,
-            })
+            .filter(|r| matches!(r, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. }))
+            .map(Rec::tid)
             .collect();
-        marks.sort_unstable();
-        let mut open: HashMap<u32, u64> = HashMap::new();
-        for (ts, tid, is_open) in marks {
-            match (is_open, open.remove(&tid)) {
-                (true, None) => {
-                    open.insert(tid, ts);
-                }
-                (false, Some(o)) => extents.entry((s.pid, tid)).or_default().push((o, ts)),
-                _ => meta.problems.push(format!(
+        for tid in tids {
+            let marks = s.records.iter().filter_map(|r| match r {
+                Rec::ExtentOpen { ts, tid: t } if *t == tid => Some((*ts, true)),
+                Rec::ExtentClose { ts, tid: t } if *t == tid => Some((*ts, false)),
+                _ => None,
+            });
+            let (x, paired) = spans(marks);
+            if !paired {
+                meta.problems.push(format!(
                     "process {} thread {tid}: target extents do not nest as open/close pairs",
                     s.pid
-                )),
+                ));
             }
+            let all = extents.entry((s.pid, tid)).or_default();
+            all.extend(x);
+            all.sort_unstable();
         }
-        for (tid, o) in open {
-            extents.entry((s.pid, tid)).or_default().push((o, u64::MAX));
-        }
-        // Every thread of a targets-scoped process is filtered, those that never entered an
-        // extent included.
-        extents.entry((s.pid, 0)).or_default();
     }
-    let targets_scoped: HashSet<u32> = extents.keys().map(|k| k.0).collect();
     let mut outside_extents = 0u64;
     let mut in_extent = |pid: u32, tid: u32, ts: u64| -> bool {
         if !targets_scoped.contains(&pid) {
             return true;
         }
-        let inside = extents.get(&(pid, tid)).is_some_and(|x| {
-            let i = x.partition_point(|(start, _)| *start <= ts);
-            i > 0 && ts <= x[i - 1].1
-        });
+        let inside = extents.get(&(pid, tid)).is_some_and(|x| within(x, ts));
         if !inside {
             outside_extents += 1;
         }
@@ -542,11 +504,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             if !targeted {
                                 let cands = gen_codes.get(&key).map(|gs| {
                                     gs.iter()
-                                        .filter(|g| {
-                                            g.traits.is_some_and(|t| t & CODE_TARGET == 0)
-                                                && g.firstlineno <= e.line
-                                                && g.last_line.is_some_and(|l| e.line <= l)
-                                        })
+                                        .filter(|g| g.traits.is_some_and(|t| t & CODE_TARGET == 0) && g.holds_line(e.line))
                                         .collect::<Vec<_>>()
                                 });
                                 let cands = cands.unwrap_or_default();
@@ -587,14 +545,14 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         let is_gen = genexpr_name.is_none()
                             && ((hook_gen_starts && e.func == "<genexpr>")
                             || gen_codes
-                                .get(&(pid, e.file.clone(), e.func.clone()))
+                                .get(&key)
                                 .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true))));
                         if is_gen {
                             c.usdt_creation_entries_dropped += 1;
                             continue;
                         }
                         let is_target = target_codes
-                            .get(&(pid, e.file.clone(), e.func.clone()))
+                            .get(&key)
                             .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true)));
                         if is_target {
                             c.usdt_target_entries_dropped += 1;
@@ -617,7 +575,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             continue;
                         }
                         if e.line == 0 {
-                            if let Some(v) = lineless_codes.get(&(pid, e.file.clone(), e.func.clone())) {
+                            if let Some(v) = lineless_codes.get(&key) {
                                 match one_identity(v.iter()) {
                                     Some(only) => {
                                         q = only.qualname.clone();
@@ -679,7 +637,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 .get(&(pid, o.file.clone(), o.func.clone()))
                                 .map(|v| {
                                     v.iter()
-                                        .filter(|d| d.firstlineno <= e.line && d.last_line.is_some_and(|l| e.line <= l))
+                                        .filter(|d| d.holds_line(e.line))
                                         .collect()
                                 })
                                 .unwrap_or_default();
@@ -1000,6 +958,42 @@ fn attach(
 
 /// The return of an activation left by an exception that fired no return probe, placed just
 /// before the return that revealed it.
+/// Add a code definition to a per-(pid, file, name) map, once.
+fn add_code(map: &mut HashMap<(u32, String, String), Vec<CodeDef>>, pid: u32, c: &CodeDef) {
+    let v = map.entry((pid, c.file.clone(), c.name.clone())).or_default();
+    if !v.contains(c) {
+        v.push(c.clone());
+    }
+}
+
+/// Open/close marks (any order) as closed spans in time order, an unclosed one running to the
+/// end; false when they do not pair up.
+fn spans(marks: impl Iterator<Item = (u64, bool)>) -> (Vec<(u64, u64)>, bool) {
+    let mut marks: Vec<(u64, bool)> = marks.collect();
+    marks.sort_unstable();
+    let (mut out, mut paired, mut open) = (Vec::new(), true, None);
+    for (ts, is_open) in marks {
+        match (is_open, open) {
+            (true, None) => open = Some(ts),
+            (false, Some(o)) => {
+                out.push((o, ts));
+                open = None;
+            }
+            _ => paired = false,
+        }
+    }
+    if let Some(o) = open {
+        out.push((o, u64::MAX));
+    }
+    (out, paired)
+}
+
+/// Whether `ts` lies in one of these time-ordered spans.
+fn within(spans: &[(u64, u64)], ts: u64) -> bool {
+    let i = spans.partition_point(|(start, _)| *start <= ts);
+    i > 0 && ts <= spans[i - 1].1
+}
+
 /// The code of these candidates if they all name the same function (qualname and first line:
 /// what a trace records of a call; e.g. the `__create_fn__` each dataclass `exec`s), else None.
 fn one_identity<'a>(mut cands: impl Iterator<Item = &'a CodeDef>) -> Option<&'a CodeDef> {
