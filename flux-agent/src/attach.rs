@@ -19,7 +19,9 @@ pub enum AttachError {
         path: &'static str,
         source: std::io::Error,
     },
-    #[error("unexpected format `{0}` in /sys/bus/event_source/devices/uprobe/format/ref_ctr_offset")]
+    #[error(
+        "unexpected format `{0}` in /sys/bus/event_source/devices/uprobe/format/ref_ctr_offset"
+    )]
     RefCtrFormat(String),
     #[error("perf_event_open(uprobe {path}+{offset:#x}, ref_ctr {ref_ctr:#x}): {source}")]
     Open {
@@ -48,12 +50,14 @@ impl UprobePmu {
     pub fn detect() -> Result<UprobePmu, AttachError> {
         const TYPE: &str = "/sys/bus/event_source/devices/uprobe/type";
         const REF: &str = "/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset";
-        let t = std::fs::read_to_string(TYPE).map_err(|source| AttachError::Pmu { path: TYPE, source })?;
+        let t = std::fs::read_to_string(TYPE)
+            .map_err(|source| AttachError::Pmu { path: TYPE, source })?;
         let pmu_type = t
             .trim()
             .parse()
             .map_err(|_| AttachError::RefCtrFormat(t.clone()))?;
-        let f = std::fs::read_to_string(REF).map_err(|source| AttachError::Pmu { path: REF, source })?;
+        let f = std::fs::read_to_string(REF)
+            .map_err(|source| AttachError::Pmu { path: REF, source })?;
         // "config:32-63"
         let shift = f
             .trim()
@@ -90,24 +94,29 @@ pub fn attach_usdt(
     cookie: u64,
 ) -> Result<Attached, AttachError> {
     let path_s = path.display().to_string();
-    let cpath = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| AttachError::Open {
-        path: path_s.clone(),
-        offset,
-        ref_ctr,
-        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-    })?;
+    let cpath =
+        CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| AttachError::Open {
+            path: path_s.clone(),
+            offset,
+            ref_ctr,
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        })?;
     // struct perf_event_attr, laid out by hand (PERF_ATTR_SIZE_VER5 = 112 bytes is enough):
     // type u32 @0, size u32 @4, config u64 @8, sample_period @16, sample_type @24,
     // read_format @32, flags @40, wakeup_events u32 @48, bp_type u32 @52, config1 @56,
     // config2 @64.
     let mut attr = [0u64; 16];
     attr[0] = (pmu.pmu_type as u64) | ((128u64) << 32);
-    attr[1] = if ref_ctr != 0 { ref_ctr << pmu.ref_ctr_shift } else { 0 };
+    attr[1] = if ref_ctr != 0 {
+        ref_ctr << pmu.ref_ctr_shift
+    } else {
+        0
+    };
     attr[2] = 1; // sample_period
     attr[7] = cpath.as_ptr() as u64; // config1: uprobe_path
     attr[8] = offset; // config2: probe_offset
-    // SAFETY: attr is a valid, zero-initialised perf_event_attr of the size it declares; the
-    // path outlives the call.
+                      // SAFETY: attr is a valid, zero-initialised perf_event_attr of the size it declares; the
+                      // path outlives the call.
     let fd = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,

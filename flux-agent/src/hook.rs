@@ -15,13 +15,34 @@ use std::path::{Path, PathBuf};
 use tokio::io::AsyncBufReadExt;
 
 const FILES: &[(&str, &str)] = &[
-    ("sitecustomize.py", include_str!("../../flux-hook/sitecustomize.py")),
-    ("flux_hook/__init__.py", include_str!("../../flux-hook/flux_hook/__init__.py")),
-    ("flux_hook/_core.py", include_str!("../../flux-hook/flux_hook/_core.py")),
-    ("flux_hook/_settrace.py", include_str!("../../flux-hook/flux_hook/_settrace.py")),
-    ("flux_hook/_sysmon.py", include_str!("../../flux-hook/flux_hook/_sysmon.py")),
-    ("flux_hook/pytest_plugin.py", include_str!("../../flux-hook/flux_hook/pytest_plugin.py")),
-    ("flux_hook/symbols.py", include_str!("../../flux-hook/flux_hook/symbols.py")),
+    (
+        "sitecustomize.py",
+        include_str!("../../flux-hook/sitecustomize.py"),
+    ),
+    (
+        "flux_hook/__init__.py",
+        include_str!("../../flux-hook/flux_hook/__init__.py"),
+    ),
+    (
+        "flux_hook/_core.py",
+        include_str!("../../flux-hook/flux_hook/_core.py"),
+    ),
+    (
+        "flux_hook/_settrace.py",
+        include_str!("../../flux-hook/flux_hook/_settrace.py"),
+    ),
+    (
+        "flux_hook/_sysmon.py",
+        include_str!("../../flux-hook/flux_hook/_sysmon.py"),
+    ),
+    (
+        "flux_hook/pytest_plugin.py",
+        include_str!("../../flux-hook/flux_hook/pytest_plugin.py"),
+    ),
+    (
+        "flux_hook/symbols.py",
+        include_str!("../../flux-hook/flux_hook/symbols.py"),
+    ),
 ];
 
 /// Write the hook package into `dir` (which becomes a `PYTHONPATH` entry), readable by anyone
@@ -82,7 +103,10 @@ pub fn hook_env(
     let mut env = vec![
         ("PYTHONPATH".to_string(), pythonpath),
         ("FLUX_HOOK_SOCKET".to_string(), socket_seen.to_string()),
-        ("FLUX_HOOK_CALLS".to_string(), plan.hook_calls.as_str().to_string()),
+        (
+            "FLUX_HOOK_CALLS".to_string(),
+            plan.hook_calls.as_str().to_string(),
+        ),
         (
             "FLUX_HOOK_CONFIG".to_string(),
             serde_json::to_string(config).expect("config serialises"),
@@ -101,8 +125,16 @@ pub fn hook_env(
 /// file offset of the semaphore of every probe the plan attaches. The hook zeroes them in its
 /// process outside test windows, so CPython skips the probes there (no trap at all), and
 /// restores the kernel's count inside. `None` when no attached probe has a semaphore.
-fn semaphores_var(interp: &crate::interp::Interpreter, probes: crate::tracer::ProbeSet) -> Option<(String, String)> {
-    let name = interp.probes.path.file_name()?.to_string_lossy().into_owned();
+fn semaphores_var(
+    interp: &crate::interp::Interpreter,
+    probes: crate::tracer::ProbeSet,
+) -> Option<(String, String)> {
+    let name = interp
+        .probes
+        .path
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
     let mut offs: Vec<u64> = interp
         .probes
         .sites
@@ -155,12 +187,14 @@ impl CodeDef {
         if line == 0 {
             return self.traits.map(|t| t & CODE_NO_FIRST_LINE != 0);
         }
-        self.last_line.map(|last| self.firstlineno <= line && line <= last)
+        self.last_line
+            .map(|last| self.firstlineno <= line && line <= last)
     }
 
     /// Its lines hold `line` (unknown last line: no).
     pub fn holds_line(&self, line: u32) -> bool {
-        self.last_line.is_some_and(|last| self.firstlineno <= line && line <= last)
+        self.last_line
+            .is_some_and(|last| self.firstlineno <= line && line <= last)
     }
 
     pub fn is_generator(&self) -> Option<bool> {
@@ -186,25 +220,89 @@ pub type Locals = Vec<(String, (String, String))>;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rec {
-    Call { ts: u64, tid: u32, code: u32, frame: u64, line: u32 },
-    Ret { ts: u64, tid: u32, code: u32, frame: u64, line: u32, how: How, payload: Option<(String, String)>, locals: Locals },
-    Line { ts: u64, tid: u32, code: u32, frame: u64, line: u32, locals: Locals },
-    Exc { ts: u64, tid: u32, code: u32, frame: u64, line: u32, ty: String, msg: String, kind: ExcKind },
-    Handled { ts: u64, tid: u32, code: u32, frame: u64, line: u32, ty: String, msg: String },
-    TestStart { ts: u64, tid: u32, nodeid: String },
-    TestEnd { ts: u64, tid: u32, nodeid: String, outcome: String },
+    Call {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+    },
+    Ret {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+        how: How,
+        payload: Option<(String, String)>,
+        locals: Locals,
+    },
+    Line {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+        locals: Locals,
+    },
+    Exc {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+        ty: String,
+        msg: String,
+        kind: ExcKind,
+    },
+    Handled {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+        ty: String,
+        msg: String,
+    },
+    TestStart {
+        ts: u64,
+        tid: u32,
+        nodeid: String,
+    },
+    TestEnd {
+        ts: u64,
+        tid: u32,
+        nodeid: String,
+        outcome: String,
+    },
     /// `["hx", t0, tid, t1]`: from `ts` to `until` the hook's own work ran in this thread
     /// (3.11's settrace back-end: it may run program code, a `__repr__`, that only USDT sees).
-    Internal { ts: u64, tid: u32, until: u64 },
+    Internal {
+        ts: u64,
+        tid: u32,
+        until: u64,
+    },
     /// `["wo", ts, tid]` / `["wc", ts, tid]` (scope "tests"): a test window opens / closes;
     /// outside windows the process records nothing and its USDT probes are off.
-    WindowOpen { ts: u64, tid: u32 },
-    WindowClose { ts: u64, tid: u32 },
+    WindowOpen {
+        ts: u64,
+        tid: u32,
+    },
+    WindowClose {
+        ts: u64,
+        tid: u32,
+    },
     /// `["xo", ts, tid]` / `["xc", ts, tid]` (scope "targets"): this thread enters / leaves the
     /// extent of targeted code (its outermost targeted activation starts or resumes / returns,
     /// yields or unwinds). The USDT probes are on only while some thread is inside one.
-    ExtentOpen { ts: u64, tid: u32 },
-    ExtentClose { ts: u64, tid: u32 },
+    ExtentOpen {
+        ts: u64,
+        tid: u32,
+    },
+    ExtentClose {
+        ts: u64,
+        tid: u32,
+    },
 }
 
 impl Rec {
@@ -316,7 +414,8 @@ impl Stream {
         let v: J = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
-                self.bad.push(format!("unparseable record ({e}): {:.80}", line));
+                self.bad
+                    .push(format!("unparseable record ({e}): {:.80}", line));
                 return;
             }
         };
@@ -359,7 +458,13 @@ impl Stream {
                 );
                 return;
             }
-            "c" => Rec::Call { ts, tid, code: u(g(3)) as u32, frame: u(g(4)), line: u(g(5)) as u32 },
+            "c" => Rec::Call {
+                ts,
+                tid,
+                code: u(g(3)) as u32,
+                frame: u(g(4)),
+                line: u(g(5)) as u32,
+            },
             "r" => Rec::Ret {
                 ts,
                 tid,
@@ -374,7 +479,14 @@ impl Stream {
                 payload: pair(g(7)),
                 locals: locals(g(8)),
             },
-            "l" => Rec::Line { ts, tid, code: u(g(3)) as u32, frame: u(g(4)), line: u(g(5)) as u32, locals: locals(g(6)) },
+            "l" => Rec::Line {
+                ts,
+                tid,
+                code: u(g(3)) as u32,
+                frame: u(g(4)),
+                line: u(g(5)) as u32,
+                locals: locals(g(6)),
+            },
             "x" => Rec::Exc {
                 ts,
                 tid,
@@ -389,10 +501,31 @@ impl Stream {
                     _ => ExcKind::Raise,
                 },
             },
-            "h" => Rec::Handled { ts, tid, code: u(g(3)) as u32, frame: u(g(4)), line: u(g(5)) as u32, ty: s(g(6)), msg: s(g(7)) },
-            "ts" => Rec::TestStart { ts, tid, nodeid: s(g(3)) },
-            "te" => Rec::TestEnd { ts, tid, nodeid: s(g(3)), outcome: s(g(4)) },
-            "hx" => Rec::Internal { ts, tid, until: u(g(3)) },
+            "h" => Rec::Handled {
+                ts,
+                tid,
+                code: u(g(3)) as u32,
+                frame: u(g(4)),
+                line: u(g(5)) as u32,
+                ty: s(g(6)),
+                msg: s(g(7)),
+            },
+            "ts" => Rec::TestStart {
+                ts,
+                tid,
+                nodeid: s(g(3)),
+            },
+            "te" => Rec::TestEnd {
+                ts,
+                tid,
+                nodeid: s(g(3)),
+                outcome: s(g(4)),
+            },
+            "hx" => Rec::Internal {
+                ts,
+                tid,
+                until: u(g(3)),
+            },
             "wo" => Rec::WindowOpen { ts, tid },
             "wc" => Rec::WindowClose { ts, tid },
             "xo" => Rec::ExtentOpen { ts, tid },
@@ -546,26 +679,57 @@ mod tests {
         }
         assert_eq!(st.pid, 7);
         assert_eq!(st.codes[&1].qualname, "C.f");
-        assert_eq!((st.codes[&1].last_line, st.codes[&1].traits), (Some(6), Some(2)));
-        assert_eq!(st.codes[&1].may_enter_at(0), Some(true), "no first line: USDT says 0");
+        assert_eq!(
+            (st.codes[&1].last_line, st.codes[&1].traits),
+            (Some(6), Some(2))
+        );
+        assert_eq!(
+            st.codes[&1].may_enter_at(0),
+            Some(true),
+            "no first line: USDT says 0"
+        );
         assert_eq!(st.codes[&1].may_enter_at(7), Some(false));
         assert_eq!(st.records.len(), 10);
-        assert_eq!(st.records[7], Rec::Internal { ts: 17, tid: 7, until: 19 });
+        assert_eq!(
+            st.records[7],
+            Rec::Internal {
+                ts: 17,
+                tid: 7,
+                until: 19
+            }
+        );
         assert_eq!(st.records[8], Rec::WindowOpen { ts: 20, tid: 7 });
         assert_eq!(st.records[9], Rec::WindowClose { ts: 21, tid: 7 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(
             st.records[1],
-            Rec::Line { ts: 11, tid: 7, code: 1, frame: 140, line: 4, locals: vec![("x".into(), ("1".into(), "int".into()))] }
+            Rec::Line {
+                ts: 11,
+                tid: 7,
+                code: 1,
+                frame: 140,
+                line: 4,
+                locals: vec![("x".into(), ("1".into(), "int".into()))]
+            }
         );
-        assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
+        assert!(matches!(
+            st.records[4],
+            Rec::Ret {
+                how: How::Return,
+                payload: Some(_),
+                ..
+            }
+        ));
         st.bye = Some(12);
         assert!(st.problems()[0].contains("12 records announced, 11 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
         st.bye = Some(9);
         st.feed(r#"["lost",17,7,"RecursionError at the limit"]"#);
-        assert!(st.problems().iter().any(|p| p.contains("lost records: thread 7: RecursionError")));
+        assert!(st
+            .problems()
+            .iter()
+            .any(|p| p.contains("lost records: thread 7: RecursionError")));
     }
 
     #[test]

@@ -67,12 +67,22 @@ impl Interpreter {
         let entry = if !has("function__entry") {
             Support::Absent
         } else if version.is_some_and(|(ma, mi, _)| (ma, mi) == (3, 11)) {
-            Support::Unreliable("3.11 does not fire function__entry for Python-to-Python calls (cpython#98894)")
+            Support::Unreliable(
+                "3.11 does not fire function__entry for Python-to-Python calls (cpython#98894)",
+            )
         } else {
             Support::Usdt
         };
-        let ret = if has("function__return") { Support::Usdt } else { Support::Absent };
-        let line = if has("line") { Support::Usdt } else { Support::Absent };
+        let ret = if has("function__return") {
+            Support::Usdt
+        } else {
+            Support::Absent
+        };
+        let line = if has("line") {
+            Support::Usdt
+        } else {
+            Support::Absent
+        };
         Ok(Interpreter {
             exe: exe.to_path_buf(),
             probes,
@@ -138,7 +148,13 @@ fn find_libpython(exe: &Path, root: &Path) -> Option<PathBuf> {
         let end = data.get(start..)?.iter().position(|b| *b == 0)? + start;
         let name = std::str::from_utf8(&data[start..end]).ok()?;
         if name.starts_with("libpython") {
-            for dir in ["usr/lib/x86_64-linux-gnu", "usr/lib", "usr/local/lib", "lib/x86_64-linux-gnu", "lib"] {
+            for dir in [
+                "usr/lib/x86_64-linux-gnu",
+                "usr/lib",
+                "usr/local/lib",
+                "lib/x86_64-linux-gnu",
+                "lib",
+            ] {
                 let p = root.join(dir).join(name);
                 if p.is_file() {
                     return Some(p);

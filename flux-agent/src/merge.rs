@@ -41,7 +41,10 @@
 //!   dropped.
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
-use crate::hook::{CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE, CODE_TARGET};
+use crate::hook::{
+    CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE,
+    CODE_TARGET,
+};
 use crate::interp::Interpreter;
 use crate::tracer::ProbeSet;
 use anyhow::{bail, Result};
@@ -247,7 +250,8 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         }
         for c in s.codes.values() {
             if s.calls == "generators"
-                && c.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN == 0)
+                && c.traits
+                    .is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN == 0)
             {
                 add_code(&mut lineless_codes, s.pid, c);
             }
@@ -259,7 +263,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             if s.scope == "targets" && c.traits.is_some_and(|t| t & CODE_TARGET != 0) {
                 add_code(&mut target_codes, s.pid, c);
             }
-            qualnames.insert((s.pid, c.file.clone(), c.name.clone(), c.firstlineno), c.qualname.clone());
+            qualnames.insert(
+                (s.pid, c.file.clone(), c.name.clone(), c.firstlineno),
+                c.qualname.clone(),
+            );
         }
     }
 
@@ -279,7 +286,11 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     // interpreter's start-up before the hook zeroed the semaphores, its shutdown after the
     // hook gave them back) is left out and counted.
     let mut windows: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
-    for s in hook.streams.iter().filter(|s| s.scope == "tests" || s.scope == "targets") {
+    for s in hook
+        .streams
+        .iter()
+        .filter(|s| s.scope == "tests" || s.scope == "targets")
+    {
         let marks = s.records.iter().filter_map(|r| match r {
             Rec::WindowOpen { ts, .. } => Some((*ts, true)),
             Rec::WindowClose { ts, .. } => Some((*ts, false)),
@@ -287,7 +298,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         });
         let (w, paired) = spans(marks);
         if !paired {
-            meta.problems.push(format!("process {}: test windows do not nest as open/close pairs", s.pid));
+            meta.problems.push(format!(
+                "process {}: test windows do not nest as open/close pairs",
+                s.pid
+            ));
         }
         // (A process that exec'd has two streams: their windows are one list.)
         let all = windows.entry(s.pid).or_default();
@@ -369,7 +383,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                 _ => {}
             }
         }
-        threads.entry((e.pid, e.tid)).or_default().push(Item::Usdt(e));
+        threads
+            .entry((e.pid, e.tid))
+            .or_default()
+            .push(Item::Usdt(e));
     }
     for (pid, n) in &unhooked {
         meta.problems.push(format!(
@@ -378,19 +395,28 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     }
     for s in &hook.streams {
         for r in &s.records {
-            if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. }) || !in_window(s.pid, r.ts()) {
+            if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. })
+                || !in_window(s.pid, r.ts())
+            {
                 continue;
             }
             // What the hook reports about code (not test boundaries or its own work) counts
             // only inside the thread's extents.
             let about_code = matches!(
                 r,
-                Rec::Call { .. } | Rec::Ret { .. } | Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. }
+                Rec::Call { .. }
+                    | Rec::Ret { .. }
+                    | Rec::Line { .. }
+                    | Rec::Exc { .. }
+                    | Rec::Handled { .. }
             );
             if about_code && !in_extent(s.pid, r.tid(), r.ts()) {
                 continue;
             }
-            threads.entry((s.pid, r.tid())).or_default().push(Item::Hook(s, r));
+            threads
+                .entry((s.pid, r.tid()))
+                .or_default()
+                .push(Item::Hook(s, r));
         }
     }
 
@@ -424,8 +450,11 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             hook_frame.is_some()
                                 || e.ts <= hook_busy_until
                                 || is_hook_file(&e.file)
-                                || (e.file == top.file && e.func == top.func && e.ev == Kind::Return)
-                                || (e.ev != Kind::Call && (e.file != top.file || e.func != top.func))
+                                || (e.file == top.file
+                                    && e.func == top.func
+                                    && e.ev == Kind::Return)
+                                || (e.ev != Kind::Call
+                                    && (e.file != top.file || e.func != top.func))
                         }
                         Item::Hook(_, Rec::Internal { .. }) => true,
                         Item::Hook(..) => false,
@@ -449,7 +478,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             // (Without USDT entries, 3.11, the hook's own returns are dropped
                             // here one by one, and what its trace functions run is bracketed
                             // by its `hx` records.)
-                            (None, Kind::Call) => hook_frame = Some((e.file.clone(), e.func.clone(), 1)),
+                            (None, Kind::Call) => {
+                                hook_frame = Some((e.file.clone(), e.func.clone(), 1))
+                            }
                             (Some(h), Kind::Call) if same(h) => h.2 += 1,
                             (Some(h), Kind::Return) if same(h) => {
                                 h.2 -= 1;
@@ -463,233 +494,260 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                         continue;
                     }
                     match e.ev {
-                    Kind::Call => {
-                        let key = (pid, e.file.clone(), e.func.clone());
-                        let reported = lineless_reported.contains(&pid);
-                        if e.line == 0
-                            && !reported
-                            && lineless_codes.contains_key(&key)
-                            && gen_codes.get(&key).is_some_and(|gs| {
-                                gs.iter().any(|g| {
-                                    g.traits.is_some_and(|t| t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN != 0)
+                        Kind::Call => {
+                            let key = (pid, e.file.clone(), e.func.clone());
+                            let reported = lineless_reported.contains(&pid);
+                            if e.line == 0
+                                && !reported
+                                && lineless_codes.contains_key(&key)
+                                && gen_codes.get(&key).is_some_and(|gs| {
+                                    gs.iter().any(|g| {
+                                        g.traits.is_some_and(|t| {
+                                            t & CODE_NO_FIRST_LINE != 0 && t & CODE_GEN != 0
+                                        })
+                                    })
                                 })
-                            })
-                        {
-                            c.problems.push(format!(
+                            {
+                                c.problems.push(format!(
                                 "a line-0 USDT entry of {} ({}) in thread {pid}/{tid} is the creation of a generator or the start of another code of that name, neither with a first line: scope \"targets\" cannot tell which",
                                 e.func, e.file
                             ));
-                            continue;
-                        }
-                        // USDT names code by (file, name, line) only: a generator's entry is one
-                        // whose line falls in that generator's code (line 0: its first instruction has none),
-                        // not merely one with the same name (`__iter__` as a generator in one
-                        // class and a plain method in another).
-                        // A generator expression's code is a generator whatever its line; the
-                        // hook may never have seen it (created, never iterated: only USDT's
-                        // creation entry exists).
-                        // Scope "targets": generator expressions are left to USDT (the hook
-                        // only defines them): line 0 is one's creation, any other line a
-                        // resumption, named by the genexpr whose lines hold it (targeted
-                        // genexprs, whose starts the hook reports, are dropped below).
-                        let mut genexpr_name: Option<(String, u32)> = None;
-                        if hook_gen_starts && !reported && e.func == "<genexpr>" {
-                            let targeted = target_codes
-                                .get(&key)
-                                .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true)));
-                            if e.line == 0 && !targeted {
-                                c.usdt_creation_entries_dropped += 1;
                                 continue;
                             }
-                            if !targeted {
-                                let cands = gen_codes.get(&key).map(|gs| {
-                                    gs.iter()
-                                        .filter(|g| g.traits.is_some_and(|t| t & CODE_TARGET == 0) && g.holds_line(e.line))
-                                        .collect::<Vec<_>>()
+                            // USDT names code by (file, name, line) only: a generator's entry is one
+                            // whose line falls in that generator's code (line 0: its first instruction has none),
+                            // not merely one with the same name (`__iter__` as a generator in one
+                            // class and a plain method in another).
+                            // A generator expression's code is a generator whatever its line; the
+                            // hook may never have seen it (created, never iterated: only USDT's
+                            // creation entry exists).
+                            // Scope "targets": generator expressions are left to USDT (the hook
+                            // only defines them): line 0 is one's creation, any other line a
+                            // resumption, named by the genexpr whose lines hold it (targeted
+                            // genexprs, whose starts the hook reports, are dropped below).
+                            let mut genexpr_name: Option<(String, u32)> = None;
+                            if hook_gen_starts && !reported && e.func == "<genexpr>" {
+                                let targeted = target_codes.get(&key).is_some_and(|ts| {
+                                    ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true))
                                 });
-                                let cands = cands.unwrap_or_default();
-                                // Nested genexprs share lines: the one resumed is the one created
-                                // by the running code (its qualname's parent), and never one
-                                // already running (a generator cannot be entered twice).
-                                // (The running code's qualname, or, when USDT opened it and no
-                                // hook record named it, its file and name.)
-                                let created_by_top = |g: &CodeDef| -> bool {
-                                    let (Some(par), Some(o)) = (g.qualname.strip_suffix(".<locals>.<genexpr>"), stack.last())
-                                    else {
-                                        return false;
+                                if e.line == 0 && !targeted {
+                                    c.usdt_creation_entries_dropped += 1;
+                                    continue;
+                                }
+                                if !targeted {
+                                    let cands = gen_codes.get(&key).map(|gs| {
+                                        gs.iter()
+                                            .filter(|g| {
+                                                g.traits.is_some_and(|t| t & CODE_TARGET == 0)
+                                                    && g.holds_line(e.line)
+                                            })
+                                            .collect::<Vec<_>>()
+                                    });
+                                    let cands = cands.unwrap_or_default();
+                                    // Nested genexprs share lines: the one resumed is the one created
+                                    // by the running code (its qualname's parent), and never one
+                                    // already running (a generator cannot be entered twice).
+                                    // (The running code's qualname, or, when USDT opened it and no
+                                    // hook record named it, its file and name.)
+                                    let created_by_top = |g: &CodeDef| -> bool {
+                                        let (Some(par), Some(o)) = (
+                                            g.qualname.strip_suffix(".<locals>.<genexpr>"),
+                                            stack.last(),
+                                        ) else {
+                                            return false;
+                                        };
+                                        if o.qualname.is_empty() {
+                                            o.file == g.file
+                                                && par.rsplit('.').next() == Some(o.func.as_str())
+                                        } else {
+                                            par == o.qualname
+                                        }
                                     };
-                                    if o.qualname.is_empty() {
-                                        o.file == g.file && par.rsplit('.').next() == Some(o.func.as_str())
-                                    } else {
-                                        par == o.qualname
-                                    }
-                                };
-                                let by_parent = one_identity(cands.iter().copied().filter(|g| created_by_top(g)));
-                                let not_running = || {
-                                    one_identity(
-                                        cands.iter().copied().filter(|g| !stack.iter().any(|o| o.qualname == g.qualname)),
-                                    )
-                                };
-                                match one_identity(cands.iter().copied()).or(by_parent).or_else(not_running) {
-                                    Some(g) => genexpr_name = Some((g.qualname.clone(), g.firstlineno)),
-                                    None => {
-                                        c.problems.push(format!(
+                                    let by_parent = one_identity(
+                                        cands.iter().copied().filter(|g| created_by_top(g)),
+                                    );
+                                    let not_running = || {
+                                        one_identity(cands.iter().copied().filter(|g| {
+                                            !stack.iter().any(|o| o.qualname == g.qualname)
+                                        }))
+                                    };
+                                    match one_identity(cands.iter().copied())
+                                        .or(by_parent)
+                                        .or_else(not_running)
+                                    {
+                                        Some(g) => {
+                                            genexpr_name = Some((g.qualname.clone(), g.firstlineno))
+                                        }
+                                        None => {
+                                            c.problems.push(format!(
                                             "a USDT entry of <genexpr> at {}:{} in thread {pid}/{tid} names no single generator expression the hook defined",
                                             e.file, e.line
                                         ));
-                                        continue;
+                                            continue;
+                                        }
                                     }
                                 }
                             }
-                        }
-                        let is_gen = genexpr_name.is_none()
-                            && ((hook_gen_starts && e.func == "<genexpr>")
-                            || gen_codes
-                                .get(&key)
-                                .is_some_and(|gs| gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true))));
-                        if is_gen {
-                            c.usdt_creation_entries_dropped += 1;
-                            continue;
-                        }
-                        let is_target = target_codes
-                            .get(&key)
-                            .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true)));
-                        if is_target {
-                            c.usdt_target_entries_dropped += 1;
-                            continue;
-                        }
-                        let mut q = qualnames
-                            .get(&(pid, e.file.clone(), e.func.clone(), e.line))
-                            .cloned()
-                            .unwrap_or_default();
-                        let mut e = e.clone();
-                        // Line 0: code without a first line; which one, if several share the
-                        // name, is known at its return.
-                        let mut by_return = false;
-                        if let Some((qn, _)) = genexpr_name {
-                            q = qn;
-                            c.usdt_genexpr_entries_named += 1;
-                        }
-                        if e.line == 0 && reported && lineless_codes.contains_key(&key) {
-                            c.usdt_lineless_entries_dropped += 1;
-                            continue;
-                        }
-                        if e.line == 0 {
-                            if let Some(v) = lineless_codes.get(&key) {
-                                match one_identity(v.iter()) {
-                                    Some(only) => {
-                                        q = only.qualname.clone();
-                                        e.line = only.firstlineno;
-                                        c.usdt_lineless_entries_named += 1;
+                            let is_gen = genexpr_name.is_none()
+                                && ((hook_gen_starts && e.func == "<genexpr>")
+                                    || gen_codes.get(&key).is_some_and(|gs| {
+                                        gs.iter().any(|g| g.may_enter_at(e.line).unwrap_or(true))
+                                    }));
+                            if is_gen {
+                                c.usdt_creation_entries_dropped += 1;
+                                continue;
+                            }
+                            let is_target = target_codes.get(&key).is_some_and(|ts| {
+                                ts.iter().any(|t| t.may_enter_at(e.line).unwrap_or(true))
+                            });
+                            if is_target {
+                                c.usdt_target_entries_dropped += 1;
+                                continue;
+                            }
+                            let mut q = qualnames
+                                .get(&(pid, e.file.clone(), e.func.clone(), e.line))
+                                .cloned()
+                                .unwrap_or_default();
+                            let mut e = e.clone();
+                            // Line 0: code without a first line; which one, if several share the
+                            // name, is known at its return.
+                            let mut by_return = false;
+                            if let Some((qn, _)) = genexpr_name {
+                                q = qn;
+                                c.usdt_genexpr_entries_named += 1;
+                            }
+                            if e.line == 0 && reported && lineless_codes.contains_key(&key) {
+                                c.usdt_lineless_entries_dropped += 1;
+                                continue;
+                            }
+                            if e.line == 0 {
+                                if let Some(v) = lineless_codes.get(&key) {
+                                    match one_identity(v.iter()) {
+                                        Some(only) => {
+                                            q = only.qualname.clone();
+                                            e.line = only.firstlineno;
+                                            c.usdt_lineless_entries_named += 1;
+                                        }
+                                        None => by_return = true,
                                     }
-                                    None => by_return = true,
                                 }
                             }
-                        }
-                        // 3.15 reports line 0 for a module's entry; its code starts at line 1.
-                        if e.line == 0 && e.func == "<module>" {
-                            e.line = 1;
-                        }
-                        let ev = open(&mut stack, &mut next_act, e, q, None, None);
-                        let top = stack.last_mut().expect("just opened");
-                        top.call_idx = Some(out.len());
-                        top.by_return = by_return;
-                        out.push(ev);
-                    }
-                    Kind::Return => {
-                        let found = if needs_hook_entries {
-                            stack
-                                .last()
-                                .filter(|o| o.file == e.file && o.func == e.func)
-                                .map(|_| stack.len() - 1)
-                        } else {
-                            stack.iter().rposition(|o| o.file == e.file && o.func == e.func)
-                        };
-                        let Some(pos) = found else {
-                            if needs_hook_entries {
-                                c.hook_internal_dropped += 1;
-                                continue;
+                            // 3.15 reports line 0 for a module's entry; its code starts at line 1.
+                            if e.line == 0 && e.func == "<module>" {
+                                e.line = 1;
                             }
-                            // With USDT entries: a frame that started before the hook was
-                            // installed (its entry was left out above), or an interpreter shim
-                            // frame that fires no entry (3.13+'s `__init__` cleanup frame).
-                            if merged {
-                                c.pre_hook_returns += 1;
-                                continue;
-                            }
-                            c.problems.push(format!(
+                            let ev = open(&mut stack, &mut next_act, e, q, None, None);
+                            let top = stack.last_mut().expect("just opened");
+                            top.call_idx = Some(out.len());
+                            top.by_return = by_return;
+                            out.push(ev);
+                        }
+                        Kind::Return => {
+                            let found = if needs_hook_entries {
+                                stack
+                                    .last()
+                                    .filter(|o| o.file == e.file && o.func == e.func)
+                                    .map(|_| stack.len() - 1)
+                            } else {
+                                stack
+                                    .iter()
+                                    .rposition(|o| o.file == e.file && o.func == e.func)
+                            };
+                            let Some(pos) = found else {
+                                if needs_hook_entries {
+                                    c.hook_internal_dropped += 1;
+                                    continue;
+                                }
+                                // With USDT entries: a frame that started before the hook was
+                                // installed (its entry was left out above), or an interpreter shim
+                                // frame that fires no entry (3.13+'s `__init__` cleanup frame).
+                                if merged {
+                                    c.pre_hook_returns += 1;
+                                    continue;
+                                }
+                                c.problems.push(format!(
                                 "return of {} ({}:{}) with no open activation in thread {pid}/{tid}",
                                 e.func, e.file, e.line
                             ));
-                            continue;
-                        };
-                        while stack.len() > pos + 1 {
-                            let o = stack.pop().expect("len > pos+1");
-                            c.reconciled_unwind += 1;
+                                continue;
+                            };
+                            while stack.len() > pos + 1 {
+                                let o = stack.pop().expect("len > pos+1");
+                                c.reconciled_unwind += 1;
+                                if o.by_return && !o.identified {
+                                    c.problems.push(unnamed(&o, None, pid, tid));
+                                }
+                                out.push(close_inferred(&o, e.ts, pid, tid));
+                            }
+                            let mut o = stack.pop().expect("pos exists");
                             if o.by_return && !o.identified {
-                                c.problems.push(unnamed(&o, None, pid, tid));
+                                let cands: Vec<&CodeDef> = lineless_codes
+                                    .get(&(pid, o.file.clone(), o.func.clone()))
+                                    .map(|v| v.iter().filter(|d| d.holds_line(e.line)).collect())
+                                    .unwrap_or_default();
+                                if let Some(only) = one_identity(cands.iter().copied()) {
+                                    identify(&mut o, only, &mut out);
+                                    c.usdt_lineless_entries_named += 1;
+                                } else {
+                                    c.problems.push(unnamed(
+                                        &o,
+                                        Some((e.line, cands.len())),
+                                        pid,
+                                        tid,
+                                    ));
+                                }
                             }
-                            out.push(close_inferred(&o, e.ts, pid, tid));
-                        }
-                        let mut o = stack.pop().expect("pos exists");
-                        if o.by_return && !o.identified {
-                            let cands: Vec<&CodeDef> = lineless_codes
-                                .get(&(pid, o.file.clone(), o.func.clone()))
-                                .map(|v| {
-                                    v.iter()
-                                        .filter(|d| d.holds_line(e.line))
-                                        .collect()
-                                })
-                                .unwrap_or_default();
-                            if let Some(only) = one_identity(cands.iter().copied()) {
-                                identify(&mut o, only, &mut out);
-                                c.usdt_lineless_entries_named += 1;
-                            } else {
-                                c.problems.push(unnamed(&o, Some((e.line, cands.len())), pid, tid));
+                            let mut ev = e.clone();
+                            decorate(&mut ev, &o);
+                            if let Some(h) = o.hook_end {
+                                c.joined_returns += 1;
+                                ev.value = h.value;
+                                ev.unwind = h.unwind;
+                                ev.suspended = h.suspended;
+                                ev.exc = h.exc;
+                                ev.locals = h.locals;
                             }
-                        }
-                        let mut ev = e.clone();
-                        decorate(&mut ev, &o);
-                        if let Some(h) = o.hook_end {
-                            c.joined_returns += 1;
-                            ev.value = h.value;
-                            ev.unwind = h.unwind;
-                            ev.suspended = h.suspended;
-                            ev.exc = h.exc;
-                            ev.locals = h.locals;
-                        }
-                        if ev.suspended {
-                            if let Some(k) = o.frame_key {
-                                suspended.insert(k, (o.frame, o.file.clone(), o.func.clone()));
+                            if ev.suspended {
+                                if let Some(k) = o.frame_key {
+                                    suspended.insert(k, (o.frame, o.file.clone(), o.func.clone()));
+                                }
                             }
+                            out.push(ev);
                         }
-                        out.push(ev);
-                    }
-                    Kind::Line => {
-                        if hook_line_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
-                            c.usdt_lines_dropped += 1;
-                            continue;
-                        }
-                        let mut ev = e.clone();
-                        match stack.last() {
-                            Some(o) if o.file == e.file && o.func == e.func => decorate(&mut ev, o),
-                            // Not the running activation's: a line of code the hook ran.
-                            _ => {
-                                c.hook_internal_dropped += 1;
+                        Kind::Line => {
+                            if hook_line_codes.contains(&(pid, e.file.clone(), e.func.clone())) {
+                                c.usdt_lines_dropped += 1;
                                 continue;
                             }
+                            let mut ev = e.clone();
+                            match stack.last() {
+                                Some(o) if o.file == e.file && o.func == e.func => {
+                                    decorate(&mut ev, o)
+                                }
+                                // Not the running activation's: a line of code the hook ran.
+                                _ => {
+                                    c.hook_internal_dropped += 1;
+                                    continue;
+                                }
+                            }
+                            out.push(ev);
                         }
-                        out.push(ev);
-                    }
-                    _ => out.push(e.clone()),
+                        _ => out.push(e.clone()),
                     }
                 }
                 Item::Hook(s, r) => {
                     let code = |id: &u32| s.codes.get(id);
                     match r {
-                        Rec::Call { ts, code: cid, frame, line, .. } => {
+                        Rec::Call {
+                            ts,
+                            code: cid,
+                            frame,
+                            line,
+                            ..
+                        } => {
                             let Some(cd) = code(cid) else {
-                                c.problems.push(format!("hook call of undefined code {cid}"));
+                                c.problems
+                                    .push(format!("hook call of undefined code {cid}"));
                                 continue;
                             };
                             let mut ev = Event::new(*ts, pid, tid, Kind::Call, Source::Hook);
@@ -700,12 +758,29 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 .remove(frame)
                                 .filter(|(_, f, n)| *f == cd.file && *n == cd.name)
                                 .map(|(id, _, _)| id);
-                            let ev = open(&mut stack, &mut next_act, ev, cd.qualname.clone(), Some(*frame), reuse);
+                            let ev = open(
+                                &mut stack,
+                                &mut next_act,
+                                ev,
+                                cd.qualname.clone(),
+                                Some(*frame),
+                                reuse,
+                            );
                             out.push(ev);
                         }
-                        Rec::Ret { ts, code: cid, frame, line, how, payload, locals: l, .. } => {
+                        Rec::Ret {
+                            ts,
+                            code: cid,
+                            frame,
+                            line,
+                            how,
+                            payload,
+                            locals: l,
+                            ..
+                        } => {
                             let Some(cd) = code(cid) else {
-                                c.problems.push(format!("hook return of undefined code {cid}"));
+                                c.problems
+                                    .push(format!("hook return of undefined code {cid}"));
                                 continue;
                             };
                             let mut ev = Event::new(*ts, pid, tid, Kind::Return, Source::Hook);
@@ -717,12 +792,18 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.unwind = *how == How::Unwind;
                             match (how, payload) {
                                 (How::Unwind, Some(p)) => {
-                                    ev.exc = Some(ExcInfo { ty: p.0.clone(), msg: p.1.clone() })
+                                    ev.exc = Some(ExcInfo {
+                                        ty: p.0.clone(),
+                                        msg: p.1.clone(),
+                                    })
                                 }
                                 (_, Some(p)) => ev.value = Some(value(p)),
                                 _ => {}
                             }
-                            let Some(pos) = stack.iter().rposition(|o| o.file == cd.file && o.func == cd.name) else {
+                            let Some(pos) = stack
+                                .iter()
+                                .rposition(|o| o.file == cd.file && o.func == cd.name)
+                            else {
                                 c.problems.push(format!(
                                     "hook return of {} ({}:{}) with no open activation in thread {pid}/{tid}",
                                     cd.qualname, cd.file, line
@@ -747,12 +828,19 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             } else {
                                 let o = stack.pop().expect("pos exists");
                                 if ev.suspended {
-                                    suspended.insert(*frame, (o.frame, o.file.clone(), o.func.clone()));
+                                    suspended
+                                        .insert(*frame, (o.frame, o.file.clone(), o.func.clone()));
                                 }
                                 out.push(ev);
                             }
                         }
-                        Rec::Line { ts, code: cid, line, locals: l, .. } => {
+                        Rec::Line {
+                            ts,
+                            code: cid,
+                            line,
+                            locals: l,
+                            ..
+                        } => {
                             let Some(cd) = code(cid) else { continue };
                             let mut ev = Event::new(*ts, pid, tid, Kind::Line, Source::Hook);
                             ev.file = cd.file.clone();
@@ -762,13 +850,24 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
-                        Rec::Exc { ts, code: cid, line, ty, msg, kind, .. } => {
+                        Rec::Exc {
+                            ts,
+                            code: cid,
+                            line,
+                            ty,
+                            msg,
+                            kind,
+                            ..
+                        } => {
                             let Some(cd) = code(cid) else { continue };
                             let mut ev = Event::new(*ts, pid, tid, Kind::Exception, Source::Hook);
                             ev.file = cd.file.clone();
                             ev.func = cd.name.clone();
                             ev.line = *line;
-                            ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
+                            ev.exc = Some(ExcInfo {
+                                ty: ty.clone(),
+                                msg: msg.clone(),
+                            });
                             ev.outcome = match kind {
                                 ExcKind::Raise => "raise",
                                 ExcKind::Reraise => "reraise",
@@ -778,13 +877,23 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
-                        Rec::Handled { ts, code: cid, line, ty, msg, .. } => {
+                        Rec::Handled {
+                            ts,
+                            code: cid,
+                            line,
+                            ty,
+                            msg,
+                            ..
+                        } => {
                             let Some(cd) = code(cid) else { continue };
                             let mut ev = Event::new(*ts, pid, tid, Kind::Handled, Source::Hook);
                             ev.file = cd.file.clone();
                             ev.func = cd.name.clone();
                             ev.line = *line;
-                            ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
+                            ev.exc = Some(ExcInfo {
+                                ty: ty.clone(),
+                                msg: msg.clone(),
+                            });
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
@@ -798,7 +907,11 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             // The probes went on (off) inside the hook's own frames: USDT saw
                             // their returns (entries) only, so no bracket crosses an edge.
                             hook_frame = None;
-                            let edge = if matches!(r, Rec::ExtentOpen { .. }) { "start" } else { "end" };
+                            let edge = if matches!(r, Rec::ExtentOpen { .. }) {
+                                "start"
+                            } else {
+                                "end"
+                            };
                             while let Some(o) = stack.pop() {
                                 c.problems.push(format!(
                                     "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
@@ -814,7 +927,12 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.test = nodeid.clone();
                             out.push(ev);
                         }
-                        Rec::TestEnd { ts, nodeid, outcome, .. } => {
+                        Rec::TestEnd {
+                            ts,
+                            nodeid,
+                            outcome,
+                            ..
+                        } => {
                             let mut ev = Event::new(*ts, pid, tid, Kind::TestEnd, Source::Hook);
                             ev.test = nodeid.clone();
                             ev.outcome = outcome.clone();
@@ -847,24 +965,51 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         trace.meta.problems.push(p.clone());
     }
     if c.problems.len() > 20 {
-        trace.meta.problems.push(format!("… and {} more placement problems", c.problems.len() - 20));
+        trace.meta.problems.push(format!(
+            "… and {} more placement problems",
+            c.problems.len() - 20
+        ));
     }
     trace.meta.complete = trace.meta.problems.is_empty();
     trace.meta.counts = trace.count_by_kind();
     for (k, v) in [
         ("merge.reconciled_unwind", c.reconciled_unwind),
-        ("merge.usdt_lines_dropped_for_hook_lines", c.usdt_lines_dropped),
-        ("merge.usdt_generator_entries_dropped", c.usdt_creation_entries_dropped),
-        ("merge.usdt_line0_entries_named", c.usdt_lineless_entries_named),
-        ("merge.usdt_genexpr_resumptions_named", c.usdt_genexpr_entries_named),
-        ("merge.usdt_line0_entries_dropped_for_hook_starts", c.usdt_lineless_entries_dropped),
+        (
+            "merge.usdt_lines_dropped_for_hook_lines",
+            c.usdt_lines_dropped,
+        ),
+        (
+            "merge.usdt_generator_entries_dropped",
+            c.usdt_creation_entries_dropped,
+        ),
+        (
+            "merge.usdt_line0_entries_named",
+            c.usdt_lineless_entries_named,
+        ),
+        (
+            "merge.usdt_genexpr_resumptions_named",
+            c.usdt_genexpr_entries_named,
+        ),
+        (
+            "merge.usdt_line0_entries_dropped_for_hook_starts",
+            c.usdt_lineless_entries_dropped,
+        ),
         ("merge.returns_joined", c.joined_returns),
-        ("merge.usdt_returns_of_frames_started_before_hook", c.pre_hook_returns),
-        ("merge.usdt_events_of_hook_internals_dropped", c.hook_internal_dropped),
+        (
+            "merge.usdt_returns_of_frames_started_before_hook",
+            c.pre_hook_returns,
+        ),
+        (
+            "merge.usdt_events_of_hook_internals_dropped",
+            c.hook_internal_dropped,
+        ),
         ("merge.usdt_events_before_hook_install", pre_hook),
         ("merge.events_outside_test_windows", outside_windows),
         ("merge.events_outside_target_extents", outside_extents),
-        ("merge.usdt_target_entries_dropped_for_hook_starts", c.usdt_target_entries_dropped),
+        (
+            "merge.usdt_target_entries_dropped_for_hook_starts",
+            c.usdt_target_entries_dropped,
+        ),
     ] {
         if v > 0 {
             trace.meta.counts.insert(k.into(), v);
@@ -960,7 +1105,9 @@ fn attach(
 /// before the return that revealed it.
 /// Add a code definition to a per-(pid, file, name) map, once.
 fn add_code(map: &mut HashMap<(u32, String, String), Vec<CodeDef>>, pid: u32, c: &CodeDef) {
-    let v = map.entry((pid, c.file.clone(), c.name.clone())).or_default();
+    let v = map
+        .entry((pid, c.file.clone(), c.name.clone()))
+        .or_default();
     if !v.contains(c) {
         v.push(c.clone());
     }
@@ -1058,7 +1205,10 @@ mod tests {
 
     #[test]
     fn addresses_are_scrubbed_from_reprs() {
-        assert_eq!(scrub_addresses("<function f at 0x7f3a12bc>"), "<function f at 0x?>");
+        assert_eq!(
+            scrub_addresses("<function f at 0x7f3a12bc>"),
+            "<function f at 0x?>"
+        );
         assert_eq!(
             scrub_addresses("[<A at 0xdead>, <B at 0xbeef>]"),
             "[<A at 0x?>, <B at 0x?>]"

@@ -47,11 +47,16 @@ impl Launched for Gated {
             if let Some(code) = self.exit {
                 return Ok(code);
             }
-            let h = self.waiter.as_mut().context("traced command already waited for")?;
+            let h = self
+                .waiter
+                .as_mut()
+                .context("traced command already waited for")?;
             let status = h.await??;
             self.waiter = None;
             use std::os::unix::process::ExitStatusExt;
-            let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+            let code = status
+                .code()
+                .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
             self.exit = Some(code);
             Ok(code)
         }
@@ -97,7 +102,11 @@ async fn capture_inner<L: Launched>(
         let code = launched.wait().await?;
         return Ok((UsdtCapture::default(), code));
     }
-    let mut tracer = Tracer::load(topts.clone(), Some(launched.pidns()), interp.fingerprint_offset())?;
+    let mut tracer = Tracer::load(
+        topts.clone(),
+        Some(launched.pidns()),
+        interp.fingerprint_offset(),
+    )?;
     let ring = tracer.take_ring()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (over_tx, mut over_rx) = tokio::sync::watch::channel(false);
@@ -124,7 +133,14 @@ async fn capture_inner<L: Launched>(
     let (drained, _ring) = drainer.await??;
     let counters = tracer.counters()?;
     tracer.detach();
-    Ok((UsdtCapture { drained, counters, sites }, code))
+    Ok((
+        UsdtCapture {
+            drained,
+            counters,
+            sites,
+        },
+        code,
+    ))
 }
 
 /// Trace events from a capture, and the completeness verdict: every lost, malformed or
@@ -157,7 +173,10 @@ pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
         problems.push(format!("{} malformed records", cap.drained.malformed));
     }
     if cap.drained.unreadable_strings > 0 {
-        problems.push(format!("{} strings unreadable", cap.drained.unreadable_strings));
+        problems.push(format!(
+            "{} strings unreadable",
+            cap.drained.unreadable_strings
+        ));
     }
     if unresolved > 0 {
         problems.push(format!("{unresolved} events name strings never defined"));

@@ -119,7 +119,11 @@ pub struct Tracer {
 
 impl Tracer {
     /// Load the programs and write the configuration. Nothing is attached yet.
-    pub fn load(opts: TracerOptions, pidns: Option<(u64, u64)>, fp_off: i64) -> Result<Tracer, TracerError> {
+    pub fn load(
+        opts: TracerOptions,
+        pidns: Option<(u64, u64)>,
+        fp_off: i64,
+    ) -> Result<Tracer, TracerError> {
         if EBPF_OBJECT.is_empty() {
             return Err(TracerError::NoObject);
         }
@@ -128,13 +132,18 @@ impl Tracer {
             .map_max_entries("EVENTS", opts.ring_bytes)
             .load(EBPF_OBJECT)
             .map_err(|e| TracerError::Load(format!("{e:#}")))?;
-        let prog_name = if opts.empty_program { "flux_empty" } else { "flux_usdt" };
+        let prog_name = if opts.empty_program {
+            "flux_empty"
+        } else {
+            "flux_usdt"
+        };
         let prog: &mut UProbe = ebpf
             .program_mut(prog_name)
             .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
             .try_into()
             .map_err(|e| TracerError::Load(format!("{e}")))?;
-        prog.load().map_err(|e| TracerError::Load(format!("{e:#}")))?;
+        prog.load()
+            .map_err(|e| TracerError::Load(format!("{e:#}")))?;
         let cfg = Config {
             filter_pidns: pidns.is_some() as u32,
             _reserved: 0,
@@ -176,7 +185,11 @@ impl Tracer {
             ("function__return", KIND_RETURN, set.ret),
             ("line", KIND_LINE, set.line),
         ];
-        let prog_name = if self.opts.empty_program { "flux_empty" } else { "flux_usdt" };
+        let prog_name = if self.opts.empty_program {
+            "flux_empty"
+        } else {
+            "flux_usdt"
+        };
         let prog_fd = {
             let prog: &UProbe = self
                 .ebpf
@@ -200,7 +213,11 @@ impl Tracer {
                     return Err(TracerError::TooManySites);
                 }
                 let (args, nargs) = crate::usdt::arg_array(site);
-                let spec = SiteSpec { kind: *kind, nargs, args };
+                let spec = SiteSpec {
+                    kind: *kind,
+                    nargs,
+                    args,
+                };
                 let mut specs: Array<_, SiteSpec> = Array::try_from(
                     self.ebpf
                         .map_mut("SITES")

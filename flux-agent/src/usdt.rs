@@ -37,7 +37,11 @@ pub enum UsdtError {
         msg: String,
     },
     #[error("{path}: address {addr:#x} of probe {name} is in no loadable segment")]
-    NoSegment { path: PathBuf, name: String, addr: u64 },
+    NoSegment {
+        path: PathBuf,
+        name: String,
+        addr: u64,
+    },
 }
 
 /// One argument as written in the note, decoded.
@@ -76,7 +80,11 @@ pub struct Binary {
 }
 
 impl Binary {
-    pub fn sites_of<'a>(&'a self, provider: &'a str, name: &'a str) -> impl Iterator<Item = &'a Site> {
+    pub fn sites_of<'a>(
+        &'a self,
+        provider: &'a str,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Site> {
         self.sites
             .iter()
             .filter(move |s| s.provider == provider && s.name == name)
@@ -108,7 +116,8 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
         path: path.to_path_buf(),
         msg,
     };
-    let header = elf::FileHeader64::<Endianness>::parse(data).map_err(|e| elf_err(e.to_string()))?;
+    let header =
+        elf::FileHeader64::<Endianness>::parse(data).map_err(|e| elf_err(e.to_string()))?;
     let endian = header.endian().map_err(|e| elf_err(e.to_string()))?;
     let sections = header
         .sections(endian, data)
@@ -161,7 +170,10 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
             }
             let desc = note.desc();
             if desc.len() < 24 {
-                return Err(elf_err(format!("stapsdt note of {} bytes is too short", desc.len())));
+                return Err(elf_err(format!(
+                    "stapsdt note of {} bytes is too short",
+                    desc.len()
+                )));
             }
             let word = |i: usize| -> u64 {
                 let b: [u8; 8] = desc[i * 8..i * 8 + 8].try_into().expect("8 bytes");
@@ -175,7 +187,8 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
             let mut strings = desc[24..].split(|b| *b == 0);
             let provider = String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
             let pname = String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
-            let args_text = String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
+            let args_text =
+                String::from_utf8_lossy(strings.next().unwrap_or_default()).into_owned();
 
             let addr = match stapsdt_base {
                 Some(actual) if note_base != 0 => pc.wrapping_add(actual).wrapping_sub(note_base),
@@ -378,7 +391,10 @@ mod tests {
         let a = parse_arg("-4@%eax").unwrap();
         assert_eq!((a.kind, a.size, a.signed, a.reg_off), (ARG_REG, 4, 1, 80));
         let a = parse_arg("-4@112(%rsp)").unwrap();
-        assert_eq!((a.kind, a.size, a.signed, a.reg_off, a.val_off), (ARG_REG_DEREF, 4, 1, 152, 112));
+        assert_eq!(
+            (a.kind, a.size, a.signed, a.reg_off, a.val_off),
+            (ARG_REG_DEREF, 4, 1, 152, 112)
+        );
         let a = parse_arg("8@-16(%rbp)").unwrap();
         assert_eq!((a.kind, a.val_off), (ARG_REG_DEREF, -16));
         let a = parse_arg("8@(%r12)").unwrap();
@@ -393,10 +409,16 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_read_with_a_reason() {
-        assert!(parse_arg("8@(%rax,%rbx,8)").unwrap_err().contains("indexed"));
-        assert!(parse_arg("8@foo(%rip)").unwrap_err().contains("rip-relative"));
+        assert!(parse_arg("8@(%rax,%rbx,8)")
+            .unwrap_err()
+            .contains("indexed"));
+        assert!(parse_arg("8@foo(%rip)")
+            .unwrap_err()
+            .contains("rip-relative"));
         assert!(parse_arg("3@%rax").unwrap_err().contains("size"));
-        assert!(parse_arg("8@%xmm0").unwrap_err().contains("unknown register"));
+        assert!(parse_arg("8@%xmm0")
+            .unwrap_err()
+            .contains("unknown register"));
         assert!(parse_arg("8").unwrap_err().contains("SIZE@LOCATION"));
     }
 

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn hook_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("flux-hook")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("flux-hook")
 }
 
 fn report(what: &str, out: std::process::Output) {
@@ -19,7 +22,10 @@ fn report(what: &str, out: std::process::Output) {
     // unittest's summary ("Ran N tests ... OK") must show tests actually ran.
     let ran = text
         .lines()
-        .find_map(|l| l.strip_prefix("Ran ").and_then(|r| r.split_whitespace().next()))
+        .find_map(|l| {
+            l.strip_prefix("Ran ")
+                .and_then(|r| r.split_whitespace().next())
+        })
         .and_then(|n| n.parse::<u32>().ok())
         .unwrap_or(0);
     assert!(ran > 10, "hook suite on {what} ran {ran} tests:\n{text}");
@@ -50,19 +56,33 @@ fn in_rootfs(rootfs: &str, py: &str) {
         return;
     }
     if !root.join("usr/bin").join(py).exists() {
-        eprintln!("skipping hook suite on {py}: no rootfs at {} (run `cargo xtask images`)", root.display());
+        eprintln!(
+            "skipping hook suite on {py}: no rootfs at {} (run `cargo xtask images`)",
+            root.display()
+        );
         return;
     }
     let inside = format!("/tmp/flux-hook-suite-{}", std::process::id());
     let dest = root.join(inside.trim_start_matches('/'));
-    let st = Command::new("cp").arg("-r").arg(hook_dir()).arg(&dest).status().unwrap();
+    let st = Command::new("cp")
+        .arg("-r")
+        .arg(hook_dir())
+        .arg(&dest)
+        .status()
+        .unwrap();
     assert!(st.success());
     let out = Command::new("chroot")
         .arg(&root)
         .arg("/usr/bin/env")
         .arg(format!("FLUX_TEST_PYTHON=/usr/bin/{py}"))
         .arg(format!("/usr/bin/{py}"))
-        .args(["-m", "unittest", "discover", "-s", &format!("{inside}/tests")])
+        .args([
+            "-m",
+            "unittest",
+            "discover",
+            "-s",
+            &format!("{inside}/tests"),
+        ])
         .output()
         .unwrap();
     let _ = std::fs::remove_dir_all(&dest);

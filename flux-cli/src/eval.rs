@@ -65,7 +65,11 @@ fn options(a: Args, default_out_under: Option<&str>) -> EvalOptions {
         (Some(out), _) => o.out = out,
         // EvalOptions::new's default is answers/<sanitised model>: keep the sanitised name.
         (None, Some(under)) => {
-            let name = o.out.file_name().map(PathBuf::from).unwrap_or_else(|| "model".into());
+            let name = o
+                .out
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| "model".into());
             o.out = PathBuf::from(under).join(name);
         }
         (None, None) => {}
@@ -91,7 +95,11 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 fn check_roots(o: &EvalOptions) -> Result<()> {
     for root in &o.instances {
         if !root.is_dir() {
-            let what = if root.exists() { "not a directory" } else { "no such directory" };
+            let what = if root.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            };
             anyhow::bail!("instances directory {}: {what}", root.display());
         }
     }
@@ -109,7 +117,11 @@ pub fn run_eval(a: Args) -> Result<ExitCode> {
     for i in &summary.invalid_instances {
         eprintln!("flux: invalid instance {}: {}", i.path, i.error);
     }
-    Ok(if summary.invalid_instances.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if summary.invalid_instances.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `flux validate`: a strong model answers with its reasoning; failures are listed for review
@@ -128,5 +140,9 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
     for i in invalid {
         eprintln!("flux: invalid instance {}: {}", i.path, i.error);
     }
-    Ok(if invalid.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

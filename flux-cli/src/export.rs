@@ -36,5 +36,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         report.skipped.len(),
         report.errors.len()
     );
-    Ok(if report.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -53,7 +53,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 fn build(a: BuildArgs) -> Result<ExitCode> {
     if !a.definitions.is_file() {
-        anyhow::bail!("image definitions {}: no such file", a.definitions.display());
+        anyhow::bail!(
+            "image definitions {}: no such file",
+            a.definitions.display()
+        );
     }
     let config = BuildConfig {
         definitions: a.definitions,
@@ -66,7 +69,10 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
         .context("start the tokio runtime")?;
     let results = rt.block_on(async {
         let runtime = Runtime::connect().await?;
-        images::build(&runtime, &config, &a.names, &mut |line| eprintln!("  .. {line}")).await
+        images::build(&runtime, &config, &a.names, &mut |line| {
+            eprintln!("  .. {line}")
+        })
+        .await
     })?;
     let mut failed = 0;
     for (image, result) in &results {
@@ -90,7 +96,11 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn short_id(id: Option<&str>) -> &str {
@@ -112,7 +122,10 @@ fn list(cache_dir: &Path) -> Result<ExitCode> {
     };
     paths.sort();
     if paths.is_empty() {
-        println!("no images built yet (no manifests in {}); run `flux images build`", dir.display());
+        println!(
+            "no images built yet (no manifests in {}); run `flux images build`",
+            dir.display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let mut bad = 0;
@@ -141,8 +154,16 @@ fn list(cache_dir: &Path) -> Result<ExitCode> {
         }
     }
     for r in std::iter::once(&header).chain(&rows) {
-        let cells: Vec<String> = r.iter().zip(width).map(|(c, w)| format!("{c:<w$}")).collect();
+        let cells: Vec<String> = r
+            .iter()
+            .zip(width)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         println!("{}", cells.join("  ").trim_end());
     }
-    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

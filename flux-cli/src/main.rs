@@ -14,7 +14,11 @@ mod score;
 mod trace;
 
 #[derive(Parser)]
-#[command(name = "flux", version, about = "Execution-grounded benchmarks of runtime reasoning, harvested from traced Python test runs")]
+#[command(
+    name = "flux",
+    version,
+    about = "Execution-grounded benchmarks of runtime reasoning, harvested from traced Python test runs"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

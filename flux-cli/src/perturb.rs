@@ -131,10 +131,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     o.proposer = match a.proposer {
         ProposerArg::Ast => Proposer::Ast,
         ProposerArg::Llm => {
-            let model = a
-                .model
-                .clone()
-                .context("--proposer llm needs --model")?;
+            let model = a.model.clone().context("--proposer llm needs --model")?;
             let base = a.base_url.clone().unwrap_or_else(|| {
                 match a.api {
                     Api::OpenAi => "https://api.openai.com/v1",

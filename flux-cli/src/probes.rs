@@ -15,7 +15,11 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     let path = std::fs::canonicalize(&a.python).with_context(|| a.python.display().to_string())?;
     let i = Interpreter::inspect(&path, &a.root)?;
-    println!("interpreter: {} (CPython {})", i.exe.display(), i.version_string());
+    println!(
+        "interpreter: {} (CPython {})",
+        i.exe.display(),
+        i.version_string()
+    );
     println!("probes in:   {}", i.probes.path.display());
     if i.probes.sites.is_empty() {
         println!("  (no USDT probes: built without --with-dtrace)");

@@ -116,7 +116,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "witness".into(),
         match (a.witness, a.calls) {
             (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Run) => "flux-auto-run",
-            (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Targets) => "flux-auto-targets",
+            (WitnessArg::Flux, CallsArg::Auto) if a.scope == Some(ScopeArg::Targets) => {
+                "flux-auto-targets"
+            }
             (WitnessArg::Flux, CallsArg::Auto) => "flux-auto",
             (WitnessArg::Flux, CallsArg::Hook) => "flux-hook",
             (WitnessArg::None, _) => "untraced",

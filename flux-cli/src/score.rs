@@ -27,15 +27,26 @@ pub struct Args {
 /// not be read (reported on stderr, the others scored), an error on unusable input.
 pub fn run(a: Args) -> Result<ExitCode> {
     if !a.answers.is_dir() {
-        let what = if a.answers.exists() { "not a directory" } else { "no such directory" };
+        let what = if a.answers.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
         bail!("answers directory {}: {what}", a.answers.display());
     }
     if !(0.0..=1.0).contains(&a.call_graph_threshold) {
-        bail!("--call-graph-threshold {}: must be between 0 and 1", a.call_graph_threshold);
+        bail!(
+            "--call-graph-threshold {}: must be between 0 and 1",
+            a.call_graph_threshold
+        );
     }
     for root in &a.instances {
         if !root.is_dir() {
-            let what = if root.exists() { "not a directory" } else { "no such directory" };
+            let what = if root.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            };
             bail!("instances directory {}: {what}", root.display());
         }
     }
@@ -63,5 +74,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     for i in &r.invalid_instances {
         eprintln!("flux: invalid instance {}: {}", i.path, i.error);
     }
-    Ok(if r.invalid_instances.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if r.invalid_instances.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

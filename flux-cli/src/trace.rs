@@ -1,8 +1,8 @@
 use anyhow::{Context, Result};
 use flux_agent::merge::CallsMode;
 use flux_agent::run::{trace_command, trace_host, HostTrace, RunOptions};
-use flux_trace::TracingConfig;
 use flux_agent::tracer::TracerOptions;
+use flux_trace::TracingConfig;
 use std::io::BufWriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,7 +89,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             tracer,
             env: Vec::new(),
         }))?;
-        Res { trace: r.trace, exit_code: r.exit_code, counters: r.counters, sites: r.sites }
+        Res {
+            trace: r.trace,
+            exit_code: r.exit_code,
+            counters: r.counters,
+            sites: r.sites,
+        }
     } else {
         let config = match &a.config {
             Some(p) => load_config(p)?,
@@ -108,7 +113,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
             tracer,
             root: a.root.clone(),
         }))?;
-        Res { trace: t.trace, exit_code: t.exit_code, counters: t.counters, sites: t.sites }
+        Res {
+            trace: t.trace,
+            exit_code: t.exit_code,
+            counters: t.counters,
+            sites: t.sites,
+        }
     };
     let write = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
         match a.format {
@@ -118,7 +128,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     match &a.out {
         Some(p) => {
-            let f = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
+            let f =
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
             write(&mut BufWriter::new(f)).with_context(|| format!("writing {}", p.display()))?;
         }
         None => write(&mut BufWriter::new(std::io::stdout().lock()))?,
@@ -146,7 +157,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         res.sites,
         res.trace.events.len(),
         m.lost_events,
-        if m.complete { String::new() } else { format!(", INCOMPLETE: {}", m.problems.join("; ")) }
+        if m.complete {
+            String::new()
+        } else {
+            format!(", INCOMPLETE: {}", m.problems.join("; "))
+        }
     );
     eprintln!(
         "flux:   filtered out {} probe hits from processes outside the traced PID namespace",
@@ -174,7 +189,8 @@ pub fn load_config(p: &std::path::Path) -> Result<TracingConfig> {
     let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
     let is_json = p.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
     if is_json {
-        serde_json::from_str(&text).with_context(|| format!("{}: invalid tracing config", p.display()))
+        serde_json::from_str(&text)
+            .with_context(|| format!("{}: invalid tracing config", p.display()))
     } else {
         toml::from_str(&text).with_context(|| format!("{}: invalid tracing config", p.display()))
     }

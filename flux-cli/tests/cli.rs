@@ -177,7 +177,10 @@ fn diff(expected: &str, got: &str) -> String {
 #[track_caller]
 fn assert_text(what: &str, expected: &str, got: &str) {
     if expected != got {
-        panic!("{what} differs (- expected, + got):\n{}", diff(expected, got));
+        panic!(
+            "{what} differs (- expected, + got):\n{}",
+            diff(expected, got)
+        );
     }
 }
 
@@ -275,10 +278,18 @@ fn store(s: &Scratch) {
 params = { function = "count", header = 3, body_end = 4 }"#,
         ),
     );
-    s.write("instances/demo/demo-loop/test_loop.py", "def test_loop():\n    assert True\n");
+    s.write(
+        "instances/demo/demo-loop/test_loop.py",
+        "def test_loop():\n    assert True\n",
+    );
     s.write(
         "instances/demo/demo-loop/oracle.json",
-        &oracle_json("S2_Loops", LOOP_T, json!({"loop_iteration_count": 5}), "loop_iterations"),
+        &oracle_json(
+            "S2_Loops",
+            LOOP_T,
+            json!({"loop_iteration_count": 5}),
+            "loop_iterations",
+        ),
     );
     s.write(
         "instances/demo/demo-loop/callgraph.json",
@@ -299,7 +310,10 @@ params = { function = "count", header = 3, body_end = 4 }"#,
 params = { function = "walk" }"#,
         ),
     );
-    s.write("instances/demo/demo-path/test_path.py", "def test_walk():\n    pass\n");
+    s.write(
+        "instances/demo/demo-path/test_path.py",
+        "def test_walk():\n    pass\n",
+    );
     s.write("instances/demo/demo-path/helpers/conftest.py", "# helper\n");
     s.write(
         "instances/demo/demo-path/oracle.json",
@@ -325,7 +339,10 @@ params = { function = "walk" }"#,
 params = { within = "other/", qualify = "module" }"#,
         ),
     );
-    s.write("instances/other/other-graph/test_graph.py", "def test_graph():\n    pass\n");
+    s.write(
+        "instances/other/other-graph/test_graph.py",
+        "def test_graph():\n    pass\n",
+    );
     s.write(
         "instances/other/other-graph/oracle.json",
         &oracle_json(
@@ -350,13 +367,18 @@ params = { within = "other/", qualify = "module" }"#,
 params = { function = "count", header = 3, body_end = 4 }"#,
         ),
     );
-    s.write("instances/demo/demo-unharvested/test_u.py", "def test_u():\n    pass\n");
+    s.write(
+        "instances/demo/demo-unharvested/test_u.py",
+        "def test_u():\n    pass\n",
+    );
 }
 
 /// Break `demo/demo-loop`'s instance.toml with a misspelt `[test]` field.
 fn break_demo_loop(s: &Scratch) {
     let p = "instances/demo/demo-loop/instance.toml";
-    let text = s.read(p).replace("files = [\"test_loop.py\"]", "fles = [\"test_loop.py\"]");
+    let text = s
+        .read(p)
+        .replace("files = [\"test_loop.py\"]", "fles = [\"test_loop.py\"]");
     s.write(p, &text);
 }
 
@@ -386,7 +408,11 @@ fn oracle_answers_score_1() {
     let s = Scratch::new();
     store(&s);
     let run = s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
-    assert!(run.stdout().contains("answers in answers/oracle"), "{}", run.describe());
+    assert!(
+        run.stdout().contains("answers in answers/oracle"),
+        "{}",
+        run.describe()
+    );
     assert_eq!(
         s.files_under("answers/oracle"),
         [
@@ -419,15 +445,32 @@ fn oracle_answers_score_1() {
 fn wrong_answers_score_below_1_with_reasons() {
     let s = Scratch::new();
     store(&s);
-    s.write("answers/m/demo/demo-loop/answer.json", r#"{"loop_iteration_count": 4}"#);
+    s.write(
+        "answers/m/demo/demo-loop/answer.json",
+        r#"{"loop_iteration_count": 4}"#,
+    );
     s.write(
         "answers/m/demo/demo-path/answer.json",
         r#"{"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}"#,
     );
     // other/other-graph: no answer at all.
-    let run = s.flux(&["score", "--answers", "answers/m", "--instances", "instances", "--format", "json"]).ok();
+    let run = s
+        .flux(&[
+            "score",
+            "--answers",
+            "answers/m",
+            "--instances",
+            "instances",
+            "--format",
+            "json",
+        ])
+        .ok();
     let r = run.stdout_json();
-    assert!((r["accuracy"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9, "{}", run.describe());
+    assert!(
+        (r["accuracy"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9,
+        "{}",
+        run.describe()
+    );
     let v = verdicts(&r);
     for (line, needles) in v.lines().zip([
         &["demo-loop fail", "5", "4"][..],
@@ -436,7 +479,10 @@ fn wrong_answers_score_below_1_with_reasons() {
         &["other-graph fail no answer"][..],
     ]) {
         for n in needles {
-            assert!(line.contains(n), "verdict line {line:?} lacks {n:?}; all verdicts:\n{v}");
+            assert!(
+                line.contains(n),
+                "verdict line {line:?} lacks {n:?}; all verdicts:\n{v}"
+            );
         }
     }
     assert_eq!(v.lines().count(), 4, "verdicts:\n{v}");
@@ -457,14 +503,30 @@ fn html_report_is_one_file_with_svg() {
     store(&s);
     s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
     let run = s
-        .flux(&["score", "--answers", "answers/oracle", "--format", "html", "--out", "reports/score.html"])
+        .flux(&[
+            "score",
+            "--answers",
+            "answers/oracle",
+            "--format",
+            "html",
+            "--out",
+            "reports/score.html",
+        ])
         .ok()
         .stderr_has(&["report written to reports/score.html", "3/3 passed"]);
-    assert_eq!(run.stdout(), "", "the report goes to the file\n{}", run.describe());
+    assert_eq!(
+        run.stdout(),
+        "",
+        "the report goes to the file\n{}",
+        run.describe()
+    );
     let html = s.read("reports/score.html");
     assert!(html.contains("<svg"), "no <svg in the report:\n{html}");
     for external in ["<script src=", "<link ", "src=\"http"] {
-        assert!(!html.contains(external), "not self-contained ({external}):\n{html}");
+        assert!(
+            !html.contains(external),
+            "not self-contained ({external}):\n{html}"
+        );
     }
 }
 
@@ -476,16 +538,28 @@ fn validate_writes_to_validation_model_by_default() {
     assert!(run.stdout().contains("3/3 passed"), "{}", run.describe());
     let v = s.json("validation/oracle/validation.json");
     assert_json("validation review", &json!([]), &v["review"]);
-    assert!(s.path("validation/oracle/validation.txt").is_file(), "{}", s.tree());
+    assert!(
+        s.path("validation/oracle/validation.txt").is_file(),
+        "{}",
+        s.tree()
+    );
 }
 
 #[test]
 fn eval_of_a_model_without_key_fails_without_printing_keys() {
     let s = Scratch::new();
     store(&s);
-    s.flux(&["eval", "--model", "gpt-test", "--api", "openai", "--base-url", "http://127.0.0.1:9"])
-        .code(2)
-        .stderr_has(&["OPENAI_API_KEY"]);
+    s.flux(&[
+        "eval",
+        "--model",
+        "gpt-test",
+        "--api",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:9",
+    ])
+    .code(2)
+    .stderr_has(&["OPENAI_API_KEY"]);
 }
 
 /// A fake OpenAI-compatible endpoint on 127.0.0.1: answers each chat completion from the
@@ -563,22 +637,47 @@ fn fake_openai(answers: &'static [(&'static str, &'static str)]) -> FakeApi {
 fn eval_through_an_openai_endpoint_uses_the_key_from_env_and_never_shows_it() {
     const KEY: &str = "sk-flux-test-0123456789-SECRET";
     let api = fake_openai(&[
-        ("demo/demo-loop", "```json\n{\"loop_iteration_count\": 4}\n```"),
-        ("demo/demo-path", r#"{"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}"#),
-        ("other/other-graph", r#"{"call_graph": {"other.core.main": ["other.core.a", "other.core.b"]}}"#),
+        (
+            "demo/demo-loop",
+            "```json\n{\"loop_iteration_count\": 4}\n```",
+        ),
+        (
+            "demo/demo-path",
+            r#"{"executed_path": [{"line": 10}, {"line": 11}, {"line": 13}]}"#,
+        ),
+        (
+            "other/other-graph",
+            r#"{"call_graph": {"other.core.main": ["other.core.a", "other.core.b"]}}"#,
+        ),
     ]);
     let s = Scratch::new();
     store(&s);
     let out = Command::new(env!("CARGO_BIN_EXE_flux"))
-        .args(["eval", "--model", "test-model", "--api", "openai", "--base-url", &api.url])
+        .args([
+            "eval",
+            "--model",
+            "test-model",
+            "--api",
+            "openai",
+            "--base-url",
+            &api.url,
+        ])
         .args(["--price-in", "1", "--price-out", "2", "--concurrency", "2"])
         .current_dir(&s.0)
         .env("OPENAI_API_KEY", KEY)
         .output()
         .unwrap();
-    let run = Run { args: "eval --model test-model …".into(), out }.ok();
+    let run = Run {
+        args: "eval --model test-model …".into(),
+        out,
+    }
+    .ok();
     for n in ["3 answered now", "score of answers/test-model: 2/3 passed"] {
-        assert!(run.stdout().contains(n), "stdout lacks {n:?}\n{}", run.describe());
+        assert!(
+            run.stdout().contains(n),
+            "stdout lacks {n:?}\n{}",
+            run.describe()
+        );
     }
     let seen = api.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 3, "requests: {seen:?}");
@@ -588,11 +687,21 @@ fn eval_through_an_openai_endpoint_uses_the_key_from_env_and_never_shows_it() {
     }
     let summary = s.json("answers/test-model/summary.json");
     let cost = summary["cost"].as_f64().unwrap_or(-1.0);
-    assert!((cost - 3.0 * (100.0 * 1.0 + 10.0 * 2.0) / 1e6).abs() < 1e-12, "{summary:#}");
-    assert!(!run.stdout().contains(KEY) && !run.stderr().contains(KEY), "{}", run.describe());
+    assert!(
+        (cost - 3.0 * (100.0 * 1.0 + 10.0 * 2.0) / 1e6).abs() < 1e-12,
+        "{summary:#}"
+    );
+    assert!(
+        !run.stdout().contains(KEY) && !run.stderr().contains(KEY),
+        "{}",
+        run.describe()
+    );
     for f in s.files_under("answers/test-model") {
         let text = s.read(&format!("answers/test-model/{f}"));
-        assert!(!text.contains(KEY), "the API key is in answers/test-model/{f}");
+        assert!(
+            !text.contains(KEY),
+            "the API key is in answers/test-model/{f}"
+        );
     }
 }
 
@@ -649,7 +758,11 @@ other__other-graph/question.json",
     );
     let eval = s.read("out/demo__demo-path/eval.sh");
     let last = eval.lines().last().unwrap_or("");
-    assert_text("eval.sh command", "exec python3.11 -m pytest -q testcase.py::test_walk", last);
+    assert_text(
+        "eval.sh command",
+        "exec python3.11 -m pytest -q testcase.py::test_walk",
+        last,
+    );
     assert!(eval.starts_with("#!/bin/sh\n"), "{eval}");
 }
 
@@ -657,9 +770,19 @@ other__other-graph/question.json",
 fn export_traceeval_layout() {
     let s = Scratch::new();
     store(&s);
-    s.flux(&["export", "--format", "traceeval", "--instances", "instances", "te"])
-        .ok()
-        .stderr_has(&["demo-path: no call graph", "demo-unharvested: not harvested"]);
+    s.flux(&[
+        "export",
+        "--format",
+        "traceeval",
+        "--instances",
+        "instances",
+        "te",
+    ])
+    .ok()
+    .stderr_has(&[
+        "demo-path: no call graph",
+        "demo-unharvested: not harvested",
+    ]);
     assert_text(
         "exported files",
         "demo/demo-loop/callgraph.json\nother/other-graph/callgraph.json\nsplits.json",
@@ -701,10 +824,19 @@ fn missing_instances_root_fails_naming_it() {
     s.flux(&["score", "--answers", "answers/x", "--instances", "nowhere"])
         .code(2)
         .stderr_has(&["nowhere"]);
-    s.flux(&["eval", "--model", "oracle", "--instances", "nowhere"]).code(2).stderr_has(&["nowhere"]);
-    s.flux(&["export", "--format", "swe-flux", "--instances", "nowhere", "out"])
+    s.flux(&["eval", "--model", "oracle", "--instances", "nowhere"])
         .code(2)
         .stderr_has(&["nowhere"]);
+    s.flux(&[
+        "export",
+        "--format",
+        "swe-flux",
+        "--instances",
+        "nowhere",
+        "out",
+    ])
+    .code(2)
+    .stderr_has(&["nowhere"]);
 }
 
 #[test]
@@ -720,7 +852,12 @@ fn malformed_instance_fails_export_after_exporting_the_rest() {
         .iter()
         .filter_map(|f| f.strip_suffix("/oracle.json").map(str::to_string))
         .collect();
-    assert_eq!(dirs, ["demo__demo-path", "other__other-graph"], "{}", s.tree());
+    assert_eq!(
+        dirs,
+        ["demo__demo-path", "other__other-graph"],
+        "{}",
+        s.tree()
+    );
 }
 
 #[test]
@@ -728,7 +865,10 @@ fn malformed_instance_fails_score_naming_the_file() {
     let s = Scratch::new();
     store(&s);
     s.flux(&["eval", "--model", "oracle", "--quiet"]).ok();
-    s.write("instances/demo/demo-loop/instance.toml", "id = \"demo-loop\"\nkind = [\n");
+    s.write(
+        "instances/demo/demo-loop/instance.toml",
+        "id = \"demo-loop\"\nkind = [\n",
+    );
     let run = s
         .flux(&["score", "--answers", "answers/oracle", "--format", "json"])
         .code(1)
@@ -742,7 +882,12 @@ fn malformed_oracle_is_reported_with_its_field() {
     store(&s);
     s.write(
         "instances/demo/demo-path/oracle.json",
-        &oracle_json("S1_IntraProceduralCFG", PATH_T, json!({"executed_path": [{"line": "ten"}]}), "executed_path"),
+        &oracle_json(
+            "S1_IntraProceduralCFG",
+            PATH_T,
+            json!({"executed_path": [{"line": "ten"}]}),
+            "executed_path",
+        ),
     );
     s.flux(&["export", "--format", "swe-flux", "out"])
         .code(1)
@@ -783,15 +928,28 @@ fn images_list_shows_manifests_and_reports_bad_ones() {
         "pip_freeze": ["demo==1.0"], "wheels": [],
         "built_at": "2026-11-29T08:10:00Z", "build_seconds": 1.0
     });
-    s.write("cache/images/flux_demo_1.0-py3.11.json", &manifest.to_string());
+    s.write(
+        "cache/images/flux_demo_1.0-py3.11.json",
+        &manifest.to_string(),
+    );
     s.write("cache/images/broken.json", "{");
     let run = s
         .flux(&["images", "list", "--cache-dir", "cache"])
         .code(1)
         .stderr_has(&["cache/images/broken.json"]);
     let line = run.stdout().lines().nth(1).unwrap_or("").to_string();
-    for n in ["flux/demo:1.0-py3.11", "repo", "0123456789ab", "3.11.2", "2026-11-29T08:10:00Z"] {
-        assert!(line.contains(n), "line {line:?} lacks {n:?}\n{}", run.describe());
+    for n in [
+        "flux/demo:1.0-py3.11",
+        "repo",
+        "0123456789ab",
+        "3.11.2",
+        "2026-11-29T08:10:00Z",
+    ] {
+        assert!(
+            line.contains(n),
+            "line {line:?} lacks {n:?}\n{}",
+            run.describe()
+        );
     }
 }
 
@@ -804,21 +962,48 @@ fn the_starter_set_scores_100_percent_with_the_oracle_solver() {
     let ans = s.path("answers");
     let (root, ans) = (root.to_str().unwrap(), ans.to_str().unwrap());
     let eval = std::process::Command::new(env!("CARGO_BIN_EXE_flux"))
-        .args(["eval", "--model", "oracle", "--quiet", "--instances", root, "--out", ans])
+        .args([
+            "eval",
+            "--model",
+            "oracle",
+            "--quiet",
+            "--instances",
+            root,
+            "--out",
+            ans,
+        ])
         .output()
         .unwrap();
-    assert!(eval.status.success(), "{}", String::from_utf8_lossy(&eval.stderr));
+    assert!(
+        eval.status.success(),
+        "{}",
+        String::from_utf8_lossy(&eval.stderr)
+    );
     let score = std::process::Command::new(env!("CARGO_BIN_EXE_flux"))
-        .args(["score", "--answers", ans, "--instances", root, "--format", "json"])
+        .args([
+            "score",
+            "--answers",
+            ans,
+            "--instances",
+            root,
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
-    assert!(score.status.success(), "{}", String::from_utf8_lossy(&score.stderr));
+    assert!(
+        score.status.success(),
+        "{}",
+        String::from_utf8_lossy(&score.stderr)
+    );
     let r: Value = serde_json::from_slice(&score.stdout).unwrap();
     assert_eq!(r["accuracy"], 1.0, "{r}");
     assert_eq!(r["not_harvested"], 0, "{r}");
     assert!(r["total"].as_u64().unwrap() >= 30, "{r}");
     for k in ["by_kind", "by_repository"] {
-        let groups = r[k].as_object().unwrap_or_else(|| panic!("{k} is an object: {r}"));
+        let groups = r[k]
+            .as_object()
+            .unwrap_or_else(|| panic!("{k} is an object: {r}"));
         assert!(!groups.is_empty());
         for (name, g) in groups {
             assert_eq!(g["accuracy"], 1.0, "{k} {name}: {g}");

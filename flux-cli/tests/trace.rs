@@ -10,7 +10,9 @@
 //! test says `skipping: …` loudly and returns; CI has all of them.
 mod common;
 
-use common::{config_for, run_flux, sid_root, skip, tempdir, trace_with, witness_view, Traced, PY311};
+use common::{
+    config_for, run_flux, sid_root, skip, tempdir, trace_with, witness_view, Traced, PY311,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -35,7 +37,10 @@ fn skip311_pytest(what: &str) -> bool {
     if skip311(what) {
         return true;
     }
-    let has_pytest = Command::new(PY311).args(["-c", "import pytest"]).status().is_ok_and(|s| s.success());
+    let has_pytest = Command::new(PY311)
+        .args(["-c", "import pytest"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !has_pytest {
         eprintln!("skipping: {what}: pytest is not importable by {PY311} (apt-get install python3-pytest)");
     }
@@ -67,11 +72,20 @@ fn trace311(program: &str, args: &[&str]) -> Traced {
 fn trace315(program: &str) -> (Traced, String) {
     let root = sid_root();
     let inside = format!("/tmp/flux-test-{}-{program}", std::process::id());
-    std::fs::copy(programs().join(program), root.join(inside.trim_start_matches('/'))).unwrap();
+    std::fs::copy(
+        programs().join(program),
+        root.join(inside.trim_start_matches('/')),
+    )
+    .unwrap();
     let py = root.join("usr/bin/python3.15");
     let t = trace_with(
         &["--no-hook", "--python", py.to_str().unwrap()],
-        &["chroot", root.to_str().unwrap(), "/usr/bin/python3.15", &inside],
+        &[
+            "chroot",
+            root.to_str().unwrap(),
+            "/usr/bin/python3.15",
+            &inside,
+        ],
     );
     let _ = std::fs::remove_file(root.join(inside.trim_start_matches('/')));
     (t, inside)
@@ -152,11 +166,20 @@ fn python311_returns_and_lines_of_recursion_generators_and_exceptions() {
         .collect();
     assert_eq!(
         lines,
-        owned(&[("catcher", 14), ("catcher", 15), ("boom", 11), ("catcher", 16), ("catcher", 17)])
+        owned(&[
+            ("catcher", 14),
+            ("catcher", 15),
+            ("boom", 11),
+            ("catcher", 16),
+            ("catcher", 17)
+        ])
     );
     for e in &t.events {
         assert_eq!(e["src"], "usdt");
-        assert_eq!(e["pid"], 1, "the traced command is PID 1 of its own namespace");
+        assert_eq!(
+            e["pid"], 1,
+            "the traced command is PID 1 of its own namespace"
+        );
         assert!(e["ts"].as_u64().unwrap() > 0);
     }
     assert!(stderr(&t).contains(" 0 lost"), "{}", stderr(&t));
@@ -187,7 +210,12 @@ fn python311_threads_have_their_own_tids_and_sequences() {
         .map(|tid| {
             work.iter()
                 .filter(|e| e["tid"].as_u64() == Some(*tid))
-                .map(|e| (e["ev"].as_str().unwrap().to_string(), e["line"].as_u64().unwrap()))
+                .map(|e| {
+                    (
+                        e["ev"].as_str().unwrap().to_string(),
+                        e["line"].as_u64().unwrap(),
+                    )
+                })
                 .collect()
         })
         .collect();
@@ -226,7 +254,14 @@ fn python311_classes_methods_and_properties() {
     // lines); then __init__ (3), add (7) twice, the property getter (11), the module (16).
     assert_eq!(
         only(&s, "return"),
-        owned(&[("Acc", 10), ("__init__", 3), ("add", 7), ("add", 7), ("size", 11), ("<module>", 16)])
+        owned(&[
+            ("Acc", 10),
+            ("__init__", 3),
+            ("add", 7),
+            ("add", 7),
+            ("size", 11),
+            ("<module>", 16)
+        ])
     );
 }
 
@@ -262,7 +297,10 @@ fn another_python_on_the_same_binary_produces_no_events() {
         .and_then(|s| s.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
-    assert!(filtered > 0, "the other python's hits must have been seen and dropped: {err}");
+    assert!(
+        filtered > 0,
+        "the other python's hits must have been seen and dropped: {err}"
+    );
 }
 
 #[test]
@@ -295,7 +333,10 @@ fn python315_calls_and_returns_match() {
             ("boom", 10),
         ])
     );
-    assert!(s.iter().all(|(e, _, _)| e != "line"), "3.15 has no line probe");
+    assert!(
+        s.iter().all(|(e, _, _)| e != "line"),
+        "3.15 has no line probe"
+    );
     assert!(stderr(&t).contains(" 0 lost"), "{}", stderr(&t));
 }
 
@@ -307,12 +348,26 @@ fn perfetto_output_is_trace_event_json() {
     let dir = tempdir();
     let out = dir.join("t.json");
     let p = programs().join("classes.py");
-    let o = run_flux(&["trace", "--no-hook", "--format", "perfetto", "--out", out.to_str().unwrap(), "--", PY311, p.to_str().unwrap()]);
+    let o = run_flux(&[
+        "trace",
+        "--no-hook",
+        "--format",
+        "perfetto",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        PY311,
+        p.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let evs = doc["traceEvents"].as_array().unwrap();
-    assert!(evs.iter().any(|e| e["ph"] == "E" && e["name"] == "__init__"));
-    assert!(evs.iter().all(|e| e["ts"].is_number() && e["pid"].is_number()));
+    assert!(evs
+        .iter()
+        .any(|e| e["ph"] == "E" && e["name"] == "__init__"));
+    assert!(evs
+        .iter()
+        .all(|e| e["ts"].is_number() && e["pid"].is_number()));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -337,11 +392,19 @@ fn probes_reports_what_each_interpreter_can_do() {
     let o = run_flux(&["probes", PY311]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("python:function__return"), "{text}");
-    assert!(text.contains("calls (entries): hook (probe present but unreliable"), "{text}");
+    assert!(
+        text.contains("calls (entries): hook (probe present but unreliable"),
+        "{text}"
+    );
     assert!(text.contains("lines:           usdt"), "{text}");
     let py315 = sid_root().join("usr/bin/python3.15");
     if py315.exists() {
-        let o = run_flux(&["probes", py315.to_str().unwrap(), "--root", sid_root().to_str().unwrap()]);
+        let o = run_flux(&[
+            "probes",
+            py315.to_str().unwrap(),
+            "--root",
+            sid_root().to_str().unwrap(),
+        ]);
         let text = String::from_utf8_lossy(&o.stdout);
         assert!(text.contains("CPython 3.15."), "{text}");
         assert!(text.contains("calls (entries): usdt"), "{text}");
@@ -363,19 +426,38 @@ fn python311_merged_trace_has_an_entry_for_every_frame_and_matches_the_hook_witn
     let hook = trace_with(&["--calls", "hook", "--config", c], &[PY311, p]);
     assert!(hook.out.status.success(), "{}", stderr(&hook));
     let file = p;
-    let calls: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == file && e["ev"] == "call").collect();
-    let rets: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == file && e["ev"] == "return").collect();
+    let calls: Vec<&Value> = merged
+        .events
+        .iter()
+        .filter(|e| e["file"] == file && e["ev"] == "call")
+        .collect();
+    let rets: Vec<&Value> = merged
+        .events
+        .iter()
+        .filter(|e| e["file"] == file && e["ev"] == "return")
+        .collect();
     // 12 activations: module 1 + fact 5 + gen 4 (first run + 3 resumptions) + catcher 1 + boom 1.
     assert_eq!(calls.len(), 12, "{calls:?}");
     assert_eq!(rets.len(), calls.len());
     for r in &rets {
-        assert!(calls.iter().any(|c| c["activation"] == r["activation"]), "return without entry: {r}");
+        assert!(
+            calls.iter().any(|c| c["activation"] == r["activation"]),
+            "return without entry: {r}"
+        );
         assert_eq!(r["src"], "usdt", "3.11 returns come from USDT");
     }
-    assert!(calls.iter().all(|c| c["src"] == "hook"), "3.11 entries come from the hook");
+    assert!(
+        calls.iter().all(|c| c["src"] == "hook"),
+        "3.11 entries come from the hook"
+    );
     // fact(5) returns 120 at its outermost activation: the value comes from the hook.
-    assert!(rets.iter().any(|r| r["func"] == "fact" && r["value"]["repr"] == "120"));
-    assert_eq!(witness_view(&merged.events, file), witness_view(&hook.events, file));
+    assert!(rets
+        .iter()
+        .any(|r| r["func"] == "fact" && r["value"]["repr"] == "120"));
+    assert_eq!(
+        witness_view(&merged.events, file),
+        witness_view(&hook.events, file)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -394,8 +476,22 @@ fn python315_merged_trace_takes_calls_from_usdt_and_lines_from_the_hook() {
     let py = root.join("usr/bin/python3.15");
     let run = |calls: &str| {
         trace_with(
-            &["--calls", calls, "--config", cfg.to_str().unwrap(), "--root", root.to_str().unwrap(), "--python", py.to_str().unwrap()],
-            &["chroot", root.to_str().unwrap(), "/usr/bin/python3.15", &inside],
+            &[
+                "--calls",
+                calls,
+                "--config",
+                cfg.to_str().unwrap(),
+                "--root",
+                root.to_str().unwrap(),
+                "--python",
+                py.to_str().unwrap(),
+            ],
+            &[
+                "chroot",
+                root.to_str().unwrap(),
+                "/usr/bin/python3.15",
+                &inside,
+            ],
         )
     };
     let merged = run("usdt");
@@ -403,19 +499,34 @@ fn python315_merged_trace_takes_calls_from_usdt_and_lines_from_the_hook() {
     let _ = std::fs::remove_file(&host_copy);
     assert!(merged.out.status.success(), "{}", stderr(&merged));
     assert!(hook.out.status.success(), "{}", stderr(&hook));
-    let mine: Vec<&Value> = merged.events.iter().filter(|e| e["file"] == inside.as_str()).collect();
+    let mine: Vec<&Value> = merged
+        .events
+        .iter()
+        .filter(|e| e["file"] == inside.as_str())
+        .collect();
     for e in &mine {
         match e["ev"].as_str().unwrap() {
-            "call" if e["func"] == "gen" => assert_eq!(e["src"], "hook", "generator starts come from the hook"),
+            "call" if e["func"] == "gen" => {
+                assert_eq!(e["src"], "hook", "generator starts come from the hook")
+            }
             "call" | "return" => assert_eq!(e["src"], "usdt", "{e}"),
             "line" => assert_eq!(e["src"], "hook", "{e}"),
             _ => {}
         }
     }
-    assert!(mine.iter().any(|e| e["ev"] == "line" && e["locals"].is_array()));
-    let ts: Vec<u64> = merged.events.iter().map(|e| e["ts"].as_u64().unwrap()).collect();
+    assert!(mine
+        .iter()
+        .any(|e| e["ev"] == "line" && e["locals"].is_array()));
+    let ts: Vec<u64> = merged
+        .events
+        .iter()
+        .map(|e| e["ts"].as_u64().unwrap())
+        .collect();
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "merged in time order");
-    assert_eq!(witness_view(&merged.events, &inside), witness_view(&hook.events, &inside));
+    assert_eq!(
+        witness_view(&merged.events, &inside),
+        witness_view(&hook.events, &inside)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -425,7 +536,8 @@ fn summary_count(t: &Traced, counter: &str) -> u64 {
         .lines()
         .find_map(|l| {
             let mut w = l.split_whitespace();
-            (w.next() == Some("flux:") && w.next() == Some(counter)).then(|| w.next()?.parse().ok())?
+            (w.next() == Some("flux:") && w.next() == Some(counter))
+                .then(|| w.next()?.parse().ok())?
         })
         .unwrap_or(0)
 }
@@ -454,7 +566,9 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
     std::fs::write(&whole, "files = [\"test_scoped.py\"]\n").unwrap();
     let t = test.to_str().unwrap();
     let cmd = [PY311, "-m", "pytest", "-q", "-p", "no:cacheprovider", t];
-    let run = |calls: &str, cfg: &Path| trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd);
+    let run = |calls: &str, cfg: &Path| {
+        trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd)
+    };
     let s = run("usdt", &scoped);
     assert!(s.out.status.success(), "{}", stderr(&s));
     let calls: Vec<&str> = s
@@ -463,10 +577,19 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
         .filter(|e| e["file"] == t && e["ev"] == "call")
         .map(|e| e["func"].as_str().unwrap())
         .collect();
-    assert_eq!(calls, ["test_one", "helper", "test_two", "helper", "helper", "helper"], "nothing of the collection");
+    assert_eq!(
+        calls,
+        ["test_one", "helper", "test_two", "helper", "helper", "helper"],
+        "nothing of the collection"
+    );
     for e in s.events.iter().filter(|e| e["file"] == t) {
         // (The node id's directory part depends on pytest's rootdir, i.e. where this runs.)
-        assert!(e["test"].as_str().is_some_and(|x| x.contains("test_scoped.py::test_")), "outside a test: {e}");
+        assert!(
+            e["test"]
+                .as_str()
+                .is_some_and(|x| x.contains("test_scoped.py::test_")),
+            "outside a test: {e}"
+        );
     }
     let w = run("usdt", &whole);
     assert!(w.out.status.success(), "{}", stderr(&w));
@@ -478,7 +601,12 @@ def test_two():\n    for i in range(3):\n        helper(i)\n",
         "{outside} USDT events outside the windows, {startup} at start-up: the probes fired during collection\n{}",
         stderr(&s)
     );
-    assert!(s.events.len() * 5 < w.events.len(), "{} events scoped, {} whole", s.events.len(), w.events.len());
+    assert!(
+        s.events.len() * 5 < w.events.len(),
+        "{} events scoped, {} whole",
+        s.events.len(),
+        w.events.len()
+    );
     let h = run("hook", &scoped);
     assert!(h.out.status.success(), "{}", stderr(&h));
     assert_eq!(witness_view(&s.events, t), witness_view(&h.events, t));
@@ -505,10 +633,15 @@ def test_two():\n    assert helper(3) == 6\n",
     )
     .unwrap();
     let cfg = dir.join("targets.toml");
-    std::fs::write(&cfg, "files = [\"test_targets.py\"]\nfunctions = [\"target\"]\nscope = \"targets\"\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "files = [\"test_targets.py\"]\nfunctions = [\"target\"]\nscope = \"targets\"\n",
+    )
+    .unwrap();
     let t = test.to_str().unwrap();
     let cmd = [PY311, "-m", "pytest", "-q", "-p", "no:cacheprovider", t];
-    let run = |calls: &str| trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd);
+    let run =
+        |calls: &str| trace_with(&["--calls", calls, "--config", cfg.to_str().unwrap()], &cmd);
     let s = run("usdt");
     assert!(s.out.status.success(), "{}", stderr(&s));
     let calls: Vec<&str> = s
@@ -520,16 +653,41 @@ def test_two():\n    assert helper(3) == 6\n",
     // target(2) -> target(1): helper(1), then sum() resumes the generator three times (two
     // yields, each after a helper call, then its end); back in target(2) the same again. Not
     // the 20 helper calls of test_one's loop, nor test_two's, nor anything at import.
-    let g = ["helper", "<genexpr>", "helper", "<genexpr>", "helper", "<genexpr>"];
+    let g = [
+        "helper",
+        "<genexpr>",
+        "helper",
+        "<genexpr>",
+        "helper",
+        "<genexpr>",
+    ];
     let want: Vec<&str> = ["target", "target"].into_iter().chain(g).chain(g).collect();
     assert_eq!(calls, want, "{}", stderr(&s));
-    let depth0: Vec<&Value> = s.events.iter().filter(|e| e["ev"] == "call" && e["depth"] == 0).collect();
-    assert!(depth0.iter().all(|e| e["func"] == "target"), "only the target at the extent's root: {depth0:?}");
+    let depth0: Vec<&Value> = s
+        .events
+        .iter()
+        .filter(|e| e["ev"] == "call" && e["depth"] == 0)
+        .collect();
+    assert!(
+        depth0.iter().all(|e| e["func"] == "target"),
+        "only the target at the extent's root: {depth0:?}"
+    );
     for e in s.events.iter().filter(|e| e["file"] == t) {
-        assert!(e["test"].as_str().is_some_and(|x| x.ends_with("test_targets.py::test_one")), "{e}");
+        assert!(
+            e["test"]
+                .as_str()
+                .is_some_and(|x| x.ends_with("test_targets.py::test_one")),
+            "{e}"
+        );
     }
     // USDT returns came from inside the extents only.
-    assert!(s.events.iter().any(|e| e["src"] == "usdt" && e["ev"] == "return"), "{}", stderr(&s));
+    assert!(
+        s.events
+            .iter()
+            .any(|e| e["src"] == "usdt" && e["ev"] == "return"),
+        "{}",
+        stderr(&s)
+    );
     let h = run("hook");
     assert!(h.out.status.success(), "{}", stderr(&h));
     assert_eq!(witness_view(&s.events, t), witness_view(&h.events, t));
@@ -547,9 +705,20 @@ fn a_program_over_the_event_budget_is_stopped_and_the_trace_is_incomplete() {
     let prog = dir.join("forever.py");
     std::fs::write(&prog, "import time\ndef f():\n    return 1\nt = time.time()\nwhile time.time() - t < 120:\n    f()\n").unwrap();
     let t0 = std::time::Instant::now();
-    let t = trace_with(&["--calls", "usdt", "--max-events", "50000"], &[PY311, prog.to_str().unwrap()]);
-    assert!(t0.elapsed().as_secs() < 60, "not stopped: {:?}", t0.elapsed());
+    let t = trace_with(
+        &["--calls", "usdt", "--max-events", "50000"],
+        &[PY311, prog.to_str().unwrap()],
+    );
+    assert!(
+        t0.elapsed().as_secs() < 60,
+        "not stopped: {:?}",
+        t0.elapsed()
+    );
     assert_eq!(t.out.status.code(), Some(3), "{}", stderr(&t));
-    assert!(stderr(&t).contains("over the event budget"), "{}", stderr(&t));
+    assert!(
+        stderr(&t).contains("over the event budget"),
+        "{}",
+        stderr(&t)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -25,9 +25,11 @@ use std::path::{Path, PathBuf};
 
 fn corpus() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/witness");
-    let only: Option<Vec<String>> = std::env::var("FLUX_WITNESS_ONLY")
-        .ok()
-        .map(|s| s.split(',').map(|x| x.trim().trim_end_matches(".py").to_string()).collect());
+    let only: Option<Vec<String>> = std::env::var("FLUX_WITNESS_ONLY").ok().map(|s| {
+        s.split(',')
+            .map(|x| x.trim().trim_end_matches(".py").to_string())
+            .collect()
+    });
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/witness exists")
         .map(|e| e.unwrap().path())
@@ -65,7 +67,11 @@ impl Python {
         let exe = self.host_exe();
         if !exe.exists() {
             return Some(match &self.root {
-                Some(r) => format!("no {} in {} (run `cargo xtask images`)", self.exe, r.display()),
+                Some(r) => format!(
+                    "no {} in {} (run `cargo xtask images`)",
+                    self.exe,
+                    r.display()
+                ),
                 None => format!("{} is missing", self.exe),
             });
         }
@@ -82,13 +88,20 @@ impl Python {
         let out = match &self.root {
             None => {
                 let p = prog.to_str().unwrap();
-                (trace_with(&["--calls", calls, "--config", cfg], &[self.exe, p]), p.to_string())
+                (
+                    trace_with(&["--calls", calls, "--config", cfg], &[self.exe, p]),
+                    p.to_string(),
+                )
             }
             Some(root) => {
                 // A directory of its own keeps the program's file name (its target).
                 let inside_dir = format!(
                     "/tmp/{}",
-                    dir.file_name().unwrap().to_str().unwrap().replace("flux-test", &format!("flux-witness-{stem}"))
+                    dir.file_name()
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .replace("flux-test", &format!("flux-witness-{stem}"))
                 );
                 let host_dir = root.join(inside_dir.trim_start_matches('/'));
                 std::fs::create_dir_all(&host_dir).unwrap();
@@ -96,7 +109,16 @@ impl Python {
                 let inside = format!("{inside_dir}/{name}");
                 let (r, py) = (root.to_str().unwrap(), self.host_exe());
                 let t = trace_with(
-                    &["--calls", calls, "--config", cfg, "--root", r, "--python", py.to_str().unwrap()],
+                    &[
+                        "--calls",
+                        calls,
+                        "--config",
+                        cfg,
+                        "--root",
+                        r,
+                        "--python",
+                        py.to_str().unwrap(),
+                    ],
                     &["chroot", r, self.exe, &inside],
                 );
                 let _ = std::fs::remove_dir_all(&host_dir);
@@ -109,34 +131,52 @@ impl Python {
 }
 
 fn py311() -> Python {
-    Python { label: "3.11", exe: PY311, root: None }
+    Python {
+        label: "3.11",
+        exe: PY311,
+        root: None,
+    }
 }
 fn py315() -> Python {
     Python {
         label: "3.15",
         exe: "/usr/bin/python3.15",
-        root: Some(rootfs("FLUX_SID_ROOTFS", "/var/cache/flux/rootfs/sid-py315")),
+        root: Some(rootfs(
+            "FLUX_SID_ROOTFS",
+            "/var/cache/flux/rootfs/sid-py315",
+        )),
     }
 }
 fn py314() -> Python {
     Python {
         label: "3.14",
         exe: "/usr/bin/python3.14",
-        root: Some(rootfs("FLUX_SID314_ROOTFS", "/var/cache/flux/rootfs/sid-py314")),
+        root: Some(rootfs(
+            "FLUX_SID314_ROOTFS",
+            "/var/cache/flux/rootfs/sid-py314",
+        )),
     }
 }
 fn py313() -> Python {
     Python {
         label: "3.13",
         exe: "/usr/bin/python3.13",
-        root: Some(rootfs("FLUX_TRIXIE_ROOTFS", "/var/cache/flux/rootfs/trixie-py313")),
+        root: Some(rootfs(
+            "FLUX_TRIXIE_ROOTFS",
+            "/var/cache/flux/rootfs/trixie-py313",
+        )),
     }
 }
 
 /// Everything compared of one event: the existing tests' witness view, plus suspension and the
 /// exception message.
 fn strict_line(e: &Value) -> String {
-    format!("{} s={} m={}", witness_line(e), e["suspended"], e["exc"]["msg"])
+    format!(
+        "{} s={} m={}",
+        witness_line(e),
+        e["suspended"],
+        e["exc"]["msg"]
+    )
 }
 
 /// The calls and returns only, without depth or values (what 3.13/3.14 must share with 3.15).
@@ -145,7 +185,9 @@ fn call_line(e: &Value) -> Option<String> {
     (ev == "call" || ev == "return").then(|| {
         format!(
             "{ev} {} {} u={} s={}",
-            e["qualname"].as_str().unwrap_or(e["func"].as_str().unwrap_or("")),
+            e["qualname"]
+                .as_str()
+                .unwrap_or(e["func"].as_str().unwrap_or("")),
             e["line"],
             e["unwind"],
             e["suspended"]
@@ -154,11 +196,18 @@ fn call_line(e: &Value) -> Option<String> {
 }
 
 /// Per thread, the lines of the events of `file`, as a sorted multiset of sequences.
-fn per_thread(events: &[Value], file: &str, f: impl Fn(&Value) -> Option<String>) -> Vec<Vec<String>> {
+fn per_thread(
+    events: &[Value],
+    file: &str,
+    f: impl Fn(&Value) -> Option<String>,
+) -> Vec<Vec<String>> {
     let mut order: Vec<(u64, u64)> = Vec::new();
     let mut by: HashMap<(u64, u64), Vec<String>> = HashMap::new();
     for e in events.iter().filter(|e| e["file"] == file) {
-        let k = (e["pid"].as_u64().unwrap_or(0), e["tid"].as_u64().unwrap_or(0));
+        let k = (
+            e["pid"].as_u64().unwrap_or(0),
+            e["tid"].as_u64().unwrap_or(0),
+        );
         let Some(l) = f(e) else { continue };
         if !by.contains_key(&k) {
             order.push(k);
@@ -183,7 +232,10 @@ fn check_run(t: &Traced, file: &str) -> Vec<String> {
         ));
     }
     let mine: Vec<&Value> = t.events.iter().filter(|e| e["file"] == file).collect();
-    if !mine.iter().any(|e| e["ev"] == "call" && e["func"] == "<module>") {
+    if !mine
+        .iter()
+        .any(|e| e["ev"] == "call" && e["func"] == "<module>")
+    {
         bad.push("no call of the program's <module>".into());
     }
     let mut open: HashMap<u64, i64> = HashMap::new();
@@ -198,7 +250,9 @@ fn check_run(t: &Traced, file: &str) -> Vec<String> {
     let mut unbalanced: Vec<_> = open.into_iter().filter(|(_, n)| *n != 0).collect();
     unbalanced.sort();
     if !unbalanced.is_empty() {
-        bad.push(format!("unbalanced activations (id, calls - returns): {unbalanced:?}"));
+        bad.push(format!(
+            "unbalanced activations (id, calls - returns): {unbalanced:?}"
+        ));
     }
     bad
 }
@@ -209,7 +263,11 @@ fn diff(a_name: &str, a: &[Vec<String>], b_name: &str, b: &[Vec<String>]) -> Opt
         return None;
     }
     if a.len() != b.len() {
-        return Some(format!("{} threads in {a_name}, {} in {b_name}", a.len(), b.len()));
+        return Some(format!(
+            "{} threads in {a_name}, {} in {b_name}",
+            a.len(),
+            b.len()
+        ));
     }
     for (t, (x, y)) in a.iter().zip(b).enumerate() {
         if x == y {
@@ -238,13 +296,21 @@ fn diff(a_name: &str, a: &[Vec<String>], b_name: &str, b: &[Vec<String>]) -> Opt
 }
 
 fn report(label: &str, results: &[(String, Vec<String>)]) {
-    let failed: Vec<&(String, Vec<String>)> = results.iter().filter(|(_, b)| !b.is_empty()).collect();
+    let failed: Vec<&(String, Vec<String>)> =
+        results.iter().filter(|(_, b)| !b.is_empty()).collect();
     for (name, _) in results {
         let ok = !failed.iter().any(|(n, _)| n == name);
-        eprintln!("witness {label} {name}: {}", if ok { "pass" } else { "FAIL" });
+        eprintln!(
+            "witness {label} {name}: {}",
+            if ok { "pass" } else { "FAIL" }
+        );
     }
     if !failed.is_empty() {
-        let mut msg = format!("{} of {} programs disagree on {label}:\n", failed.len(), results.len());
+        let mut msg = format!(
+            "{} of {} programs disagree on {label}:\n",
+            failed.len(),
+            results.len()
+        );
         for (name, bad) in failed {
             for b in bad {
                 msg.push_str(&format!("  {name}: {b}\n"));
@@ -266,8 +332,16 @@ fn two_witnesses(py: Python) {
         let (usdt, file) = py.trace(&prog, "usdt");
         let (hook, file_h) = py.trace(&prog, "hook");
         let mut bad: Vec<String> = Vec::new();
-        bad.extend(check_run(&usdt, &file).into_iter().map(|b| format!("--calls usdt: {b}")));
-        bad.extend(check_run(&hook, &file_h).into_iter().map(|b| format!("--calls hook: {b}")));
+        bad.extend(
+            check_run(&usdt, &file)
+                .into_iter()
+                .map(|b| format!("--calls usdt: {b}")),
+        );
+        bad.extend(
+            check_run(&hook, &file_h)
+                .into_iter()
+                .map(|b| format!("--calls hook: {b}")),
+        );
         let u = per_thread(&usdt.events, &file, |e| Some(strict_line(e)));
         let h = per_thread(&hook.events, &file_h, |e| Some(strict_line(e)));
         if let Some(d) = diff("usdt", &u, "hook", &h) {
@@ -303,7 +377,10 @@ fn without_empty_closes(events: &[Value]) -> Vec<Value> {
         if e["ev"] != "call" && e["ev"] != "return" {
             continue;
         }
-        let k = (e["pid"].as_u64().unwrap_or(0), e["tid"].as_u64().unwrap_or(0));
+        let k = (
+            e["pid"].as_u64().unwrap_or(0),
+            e["tid"].as_u64().unwrap_or(0),
+        );
         if e["ev"] == "return" && e["unwind"] == true && e["exc"]["type"] == "GeneratorExit" {
             if let Some(&j) = last.get(&k) {
                 let c = &events[j];
@@ -314,7 +391,11 @@ fn without_empty_closes(events: &[Value]) -> Vec<Value> {
         }
         last.insert(k, i);
     }
-    events.iter().filter(|e| !drop.contains(&e["activation"].as_u64())).cloned().collect()
+    events
+        .iter()
+        .filter(|e| !drop.contains(&e["activation"].as_u64()))
+        .cloned()
+        .collect()
 }
 
 /// Hook-only interpreters: complete, balanced, and the same calls/returns as 3.15's hook.
@@ -326,7 +407,10 @@ fn hook_only(py: Python) {
     let reference = py315();
     let reference = reference.missing().is_none().then_some(reference);
     if reference.is_none() {
-        eprintln!("skipping the comparison of {} with 3.15: no python3.15 rootfs", py.label);
+        eprintln!(
+            "skipping the comparison of {} with 3.15: no python3.15 rootfs",
+            py.label
+        );
     }
     let mut results = Vec::new();
     for prog in corpus() {
@@ -335,9 +419,16 @@ fn hook_only(py: Python) {
         let mut bad = check_run(&t, &file);
         if let Some(r) = &reference {
             let (rt, rfile) = r.trace(&prog, "hook");
-            bad.extend(check_run(&rt, &rfile).into_iter().map(|b| format!("3.15 --calls hook: {b}")));
+            bad.extend(
+                check_run(&rt, &rfile)
+                    .into_iter()
+                    .map(|b| format!("3.15 --calls hook: {b}")),
+            );
             let (mine, theirs) = if py.label == "3.13" {
-                (without_empty_closes(&t.events), without_empty_closes(&rt.events))
+                (
+                    without_empty_closes(&t.events),
+                    without_empty_closes(&rt.events),
+                )
             } else {
                 (t.events.clone(), rt.events.clone())
             };
@@ -349,7 +440,10 @@ fn hook_only(py: Python) {
         }
         results.push((name, bad));
     }
-    report(&format!("python{} hook (calls = 3.15's)", py.label), &results);
+    report(
+        &format!("python{} hook (calls = 3.15's)", py.label),
+        &results,
+    );
 }
 
 #[test]

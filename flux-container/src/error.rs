@@ -35,13 +35,19 @@ pub enum Error {
     },
 
     #[error("image {image} is missing; build it with `{build_command}`")]
-    ImageMissing { image: String, build_command: String },
+    ImageMissing {
+        image: String,
+        build_command: String,
+    },
 
     #[error("container {container} timed out after {after:?} and was killed")]
     TimedOut { container: String, after: Duration },
 
     #[error("container {container} was killed: {reason}")]
-    Killed { container: String, reason: KillReason },
+    Killed {
+        container: String,
+        reason: KillReason,
+    },
 
     #[error(
         "disk full while building {what} ({detail}); free space in /var/lib/docker, \
@@ -64,7 +70,11 @@ pub enum Error {
     },
 
     #[error("`{command}` failed ({status}): {stderr}")]
-    Command { command: String, status: String, stderr: String },
+    Command {
+        command: String,
+        status: String,
+        stderr: String,
+    },
 
     #[error("invalid image definitions in {path}: {message}")]
     Definition { path: PathBuf, message: String },
@@ -73,7 +83,11 @@ pub enum Error {
     Build { image: String, message: String },
 
     #[error("container {container} exited right after start (exit code {exit_code:?}): {message}")]
-    ExitedEarly { container: String, exit_code: Option<i64>, message: String },
+    ExitedEarly {
+        container: String,
+        exit_code: Option<i64>,
+        message: String,
+    },
 
     #[error("container {container}: {message}")]
     Storage { container: String, message: String },
@@ -89,11 +103,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     pub(crate) fn docker(op: impl Into<String>, source: bollard::errors::Error) -> Self {
-        Error::Docker { op: op.into(), source }
+        Error::Docker {
+            op: op.into(),
+            source,
+        }
     }
 
     /// True if the underlying cause is ENOSPC / "no space left on device".
@@ -112,5 +132,11 @@ impl Error {
 
 /// True if a bollard error is a 404 from the daemon.
 pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
-    matches!(e, bollard::errors::Error::DockerResponseServerError { status_code: 404, .. })
+    matches!(
+        e,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
 }

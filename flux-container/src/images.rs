@@ -143,7 +143,10 @@ impl Definitions {
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Definitions> {
-        let bad = |message: String| Error::Definition { path: path.to_owned(), message };
+        let bad = |message: String| Error::Definition {
+            path: path.to_owned(),
+            message,
+        };
         let defs: Definitions = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         let mut seen = std::collections::BTreeSet::new();
         for b in &defs.bases {
@@ -169,7 +172,10 @@ impl Definitions {
                     !n.trim().is_empty() && !v.trim().is_empty() && !v.contains('*')
                 });
                 if !pinned {
-                    return Err(bad(format!("repo {}: requirement {req:?} is not pinned with ==", r.name)));
+                    return Err(bad(format!(
+                        "repo {}: requirement {req:?} is not pinned with ==",
+                        r.name
+                    )));
                 }
             }
         }
@@ -353,7 +359,9 @@ pub struct Report {
 
 /// Path of the manifest file of `image` under `cache_dir`.
 pub fn manifest_path(cache_dir: &Path, image: &str) -> PathBuf {
-    cache_dir.join("images").join(format!("{}.json", image.replace(['/', ':'], "_")))
+    cache_dir
+        .join("images")
+        .join(format!("{}.json", image.replace(['/', ':'], "_")))
 }
 
 /// Builds the selected images in order. An image that fails is reported and its dependents
@@ -375,30 +383,39 @@ pub async fn build(
         let result = match t {
             Target::Base(b) => build_base(rt, config, &defs.settings, b, progress).await,
             Target::Repo(r, b) => {
-                let failed_base = results.iter().any(|(i, res)| *i == b.image() && res.is_err());
+                let failed_base = results
+                    .iter()
+                    .any(|(i, res)| *i == b.image() && res.is_err());
                 if failed_base {
-                    Err(Error::Build { image: image.clone(), message: format!("base {} failed", b.image()) })
+                    Err(Error::Build {
+                        image: image.clone(),
+                        message: format!("base {} failed", b.image()),
+                    })
                 } else {
                     build_repo(rt, config, &defs.settings, r, b, progress).await
                 }
             }
         };
-        let result = result.map_err(|e| disk_full(e, &image)).map(|(action, manifest)| Report {
-            image: image.clone(),
-            action,
-            manifest_path: manifest_path(&config.cache_dir, &image),
-            manifest,
-            seconds: started.elapsed().as_secs_f64(),
-        });
+        let result = result
+            .map_err(|e| disk_full(e, &image))
+            .map(|(action, manifest)| Report {
+                image: image.clone(),
+                action,
+                manifest_path: manifest_path(&config.cache_dir, &image),
+                manifest,
+                seconds: started.elapsed().as_secs_f64(),
+            });
         results.push((image, result));
     }
     Ok(results)
 }
 
-
 fn disk_full(e: Error, image: &str) -> Error {
     if e.is_disk_full() && !matches!(e, Error::DiskFull { .. }) {
-        Error::DiskFull { what: image.to_owned(), detail: e.to_string() }
+        Error::DiskFull {
+            what: image.to_owned(),
+            detail: e.to_string(),
+        }
     } else {
         e
     }
@@ -458,8 +475,12 @@ async fn up_to_date(
 /// (no force, so an image with children or containers stays; its untagged parents go with it).
 async fn remove_replaced(rt: &Runtime, config: &BuildConfig, image: &str, new_id: &str) {
     use bollard::query_parameters::RemoveImageOptionsBuilder;
-    let Ok(old) = Manifest::load(&manifest_path(&config.cache_dir, image)) else { return };
-    let Some(old_id) = old.image_id.filter(|id| id != new_id) else { return };
+    let Ok(old) = Manifest::load(&manifest_path(&config.cache_dir, image)) else {
+        return;
+    };
+    let Some(old_id) = old.image_id.filter(|id| id != new_id) else {
+        return;
+    };
     let options = RemoveImageOptionsBuilder::default().build();
     let _ = rt.docker().remove_image(&old_id, Some(options), None).await;
 }
@@ -471,7 +492,8 @@ fn write_manifest(config: &BuildConfig, m: &Manifest) -> Result<PathBuf> {
     let text = serde_json::to_string_pretty(m).expect("serializable") + "\n";
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text).map_err(|e| Error::io(format!("write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, &path).map_err(|e| Error::io(format!("rename to {}", path.display()), e))?;
+    std::fs::rename(&tmp, &path)
+        .map_err(|e| Error::io(format!("rename to {}", path.display()), e))?;
     Ok(path)
 }
 
@@ -514,7 +536,9 @@ fn ensure_rootfs(
     progress: &mut dyn FnMut(&str),
 ) -> Result<(PathBuf, RootfsStamp)> {
     let dir = settings.rootfs_cache.join(&b.rootfs);
-    let stamp_path = settings.rootfs_cache.join(format!("{}.stamp.json", b.rootfs));
+    let stamp_path = settings
+        .rootfs_cache
+        .join(format!("{}.stamp.json", b.rootfs));
     let wanted = |date: String| RootfsStamp {
         suite: b.suite.clone(),
         packages: b.packages.clone(),
@@ -525,9 +549,15 @@ fn ensure_rootfs(
     // debootstrap removes DIR/debootstrap when it succeeds.
     let complete = interp.exists() && !dir.join("debootstrap").exists();
     if complete {
-        match std::fs::read_to_string(&stamp_path).ok().and_then(|t| serde_json::from_str::<RootfsStamp>(&t).ok()) {
+        match std::fs::read_to_string(&stamp_path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<RootfsStamp>(&t).ok())
+        {
             Some(s) if s == wanted(s.debootstrap_date.clone()) => return Ok((dir, s)),
-            Some(_) => progress(&format!("rootfs {} has other packages; debootstrapping again", dir.display())),
+            Some(_) => progress(&format!(
+                "rootfs {} has other packages; debootstrapping again",
+                dir.display()
+            )),
             None => {
                 // A rootfs made by hand with the same command (no stamp): adopt it, dated by
                 // its apt lists.
@@ -535,7 +565,10 @@ fn ensure_rootfs(
                     .and_then(|m| m.modified())
                     .map(|t| humantime::format_rfc3339_seconds(t).to_string())
                     .unwrap_or_else(|_| now_rfc3339());
-                progress(&format!("adopting existing rootfs {} (debootstrapped {date})", dir.display()));
+                progress(&format!(
+                    "adopting existing rootfs {} (debootstrapped {date})",
+                    dir.display()
+                ));
                 let s = wanted(date);
                 write_json(&stamp_path, &s)?;
                 return Ok((dir, s));
@@ -545,7 +578,8 @@ fn ensure_rootfs(
     let tmp = settings.rootfs_cache.join(format!("{}.tmp", b.rootfs));
     for d in [&tmp, &dir] {
         if d.exists() {
-            std::fs::remove_dir_all(d).map_err(|e| Error::io(format!("remove {}", d.display()), e))?;
+            std::fs::remove_dir_all(d)
+                .map_err(|e| Error::io(format!("remove {}", d.display()), e))?;
         }
     }
     std::fs::create_dir_all(&settings.rootfs_cache)
@@ -563,8 +597,12 @@ fn ensure_rootfs(
         .arg(&b.suite)
         .arg(&tmp)
         .arg(&settings.mirror);
-    run_cmd(&mut cmd, &format!("debootstrap {} {}", b.suite, tmp.display()))?;
-    std::fs::rename(&tmp, &dir).map_err(|e| Error::io(format!("rename to {}", dir.display()), e))?;
+    run_cmd(
+        &mut cmd,
+        &format!("debootstrap {} {}", b.suite, tmp.display()),
+    )?;
+    std::fs::rename(&tmp, &dir)
+        .map_err(|e| Error::io(format!("rename to {}", dir.display()), e))?;
     let s = wanted(date);
     write_json(&stamp_path, &s)?;
     Ok((dir, s))
@@ -582,14 +620,20 @@ fn release_date(rootfs: &Path, suite: &str) -> Option<String> {
         n.ends_with(&format!("_dists_{suite}_Release"))
     })?;
     let text = std::fs::read_to_string(entry.path()).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("Date:").map(|d| d.trim().to_owned()))
+    text.lines()
+        .find_map(|l| l.strip_prefix("Date:").map(|d| d.trim().to_owned()))
 }
 
 /// `tar -C rootfs -c . | docker import -`; returns the new (untagged) image id.
 fn docker_import(rootfs: &Path) -> Result<String> {
     let mut tar = Command::new("tar")
         // The .debs debootstrap leaves in apt's cache are not part of the image.
-        .args(["--numeric-owner", "--xattrs", "--exclude=./var/cache/apt/archives/*.deb", "-C"])
+        .args([
+            "--numeric-owner",
+            "--xattrs",
+            "--exclude=./var/cache/apt/archives/*.deb",
+            "-C",
+        ])
         .arg(rootfs)
         .args(["-c", "."])
         .stdout(Stdio::piped())
@@ -639,7 +683,8 @@ async fn run_build_container(
     spec.user = "0:0".into();
     spec.run_id = format!("build-{}", crate::runtime::new_run_id());
     spec.mounts = mounts;
-    spec.env.insert("PATH".into(), PATH_ENV.trim_start_matches("PATH=").into());
+    spec.env
+        .insert("PATH".into(), PATH_ENV.trim_start_matches("PATH=").into());
     spec.env.insert("LANG".into(), "C.UTF-8".into());
     spec.limits.memory_bytes = Some(8 << 30);
     let timeout = std::time::Duration::from_secs(20 * 60);
@@ -655,7 +700,11 @@ async fn run_build_container(
         c.remove().await?;
         return Err(Error::Build {
             image: image.to_owned(),
-            message: format!("build step exited {}:\n{}", outcome.exit_code, tail.join("\n")),
+            message: format!(
+                "build step exited {}:\n{}",
+                outcome.exit_code,
+                tail.join("\n")
+            ),
         });
     }
     Ok(c)
@@ -674,8 +723,14 @@ async fn commit(
     use bollard::query_parameters::CommitContainerOptionsBuilder;
     let (repo, tag) = image.rsplit_once(':').expect("flux image names have a tag");
     let mut labels = std::collections::HashMap::new();
-    labels.insert(LABEL_MANIFEST.to_owned(), serde_json::to_string(manifest).expect("json"));
-    labels.insert(LABEL_DEFINITION.to_owned(), manifest.definition_hash.clone());
+    labels.insert(
+        LABEL_MANIFEST.to_owned(),
+        serde_json::to_string(manifest).expect("json"),
+    );
+    labels.insert(
+        LABEL_DEFINITION.to_owned(),
+        manifest.definition_hash.clone(),
+    );
     // Docker merges the container's labels into the image; blank the run labels so that
     // containers of this image are not taken for flux runs.
     labels.insert(crate::runtime::LABEL_RUN.to_owned(), String::new());
@@ -700,7 +755,9 @@ async fn commit(
         .build();
     let committed = rt.docker().commit_container(options, config).await;
     let removed = c.remove().await;
-    let id = committed.map_err(|e| Error::docker(format!("commit {image}"), e))?.id;
+    let id = committed
+        .map_err(|e| Error::docker(format!("commit {image}"), e))?
+        .id;
     removed?;
     Ok(id)
 }
@@ -711,7 +768,11 @@ fn read_run_file(run_dir: &Path, name: &str) -> Result<String> {
 }
 
 fn lines(s: &str) -> Vec<String> {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 async fn build_base(
@@ -732,7 +793,10 @@ async fn build_base(
     progress(&format!("{image}: docker import {}", rootfs.display()));
     let imported = docker_import(&rootfs)?;
     progress(&format!("{image}: probing interpreter and packages"));
-    let run_dir = config.cache_dir.join("build").join(image.replace(['/', ':'], "_"));
+    let run_dir = config
+        .cache_dir
+        .join("build")
+        .join(image.replace(['/', ':'], "_"));
     let script = format!(
         "set -eu\n\
          {interp} -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
@@ -755,7 +819,10 @@ async fn build_base(
         mirror: settings.mirror.clone(),
         debootstrap_date: stamp.debootstrap_date.clone(),
         suite_release_date: release_date(&rootfs, &b.suite),
-        interpreter: Interpreter { path: b.interpreter.clone(), version },
+        interpreter: Interpreter {
+            path: b.interpreter.clone(),
+            version,
+        },
         pip_freeze: Vec::new(),
         wheels: Vec::new(),
         debian_packages: lines(&read_run_file(&run_dir, "dpkg")?),
@@ -780,7 +847,10 @@ fn ensure_wheelhouse(
     b: &BaseDef,
     progress: &mut dyn FnMut(&str),
 ) -> Result<(PathBuf, Vec<Wheel>)> {
-    let dir = config.cache_dir.join("wheelhouse").join(r.wheelhouse_name(b));
+    let dir = config
+        .cache_dir
+        .join("wheelhouse")
+        .join(r.wheelhouse_name(b));
     let stamp_path = dir.join("wheelhouse.json");
     let key = serde_json::json!({"requirements": r.requirements, "pip": r.pip, "python": b.python});
     if let Ok(text) = std::fs::read_to_string(&stamp_path) {
@@ -795,24 +865,49 @@ fn ensure_wheelhouse(
         }
     }
     if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| Error::io(format!("remove {}", dir.display()), e))?;
+        std::fs::remove_dir_all(&dir)
+            .map_err(|e| Error::io(format!("remove {}", dir.display()), e))?;
     }
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-    progress(&format!("{}: pip download {} (python {})", r.image(b), r.requirements.join(" "), b.python));
+    progress(&format!(
+        "{}: pip download {} (python {})",
+        r.image(b),
+        r.requirements.join(" "),
+        b.python
+    ));
     let mut cmd = Command::new(&settings.host_python);
-    cmd.args(["-m", "pip", "download", "--disable-pip-version-check", "--no-cache-dir", "--only-binary=:all:"])
-        .args(["--python-version", &b.python, "--implementation", "cp"])
-        .args(["--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64"])
-        .arg("-d")
-        .arg(&dir)
-        .args(&r.requirements)
-        .arg(&r.pip);
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-cache-dir",
+        "--only-binary=:all:",
+    ])
+    .args(["--python-version", &b.python, "--implementation", "cp"])
+    .args([
+        "--platform",
+        "manylinux2014_x86_64",
+        "--platform",
+        "manylinux_2_28_x86_64",
+    ])
+    .arg("-d")
+    .arg(&dir)
+    .args(&r.requirements)
+    .arg(&r.pip);
     // The host reaches PyPI through a TLS chain only the system CA bundle has.
     let ca = Path::new("/etc/ssl/certs/ca-certificates.crt");
     if std::env::var_os("PIP_CERT").is_none() && ca.exists() {
         cmd.env("PIP_CERT", ca);
     }
-    run_cmd(&mut cmd, &format!("{} -m pip download into {}", settings.host_python, dir.display()))?;
+    run_cmd(
+        &mut cmd,
+        &format!(
+            "{} -m pip download into {}",
+            settings.host_python,
+            dir.display()
+        ),
+    )?;
     let mut wheels = Vec::new();
     let mut entries: Vec<_> = std::fs::read_dir(&dir)
         .map_err(|e| Error::io(format!("list {}", dir.display()), e))?
@@ -824,7 +919,10 @@ fn ensure_wheelhouse(
     for p in entries {
         let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
         let file = p.file_name().expect("file").to_string_lossy().into_owned();
-        wheels.push(Wheel { file, sha256: sha256_hex(&bytes) });
+        wheels.push(Wheel {
+            file,
+            sha256: sha256_hex(&bytes),
+        });
     }
     let pinned: Vec<String> = r
         .requirements
@@ -842,7 +940,10 @@ fn ensure_wheelhouse(
             ));
         }
     }
-    write_json(&stamp_path, &serde_json::json!({"key": key, "wheels": wheels}))?;
+    write_json(
+        &stamp_path,
+        &serde_json::json!({"key": key, "wheels": wheels}),
+    )?;
     Ok((dir, wheels))
 }
 
@@ -852,9 +953,9 @@ fn normalize_project(name: &str) -> String {
 }
 
 fn hashes_match(dir: &Path, wheels: &[Wheel]) -> bool {
-    wheels.iter().all(|w| {
-        std::fs::read(dir.join(&w.file)).is_ok_and(|bytes| sha256_hex(&bytes) == w.sha256)
-    })
+    wheels
+        .iter()
+        .all(|w| std::fs::read(dir.join(&w.file)).is_ok_and(|bytes| sha256_hex(&bytes) == w.sha256))
 }
 
 fn shell_quote(s: &str) -> String {
@@ -883,11 +984,18 @@ async fn build_repo(
     let base_manifest = Manifest::load(&manifest_path(&config.cache_dir, &base_image))?;
     let started = Instant::now();
     let (wheelhouse, wheels) = ensure_wheelhouse(config, settings, r, b, progress)?;
-    let pip_name = r.pip.split_once("==").map(|(n, _)| n.trim()).unwrap_or("pip");
+    let pip_name = r
+        .pip
+        .split_once("==")
+        .map(|(n, _)| n.trim())
+        .unwrap_or("pip");
     let pip_wheel = wheels
         .iter()
         .find(|w| w.file.starts_with(&format!("{pip_name}-")))
-        .ok_or_else(|| Error::Build { image: image.clone(), message: "no pip wheel in the wheelhouse".into() })?;
+        .ok_or_else(|| Error::Build {
+            image: image.clone(),
+            message: "no pip wheel in the wheelhouse".into(),
+        })?;
     let reqs: Vec<String> = r.requirements.iter().map(|s| shell_quote(s)).collect();
     let smoke = match &r.smoke {
         Some(code) => format!("{} -c {}\n", b.interpreter, shell_quote(code)),
@@ -911,8 +1019,14 @@ async fn build_repo(
         pip = pip_wheel.file,
         reqs = reqs.join(" "),
     );
-    progress(&format!("{image}: installing {} wheels offline in {base_image}", wheels.len()));
-    let run_dir = config.cache_dir.join("build").join(image.replace(['/', ':'], "_"));
+    progress(&format!(
+        "{image}: installing {} wheels offline in {base_image}",
+        wheels.len()
+    ));
+    let run_dir = config
+        .cache_dir
+        .join("build")
+        .join(image.replace(['/', ':'], "_"));
     let mounts = vec![Mount::read_only(&wheelhouse, "/wheels")];
     let c = run_build_container(rt, &base_image, &script, &run_dir, mounts).await?;
     let mut manifest = Manifest {
@@ -958,7 +1072,9 @@ pub async fn image_manifest(rt: &Runtime, image: &str) -> Result<Option<Manifest
         .and_then(|c| c.labels)
         .map(|l| l.into_iter().collect())
         .unwrap_or_default();
-    Ok(labels.get(LABEL_MANIFEST).and_then(|s| serde_json::from_str(s).ok()))
+    Ok(labels
+        .get(LABEL_MANIFEST)
+        .and_then(|s| serde_json::from_str(s).ok()))
 }
 
 #[cfg(test)]
@@ -1015,9 +1131,18 @@ pip = "pip==25.3"
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/images.toml");
         let d = Definitions::load(&path).unwrap();
         let all = names(&d.select(&[], &path).unwrap());
-        assert!(all.contains(&"flux/base:py3.11-bookworm".to_owned()), "{all:?}");
-        assert!(all.contains(&"flux/sympy:1.13.3-py3.11".to_owned()), "{all:?}");
-        assert!(!all.contains(&"flux/base:py3.13-trixie".to_owned()), "hook-only base built by default");
+        assert!(
+            all.contains(&"flux/base:py3.11-bookworm".to_owned()),
+            "{all:?}"
+        );
+        assert!(
+            all.contains(&"flux/sympy:1.13.3-py3.11".to_owned()),
+            "{all:?}"
+        );
+        assert!(
+            !all.contains(&"flux/base:py3.13-trixie".to_owned()),
+            "hook-only base built by default"
+        );
     }
 
     #[test]
@@ -1040,32 +1165,57 @@ pip = "pip==25.3"
         let d = defs();
         let p = Path::new("x");
         for (given, want) in [
-            (vec!["sympy"], vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"]),
-            (vec!["flux/sympy:1.13.3-py3.11"], vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"]),
+            (
+                vec!["sympy"],
+                vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"],
+            ),
+            (
+                vec!["flux/sympy:1.13.3-py3.11"],
+                vec!["flux/base:py3.11-bookworm", "flux/sympy:1.13.3-py3.11"],
+            ),
             (vec!["py3.13-trixie"], vec!["flux/base:py3.13-trixie"]),
             (vec!["base:py3.13-trixie"], vec!["flux/base:py3.13-trixie"]),
-            (vec!["flux/base:py3.11-bookworm"], vec!["flux/base:py3.11-bookworm"]),
+            (
+                vec!["flux/base:py3.11-bookworm"],
+                vec!["flux/base:py3.11-bookworm"],
+            ),
         ] {
-            assert_eq!(names(&d.select(&strings(&given), p).unwrap()), want, "{given:?}");
+            assert_eq!(
+                names(&d.select(&strings(&given), p).unwrap()),
+                want,
+                "{given:?}"
+            );
         }
         let err = d.select(&strings(&["numpy"]), p).unwrap_err().to_string();
-        assert!(err.contains("no image named \"numpy\"") && err.contains("sympy"), "{err}");
+        assert!(
+            err.contains("no image named \"numpy\"") && err.contains("sympy"),
+            "{err}"
+        );
     }
 
     #[test]
     fn unpinned_requirements_are_rejected() {
         let text = TOML.replace("\"pytest==8.3.5\"", "\"pytest>=8\"");
-        let err = Definitions::parse(&text, Path::new("images.toml")).unwrap_err().to_string();
-        assert!(err.contains("images.toml") && err.contains("pytest>=8") && err.contains("=="), "{err}");
+        let err = Definitions::parse(&text, Path::new("images.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("images.toml") && err.contains("pytest>=8") && err.contains("=="),
+            "{err}"
+        );
     }
 
     #[test]
     fn unknown_base_and_wrong_interpreter_are_rejected() {
         let text = TOML.replace("base = \"py3.13-trixie\"", "base = \"py3.99\"");
-        let err = Definitions::parse(&text, Path::new("i.toml")).unwrap_err().to_string();
+        let err = Definitions::parse(&text, Path::new("i.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("unknown base py3.99"), "{err}");
         let text = TOML.replace("/usr/bin/python3.13", "/usr/bin/python3.12");
-        let err = Definitions::parse(&text, Path::new("i.toml")).unwrap_err().to_string();
+        let err = Definitions::parse(&text, Path::new("i.toml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("is not python3.13"), "{err}");
     }
 
@@ -1073,8 +1223,14 @@ pip = "pip==25.3"
     fn image_names_and_xtask_names() {
         let d = defs();
         assert_eq!(d.repos[0].image(&d.bases[0]), "flux/sympy:1.13.3-py3.11");
-        assert_eq!(xtask_name_for("flux/sympy:1.13.3-py3.11").as_deref(), Some("sympy"));
-        assert_eq!(xtask_name_for("flux/base:py3.15-sid").as_deref(), Some("py3.15-sid"));
+        assert_eq!(
+            xtask_name_for("flux/sympy:1.13.3-py3.11").as_deref(),
+            Some("sympy")
+        );
+        assert_eq!(
+            xtask_name_for("flux/base:py3.15-sid").as_deref(),
+            Some("py3.15-sid")
+        );
         assert_eq!(xtask_name_for("debian:bookworm"), None);
         assert_eq!(
             manifest_path(Path::new("/c"), "flux/sympy:1.13.3-py3.11"),
@@ -1102,7 +1258,11 @@ pip = "pip==25.3"
         let io = Error::io("write", std::io::Error::from_raw_os_error(libc::ENOSPC));
         let e = disk_full(io, "flux/sympy:1.13.3-py3.11");
         assert!(matches!(e, Error::DiskFull { .. }), "{e}");
-        assert!(e.to_string().starts_with("disk full while building flux/sympy:1.13.3-py3.11"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("disk full while building flux/sympy:1.13.3-py3.11"),
+            "{e}"
+        );
         let cmd = Error::Command {
             command: "docker import".into(),
             status: "exit status: 1".into(),

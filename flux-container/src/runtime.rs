@@ -55,10 +55,18 @@ pub struct Mount {
 
 impl Mount {
     pub fn read_only(host: impl Into<PathBuf>, container: impl Into<String>) -> Self {
-        Mount { host: host.into(), container: container.into(), read_only: true }
+        Mount {
+            host: host.into(),
+            container: container.into(),
+            read_only: true,
+        }
     }
     pub fn read_write(host: impl Into<PathBuf>, container: impl Into<String>) -> Self {
-        Mount { host: host.into(), container: container.into(), read_only: false }
+        Mount {
+            host: host.into(),
+            container: container.into(),
+            read_only: false,
+        }
     }
 }
 
@@ -73,7 +81,11 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: Some(4 << 30), pids: Some(4096), cpus: None }
+        Limits {
+            memory_bytes: Some(4 << 30),
+            pids: Some(4096),
+            cpus: None,
+        }
     }
 }
 
@@ -124,7 +136,12 @@ pub fn new_run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{}-{:x}-{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}-{:x}-{}",
+        std::process::id(),
+        nanos,
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// (device, inode) of a PID namespace, as `stat /proc/<pid>/ns/pid` reports them; what
@@ -165,14 +182,23 @@ impl Outcome {
     /// normal exit (a failing test too) stays an `Ok`.
     pub fn check(self, timeout: Duration) -> Result<Outcome> {
         if self.timed_out {
-            return Err(Error::TimedOut { container: self.container, after: timeout });
+            return Err(Error::TimedOut {
+                container: self.container,
+                after: timeout,
+            });
         }
         if self.oom_killed {
-            return Err(Error::Killed { container: self.container, reason: KillReason::Oom });
+            return Err(Error::Killed {
+                container: self.container,
+                reason: KillReason::Oom,
+            });
         }
         if (129..=128 + 64).contains(&self.exit_code) {
             let reason = KillReason::Signal((self.exit_code - 128) as i32);
-            return Err(Error::Killed { container: self.container, reason });
+            return Err(Error::Killed {
+                container: self.container,
+                reason,
+            });
         }
         Ok(self)
     }
@@ -195,7 +221,9 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("socket", &self.socket).finish()
+        f.debug_struct("Runtime")
+            .field("socket", &self.socket)
+            .finish()
     }
 }
 
@@ -208,7 +236,10 @@ pub fn default_socket() -> String {
 }
 
 async fn connect_socket(socket: &str) -> Result<Docker> {
-    let unreachable = |source| Error::DockerUnreachable { socket: socket.to_owned(), source };
+    let unreachable = |source| Error::DockerUnreachable {
+        socket: socket.to_owned(),
+        source,
+    };
     let docker = Docker::connect_with_socket(socket, 600, bollard::API_DEFAULT_VERSION)
         .map_err(unreachable)?;
     // The daemon here may be old (20.10 speaks API 1.41): talk its version.
@@ -225,7 +256,10 @@ impl Runtime {
 
     pub async fn connect_to(socket: &str) -> Result<Runtime> {
         let docker = connect_socket(socket).await?;
-        Ok(Runtime { docker, socket: socket.to_owned() })
+        Ok(Runtime {
+            docker,
+            socket: socket.to_owned(),
+        })
     }
 
     pub fn docker(&self) -> &Docker {
@@ -269,7 +303,10 @@ impl Runtime {
         }
         let gate = prepare_run_dir(&spec)?;
 
-        let mut binds = vec![format!("{}:{RUN_DIR_IN_CONTAINER}:rw", spec.run_dir.display())];
+        let mut binds = vec![format!(
+            "{}:{RUN_DIR_IN_CONTAINER}:rw",
+            spec.run_dir.display()
+        )];
         for m in &spec.mounts {
             let mode = if m.read_only { "ro" } else { "rw" };
             binds.push(format!("{}:{}:{mode}", m.host.display(), m.container));
@@ -360,7 +397,10 @@ impl Runtime {
     pub async fn remove_orphans(&self) -> Result<usize> {
         let mut filters = std::collections::HashMap::new();
         filters.insert("label".to_owned(), vec![LABEL_PID.to_owned()]);
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
         let list = self
             .docker
             .list_containers(Some(options))
@@ -369,7 +409,10 @@ impl Runtime {
         let mut removed = 0;
         for c in list {
             // Containers of flux images made elsewhere inherit the label blanked: skip them.
-            let Some(pid) = c.labels.as_ref().and_then(|l| l.get(LABEL_PID)?.parse::<i32>().ok())
+            let Some(pid) = c
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(LABEL_PID)?.parse::<i32>().ok())
             else {
                 continue;
             };
@@ -398,7 +441,10 @@ impl Runtime {
         };
         let mut filters = std::collections::HashMap::new();
         filters.insert("label".to_owned(), vec![filter]);
-        let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
         let list = self
             .docker
             .list_containers(Some(options))
@@ -420,7 +466,10 @@ pub(crate) fn missing_image(image: &str) -> Error {
         Some(name) => format!("cargo xtask images {name}"),
         None => "cargo xtask images".to_owned(),
     };
-    Error::ImageMissing { image: image.to_owned(), build_command }
+    Error::ImageMissing {
+        image: image.to_owned(),
+        build_command,
+    }
 }
 
 fn validate(spec: &ContainerSpec) -> Result<()> {
@@ -430,7 +479,9 @@ fn validate(spec: &ContainerSpec) -> Result<()> {
     let bad = |p: &str| p.contains(':') || !p.starts_with('/');
     let run_dir = spec.run_dir.to_string_lossy();
     if bad(&run_dir) {
-        return Err(Error::Spec(format!("run_dir {run_dir} must be absolute and without ':'")));
+        return Err(Error::Spec(format!(
+            "run_dir {run_dir} must be absolute and without ':'"
+        )));
     }
     for m in &spec.mounts {
         let host = m.host.to_string_lossy();
@@ -441,7 +492,9 @@ fn validate(spec: &ContainerSpec) -> Result<()> {
             )));
         }
         if m.container == RUN_DIR_IN_CONTAINER {
-            return Err(Error::Spec(format!("{RUN_DIR_IN_CONTAINER} is reserved for run_dir")));
+            return Err(Error::Spec(format!(
+                "{RUN_DIR_IN_CONTAINER} is reserved for run_dir"
+            )));
         }
     }
     Ok(())
@@ -465,7 +518,10 @@ fn prepare_run_dir(spec: &ContainerSpec) -> Result<PathBuf> {
     let c = cstring(&gate)?;
     // SAFETY: c is a valid NUL-terminated path.
     if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-        return Err(Error::io(format!("mkfifo {}", gate.display()), std::io::Error::last_os_error()));
+        return Err(Error::io(
+            format!("mkfifo {}", gate.display()),
+            std::io::Error::last_os_error(),
+        ));
     }
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
@@ -490,12 +546,17 @@ fn cstring(p: &Path) -> Result<std::ffi::CString> {
 }
 
 async fn remove_container(docker: &Docker, id: &str) -> Result<()> {
-    let options = RemoveContainerOptionsBuilder::default().force(true).v(true).build();
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
     match docker.remove_container(id, Some(options)).await {
         Ok(()) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
         // 409: removal already in progress.
-        Err(bollard::errors::Error::DockerResponseServerError { status_code: 409, .. }) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409, ..
+        }) => Ok(()),
         Err(e) => Err(Error::docker(format!("remove container {id}"), e)),
     }
 }
@@ -514,7 +575,10 @@ pub struct Container {
 
 impl std::fmt::Debug for Container {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Container").field("id", &self.id).field("name", &self.name).finish()
+        f.debug_struct("Container")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -571,13 +635,19 @@ impl Container {
         let ns = format!("/proc/{pid}/ns/pid");
         let meta = std::fs::metadata(&ns).map_err(|e| Error::io(format!("stat {ns}"), e))?;
         let data = inspect.graph_driver.map(|g| g.data).unwrap_or_default();
-        let root_fs = data.get("MergedDir").map(PathBuf::from).ok_or_else(|| Error::Storage {
-            container: self.name.clone(),
-            message: "no GraphDriver.Data.MergedDir (is the storage driver overlay2?)".into(),
-        })?;
+        let root_fs = data
+            .get("MergedDir")
+            .map(PathBuf::from)
+            .ok_or_else(|| Error::Storage {
+                container: self.name.clone(),
+                message: "no GraphDriver.Data.MergedDir (is the storage driver overlay2?)".into(),
+            })?;
         let started = Started {
             init_pid: pid as u32,
-            pidns: PidNs { dev: meta.dev(), ino: meta.ino() },
+            pidns: PidNs {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            },
             root_fs,
         };
         self.started = Some(started.clone());
@@ -608,7 +678,11 @@ impl Container {
                 }
                 Err(e) => {
                     return Err(Error::io(
-                        format!("open gate {} of container {}", self.gate.display(), self.name),
+                        format!(
+                            "open gate {} of container {}",
+                            self.gate.display(),
+                            self.name
+                        ),
                         e,
                     ))
                 }
@@ -648,12 +722,17 @@ impl Container {
         let timed_out = waited.is_none();
         if let Some(Some(Err(e))) = waited {
             if !matches!(e, bollard::errors::Error::DockerContainerWaitError { .. }) {
-                return Err(Error::docker(format!("wait for container {}", self.name), e));
+                return Err(Error::docker(
+                    format!("wait for container {}", self.name),
+                    e,
+                ));
             }
         }
         let elapsed = from.elapsed();
         if timed_out {
-            let options = KillContainerOptionsBuilder::default().signal("SIGKILL").build();
+            let options = KillContainerOptionsBuilder::default()
+                .signal("SIGKILL")
+                .build();
             match self.docker.kill_container(&self.id, Some(options)).await {
                 Ok(()) => {}
                 // 409: not running any more.
@@ -671,7 +750,10 @@ impl Container {
                 Ok(Ok(Err(e))) => return Err(e),
                 Ok(Err(join)) => {
                     let message = format!("log reader failed: {join}");
-                    return Err(Error::Storage { container: self.name.clone(), message });
+                    return Err(Error::Storage {
+                        container: self.name.clone(),
+                        message,
+                    });
                 }
                 Err(_) => Default::default(),
             };
@@ -714,7 +796,10 @@ impl Drop for Container {
         let socket = self.socket.clone();
         let id = self.id.clone();
         let done = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
             rt.block_on(async {
                 let docker = connect_socket(&socket).await.ok()?;
                 remove_container(&docker, &id).await.ok()
@@ -722,7 +807,10 @@ impl Drop for Container {
         })
         .join();
         if !matches!(done, Ok(Some(()))) {
-            eprintln!("flux-container: could not remove container {} on drop", self.name);
+            eprintln!(
+                "flux-container: could not remove container {} on drop",
+                self.name
+            );
         }
     }
 }
@@ -742,7 +830,11 @@ async fn collect_logs(
     tx: tokio::sync::mpsc::UnboundedSender<(LogStream, bytes::Bytes)>,
 ) -> Result<Logs> {
     use bollard::container::LogOutput;
-    let options = LogsOptionsBuilder::default().follow(true).stdout(true).stderr(true).build();
+    let options = LogsOptionsBuilder::default()
+        .follow(true)
+        .stdout(true)
+        .stderr(true)
+        .build();
     let mut stream = docker.logs(&id, Some(options));
     let (mut out, mut out_t, mut err, mut err_t) = (Vec::new(), false, Vec::new(), false);
     let push = |buf: &mut Vec<u8>, trunc: &mut bool, bytes: &[u8]| {
@@ -777,7 +869,12 @@ fn layers_of(data: &std::collections::HashMap<String, String>) -> Vec<PathBuf> {
         layers.push(PathBuf::from(upper));
     }
     if let Some(lower) = data.get("LowerDir") {
-        layers.extend(lower.split(':').filter(|s| !s.is_empty()).map(PathBuf::from));
+        layers.extend(
+            lower
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from),
+        );
     }
     layers
 }
@@ -786,8 +883,12 @@ fn layers_of(data: &std::collections::HashMap<String, String>) -> Vec<PathBuf> {
 /// symlinks inside the image (e.g. `/bin -> usr/bin`). Whiteouts hide lower entries; opaque
 /// directories are not considered. Returns the host path of the regular file.
 pub fn resolve_in_layers(layers: &[PathBuf], path: &str) -> Option<PathBuf> {
-    let mut pending: Vec<String> =
-        path.split('/').filter(|c| !c.is_empty()).map(str::to_owned).rev().collect();
+    let mut pending: Vec<String> = path
+        .split('/')
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .rev()
+        .collect();
     let mut current: Vec<String> = Vec::new();
     let mut hops = 0;
     while let Some(comp) = pending.pop() {
@@ -821,7 +922,13 @@ pub fn resolve_in_layers(layers: &[PathBuf], path: &str) -> Option<PathBuf> {
             if target.starts_with('/') {
                 current.clear();
             }
-            pending.extend(target.split('/').filter(|c| !c.is_empty()).map(str::to_owned).rev());
+            pending.extend(
+                target
+                    .split('/')
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_owned)
+                    .rev(),
+            );
             continue;
         }
         if pending.is_empty() {
@@ -865,7 +972,10 @@ mod tests {
         let lower = &l[1];
         let upper = &l[0];
         for (path, want) in [
-            ("/usr/bin/python3.11", Some(lower.join("usr/bin/python3.11"))),
+            (
+                "/usr/bin/python3.11",
+                Some(lower.join("usr/bin/python3.11")),
+            ),
             ("/bin/python3.11", Some(lower.join("usr/bin/python3.11"))),
             ("/usr/bin/python3", Some(lower.join("usr/bin/python3.11"))),
             ("/usr/bin/py", Some(lower.join("usr/bin/python3.11"))),
@@ -896,7 +1006,10 @@ mod tests {
         assert!(validate(&ok).is_ok());
         let mut s = ok.clone();
         s.cmd.clear();
-        assert!(validate(&s).unwrap_err().to_string().contains("empty command"));
+        assert!(validate(&s)
+            .unwrap_err()
+            .to_string()
+            .contains("empty command"));
         let mut s = ok.clone();
         s.mounts.push(Mount::read_only("relative", "/x"));
         assert!(validate(&s).is_err());
@@ -928,15 +1041,35 @@ mod tests {
             stderr_truncated: false,
             elapsed: Duration::ZERO,
         };
-        assert!(base.clone().check(Duration::from_secs(1)).is_ok(), "a failing test is an outcome");
-        let sig = Outcome { exit_code: 137, ..base.clone() };
+        assert!(
+            base.clone().check(Duration::from_secs(1)).is_ok(),
+            "a failing test is an outcome"
+        );
+        let sig = Outcome {
+            exit_code: 137,
+            ..base.clone()
+        };
         let e = sig.check(Duration::from_secs(1)).unwrap_err();
         assert_eq!(e.to_string(), "container c was killed: signal 9");
-        let oom = Outcome { oom_killed: true, exit_code: 137, ..base.clone() };
+        let oom = Outcome {
+            oom_killed: true,
+            exit_code: 137,
+            ..base.clone()
+        };
         let e = oom.check(Duration::from_secs(1)).unwrap_err();
-        assert_eq!(e.to_string(), "container c was killed: out of memory (OOM killer)");
-        let t = Outcome { timed_out: true, exit_code: 137, ..base };
+        assert_eq!(
+            e.to_string(),
+            "container c was killed: out of memory (OOM killer)"
+        );
+        let t = Outcome {
+            timed_out: true,
+            exit_code: 137,
+            ..base
+        };
         let e = t.check(Duration::from_secs(90)).unwrap_err();
-        assert_eq!(e.to_string(), "container c timed out after 90s and was killed");
+        assert_eq!(
+            e.to_string(),
+            "container c timed out after 90s and was killed"
+        );
     }
 }

@@ -16,7 +16,10 @@ const BASE: &str = "flux/base:py3.11-bookworm";
 const PY: &str = "/usr/bin/python3.11";
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 static BASE_READY: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::OnceCell::const_new();
@@ -66,11 +69,14 @@ struct RunGuard {
 
 impl RunGuard {
     fn new() -> Self {
-        RunGuard { run_id: new_run_id() }
+        RunGuard {
+            run_id: new_run_id(),
+        }
     }
 
     fn spec(&self, cmd: &[&str], run_dir: &Path) -> ContainerSpec {
-        let mut spec = ContainerSpec::new(BASE, cmd.iter().map(|s| s.to_string()).collect(), run_dir);
+        let mut spec =
+            ContainerSpec::new(BASE, cmd.iter().map(|s| s.to_string()).collect(), run_dir);
         spec.run_id = format!("{}-{}", self.run_id, flux_container::runtime::new_run_id());
         spec.labels.insert("flux.test".into(), self.run_id.clone());
         spec
@@ -79,12 +85,19 @@ impl RunGuard {
     /// Containers of this guard still present.
     async fn leftovers(&self, rt: &Runtime) -> usize {
         let mut filters = std::collections::HashMap::new();
-        filters.insert("label".to_owned(), vec![format!("flux.test={}", self.run_id)]);
+        filters.insert(
+            "label".to_owned(),
+            vec![format!("flux.test={}", self.run_id)],
+        );
         let options = bollard::query_parameters::ListContainersOptionsBuilder::default()
             .all(true)
             .filters(&filters)
             .build();
-        rt.docker().list_containers(Some(options)).await.unwrap().len()
+        rt.docker()
+            .list_containers(Some(options))
+            .await
+            .unwrap()
+            .len()
     }
 }
 
@@ -97,14 +110,19 @@ impl Drop for RunGuard {
             .output();
         if let Ok(out) = out {
             for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = std::process::Command::new("docker").args(["rm", "-f", id]).output();
+                let _ = std::process::Command::new("docker")
+                    .args(["rm", "-f", id])
+                    .output();
             }
         }
     }
 }
 
 fn run_dir() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("flux-container-test-").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("flux-container-test-")
+        .tempdir()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,7 +131,11 @@ async fn runs_command_in_base_image_with_output_and_exit_code() {
     let guard = RunGuard::new();
     let dir = run_dir();
     let spec = guard.spec(
-        &["sh", "-c", "echo hello; echo oops >&2; /usr/bin/python3.11 -c 'print(6*7)'; exit 3"],
+        &[
+            "sh",
+            "-c",
+            "echo hello; echo oops >&2; /usr/bin/python3.11 -c 'print(6*7)'; exit 3",
+        ],
         dir.path(),
     );
     let outcome = rt.run(spec).await.unwrap();
@@ -129,28 +151,44 @@ async fn gate_holds_the_command_until_release() {
     let Some(rt) = setup().await else { return };
     let guard = RunGuard::new();
     let dir = run_dir();
-    let spec = guard.spec(&["sh", "-c", "touch /flux/run/marker; echo ran"], dir.path());
+    let spec = guard.spec(
+        &["sh", "-c", "touch /flux/run/marker; echo ran"],
+        dir.path(),
+    );
     let mut c = rt.create(spec).await.unwrap();
     let python = c.host_path(PY).await.unwrap();
     let started = c.start().await.unwrap();
 
     // Running, blocked on the gate: the command has not run.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert!(!dir.path().join("marker").exists(), "command ran before release");
+    assert!(
+        !dir.path().join("marker").exists(),
+        "command ran before release"
+    );
     assert!(Path::new(&format!("/proc/{}", started.init_pid)).exists());
     let host_ns = std::fs::metadata("/proc/self/ns/pid").unwrap();
     use std::os::unix::fs::MetadataExt;
-    assert_ne!(started.pidns.ino, host_ns.ino(), "container shares the host pid namespace");
+    assert_ne!(
+        started.pidns.ino,
+        host_ns.ino(),
+        "container shares the host pid namespace"
+    );
     // The merged rootfs and the layer file of the interpreter are the same file content.
     let merged = started.root_fs.join("usr/bin/python3.11");
     assert!(merged.is_file(), "{} missing", merged.display());
-    assert_eq!(std::fs::metadata(&merged).unwrap().len(), std::fs::metadata(&python).unwrap().len());
+    assert_eq!(
+        std::fs::metadata(&merged).unwrap().len(),
+        std::fs::metadata(&python).unwrap().len()
+    );
 
     c.release().await.unwrap();
     let outcome = c.wait(Duration::from_secs(30)).await.unwrap();
     assert_eq!(outcome.exit_code, 0);
     assert_eq!(outcome.stdout_lossy(), "ran\n");
-    assert!(dir.path().join("marker").exists(), "command did not run after release");
+    assert!(
+        dir.path().join("marker").exists(),
+        "command did not run after release"
+    );
     c.remove().await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
@@ -164,12 +202,20 @@ async fn timeout_kills_and_removes() {
     spec.timeout = Duration::from_secs(1);
     let t0 = std::time::Instant::now();
     let outcome = rt.run(spec).await.unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert!(outcome.timed_out);
     assert_eq!(outcome.stdout_lossy(), "started\n");
     let err = outcome.check(Duration::from_secs(1)).unwrap_err();
     assert!(matches!(err, Error::TimedOut { .. }), "{err}");
-    assert!(err.to_string().contains("timed out after 1s and was killed"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("timed out after 1s and was killed"),
+        "{err}"
+    );
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
 
@@ -231,16 +277,27 @@ async fn read_only_mounts_are_read_only() {
     let data = run_dir();
     std::fs::write(data.path().join("input.txt"), "payload\n").unwrap();
     let mut spec = guard.spec(
-        &["sh", "-c", "cat /data/input.txt; touch /data/new && echo WROTE; echo out > /flux/run/out.txt"],
+        &[
+            "sh",
+            "-c",
+            "cat /data/input.txt; touch /data/new && echo WROTE; echo out > /flux/run/out.txt",
+        ],
         dir.path(),
     );
     spec.mounts.push(Mount::read_only(data.path(), "/data"));
     let outcome = rt.run(spec).await.unwrap();
     assert_eq!(outcome.stdout_lossy(), "payload\n");
-    assert!(outcome.stderr_lossy().contains("Read-only file system"), "{}", outcome.stderr_lossy());
+    assert!(
+        outcome.stderr_lossy().contains("Read-only file system"),
+        "{}",
+        outcome.stderr_lossy()
+    );
     assert!(!data.path().join("new").exists());
     // The run dir is writable by the container user.
-    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).unwrap(), "out\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
+        "out\n"
+    );
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
 
@@ -251,7 +308,11 @@ async fn network_is_off() {
     let dir = run_dir();
     // Only the loopback interface exists; no traffic is sent anywhere.
     let spec = guard.spec(
-        &[PY, "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"],
+        &[
+            PY,
+            "-c",
+            "import socket; print(sorted(n for _, n in socket.if_nameindex()))",
+        ],
         dir.path(),
     );
     let outcome = rt.run(spec).await.unwrap();
@@ -265,7 +326,10 @@ async fn runs_as_uid_1000_by_default() {
     let Some(rt) = setup().await else { return };
     let guard = RunGuard::new();
     let dir = run_dir();
-    let outcome = rt.run(guard.spec(&["sh", "-c", "id -u; id -g"], dir.path())).await.unwrap();
+    let outcome = rt
+        .run(guard.spec(&["sh", "-c", "id -u; id -g"], dir.path()))
+        .await
+        .unwrap();
     assert_eq!(outcome.stdout_lossy(), "1000\n1000\n");
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
@@ -275,12 +339,29 @@ async fn memory_hog_is_oom_killed() {
     let Some(rt) = setup().await else { return };
     let guard = RunGuard::new();
     let dir = run_dir();
-    let mut spec = guard.spec(&[PY, "-c", "x = bytearray(512 << 20); print(len(x))"], dir.path());
+    let mut spec = guard.spec(
+        &[PY, "-c", "x = bytearray(512 << 20); print(len(x))"],
+        dir.path(),
+    );
     spec.limits.memory_bytes = Some(64 << 20);
     let outcome = rt.run(spec).await.unwrap();
-    assert!(outcome.oom_killed, "exit {} stderr {}", outcome.exit_code, outcome.stderr_lossy());
+    assert!(
+        outcome.oom_killed,
+        "exit {} stderr {}",
+        outcome.exit_code,
+        outcome.stderr_lossy()
+    );
     let err = outcome.check(Duration::from_secs(60)).unwrap_err();
-    assert!(matches!(err, Error::Killed { reason: KillReason::Oom, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Killed {
+                reason: KillReason::Oom,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
 
@@ -288,7 +369,11 @@ async fn memory_hog_is_oom_killed() {
 async fn missing_image_names_the_build_command() {
     let Some(rt) = setup().await else { return };
     let dir = run_dir();
-    let spec = ContainerSpec::new("flux/nosuchrepo:0.0-py3.11", vec!["true".into()], dir.path());
+    let spec = ContainerSpec::new(
+        "flux/nosuchrepo:0.0-py3.11",
+        vec!["true".into()],
+        dir.path(),
+    );
     let err = rt.create(spec).await.unwrap_err();
     assert!(matches!(err, Error::ImageMissing { .. }), "{err}");
     assert_eq!(
@@ -303,19 +388,31 @@ async fn image_file_resolves_symlinked_dirs_to_the_layer_file() {
     // /bin is a symlink to usr/bin in bookworm: the lookup follows it inside the image.
     let sh = rt.image_file(BASE, "/bin/sh").await.unwrap();
     assert!(sh.is_file(), "{}", sh.display());
-    assert!(sh.to_string_lossy().contains("/usr/bin/dash"), "{}", sh.display());
+    assert!(
+        sh.to_string_lossy().contains("/usr/bin/dash"),
+        "{}",
+        sh.display()
+    );
     let py = rt.image_file(BASE, PY).await.unwrap();
     assert!(py.starts_with("/var/lib/docker"), "{}", py.display());
-    let err = rt.image_file(BASE, "/usr/bin/nonexistent").await.unwrap_err();
+    let err = rt
+        .image_file(BASE, "/usr/bin/nonexistent")
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::FileNotInImage { .. }), "{err}");
 }
 
 #[tokio::test]
 async fn unreachable_docker_names_the_socket_and_the_fix() {
-    let err = Runtime::connect_to("/nonexistent/docker.sock").await.unwrap_err();
+    let err = Runtime::connect_to("/nonexistent/docker.sock")
+        .await
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, Error::DockerUnreachable { .. }), "{msg}");
-    assert!(msg.contains("/nonexistent/docker.sock") && msg.contains("dockerd"), "{msg}");
+    assert!(
+        msg.contains("/nonexistent/docker.sock") && msg.contains("dockerd"),
+        "{msg}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,12 +420,23 @@ async fn released_command_keeps_the_init_pid_and_streams_output() {
     let Some(rt) = setup().await else { return };
     let guard = RunGuard::new();
     let dir = run_dir();
-    let spec = guard.spec(&[PY, "-u", "-c", "import time; print('a'); time.sleep(1.5); print('b')"], dir.path());
+    let spec = guard.spec(
+        &[
+            PY,
+            "-u",
+            "-c",
+            "import time; print('a'); time.sleep(1.5); print('b')",
+        ],
+        dir.path(),
+    );
     let mut c = rt.create(spec).await.unwrap();
     let started = c.start().await.unwrap();
     let status = std::fs::read_to_string(format!("/proc/{}/status", started.init_pid)).unwrap();
     let nspid = status.lines().find(|l| l.starts_with("NSpid:")).unwrap();
-    assert!(nspid.ends_with("\t1"), "init is pid 1 in its namespace: {nspid}");
+    assert!(
+        nspid.ends_with("\t1"),
+        "init is pid 1 in its namespace: {nspid}"
+    );
     c.release().await.unwrap();
     // `exec` replaces the gate shell in place: same host pid, now the interpreter.
     let mut exe = PathBuf::new();
@@ -343,7 +451,11 @@ async fn released_command_keeps_the_init_pid_and_streams_output() {
     let mut chunks: Vec<(flux_container::LogStream, String, std::time::Instant)> = Vec::new();
     let outcome = c
         .wait_streaming(Duration::from_secs(30), |s, b| {
-            chunks.push((s, String::from_utf8_lossy(b).into_owned(), std::time::Instant::now()))
+            chunks.push((
+                s,
+                String::from_utf8_lossy(b).into_owned(),
+                std::time::Instant::now(),
+            ))
         })
         .await
         .unwrap();
@@ -351,7 +463,10 @@ async fn released_command_keeps_the_init_pid_and_streams_output() {
     let text: String = chunks.iter().map(|c| c.1.as_str()).collect();
     assert_eq!(text, "a\nb\n");
     assert!(chunks.len() >= 2, "streamed in pieces: {chunks:?}");
-    assert!(chunks[chunks.len() - 1].2 - chunks[0].2 >= Duration::from_secs(1), "a arrived before b was printed");
+    assert!(
+        chunks[chunks.len() - 1].2 - chunks[0].2 >= Duration::from_secs(1),
+        "a arrived before b was printed"
+    );
     c.remove().await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
@@ -372,7 +487,11 @@ async fn containers_of_flux_images_made_elsewhere_are_not_taken_for_runs() {
     let id = rt.docker().create_container(None, body).await.unwrap().id;
     let inspect = rt.docker().inspect_container(&id, None).await.unwrap();
     let labels = inspect.config.unwrap().labels.unwrap();
-    assert_eq!(labels.get("flux.run").map(String::as_str), Some(""), "{labels:?}");
+    assert_eq!(
+        labels.get("flux.run").map(String::as_str),
+        Some(""),
+        "{labels:?}"
+    );
     assert!(!rt.labelled(None).await.unwrap().contains(&id));
     rt.remove_container(&id).await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
@@ -388,20 +507,45 @@ async fn base_build_is_incremental_and_manifest_matches_the_image() {
         rebuild: false,
     };
     let names = vec![BASE.to_owned()];
-    let results = images::build(&rt, &config, &names, &mut |_| {}).await.unwrap();
+    let results = images::build(&rt, &config, &names, &mut |_| {})
+        .await
+        .unwrap();
     assert_eq!(results.len(), 1);
     let report = results.into_iter().next().unwrap().1.unwrap();
-    assert_eq!(report.action, images::Action::Skipped, "built again though up to date");
-    assert_eq!(report.manifest_path, images::manifest_path(&config.cache_dir, BASE));
+    assert_eq!(
+        report.action,
+        images::Action::Skipped,
+        "built again though up to date"
+    );
+    assert_eq!(
+        report.manifest_path,
+        images::manifest_path(&config.cache_dir, BASE)
+    );
     let on_disk = images::Manifest::load(&report.manifest_path).unwrap();
     assert_eq!(on_disk.image_id, rt.image_id(BASE).await.unwrap());
     assert_eq!(on_disk.interpreter.path, PY);
-    assert!(on_disk.interpreter.version.starts_with("3.11."), "{}", on_disk.interpreter.version);
+    assert!(
+        on_disk.interpreter.version.starts_with("3.11."),
+        "{}",
+        on_disk.interpreter.version
+    );
     assert_eq!(on_disk.suite, "bookworm");
-    assert!(on_disk.debian_packages.iter().any(|p| p.starts_with("python3.11=")));
+    assert!(on_disk
+        .debian_packages
+        .iter()
+        .any(|p| p.starts_with("python3.11=")));
     // The image carries the same manifest as a label, less the id it cannot know.
-    let label = images::image_manifest(&rt, BASE).await.unwrap().expect("flux.manifest label");
-    assert_eq!(images::Manifest { image_id: on_disk.image_id.clone(), ..label }, on_disk);
+    let label = images::image_manifest(&rt, BASE)
+        .await
+        .unwrap()
+        .expect("flux.manifest label");
+    assert_eq!(
+        images::Manifest {
+            image_id: on_disk.image_id.clone(),
+            ..label
+        },
+        on_disk
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,8 +576,15 @@ async fn orphans_of_dead_processes_are_removed_and_live_ones_kept() {
     };
     let orphan = rt.docker().create_container(None, body).await.unwrap().id;
     assert!(rt.remove_orphans().await.unwrap() >= 1);
-    assert!(rt.labelled(Some(&orphan_run)).await.unwrap().is_empty(), "orphan {orphan} kept");
-    assert_eq!(guard.leftovers(&rt).await, 1, "the live process's container was removed");
+    assert!(
+        rt.labelled(Some(&orphan_run)).await.unwrap().is_empty(),
+        "orphan {orphan} kept"
+    );
+    assert_eq!(
+        guard.leftovers(&rt).await,
+        1,
+        "the live process's container was removed"
+    );
     mine.remove().await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }

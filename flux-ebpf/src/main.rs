@@ -28,9 +28,9 @@ use aya_ebpf::{
     EbpfContext,
 };
 use flux_common::{
-    Config, Event, SiteSpec, StrDef, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF,
-    CNT_EVENTS, CNT_FILTERED, CNT_LOST, CNT_NO_SPEC, CNT_READ_ERR, CNT_STRDEFS, MAX_SITES,
-    NUM_COUNTERS, STR_MAX,
+    Config, Event, SiteSpec, StrDef, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF, CNT_EVENTS,
+    CNT_FILTERED, CNT_LOST, CNT_NO_SPEC, CNT_READ_ERR, CNT_STRDEFS, MAX_SITES, NUM_COUNTERS,
+    STR_MAX,
 };
 
 /// Userspace sets the real size at load time.
@@ -329,7 +329,9 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
             *n += 1;
             *n
         };
-        if seen % WAKEUP_CHECK_EVERY == 0 && EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= cfg.wakeup_bytes {
+        if seen % WAKEUP_CHECK_EVERY == 0
+            && EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= cfg.wakeup_bytes
+        {
             flags = BPF_RB_FORCE_WAKEUP;
         }
     }

@@ -170,7 +170,12 @@ impl ChatClient {
         })
     }
 
-    fn request(&self, system: &str, messages: &[Value], tools: &[ToolSpec]) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        system: &str,
+        messages: &[Value],
+        tools: &[ToolSpec],
+    ) -> reqwest::RequestBuilder {
         match self.api {
             Api::OpenAi => {
                 let mut all = vec![json!({"role": "system", "content": system})];
@@ -182,7 +187,10 @@ impl ChatClient {
                         .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
                         .collect();
                 }
-                let mut rb = self.http.post(format!("{}/chat/completions", self.base_url)).json(&body);
+                let mut rb = self
+                    .http
+                    .post(format!("{}/chat/completions", self.base_url))
+                    .json(&body);
                 if let Some(k) = &self.key {
                     rb = rb.bearer_auth(k);
                 }
@@ -220,7 +228,9 @@ impl ChatClient {
         match self.api {
             Api::OpenAi => results
                 .iter()
-                .map(|(id, content)| json!({"role": "tool", "tool_call_id": id, "content": content}))
+                .map(
+                    |(id, content)| json!({"role": "tool", "tool_call_id": id, "content": content}),
+                )
                 .collect(),
             Api::Anthropic => vec![json!({
                 "role": "user",
@@ -235,7 +245,12 @@ impl ChatClient {
     /// Tool results followed by a user text, in wire form (one user turn for Anthropic).
     pub fn tool_results_then(&self, results: &[(String, String)], text: &str) -> Vec<Value> {
         let mut out = self.tool_results(results);
-        match (self.api, out.last_mut().and_then(|m| m.get_mut("content")).and_then(|c| c.as_array_mut())) {
+        match (
+            self.api,
+            out.last_mut()
+                .and_then(|m| m.get_mut("content"))
+                .and_then(|c| c.as_array_mut()),
+        ) {
             (Api::Anthropic, Some(blocks)) => blocks.push(json!({"type": "text", "text": text})),
             _ => out.push(json!({"role": "user", "content": text})),
         }
@@ -243,18 +258,41 @@ impl ChatClient {
     }
 
     fn parse(&self, v: &Value) -> Result<Completion, String> {
-        let u = |a: &str, b: &str| v.get("usage").and_then(|u| u.get(a).or_else(|| u.get(b))).and_then(|x| x.as_u64()).unwrap_or(0);
+        let u = |a: &str, b: &str| {
+            v.get("usage")
+                .and_then(|u| u.get(a).or_else(|| u.get(b)))
+                .and_then(|x| x.as_u64())
+                .unwrap_or(0)
+        };
         match self.api {
             Api::OpenAi => {
-                let msg = v.pointer("/choices/0/message").ok_or("response has no choices[0].message")?;
+                let msg = v
+                    .pointer("/choices/0/message")
+                    .ok_or("response has no choices[0].message")?;
                 let mut tool_calls = Vec::new();
-                for (i, tc) in msg.get("tool_calls").and_then(|t| t.as_array()).into_iter().flatten().enumerate() {
+                for (i, tc) in msg
+                    .get("tool_calls")
+                    .and_then(|t| t.as_array())
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
                     let args = tc.pointer("/function/arguments");
                     tool_calls.push(ToolCall {
-                        id: tc.get("id").and_then(|x| x.as_str()).map(String::from).unwrap_or_else(|| format!("call_{i}")),
-                        name: tc.pointer("/function/name").and_then(|x| x.as_str()).unwrap_or("").to_string(),
+                        id: tc
+                            .get("id")
+                            .and_then(|x| x.as_str())
+                            .map(String::from)
+                            .unwrap_or_else(|| format!("call_{i}")),
+                        name: tc
+                            .pointer("/function/name")
+                            .and_then(|x| x.as_str())
+                            .unwrap_or("")
+                            .to_string(),
                         arguments: match args {
-                            Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+                            Some(Value::String(s)) => {
+                                serde_json::from_str(s).unwrap_or(Value::Null)
+                            }
                             Some(other) => other.clone(),
                             None => Value::Null,
                         },
@@ -279,8 +317,16 @@ impl ChatClient {
                 })
             }
             Api::Anthropic => {
-                let parts = v.get("content").and_then(|c| c.as_array()).ok_or("response has no content")?;
-                let ty = |p: &Value| p.get("type").and_then(|t| t.as_str()).unwrap_or("text").to_string();
+                let parts = v
+                    .get("content")
+                    .and_then(|c| c.as_array())
+                    .ok_or("response has no content")?;
+                let ty = |p: &Value| {
+                    p.get("type")
+                        .and_then(|t| t.as_str())
+                        .unwrap_or("text")
+                        .to_string()
+                };
                 let text: String = parts
                     .iter()
                     .filter(|p| ty(p) == "text")
@@ -292,8 +338,16 @@ impl ChatClient {
                     .enumerate()
                     .filter(|(_, p)| ty(p) == "tool_use")
                     .map(|(i, p)| ToolCall {
-                        id: p.get("id").and_then(|x| x.as_str()).map(String::from).unwrap_or_else(|| format!("toolu_{i}")),
-                        name: p.get("name").and_then(|x| x.as_str()).unwrap_or("").to_string(),
+                        id: p
+                            .get("id")
+                            .and_then(|x| x.as_str())
+                            .map(String::from)
+                            .unwrap_or_else(|| format!("toolu_{i}")),
+                        name: p
+                            .get("name")
+                            .and_then(|x| x.as_str())
+                            .unwrap_or("")
+                            .to_string(),
                         arguments: p.get("input").cloned().unwrap_or(Value::Null),
                     })
                     .collect();
@@ -313,7 +367,11 @@ impl ChatClient {
     }
 
     /// Send a plain conversation (no tools); see [`ChatClient::complete_with`].
-    pub async fn complete(&self, system: &str, messages: &[Message]) -> Result<Completion, InfraError> {
+    pub async fn complete(
+        &self,
+        system: &str,
+        messages: &[Message],
+    ) -> Result<Completion, InfraError> {
         let msgs: Vec<Value> = messages.iter().map(Message::to_value).collect();
         self.complete_with(system, &msgs, &[]).await
     }
@@ -348,14 +406,22 @@ impl ChatClient {
                                 c.retries = attempt;
                                 Ok(c)
                             }
-                            Err(e) => Err(InfraError { message: format!("bad response: {e}"), requests: attempt + 1 }),
+                            Err(e) => Err(InfraError {
+                                message: format!("bad response: {e}"),
+                                requests: attempt + 1,
+                            }),
                         };
                     }
                     let snippet: String = body.chars().take(300).collect();
                     let msg = format!("HTTP {}: {}", status.as_u16(), snippet);
-                    let transient = status.as_u16() == 429 || status.as_u16() == 408 || status.is_server_error();
+                    let transient = status.as_u16() == 429
+                        || status.as_u16() == 408
+                        || status.is_server_error();
                     if !transient {
-                        return Err(InfraError { message: msg, requests: attempt + 1 });
+                        return Err(InfraError {
+                            message: msg,
+                            requests: attempt + 1,
+                        });
                     }
                     (msg, retry_after)
                 }
@@ -371,7 +437,9 @@ impl ChatClient {
                 });
             }
             let backoff = retry_after.unwrap_or_else(|| {
-                self.retry.initial_backoff.saturating_mul(1u32 << attempt.min(16))
+                self.retry
+                    .initial_backoff
+                    .saturating_mul(1u32 << attempt.min(16))
             });
             tokio::time::sleep(backoff.min(self.retry.max_backoff)).await;
             attempt += 1;

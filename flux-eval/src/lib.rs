@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use client::{Api, ChatClient, Completion, InfraError, Message, RetryPolicy, ToolCall, ToolSpec};
+pub use client::{
+    Api, ChatClient, Completion, InfraError, Message, RetryPolicy, ToolCall, ToolSpec,
+};
 use flux_score::Instance;
 
 /// Errors that stop a whole run (one instance's trouble never does).
@@ -146,7 +148,15 @@ impl EvalOptions {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 /// Status of one answer, as written in meta.json.
@@ -296,7 +306,9 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     let client = if solver == Solver::Model {
         let key = match &opts.api_key {
             Some(k) => Some(k.clone()),
-            None => std::env::var(opts.api.key_env()).ok().filter(|k| !k.is_empty()),
+            None => std::env::var(opts.api.key_env())
+                .ok()
+                .filter(|k| !k.is_empty()),
         };
         let key = key.ok_or(EvalError::NoApiKey(opts.api.key_env()))?;
         Some(
@@ -360,7 +372,10 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
                     o.model,
                     inst.key(),
                     meta.status,
-                    meta.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+                    meta.error
+                        .as_deref()
+                        .map(|e| format!(" ({e})"))
+                        .unwrap_or_default()
                 );
             }
             Ok::<Meta, EvalError>(meta)
@@ -398,11 +413,8 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
         summary.cost = Some(0.0);
     }
     // Score what is there now (including answers from earlier runs).
-    let report = flux_score::score_instances(
-        &flux_score::discover(&opts.instances)?,
-        &opts.out,
-        1.0,
-    );
+    let report =
+        flux_score::score_instances(&flux_score::discover(&opts.instances)?, &opts.out, 1.0);
     summary.accuracy = report.accuracy;
     summary.passed = report.passed;
     summary.scored = report.total;
@@ -448,9 +460,10 @@ pub async fn answer_instance(
             meta.attempts = 0;
             solvers::oracle_answer(inst)
         }
-        (Solver::StaticBaseline, _) => {
-            Some(solvers::static_baseline_answer(inst, o.source_root.as_deref()))
-        }
+        (Solver::StaticBaseline, _) => Some(solvers::static_baseline_answer(
+            inst,
+            o.source_root.as_deref(),
+        )),
         (Solver::Model, Some(c)) => ask_model(inst, o, c, &mut meta).await,
         (Solver::Model, None) => {
             meta.status = AnswerStatus::InfraError;
@@ -462,8 +475,18 @@ pub async fn answer_instance(
     (answer, meta)
 }
 
-async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut Meta) -> Option<Value> {
-    let mut p = prompt::build(inst, o.source_root.as_deref(), o.max_context_tokens, o.reasoning);
+async fn ask_model(
+    inst: &Instance,
+    o: &EvalOptions,
+    c: &ChatClient,
+    meta: &mut Meta,
+) -> Option<Value> {
+    let mut p = prompt::build(
+        inst,
+        o.source_root.as_deref(),
+        o.max_context_tokens,
+        o.reasoning,
+    );
     meta.context_files = p.files.clone();
     meta.context_notes = p.notes.clone();
     let specs = if o.tools { tools::specs() } else { Vec::new() };
@@ -472,9 +495,16 @@ async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut 
         p.user.push_str("\nYou may call the read-only tools list_files and read_file to read more of the package source before answering; then reply with the JSON object.\n");
         let used = (p.user.len() + p.system.len()) / prompt::CHARS_PER_TOKEN;
         let root = prompt::source_root_for(inst, o.source_root.as_deref());
-        toolbox = Some(tools::Toolbox::new(root, o.max_context_tokens.saturating_sub(used + 2_000)));
+        toolbox = Some(tools::Toolbox::new(
+            root,
+            o.max_context_tokens.saturating_sub(used + 2_000),
+        ));
     }
-    let mut messages = vec![Message { role: "user", content: p.user }.to_value()];
+    let mut messages = vec![Message {
+        role: "user",
+        content: p.user,
+    }
+    .to_value()];
     let mut last_parsed: Option<Value> = None;
     let mut tool_rounds = 0u32;
     for round in 0..=o.repair_rounds {
@@ -506,7 +536,8 @@ async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut 
                 .iter()
                 .map(|call| {
                     let out = if tool_rounds > o.max_tool_rounds {
-                        "error: no more tool calls allowed; answer now with the JSON object".to_string()
+                        "error: no more tool calls allowed; answer now with the JSON object"
+                            .to_string()
                     } else {
                         meta.tool_calls += 1;
                         tb.run(call)
@@ -549,7 +580,12 @@ async fn ask_model(inst: &Instance, o: &EvalOptions, c: &ChatClient, meta: &mut 
                 let results: Vec<(String, String)> = reply
                     .tool_calls
                     .iter()
-                    .map(|c| (c.id.clone(), "error: no more tool calls allowed".to_string()))
+                    .map(|c| {
+                        (
+                            c.id.clone(),
+                            "error: no more tool calls allowed".to_string(),
+                        )
+                    })
                     .collect();
                 messages.push(reply.assistant.clone());
                 messages.extend(c.tool_results_then(
@@ -612,7 +648,10 @@ pub async fn run_validate(opts: &EvalOptions) -> Result<ValidationReport, EvalEr
         if r.status != flux_score::Status::Fail {
             continue;
         }
-        let Some(inst) = instances.iter().find(|i| i.id == r.id && i.repository == r.repo) else {
+        let Some(inst) = instances
+            .iter()
+            .find(|i| i.id == r.id && i.repository == r.repo)
+        else {
             continue;
         };
         let dir = o.out.join(&inst.rel);
@@ -644,7 +683,8 @@ pub async fn run_validate(opts: &EvalOptions) -> Result<ValidationReport, EvalEr
     };
     write_json(&o.out.join("validation.json"), &v)?;
     let txt = validation_text(&v);
-    std::fs::write(o.out.join("validation.txt"), txt).map_err(|e| EvalError::Io(o.out.join("validation.txt"), e))?;
+    std::fs::write(o.out.join("validation.txt"), txt)
+        .map_err(|e| EvalError::Io(o.out.join("validation.txt"), e))?;
     Ok(v)
 }
 

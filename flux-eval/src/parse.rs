@@ -21,7 +21,9 @@ pub fn extract_json(text: &str) -> Result<Value, String> {
                 Err(e) => last_err = Some(e.to_string()),
             },
             None => {
-                last_err.get_or_insert_with(|| "unbalanced braces: the JSON object is not closed".into());
+                last_err.get_or_insert_with(|| {
+                    "unbalanced braces: the JSON object is not closed".into()
+                });
             }
         }
         start = s + 1;
@@ -34,7 +36,9 @@ pub fn extract_json(text: &str) -> Result<Value, String> {
 
 /// The text inside the first ```…``` fence when there is one, else the text.
 fn strip_fences(text: &str) -> &str {
-    let Some(open) = text.find("```") else { return text };
+    let Some(open) = text.find("```") else {
+        return text;
+    };
     let after = &text[open + 3..];
     // Skip a language tag up to the end of the line.
     let body_start = after.find('\n').map(|i| i + 1).unwrap_or(0);
@@ -112,13 +116,16 @@ fn leaf_ok(ty: &str, v: &Value) -> Option<bool> {
     let ok = match ty.trim().to_ascii_lowercase().as_str() {
         "any" | "" => true,
         "int" | "integer" => match v {
-            Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+            Value::Number(n) => {
+                n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+            }
             _ => s.is_some_and(|s| s.parse::<i64>().is_ok()),
         },
         "float" | "number" => v.is_number() || s.is_some_and(|s| s.parse::<f64>().is_ok()),
         "str" | "string" => !v.is_array() && !v.is_object(),
         "bool" | "boolean" => {
-            v.is_boolean() || s.is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "true" | "false"))
+            v.is_boolean()
+                || s.is_some_and(|s| matches!(s.to_ascii_lowercase().as_str(), "true" | "false"))
         }
         "null" | "none" => v.is_null(),
         "list" | "array" => v.is_array(),
@@ -132,7 +139,11 @@ fn check(t: &Value, v: &Value, path: &mut String) -> Result<(), String> {
     match t {
         Value::Object(tm) => {
             let Value::Object(vm) = v else {
-                return Err(format!("at {}: expected an object, got {}", at(path), type_name(v)));
+                return Err(format!(
+                    "at {}: expected an object, got {}",
+                    at(path),
+                    type_name(v)
+                ));
             };
             // `{"*": T}` is a map: any keys, every value matching T.
             if let (1, Some(inner)) = (tm.len(), tm.get("*")) {
@@ -161,7 +172,11 @@ fn check(t: &Value, v: &Value, path: &mut String) -> Result<(), String> {
         }
         Value::Array(ta) => {
             let Value::Array(va) = v else {
-                return Err(format!("at {}: expected a list, got {}", at(path), type_name(v)));
+                return Err(format!(
+                    "at {}: expected a list, got {}",
+                    at(path),
+                    type_name(v)
+                ));
             };
             if let Some(et) = ta.first() {
                 for (i, x) in va.iter().enumerate() {
@@ -183,16 +198,25 @@ fn check(t: &Value, v: &Value, path: &mut String) -> Result<(), String> {
             if alts.contains(&Some(true)) {
                 Ok(())
             } else {
-                Err(format!("at {}: expected {ty}, got {} ({})", at(path), type_name(v), v))
+                Err(format!(
+                    "at {}: expected {ty}, got {} ({})",
+                    at(path),
+                    type_name(v),
+                    v
+                ))
             }
         }
         Value::Null => Ok(()),
-        Value::Bool(_) if !v.is_boolean() => {
-            Err(format!("at {}: expected bool, got {}", at(path), type_name(v)))
-        }
-        Value::Number(_) if !v.is_number() => {
-            Err(format!("at {}: expected a number, got {}", at(path), type_name(v)))
-        }
+        Value::Bool(_) if !v.is_boolean() => Err(format!(
+            "at {}: expected bool, got {}",
+            at(path),
+            type_name(v)
+        )),
+        Value::Number(_) if !v.is_number() => Err(format!(
+            "at {}: expected a number, got {}",
+            at(path),
+            type_name(v)
+        )),
         _ => Ok(()),
     }
 }

@@ -34,17 +34,36 @@ pub const TABLE: &[(&str, f64, f64)] = &[
 impl Price {
     /// The table's price for `model`, with overrides; `None` when unknown and not overridden.
     pub fn resolve(model: &str, price_in: Option<f64>, price_out: Option<f64>) -> Option<Price> {
-        let m = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let m = model
+            .rsplit('/')
+            .next()
+            .unwrap_or(model)
+            .to_ascii_lowercase();
         let table = TABLE
             .iter()
             .filter(|(p, _, _)| m.starts_with(p))
             .max_by_key(|(p, _, _)| p.len())
-            .map(|(_, i, o)| Price { input: *i, output: *o });
+            .map(|(_, i, o)| Price {
+                input: *i,
+                output: *o,
+            });
         match (table, price_in, price_out) {
-            (_, Some(i), Some(o)) => Some(Price { input: i, output: o }),
-            (Some(t), i, o) => Some(Price { input: i.unwrap_or(t.input), output: o.unwrap_or(t.output) }),
-            (None, Some(i), None) => Some(Price { input: i, output: 0.0 }),
-            (None, None, Some(o)) => Some(Price { input: 0.0, output: o }),
+            (_, Some(i), Some(o)) => Some(Price {
+                input: i,
+                output: o,
+            }),
+            (Some(t), i, o) => Some(Price {
+                input: i.unwrap_or(t.input),
+                output: o.unwrap_or(t.output),
+            }),
+            (None, Some(i), None) => Some(Price {
+                input: i,
+                output: 0.0,
+            }),
+            (None, None, Some(o)) => Some(Price {
+                input: 0.0,
+                output: o,
+            }),
             (None, None, None) => None,
         }
     }

@@ -34,7 +34,9 @@ pub fn list_py_files(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
@@ -70,8 +72,12 @@ pub fn resolve(name: &str, files: &[String]) -> Option<String> {
     let mut best: Option<&String> = None;
     for f in files {
         let suffix_of_name = n.strip_suffix(f.as_str()).is_some_and(|h| h.ends_with('/'));
-        let name_suffix_of_f = f.strip_suffix(n.as_str()).is_some_and(|h| h.ends_with('/') || h.is_empty());
-        if (suffix_of_name || name_suffix_of_f) && best.is_none_or(|b| f.len() > b.len() && suffix_of_name) {
+        let name_suffix_of_f = f
+            .strip_suffix(n.as_str())
+            .is_some_and(|h| h.ends_with('/') || h.is_empty());
+        if (suffix_of_name || name_suffix_of_f)
+            && best.is_none_or(|b| f.len() > b.len() && suffix_of_name)
+        {
             best = Some(f);
         }
     }
@@ -90,7 +96,9 @@ pub fn resolve_all(name: &str, files: &[String]) -> Vec<String> {
         .filter(|f| {
             let full = format!("/{f}");
             // Match against every path ending at a component boundary.
-            full.match_indices('/').any(|(i, _)| glob(g, &full[i + 1..])) || glob(g, &full)
+            full.match_indices('/')
+                .any(|(i, _)| glob(g, &full[i + 1..]))
+                || glob(g, &full)
         })
         .take(200)
         .cloned()
@@ -162,9 +170,15 @@ pub struct Prompt {
 }
 
 /// Build the prompt of one instance. `reasoning` asks for a `"reasoning"` field (validate mode).
-pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: usize, reasoning: bool) -> Prompt {
+pub fn build(
+    inst: &Instance,
+    source_root: Option<&Path>,
+    max_context_tokens: usize,
+    reasoning: bool,
+) -> Prompt {
     let mut notes = Vec::new();
-    let template = serde_json::to_string_pretty(&inst.template).unwrap_or_else(|_| inst.template.to_string());
+    let template =
+        serde_json::to_string_pretty(&inst.template).unwrap_or_else(|_| inst.template.to_string());
     let mut head = format!(
         "Instance: {}  (kind: {})\n\n## Question\n{}\n\n## Answer format\nReply with one JSON object of exactly this shape; the leaves of the template name the type of each value (\"int\", \"str\", \"float\", \"bool\", \"any\"), and a list shows the shape of its elements.\n```json\n{}\n```\n",
         inst.key(),
@@ -178,12 +192,16 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
         head.push_str("Output only the JSON object.\n");
     }
     // Budget in characters, keeping room for the reply.
-    let budget = max_context_tokens.saturating_mul(CHARS_PER_TOKEN).saturating_sub(SYSTEM.len() + 8_000);
+    let budget = max_context_tokens
+        .saturating_mul(CHARS_PER_TOKEN)
+        .saturating_sub(SYSTEM.len() + 8_000);
     let mut remaining = budget.saturating_sub(head.len());
     let mut body = String::new();
 
     if !inst.test_files.is_empty() {
-        body.push_str("\n## Test file(s)\nThe test(s) below drive the code the question is about.\n");
+        body.push_str(
+            "\n## Test file(s)\nThe test(s) below drive the code the question is about.\n",
+        );
         for tf in &inst.test_files {
             let text = match std::fs::read_to_string(inst.dir.join(tf)) {
                 Ok(t) => t,
@@ -195,7 +213,9 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
             let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
             let sec = format!("\n### {tf}\n```python\n{num}```\n");
             if shown < total {
-                notes.push(format!("test file {tf} truncated: lines 1-{shown} of {total} shown"));
+                notes.push(format!(
+                    "test file {tf} truncated: lines 1-{shown} of {total} shown"
+                ));
             }
             remaining = remaining.saturating_sub(sec.len());
             body.push_str(&sec);
@@ -226,7 +246,11 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
             }
             let dirs: Vec<String> = order
                 .iter()
-                .map(|f| f.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default())
+                .map(|f| {
+                    f.rsplit_once('/')
+                        .map(|(d, _)| d.to_string())
+                        .unwrap_or_default()
+                })
                 .collect();
             for f in &files {
                 let d = f.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
@@ -257,7 +281,9 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
                 }
                 let sec = format!("\n### {f}\n```python\n{num}```\n");
                 if shown < total {
-                    notes.push(format!("source file {f} truncated: lines 1-{shown} of {total} shown"));
+                    notes.push(format!(
+                        "source file {f} truncated: lines 1-{shown} of {total} shown"
+                    ));
                 }
                 remaining = remaining.saturating_sub(sec.len());
                 body.push_str(&sec);
@@ -280,5 +306,10 @@ pub fn build(inst: &Instance, source_root: Option<&Path>, max_context_tokens: us
             user.push_str(&format!("- {n}\n"));
         }
     }
-    Prompt { system: SYSTEM.to_string(), user, files: included, notes }
+    Prompt {
+        system: SYSTEM.to_string(),
+        user,
+        files: included,
+        notes,
+    }
 }

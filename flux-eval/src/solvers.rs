@@ -41,16 +41,22 @@ pub struct FuncInfo {
 }
 
 const KEYWORDS: &[&str] = &[
-    "if", "elif", "while", "for", "return", "and", "or", "not", "in", "is", "print", "def", "class",
-    "lambda", "with", "assert", "yield", "await", "except", "raise", "del", "global", "nonlocal",
-    "import", "from", "as", "pass", "else", "try", "finally", "async", "break", "continue",
+    "if", "elif", "while", "for", "return", "and", "or", "not", "in", "is", "print", "def",
+    "class", "lambda", "with", "assert", "yield", "await", "except", "raise", "del", "global",
+    "nonlocal", "import", "from", "as", "pass", "else", "try", "finally", "async", "break",
+    "continue",
 ];
 
 fn candidate_names(inst: &Instance) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: &str| {
         // `pkg.mod:Class.meth` → `Class.meth`; keep dotted qualnames whole.
-        let q = s.rsplit(':').next().unwrap_or(s).trim().trim_end_matches("()");
+        let q = s
+            .rsplit(':')
+            .next()
+            .unwrap_or(s)
+            .trim()
+            .trim_end_matches("()");
         if !q.is_empty()
             && q.split('.').all(|p| {
                 !p.is_empty()
@@ -79,7 +85,9 @@ fn candidate_names(inst: &Instance) -> Vec<String> {
     while i < bytes.len() {
         if bytes[i].is_alphabetic() || bytes[i] == '_' {
             let s = i;
-            while i < bytes.len() && (bytes[i].is_alphanumeric() || bytes[i] == '_' || bytes[i] == '.') {
+            while i < bytes.len()
+                && (bytes[i].is_alphanumeric() || bytes[i] == '_' || bytes[i] == '.')
+            {
                 i += 1;
             }
             if i < bytes.len() && bytes[i] == '(' {
@@ -121,7 +129,11 @@ fn block_end(lines: &[&str], idx: usize) -> usize {
 fn header_matches(line: &str, name: &str, class: bool) -> bool {
     let t = line.trim_start();
     let t = t.strip_prefix("async ").unwrap_or(t);
-    let rest = if class { t.strip_prefix("class ") } else { t.strip_prefix("def ") };
+    let rest = if class {
+        t.strip_prefix("class ")
+    } else {
+        t.strip_prefix("def ")
+    };
     rest.and_then(|r| r.strip_prefix(name))
         .is_some_and(|r| r.starts_with('(') || (class && r.starts_with(':')))
 }
@@ -131,7 +143,10 @@ fn header_matches(line: &str, name: &str, class: bool) -> bool {
 /// failing that, the first `def LAST(` anywhere.
 pub fn find_function(file: &str, text: &str, qualname: &str) -> Option<FuncInfo> {
     let lines: Vec<&str> = text.lines().collect();
-    let parts: Vec<&str> = qualname.split('.').filter(|p| !p.is_empty() && *p != "<locals>").collect();
+    let parts: Vec<&str> = qualname
+        .split('.')
+        .filter(|p| !p.is_empty() && *p != "<locals>")
+        .collect();
     let last = *parts.last()?;
     let nested = || -> Option<usize> {
         let (mut lo, mut hi) = (0usize, lines.len());
@@ -139,7 +154,8 @@ pub fn find_function(file: &str, text: &str, qualname: &str) -> Option<FuncInfo>
         for (n, part) in parts.iter().enumerate() {
             let is_last = n + 1 == parts.len();
             let idx = (lo..hi).find(|&k| {
-                header_matches(lines[k], part, false) || (!is_last && header_matches(lines[k], part, true))
+                header_matches(lines[k], part, false)
+                    || (!is_last && header_matches(lines[k], part, true))
             })?;
             found = Some(idx);
             lo = idx + 1;
@@ -147,7 +163,8 @@ pub fn find_function(file: &str, text: &str, qualname: &str) -> Option<FuncInfo>
         }
         found
     };
-    let idx = nested().or_else(|| (0..lines.len()).find(|&k| header_matches(lines[k], last, false)))?;
+    let idx =
+        nested().or_else(|| (0..lines.len()).find(|&k| header_matches(lines[k], last, false)))?;
     let end = block_end(&lines, idx);
     let mut body = Vec::new();
     let mut j = idx;
@@ -180,7 +197,12 @@ pub fn find_function(file: &str, text: &str, qualname: &str) -> Option<FuncInfo>
         }
         body.push((k + 1, l.to_string()));
     }
-    Some(FuncInfo { file: file.to_string(), name: qualname.to_string(), def_line: idx + 1, body })
+    Some(FuncInfo {
+        file: file.to_string(),
+        name: qualname.to_string(),
+        def_line: idx + 1,
+        body,
+    })
 }
 
 /// Names called in the body, in textual order (with repeats), e.g. `self.f(x)` → `self.f`.
@@ -224,7 +246,11 @@ pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
                 while k < cs.len() && cs[k] == ' ' {
                     k += 1;
                 }
-                if k < cs.len() && cs[k] == '(' && !KEYWORDS.contains(&w.as_str()) && !w.ends_with('.') {
+                if k < cs.len()
+                    && cs[k] == '('
+                    && !KEYWORDS.contains(&w.as_str())
+                    && !w.ends_with('.')
+                {
                     out.push((*ln, w));
                 }
                 continue;
@@ -296,12 +322,23 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
                 if let Some(f) = f {
                     let mut calls = called_names(f);
                     let mut seen = Vec::new();
-                    calls.retain(|c| if seen.contains(c) { false } else { seen.push(c.clone()); true });
+                    calls.retain(|c| {
+                        if seen.contains(c) {
+                            false
+                        } else {
+                            seen.push(c.clone());
+                            true
+                        }
+                    });
                     g.insert(f.name.clone(), json!(calls));
                 }
                 return Value::Object(g);
             }
-            Value::Object(m.iter().map(|(kk, v)| (kk.clone(), fill(v, kk, f))).collect())
+            Value::Object(
+                m.iter()
+                    .map(|(kk, v)| (kk.clone(), fill(v, kk, f)))
+                    .collect(),
+            )
         }
         Value::Array(a) => {
             let Some(f) = f else { return json!([]) };

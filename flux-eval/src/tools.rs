@@ -51,7 +51,12 @@ pub struct Toolbox {
 impl Toolbox {
     pub fn new(root: Option<PathBuf>, budget_tokens: usize) -> Self {
         let files = root.as_deref().map(list_py_files).unwrap_or_default();
-        Toolbox { root, files, remaining: budget_tokens.saturating_mul(CHARS_PER_TOKEN), calls: 0 }
+        Toolbox {
+            root,
+            files,
+            remaining: budget_tokens.saturating_mul(CHARS_PER_TOKEN),
+            calls: 0,
+        }
     }
 
     /// Run one call; the result is text for the model (errors included, never a panic).
@@ -69,19 +74,29 @@ impl Toolbox {
             "read_file" => match arg("path").and_then(Value::as_str) {
                 None => "error: read_file needs a \"path\" string argument".into(),
                 Some(p) => {
-                    let num = |k: &str| arg(k).and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
+                    let num = |k: &str| {
+                        arg(k).and_then(|v| {
+                            v.as_u64()
+                                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                        })
+                    };
                     self.read(&root, p, num("start_line"), num("end_line"))
                 }
             },
-            other => format!("error: unknown tool {other:?}; the tools are list_files and read_file"),
+            other => {
+                format!("error: unknown tool {other:?}; the tools are list_files and read_file")
+            }
         };
         if out.len() > self.remaining {
             let cut: String = out.chars().take(self.remaining).collect();
             self.remaining = 0;
             if cut.is_empty() {
-                return "error: the context budget is spent; answer now with the JSON object".into();
+                return "error: the context budget is spent; answer now with the JSON object"
+                    .into();
             }
-            return format!("{cut}\n[truncated: the context budget is spent; answer now with the JSON object]");
+            return format!(
+                "{cut}\n[truncated: the context budget is spent; answer now with the JSON object]"
+            );
         }
         self.remaining -= out.len();
         out
@@ -92,8 +107,17 @@ impl Toolbox {
         if has_parent(d) {
             return "error: \"..\" is not allowed".into();
         }
-        let prefix = if d.is_empty() || d == "." { String::new() } else { format!("{d}/") };
-        let mut out: Vec<&str> = self.files.iter().filter(|f| f.starts_with(&prefix)).map(String::as_str).collect();
+        let prefix = if d.is_empty() || d == "." {
+            String::new()
+        } else {
+            format!("{d}/")
+        };
+        let mut out: Vec<&str> = self
+            .files
+            .iter()
+            .filter(|f| f.starts_with(&prefix))
+            .map(String::as_str)
+            .collect();
         // Non-Python files of the directory itself are listed too.
         let mut others = Vec::new();
         if let Ok(rd) = std::fs::read_dir(root.join(d)) {
@@ -110,9 +134,16 @@ impl Toolbox {
             return format!("no files under {dir:?}");
         }
         let n = out.len();
-        let mut s = out.into_iter().take(MAX_LIST).collect::<Vec<_>>().join("\n");
+        let mut s = out
+            .into_iter()
+            .take(MAX_LIST)
+            .collect::<Vec<_>>()
+            .join("\n");
         if n > MAX_LIST {
-            s.push_str(&format!("\n[{} more files not shown; list a subdirectory]", n - MAX_LIST));
+            s.push_str(&format!(
+                "\n[{} more files not shown; list a subdirectory]",
+                n - MAX_LIST
+            ));
         }
         s
     }
@@ -154,12 +185,17 @@ impl Toolbox {
             out.push_str(&format!("{:>5}  {}\n", i + 1, l));
         }
         if e < total && end.is_none_or(|x| x as usize > e) {
-            out.push_str(&format!("[more: lines {}-{total}; call read_file with start_line]\n", e + 1));
+            out.push_str(&format!(
+                "[more: lines {}-{total}; call read_file with start_line]\n",
+                e + 1
+            ));
         }
         out
     }
 }
 
 fn has_parent(p: &str) -> bool {
-    Path::new(p).components().any(|c| matches!(c, Component::ParentDir))
+    Path::new(p)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
 }

@@ -43,7 +43,13 @@ impl Drop for Server {
 
 impl Server {
     fn calls(&self, inst: &str) -> usize {
-        self.state.lock().unwrap().calls.get(inst).copied().unwrap_or(0)
+        self.state
+            .lock()
+            .unwrap()
+            .calls
+            .get(inst)
+            .copied()
+            .unwrap_or(0)
     }
     fn log(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().log.clone()
@@ -104,8 +110,10 @@ fn envelope(path: &str, text: &str) -> Value {
             let tc: Vec<Value> = calls
                 .iter()
                 .enumerate()
-                .map(|(i, c)| json!({"id": format!("call_{i}"), "type": "function",
-                                     "function": {"name": c[0], "arguments": c[1].to_string()}}))
+                .map(|(i, c)| {
+                    json!({"id": format!("call_{i}"), "type": "function",
+                                     "function": {"name": c[0], "arguments": c[1].to_string()}})
+                })
                 .collect();
             json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": tc},
                                 "finish_reason": "tool_calls"}],
@@ -132,7 +140,9 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
-        let Ok(n) = sock.read(&mut tmp).await else { return };
+        let Ok(n) = sock.read(&mut tmp).await else {
+            return;
+        };
         if n == 0 {
             return;
         }
@@ -143,14 +153,25 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let mut lines = head.split("\r\n");
-    let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_string();
+    let path = lines
+        .next()
+        .unwrap_or("")
+        .split(' ')
+        .nth(1)
+        .unwrap_or("")
+        .to_string();
     let headers: HashMap<String, String> = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     while buf.len() < head_end + len {
-        let Ok(n) = sock.read(&mut tmp).await else { return };
+        let Ok(n) = sock.read(&mut tmp).await else {
+            return;
+        };
         if n == 0 {
             break;
         }
@@ -169,7 +190,12 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
         let c = st.calls.entry(instance.clone()).or_insert(0);
         let call = *c;
         *c += 1;
-        st.log.push(Recorded { path: path.clone(), headers, body: body.clone(), instance: instance.clone() });
+        st.log.push(Recorded {
+            path: path.clone(),
+            headers,
+            body: body.clone(),
+            instance: instance.clone(),
+        });
         st.inflight += 1;
         st.max_inflight = st.max_inflight.max(st.inflight);
         call
@@ -178,7 +204,11 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     tokio::time::sleep(Duration::from_millis(25)).await;
     state.lock().unwrap().inflight -= 1;
     let (status, extra, content) = script(&instance, call, &body);
-    let payload = if status == 200 { envelope(&path, &content).to_string() } else { content };
+    let payload = if status == 200 {
+        envelope(&path, &content).to_string()
+    } else {
+        content
+    };
     let mut resp = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
         payload.len()
@@ -237,7 +267,10 @@ functions = ["toy.core.count_up"]
 "#
             ),
         );
-        write(&d.join("test_toy.py"), "from toy.core import count_up\n\ndef test_count():\n    assert count_up(3) == 3\n");
+        write(
+            &d.join("test_toy.py"),
+            "from toy.core import count_up\n\ndef test_count():\n    assert count_up(3) == 3\n",
+        );
         write(
             &d.join("oracle.json"),
             &json!({"question_kind": "S2_Loops", "question": "q",
@@ -255,7 +288,10 @@ functions = ["toy.core.count_up"]
         &src.join("toy-1.0/toy/core.py"),
         "# toy module\n\ndef count_up(n):\n    total = 0\n    for i in range(n):\n        total += 1\n    return total\n",
     );
-    write(&src.join("toy-1.0/toy/other.py"), "def other():\n    return 1\n");
+    write(
+        &src.join("toy-1.0/toy/other.py"),
+        "def other():\n    return 1\n",
+    );
     (inst, src)
 }
 
@@ -277,7 +313,10 @@ fn options(server: &Server, api: Api, inst: &Path, src: &Path, out: &Path) -> Ev
 }
 
 fn meta(out: &Path, id: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(out.join("toy").join(id).join("meta.json")).unwrap()).unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy").join(id).join("meta.json")).unwrap(),
+    )
+    .unwrap()
 }
 
 fn grep_dir(dir: &Path, needle: &str) -> bool {
@@ -287,7 +326,10 @@ fn grep_dir(dir: &Path, needle: &str) -> bool {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if std::fs::read_to_string(&p).unwrap_or_default().contains(needle) {
+            } else if std::fs::read_to_string(&p)
+                .unwrap_or_default()
+                .contains(needle)
+            {
                 return true;
             }
         }
@@ -303,7 +345,11 @@ async fn end_to_end(api: Api) {
     let o = options(&server, api, &inst, &src, &out);
 
     let s = run_eval(&o).await.unwrap();
-    assert_eq!((s.instances, s.answered, s.not_harvested), (6, 6, 1), "{s:?}");
+    assert_eq!(
+        (s.instances, s.answered, s.not_harvested),
+        (6, 6, 1),
+        "{s:?}"
+    );
     assert_eq!((s.ok, s.infra_errors, s.unparseable), (4, 1, 1), "{s:?}");
     assert_eq!((s.scored, s.passed), (5, 3), "{s:?}");
 
@@ -318,14 +364,23 @@ async fn end_to_end(api: Api) {
     assert_eq!(meta(&out, "ratelimit")["status"], "ok");
     let down = meta(&out, "down");
     assert_eq!(down["status"], "infra_error");
-    assert!(down["error"].as_str().unwrap().contains("HTTP 500"), "{down}");
+    assert!(
+        down["error"].as_str().unwrap().contains("HTTP 500"),
+        "{down}"
+    );
     assert_eq!(server.calls("toy/down"), 3, "first try + 2 retries");
     assert!(!out.join("toy/down/answer.json").exists());
     let shape = meta(&out, "shape");
     assert_eq!(shape["status"], "unparseable");
     assert_eq!(shape["attempts"], 3, "one try + two repair rounds");
-    assert!(shape["error"].as_str().unwrap().contains("expected int"), "{shape}");
-    assert_eq!(meta(&out, "correct")["context_files"], json!(["toy/core.py", "toy/other.py"]));
+    assert!(
+        shape["error"].as_str().unwrap().contains("expected int"),
+        "{shape}"
+    );
+    assert_eq!(
+        meta(&out, "correct")["context_files"],
+        json!(["toy/core.py", "toy/other.py"])
+    );
 
     // What the server saw: the protocol, temperature 0, the prompt content, the repair message.
     let log = server.log();
@@ -346,13 +401,27 @@ async fn end_to_end(api: Api) {
             }
         }
     }
-    let first = log.iter().find(|r| r.instance == "toy/correct").unwrap().body.to_string();
+    let first = log
+        .iter()
+        .find(|r| r.instance == "toy/correct")
+        .unwrap()
+        .body
+        .to_string();
     assert!(first.contains("def count_up(n):"), "source included");
-    assert!(first.contains("assert count_up(3) == 3"), "test file included");
+    assert!(
+        first.contains("assert count_up(3) == 3"),
+        "test file included"
+    );
     assert!(first.contains("loop_iteration_count"), "template included");
-    let repair2 = log.iter().filter(|r| r.instance == "toy/repair").nth(1).unwrap();
+    let repair2 = log
+        .iter()
+        .filter(|r| r.instance == "toy/repair")
+        .nth(1)
+        .unwrap();
     let msgs = &repair2.body["messages"];
-    let last = msgs.as_array().unwrap().last().unwrap()["content"].as_str().unwrap();
+    let last = msgs.as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
     assert!(last.contains("could not be used"), "{last}");
 
     // The concurrency limit (3) held, and requests did run in parallel.
@@ -367,15 +436,34 @@ async fn end_to_end(api: Api) {
     so.instances = vec![inst.clone()];
     so.format = Format::Json;
     let rep = run_score(&so).unwrap().report;
-    assert_eq!((rep.total, rep.passed, rep.infra_errors, rep.not_harvested), (5, 3, 1, 1));
+    assert_eq!(
+        (rep.total, rep.passed, rep.infra_errors, rep.not_harvested),
+        (5, 3, 1, 1)
+    );
     assert!((rep.accuracy - 0.6).abs() < 1e-9);
     // Usage from meta.json: 1+1+2+1+3 answered calls × 100 tokens in (the infra error has none).
     assert_eq!((rep.usage.with_meta, rep.usage.tokens_in), (6, 800));
     assert_eq!(rep.usage.models, vec!["gpt-test".to_string()]);
     assert!((rep.usage.cost - (800.0 + 80.0 * 2.0) / 1e6).abs() < 1e-12);
-    let reason = |id: &str| rep.instances.iter().find(|i| i.id == id).unwrap().reason.clone().unwrap_or_default();
-    assert!(reason("wrong").contains("expected 3, got 4"), "{}", reason("wrong"));
-    assert!(reason("shape").starts_with("unparseable"), "{}", reason("shape"));
+    let reason = |id: &str| {
+        rep.instances
+            .iter()
+            .find(|i| i.id == id)
+            .unwrap()
+            .reason
+            .clone()
+            .unwrap_or_default()
+    };
+    assert!(
+        reason("wrong").contains("expected 3, got 4"),
+        "{}",
+        reason("wrong")
+    );
+    assert!(
+        reason("shape").starts_with("unparseable"),
+        "{}",
+        reason("shape")
+    );
 
     // Resume: ok answers are skipped; only the infra error and the unparseable one are retried.
     let before = server.calls("toy/correct");
@@ -409,7 +497,10 @@ async fn oracle_solver_scores_100_percent() {
     assert_eq!(s.accuracy, 1.0);
     assert_eq!(s.cost, Some(0.0));
     let t = s.to_text();
-    assert!(t.contains("6/6 passed (100.0%)") && t.contains("1 not harvested"), "{t}");
+    assert!(
+        t.contains("6/6 passed (100.0%)") && t.contains("1 not harvested"),
+        "{t}"
+    );
     let mut so = ScoreOptions::new(&out);
     so.instances = vec![inst];
     assert_eq!(run_score(&so).unwrap().report.accuracy, 1.0);
@@ -446,14 +537,24 @@ files = ["toy/core.py"]
     o.out = out.clone();
     let s = run_eval(&o).await.unwrap();
     assert_eq!(s.ok, 1);
-    let a: Value = serde_json::from_str(&std::fs::read_to_string(out.join("toy/path/answer.json")).unwrap()).unwrap();
-    let lines: Vec<i64> = a["executed_path"].as_array().unwrap().iter().map(|e| e["line"].as_i64().unwrap()).collect();
+    let a: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("toy/path/answer.json")).unwrap())
+            .unwrap();
+    let lines: Vec<i64> = a["executed_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["line"].as_i64().unwrap())
+        .collect();
     assert_eq!(lines, vec![4, 5, 6, 7]);
     assert_eq!(a["executed_path"][0]["file"], "toy/core.py");
     assert_eq!(a["executed_path"][0]["func"], "count_up");
     assert_eq!(a["calls"], json!(["range"]));
     assert_eq!(a["loop_iteration_count"], 0);
-    assert_eq!(a["call_sequence"], json!([{"function": "range", "line": 5}]));
+    assert_eq!(
+        a["call_sequence"],
+        json!([{"function": "range", "line": 5}])
+    );
     assert_eq!(a["callees"], json!([{"function": "range", "count": 1}]));
     assert_eq!(a["call_graph"], json!({"count_up": ["range"]}));
 }
@@ -470,12 +571,21 @@ async fn validate_lists_failures_with_reasoning() {
     assert_eq!((v.total, v.passed), (2, 1));
     assert_eq!(v.review.len(), 1);
     assert_eq!(v.review[0].id, "wrong");
-    assert_eq!(v.review[0].reasoning.as_deref(), Some("I counted the else branch too"));
+    assert_eq!(
+        v.review[0].reasoning.as_deref(),
+        Some("I counted the else branch too")
+    );
     let txt = std::fs::read_to_string(out.join("validation.txt")).unwrap();
-    assert!(txt.contains("toy/wrong") && txt.contains("I counted the else branch too"), "{txt}");
+    assert!(
+        txt.contains("toy/wrong") && txt.contains("I counted the else branch too"),
+        "{txt}"
+    );
     assert!(out.join("validation.json").is_file());
     // The reasoning is kept in meta, not in the answer.
-    let a: Value = serde_json::from_str(&std::fs::read_to_string(out.join("toy/correct/answer.json")).unwrap()).unwrap();
+    let a: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/correct/answer.json")).unwrap(),
+    )
+    .unwrap();
     assert!(a.get("reasoning").is_none());
 }
 
@@ -502,7 +612,11 @@ async fn connection_refused_is_infra_error() {
     o.instances = vec![inst.join("toy/correct")];
     o.out = tmp.path().join("x");
     o.api_key = Some("k".into());
-    o.retry = RetryPolicy { max_retries: 1, initial_backoff: Duration::from_millis(1), max_backoff: Duration::from_millis(5) };
+    o.retry = RetryPolicy {
+        max_retries: 1,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    };
     let s = run_eval(&o).await.unwrap();
     assert_eq!(s.infra_errors, 1);
     assert_eq!(s.scored, 0);
@@ -517,7 +631,9 @@ async fn tools_mode(api: Api) {
     let to = inst.join("toy/tools");
     std::fs::create_dir_all(&to).unwrap();
     for f in ["instance.toml", "oracle.json", "test_toy.py"] {
-        let t = std::fs::read_to_string(from.join(f)).unwrap().replace("id = \"correct\"", "id = \"tools\"");
+        let t = std::fs::read_to_string(from.join(f))
+            .unwrap()
+            .replace("id = \"correct\"", "id = \"tools\"");
         std::fs::write(to.join(f), t).unwrap();
     }
     let out = tmp.path().join("answers");
@@ -529,12 +645,19 @@ async fn tools_mode(api: Api) {
     assert_eq!(m["tool_calls"], 3);
     assert_eq!(m["attempts"], 3);
     let log = server.log();
-    assert!(log.iter().all(|r| r.body["tools"].as_array().map(Vec::len) == Some(2)));
+    assert!(log
+        .iter()
+        .all(|r| r.body["tools"].as_array().map(Vec::len) == Some(2)));
     // The tool results went back in the protocol's own form.
     let last = log.last().unwrap().body.to_string();
     match api {
-        Api::OpenAi => assert!(last.contains("\"role\":\"tool\"") && last.contains("\"tool_call_id\":\"call_0\"")),
-        Api::Anthropic => assert!(last.contains("\"type\":\"tool_result\"") && last.contains("\"tool_use_id\":\"toolu_1\"")),
+        Api::OpenAi => assert!(
+            last.contains("\"role\":\"tool\"") && last.contains("\"tool_call_id\":\"call_0\"")
+        ),
+        Api::Anthropic => assert!(
+            last.contains("\"type\":\"tool_result\"")
+                && last.contains("\"tool_use_id\":\"toolu_1\"")
+        ),
     }
 }
 

@@ -14,9 +14,18 @@ fn extracts_the_first_balanced_object() {
     let cases = [
         (r#"{"a": 1}"#, Some(json!({"a": 1}))),
         ("```json\n{\"a\": [1, 2]}\n```", Some(json!({"a": [1, 2]}))),
-        ("Sure! Here it is:\n```\n{\"a\": \"}{\"}\n```\nHope that helps {x}", Some(json!({"a": "}{"}))),
-        ("The answer is {\"a\": {\"b\": \"q\\\"}\"}} and {\"c\": 2}", Some(json!({"a": {"b": "q\"}"}}))),
-        ("first {not json} then {\"ok\": true}", Some(json!({"ok": true}))),
+        (
+            "Sure! Here it is:\n```\n{\"a\": \"}{\"}\n```\nHope that helps {x}",
+            Some(json!({"a": "}{"})),
+        ),
+        (
+            "The answer is {\"a\": {\"b\": \"q\\\"}\"}} and {\"c\": 2}",
+            Some(json!({"a": {"b": "q\"}"}})),
+        ),
+        (
+            "first {not json} then {\"ok\": true}",
+            Some(json!({"ok": true})),
+        ),
         ("{\"a\": ", None),
         ("no json here", None),
         ("", None),
@@ -40,13 +49,34 @@ fn shape_validation() {
                       "ok": true, "v": [1], "maybe": "x", "extra": 1});
     assert_eq!(validate_shape(&t, &good), Ok(()));
     let bad = [
-        (json!({"executed_path": [{"file": "a.py", "line": "three"}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/line"),
-        (json!({"executed_path": [{"file": ["a.py"], "line": 3}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path/0/file"),
-        (json!({"executed_path": [], "count": 2.5, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/count"),
-        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": "yes", "v": 1, "maybe": 1}), "/ok"),
-        (json!({"executed_path": {}, "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "/executed_path"),
-        (json!({"count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}), "missing key \"executed_path\""),
-        (json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": [1]}), "/maybe"),
+        (
+            json!({"executed_path": [{"file": "a.py", "line": "three"}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}),
+            "/executed_path/0/line",
+        ),
+        (
+            json!({"executed_path": [{"file": ["a.py"], "line": 3}], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}),
+            "/executed_path/0/file",
+        ),
+        (
+            json!({"executed_path": [], "count": 2.5, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}),
+            "/count",
+        ),
+        (
+            json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": "yes", "v": 1, "maybe": 1}),
+            "/ok",
+        ),
+        (
+            json!({"executed_path": {}, "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}),
+            "/executed_path",
+        ),
+        (
+            json!({"count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": 1}),
+            "missing key \"executed_path\"",
+        ),
+        (
+            json!({"executed_path": [], "count": 2, "ratio": 1.0, "ok": true, "v": 1, "maybe": [1]}),
+            "/maybe",
+        ),
     ];
     // Leaves as lenient as the scorer: stringified scalars pass.
     let lenient = json!({"executed_path": [{"file": 7, "line": "3"}], "count": "2", "ratio": "0.5",
@@ -54,8 +84,18 @@ fn shape_validation() {
     assert_eq!(validate_shape(&t, &lenient), Ok(()));
     // `{"*": T}` is a map (flux-instance's template grammar).
     let cg = json!({"call_graph": {"*": ["str"]}, "x": "int|null"});
-    assert_eq!(validate_shape(&cg, &json!({"call_graph": {"a.f": ["b"], "g": []}, "x": null})), Ok(()));
-    assert!(validate_shape(&cg, &json!({"call_graph": {"a.f": "b"}, "x": 1})).unwrap_err().contains("/call_graph/a.f"));
+    assert_eq!(
+        validate_shape(
+            &cg,
+            &json!({"call_graph": {"a.f": ["b"], "g": []}, "x": null})
+        ),
+        Ok(())
+    );
+    assert!(
+        validate_shape(&cg, &json!({"call_graph": {"a.f": "b"}, "x": 1}))
+            .unwrap_err()
+            .contains("/call_graph/a.f")
+    );
     assert!(validate_shape(&cg, &json!({"call_graph": [], "x": 1})).is_err());
     for (v, want) in bad {
         let e = validate_shape(&t, &v).unwrap_err();
@@ -76,7 +116,9 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
     std::fs::write(inst_dir.join("t.py"), "def test(): pass\n").unwrap();
     let src = tmp.path().join("src/big-2.0/pkg");
     std::fs::create_dir_all(&src).unwrap();
-    let big: String = (0..5000).map(|i| format!("x_{i} = {i}  # padding padding padding\n")).collect();
+    let big: String = (0..5000)
+        .map(|i| format!("x_{i} = {i}  # padding padding padding\n"))
+        .collect();
     std::fs::write(src.join("b.py"), &big).unwrap();
     std::fs::write(src.join("a.py"), "A = 1\n").unwrap();
     std::fs::write(src.join("c.py"), "C = 1\n").unwrap();
@@ -84,14 +126,33 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
     let root = tmp.path().join("src");
 
     let p = prompt::build(&inst, Some(&root), 10_000, false);
-    assert!(p.user.len() <= 10_000 * prompt::CHARS_PER_TOKEN, "{}", p.user.len());
+    assert!(
+        p.user.len() <= 10_000 * prompt::CHARS_PER_TOKEN,
+        "{}",
+        p.user.len()
+    );
     // Tracing file first, then the question's file; b.py is cut, the rest left out.
     assert_eq!(p.files.first().map(String::as_str), Some("pkg/b.py"));
-    assert!(p.notes.iter().any(|n| n.starts_with("source file pkg/b.py truncated: lines 1-")), "{:?}", p.notes);
-    assert!(p.notes.iter().any(|n| n.contains("left out") && n.contains("pkg/a.py")), "{:?}", p.notes);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("source file pkg/b.py truncated: lines 1-")),
+        "{:?}",
+        p.notes
+    );
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("left out") && n.contains("pkg/a.py")),
+        "{:?}",
+        p.notes
+    );
     assert!(p.user.contains("## Context notes"));
     assert!(p.user.contains("def test(): pass"));
-    assert!(p.user.contains("    1  x_0 = 0"), "source lines are numbered");
+    assert!(
+        p.user.contains("    1  x_0 = 0"),
+        "source lines are numbered"
+    );
 
     // With room, everything is in and nothing is noted.
     let p = prompt::build(&inst, Some(&root), 200_000, true);
@@ -101,19 +162,37 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
 
     // No source: said so.
     let p = prompt::build(&inst, Some(&tmp.path().join("nowhere")), 200_000, false);
-    assert!(p.notes.iter().any(|n| n.contains("source not available")), "{:?}", p.notes);
+    assert!(
+        p.notes.iter().any(|n| n.contains("source not available")),
+        "{:?}",
+        p.notes
+    );
 }
 
 #[test]
 fn prices() {
     let p = Price::resolve("claude-sonnet-4-20250514", None, None).unwrap();
     assert_eq!((p.input, p.output), (3.0, 15.0));
-    assert_eq!(Price::resolve("gpt-4o-mini-2024", None, None).unwrap().input, 0.15);
-    assert_eq!(Price::resolve("openai/gpt-4o", None, None).unwrap().input, 2.5);
+    assert_eq!(
+        Price::resolve("gpt-4o-mini-2024", None, None)
+            .unwrap()
+            .input,
+        0.15
+    );
+    assert_eq!(
+        Price::resolve("openai/gpt-4o", None, None).unwrap().input,
+        2.5
+    );
     assert!(Price::resolve("mystery", None, None).is_none());
     let p = Price::resolve("mystery", Some(1.0), Some(4.0)).unwrap();
     assert!((p.cost(1_000_000, 500_000) - 3.0).abs() < 1e-12);
-    assert_eq!(Price::resolve("gpt-4o", None, Some(1.0)).unwrap(), Price { input: 2.5, output: 1.0 });
+    assert_eq!(
+        Price::resolve("gpt-4o", None, Some(1.0)).unwrap(),
+        Price {
+            input: 2.5,
+            output: 1.0
+        }
+    );
 }
 
 /// A server that answers 429 with `Retry-After: 1` once, then a valid reply.
@@ -134,7 +213,11 @@ async fn retry_after_is_honoured() {
                 if let Some(h) = text.find("\r\n\r\n") {
                     let len: usize = text[..h]
                         .lines()
-                        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
                         .unwrap_or(0);
                     if got.len() >= h + 4 + len {
                         break;
@@ -159,17 +242,51 @@ async fn retry_after_is_honoured() {
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_secs(5),
     };
-    let c = ChatClient::new(Api::OpenAi, &url, "m", Some("k".into()), 100, Duration::from_secs(10), retry).unwrap();
+    let c = ChatClient::new(
+        Api::OpenAi,
+        &url,
+        "m",
+        Some("k".into()),
+        100,
+        Duration::from_secs(10),
+        retry,
+    )
+    .unwrap();
     let t0 = Instant::now();
-    let r = c.complete("sys", &[Message { role: "user", content: "hi".into() }]).await.unwrap();
-    assert!(t0.elapsed() >= Duration::from_millis(950), "waited {:?}", t0.elapsed());
-    assert_eq!((r.text.as_str(), r.tokens_in, r.tokens_out, r.retries), ("{\"n\": 1}", 5, 1, 1));
+    let r = c
+        .complete(
+            "sys",
+            &[Message {
+                role: "user",
+                content: "hi".into(),
+            }],
+        )
+        .await
+        .unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(950),
+        "waited {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(
+        (r.text.as_str(), r.tokens_in, r.tokens_out, r.retries),
+        ("{\"n\": 1}", 5, 1, 1)
+    );
     server.await.unwrap();
 }
 
 #[test]
 fn api_key_is_redacted_in_debug() {
-    let c = ChatClient::new(Api::Anthropic, "http://x", "m", Some("sk-very-secret".into()), 1, Duration::from_secs(1), RetryPolicy::default()).unwrap();
+    let c = ChatClient::new(
+        Api::Anthropic,
+        "http://x",
+        "m",
+        Some("sk-very-secret".into()),
+        1,
+        Duration::from_secs(1),
+        RetryPolicy::default(),
+    )
+    .unwrap();
     assert!(!format!("{c:?}").contains("sk-very-secret"));
     let mut o = flux_eval::EvalOptions::new("m", Api::OpenAi, "http://x");
     o.api_key = Some("sk-very-secret".into());
@@ -207,21 +324,46 @@ def flatten(x):
     let lines: Vec<usize> = f.body.iter().map(|(l, _)| *l).collect();
     assert_eq!(lines, vec![15, 16, 17, 19]);
     assert_eq!(called_names(&f), vec!["cls._coeff", "sorted"]);
-    assert_eq!(find_function("m.py", src, "Mul.flatten").unwrap().def_line, 2);
-    assert_eq!(find_function("m.py", src, "flatten").unwrap().def_line, 2, "first def anywhere");
-    assert_eq!(find_function("m.py", src, "Nope.flatten").unwrap().def_line, 2, "falls back to the last component");
+    assert_eq!(
+        find_function("m.py", src, "Mul.flatten").unwrap().def_line,
+        2
+    );
+    assert_eq!(
+        find_function("m.py", src, "flatten").unwrap().def_line,
+        2,
+        "first def anywhere"
+    );
+    assert_eq!(
+        find_function("m.py", src, "Nope.flatten").unwrap().def_line,
+        2,
+        "falls back to the last component"
+    );
     assert!(find_function("m.py", src, "missing").is_none());
 }
 
 #[test]
 fn tracing_globs_resolve_to_files() {
-    let files: Vec<String> = ["sympy/core/add.py", "sympy/core/mul.py", "sympy/core/tests/test_add.py", "sympy/abc.py"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let files: Vec<String> = [
+        "sympy/core/add.py",
+        "sympy/core/mul.py",
+        "sympy/core/tests/test_add.py",
+        "sympy/abc.py",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert_eq!(prompt::resolve_all("*/sympy/core/*.py", &files).len(), 3);
-    assert_eq!(prompt::resolve_all("sympy/core/a*.py", &files), vec!["sympy/core/add.py"]);
-    assert_eq!(prompt::resolve_all("/usr/lib/python3.11/site-packages/sympy/abc.py", &files), vec!["sympy/abc.py"]);
-    assert_eq!(prompt::resolve_all("core/mul.py", &files), vec!["sympy/core/mul.py"]);
+    assert_eq!(
+        prompt::resolve_all("sympy/core/a*.py", &files),
+        vec!["sympy/core/add.py"]
+    );
+    assert_eq!(
+        prompt::resolve_all("/usr/lib/python3.11/site-packages/sympy/abc.py", &files),
+        vec!["sympy/abc.py"]
+    );
+    assert_eq!(
+        prompt::resolve_all("core/mul.py", &files),
+        vec!["sympy/core/mul.py"]
+    );
     assert!(prompt::resolve_all("ore/mul.py", &files).is_empty());
 }

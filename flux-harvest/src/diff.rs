@@ -92,6 +92,9 @@ mod tests {
              \x20 at /n: only harvested has it: 1"
         );
         assert_eq!(json_diff(&a, &a, "a", "b"), "  (no difference)");
-        assert_eq!(json_diff(&json!(1), &json!(2), "a", "b"), "  at /: a 1, b 2");
+        assert_eq!(
+            json_diff(&json!(1), &json!(2), "a", "b"),
+            "  at /: a 1, b 2"
+        );
     }
 }

@@ -6,7 +6,7 @@
 //! `trace_launched` loads the BPF side filtered on the container's PID namespace, attaches,
 //! releases the gate, waits (the instance's timeout; the container is killed when it expires)
 //! and drains → the container is removed, whatever happened.
-use crate::{RunOutput, HarvestOptions};
+use crate::{HarvestOptions, RunOutput};
 use anyhow::{anyhow, Context, Result};
 use flux_agent::interp::Interpreter;
 use flux_agent::run::Launched;
@@ -144,8 +144,10 @@ pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Resul
 /// read-only as the working directory, the run directory, `env`.
 fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> ContainerSpec {
     let mut spec = ContainerSpec::new(&inst.spec.image, inst.spec.test.command.clone(), run_dir);
-    spec.mounts
-        .push(Mount::read_only(run_dir.join("instance"), INSTANCE_IN_CONTAINER));
+    spec.mounts.push(Mount::read_only(
+        run_dir.join("instance"),
+        INSTANCE_IN_CONTAINER,
+    ));
     spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
     spec.env = env.iter().cloned().collect();
     spec.timeout = Duration::from_secs(inst.spec.test.timeout_s);

@@ -101,7 +101,10 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     }
     let m = manifest(cache_dir, &inst.spec.image)?;
     if m.kind != "repo" {
-        bail!("image {} is a base image: it has no wheels to install", m.image);
+        bail!(
+            "image {} is a base image: it has no wheels to install",
+            m.image
+        );
     }
     let name = format!(
         "{}-{}-py{}",
@@ -132,22 +135,29 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         std::fs::remove_dir_all(&venv).with_context(|| format!("removing {}", venv.display()))?;
     }
     std::fs::create_dir_all(venv.parent().unwrap_or(&venv))?;
-    run(Command::new(interpreter).args(["-m", "venv", "--without-pip"]).arg(&venv))?;
+    run(Command::new(interpreter)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv))?;
     let pip = def_str(&m, "/pip")?;
     let pip_version = pip.split_once("==").map(|(_, v)| v).unwrap_or("");
     let pip_wheel = std::fs::read_dir(&wheelhouse)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&format!("pip-{pip_version}-")) && n.ends_with(".whl"))
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.starts_with(&format!("pip-{pip_version}-")) && n.ends_with(".whl")
+            })
         })
         .with_context(|| format!("no wheel for {pip} in {}", wheelhouse.display()))?;
     let python = venv.join("bin/python");
     let mut install = Command::new(&python);
     install
         .arg(pip_wheel.join("pip"))
-        .args(["install", "--no-index", "--no-cache-dir", "--disable-pip-version-check"])
+        .args([
+            "install",
+            "--no-index",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+        ])
         .arg("--find-links")
         .arg(&wheelhouse)
         .args(&m.pip_freeze)
@@ -181,15 +191,14 @@ pub(crate) async fn run_host(
     let python = std::fs::canonicalize(bin.join("python"))?;
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
-    let prepared =
-        crate::tracing::prepare(
-            &interp,
-            &inst.spec.tracing,
-            run_dir,
-            &run_dir.display().to_string(),
-            opts.calls,
-            opts.scope,
-        )?;
+    let prepared = crate::tracing::prepare(
+        &interp,
+        &inst.spec.tracing,
+        run_dir,
+        &run_dir.display().to_string(),
+        opts.calls,
+        opts.scope,
+    )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
     let mut cmd = inst.spec.test.command.clone();
@@ -203,7 +212,8 @@ pub(crate) async fn run_host(
     let mut wrapped: Vec<String> = vec![
         "/bin/sh".into(),
         "-c".into(),
-        "cd \"$1\" && out=$2 && err=$3 && shift 3 && exec \"$@\" </dev/null >\"$out\" 2>\"$err\"".into(),
+        "cd \"$1\" && out=$2 && err=$3 && shift 3 && exec \"$@\" </dev/null >\"$out\" 2>\"$err\""
+            .into(),
         "sh".into(),
         workdir.display().to_string(),
         run_dir.join("stdout.txt").display().to_string(),

@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 mod diff;
 mod docker;
-mod run_test;
 mod host;
+mod run_test;
 mod rundir;
 mod tracing;
 
@@ -398,13 +398,16 @@ async fn harvest_instance(
     report.labels = out.labels.clone();
     let phase = |what: &str, t: Instant| {
         if std::env::var_os("FLUX_HARVEST_TIMINGS").is_some() {
-            eprintln!("flux-harvest: {}: {what} {:.2}s", inst.id(), t.elapsed().as_secs_f64());
+            eprintln!(
+                "flux-harvest: {}: {what} {:.2}s",
+                inst.id(),
+                t.elapsed().as_secs_f64()
+            );
         }
     };
     phase("run and merge", t_run);
     let t = Instant::now();
-    let trace_sha256 =
-        rundir::keep_outputs(&run_dir, &out).context("writing the run's outputs")?;
+    let trace_sha256 = rundir::keep_outputs(&run_dir, &out).context("writing the run's outputs")?;
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
@@ -413,14 +416,14 @@ async fn harvest_instance(
     let t = Instant::now();
     // Scope "targets": the trace holds only what runs inside targeted code, not a call graph
     // of the test (none is written or compared).
-    let graph = if opts.scope.unwrap_or(inst.spec.tracing.scope) == flux_trace::Scope::Targets {
-        None
-    } else {
-        Some(
-            inst.call_graph(&out.trace)
-                .map_err(|e| anyhow::anyhow!("call graph: {}", strip_id(&e.to_string(), inst.id())))?,
-        )
-    };
+    let graph =
+        if opts.scope.unwrap_or(inst.spec.tracing.scope) == flux_trace::Scope::Targets {
+            None
+        } else {
+            Some(inst.call_graph(&out.trace).map_err(|e| {
+                anyhow::anyhow!("call graph: {}", strip_id(&e.to_string(), inst.id()))
+            })?)
+        };
     phase("call graph", t);
     std::fs::write(
         run_dir.join("oracle.json"),
@@ -556,14 +559,23 @@ fn check_against(
         problems.push(format!(
             "oracle_answer differs from {}:\n{}",
             inst.oracle_path().display(),
-            json_diff(&stored.oracle_answer, &fresh.oracle_answer, "stored", "harvested")
+            json_diff(
+                &stored.oracle_answer,
+                &fresh.oracle_answer,
+                "stored",
+                "harvested"
+            )
         ));
     }
-    if stored.question_kind != fresh.question_kind || stored.template_answer != fresh.template_answer
+    if stored.question_kind != fresh.question_kind
+        || stored.template_answer != fresh.template_answer
     {
         problems.push(format!(
             "question_kind/template_answer differ: stored {} {}, instance {} {}",
-            stored.question_kind, stored.template_answer, fresh.question_kind, fresh.template_answer
+            stored.question_kind,
+            stored.template_answer,
+            fresh.question_kind,
+            fresh.template_answer
         ));
     }
     let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
@@ -616,7 +628,12 @@ fn write_outputs(
                 Ok(old) => conflicts.push(format!(
                     "{} holds a different answer:\n{}",
                     inst.oracle_path().display(),
-                    json_diff(&old.oracle_answer, &oracle.oracle_answer, "stored", "harvested")
+                    json_diff(
+                        &old.oracle_answer,
+                        &oracle.oracle_answer,
+                        "stored",
+                        "harvested"
+                    )
                 )),
                 Err(e) => conflicts.push(format!("{e} (the file is kept)")),
             }

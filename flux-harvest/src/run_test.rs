@@ -71,7 +71,8 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     let run_dir = rundir::make(&opts.cache_dir, &inst)?;
     match witness {
         Witness::Flux => {
-            flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
+            flux_agent::tracer::can_trace()
+                .map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
             let (out, took) = docker::run_timed(&rt, &inst, &run_dir, opts).await?;
             let total_seconds = t0.elapsed().as_secs_f64();
             std::fs::write(run_dir.join("stdout.txt"), &out.stdout)?;
@@ -189,14 +190,23 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         super::write_files(
             d.path(),
-            &[("ref/tracer.py".into(), b"x = 1\n".to_vec()), ("top.txt".into(), b"t".to_vec())],
+            &[
+                ("ref/tracer.py".into(), b"x = 1\n".to_vec()),
+                ("top.txt".into(), b"t".to_vec()),
+            ],
         )
         .unwrap();
         let p = d.path().join("ref/tracer.py");
         assert_eq!(std::fs::read(&p).unwrap(), b"x = 1\n");
-        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
         let dir = d.path().join("ref");
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
         assert!(d.path().join("top.txt").is_file());
     }
 
@@ -204,7 +214,10 @@ mod tests {
     fn files_outside_the_run_dir_are_refused() {
         let d = tempfile::tempdir().unwrap();
         for bad in ["../x", "/etc/x", "a/../../x"] {
-            assert!(super::write_files(d.path(), &[(bad.into(), Vec::new())]).is_err(), "{bad}");
+            assert!(
+                super::write_files(d.path(), &[(bad.into(), Vec::new())]).is_err(),
+                "{bad}"
+            );
         }
     }
 

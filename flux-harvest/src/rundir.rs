@@ -8,9 +8,9 @@
 //!   inspection.
 use crate::RunOutput;
 use anyhow::{Context, Result};
+use flux_instance::Instance;
 use sha2::{Digest, Sha256};
 use std::io::Write;
-use flux_instance::Instance;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -123,9 +123,8 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
             if meta.is_dir() {
                 copy_dir(&src, &dst, false)?;
             } else if meta.is_file() {
-                std::fs::copy(&src, &dst).with_context(|| {
-                    format!("copying {} to {}", src.display(), dst.display())
-                })?;
+                std::fs::copy(&src, &dst)
+                    .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
                 let exec = meta.permissions().mode() & 0o111 != 0;
                 set_mode(&dst, if exec { 0o755 } else { 0o644 })?;
             }
@@ -161,7 +160,12 @@ pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
         hash: Sha256::new(),
     };
     out.trace.write_jsonl(&mut w)?;
-    let digest: String = w.hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let digest: String = w
+        .hash
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     let mut meta = serde_json::to_value(&out.trace.meta)?;
     if let Some(m) = meta.as_object_mut() {
         m.insert("exit_code".into(), out.exit_code.into());
@@ -222,7 +226,8 @@ mod tests {
         for (i, n) in ["z-old", "a-mid", "m-new"].iter().enumerate() {
             let d = t.path().join(n);
             std::fs::create_dir(&d).unwrap();
-            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000 * (i as u64 + 1));
+            let at = std::time::SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_secs(1_000_000 * (i as u64 + 1));
             std::fs::File::open(&d).unwrap().set_modified(at).unwrap();
         }
         super::prune_total(t.path(), 2);
@@ -262,6 +267,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(back.events, out.trace.events);
-        assert_eq!(std::fs::read(dir.path().join("stdout.txt")).unwrap(), b"out");
+        assert_eq!(
+            std::fs::read(dir.path().join("stdout.txt")).unwrap(),
+            b"out"
+        );
     }
 }

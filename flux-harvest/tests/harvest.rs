@@ -133,7 +133,13 @@ fn opts() -> HarvestOptions {
 
 fn run(paths: &[PathBuf], o: &HarvestOptions) -> Report {
     let mut progress = |r: &InstanceReport| {
-        eprintln!("{} {}: {:?} {}", r.status.as_str(), r.name, r.run_dir, r.error.as_deref().unwrap_or(""));
+        eprintln!(
+            "{} {}: {:?} {}",
+            r.status.as_str(),
+            r.name,
+            r.run_dir,
+            r.error.as_deref().unwrap_or("")
+        );
     };
     harvest_blocking(paths, o, &mut progress).expect("harvest runs")
 }
@@ -163,44 +169,71 @@ fn harvests_ibin_then_check_reproduces_it_and_diffs_a_different_one() {
     let oracle = read_json(&dir.join("oracle.json"));
     assert_eq!(oracle["oracle_answer"], expected_answer());
     assert_eq!(oracle["question_kind"], "S1_IntraProceduralCFG");
-    assert_eq!(oracle["template_answer"], json!({"executed_path": [{"line": "int"}]}));
+    assert_eq!(
+        oracle["template_answer"],
+        json!({"executed_path": [{"line": "int"}]})
+    );
     let p = &oracle["provenance"];
     assert_eq!(p["image"], IMAGE);
-    assert!(p["image_id"].as_str().unwrap().starts_with("sha256:"), "{p}");
+    assert!(
+        p["image_id"].as_str().unwrap().starts_with("sha256:"),
+        "{p}"
+    );
     assert_eq!(p["interpreter"], "3.11.2");
     assert_eq!(p["complete"], true);
     assert_eq!(p["labels"], json!([]));
     assert_eq!(p["trace_sha256"].as_str().unwrap().len(), 64);
     assert_eq!(p["extractor"], "executed_path");
     let graph = read_json(&dir.join("callgraph.json"));
-    let callees = graph["sympy.utilities.iterables.ibin"].as_array().expect("ibin in the call graph");
+    let callees = graph["sympy.utilities.iterables.ibin"]
+        .as_array()
+        .expect("ibin in the call graph");
     assert!(
-        callees.iter().any(|c| c.as_str().unwrap().ends_with("as_int")),
+        callees
+            .iter()
+            .any(|c| c.as_str().unwrap().ends_with("as_int")),
         "ibin calls as_int: {graph}"
     );
     let run_dir = i.run_dir.clone().unwrap();
     assert!(run_dir.join("trace.jsonl").metadata().unwrap().len() > 0);
     assert!(run_dir.join("instance/test_ibin_width.py").is_file());
-    assert!(!run_dir.join("instance/oracle.json").exists(), "gold files are not shown to the test");
+    assert!(
+        !run_dir.join("instance/oracle.json").exists(),
+        "gold files are not shown to the test"
+    );
 
     // 2. --check from a clean container reproduces it, and writes nothing.
     let before = std::fs::read(dir.join("oracle.json")).unwrap();
     let mut o = opts();
     o.check = true;
     let r = run(std::slice::from_ref(&dir), &o);
-    assert_eq!(r.instances[0].status, Status::Reproduced, "{:?}", r.instances[0].error);
+    assert_eq!(
+        r.instances[0].status,
+        Status::Reproduced,
+        "{:?}",
+        r.instances[0].error
+    );
     assert_eq!(std::fs::read(dir.join("oracle.json")).unwrap(), before);
 
     // 3. A stored answer that differs is not reproduced: the error shows where.
     let mut tampered = read_json(&dir.join("oracle.json"));
     tampered["oracle_answer"]["executed_path"][3]["line"] = json!(360);
-    std::fs::write(dir.join("oracle.json"), serde_json::to_string_pretty(&tampered).unwrap())
-        .unwrap();
+    std::fs::write(
+        dir.join("oracle.json"),
+        serde_json::to_string_pretty(&tampered).unwrap(),
+    )
+    .unwrap();
     let r = run(std::slice::from_ref(&dir), &o);
     let err = r.instances[0].error.as_deref().unwrap_or("");
     assert_eq!(r.instances[0].status, Status::Failed);
-    assert!(err.starts_with("instance sympy/sympy-ibin-width-path: --check: not reproduced"), "{err}");
-    assert!(err.contains("at /executed_path/3/line: stored 360, harvested 361"), "{err}");
+    assert!(
+        err.starts_with("instance sympy/sympy-ibin-width-path: --check: not reproduced"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at /executed_path/3/line: stored 360, harvested 361"),
+        "{err}"
+    );
     assert!(!r.ok());
 }
 
@@ -229,14 +262,21 @@ fn a_hanging_test_times_out_with_the_instance_named_and_no_container_left() {
         err.starts_with("instance sympy/sympy-ibin-hangs: the test timed out after 5s"),
         "{err}"
     );
-    assert!(!tmp.path().join("sympy/sympy-ibin-hangs/oracle.json").exists());
+    assert!(!tmp
+        .path()
+        .join("sympy/sympy-ibin-hangs/oracle.json")
+        .exists());
     let out = std::process::Command::new("docker")
         .args(["ps", "-a", "-q", "--filter", "label=flux.managed"])
         .args(["--filter", "label=flux.instance=sympy/sympy-ibin-hangs"])
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "", "containers left behind");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "",
+        "containers left behind"
+    );
 }
 
 #[test]
@@ -290,13 +330,18 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     std::fs::write(conflict.join("oracle.json"), &stored_oracle).unwrap();
     let r = run(&[tmp.path().to_path_buf()], &opts());
     assert_eq!(r.instances.len(), 4);
-    let [bad, noimg, ok, differs] = &r.instances[..] else { unreachable!() };
+    let [bad, noimg, ok, differs] = &r.instances[..] else {
+        unreachable!()
+    };
 
     assert_eq!(bad.status, Status::Failed);
     let err = bad.error.as_deref().unwrap();
     let file = tmp.path().join("sympy/a-malformed/instance.toml");
     assert!(err.starts_with(&format!("{}:", file.display())), "{err}");
-    assert!(err.contains("field `min_answer_sise`: unknown field"), "{err}");
+    assert!(
+        err.contains("field `min_answer_sise`: unknown field"),
+        "{err}"
+    );
 
     assert_eq!(noimg.status, Status::Failed);
     assert_eq!(
@@ -306,18 +351,39 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     );
 
     assert_eq!(ok.status, Status::Created, "{:?}", ok.error);
-    assert_eq!(read_json(&good.join("oracle.json"))["oracle_answer"], expected_answer());
+    assert_eq!(
+        read_json(&good.join("oracle.json"))["oracle_answer"],
+        expected_answer()
+    );
     assert!(good.join("callgraph.json").is_file());
 
     assert_eq!(differs.status, Status::Failed);
     let err = differs.error.as_deref().unwrap();
-    assert!(err.starts_with("instance sympy/d-stored-differs: not written: "), "{err}");
-    assert!(err.contains("oracle.json holds a different answer"), "{err}");
-    assert!(err.contains("at /executed_path: stored has 2 items, harvested has 9"), "{err}");
-    assert!(err.contains("at /executed_path/1/line: stored 355, harvested 356"), "{err}");
+    assert!(
+        err.starts_with("instance sympy/d-stored-differs: not written: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("oracle.json holds a different answer"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at /executed_path: stored has 2 items, harvested has 9"),
+        "{err}"
+    );
+    assert!(
+        err.contains("at /executed_path/1/line: stored 355, harvested 356"),
+        "{err}"
+    );
     assert!(err.contains("(use --replace to replace it)"), "{err}");
-    assert_eq!(std::fs::read_to_string(conflict.join("oracle.json")).unwrap(), stored_oracle);
-    assert!(!conflict.join("callgraph.json").exists(), "nothing written when one file conflicts");
+    assert_eq!(
+        std::fs::read_to_string(conflict.join("oracle.json")).unwrap(),
+        stored_oracle
+    );
+    assert!(
+        !conflict.join("callgraph.json").exists(),
+        "nothing written when one file conflicts"
+    );
     assert_eq!(r.failed(), 3);
 }
 
@@ -326,7 +392,9 @@ struct Intruder(String);
 
 impl Drop for Intruder {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("docker").args(["rm", "-f", &self.0]).output();
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &self.0])
+            .output();
     }
 }
 
@@ -350,17 +418,41 @@ i = 0\n\
 while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1\n    print('round', i, flush=True)\n    time.sleep(0.01)\n";
     let prog = format!("exec(compile({body:?}, '/flux-intruder.py', 'exec'))");
     let out = std::process::Command::new("docker")
-        .args(["run", "-d", "--network", "none", "--name", &name, IMAGE, "python3.11", "-c", &prog])
+        .args([
+            "run",
+            "-d",
+            "--network",
+            "none",
+            "--name",
+            &name,
+            IMAGE,
+            "python3.11",
+            "-c",
+            &prog,
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rounds = || -> usize {
-        let o = std::process::Command::new("docker").args(["logs", &intruder.0]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("round ")).count()
+        let o = std::process::Command::new("docker")
+            .args(["logs", &intruder.0])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with("round "))
+            .count()
     };
     let t0 = std::time::Instant::now();
     while rounds() == 0 {
-        assert!(t0.elapsed().as_secs() < 120, "the intruder never started a round");
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the intruder never started a round"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 
@@ -371,7 +463,10 @@ while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1
     let after = rounds();
     let i = &r.instances[0];
     assert_eq!(i.status, Status::Created, "{:?}", i.error);
-    assert!(after > before, "the intruder made no progress while the test ran ({before} → {after})");
+    assert!(
+        after > before,
+        "the intruder made no progress while the test ran ({before} → {after})"
+    );
     let running = std::process::Command::new("docker")
         .args(["inspect", "-f", "{{.State.Running}}", &name])
         .output()
@@ -380,14 +475,20 @@ while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1
 
     // The answer is that of the test's one call, and the trace holds nothing of the intruder:
     // exactly one activation of `ibin`, no `flux_intruder`, no code of `/flux-intruder.py`.
-    assert_eq!(read_json(&dir.join("oracle.json"))["oracle_answer"], expected_answer());
+    assert_eq!(
+        read_json(&dir.join("oracle.json"))["oracle_answer"],
+        expected_answer()
+    );
     let trace = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace.jsonl")).unwrap();
     let mut ibin_calls = 0;
     for line in trace.lines() {
         let e: Value = serde_json::from_str(line).unwrap();
         let func = e["func"].as_str().unwrap_or("");
         let file = e["file"].as_str().unwrap_or("");
-        assert!(func != "flux_intruder" && file != "/flux-intruder.py", "an intruder event: {line}");
+        assert!(
+            func != "flux_intruder" && file != "/flux-intruder.py",
+            "an intruder event: {line}"
+        );
         if func == "ibin" && e["ev"] == "call" {
             ibin_calls += 1;
         }
@@ -397,7 +498,9 @@ while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1
 
 /// Copy a starter instance (with its gold answer) into `root`.
 fn copy_starter(root: &Path, rel: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances").join(rel);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../instances")
+        .join(rel);
     let dst = root.join(rel);
     std::fs::create_dir_all(&dst).unwrap();
     for e in std::fs::read_dir(&src).unwrap() {
@@ -415,7 +518,10 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
     if skip("scope_targets_reproduces_starter_gold_answers_from_fewer_events") {
         return;
     }
-    let mut rels = vec!["sympy/sympy-multiplicity-callees-across", "sympy/sympy-multiplicity-raising"];
+    let mut rels = vec![
+        "sympy/sympy-multiplicity-callees-across",
+        "sympy/sympy-multiplicity-raising",
+    ];
     match docker_has("flux/yt-dlp:2025.10.22-py3.15") {
         Ok(true) => rels.extend(["yt-dlp/ytdlp-jsinterp-throw", "yt-dlp/ytdlp-parse-codecs-loop"]),
         _ => eprintln!("skipping the 3.15 part: image flux/yt-dlp:2025.10.22-py3.15 is missing (cargo xtask images)"),
@@ -429,9 +535,19 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
     let targets = run(&dirs, &o);
     for (t, x) in tests.instances.iter().zip(&targets.instances) {
         assert_eq!(t.status, Status::Reproduced, "{}: {:?}", t.name, t.error);
-        assert_eq!(x.status, Status::Reproduced, "{} (targets): {:?}", x.name, x.error);
+        assert_eq!(
+            x.status,
+            Status::Reproduced,
+            "{} (targets): {:?}",
+            x.name,
+            x.error
+        );
         let (et, ex) = (t.events.unwrap(), x.events.unwrap());
-        assert!(ex < et, "{}: {ex} events with scope targets, {et} with tests", x.name);
+        assert!(
+            ex < et,
+            "{}: {ex} events with scope targets, {et} with tests",
+            x.name
+        );
     }
 }
 
@@ -502,8 +618,15 @@ params = { function = "target" }
             "gen_of", "gen_of.<locals>.<genexpr>", "make.<locals>.inner", "make2.<locals>.inner"
         ]}]})
     );
-    assert!(!dir.join("callgraph.json").exists(), "no call graph from a targets trace");
-    let meta = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace-meta.json")).unwrap_or_default();
+    assert!(
+        !dir.join("callgraph.json").exists(),
+        "no call graph from a targets trace"
+    );
+    let meta = std::fs::read_to_string(i.run_dir.as_ref().unwrap().join("trace-meta.json"))
+        .unwrap_or_default();
     assert!(meta.contains("merge.usdt_line0_entries_named"), "{meta}");
-    assert!(meta.contains("merge.usdt_genexpr_resumptions_named"), "{meta}");
+    assert!(
+        meta.contains("merge.usdt_genexpr_resumptions_named"),
+        "{meta}"
+    );
 }

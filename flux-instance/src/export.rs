@@ -32,7 +32,9 @@ impl std::str::FromStr for ExportFormat {
         match s.to_ascii_lowercase().as_str() {
             "swe-flux" | "sweflux" | "swe_flux" => Ok(ExportFormat::SweFlux),
             "traceeval" | "trace-eval" => Ok(ExportFormat::TraceEval),
-            other => Err(format!("unknown export format {other:?} (swe-flux, traceeval)")),
+            other => Err(format!(
+                "unknown export format {other:?} (swe-flux, traceeval)"
+            )),
         }
     }
 }
@@ -115,7 +117,9 @@ pub fn export(format: ExportFormat, dirs: &[PathBuf], out: &Path) -> ExportRepor
             }
             Ok(None) => report.skipped.push(Skipped {
                 dir: dir.clone(),
-                reason: format!("no call graph ({CALL_GRAPH_FILE} absent, oracle is not a call_graph answer)"),
+                reason: format!(
+                    "no call graph ({CALL_GRAPH_FILE} absent, oracle is not a call_graph answer)"
+                ),
             }),
             Err(e) => report.errors.push(e),
         }
@@ -173,7 +177,13 @@ fn swe_flux(inst: &Instance, oracle: &Oracle, out: &Path) -> Result<String, Inst
 
 /// `eval.sh`: run the test command from `files/`, with the first test file renamed.
 pub fn eval_sh(inst: &Instance) -> String {
-    let first = inst.spec.test.files.first().map(String::as_str).unwrap_or("");
+    let first = inst
+        .spec
+        .test
+        .files
+        .first()
+        .map(String::as_str)
+        .unwrap_or("");
     let argv: Vec<String> = inst
         .spec
         .test
@@ -212,8 +222,7 @@ pub fn eval_sh(inst: &Instance) -> String {
 
 fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c));
     if plain {
         s.to_string()
@@ -222,7 +231,11 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-fn trace_eval(inst: &Instance, oracle: &Oracle, out: &Path) -> Result<Option<String>, InstanceError> {
+fn trace_eval(
+    inst: &Instance,
+    oracle: &Oracle,
+    out: &Path,
+) -> Result<Option<String>, InstanceError> {
     let graph = if inst.dir.join(CALL_GRAPH_FILE).is_file() {
         read_call_graph(&inst.dir)?
     } else if let Some(g) = oracle

@@ -314,11 +314,14 @@ fn check_targets_scope(
         return Ok(()); // every function of the targeted files is a target
     }
     for key in ["function", "raised_in"] {
-        let Some(f) = params.get(key).and_then(|v| v.as_str()) else { continue };
-        let targeted = tracing
-            .functions
-            .iter()
-            .any(|t| f == t || f.strip_prefix(t.as_str()).is_some_and(|rest| rest.starts_with('.')));
+        let Some(f) = params.get(key).and_then(|v| v.as_str()) else {
+            continue;
+        };
+        let targeted = tracing.functions.iter().any(|t| {
+            f == t
+                || f.strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        });
         if !targeted {
             return Err(invalid(
                 path,

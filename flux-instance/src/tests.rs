@@ -129,22 +129,55 @@ fn unknown_fields_name_file_position_table_and_field() {
 #[test]
 fn scope_targets_needs_a_targeted_function_and_extractor() {
     let s = Scratch::new();
-    let targets = GOOD.replace("functions = [\"Add.flatten\"]", "functions = [\"Add.flatten\"]\nscope = \"targets\"");
+    let targets = GOOD.replace(
+        "functions = [\"Add.flatten\"]",
+        "functions = [\"Add.flatten\"]\nscope = \"targets\"",
+    );
     let d = make(&s.0, "sympy", "sympy-add-flatten-path", &targets);
-    assert_eq!(load_instance(&d).unwrap().spec.tracing.scope, flux_trace::Scope::Targets);
-    let other = targets.replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = { function = \"Mul.flatten\" }");
+    assert_eq!(
+        load_instance(&d).unwrap().spec.tracing.scope,
+        flux_trace::Scope::Targets
+    );
+    let other = targets.replace(
+        "params = { function = \"Add.flatten\", invocation = 1 }",
+        "params = { function = \"Mul.flatten\" }",
+    );
     let e = err_of(&s.0, &other);
-    assert!(e.contains("field `tracing.functions`") && e.contains("`Mul.flatten`"), "{e}");
-    let nested = targets.replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = { function = \"Add.flatten.<locals>.f\" }");
+    assert!(
+        e.contains("field `tracing.functions`") && e.contains("`Mul.flatten`"),
+        "{e}"
+    );
+    let nested = targets.replace(
+        "params = { function = \"Add.flatten\", invocation = 1 }",
+        "params = { function = \"Add.flatten.<locals>.f\" }",
+    );
     assert!(load_instance(&make(&s.0, "sympy", "sympy-add-flatten-path", &nested)).is_ok());
     let graph = targets
-        .replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S6_InterProceduralCFG\"")
-        .replace(r#"'{"executed_path": [{"line": "int"}]}'"#, r#"'{"call_graph": {"*": ["str"]}}'"#)
+        .replace(
+            "kind = \"S1_IntraProceduralCFG\"",
+            "kind = \"S6_InterProceduralCFG\"",
+        )
+        .replace(
+            r#"'{"executed_path": [{"line": "int"}]}'"#,
+            r#"'{"call_graph": {"*": ["str"]}}'"#,
+        )
         .replace("name = \"executed_path\"", "name = \"call_graph\"")
-        .replace("params = { function = \"Add.flatten\", invocation = 1 }", "params = {}");
+        .replace(
+            "params = { function = \"Add.flatten\", invocation = 1 }",
+            "params = {}",
+        );
     let e = err_of(&s.0, &graph);
-    assert!(e.contains("field `tracing.scope`") && e.contains("`call_graph`"), "{e}");
-    assert!(load_instance(&make(&s.0, "sympy", "sympy-add-flatten-path", &graph.replace("scope = \"targets\"", "scope = \"tests\""))).is_ok());
+    assert!(
+        e.contains("field `tracing.scope`") && e.contains("`call_graph`"),
+        "{e}"
+    );
+    assert!(load_instance(&make(
+        &s.0,
+        "sympy",
+        "sympy-add-flatten-path",
+        &graph.replace("scope = \"targets\"", "scope = \"tests\"")
+    ))
+    .is_ok());
 }
 
 #[test]
@@ -526,10 +559,19 @@ fn a_variant_table_is_optional_and_checked() {
     let d = make(&s.0, "sympy", "sympy-add-flatten-path", &with);
     let inst = load_instance(&d).unwrap();
     let v = inst.spec.variant.as_ref().unwrap();
-    assert_eq!((v.origin.as_str(), v.seed, v.proposer.as_str()), ("sympy-add-flatten", 7, "ast"));
+    assert_eq!(
+        (v.origin.as_str(), v.seed, v.proposer.as_str()),
+        ("sympy-add-flatten", 7, "ast")
+    );
     assert_eq!(v.mutations.len(), 1);
-    let e = err_of(&s.0, &format!("{GOOD}\n[variant]\norigin = \"x\"\nseed = 1\ncolour = 2\n"));
-    assert!(e.contains("field `variant.colour`: unknown field `colour`"), "{e}");
+    let e = err_of(
+        &s.0,
+        &format!("{GOOD}\n[variant]\norigin = \"x\"\nseed = 1\ncolour = 2\n"),
+    );
+    assert!(
+        e.contains("field `variant.colour`: unknown field `colour`"),
+        "{e}"
+    );
     let e = err_of(
         &s.0,
         &format!("{GOOD}\n[variant]\norigin = \"sympy-add-flatten-path\"\nseed = 1\n"),

@@ -106,7 +106,11 @@ fn every_instance_has_a_reproducible_gold_answer_of_its_own() {
         let p = &o.provenance;
         let mut bad = |what: String| problems.push(format!("{id}: {what}"));
         if o.question_kind != inst.kind() {
-            bad(format!("kind {} in oracle.json, {} in instance.toml", o.question_kind, inst.kind()));
+            bad(format!(
+                "kind {} in oracle.json, {} in instance.toml",
+                o.question_kind,
+                inst.kind()
+            ));
         }
         if o.question != inst.spec.question {
             bad("the question changed since the harvest (harvest again with --replace)".into());
@@ -118,10 +122,16 @@ fn every_instance_has_a_reproducible_gold_answer_of_its_own() {
             bad(format!("the gold answer does not fit the template: {e}"));
         }
         if !p.complete || !p.labels.is_empty() {
-            bad(format!("not from a complete, reproducible trace: labels {:?}", p.labels));
+            bad(format!(
+                "not from a complete, reproducible trace: labels {:?}",
+                p.labels
+            ));
         }
         if p.image != inst.spec.image || !p.image_id.starts_with("sha256:") {
-            bad(format!("image {} ({}), expected {}", p.image, p.image_id, inst.spec.image));
+            bad(format!(
+                "image {} ({}), expected {}",
+                p.image, p.image_id, inst.spec.image
+            ));
         }
         if p.trace_sha256.len() != 64 {
             bad("no trace digest".into());

@@ -244,7 +244,10 @@ impl Report {
                 let what = match v.status {
                     VariantStatus::Kept => format!(
                         "kept      {}{}",
-                        v.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default(),
+                        v.dir
+                            .as_ref()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default(),
                         v.differs
                             .as_ref()
                             .map(|d| format!(" (differs {})", first_line(d)))
@@ -252,7 +255,10 @@ impl Report {
                     ),
                     VariantStatus::Proposed => format!(
                         "proposed  {}",
-                        v.dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()
+                        v.dir
+                            .as_ref()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default()
                     ),
                     VariantStatus::Discarded => format!(
                         "discarded {}: {}",
@@ -280,7 +286,11 @@ impl Report {
             100.0 * t.instance_yield
         ));
         if !t.discarded.is_empty() {
-            let parts: Vec<String> = t.discarded.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let parts: Vec<String> = t
+                .discarded
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
             s.push_str(&format!("discarded: {}\n", parts.join(", ")));
         }
         s
@@ -327,7 +337,11 @@ pub fn classify(error: &str) -> (String, String) {
 /// Where a candidate gold answer first differs from the origin's (the origin's answer scored
 /// against the variant's gold, as a model that memorised it would be), or `None` when the
 /// scorer would accept the origin's answer.
-pub fn answer_change(variant: &Value, origin: &Value, order_insensitive: &[String]) -> Option<String> {
+pub fn answer_change(
+    variant: &Value,
+    origin: &Value,
+    order_insensitive: &[String],
+) -> Option<String> {
     let opts = flux_score::CompareOptions {
         order_insensitive: order_insensitive.to_vec(),
     };
@@ -448,14 +462,24 @@ async fn perturb_one(
             .map(|k| opts.seed.wrapping_add(k as u64))
             .collect();
         next += seeds.len();
-        result = stage_and_harvest(&inst, &abs, &root, &staging, opts, seeds, &mut state, &mut out, progress).await;
-        let kept = out.variants.iter().filter(|v| v.status == VariantStatus::Kept).count();
+        result = stage_and_harvest(
+            &inst, &abs, &root, &staging, opts, seeds, &mut state, &mut out, progress,
+        )
+        .await;
+        let kept = out
+            .variants
+            .iter()
+            .filter(|v| v.status == VariantStatus::Kept)
+            .count();
         if result.is_err() || opts.harvest.is_none() || opts.keep.is_some_and(|k| kept >= k) {
             break;
         }
         if let Some(k) = opts.keep {
             if next < opts.n {
-                progress(&format!("{}: {kept} of {k} kept after {next} seed(s); trying more", out.origin));
+                progress(&format!(
+                    "{}: {kept} of {k} kept after {next} seed(s); trying more",
+                    out.origin
+                ));
             }
         }
     }
@@ -587,7 +611,11 @@ async fn stage_and_harvest(
         let m = match m {
             Ok(m) => m,
             Err(e) => {
-                let kind = if matches!(opts.proposer, Proposer::Llm(_)) { "proposer" } else { "no-mutation" };
+                let kind = if matches!(opts.proposer, Proposer::Llm(_)) {
+                    "proposer"
+                } else {
+                    "no-mutation"
+                };
                 out.variants.push(discarded(&id, seed, kind, e));
                 continue;
             }
@@ -608,7 +636,11 @@ async fn stage_and_harvest(
             out.variants.push(o);
         };
         if !m.changed() || m.mutations.is_empty() {
-            no(out, "no-mutation", "no applicable mutation (the test files are unchanged)".into());
+            no(
+                out,
+                "no-mutation",
+                "no applicable mutation (the test files are unchanged)".into(),
+            );
             continue;
         }
         let key: Vec<String> = m.files.iter().map(|f| f.source.clone()).collect();
@@ -622,7 +654,10 @@ async fn stage_and_harvest(
             no(
                 out,
                 "exists",
-                format!("{} already exists; not replaced (use --force)", dest.display()),
+                format!(
+                    "{} already exists; not replaced (use --force)",
+                    dest.display()
+                ),
             );
             continue;
         }
@@ -638,7 +673,10 @@ async fn stage_and_harvest(
             no(out, "harvest", format!("{e:#}"));
             continue;
         }
-        progress(&format!("{repo}/{id}: staged ({})", outcome.mutations.join("; ")));
+        progress(&format!(
+            "{repo}/{id}: staged ({})",
+            outcome.mutations.join("; ")
+        ));
         staged.push(Staged {
             seed,
             id,
@@ -711,7 +749,9 @@ async fn stage_and_harvest(
                         .unwrap_or_else(|| "no report".into());
                     for s in staged {
                         let mut o = s.outcome;
-                        o.harvested = by_dir.get(&s.staged).is_some_and(|r| r.status != Status::Failed);
+                        o.harvested = by_dir
+                            .get(&s.staged)
+                            .is_some_and(|r| r.status != Status::Failed);
                         o.reason_kind = Some("origin".into());
                         o.reason = Some("the origin could not be harvested to compare with".into());
                         out.variants.push(o);
@@ -773,7 +813,11 @@ async fn stage_and_harvest(
             .map_err(anyhow::Error::new)?;
         for r in &cr.instances {
             if r.status == Status::Failed {
-                if let Some(v) = out.variants.iter_mut().find(|v| v.dir.as_ref() == Some(&r.dir)) {
+                if let Some(v) = out
+                    .variants
+                    .iter_mut()
+                    .find(|v| v.dir.as_ref() == Some(&r.dir))
+                {
                     let _ = std::fs::remove_dir_all(&r.dir);
                     v.status = VariantStatus::Discarded;
                     v.dir = None;

@@ -65,8 +65,13 @@ pub fn prompt(
     seed: u64,
     max_edits: usize,
 ) -> String {
-    let mut s = format!("Instance: {name}\n\nThe question asked about the test run:\n{}\n\n", question.trim());
-    s.push_str(&format!("The test is expected to {expect}.\n\nTest files (line numbers on the left):\n"));
+    let mut s = format!(
+        "Instance: {name}\n\nThe question asked about the test run:\n{}\n\n",
+        question.trim()
+    );
+    s.push_str(&format!(
+        "The test is expected to {expect}.\n\nTest files (line numbers on the left):\n"
+    ));
     for f in files {
         s.push_str(&format!("--- {}\n", f.path));
         for (i, l) in f.source.lines().enumerate() {
@@ -74,7 +79,10 @@ pub fn prompt(
         }
     }
     s.push_str("\nInput literals you may change (file:line:col kind function: current text):\n");
-    for st in sites.iter().filter(|st| !matches!(st.kind.as_str(), "kwargs" | "commutative" | "binop")) {
+    for st in sites
+        .iter()
+        .filter(|st| !matches!(st.kind.as_str(), "kwargs" | "commutative" | "binop"))
+    {
         s.push_str(&format!(
             "  {}:{}:{} {} {}: {}\n",
             st.file,
@@ -92,7 +100,10 @@ pub fn prompt(
          type. Do not touch expected values of assertions. Reply with JSON only, in this shape:\n\
          {{\"variants\": [[{{\"file\": \"{}\", \"line\": 6, \"col\": 36, \"old\": \"60984\", \
          \"new\": \"60985\"}}], ...]}}\n",
-        files.first().map(|f| f.path.as_str()).unwrap_or("test_x.py")
+        files
+            .first()
+            .map(|f| f.path.as_str())
+            .unwrap_or("test_x.py")
     ));
     s
 }
@@ -100,7 +111,8 @@ pub fn prompt(
 /// Turn the model's reply into up to `n` edit lists (lenient: a bare list of variants, a
 /// variant given as `{"edits": [...]}`, line/col given as strings).
 pub fn parse_variants(text: &str, n: usize) -> Result<Vec<Vec<Edit>>> {
-    let v = flux_eval::parse::extract_json(text).map_err(|e| anyhow!("the reply holds no JSON: {e}"))?;
+    let v = flux_eval::parse::extract_json(text)
+        .map_err(|e| anyhow!("the reply holds no JSON: {e}"))?;
     let list = match &v {
         Value::Array(a) => a.clone(),
         Value::Object(o) => match o.get("variants") {
@@ -166,7 +178,9 @@ pub async fn propose(
 ) -> Result<Vec<Vec<Edit>>> {
     let key = match &opts.api_key {
         Some(k) => Some(k.clone()),
-        None => std::env::var(opts.api.key_env()).ok().filter(|k| !k.is_empty()),
+        None => std::env::var(opts.api.key_env())
+            .ok()
+            .filter(|k| !k.is_empty()),
     };
     let Some(key) = key else {
         bail!("no API key: set {}", opts.api.key_env());
@@ -183,7 +197,13 @@ pub async fn propose(
     .map_err(|e| anyhow!(e))?;
     let user = prompt(name, question, expect, files, sites, n, seed, max_edits);
     let c = client
-        .complete(SYSTEM, &[Message { role: "user", content: user }])
+        .complete(
+            SYSTEM,
+            &[Message {
+                role: "user",
+                content: user,
+            }],
+        )
         .await
         .map_err(|e| anyhow!("model request failed: {e}"))?;
     parse_variants(&c.text, n)

@@ -195,9 +195,13 @@ impl Mutator {
         let body = serde_json::to_vec(req)?;
         {
             let mut stdin = child.stdin.take().context("mutator stdin")?;
-            stdin.write_all(&body).context("writing the mutator's request")?;
+            stdin
+                .write_all(&body)
+                .context("writing the mutator's request")?;
         }
-        let out = child.wait_with_output().context("waiting for the mutator")?;
+        let out = child
+            .wait_with_output()
+            .context("waiting for the mutator")?;
         if !out.status.success() {
             bail!(
                 "the mutator (`{}`) failed ({}): {}",

@@ -14,7 +14,10 @@ const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
 const ORIGIN: &str = "sympy-factorint-small-path";
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn skip_reason() -> Option<String> {
@@ -52,7 +55,9 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping: perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces: {why}");
+        eprintln!(
+            "skipping: perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces: {why}"
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -67,8 +72,16 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     opts.keep = Some(1);
     opts.seed = 1;
     opts.check = false; // checked below, explicitly
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let report = match rt.block_on(flux_perturb::perturb(&[origin.clone()], &opts, &mut |l: &str| eprintln!("{l}"))) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let report = match rt.block_on(flux_perturb::perturb(
+        &[origin.clone()],
+        &opts,
+        &mut |l: &str| eprintln!("{l}"),
+    )) {
         Ok(r) => r,
         Err(e) if format!("{e:#}").contains("cannot trace here") => {
             eprintln!("skipping: cannot trace here: {e:#}");
@@ -79,21 +92,41 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     eprintln!("{}", report.to_text());
     let inst = &report.instances[0];
     assert!(inst.error.is_none(), "{:?}", inst.error);
-    assert!(inst.attempted == 2 || inst.attempted == 4, "{}", report.to_text());
-    assert_eq!(inst.origin_oracle.as_deref(), Some(if had_oracle { "stored" } else { "harvested" }));
+    assert!(
+        inst.attempted == 2 || inst.attempted == 4,
+        "{}",
+        report.to_text()
+    );
+    assert_eq!(
+        inst.origin_oracle.as_deref(),
+        Some(if had_oracle { "stored" } else { "harvested" })
+    );
     // the origin is never written
     assert_eq!(origin.join("oracle.json").exists(), had_oracle);
-    let kept: Vec<_> = inst.variants.iter().filter(|v| v.status == VariantStatus::Kept).collect();
+    let kept: Vec<_> = inst
+        .variants
+        .iter()
+        .filter(|v| v.status == VariantStatus::Kept)
+        .collect();
     assert!(!kept.is_empty(), "no variant kept:\n{}", report.to_text());
     // No round after the one that kept a variant.
     let first = kept.iter().map(|v| v.seed).min().unwrap();
-    assert_eq!(inst.attempted as u64, first.div_ceil(2) * 2, "{}", report.to_text());
+    assert_eq!(
+        inst.attempted as u64,
+        first.div_ceil(2) * 2,
+        "{}",
+        report.to_text()
+    );
     for v in &inst.variants {
         match v.status {
             VariantStatus::Kept => {}
             _ => {
                 assert!(v.reason.is_some() && v.reason_kind.is_some(), "{v:?}");
-                assert!(!tmp.path().join("instances/sympy").join(&v.id).exists(), "discarded {} left behind", v.id);
+                assert!(
+                    !tmp.path().join("instances/sympy").join(&v.id).exists(),
+                    "discarded {} left behind",
+                    v.id
+                );
             }
         }
     }
@@ -123,7 +156,12 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
         let mut c = h.clone();
         c.check = true;
         let r = flux_harvest::harvest_blocking(&[dir.clone()], &c, &mut |_| {}).unwrap();
-        assert_eq!(r.instances[0].status, Status::Reproduced, "{:?}", r.instances[0].error);
+        assert_eq!(
+            r.instances[0].status,
+            Status::Reproduced,
+            "{:?}",
+            r.instances[0].error
+        );
         if let Some(bin) = std::env::var_os("FLUX_BIN") {
             let out = std::process::Command::new(bin)
                 .args(["harvest", "--check", "--runtime", "docker", "--cache"])
@@ -131,7 +169,11 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
                 .arg(&dir)
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "flux harvest --check: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "flux harvest --check: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 }

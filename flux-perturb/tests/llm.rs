@@ -39,7 +39,9 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 8192];
     let head_end = loop {
-        let Ok(n) = sock.read(&mut tmp).await else { return };
+        let Ok(n) = sock.read(&mut tmp).await else {
+            return;
+        };
         if n == 0 {
             return;
         }
@@ -50,7 +52,13 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     };
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let mut lines = head.split("\r\n");
-    let path = lines.next().unwrap_or("").split(' ').nth(1).unwrap_or("").to_string();
+    let path = lines
+        .next()
+        .unwrap_or("")
+        .split(' ')
+        .nth(1)
+        .unwrap_or("")
+        .to_string();
     let mut len = 0usize;
     let mut auth = None;
     for l in lines {
@@ -65,14 +73,20 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
         }
     }
     while buf.len() < head_end + len {
-        let Ok(n) = sock.read(&mut tmp).await else { return };
+        let Ok(n) = sock.read(&mut tmp).await else {
+            return;
+        };
         if n == 0 {
             break;
         }
         buf.extend_from_slice(&tmp[..n]);
     }
     let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
-    state.lock().unwrap().bodies.push((path.clone(), body, auth));
+    state
+        .lock()
+        .unwrap()
+        .bodies
+        .push((path.clone(), body, auth));
     let payload = envelope(&path, REPLY).to_string();
     let resp = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
@@ -127,15 +141,21 @@ async fn run(api: Api) {
     };
     let mut lo = LlmOptions::new(api, &base, "scripted-model");
     lo.api_key = Some("sk-test-secret".into());
-    lo.retry = RetryPolicy { max_retries: 0, initial_backoff: Duration::ZERO, max_backoff: Duration::ZERO };
+    lo.retry = RetryPolicy {
+        max_retries: 0,
+        initial_backoff: Duration::ZERO,
+        max_backoff: Duration::ZERO,
+    };
     let mut opts = PerturbOptions::new(None);
     opts.n = 4;
     opts.seed = 11;
     opts.proposer = Proposer::Llm(lo);
     let mut lines = Vec::new();
-    let report = flux_perturb::perturb(&[dir.clone()], &opts, &mut |l: &str| lines.push(l.to_string()))
-        .await
-        .unwrap();
+    let report = flux_perturb::perturb(&[dir.clone()], &opts, &mut |l: &str| {
+        lines.push(l.to_string())
+    })
+    .await
+    .unwrap();
     task.abort();
     // one request, the prompt names the instance, shows the test with line numbers and the sites
     let bodies = state.lock().unwrap().bodies.clone();
@@ -147,10 +167,22 @@ async fn run(api: Api) {
     }
     assert!(auth.as_deref().unwrap().contains("sk-test-secret"));
     let text = body.to_string();
-    assert!(text.contains("Instance: sympy/sympy-factorint-small-path"), "{text}");
-    assert!(text.contains("   6      n, next_p = _factorint_small(factors, 60984, 2**15, 600)"), "{text}");
-    assert!(text.contains("test_factorint_small_path.py:6:43 int test_trial_division_finishes: 60984"), "{text}");
-    assert!(text.contains("Propose 4 different variants (variation seed 11)"), "{text}");
+    assert!(
+        text.contains("Instance: sympy/sympy-factorint-small-path"),
+        "{text}"
+    );
+    assert!(
+        text.contains("   6      n, next_p = _factorint_small(factors, 60984, 2**15, 600)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("test_factorint_small_path.py:6:43 int test_trial_division_finishes: 60984"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Propose 4 different variants (variation seed 11)"),
+        "{text}"
+    );
     assert_eq!(body["temperature"], json!(0));
 
     let inst = &report.instances[0];
@@ -160,19 +192,36 @@ async fn run(api: Api) {
     assert_eq!(v[0].status, VariantStatus::Proposed, "{:?}", v[0]);
     assert_eq!(v[0].id, "sympy-factorint-small-path--v11");
     let vdir = v[0].dir.clone().unwrap();
-    assert_eq!(vdir, tmp.path().join("instances/sympy/sympy-factorint-small-path--v11"));
+    assert_eq!(
+        vdir,
+        tmp.path()
+            .join("instances/sympy/sympy-factorint-small-path--v11")
+    );
     let test = std::fs::read_to_string(vdir.join("test_factorint_small_path.py")).unwrap();
-    assert!(test.contains("_factorint_small(factors, 60985, 2**15, 700)"), "{test}");
-    assert!(test.contains("\n    factors == {2: 3, 3: 2, 7: 1, 11: 2}\n"), "relaxed:\n{test}");
+    assert!(
+        test.contains("_factorint_small(factors, 60985, 2**15, 700)"),
+        "{test}"
+    );
+    assert!(
+        test.contains("\n    factors == {2: 3, 3: 2, 7: 1, 11: 2}\n"),
+        "relaxed:\n{test}"
+    );
     let loaded = flux_instance::load_instance(&vdir).unwrap();
     let var = loaded.spec.variant.unwrap();
-    assert_eq!((var.origin.as_str(), var.seed, var.proposer.as_str()), ("sympy-factorint-small-path", 11, "llm"));
+    assert_eq!(
+        (var.origin.as_str(), var.seed, var.proposer.as_str()),
+        ("sympy-factorint-small-path", 11, "llm")
+    );
     assert_eq!(var.mutations.len(), 2);
     assert!(!vdir.join("oracle.json").exists());
     // variant 2: its only edit is not a literal
     assert_eq!(v[1].status, VariantStatus::Discarded);
     assert_eq!(v[1].reason_kind.as_deref(), Some("no-mutation"));
-    assert!(v[1].rejected_edits[0].contains("not a literal"), "{:?}", v[1].rejected_edits);
+    assert!(
+        v[1].rejected_edits[0].contains("not a literal"),
+        "{:?}",
+        v[1].rejected_edits
+    );
     // variant 3: one edit hits an expected value (rejected), the other a real input
     assert_eq!(v[2].status, VariantStatus::Proposed, "{:?}", v[2]);
     assert_eq!(v[2].rejected_edits.len(), 1, "{:?}", v[2].rejected_edits);
@@ -181,7 +230,9 @@ async fn run(api: Api) {
     // the key is nowhere in the report or the written files
     let json = serde_json::to_string(&report).unwrap();
     assert!(!json.contains("sk-test-secret"));
-    assert!(!std::fs::read_to_string(vdir.join("instance.toml")).unwrap().contains("sk-test"));
+    assert!(!std::fs::read_to_string(vdir.join("instance.toml"))
+        .unwrap()
+        .contains("sk-test"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -116,7 +116,11 @@ fn same_seed_same_bytes_different_seeds_differ() {
         assert!(v.changed(), "seed {seed} changed nothing");
         distinct.insert(v.files[0].source.clone());
     }
-    assert!(distinct.len() >= 7, "only {} distinct variants of 8", distinct.len());
+    assert!(
+        distinct.len() >= 7,
+        "only {} distinct variants of 8",
+        distinct.len()
+    );
 }
 
 #[test]
@@ -125,16 +129,30 @@ fn structure_is_kept() {
     let names = test_names(SAMPLE);
     assert_eq!(
         names,
-        ["test_numbers", "test_strings", "test_collections", "test_raises", "test_computed", "TestGroup.test_method"]
+        [
+            "test_numbers",
+            "test_strings",
+            "test_collections",
+            "test_raises",
+            "test_computed",
+            "TestGroup.test_method"
+        ]
     );
     for seed in 1..=30 {
         let v = m.mutate(&sample(), "", seed, 3, Assertions::Relax).unwrap();
         let src = &v.files[0].source;
         assert!(python_parses(src), "seed {seed} does not parse:\n{src}");
         assert_eq!(test_names(src), names, "seed {seed}");
-        assert_eq!(lines_kept(src), SAMPLE.lines().count(), "seed {seed}: line count\n{src}");
+        assert_eq!(
+            lines_kept(src),
+            SAMPLE.lines().count(),
+            "seed {seed}: line count\n{src}"
+        );
         assert!(src.contains("# a comment that must survive"));
-        assert!(src.contains("def helper(x):\n    return f(x, 3)"), "helpers untouched");
+        assert!(
+            src.contains("def helper(x):\n    return f(x, 3)"),
+            "helpers untouched"
+        );
         assert_eq!(v.render, "splice", "seed {seed}");
         assert!(!v.mutations.is_empty() && v.mutations.len() <= 3);
         for mu in &v.mutations {
@@ -148,17 +166,46 @@ fn expected_values_messages_and_checks_are_never_sites() {
     let (sites, _) = mutator().sites(&sample(), "").unwrap();
     let texts: Vec<(u32, &str)> = sites.iter().map(|s| (s.line, s.text.as_str())).collect();
     // inputs
-    for want in ["60984", "15", "True", "'fast'", "'1:02:03.5'", "[10, 20, 30]", "99", "7", "11"] {
-        assert!(texts.iter().any(|(_, t)| *t == want), "{want} should be a site: {texts:?}");
+    for want in [
+        "60984",
+        "15",
+        "True",
+        "'fast'",
+        "'1:02:03.5'",
+        "[10, 20, 30]",
+        "99",
+        "7",
+        "11",
+    ] {
+        assert!(
+            texts.iter().any(|(_, t)| *t == want),
+            "{want} should be a site: {texts:?}"
+        );
     }
     // the module constants read by tests
     assert!(sites.iter().any(|s| s.function == "<module> TEXT"));
-    assert!(sites.iter().any(|s| s.function == "<module> LONG") == false, "LONG is read by no test");
+    assert!(
+        sites.iter().any(|s| s.function == "<module> LONG") == false,
+        "LONG is read by no test"
+    );
     // never: expected values, messages, pytest.raises arguments, helper bodies
-    for (line, t) in [(21, "3723.5"), (22, "\"message\""), (32, "'bad value'"), (26, "5"), (43, "13"), (16, "{2: 3, 3: 2}")] {
-        assert!(!texts.contains(&(line, t)), "{t} at {line} must not be a site: {texts:?}");
+    for (line, t) in [
+        (21, "3723.5"),
+        (22, "\"message\""),
+        (32, "'bad value'"),
+        (26, "5"),
+        (43, "13"),
+        (16, "{2: 3, 3: 2}"),
+    ] {
+        assert!(
+            !texts.contains(&(line, t)),
+            "{t} at {line} must not be a site: {texts:?}"
+        );
     }
-    assert!(!texts.iter().any(|(l, _)| *l == 11), "helper body is not a test");
+    assert!(
+        !texts.iter().any(|(l, _)| *l == 11),
+        "helper body is not a test"
+    );
     // a literal quoted by the question is not a site
     let (quoted, _) = mutator()
         .sites(&sample(), "What happens for n = 60984 in mode 'fast'?")
@@ -172,11 +219,41 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
     let m = mutator();
     // Force a mutation in every test function via explicit edits.
     let edits = vec![
-        Edit { file: None, line: 15, col: 0, old: "60984".into(), new: "60985".into() },
-        Edit { file: None, line: 21, col: 0, old: "'1:02:03.5'".into(), new: "'1:02:04.5'".into() },
-        Edit { file: None, line: 26, col: 0, old: "99".into(), new: "98".into() },
-        Edit { file: None, line: 32, col: 0, old: "0".into(), new: "1".into() },
-        Edit { file: None, line: 36, col: 0, old: "6".into(), new: "7".into() },
+        Edit {
+            file: None,
+            line: 15,
+            col: 0,
+            old: "60984".into(),
+            new: "60985".into(),
+        },
+        Edit {
+            file: None,
+            line: 21,
+            col: 0,
+            old: "'1:02:03.5'".into(),
+            new: "'1:02:04.5'".into(),
+        },
+        Edit {
+            file: None,
+            line: 26,
+            col: 0,
+            old: "99".into(),
+            new: "98".into(),
+        },
+        Edit {
+            file: None,
+            line: 32,
+            col: 0,
+            old: "0".into(),
+            new: "1".into(),
+        },
+        Edit {
+            file: None,
+            line: 36,
+            col: 0,
+            old: "6".into(),
+            new: "7".into(),
+        },
     ];
     let v = m.apply(&sample(), "", &edits, Assertions::Relax).unwrap();
     assert!(v.rejected.is_empty(), "{:?}", v.rejected);
@@ -184,18 +261,39 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
     let src = &v.files[0].source;
     // literal comparisons become expressions, still evaluated
     assert!(src.contains("\n    got == {2: 3, 3: 2}\n"), "{src}");
-    assert!(src.contains("\n    parse('1:02:04.5') == 3723.5\n"), "{src}");
-    assert!(src.contains("\n    parse(TEXT) is None\n"), "message dropped:\n{src}");
+    assert!(
+        src.contains("\n    parse('1:02:04.5') == 3723.5\n"),
+        "{src}"
+    );
+    assert!(
+        src.contains("\n    parse(TEXT) is None\n"),
+        "message dropped:\n{src}"
+    );
     assert!(src.contains("\n    f([10, 20, 30], 98) == 5\n"), "{src}");
     assert!(src.contains("\n    max(4, 9) > 0\n"), "{src}");
     // truth of a call: relaxed
-    assert!(src.contains("\n    all(x > 0 for x in f([1, 2], 3))\n"), "{src}");
+    assert!(
+        src.contains("\n    all(x > 0 for x in f([1, 2], 3))\n"),
+        "{src}"
+    );
     // computed vs computed: kept
-    assert!(src.contains("\n    a = f(5, 7)\n    assert a == g(5, 6)\n"), "{src}");
-    assert!(src.contains("assert (got, 1) == g(7, 8)"), "computed comparison kept:\n{src}");
+    assert!(
+        src.contains("\n    a = f(5, 7)\n    assert a == g(5, 6)\n"),
+        "{src}"
+    );
+    assert!(
+        src.contains("assert (got, 1) == g(7, 8)"),
+        "computed comparison kept:\n{src}"
+    );
     // pytest.raises relaxed to a suppress of the same exception, imported after the last line
-    assert!(src.contains("with _flux_suppress(ValueError):\n        f(2, 1)"), "{src}");
-    assert!(src.ends_with("\nfrom contextlib import suppress as _flux_suppress\n"), "{src}");
+    assert!(
+        src.contains("with _flux_suppress(ValueError):\n        f(2, 1)"),
+        "{src}"
+    );
+    assert!(
+        src.ends_with("\nfrom contextlib import suppress as _flux_suppress\n"),
+        "{src}"
+    );
     assert_eq!(lines_kept(src), SAMPLE.lines().count());
     // a test whose inputs did not change keeps its asserts
     assert!(src.contains("assert f(11, 12) == 13"), "{src}");
@@ -209,8 +307,16 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
 
 #[test]
 fn module_constants_relax_their_readers() {
-    let edits = vec![Edit { file: None, line: 5, col: 8, old: r"'Resources:\n  A: 1\n'".into(), new: r"'Resources:\n  A: 2\n'".into() }];
-    let v = mutator().apply(&sample(), "", &edits, Assertions::Relax).unwrap();
+    let edits = vec![Edit {
+        file: None,
+        line: 5,
+        col: 8,
+        old: r"'Resources:\n  A: 1\n'".into(),
+        new: r"'Resources:\n  A: 2\n'".into(),
+    }];
+    let v = mutator()
+        .apply(&sample(), "", &edits, Assertions::Relax)
+        .unwrap();
     assert!(v.rejected.is_empty(), "{:?}", v.rejected);
     assert_eq!(v.mutations[0].function, "<module> TEXT");
     let fns: BTreeSet<&str> = v.relaxed.iter().map(|r| r.function.as_str()).collect();
@@ -221,17 +327,49 @@ fn module_constants_relax_their_readers() {
 fn proposed_edits_are_validated() {
     let edits = vec![
         // not a literal
-        Edit { file: None, line: 15, col: 0, old: "60984".into(), new: "__import__('os')".into() },
+        Edit {
+            file: None,
+            line: 15,
+            col: 0,
+            old: "60984".into(),
+            new: "__import__('os')".into(),
+        },
         // an expected value is not a site
-        Edit { file: None, line: 21, col: 0, old: "3723.5".into(), new: "1.0".into() },
+        Edit {
+            file: None,
+            line: 21,
+            col: 0,
+            old: "3723.5".into(),
+            new: "1.0".into(),
+        },
         // does not parse
-        Edit { file: None, line: 26, col: 0, old: "99".into(), new: "9 9".into() },
+        Edit {
+            file: None,
+            line: 26,
+            col: 0,
+            old: "99".into(),
+            new: "9 9".into(),
+        },
         // the same value
-        Edit { file: None, line: 15, col: 0, old: "True".into(), new: "True".into() },
+        Edit {
+            file: None,
+            line: 15,
+            col: 0,
+            old: "True".into(),
+            new: "True".into(),
+        },
         // fine, found by its text and line although the column is wrong
-        Edit { file: Some("test_sample.py".into()), line: 15, col: 99, old: "'fast'".into(), new: "'slow'".into() },
+        Edit {
+            file: Some("test_sample.py".into()),
+            line: 15,
+            col: 99,
+            old: "'fast'".into(),
+            new: "'slow'".into(),
+        },
     ];
-    let v = mutator().apply(&sample(), "", &edits, Assertions::Relax).unwrap();
+    let v = mutator()
+        .apply(&sample(), "", &edits, Assertions::Relax)
+        .unwrap();
     assert_eq!(v.rejected.len(), 4, "{:?}", v.rejected);
     assert_eq!(v.mutations.len(), 1);
     assert!(v.files[0].source.contains("mode='slow'"));
@@ -240,24 +378,38 @@ fn proposed_edits_are_validated() {
 #[test]
 fn argument_order_is_mutated_where_valid() {
     let src = "from m import f, gcd\n\n\ndef test_x():\n    assert f(1, a=2, b=3) == gcd(4, 6)\n";
-    let files = vec![TestFile { path: "test_x.py".into(), source: src.into() }];
+    let files = vec![TestFile {
+        path: "test_x.py".into(),
+        source: src.into(),
+    }];
     let (sites, _) = mutator().sites(&files, "").unwrap();
     let kinds: BTreeSet<&str> = sites.iter().map(|s| s.kind.as_str()).collect();
-    assert!(kinds.contains("kwargs") && kinds.contains("commutative"), "{kinds:?}");
+    assert!(
+        kinds.contains("kwargs") && kinds.contains("commutative"),
+        "{kinds:?}"
+    );
     let mut ops = BTreeSet::new();
     for seed in 1..=30 {
-        let v = mutator().mutate(&files, "", seed, 2, Assertions::Relax).unwrap();
+        let v = mutator()
+            .mutate(&files, "", seed, 2, Assertions::Relax)
+            .unwrap();
         assert!(python_parses(&v.files[0].source));
         assert!(v.mutations.len() <= 2);
         for m in v.mutations {
             ops.insert(m.op);
         }
     }
-    assert!(ops.contains("kwargs-rotate") || ops.contains("commutative-swap"), "{ops:?}");
+    assert!(
+        ops.contains("kwargs-rotate") || ops.contains("commutative-swap"),
+        "{ops:?}"
+    );
 }
 
 fn starter_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join("instances")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("instances")
 }
 
 /// Every starter instance: 4 seeds each parse, keep the test names and the line count, and
@@ -272,12 +424,20 @@ fn starter_instances_mutate_cleanly() {
         let files = flux_perturb::mutator::read_test_files(&d, &inst.spec.test.files).unwrap();
         let names: Vec<Vec<String>> = files.iter().map(|f| test_names(&f.source)).collect();
         for seed in 1..=4 {
-            let v = m.mutate(&files, &inst.spec.question, seed, 3, Assertions::Relax).unwrap();
+            let v = m
+                .mutate(&files, &inst.spec.question, seed, 3, Assertions::Relax)
+                .unwrap();
             assert!(v.changed(), "{}: seed {seed} changed nothing", inst.id());
             for (f, (orig, n)) in v.files.iter().zip(files.iter().zip(&names)) {
                 assert!(python_parses(&f.source), "{}: seed {seed}", inst.id());
                 assert_eq!(&test_names(&f.source), n, "{}: seed {seed}", inst.id());
-                assert_eq!(lines_kept(&f.source), orig.source.lines().count(), "{} seed {seed}:\n{}", inst.id(), f.source);
+                assert_eq!(
+                    lines_kept(&f.source),
+                    orig.source.lines().count(),
+                    "{} seed {seed}:\n{}",
+                    inst.id(),
+                    f.source
+                );
             }
         }
     }
@@ -312,24 +472,47 @@ def test_info():
 /// exception info is read stays.
 #[test]
 fn text_operators_and_kept_raises() {
-    let files = vec![TestFile { path: "test_texts.py".into(), source: TEXTS.into() }];
+    let files = vec![TestFile {
+        path: "test_texts.py".into(),
+        source: TEXTS.into(),
+    }];
     let (sites, _) = mutator().sites(&files, "").unwrap();
     let ops = |text: &str| -> Vec<String> {
-        sites.iter().find(|s| s.text.starts_with(text)).unwrap_or_else(|| panic!("{text}: {sites:?}")).ops.clone()
+        sites
+            .iter()
+            .find(|s| s.text.starts_with(text))
+            .unwrap_or_else(|| panic!("{text}: {sites:?}"))
+            .ops
+            .clone()
     };
     let doc = ops("'{\\n");
-    assert!(doc.iter().any(|o| o == "str-line-dup") && doc.iter().any(|o| o == "str-line-drop"), "{doc:?}");
+    assert!(
+        doc.iter().any(|o| o == "str-line-dup") && doc.iter().any(|o| o == "str-line-drop"),
+        "{doc:?}"
+    );
     assert!(doc.iter().any(|o| o == "str-quoted"), "{doc:?}");
     let block = ops("\"\"\"x: 1");
-    assert!(!block.iter().any(|o| o.starts_with("str-line")), "multi-line literal: {block:?}");
+    assert!(
+        !block.iter().any(|o| o.starts_with("str-line")),
+        "multi-line literal: {block:?}"
+    );
     assert!(ops("'function").iter().any(|o| o == "str-quoted"));
     let mut seen = BTreeSet::new();
     for seed in 1..=40 {
-        let v = mutator().mutate(&files, "", seed, 3, Assertions::Relax).unwrap();
+        let v = mutator()
+            .mutate(&files, "", seed, 3, Assertions::Relax)
+            .unwrap();
         let src = &v.files[0].source;
         assert!(python_parses(src), "seed {seed}:\n{src}");
-        assert_eq!(lines_kept(src), TEXTS.lines().count(), "seed {seed}:\n{src}");
-        assert!(src.contains("with pytest.raises(ValueError) as e:"), "seed {seed}:\n{src}");
+        assert_eq!(
+            lines_kept(src),
+            TEXTS.lines().count(),
+            "seed {seed}:\n{src}"
+        );
+        assert!(
+            src.contains("with pytest.raises(ValueError) as e:"),
+            "seed {seed}:\n{src}"
+        );
         for m in &v.mutations {
             seen.insert(m.op.clone());
             if m.op == "str-quoted" && m.old.contains("big") {
@@ -349,14 +532,18 @@ fn a_question_naming_a_test_focuses_the_mutations() {
     let q = "Running test_sample.py, in its test `test_collections` only, ...";
     let mut fns = BTreeSet::new();
     for seed in 1..=12 {
-        let v = mutator().mutate(&sample(), q, seed, 3, Assertions::Relax).unwrap();
+        let v = mutator()
+            .mutate(&sample(), q, seed, 3, Assertions::Relax)
+            .unwrap();
         assert!(v.changed(), "seed {seed}");
         fns.extend(v.mutations.iter().map(|m| m.function.clone()));
     }
     assert_eq!(fns, BTreeSet::from(["test_collections".to_string()]));
     let mut all = BTreeSet::new();
     for seed in 1..=12 {
-        let v = mutator().mutate(&sample(), "", seed, 3, Assertions::Relax).unwrap();
+        let v = mutator()
+            .mutate(&sample(), "", seed, 3, Assertions::Relax)
+            .unwrap();
         all.extend(v.mutations.iter().map(|m| m.function.clone()));
     }
     assert!(all.len() >= 3, "{all:?}");

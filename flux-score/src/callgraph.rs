@@ -89,5 +89,9 @@ pub fn score_edges(gold: &Value, answer: &Value) -> EdgeCounts {
     let g = edges(gold);
     let a = edges(answer);
     let (tp, _) = max_matching(&g, &a, edge_eq);
-    EdgeCounts { tp, fp: a.len() - tp, fn_: g.len() - tp }
+    EdgeCounts {
+        tp,
+        fp: a.len() - tp,
+        fn_: g.len() - tp,
+    }
 }

@@ -34,7 +34,11 @@ pub struct Mismatch {
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let path = if self.path.is_empty() { "/" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
         write!(
             f,
             "at {path}: {}: expected {}, got {}",
@@ -68,7 +72,9 @@ pub struct CompareOptions {
 
 impl CompareOptions {
     fn is_order_insensitive(&self, path: &[String]) -> bool {
-        self.order_insensitive.iter().any(|p| pattern_matches(p, path))
+        self.order_insensitive
+            .iter()
+            .any(|p| pattern_matches(p, path))
     }
 }
 
@@ -93,7 +99,9 @@ fn escape_pointer(s: &str) -> String {
 }
 
 fn pointer(path: &[String]) -> String {
-    path.iter().map(|s| format!("/{}", escape_pointer(s))).collect()
+    path.iter()
+        .map(|s| format!("/{}", escape_pointer(s)))
+        .collect()
 }
 
 /// Compare an answer against the gold; `Ok(())` when it passes.
@@ -107,7 +115,12 @@ pub fn matches(expected: &Value, got: &Value, opts: &CompareOptions) -> bool {
     compare(expected, got, opts).is_ok()
 }
 
-fn mismatch(path: &[String], expected: &Value, got: &Value, message: impl Into<String>) -> Mismatch {
+fn mismatch(
+    path: &[String],
+    expected: &Value,
+    got: &Value,
+    message: impl Into<String>,
+) -> Mismatch {
     Mismatch {
         path: pointer(path),
         expected: expected.clone(),
@@ -128,7 +141,12 @@ fn cmp(
                 path.push(k.clone());
                 let r = match g.get(k) {
                     Some(gv) => cmp(ev, gv, opts, path),
-                    None => Err(mismatch(path, ev, &Value::Null, format!("missing key {k:?}"))),
+                    None => Err(mismatch(
+                        path,
+                        ev,
+                        &Value::Null,
+                        format!("missing key {k:?}"),
+                    )),
                 };
                 path.pop();
                 r?;
@@ -142,7 +160,11 @@ fn cmp(
                     path,
                     expected,
                     got,
-                    format!("list length differs ({} expected, {} got)", e.len(), g.len()),
+                    format!(
+                        "list length differs ({} expected, {} got)",
+                        e.len(),
+                        g.len()
+                    ),
                 ));
             }
             if opts.is_order_insensitive(path) {
@@ -226,7 +248,13 @@ where
     // Kuhn on the remainder.
     let adj: Vec<Vec<usize>> = rest_l
         .iter()
-        .map(|&i| rest_r.iter().copied().filter(|&j| eq(&left[i], &right[j])).collect())
+        .map(|&i| {
+            rest_r
+                .iter()
+                .copied()
+                .filter(|&j| eq(&left[i], &right[j]))
+                .collect()
+        })
         .collect();
     let mut owner: Vec<Option<usize>> = vec![None; right.len()];
     fn augment(
@@ -372,7 +400,9 @@ fn str_eq(a: &str, b: &str) -> bool {
 /// only such strings get path leniency, so that `"1/2"` (a repr) never matches `"2"`.
 fn is_file_path(s: &str) -> bool {
     let last = s.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-    let Some((stem, ext)) = last.rsplit_once('.') else { return false };
+    let Some((stem, ext)) = last.rsplit_once('.') else {
+        return false;
+    };
     !stem.is_empty()
         && !ext.is_empty()
         && ext.starts_with(|c: char| c.is_ascii_alphabetic())
@@ -399,7 +429,8 @@ fn component_suffix(a: &str, b: &str, sep: char) -> bool {
     if long == short {
         return true;
     }
-    long.strip_suffix(short).is_some_and(|head| head.ends_with(sep))
+    long.strip_suffix(short)
+        .is_some_and(|head| head.ends_with(sep))
 }
 
 /// `a.b.C`, `Foo.<locals>.bar`, `<lambda>`, `__init__`: identifiers joined by dots.

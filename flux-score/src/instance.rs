@@ -56,7 +56,9 @@ impl Instance {
 
     /// True when the gold is a TraceEval-style call graph `{"call_graph": {caller: [callees]}}`.
     pub fn is_call_graph(&self) -> bool {
-        self.oracle.as_ref().is_some_and(crate::callgraph::is_call_graph)
+        self.oracle
+            .as_ref()
+            .is_some_and(crate::callgraph::is_call_graph)
     }
 }
 
@@ -93,7 +95,10 @@ pub fn discover_all(roots: &[PathBuf]) -> Result<Discovered, ScoreError> {
     for d in dirs {
         match load(&d) {
             Ok(i) => out.instances.push(i),
-            Err(e) => out.invalid.push(InvalidInstance { path: d.display().to_string(), error: e.to_string() }),
+            Err(e) => out.invalid.push(InvalidInstance {
+                path: d.display().to_string(),
+                error: e.to_string(),
+            }),
         }
     }
     out.instances.sort_by(|a, b| a.rel.cmp(&b.rel));
@@ -113,11 +118,18 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     if depth >= 4 {
         return;
     }
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut subs: Vec<PathBuf> = rd
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+        .filter(|p| {
+            p.is_dir()
+                && !p
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     subs.sort();
     for s in subs {
@@ -127,7 +139,10 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 fn str_list(v: Option<&toml::Value>) -> Vec<String> {
     match v {
-        Some(toml::Value::Array(a)) => a.iter().filter_map(|x| x.as_str().map(String::from)).collect(),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(String::from))
+            .collect(),
         Some(toml::Value::String(s)) => vec![s.clone()],
         _ => Vec::new(),
     }
@@ -140,8 +155,8 @@ fn toml_to_json(v: &toml::Value) -> Value {
 /// Load one instance directory.
 pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
     let toml_path = dir.join("instance.toml");
-    let text = std::fs::read_to_string(&toml_path)
-        .map_err(|e| ScoreError::Io(toml_path.clone(), e))?;
+    let text =
+        std::fs::read_to_string(&toml_path).map_err(|e| ScoreError::Io(toml_path.clone(), e))?;
     let t: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ScoreError::Instance(toml_path.clone(), e.to_string()))?;
@@ -158,7 +173,10 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
     } else {
         None
     };
-    let oracle = oracle_doc.as_ref().and_then(|d| d.get("oracle_answer")).cloned();
+    let oracle = oracle_doc
+        .as_ref()
+        .and_then(|d| d.get("oracle_answer"))
+        .cloned();
 
     let dir_name = |p: Option<&Path>| {
         p.and_then(|p| p.file_name())

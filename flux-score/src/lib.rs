@@ -152,7 +152,11 @@ impl Bucket {
             Status::InfraError => self.infra_errors += 1,
             Status::NotHarvested => {}
         }
-        self.accuracy = if self.total == 0 { 0.0 } else { self.passed as f64 / self.total as f64 };
+        self.accuracy = if self.total == 0 {
+            0.0
+        } else {
+            self.passed as f64 / self.total as f64
+        };
     }
 }
 
@@ -230,7 +234,11 @@ pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
 }
 
 /// Score already-loaded instances against an answers directory.
-pub fn score_instances(instances: &[Instance], answers: &Path, call_graph_threshold: f64) -> Report {
+pub fn score_instances(
+    instances: &[Instance],
+    answers: &Path,
+    call_graph_threshold: f64,
+) -> Report {
     let results: Vec<InstanceResult> = instances
         .iter()
         .map(|i| score_one(i, &answers.join(&i.rel), call_graph_threshold))
@@ -278,7 +286,10 @@ pub fn load_answer(dir: &Path) -> LoadedAnswer {
     let meta: Option<Value> = std::fs::read_to_string(dir.join("meta.json"))
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok());
-    let status = meta.as_ref().and_then(|m| m.get("status")).and_then(|s| s.as_str());
+    let status = meta
+        .as_ref()
+        .and_then(|m| m.get("status"))
+        .and_then(|s| s.as_str());
     let error = meta
         .as_ref()
         .and_then(|m| m.get("error"))
@@ -352,7 +363,9 @@ pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) 
             Some("/call_graph".into()),
         );
     }
-    let opts = CompareOptions { order_insensitive: inst.order_insensitive.clone() };
+    let opts = CompareOptions {
+        order_insensitive: inst.order_insensitive.clone(),
+    };
     match compare::compare(gold, &answer, &opts) {
         Ok(()) => {
             r.status = Status::Pass;
@@ -360,7 +373,11 @@ pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) 
             r
         }
         Err(m) => {
-            let path = if m.path.is_empty() { "/".to_string() } else { m.path.clone() };
+            let path = if m.path.is_empty() {
+                "/".to_string()
+            } else {
+                m.path.clone()
+            };
             fail(r, m.to_string(), Some(path))
         }
     }
@@ -379,7 +396,10 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
     let mut by_kind: BTreeMap<String, Bucket> = BTreeMap::new();
     let mut by_repo: BTreeMap<String, Bucket> = BTreeMap::new();
     let mut by_kr: BTreeMap<String, BTreeMap<String, Bucket>> = BTreeMap::new();
-    let mut cg = CallGraphSummary { threshold, ..Default::default() };
+    let mut cg = CallGraphSummary {
+        threshold,
+        ..Default::default()
+    };
     let mut counts = EdgeCounts::default();
     let mut not_harvested = 0;
     for r in &results {
@@ -390,13 +410,22 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
         all.add(r);
         by_kind.entry(r.kind.clone()).or_default().add(r);
         by_repo.entry(r.repo.clone()).or_default().add(r);
-        by_kr.entry(r.kind.clone()).or_default().entry(r.repo.clone()).or_default().add(r);
+        by_kr
+            .entry(r.kind.clone())
+            .or_default()
+            .entry(r.repo.clone())
+            .or_default()
+            .add(r);
         if let Some(c) = &r.call_graph {
             cg.instances += 1;
             if r.status == Status::Pass {
                 cg.passed += 1;
             }
-            counts.add(EdgeCounts { tp: c.tp, fp: c.fp, fn_: c.fn_ });
+            counts.add(EdgeCounts {
+                tp: c.tp,
+                fp: c.fp,
+                fn_: c.fn_,
+            });
         }
     }
     cg.tp = counts.tp;

@@ -11,7 +11,8 @@ pub fn render(r: &Report, format: Format) -> Result<String, ScoreError> {
     Ok(match format {
         Format::Text => text(r),
         Format::Json => {
-            let mut s = serde_json::to_string_pretty(r).map_err(|e| ScoreError::Serialize(e.to_string()))?;
+            let mut s = serde_json::to_string_pretty(r)
+                .map_err(|e| ScoreError::Serialize(e.to_string()))?;
             s.push('\n');
             s
         }
@@ -24,8 +25,17 @@ fn pct(x: f64) -> String {
 }
 
 fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
-    let w = m.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(title.len());
-    let _ = writeln!(out, "{title:<w$}  {:>6}  {:>6}  {:>8}  {:>5}", "passed", "total", "accuracy", "infra");
+    let w = m
+        .keys()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(title.len());
+    let _ = writeln!(
+        out,
+        "{title:<w$}  {:>6}  {:>6}  {:>8}  {:>5}",
+        "passed", "total", "accuracy", "infra"
+    );
     let _ = writeln!(out, "{}", "-".repeat(w + 33));
     for (k, b) in m {
         let _ = writeln!(
@@ -71,7 +81,10 @@ pub fn text(r: &Report) -> String {
     let flat: BTreeMap<String, Bucket> = r
         .by_kind_repository
         .iter()
-        .flat_map(|(k, m)| m.iter().map(move |(repo, b)| (format!("{k} / {repo}"), b.clone())))
+        .flat_map(|(k, m)| {
+            m.iter()
+                .map(move |(repo, b)| (format!("{k} / {repo}"), b.clone()))
+        })
         .collect();
     if r.by_repository.len() > 1 {
         table_rows(&mut out, "kind / repository", &flat);
@@ -91,7 +104,11 @@ pub fn text(r: &Report) -> String {
         }
         out.push('\n');
     }
-    let failures: Vec<_> = r.instances.iter().filter(|i| i.status != Status::Pass).collect();
+    let failures: Vec<_> = r
+        .instances
+        .iter()
+        .filter(|i| i.status != Status::Pass)
+        .collect();
     if !failures.is_empty() {
         let _ = writeln!(out, "not passed:");
         for i in failures {
@@ -154,7 +171,10 @@ fn bar_chart(title: &str, m: &BTreeMap<String, Bucket>) -> String {
         );
     }
     if m.is_empty() {
-        let _ = write!(s, r##"<text x="{label_w}" y="46" font-size="13" fill="#666">no scored instances</text>"##);
+        let _ = write!(
+            s,
+            r##"<text x="{label_w}" y="46" font-size="13" fill="#666">no scored instances</text>"##
+        );
     }
     for (i, (k, b)) in m.iter().enumerate() {
         let y = 30 + row_h * i;
@@ -189,7 +209,11 @@ fn bar_chart(title: &str, m: &BTreeMap<String, Bucket>) -> String {
             pct(b.accuracy),
             b.passed,
             b.total,
-            if b.infra_errors > 0 { format!(", {} infra", b.infra_errors) } else { String::new() }
+            if b.infra_errors > 0 {
+                format!(", {} infra", b.infra_errors)
+            } else {
+                String::new()
+            }
         );
     }
     s.push_str("</svg></figure>");
@@ -220,7 +244,11 @@ pub fn html(r: &Report) -> String {
         s,
         "<h1>flux score report</h1><div class=\"sub\">answers: {}{}</div>",
         esc(&r.answers),
-        if r.usage.models.is_empty() { String::new() } else { format!(" &middot; model: {}", esc(&r.usage.models.join(", "))) }
+        if r.usage.models.is_empty() {
+            String::new()
+        } else {
+            format!(" &middot; model: {}", esc(&r.usage.models.join(", ")))
+        }
     );
     s.push_str("<div class=\"cards\">");
     for (v, l) in [
@@ -233,9 +261,21 @@ pub fn html(r: &Report) -> String {
     .into_iter()
     .chain((r.usage.with_meta > 0).then(|| (format!("${:.2}", r.usage.cost), "cost")))
     .chain((r.usage.with_meta > 0).then(|| {
-        (format!("{}k / {}k", r.usage.tokens_in / 1000, r.usage.tokens_out / 1000), "tokens in / out")
+        (
+            format!(
+                "{}k / {}k",
+                r.usage.tokens_in / 1000,
+                r.usage.tokens_out / 1000
+            ),
+            "tokens in / out",
+        )
     })) {
-        let _ = write!(s, "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{}</div></div>", esc(&v), esc(l));
+        let _ = write!(
+            s,
+            "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{}</div></div>",
+            esc(&v),
+            esc(l)
+        );
     }
     s.push_str("</div>");
     s.push_str("<h2>Accuracy by kind</h2>");
@@ -266,7 +306,11 @@ pub fn html(r: &Report) -> String {
         }
     }
     s.push_str("</table>");
-    let failures: Vec<_> = r.instances.iter().filter(|i| i.status != Status::Pass).collect();
+    let failures: Vec<_> = r
+        .instances
+        .iter()
+        .filter(|i| i.status != Status::Pass)
+        .collect();
     let _ = write!(s, "<h2>Not passed ({})</h2>", failures.len());
     if failures.is_empty() {
         s.push_str("<p>Every scored instance passed.</p>");
@@ -290,9 +334,18 @@ pub fn html(r: &Report) -> String {
         s.push_str("</table>");
     }
     if !r.invalid_instances.is_empty() {
-        let _ = write!(s, "<h2>Invalid instances ({})</h2><table><tr><th>directory</th><th>error</th></tr>", r.invalid_instances.len());
+        let _ = write!(
+            s,
+            "<h2>Invalid instances ({})</h2><table><tr><th>directory</th><th>error</th></tr>",
+            r.invalid_instances.len()
+        );
         for i in &r.invalid_instances {
-            let _ = write!(s, "<tr><td>{}</td><td class=\"r\">{}</td></tr>", esc(&i.path), esc(&i.error));
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td class=\"r\">{}</td></tr>",
+                esc(&i.path),
+                esc(&i.error)
+            );
         }
         s.push_str("</table>");
     }

@@ -6,7 +6,9 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 fn check(cases: &[(Value, Value, bool)], oi: &[&str]) {
-    let opts = CompareOptions { order_insensitive: oi.iter().map(|s| s.to_string()).collect() };
+    let opts = CompareOptions {
+        order_insensitive: oi.iter().map(|s| s.to_string()).collect(),
+    };
     for (expected, got, want) in cases {
         let r = compare(expected, got, &opts);
         assert_eq!(r.is_ok(), *want, "expected {expected} vs got {got}: {r:?}");
@@ -17,8 +19,16 @@ fn check(cases: &[(Value, Value, bool)], oi: &[&str]) {
 fn recursive_exact() {
     check(
         &[
-            (json!({"a": {"b": [1, 2, {"c": "x"}]}}), json!({"a": {"b": [1, 2, {"c": "x"}]}}), true),
-            (json!({"a": {"b": [1, 2, {"c": "x"}]}}), json!({"a": {"b": [1, 2, {"c": "y"}]}}), false),
+            (
+                json!({"a": {"b": [1, 2, {"c": "x"}]}}),
+                json!({"a": {"b": [1, 2, {"c": "x"}]}}),
+                true,
+            ),
+            (
+                json!({"a": {"b": [1, 2, {"c": "x"}]}}),
+                json!({"a": {"b": [1, 2, {"c": "y"}]}}),
+                false,
+            ),
             (json!({"a": null}), json!({"a": null}), true),
             (json!({"a": true}), json!({"a": false}), false),
             (json!({"a": 1}), json!({"a": [1]}), false),
@@ -32,9 +42,9 @@ fn recursive_exact() {
 fn floats_within_tolerance() {
     check(
         &[
-            (json!(0.1), json!(0.1000000001), true),      // absolute
-            (json!(1e9), json!(1e9 + 100.0), true),        // relative 1e-7
-            (json!(1e9), json!(1e9 + 10000.0), false),     // relative 1e-5
+            (json!(0.1), json!(0.1000000001), true),   // absolute
+            (json!(1e9), json!(1e9 + 100.0), true),    // relative 1e-7
+            (json!(1e9), json!(1e9 + 10000.0), false), // relative 1e-5
             (json!(1.0), json!(1.001), false),
             (json!(3), json!(3.0), true),
             (json!(3), json!(4), false),
@@ -49,13 +59,22 @@ fn floats_within_tolerance() {
 fn dict_keys_expected_present_extras_ignored() {
     check(
         &[
-            (json!({"a": 1}), json!({"a": 1, "reasoning": "because"}), true),
+            (
+                json!({"a": 1}),
+                json!({"a": 1, "reasoning": "because"}),
+                true,
+            ),
             (json!({"a": 1, "b": 2}), json!({"a": 1}), false),
             (json!({}), json!({"x": 1}), true),
         ],
         &[],
     );
-    let e = compare(&json!({"a": {"b": 1}}), &json!({"a": {}}), &CompareOptions::default()).unwrap_err();
+    let e = compare(
+        &json!({"a": {"b": 1}}),
+        &json!({"a": {}}),
+        &CompareOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.path, "/a/b");
     assert!(e.message.contains("missing key"), "{e}");
 }
@@ -72,7 +91,12 @@ fn lists_equal_length_in_order() {
         ],
         &[],
     );
-    let e = compare(&json!({"l": [1, 2, 3]}), &json!({"l": [1, 5, 3]}), &CompareOptions::default()).unwrap_err();
+    let e = compare(
+        &json!({"l": [1, 2, 3]}),
+        &json!({"l": [1, 5, 3]}),
+        &CompareOptions::default(),
+    )
+    .unwrap_err();
     assert_eq!(e.path, "/l/1");
     assert_eq!(e.expected, json!(2));
     assert_eq!(e.got, json!(5));
@@ -83,9 +107,21 @@ fn lists_equal_length_in_order() {
 fn order_insensitive_paths_are_multisets() {
     check(
         &[
-            (json!({"covered_lines": [1, 2, 3]}), json!({"covered_lines": [3, 1, 2]}), true),
-            (json!({"covered_lines": [1, 1, 2]}), json!({"covered_lines": [1, 2, 2]}), false),
-            (json!({"covered_lines": [1, 2]}), json!({"covered_lines": [2, 1, 1]}), false),
+            (
+                json!({"covered_lines": [1, 2, 3]}),
+                json!({"covered_lines": [3, 1, 2]}),
+                true,
+            ),
+            (
+                json!({"covered_lines": [1, 1, 2]}),
+                json!({"covered_lines": [1, 2, 2]}),
+                false,
+            ),
+            (
+                json!({"covered_lines": [1, 2]}),
+                json!({"covered_lines": [2, 1, 1]}),
+                false,
+            ),
             // Other lists stay ordered.
             (json!({"other": [1, 2]}), json!({"other": [2, 1]}), false),
         ],
@@ -110,7 +146,11 @@ fn order_insensitive_paths_are_multisets() {
     // Bare key names match lists under that key anywhere; a matching needs augmenting paths:
     // greedy pairing of "b|||a" with "a" would strand the gold "a".
     check(
-        &[(json!({"x": {"tests": ["m.a|||b", "n.a"]}}), json!({"x": {"tests": ["a", "b"]}}), true)],
+        &[(
+            json!({"x": {"tests": ["m.a|||b", "n.a"]}}),
+            json!({"x": {"tests": ["a", "b"]}}),
+            true,
+        )],
         &["tests"],
     );
     // Lists of objects as multisets.
@@ -122,21 +162,38 @@ fn order_insensitive_paths_are_multisets() {
         )],
         &["/pairs"],
     );
-    let opts = CompareOptions { order_insensitive: vec!["/s".into()] };
+    let opts = CompareOptions {
+        order_insensitive: vec!["/s".into()],
+    };
     let e = compare(&json!({"s": [1, 9]}), &json!({"s": [1, 2]}), &opts).unwrap_err();
     assert_eq!(e.path, "/s/1");
-    assert!(e.message.contains("1 of 2 expected items have no match"), "{e}");
+    assert!(
+        e.message.contains("1 of 2 expected items have no match"),
+        "{e}"
+    );
 }
 
 #[test]
 fn path_spellings_suffix_at_component_boundary() {
     check(
         &[
-            (json!("/usr/lib/python3.11/site-packages/sympy/core/add.py"), json!("sympy/core/add.py"), true),
-            (json!("sympy/core/add.py"), json!("/abs/sympy/core/add.py"), true),
+            (
+                json!("/usr/lib/python3.11/site-packages/sympy/core/add.py"),
+                json!("sympy/core/add.py"),
+                true,
+            ),
+            (
+                json!("sympy/core/add.py"),
+                json!("/abs/sympy/core/add.py"),
+                true,
+            ),
             (json!("/abs/sympy/core/add.py"), json!("core/add.py"), true),
             (json!("/abs/sympy/core/add.py"), json!("ore/add.py"), false),
-            (json!("/abs/sympy/core/add.py"), json!("sympy/core/mul.py"), false),
+            (
+                json!("/abs/sympy/core/add.py"),
+                json!("sympy/core/mul.py"),
+                false,
+            ),
             (json!("./pkg/mod.py"), json!("pkg/mod.py"), true),
             (json!("mod.py"), json!("/site-packages/pkg/mod.py"), true),
             // Only file paths: reprs with slashes are compared exactly.
@@ -152,11 +209,27 @@ fn path_spellings_suffix_at_component_boundary() {
 fn dotted_names_identifier_suffix() {
     check(
         &[
-            (json!("sympy.core.add.Add.flatten"), json!("Add.flatten"), true),
-            (json!("Add.flatten"), json!("sympy.core.add.Add.flatten"), true),
+            (
+                json!("sympy.core.add.Add.flatten"),
+                json!("Add.flatten"),
+                true,
+            ),
+            (
+                json!("Add.flatten"),
+                json!("sympy.core.add.Add.flatten"),
+                true,
+            ),
             (json!("sympy.core.add.Add.flatten"), json!("flatten"), true),
-            (json!("sympy.core.add.Add.flatten"), json!("dd.flatten"), false),
-            (json!("sympy.core.add.Add.flatten"), json!("Mul.flatten"), false),
+            (
+                json!("sympy.core.add.Add.flatten"),
+                json!("dd.flatten"),
+                false,
+            ),
+            (
+                json!("sympy.core.add.Add.flatten"),
+                json!("Mul.flatten"),
+                false,
+            ),
             (json!("f.<locals>.<lambda>"), json!("<lambda>"), true),
             // Numbers are not dotted names.
             (json!("1.5"), json!("5"), false),
@@ -171,7 +244,11 @@ fn class_wrappers() {
         &[
             (json!("<class 'ValueError'>"), json!("ValueError"), true),
             (json!("ValueError"), json!("<class 'ValueError'>"), true),
-            (json!("<class 'builtins.ValueError'>"), json!("ValueError"), true),
+            (
+                json!("<class 'builtins.ValueError'>"),
+                json!("ValueError"),
+                true,
+            ),
             (json!("<class 'ValueError'>"), json!("TypeError"), false),
         ],
         &[],
@@ -242,7 +319,10 @@ fn answer(root: &Path, repo: &str, id: &str, a: Option<&str>, status: Option<&st
         write(&dir.join("answer.json"), a);
     }
     if let Some(s) = status {
-        write(&dir.join("meta.json"), &json!({"status": s, "error": "HTTP 500 after 3 retries"}).to_string());
+        write(
+            &dir.join("meta.json"),
+            &json!({"status": s, "error": "HTTP 500 after 3 retries"}).to_string(),
+        );
     }
 }
 
@@ -251,12 +331,54 @@ fn end_to_end_report() {
     let tmp = tempfile::tempdir().unwrap();
     let inst = tmp.path().join("instances");
     let ans = tmp.path().join("answers");
-    instance(&inst, "sympy", "a1", "S2_Loops", &[], Some(json!({"loop_iteration_count": 3})));
-    instance(&inst, "sympy", "a2", "S2_Loops", &[], Some(json!({"loop_iteration_count": 3})));
-    instance(&inst, "sympy", "a3", "S4_DataFlow", &["/covered_lines"], Some(json!({"covered_lines": [1, 2]})));
-    instance(&inst, "requests", "b1", "S4_DataFlow", &[], Some(json!({"x": "a"})));
-    instance(&inst, "requests", "b2", "S5_Exceptions", &[], Some(json!({"x": "a"})));
-    instance(&inst, "requests", "b3", "S5_Exceptions", &[], Some(json!({"x": "a"})));
+    instance(
+        &inst,
+        "sympy",
+        "a1",
+        "S2_Loops",
+        &[],
+        Some(json!({"loop_iteration_count": 3})),
+    );
+    instance(
+        &inst,
+        "sympy",
+        "a2",
+        "S2_Loops",
+        &[],
+        Some(json!({"loop_iteration_count": 3})),
+    );
+    instance(
+        &inst,
+        "sympy",
+        "a3",
+        "S4_DataFlow",
+        &["/covered_lines"],
+        Some(json!({"covered_lines": [1, 2]})),
+    );
+    instance(
+        &inst,
+        "requests",
+        "b1",
+        "S4_DataFlow",
+        &[],
+        Some(json!({"x": "a"})),
+    );
+    instance(
+        &inst,
+        "requests",
+        "b2",
+        "S5_Exceptions",
+        &[],
+        Some(json!({"x": "a"})),
+    );
+    instance(
+        &inst,
+        "requests",
+        "b3",
+        "S5_Exceptions",
+        &[],
+        Some(json!({"x": "a"})),
+    );
     instance(&inst, "requests", "b4", "S5_Exceptions", &[], None);
     instance(
         &inst,
@@ -274,14 +396,44 @@ fn end_to_end_report() {
         &[],
         Some(json!({"call_graph": {"main.f": ["main.g"]}})),
     );
-    answer(&ans, "sympy", "a1", Some(r#"{"loop_iteration_count": "3"}"#), None); // pass
-    answer(&ans, "sympy", "a2", Some(r#"{"loop_iteration_count": 4}"#), Some("ok")); // fail
-    answer(&ans, "sympy", "a3", Some(r#"{"covered_lines": [2, 1]}"#), None); // pass
-    // b1: no answer → fail
+    answer(
+        &ans,
+        "sympy",
+        "a1",
+        Some(r#"{"loop_iteration_count": "3"}"#),
+        None,
+    ); // pass
+    answer(
+        &ans,
+        "sympy",
+        "a2",
+        Some(r#"{"loop_iteration_count": 4}"#),
+        Some("ok"),
+    ); // fail
+    answer(
+        &ans,
+        "sympy",
+        "a3",
+        Some(r#"{"covered_lines": [2, 1]}"#),
+        None,
+    ); // pass
+       // b1: no answer → fail
     answer(&ans, "requests", "b2", None, Some("infra_error")); // excluded
     answer(&ans, "requests", "b3", Some("not json"), None); // unparseable → fail
-    answer(&ans, "requests", "cg1", Some(r#"{"call_graph": {"f": ["g", "h"]}}"#), None); // F1 1
-    answer(&ans, "requests", "cg2", Some(r#"{"call_graph": {"f": ["g", "x"]}}"#), None); // P .5 R 1
+    answer(
+        &ans,
+        "requests",
+        "cg1",
+        Some(r#"{"call_graph": {"f": ["g", "h"]}}"#),
+        None,
+    ); // F1 1
+    answer(
+        &ans,
+        "requests",
+        "cg2",
+        Some(r#"{"call_graph": {"f": ["g", "x"]}}"#),
+        None,
+    ); // P .5 R 1
 
     let mut opts = ScoreOptions::new(&ans);
     opts.instances = vec![inst.clone()];
@@ -289,7 +441,10 @@ fn end_to_end_report() {
     opts.out = Some(tmp.path().join("out/report.json"));
     let out = run_score(&opts).unwrap();
     let r = &out.report;
-    assert_eq!((r.total, r.passed, r.infra_errors, r.not_harvested), (7, 3, 1, 1));
+    assert_eq!(
+        (r.total, r.passed, r.infra_errors, r.not_harvested),
+        (7, 3, 1, 1)
+    );
     assert!((r.accuracy - 3.0 / 7.0).abs() < 1e-9);
     assert_eq!(r.by_kind["S2_Loops"].passed, 1);
     assert_eq!(r.by_kind["S5_Exceptions"].total, 1);
@@ -298,22 +453,45 @@ fn end_to_end_report() {
     assert_eq!(r.by_kind_repository["S4_DataFlow"]["requests"].total, 1);
     let get = |id: &str| r.instances.iter().find(|i| i.id == id).unwrap();
     assert_eq!(get("b1").reason.as_deref(), Some("no answer"));
-    assert!(get("b3").reason.as_deref().unwrap().starts_with("unparseable"));
+    assert!(get("b3")
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("unparseable"));
     assert_eq!(get("b2").status, Status::InfraError);
     assert_eq!(get("b2").pass, None);
     assert_eq!(get("b4").status, Status::NotHarvested);
     assert_eq!(get("a2").path.as_deref(), Some("/loop_iteration_count"));
-    assert!(get("a2").reason.as_deref().unwrap().contains("expected 3, got 4"));
+    assert!(get("a2")
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("expected 3, got 4"));
     assert_eq!(get("cg1").pass, Some(true));
     assert_eq!(get("cg2").pass, Some(false));
     let cg = &r.call_graph;
     // Edges: gold {f→g, f→h, f→g}; answers {f→g, f→h, f→g, f→x}. tp 3, fp 1, fn 0.
-    assert_eq!((cg.instances, cg.passed, cg.tp, cg.fp, cg.fn_), (2, 1, 3, 1, 0));
+    assert_eq!(
+        (cg.instances, cg.passed, cg.tp, cg.fp, cg.fn_),
+        (2, 1, 3, 1, 0)
+    );
     assert!((cg.precision - 0.75).abs() < 1e-9 && (cg.recall - 1.0).abs() < 1e-9);
 
     // The JSON written to --out carries the documented top-level keys.
-    let j: Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/report.json")).unwrap()).unwrap();
-    for k in ["accuracy", "total", "passed", "infra_errors", "by_kind", "by_repository", "by_kind_repository", "instances", "call_graph"] {
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("out/report.json")).unwrap())
+            .unwrap();
+    for k in [
+        "accuracy",
+        "total",
+        "passed",
+        "infra_errors",
+        "by_kind",
+        "by_repository",
+        "by_kind_repository",
+        "instances",
+        "call_graph",
+    ] {
         assert!(j.get(k).is_some(), "missing {k}");
     }
     assert_eq!(j["instances"][0]["repo"], "requests");
@@ -326,12 +504,23 @@ fn end_to_end_report() {
     // Text and HTML render the same facts.
     opts.format = Format::Text;
     let t = run_score(&opts).unwrap().rendered;
-    assert!(t.contains("accuracy 57.1% (4/7 passed), 1 infra errors"), "{t}");
-    assert!(t.contains("FAIL  requests/b1 [S4_DataFlow]: no answer"), "{t}");
+    assert!(
+        t.contains("accuracy 57.1% (4/7 passed), 1 infra errors"),
+        "{t}"
+    );
+    assert!(
+        t.contains("FAIL  requests/b1 [S4_DataFlow]: no answer"),
+        "{t}"
+    );
     opts.format = Format::Html;
     let h = run_score(&opts).unwrap().rendered;
     assert!(h.starts_with("<!DOCTYPE html>") && h.contains("<svg") && h.contains("S5_Exceptions"));
-    assert!(!h.contains("http://") || !h.replace("http://www.w3.org/2000/svg", "").contains("http://"));
+    assert!(
+        !h.contains("http://")
+            || !h
+                .replace("http://www.w3.org/2000/svg", "")
+                .contains("http://")
+    );
     assert!(!h.contains("https://") && !h.contains("<script") && !h.contains("<link"));
 }
 
@@ -340,7 +529,14 @@ fn html_escapes_reasons() {
     let tmp = tempfile::tempdir().unwrap();
     let inst = tmp.path().join("i");
     let ans = tmp.path().join("a");
-    instance(&inst, "r", "x", "S3_ProgramState", &[], Some(json!({"v": "<script>"})));
+    instance(
+        &inst,
+        "r",
+        "x",
+        "S3_ProgramState",
+        &[],
+        Some(json!({"v": "<script>"})),
+    );
     answer(&ans, "r", "x", Some(r#"{"v": "</td><b>"}"#), None);
     let mut opts = ScoreOptions::new(&ans);
     opts.instances = vec![inst];
@@ -365,7 +561,11 @@ fn one_broken_instance_does_not_stop_the_run() {
     let out = run_score(&opts).unwrap();
     assert_eq!((out.report.total, out.report.passed), (1, 1));
     assert_eq!(out.report.invalid_instances.len(), 2);
-    assert!(out.rendered.contains("invalid instances (not scored):"), "{}", out.rendered);
+    assert!(
+        out.rendered.contains("invalid instances (not scored):"),
+        "{}",
+        out.rendered
+    );
 }
 
 #[test]

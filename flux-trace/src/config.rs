@@ -114,7 +114,11 @@ fn default_events() -> Vec<HookEvent> {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { repr: d_repr(), locals: d_locals(), depth: d_depth() }
+        Limits {
+            repr: d_repr(),
+            locals: d_locals(),
+            depth: d_depth(),
+        }
     }
 }
 
@@ -142,12 +146,20 @@ mod tests {
         assert!(c.tests);
         assert_eq!(c.events.len(), 5);
         assert_eq!(c.scope, Scope::Run);
-        assert!(!serde_json::to_string(&c).unwrap().contains("scope"), "the default is not written");
+        assert!(
+            !serde_json::to_string(&c).unwrap().contains("scope"),
+            "the default is not written"
+        );
         let t: TracingConfig = serde_json::from_str(r#"{"scope":"tests"}"#).unwrap();
         assert_eq!(t.scope, Scope::Tests);
         let x: TracingConfig = serde_json::from_str(r#"{"scope":"targets"}"#).unwrap();
         assert_eq!((x.scope, x.scope.windows()), (Scope::Targets, true));
-        assert!(serde_json::to_string(&x).unwrap().contains(r#""scope":"targets""#), "the hook is told");
+        assert!(
+            serde_json::to_string(&x)
+                .unwrap()
+                .contains(r#""scope":"targets""#),
+            "the hook is told"
+        );
         assert!(serde_json::from_str::<TracingConfig>(r#"{"scope":"imports"}"#).is_err());
         let err = serde_json::from_str::<TracingConfig>(r#"{"file":["a.py"]}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `file`"), "{err}");

@@ -215,7 +215,11 @@ pub struct Trace {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("{path}:{line}: {msg}")]
-    Parse { path: String, line: usize, msg: String },
+    Parse {
+        path: String,
+        line: usize,
+        msg: String,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }

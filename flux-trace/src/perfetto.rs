@@ -38,8 +38,14 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
             Kind::Call => ("B", name),
             Kind::Return => ("E", name),
             Kind::Line => ("i", format!("line {}", e.line)),
-            Kind::Exception => ("i", format!("raise {}", e.exc.as_ref().map_or("", |x| &x.ty))),
-            Kind::Handled => ("i", format!("handled {}", e.exc.as_ref().map_or("", |x| &x.ty))),
+            Kind::Exception => (
+                "i",
+                format!("raise {}", e.exc.as_ref().map_or("", |x| &x.ty)),
+            ),
+            Kind::Handled => (
+                "i",
+                format!("handled {}", e.exc.as_ref().map_or("", |x| &x.ty)),
+            ),
             Kind::TestStart => ("B", name),
             Kind::TestEnd => ("E", name),
         };
@@ -72,7 +78,10 @@ mod tests {
         c.func = "f".into();
         let mut r = Event::new(3000, 1, 1, Kind::Return, Source::Usdt);
         r.func = "f".into();
-        let t = Trace { meta: Default::default(), events: vec![c, r] };
+        let t = Trace {
+            meta: Default::default(),
+            events: vec![c, r],
+        };
         let doc = to_chrome_json(&t);
         let evs = doc["traceEvents"].as_array().unwrap();
         assert_eq!(evs[0]["ph"], "B");

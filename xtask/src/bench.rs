@@ -21,10 +21,10 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[path = "bench_hook.rs"]
-mod bench_hook;
 #[path = "bench_harvest.rs"]
 mod bench_harvest;
+#[path = "bench_hook.rs"]
+mod bench_hook;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -111,7 +111,11 @@ fn targets() -> Result<Vec<Target>> {
         out.push(Target {
             label: "python3.15 (sid: entries + returns)".into(),
             python: root.join("usr/bin/python3.15"),
-            prefix: vec!["chroot".into(), root.display().to_string(), "/usr/bin/python3.15".into()],
+            prefix: vec![
+                "chroot".into(),
+                root.display().to_string(),
+                "/usr/bin/python3.15".into(),
+            ],
             script_host: inside,
             script_seen: seen,
         });
@@ -137,7 +141,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 struct Measured {
@@ -186,7 +194,8 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
                 fl.push(ns);
             } else {
                 fu.push(ns);
-                let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats_file)?)?;
+                let stats: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&stats_file)?)?;
                 events = stats["kernel"]["events"].as_u64().unwrap_or(0);
                 lost += stats["kernel"]["lost"].as_u64().unwrap_or(0);
             }
@@ -206,8 +215,16 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
 
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
     let (json, calls, rounds) = match a.what {
-        What::Trace { json, calls, rounds } => (json, calls, rounds),
-        What::Hook { json, calls, rounds } => return bench_hook::run(json, calls, rounds),
+        What::Trace {
+            json,
+            calls,
+            rounds,
+        } => (json, calls, rounds),
+        What::Hook {
+            json,
+            calls,
+            rounds,
+        } => return bench_hook::run(json, calls, rounds),
         What::Harvest(h) => return bench_harvest::run(h),
     };
     let flux = crate::build_flux_release()?;
@@ -252,7 +269,13 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         println!("flux bench trace: {calls} calls per run, median of {rounds} interleaved rounds");
         println!(
             "{:<40} {:>14} {:>12} {:>12} {:>10} {:>10} {:>6}",
-            "interpreter", "untraced/call", "floor/event", "full/event", "full/floor", "events", "lost"
+            "interpreter",
+            "untraced/call",
+            "floor/event",
+            "full/event",
+            "full/floor",
+            "events",
+            "lost"
         );
         for (l, p, r, m) in &results {
             println!(

@@ -24,14 +24,20 @@
 //! lines (reference); lost events are summed over every run. Timings are never asserted.
 //!
 //! Each run is one `flux bench-run` of the release binary, so xtask never links the BPF loader.
+use super::median;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use super::median;
 
-pub const CONFIGS: [&str; 5] = ["untraced", "flux-auto", "flux-auto-run", "flux-hook", "reference"];
+pub const CONFIGS: [&str; 5] = [
+    "untraced",
+    "flux-auto",
+    "flux-auto-run",
+    "flux-hook",
+    "reference",
+];
 
 /// The flux configurations (their lost events must be 0; compared with the reference).
 const FLUX_CONFIGS: [&str; 3] = ["flux-auto", "flux-auto-run", "flux-hook"];
@@ -84,7 +90,11 @@ fn find_instances(p: &Path, out: &mut Vec<PathBuf>) {
         return;
     }
     if let Ok(rd) = std::fs::read_dir(p) {
-        let mut subs: Vec<PathBuf> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        let mut subs: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
         subs.sort();
         for s in subs {
             find_instances(&s, out);
@@ -106,7 +116,10 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str) -> Result<Value> {
         "reference" => c
             .args(["--witness", "reference", "--reference-tracer"])
             .arg(root.join(REFERENCE)),
-        other => bail!("unknown configuration {other} (known: {})", CONFIGS.join(", ")),
+        other => bail!(
+            "unknown configuration {other} (known: {})",
+            CONFIGS.join(", ")
+        ),
     };
     c.arg(dir).current_dir(root);
     let o = c.output().context("running flux bench-run")?;
@@ -118,8 +131,12 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str) -> Result<Value> {
             String::from_utf8_lossy(&o.stderr).trim()
         );
     }
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .with_context(|| format!("flux bench-run printed {:?}", String::from_utf8_lossy(&o.stdout)))?;
+    let v: Value = serde_json::from_slice(&o.stdout).with_context(|| {
+        format!(
+            "flux bench-run printed {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        )
+    })?;
     if v["exit_code"].as_i64() != Some(0) {
         bail!(
             "{config} {}: the test exited with {} (run dir removed; rerun with `flux bench-run --keep-run-dir`)",
@@ -153,7 +170,8 @@ struct Cell {
 
 pub fn run(a: Args) -> Result<std::process::ExitCode> {
     if let Some(f) = &a.render {
-        let v: Value = serde_json::from_slice(&std::fs::read(f).with_context(|| format!("{}", f.display()))?)?;
+        let v: Value =
+            serde_json::from_slice(&std::fs::read(f).with_context(|| format!("{}", f.display()))?)?;
         print_table(&v);
         return Ok(std::process::ExitCode::SUCCESS);
     }
@@ -180,7 +198,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         } else {
             for s in &a.instances {
                 let p = PathBuf::from(s);
-                let p = if p.is_absolute() { p } else { std::env::current_dir()?.join(p) };
+                let p = if p.is_absolute() {
+                    p
+                } else {
+                    std::env::current_dir()?.join(p)
+                };
                 let before = dirs.len();
                 find_instances(&p, &mut dirs);
                 if dirs.len() == before {
@@ -197,7 +219,10 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     let names: Vec<String> = dirs
         .iter()
         .map(|d| {
-            let id = d.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let id = d
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             let repo = d
                 .parent()
                 .and_then(|p| p.file_name())
@@ -216,7 +241,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                 if i >= n_instances && c == "flux-auto-run" {
                     // Every call of the suite would be an event: far over the event budget
                     // (the agent would stop it), and nothing a harvest would ever run.
-                    eprintln!("  not run on the slice (the whole run traced: over the event budget)");
+                    eprintln!(
+                        "  not run on the slice (the whole run traced: over the event budget)"
+                    );
                     cell.skipped = Some("the whole run traced is over the event budget".into());
                     continue;
                 }
@@ -229,7 +256,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                             v["lost_events"].as_u64().unwrap_or(0)
                         );
                         cell.secs.push(p);
-                        cell.post.push(v["total_seconds"].as_f64().unwrap_or(0.0) - p);
+                        cell.post
+                            .push(v["total_seconds"].as_f64().unwrap_or(0.0) - p);
                         cell.events = v["events"].as_u64().unwrap_or(0);
                         cell.in_tests = v["events_in_tests"].as_u64();
                         cell.lost += v["lost_events"].as_u64().unwrap_or(0);
@@ -255,7 +283,12 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     let mut ratios: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut totals: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
     for (i, name) in names.iter().enumerate() {
-        let base = median(cells[i].get("untraced").map(|c| c.secs.clone()).unwrap_or_default());
+        let base = median(
+            cells[i]
+                .get("untraced")
+                .map(|c| c.secs.clone())
+                .unwrap_or_default(),
+        );
         let mut per = serde_json::Map::new();
         for c in &configs {
             let cell = &cells[i][c];
@@ -308,11 +341,29 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             "added_time_vs_reference": vs_ref,
         }));
     }
-    let geo: BTreeMap<String, Option<f64>> =
-        configs.iter().map(|c| (c.clone(), geomean(ratios.get(c).map(|v| v.as_slice()).unwrap_or(&[])))).collect();
-    let slice = workloads.iter().find(|w| w["slice"] == json!(true)).cloned();
-    let slice_ratio = |c: &str| slice.as_ref().and_then(|s| s["configs"][c]["ratio_to_untraced"].as_f64());
-    let slice_vs_ref = |c: &str| slice.as_ref().and_then(|s| s["added_time_vs_reference"][c].as_f64());
+    let geo: BTreeMap<String, Option<f64>> = configs
+        .iter()
+        .map(|c| {
+            (
+                c.clone(),
+                geomean(ratios.get(c).map(|v| v.as_slice()).unwrap_or(&[])),
+            )
+        })
+        .collect();
+    let slice = workloads
+        .iter()
+        .find(|w| w["slice"] == json!(true))
+        .cloned();
+    let slice_ratio = |c: &str| {
+        slice
+            .as_ref()
+            .and_then(|s| s["configs"][c]["ratio_to_untraced"].as_f64())
+    };
+    let slice_vs_ref = |c: &str| {
+        slice
+            .as_ref()
+            .and_then(|s| s["added_time_vs_reference"][c].as_f64())
+    };
     let mut summary = serde_json::Map::new();
     for c in &configs {
         let (ev, lost, inc) = totals[c];
@@ -328,7 +379,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             }),
         );
     }
-    let lost_flux: u64 = FLUX_CONFIGS.iter().filter_map(|c| totals.get(*c)).map(|t| t.1).sum();
+    let lost_flux: u64 = FLUX_CONFIGS
+        .iter()
+        .filter_map(|c| totals.get(*c))
+        .map(|t| t.1)
+        .sum();
     let targets = json!({
         "flux_auto_slice_ratio_le_1_5": slice_ratio("flux-auto").map(|r| r <= 1.5),
         "flux_auto_added_time_le_third_of_reference": slice_vs_ref("flux-auto").map(|r| r <= 1.0 / 3.0),
@@ -352,7 +407,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     } else {
         print_table(&report);
     }
-    let failed = cells.iter().any(|m| m.values().any(|c| !c.errors.is_empty()));
+    let failed = cells
+        .iter()
+        .any(|m| m.values().any(|c| !c.errors.is_empty()));
     Ok(if failed {
         std::process::ExitCode::FAILURE
     } else {
@@ -364,7 +421,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
 pub fn print_table(report: &Value) {
     let configs: Vec<String> = report["config_names"]
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_else(|| CONFIGS.iter().map(|s| s.to_string()).collect());
     let rounds = report["rounds"].as_u64().unwrap_or(0);
     println!(
@@ -396,7 +457,10 @@ pub fn print_table(report: &Value) {
             None => println!(" {:>9}", "-"),
         }
     }
-    print!("{:<32}", format!("geomean ({} instances)", report["geomean_over"]));
+    print!(
+        "{:<32}",
+        format!("geomean ({} instances)", report["geomean_over"])
+    );
     for c in &configs {
         match report["geomean_ratio_to_untraced"][c].as_f64() {
             Some(g) => print!(" {:>24}", format!("{g:.2}x")),

@@ -16,11 +16,11 @@
 //!
 //! Like `bench trace` it drives the release `flux` binary (built first): xtask never links the
 //! agent.
+use super::{loop_ns, median};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use super::{loop_ns, median};
 
 /// Three calls per iteration (`step` → `leaf` twice), a few locals per frame.
 const WORKLOAD: &str = r#"
@@ -90,7 +90,11 @@ fn targets() -> Result<Vec<Target>> {
         out.push(Target {
             label: "python3.15",
             python: root.join("usr/bin/python3.15"),
-            prefix: vec!["chroot".into(), root.display().to_string(), "/usr/bin/python3.15".into()],
+            prefix: vec![
+                "chroot".into(),
+                root.display().to_string(),
+                "/usr/bin/python3.15".into(),
+            ],
             root,
             script_host: inside,
             script_seen: seen,
@@ -101,7 +105,6 @@ fn targets() -> Result<Vec<Target>> {
     }
     Ok(out)
 }
-
 
 struct Measured {
     untraced: f64,
@@ -119,7 +122,10 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
     let stats_file = tmp.join(format!("flux-bench-hook-stats-{id}.json"));
     let untargeted = tmp.join(format!("flux-bench-hook-untargeted-{id}.json"));
     let targeted = tmp.join(format!("flux-bench-hook-targeted-{id}.json"));
-    std::fs::write(&untargeted, r#"{"files": ["no_such_file_in_the_workload.py"]}"#)?;
+    std::fs::write(
+        &untargeted,
+        r#"{"files": ["no_such_file_in_the_workload.py"]}"#,
+    )?;
     std::fs::write(&targeted, format!(r#"{{"files": ["{}"]}}"#, script_name()))?;
     let mut un = Vec::new();
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
@@ -128,26 +134,37 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
     for _ in 0..rounds {
         let o = Command::new(&cmd[0]).args(&cmd[1..]).output()?;
         if !o.status.success() {
-            bail!("the workload failed on {}: {}", t.label, String::from_utf8_lossy(&o.stderr));
+            bail!(
+                "the workload failed on {}: {}",
+                t.label,
+                String::from_utf8_lossy(&o.stderr)
+            );
         }
         un.push(loop_ns(&o.stdout)? as f64);
         for (i, (name, calls_mode, is_targeted)) in CONFIGS.iter().enumerate() {
             let cfg = if *is_targeted { &targeted } else { &untargeted };
             let mut c = Command::new(flux);
-            c.args(["trace", "--out", "/dev/null", "--accept-incomplete", "--calls", calls_mode])
-                .arg("--config")
-                .arg(cfg)
-                .arg("--stats-json")
-                .arg(&stats_file)
-                .arg("--python")
-                .arg(&t.python)
-                .arg("--root")
-                .arg(&t.root)
-                // The workload's stdout carries its timing: to a file, since flux owns stdout.
-                .args(["--", "sh", "-c"])
-                .arg(format!("exec \"$@\" > {}", out_file.display()))
-                .arg("sh")
-                .args(&cmd);
+            c.args([
+                "trace",
+                "--out",
+                "/dev/null",
+                "--accept-incomplete",
+                "--calls",
+                calls_mode,
+            ])
+            .arg("--config")
+            .arg(cfg)
+            .arg("--stats-json")
+            .arg(&stats_file)
+            .arg("--python")
+            .arg(&t.python)
+            .arg("--root")
+            .arg(&t.root)
+            // The workload's stdout carries its timing: to a file, since flux owns stdout.
+            .args(["--", "sh", "-c"])
+            .arg(format!("exec \"$@\" > {}", out_file.display()))
+            .arg("sh")
+            .args(&cmd);
             let o = c.output().context("running flux trace")?;
             if !o.status.success() {
                 bail!(
@@ -170,7 +187,13 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
             }
         }
     }
-    for f in [&out_file, &stats_file, &untargeted, &targeted, &t.script_host] {
+    for f in [
+        &out_file,
+        &stats_file,
+        &untargeted,
+        &targeted,
+        &t.script_host,
+    ] {
         let _ = std::fs::remove_file(f);
     }
     Ok(Measured {
@@ -220,10 +243,14 @@ pub fn run(json_out: bool, calls: u64, rounds: usize) -> Result<std::process::Ex
     if json_out {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"calls": calls, "rounds": rounds, "by_interpreter": by}))?
+            serde_json::to_string_pretty(
+                &json!({"calls": calls, "rounds": rounds, "by_interpreter": by})
+            )?
         );
     } else {
-        println!("flux bench hook: {calls} Python calls per run, median of {rounds} interleaved rounds");
+        println!(
+            "flux bench hook: {calls} Python calls per run, median of {rounds} interleaved rounds"
+        );
         print!("{:<12} {:>14}", "interpreter", "untraced/call");
         for (name, _, _) in CONFIGS {
             print!(" {name:>16}");
@@ -232,7 +259,11 @@ pub fn run(json_out: bool, calls: u64, rounds: usize) -> Result<std::process::Ex
         for (label, m) in &results {
             print!("{:<12} {:>11.1} ns", label, m.untraced / calls as f64);
             for (ns, complete, _) in &m.configs {
-                let r = format!("{:.2}x{}", ns / m.untraced.max(1.0), if *complete { "" } else { "!" });
+                let r = format!(
+                    "{:.2}x{}",
+                    ns / m.untraced.max(1.0),
+                    if *complete { "" } else { "!" }
+                );
                 print!(" {r:>16}");
             }
             println!();

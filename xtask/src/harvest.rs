@@ -41,7 +41,9 @@ fn instance_dirs(root: &Path, out: &mut Vec<PathBuf>) {
         out.push(root.to_path_buf());
         return;
     }
-    let Ok(entries) = std::fs::read_dir(root) else { return };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -67,7 +69,10 @@ fn image_of(instance_toml: &Path) -> Option<String> {
         if t.starts_with('[') {
             return None;
         }
-        let Some(v) = t.strip_prefix("image").and_then(|r| r.trim_start().strip_prefix('=')) else {
+        let Some(v) = t
+            .strip_prefix("image")
+            .and_then(|r| r.trim_start().strip_prefix('='))
+        else {
             continue;
         };
         let v = v.split('#').next().unwrap_or("").trim();
@@ -102,7 +107,9 @@ fn build_missing_images(root: &Path, dirs: &[PathBuf]) -> Result<()> {
             if runtime.image_id(image).await?.is_none() {
                 match images::xtask_name_for(image) {
                     Some(n) => names.push(n),
-                    None => eprintln!("xtask harvest: {image} is not a flux image; not building it"),
+                    None => {
+                        eprintln!("xtask harvest: {image} is not a flux image; not building it")
+                    }
                 }
             }
         }
@@ -111,7 +118,10 @@ fn build_missing_images(root: &Path, dirs: &[PathBuf]) -> Result<()> {
         if names.is_empty() {
             return Ok(());
         }
-        eprintln!("xtask harvest: building missing images: {}", names.join(", "));
+        eprintln!(
+            "xtask harvest: building missing images: {}",
+            names.join(", ")
+        );
         let config = BuildConfig {
             definitions: root.join("images/images.toml"),
             cache_dir: root.join(".flux-cache"),
@@ -140,7 +150,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // dockerd first (idempotent; the same bootstrap as `cargo xtask test`).
     crate::setup::ensure()?;
     let root = crate::workspace_root();
-    let paths = if args.paths.is_empty() { vec![root.join("instances")] } else { args.paths.clone() };
+    let paths = if args.paths.is_empty() {
+        vec![root.join("instances")]
+    } else {
+        args.paths.clone()
+    };
     let mut dirs = Vec::new();
     for p in &paths {
         instance_dirs(p, &mut dirs);
@@ -172,7 +186,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         cmd.args(["--runtime", r]);
     }
     cmd.args(&paths);
-    let mut child = cmd.spawn().with_context(|| format!("running {}", flux.display()))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("running {}", flux.display()))?;
     // flux's own progress lines go to stderr; keep them for when something goes wrong as a whole.
     let mut stderr = child.stderr.take().context("flux stderr")?;
     let err_thread = std::thread::spawn(move || {
@@ -221,22 +237,35 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 
     println!();
-    println!("{:<24} {:<14} {:>9} {:>10} {:>6}", "kind", "repository", "harvested", "reproduced", "failed");
+    println!(
+        "{:<24} {:<14} {:>9} {:>10} {:>6}",
+        "kind", "repository", "harvested", "reproduced", "failed"
+    );
     let mut sum = Counts::default();
     for ((kind, repo), c) in &table {
-        println!("{kind:<24} {repo:<14} {:>9} {:>10} {:>6}", c.harvested, c.reproduced, c.failed);
+        println!(
+            "{kind:<24} {repo:<14} {:>9} {:>10} {:>6}",
+            c.harvested, c.reproduced, c.failed
+        );
         sum.harvested += c.harvested;
         sum.reproduced += c.reproduced;
         sum.failed += c.failed;
     }
-    println!("{:<24} {:<14} {:>9} {:>10} {:>6}", "total", "", sum.harvested, sum.reproduced, sum.failed);
+    println!(
+        "{:<24} {:<14} {:>9} {:>10} {:>6}",
+        "total", "", sum.harvested, sum.reproduced, sum.failed
+    );
     if !failures.is_empty() {
         println!("\nfailures:");
         for f in &failures {
             println!("- {f}");
         }
     }
-    Ok(if sum.failed == 0 && status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if sum.failed == 0 && status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 #[cfg(test)]
@@ -246,8 +275,15 @@ mod tests {
         let d = std::env::temp_dir().join(format!("xtask-harvest-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         let p = d.join("instance.toml");
-        std::fs::write(&p, "id = \"x\"\nimage = \"flux/sympy:1.13.3-py3.11\" # pinned\n[test]\nimage = \"no\"\n").unwrap();
-        assert_eq!(super::image_of(&p).as_deref(), Some("flux/sympy:1.13.3-py3.11"));
+        std::fs::write(
+            &p,
+            "id = \"x\"\nimage = \"flux/sympy:1.13.3-py3.11\" # pinned\n[test]\nimage = \"no\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            super::image_of(&p).as_deref(),
+            Some("flux/sympy:1.13.3-py3.11")
+        );
         std::fs::write(&p, "[test]\nimage = \"no\"\n").unwrap();
         assert_eq!(super::image_of(&p), None);
         std::fs::remove_dir_all(&d).unwrap();

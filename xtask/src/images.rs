@@ -24,14 +24,19 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = crate::workspace_root();
     let config = BuildConfig {
-        definitions: args.definitions.unwrap_or_else(|| root.join("images/images.toml")),
+        definitions: args
+            .definitions
+            .unwrap_or_else(|| root.join("images/images.toml")),
         cache_dir: root.join(".flux-cache"),
         rebuild: args.rebuild,
     };
     let rt = tokio::runtime::Runtime::new().context("start tokio")?;
     let results = rt.block_on(async {
         let runtime = Runtime::connect().await?;
-        images::build(&runtime, &config, &args.names, &mut |line| eprintln!("  .. {line}")).await
+        images::build(&runtime, &config, &args.names, &mut |line| {
+            eprintln!("  .. {line}")
+        })
+        .await
     })?;
     let mut failed = 0;
     for (image, result) in &results {
@@ -56,14 +61,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Build what the tests and the harvest use: the default bases and every repository image,
 /// then the hook-only bases (3.13, 3.14) the witness tests run on.
 pub fn build_default() -> anyhow::Result<()> {
-    for names in [vec![], vec!["py3.13-trixie".to_string(), "py3.14-sid".to_string()]] {
-        let code = run(Args { rebuild: false, definitions: None, names })?;
+    for names in [
+        vec![],
+        vec!["py3.13-trixie".to_string(), "py3.14-sid".to_string()],
+    ] {
+        let code = run(Args {
+            rebuild: false,
+            definitions: None,
+            names,
+        })?;
         if code != ExitCode::SUCCESS {
             anyhow::bail!("building images failed (see above)");
         }

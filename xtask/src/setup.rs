@@ -11,7 +11,13 @@ use std::process::{Command, ExitCode};
 /// Debian packages flux needs: llvm-22-dev (bpf-linker links nightly rustc's LLVM), docker.io and
 /// debootstrap (images without a registry), python3.11 (Debian's, with USDT probes),
 /// python3-pytest (the hook's pytest-plugin tests on 3.11).
-const APT: &[&str] = &["llvm-22-dev", "docker.io", "debootstrap", "python3.11", "python3-pytest"];
+const APT: &[&str] = &[
+    "llvm-22-dev",
+    "docker.io",
+    "debootstrap",
+    "python3.11",
+    "python3-pytest",
+];
 
 fn is_root() -> bool {
     Command::new("id")
@@ -46,7 +52,10 @@ pub fn ensure() -> Result<()> {
         .collect();
     if !missing.is_empty() {
         if !root {
-            bail!("missing Debian packages {missing:?}: run as root, or `apt-get install -y {}`", missing.join(" "));
+            bail!(
+                "missing Debian packages {missing:?}: run as root, or `apt-get install -y {}`",
+                missing.join(" ")
+            );
         }
         step(&format!("apt-get install {}", missing.join(" ")));
         run(Command::new("apt-get").arg("update").arg("-qq"))?;
@@ -62,7 +71,13 @@ pub fn ensure() -> Result<()> {
         .unwrap_or(false);
     if !has_src {
         step("rustup component add rust-src --toolchain nightly");
-        run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))?;
+        run(Command::new("rustup").args([
+            "component",
+            "add",
+            "rust-src",
+            "--toolchain",
+            "nightly",
+        ]))?;
     }
     let linker_ok = Command::new("bpf-linker")
         .arg("--version")
@@ -71,13 +86,24 @@ pub fn ensure() -> Result<()> {
         .unwrap_or(false);
     if !linker_ok {
         step("cargo install bpf-linker 0.13 (LLVM 22)");
-        run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["install", "bpf-linker@0.13.0", "--locked", "--no-default-features", "--features", "llvm-22"])
-            .env("LLVM_PREFIX", "/usr/lib/llvm-22"))?;
+        run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args([
+                    "install",
+                    "bpf-linker@0.13.0",
+                    "--locked",
+                    "--no-default-features",
+                    "--features",
+                    "llvm-22",
+                ])
+                .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
+        )?;
     }
     if !ok(Command::new("docker").arg("info")) {
         if !root {
-            eprintln!("xtask setup: no Docker daemon answers and not root: container tests will skip");
+            eprintln!(
+                "xtask setup: no Docker daemon answers and not root: container tests will skip"
+            );
             return Ok(());
         }
         step("starting dockerd");
@@ -122,7 +148,11 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
         .arg("test")
         .args(&a.cargo_args)
         .status()?;
-    Ok(if st.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if st.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 pub fn setup() -> Result<ExitCode> {

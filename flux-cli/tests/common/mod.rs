@@ -100,7 +100,9 @@ pub fn witness_line(e: &Value) -> String {
     format!(
         "{} {} {} d{} v={} u={} x={} l={}",
         e["ev"].as_str().unwrap(),
-        e["qualname"].as_str().unwrap_or(e["func"].as_str().unwrap()),
+        e["qualname"]
+            .as_str()
+            .unwrap_or(e["func"].as_str().unwrap()),
         e["line"],
         e["depth"],
         e["value"]["repr"],
