@@ -11,6 +11,8 @@ use anyhow::{Context, Result};
 use flux_trace::TracingConfig;
 use serde_json::Value as J;
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use tokio::io::AsyncBufReadExt;
 
@@ -551,6 +553,40 @@ pub struct HookCapture {
     pub problems: Vec<String>,
 }
 
+/// Longest path a `sockaddr_un` holds (108 bytes with its terminating NUL on Linux).
+const SUN_PATH_MAX: usize = 107;
+
+/// Bind a listening Unix socket at `path`, however deep the directory: a run directory under a
+/// long checkout path (CI clones into one) would exceed `sun_path`, so a long path is bound as
+/// `/proc/self/fd/<dir fd>/<name>`, which the kernel resolves to the same directory entry. The
+/// hook connects the same way (`_core.connect_unix`).
+fn bind_unix(path: &Path) -> Result<tokio::net::UnixListener> {
+    use std::os::unix::ffi::OsStrExt;
+    if path.as_os_str().as_bytes().len() <= SUN_PATH_MAX {
+        return Ok(tokio::net::UnixListener::bind(path)?);
+    }
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(d), Some(n)) => (d, n),
+        _ => anyhow::bail!("socket path {} has no directory and name", path.display()),
+    };
+    // O_PATH: a handle on the directory itself, enough to resolve names under it.
+    let dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_DIRECTORY)
+        .open(dir)
+        .with_context(|| format!("opening {}", dir.display()))?;
+    let short = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    if short.as_os_str().as_bytes().len() > SUN_PATH_MAX {
+        anyhow::bail!(
+            "socket name {:?} is too long even under /proc/self/fd",
+            name
+        );
+    }
+    Ok(tokio::net::UnixListener::bind(&short)?)
+}
+
 /// Listening socket for hook streams.
 pub struct HookServer {
     listener: tokio::net::UnixListener,
@@ -563,7 +599,7 @@ impl HookServer {
     pub fn bind(path: &Path) -> Result<HookServer> {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::remove_file(path);
-        let listener = tokio::net::UnixListener::bind(path)
+        let listener = bind_unix(path)
             .with_context(|| format!("binding the hook socket {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))?;
         Ok(HookServer {

@@ -63,6 +63,20 @@ PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.dirname(PKG_DIR)
 
 
+def connect_unix(s, path):
+    """Connect `s` to the Unix socket at `path`, however deep: a path longer than `sun_path`
+    (107 bytes) is reached through an O_PATH handle on its directory, as the agent binds it."""
+    if len(os.fsencode(path)) <= 107:
+        s.connect(path)
+        return
+    d, name = os.path.split(path)
+    fd = os.open(d, os.O_PATH | os.O_DIRECTORY)
+    try:
+        s.connect("/proc/self/fd/%d/%s" % (fd, name))
+    finally:
+        os.close(fd)
+
+
 def agent_gone(reason):
     """The agent cannot receive records: never drop them silently, stop the process."""
     try:
@@ -292,7 +306,7 @@ class Hook:
         self.pid = os.getpid()
         try:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(self.sock_path)
+            connect_unix(s, self.sock_path)
         except OSError as e:
             agent_gone("cannot connect to %s: %s" % (self.sock_path, e))
         self.sock = s
