@@ -57,6 +57,9 @@ pub struct TracerOptions {
     /// (the agent holds a trace in memory; without a budget a runaway test takes the machine's
     /// memory with it).
     pub max_events: usize,
+    /// Have the kernel time the program (`BPF_ENABLE_STATS`): [`Counters::program`] then says
+    /// how long it ran in all. Only for measuring: the kernel reads the clock twice per hit.
+    pub program_stats: bool,
 }
 
 impl Default for TracerOptions {
@@ -67,6 +70,7 @@ impl Default for TracerOptions {
             poll: std::time::Duration::from_millis(10),
             empty_program: false,
             max_events: 20_000_000,
+            program_stats: false,
         }
     }
 }
@@ -107,6 +111,9 @@ pub struct Counters {
     pub filtered: u64,
     pub no_spec: u64,
     pub strdefs: u64,
+    /// (total run time in ns, runs) of the attached program, with
+    /// [`TracerOptions::program_stats`].
+    pub program: Option<(u64, u64)>,
 }
 
 pub struct Tracer {
@@ -115,6 +122,8 @@ pub struct Tracer {
     sites: Vec<SiteSpec>,
     attached: Vec<Attached>,
     opts: TracerOptions,
+    /// Keeps the kernel's run-time statistics on while held.
+    _stats: Option<std::os::fd::OwnedFd>,
 }
 
 impl Tracer {
@@ -128,6 +137,14 @@ impl Tracer {
             return Err(TracerError::NoObject);
         }
         let pmu = UprobePmu::detect()?;
+        let stats = if opts.program_stats {
+            Some(
+                aya::sys::enable_stats(aya::sys::Stats::RunTime)
+                    .map_err(|e| TracerError::Load(format!("enabling BPF run-time stats: {e}")))?,
+            )
+        } else {
+            None
+        };
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("EVENTS", opts.ring_bytes)
             .load(EBPF_OBJECT)
@@ -166,6 +183,7 @@ impl Tracer {
             sites: Vec::new(),
             attached: Vec::new(),
             opts,
+            _stats: stats,
         })
     }
 
@@ -185,11 +203,7 @@ impl Tracer {
             ("function__return", KIND_RETURN, set.ret),
             ("line", KIND_LINE, set.line),
         ];
-        let prog_name = if self.opts.empty_program {
-            "flux_empty"
-        } else {
-            "flux_usdt"
-        };
+        let prog_name = self.program_name();
         let prog_fd = {
             let prog: &UProbe = self
                 .ebpf
@@ -248,6 +262,14 @@ impl Tracer {
         self.attached.clear();
     }
 
+    fn program_name(&self) -> &'static str {
+        if self.opts.empty_program {
+            "flux_empty"
+        } else {
+            "flux_usdt"
+        }
+    }
+
     pub fn counters(&self) -> Result<Counters, TracerError> {
         let arr: PerCpuArray<_, u64> = PerCpuArray::try_from(
             self.ebpf
@@ -269,6 +291,20 @@ impl Tracer {
             filtered: v[flux_common::CNT_FILTERED as usize],
             no_spec: v[flux_common::CNT_NO_SPEC as usize],
             strdefs: v[flux_common::CNT_STRDEFS as usize],
+            program: if self.opts.program_stats {
+                let prog: &UProbe = self
+                    .ebpf
+                    .program(self.program_name())
+                    .ok_or_else(|| TracerError::Load("program missing".into()))?
+                    .try_into()
+                    .map_err(|e| TracerError::Load(format!("{e}")))?;
+                let info = prog
+                    .info()
+                    .map_err(|e| TracerError::Load(format!("reading program info: {e}")))?;
+                Some((info.run_time().as_nanos() as u64, info.run_count()))
+            } else {
+                None
+            },
         })
     }
 }

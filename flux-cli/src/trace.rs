@@ -61,6 +61,10 @@ pub struct Args {
     /// `cargo xtask bench`). The trace is then empty.
     #[arg(long, hide = true)]
     empty_program: bool,
+    /// Have the kernel time the BPF program; the statistics JSON then has its run time (for
+    /// `cargo xtask bench`: the timing itself costs two clock reads per probe hit).
+    #[arg(long, hide = true)]
+    program_stats: bool,
     /// Also write the run's statistics (kernel counters, completeness, counts) as JSON here.
     #[arg(long)]
     stats_json: Option<PathBuf>,
@@ -78,6 +82,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let tracer = TracerOptions {
         ring_bytes: a.ring_mib.max(1) << 20,
         empty_program: a.empty_program,
+        program_stats: a.program_stats,
         max_events: a.max_events.max(1),
         ..TracerOptions::default()
     };
@@ -144,7 +149,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "problems": m.problems,
             "lost_events": m.lost_events,
             "kernel": {"events": c.events, "lost": c.lost, "read_errors": c.read_errors,
-                       "filtered": c.filtered, "no_spec": c.no_spec, "string_defs": c.strdefs},
+                       "filtered": c.filtered, "no_spec": c.no_spec, "string_defs": c.strdefs,
+                       "program_run_ns": c.program.map(|p| p.0), "program_runs": c.program.map(|p| p.1)},
             "counts": m.counts,
         });
         std::fs::write(p, serde_json::to_vec_pretty(&stats)?)
