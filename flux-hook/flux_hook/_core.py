@@ -431,28 +431,43 @@ class Hook:
     # ---- target extents (scope "targets") --------------------------------------------
     # The back-ends count, per thread (`tl.xd`), the targeted activations running in it: at
     # 0 -> 1 they call extent_open, at 1 -> 0 extent_close. USDT sees only what runs inside.
-    def target_started(self):
-        """A targeted activation starts or resumes in this thread."""
+    def target_started(self, first=None, ts=None, tid=None):
+        """A targeted activation starts or resumes in this thread. `first`: its record, sent
+        right after `xo` when this opens the extent; `ts` (that record's) and `tid` spare the
+        clock and thread lookups."""
         tl = self.tl
         d = getattr(tl, "xd", 0)
-        if not d:
-            self.extent_open()
         tl.xd = d + 1
+        if not d:
+            self.extent_open(first, ts, tid)
+        elif first is not None:
+            self.emit(first)
 
-    def target_ended(self):
+    def target_ended(self, last=None):
         """A targeted activation returned, yielded or unwound in this thread (one that started
-        before the window, and so was never counted, changes nothing)."""
+        before the window, and so was never counted, changes nothing). `last`: its record,
+        sent before `xc` when this closes the extent."""
         tl = self.tl
         d = getattr(tl, "xd", 0)
         if d == 1:
             tl.xd = 0
-            self.extent_close()
-        elif d > 1:
+            self.extent_close(last)
+            return
+        if d > 1:
             tl.xd = d - 1
+        if last is not None:
+            self.emit(last)
 
-    def extent_open(self):
-        """This thread enters targeted code (`xo` first, then the probes go on)."""
-        self.emit('["xo",%d,%d]' % (time.monotonic_ns(), self.tid()))
+    # Opening, everything is sent before the probes go on, and closing, they go off before
+    # anything is sent: the hook's own Python calls then fire no probe (each would cost a trap
+    # and an event the agent drops) except the returns of the calls that switched them.
+    def extent_open(self, first=None, ts=None, tid=None):
+        """This thread enters targeted code (`xo` and `first` first, then the probes go on)."""
+        if ts is None:
+            ts = time.monotonic_ns()
+        self.emit('["xo",%d,%d]' % (ts, self.tid() if tid is None else tid))
+        if first is not None:
+            self.emit(first)
         with self.xlock:
             self.xthreads += 1
             self.xcount[0] = self.xthreads
@@ -460,9 +475,9 @@ class Hook:
                 for s in self.semaphores:
                     s[0].value = s[1]
 
-    def extent_close(self):
+    def extent_close(self, last=None):
         """This thread left targeted code (the probes go off when no thread is inside, then
-        `xc`)."""
+        `last` and `xc`)."""
         with self.xlock:
             self.xthreads -= 1
             if self.xthreads <= 0:
@@ -470,6 +485,8 @@ class Hook:
                 for s in self.semaphores:
                     s[0].value = 0
             self.xcount[0] = self.xthreads
+        if last is not None:
+            self.emit(last)
         self.emit('["xc",%d,%d]' % (time.monotonic_ns(), self.tid()))
 
     def check_tracing(self):

@@ -158,6 +158,41 @@ def start(hook):
             define(info)
         emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), line))
 
+    # Scope "targets": inside an extent every Python call the hook makes fires the probes (a
+    # trap and an event the agent drops, ~1.5 us), so the records of targeted starts and ends
+    # are made here inline, and the extent is opened after and closed before the hook's other
+    # work (`Hook.extent_open` / `extent_close`).
+    def x_start(info, f, line):
+        """A targeted activation starts or resumes: its `c` record, in its thread's extent."""
+        if not info[4]:
+            define(info)
+        try:
+            tid = tl.tid
+        except AttributeError:
+            tid = tidf()
+        t = now()
+        rec = '["c",%d,%d,%d,%d,%d]' % (t, tid, info[0], id(f), line)
+        d = getattr(tl, "xd", 0)
+        if d:
+            tl.xd = d + 1
+            app(rec)
+            if len(buf) >= FN:
+                flush()
+        else:
+            x_enter(rec, t, tid)
+
+    def x_end(rec):
+        """A targeted activation returned, yielded or unwound: its record, then (leaving the
+        outermost) the extent closes."""
+        d = getattr(tl, "xd", 0)
+        if d > 1:
+            tl.xd = d - 1
+            app(rec)
+            if len(buf) >= FN:
+                flush()
+        else:
+            x_leave(rec)
+
     def on_start(code, off):
         if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
             return DISABLE
@@ -209,8 +244,8 @@ def start(hook):
             f = getframe(1)
             states[id(f)] = FrameState(code)
             if extents:
-                x_enter()
-            if extents or want_c or (gen_only and gen_start(code)):
+                x_start(info, f, code.co_firstlineno)
+            elif want_c or (gen_only and gen_start(code)):
                 emit_c(info, f, code.co_firstlineno)
         except RecursionError:
             hook.recursion_hit = True
@@ -238,8 +273,8 @@ def start(hook):
             fs = states[id(f)] = FrameState(code)
         fs.active = True
         if extents:
-            x_enter()
-        if extents or want_c or (gen_only and code.co_flags & GENMASK):
+            x_start(info, f, f.f_lineno)
+        elif want_c or (gen_only and code.co_flags & GENMASK):
             emit_c(info, f, f.f_lineno)
         return None
 
@@ -318,9 +353,19 @@ def start(hook):
         changed = changed_locals(fs, f) if want_vars else None
         if not info[4]:
             define(info)
-        emit(
-            '["r",%d,%d,%d,%d,%d,"%s",%s,%s]'
-            % (now(), tidf(), info[0], id(f), f.f_lineno, how, jval(payload), jval(changed))
+        try:
+            tid = tl.tid
+        except AttributeError:
+            tid = tidf()
+        rec = '["r",%d,%d,%d,%d,%d,"%s",%s,%s]' % (
+            now(),
+            tid,
+            info[0],
+            id(f),
+            f.f_lineno,
+            how,
+            "null" if payload is None else jval(payload),
+            "null" if changed is None else jval(changed),
         )
         if how == "yield":
             fs.active = False
@@ -328,7 +373,9 @@ def start(hook):
         else:
             states.pop(id(f), None)
         if extents:
-            x_leave()
+            x_end(rec)
+        else:
+            emit(rec)
         return None
 
     def on_return(code, off, rv):
