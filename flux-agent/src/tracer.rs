@@ -161,9 +161,13 @@ impl Tracer {
             .map_err(|e| TracerError::Load(format!("{e}")))?;
         prog.load()
             .map_err(|e| TracerError::Load(format!("{e:#}")))?;
+        // The namespace filter asks the kernel once per task if the program that forgets a
+        // task at its exit is attached; without it (no tracepoint support) it asks every hit.
+        let ns_cache =
+            pidns.is_some() && !opts.empty_program && attach_task_exit(&mut ebpf).is_ok();
         let cfg = Config {
             filter_pidns: pidns.is_some() as u32,
-            _reserved: 0,
+            ns_cache: ns_cache as u32,
             pidns_dev: pidns.map_or(0, |p| p.0),
             pidns_ino: pidns.map_or(0, |p| p.1),
             fp_off,
@@ -307,6 +311,20 @@ impl Tracer {
             },
         })
     }
+}
+
+/// Attach `flux_task_exit` to the raw tracepoint `sched_process_exit` (kept attached as long as
+/// `ebpf`; a raw tracepoint needs no tracefs).
+fn attach_task_exit(ebpf: &mut Ebpf) -> Result<(), TracerError> {
+    let tp: &mut aya::programs::RawTracePoint = ebpf
+        .program_mut("flux_task_exit")
+        .ok_or_else(|| TracerError::Load("program flux_task_exit missing".into()))?
+        .try_into()
+        .map_err(|e| TracerError::Load(format!("{e}")))?;
+    tp.load().map_err(|e| TracerError::Load(format!("{e:#}")))?;
+    tp.attach("sched_process_exit")
+        .map_err(|e| TracerError::Load(format!("attaching to sched_process_exit: {e:#}")))?;
+    Ok(())
 }
 
 /// Decode one ring-buffer record into `out`.

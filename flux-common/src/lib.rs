@@ -74,9 +74,9 @@ pub struct SiteSpec {
 pub struct Config {
     /// Non-zero: only tasks whose active PID namespace is (`pidns_dev`, `pidns_ino`) emit.
     pub filter_pidns: u32,
-    /// Non-zero: emit only the (cheap) fixed record, never string definitions; for the
-    /// "empty program" floor measurements this is not used (that program does nothing).
-    pub _reserved: u32,
+    /// Non-zero: remember per task what the PID-namespace filter found (userspace attached
+    /// the program that forgets it when the task exits).
+    pub ns_cache: u32,
     pub pidns_dev: u64,
     pub pidns_ino: u64,
     /// Offset (from the UTF-8 data pointer the probe passes) of the 16 bytes that fingerprint a

@@ -3,7 +3,8 @@
 //!
 //! The program does no policy. Per hit it:
 //! 1. drops the hit unless the task is in the traced PID namespace (a uprobe lands on an inode
-//!    and fires in every process that maps it: other containers, the host);
+//!    and fires in every process that maps it: other containers, the host), asking the kernel
+//!    once per task (a cache remembers the answer until the task exits);
 //! 2. finds the site's spec through the BPF cookie userspace attached with it and reads the
 //!    probe's three arguments (filename, funcname, lineno) exactly as the decoded note says;
 //! 3. names each string by (process, pointer, fingerprint) and copies its bytes only the first
@@ -20,11 +21,14 @@ use aya_ebpf::{
     bindings::{bpf_pidns_info, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{
         bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user,
-        generated::{bpf_get_attach_cookie, bpf_get_ns_current_pid_tgid, bpf_probe_read_user_str},
+        generated::{
+            bpf_get_attach_cookie, bpf_get_current_task, bpf_get_ns_current_pid_tgid,
+            bpf_probe_read_user_str,
+        },
     },
-    macros::{map, uprobe},
+    macros::{map, raw_tracepoint, uprobe},
     maps::{Array, PerCpuArray, RingBuf},
-    programs::ProbeContext,
+    programs::{ProbeContext, RawTracePointContext},
     EbpfContext,
 };
 use flux_common::{
@@ -70,6 +74,112 @@ static STRINGS: PerCpuArray<StrSlot> = PerCpuArray::with_max_entries(STR_SLOTS, 
 fn str_slot(host_tgid: u32, ptr: u64) -> u32 {
     let h = (ptr ^ ((host_tgid as u64) << 40)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 52) as u32 & (STR_SLOTS - 1)
+}
+
+/// Slots of the PID-namespace cache (a power of two).
+const NS_SLOTS: u32 = 8192;
+
+/// What the kernel said of one task: its thread and process IDs in the traced namespace, or
+/// that it is outside it (`ns_tid` 0: no task of a namespace has ID 0). Asking costs ~65 ns a
+/// hit (`bpf_get_ns_current_pid_tgid`), the most of any step after the string reads; a task's
+/// namespace never changes while it lives, so the answer is kept until it exits.
+///
+/// Slots are shared by every CPU and written without a lock, so each of the three words names
+/// the task it belongs to (its host thread ID, its `task_struct`), and a slot is trusted only
+/// when all three name the running task. A task's slot is written only in that task's own
+/// context (here, and when it exits: `flux_task_exit`), so its writes never interleave; another
+/// task hashing to the same slot can only make it miss.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct NsSlot {
+    /// host thread ID << 32 | thread ID in the namespace (0: outside it).
+    tid_ns: u64,
+    /// host thread ID << 32 | process ID in the namespace.
+    tid_tgid: u64,
+    /// The task's `task_struct` address.
+    task: u64,
+}
+
+#[map]
+static NSCACHE: Array<NsSlot> = Array::with_max_entries(NS_SLOTS, 0);
+
+#[inline(always)]
+fn ns_slot(host_tid: u32) -> u32 {
+    (host_tid.wrapping_mul(0x9e37_79b1) >> 19) & (NS_SLOTS - 1)
+}
+
+/// A task exits: forget what the namespace cache says of it, before its thread ID can be given
+/// to another task (attached to the raw tracepoint `sched_process_exit`, which runs in the
+/// exiting task; raw, so no tracefs is needed).
+#[raw_tracepoint(tracepoint = "sched_process_exit")]
+pub fn flux_task_exit(_ctx: RawTracePointContext) -> i32 {
+    let host_tid = bpf_get_current_pid_tgid() as u32;
+    if let Some(p) = NSCACHE.get_ptr_mut(ns_slot(host_tid)) {
+        // SAFETY: an 8-byte-aligned slot of a map value; see NsSlot for the concurrency.
+        unsafe {
+            if ((*p).tid_ns >> 32) as u32 == host_tid {
+                core::ptr::write_volatile(
+                    p,
+                    NsSlot {
+                        tid_ns: 0,
+                        tid_tgid: 0,
+                        task: 0,
+                    },
+                );
+            }
+        }
+    }
+    0
+}
+
+/// The running task's (thread, process) IDs in the traced namespace, or `None` outside it.
+#[inline(always)]
+fn ns_ids(cfg: &Config, host: u64) -> Option<(u32, u32)> {
+    let host_tid = host as u32;
+    let task = unsafe { bpf_get_current_task() };
+    let slot: *mut NsSlot = if cfg.ns_cache != 0 {
+        NSCACHE
+            .get_ptr_mut(ns_slot(host_tid))
+            .unwrap_or(core::ptr::null_mut())
+    } else {
+        core::ptr::null_mut()
+    };
+    if !slot.is_null() {
+        // SAFETY: as in flux_task_exit; a torn read fails the check below.
+        let s = unsafe { core::ptr::read_volatile(slot) };
+        if (s.tid_ns >> 32) as u32 == host_tid
+            && (s.tid_tgid >> 32) as u32 == host_tid
+            && s.task == task
+        {
+            let tid = s.tid_ns as u32;
+            return (tid != 0).then_some((tid, s.tid_tgid as u32));
+        }
+    }
+    let mut ns = bpf_pidns_info { pid: 0, tgid: 0 };
+    let rc = unsafe {
+        bpf_get_ns_current_pid_tgid(
+            cfg.pidns_dev,
+            cfg.pidns_ino,
+            &mut ns as *mut _,
+            core::mem::size_of::<bpf_pidns_info>() as u32,
+        )
+    };
+    let (tid, pid) = if rc == 0 { (ns.pid, ns.tgid) } else { (0, 0) };
+    if !slot.is_null() {
+        let hi = (host_tid as u64) << 32;
+        // SAFETY: as above.
+        unsafe {
+            core::ptr::write_volatile(
+                slot,
+                NsSlot {
+                    tid_ns: hi | tid as u64,
+                    tid_tgid: hi | pid as u64,
+                    task,
+                },
+            )
+        };
+    }
+    (tid != 0).then_some((tid, pid))
 }
 
 /// Events between two looks at how much the ring buffer holds (a power of two).
@@ -251,21 +361,12 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
     let host_tgid = (host >> 32) as u32;
     let (mut pid, mut tid) = (host_tgid, host as u32);
     if cfg.filter_pidns != 0 {
-        let mut ns = bpf_pidns_info { pid: 0, tgid: 0 };
-        let rc = unsafe {
-            bpf_get_ns_current_pid_tgid(
-                cfg.pidns_dev,
-                cfg.pidns_ino,
-                &mut ns as *mut _,
-                core::mem::size_of::<bpf_pidns_info>() as u32,
-            )
-        };
-        if rc != 0 {
+        let Some((t, p)) = ns_ids(cfg, host) else {
             bump(CNT_FILTERED);
             return Ok(());
-        }
-        pid = ns.tgid;
-        tid = ns.pid;
+        };
+        tid = t;
+        pid = p;
     }
     let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
     let Some(spec) = SITES.get(cookie) else {
