@@ -296,17 +296,13 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             Rec::WindowClose { ts, .. } => Some((*ts, false)),
             _ => None,
         });
-        let (w, paired) = spans(marks);
-        if !paired {
+        // (A process that exec'd has two streams: their windows are one list.)
+        if !add_spans(windows.entry(s.pid).or_default(), marks) {
             meta.problems.push(format!(
                 "process {}: test windows do not nest as open/close pairs",
                 s.pid
             ));
         }
-        // (A process that exec'd has two streams: their windows are one list.)
-        let all = windows.entry(s.pid).or_default();
-        all.extend(w);
-        all.sort_unstable();
     }
     let mut outside_windows = 0u64;
     let mut in_window = |pid: u32, ts: u64| -> bool {
@@ -323,28 +319,22 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     let mut targets_scoped: HashSet<u32> = HashSet::new();
     for s in hook.streams.iter().filter(|s| s.scope == "targets") {
         targets_scoped.insert(s.pid);
-        let tids: HashSet<u32> = s
-            .records
-            .iter()
-            .filter(|r| matches!(r, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. }))
-            .map(Rec::tid)
-            .collect();
-        for tid in tids {
-            let marks = s.records.iter().filter_map(|r| match r {
-                Rec::ExtentOpen { ts, tid: t } if *t == tid => Some((*ts, true)),
-                Rec::ExtentClose { ts, tid: t } if *t == tid => Some((*ts, false)),
-                _ => None,
-            });
-            let (x, paired) = spans(marks);
-            if !paired {
+        // One pass over the stream: each thread's marks.
+        let mut marks: HashMap<u32, Vec<(u64, bool)>> = HashMap::new();
+        for r in &s.records {
+            match r {
+                Rec::ExtentOpen { ts, tid } => marks.entry(*tid).or_default().push((*ts, true)),
+                Rec::ExtentClose { ts, tid } => marks.entry(*tid).or_default().push((*ts, false)),
+                _ => {}
+            }
+        }
+        for (tid, m) in marks {
+            if !add_spans(extents.entry((s.pid, tid)).or_default(), m.into_iter()) {
                 meta.problems.push(format!(
                     "process {} thread {tid}: target extents do not nest as open/close pairs",
                     s.pid
                 ));
             }
-            let all = extents.entry((s.pid, tid)).or_default();
-            all.extend(x);
-            all.sort_unstable();
         }
     }
     let mut outside_extents = 0u64;
@@ -1133,6 +1123,14 @@ fn spans(marks: impl Iterator<Item = (u64, bool)>) -> (Vec<(u64, u64)>, bool) {
         out.push((o, u64::MAX));
     }
     (out, paired)
+}
+
+/// Add the spans of `marks` to `all` (kept in time order); false if the marks do not pair.
+fn add_spans(all: &mut Vec<(u64, u64)>, marks: impl Iterator<Item = (u64, bool)>) -> bool {
+    let (new, paired) = spans(marks);
+    all.extend(new);
+    all.sort_unstable();
+    paired
 }
 
 /// Whether `ts` lies in one of these time-ordered spans.
