@@ -149,11 +149,7 @@ impl Tracer {
             .map_max_entries("EVENTS", opts.ring_bytes)
             .load(EBPF_OBJECT)
             .map_err(|e| TracerError::Load(format!("{e:#}")))?;
-        let prog_name = if opts.empty_program {
-            "flux_empty"
-        } else {
-            "flux_usdt"
-        };
+        let prog_name = program_name(&opts);
         let prog: &mut UProbe = ebpf
             .program_mut(prog_name)
             .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
@@ -207,7 +203,7 @@ impl Tracer {
             ("function__return", KIND_RETURN, set.ret),
             ("line", KIND_LINE, set.line),
         ];
-        let prog_name = self.program_name();
+        let prog_name = program_name(&self.opts);
         let prog_fd = {
             let prog: &UProbe = self
                 .ebpf
@@ -266,14 +262,6 @@ impl Tracer {
         self.attached.clear();
     }
 
-    fn program_name(&self) -> &'static str {
-        if self.opts.empty_program {
-            "flux_empty"
-        } else {
-            "flux_usdt"
-        }
-    }
-
     pub fn counters(&self) -> Result<Counters, TracerError> {
         let arr: PerCpuArray<_, u64> = PerCpuArray::try_from(
             self.ebpf
@@ -298,7 +286,7 @@ impl Tracer {
             program: if self.opts.program_stats {
                 let prog: &UProbe = self
                     .ebpf
-                    .program(self.program_name())
+                    .program(program_name(&self.opts))
                     .ok_or_else(|| TracerError::Load("program missing".into()))?
                     .try_into()
                     .map_err(|e| TracerError::Load(format!("{e}")))?;
@@ -310,6 +298,15 @@ impl Tracer {
                 None
             },
         })
+    }
+}
+
+/// The uprobe program `opts` asks for: the real one, or the empty one (the trap floor).
+fn program_name(opts: &TracerOptions) -> &'static str {
+    if opts.empty_program {
+        "flux_empty"
+    } else {
+        "flux_usdt"
     }
 }
 

@@ -136,13 +136,18 @@ pub fn flux_task_exit(_ctx: RawTracePointContext) -> i32 {
 #[inline(always)]
 fn ns_ids(cfg: &Config, host: u64) -> Option<(u32, u32)> {
     let host_tid = host as u32;
-    let task = unsafe { bpf_get_current_task() };
     let slot: *mut NsSlot = if cfg.ns_cache != 0 {
         NSCACHE
             .get_ptr_mut(ns_slot(host_tid))
             .unwrap_or(core::ptr::null_mut())
     } else {
         core::ptr::null_mut()
+    };
+    // (Only read with the cache on: it names the slot's task.)
+    let task = if slot.is_null() {
+        0
+    } else {
+        unsafe { bpf_get_current_task() }
     };
     if !slot.is_null() {
         // SAFETY: as in flux_task_exit; a torn read fails the check below.
