@@ -950,7 +950,11 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
 
-    let mut trace = Trace { meta, events: out };
+    let mut trace = Trace {
+        meta,
+        events: out,
+        facts: Default::default(),
+    };
     for p in c.problems.iter().take(20) {
         trace.meta.problems.push(p.clone());
     }

@@ -190,7 +190,11 @@ pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
     }
     meta.complete = problems.is_empty();
     meta.problems = problems;
-    let mut trace = Trace { meta, events };
+    let mut trace = Trace {
+        meta,
+        events,
+        facts: Default::default(),
+    };
     trace.meta.counts = trace.count_by_kind();
     trace
 }

@@ -27,7 +27,7 @@ pub use oracle::{
     question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp, write_call_graph,
     write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, ORACLE_FILE,
 };
-pub use template::{Template, TemplateError};
+pub use template::{Projection, Template, TemplateError};
 
 /// The name of the instance file in an instance directory.
 pub const INSTANCE_FILE: &str = "instance.toml";
@@ -122,6 +122,10 @@ pub struct ExtractorSpec {
     pub name: String,
     #[serde(default)]
     pub params: Map<String, Value>,
+    /// Where the answer's parts come from: template path → path of the extractor's output
+    /// (see [`template`]); template keys not listed read the extractor's field of the same name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub answer: std::collections::BTreeMap<String, String>,
 }
 
 /// A loaded, validated instance.
@@ -131,6 +135,8 @@ pub struct Instance {
     pub dir: PathBuf,
     pub spec: InstanceSpec,
     pub template: Template,
+    /// How the answer is cut from the extractor's output (checked against its shape at load).
+    pub projection: Projection,
     pub params: Params,
 }
 
@@ -317,12 +323,7 @@ fn check_targets_scope(
         let Some(f) = params.get(key).and_then(|v| v.as_str()) else {
             continue;
         };
-        let targeted = tracing.functions.iter().any(|t| {
-            f == t
-                || f.strip_prefix(t.as_str())
-                    .is_some_and(|rest| rest.starts_with('.'))
-        });
-        if !targeted {
+        if !targets_function(&tracing.functions, f) {
             return Err(invalid(
                 path,
                 "tracing.functions",
@@ -331,6 +332,69 @@ fn check_targets_scope(
                     tracing.functions
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Is the qualname `f` targeted by the config's `functions` (equal to one, or nested in one)?
+fn targets_function(functions: &[String], f: &str) -> bool {
+    functions.is_empty()
+        || functions.iter().any(|t| {
+            f == t
+                || f.strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+}
+
+/// Can the path filter `file` (extractor `file` parameter) name code in one of the config's
+/// targeted `files`? (A config entry is a suffix of a `co_filename` or a glob; a filter matches
+/// at a component boundary: they can meet when one ends with the other or the entry is a glob.)
+fn targets_file(files: &[String], file: &str) -> bool {
+    let f = file.trim_start_matches('/').trim_end_matches('/');
+    files.is_empty()
+        || files.iter().any(|t| {
+            let t = t.trim_start_matches('/');
+            t.contains('*') || t.ends_with(f) || f.ends_with(t) || t.starts_with(&format!("{f}/"))
+        })
+}
+
+/// Lines, locals and exceptions are recorded only in targeted code: the functions an extractor
+/// reads them from must be targeted, and a `file` filter must name a targeted file (17.11).
+fn check_targeted(
+    path: &Path,
+    ex: &flux_extract::Extractor,
+    params: &Params,
+    tracing: &flux_trace::TracingConfig,
+) -> Result<(), InstanceError> {
+    for key in ex.targeted {
+        let Some(f) = params.get(key).and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if !targets_function(&tracing.functions, f) {
+            return Err(invalid(
+                path,
+                &format!("extractor.params.{key}"),
+                format!(
+                    "`{f}` is not targeted by [tracing] functions {:?}, so the trace records no \
+                     lines, locals or exceptions of it",
+                    tracing.functions
+                ),
+            ));
+        }
+    }
+    if !ex.targeted.is_empty() {
+        if let Some(file) = params.get("file").and_then(|v| v.as_str()) {
+            if !targets_file(&tracing.files, file) {
+                return Err(invalid(
+                    path,
+                    "extractor.params.file",
+                    format!(
+                        "`{file}` names no file targeted by [tracing] files {:?}",
+                        tracing.files
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -461,30 +525,34 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             ),
         ));
     }
-    let expected = Template::parse((ex.template)(&params)).map_err(|e| {
-        invalid(
-            path,
-            "extractor.name",
-            format!("bad built-in template: {e}"),
-        )
-    })?;
-    if expected != template {
-        return Err(invalid(
-            path,
-            "template",
-            format!(
-                "{template} does not match the answer shape of extractor `{}`: {expected}",
-                ex.name
-            ),
-        ));
-    }
+    let shape = Template::parse((ex.shape)(&params))
+        .map_err(|e| invalid(path, "extractor.name", format!("bad built-in shape: {e}")))?;
+    let projection =
+        Projection::compile(&template, &shape, &spec.extractor.answer).map_err(|e| {
+            let field = if spec.extractor.answer.contains_key(&e.path) {
+                "extractor.answer"
+            } else {
+                "template"
+            };
+            invalid(
+                path,
+                field,
+                format!(
+                    "{e} (extractor `{}` computes {shape}; map differently named template keys in \
+                 [extractor.answer])",
+                    ex.name
+                ),
+            )
+        })?;
     if spec.tracing.scope == flux_trace::Scope::Targets {
         check_targets_scope(path, ex, &params, &spec.tracing)?;
     }
+    check_targeted(path, ex, &params, &spec.tracing)?;
     Ok(Instance {
         dir: dir.to_path_buf(),
         spec,
         template,
+        projection,
         params,
     })
 }
@@ -563,10 +631,22 @@ impl Instance {
         self.dir.join(ORACLE_FILE)
     }
 
-    /// Run the instance's extractor on `trace` and check the answer against the template.
+    /// Run the instance's extractor on `trace`, cut the answer with the template, and check it.
     pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
-        let answer = flux_extract::extract(trace, &self.spec.extractor.name, &self.params)
+        self.extract_indexed(&flux_trace::TraceIndex::new(trace))
+    }
+
+    /// [`Instance::extract`] over a trace indexed once for many instances.
+    pub fn extract_indexed(&self, ix: &flux_trace::TraceIndex<'_>) -> Result<Value, InstanceError> {
+        let output = flux_extract::extract_indexed(ix, &self.spec.extractor.name, &self.params)
             .map_err(|source| InstanceError::Extract {
+                id: self.spec.id.clone(),
+                source,
+            })?;
+        let answer = self
+            .projection
+            .apply(&output)
+            .map_err(|source| InstanceError::Answer {
                 id: self.spec.id.clone(),
                 source,
             })?;

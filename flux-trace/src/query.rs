@@ -298,6 +298,7 @@ mod tests {
                 ev(Kind::Line, 11, 10, 0, 3, "gen"),
                 ev(Kind::Return, 11, 10, 0, 3, "gen"),
             ],
+            facts: Default::default(),
         };
         let g = invocations(&t, "gen", Filter::default());
         assert_eq!(g.len(), 1);
@@ -324,6 +325,7 @@ mod tests {
                 ev(Kind::Line, 1, 1, 0, 2, "f"),
                 ev(Kind::Return, 1, 1, 0, 2, "f"),
             ],
+            facts: Default::default(),
         };
         let f = invocations(&t, "f", Filter::default());
         assert_eq!(f.len(), 1);
