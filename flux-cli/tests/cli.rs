@@ -906,6 +906,89 @@ fn export_traceeval_layout() {
 // ---------------------------------------------------------------------------------------------
 // bad input
 
+/// 14.6: the committed instances and variants as a Hugging Face dataset: one JSONL file per
+/// split, every row the same columns, gold as JSON text equal to the harvested answer, and a
+/// card whose YAML header names each split's file and size.
+#[test]
+fn export_hf_dataset_keeps_splits_and_writes_a_card() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let s = Scratch::new();
+    let (inst, var) = (root.join("instances"), root.join("variants"));
+    let run = s
+        .flux(&[
+            "export",
+            "--format",
+            "hf",
+            "--instances",
+            inst.to_str().unwrap(),
+            "--instances",
+            var.to_str().unwrap(),
+            "ds",
+        ])
+        .ok();
+    let count = |dir: &Path| {
+        let mut n = 0;
+        for repo in std::fs::read_dir(dir).unwrap().flatten() {
+            for i in std::fs::read_dir(repo.path()).into_iter().flatten().flatten() {
+                n += usize::from(i.path().join("oracle.json").is_file());
+            }
+        }
+        n
+    };
+    let (n_test, n_var) = (count(&inst), count(&var));
+    assert!(n_test >= 30 && n_var >= 30, "{n_test} {n_var}");
+    assert!(
+        run.stdout().contains(&format!("test {n_test}, variants {n_var}")),
+        "{}",
+        run.describe()
+    );
+    let features = [
+        "id", "repository", "package", "image", "interpreter", "kind", "question", "template",
+        "gold", "order_insensitive", "test_files", "test_command", "expect", "tracing",
+        "extractor", "extractor_params", "variant_of", "provenance",
+    ];
+    for (split, n, dir) in [("test", n_test, &inst), ("variants", n_var, &var)] {
+        let text = s.read(&format!("ds/data/{split}.jsonl"));
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), n, "{split}");
+        for r in &rows {
+            let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            let mut want = features.to_vec();
+            want.sort();
+            let mut got = keys.clone();
+            got.sort();
+            assert_eq!(got, want, "{split} row columns");
+            let oracle: Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    dir.join(r["repository"].as_str().unwrap())
+                        .join(r["id"].as_str().unwrap())
+                        .join("oracle.json"),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let gold: Value = serde_json::from_str(r["gold"].as_str().unwrap()).unwrap();
+            assert_eq!(gold, oracle["oracle_answer"], "{}", r["id"]);
+            assert_eq!(r["variant_of"].is_null(), split == "test");
+            assert!(!r["test_files"][0]["content"].as_str().unwrap().is_empty());
+        }
+    }
+    let card = s.read("ds/README.md");
+    assert!(card.starts_with("---\n"), "{card}");
+    let header = card.split("\n---\n").next().unwrap();
+    for needle in [
+        "configs:\n- config_name: default\n  data_files:\n",
+        "  - split: test\n    path: data/test.jsonl\n",
+        "  - split: variants\n    path: data/variants.jsonl\n",
+        &format!("  - name: test\n    num_examples: {n_test}\n"),
+        "task_categories:",
+        "  - name: gold\n    dtype: string\n",
+    ] {
+        assert!(header.contains(needle), "card header lacks {needle:?}:\n{header}");
+    }
+    assert!(card.contains("## Fields") && card.contains("## Scoring"));
+}
+
 #[test]
 fn score_with_missing_answers_dir_fails_naming_it() {
     let s = Scratch::new();

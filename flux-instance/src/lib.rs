@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 pub mod export;
+pub mod hf;
 mod oracle;
 pub mod template;
 
