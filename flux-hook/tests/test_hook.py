@@ -391,6 +391,53 @@ class TestExceptions(HookTestCase):
         check_balanced(self, r)
 
 
+    def test_handler_whose_first_line_repeats_is_no_reraise(self):
+        # 17.1: on 3.11 the first line of an except body executing again (a loop header, a
+        # statement spanning several lines) was taken for a bare `raise` caught in the frame:
+        # an invented `x reraise` + `h` pair each time. A real bare `raise` is still seen.
+        src = """\
+        def loop(items):
+            n = 0
+            try:
+                raise ValueError("v")
+            except ValueError:
+                for x in items:
+                    n += x
+            return n
+
+        def multi():
+            try:
+                raise KeyError("k")
+            except KeyError:
+                y = max(1,
+                        2)
+            return y
+
+        def bare():
+            try:
+                try:
+                    raise KeyError("k")
+                except KeyError:
+                    for _ in range(2):
+                        pass
+                    raise
+            except KeyError:
+                for _ in range(2):
+                    pass
+            return 3
+
+        print(loop([1, 2, 3]), multi(), bare())
+        """
+        r = self.run_ok(src)
+        self.assertEqual(r.proc.stdout, "6 2 3\n")
+        self.assertEqual(seq(r, kinds="xh"), [
+            ("x", "loop", 4, "ValueError", "raise"), ("h", "loop", 5, "ValueError"),
+            ("x", "multi", 12, "KeyError", "raise"), ("h", "multi", 13, "KeyError"),
+            ("x", "bare", 21, "KeyError", "raise"), ("h", "bare", 22, "KeyError"),
+            ("x", "bare", 25, "KeyError", "reraise"), ("h", "bare", 26, "KeyError"),
+        ])
+
+
 class TestMixedSemantics(HookTestCase):
     """prog_mix.py: decorators, with-suppress, return in finally, raise from, generator raising
     into a for loop, bare raise caught by an outer handler of the same frame, loops of
