@@ -958,29 +958,6 @@ class TestPytest(HookTestCase):
         self.assertEqual(traits["helper"] & 4, 0)
 
 
-class TestSymbols(unittest.TestCase):
-    def test_symbols(self):
-
-        tmp = harness.mkdtemp(self)
-        path = os.path.join(tmp, "m.py")
-        with open(path, "w") as fh:
-            fh.write("class A:\n    def f(self):\n        return [x for x in ()]\n\ndef g():\n    pass\n")
-        e = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
-        e.pop("FLUX_HOOK_SOCKET", None)
-        p = subprocess.run(harness.PYTHON + ["-m", "flux_hook.symbols", path], env=e,
-                           capture_output=True, text=True)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        recs = [json.loads(x) for x in p.stdout.splitlines()]
-        by = {r["qualname"]: r for r in recs}
-        self.assertEqual(by["A.f"]["lines"], [2, 3] if VERSION >= (3, 12) else [2, 3])
-        self.assertEqual(by["A.f"]["firstlineno"], 2)
-        self.assertEqual(by["g"]["lines"], [5, 6])
-        self.assertEqual(by["A"]["name"], "A")
-        self.assertEqual(by["<module>"]["file"], path)
-        if VERSION < (3, 12):
-            self.assertIn("A.f.<locals>.<listcomp>", by)
-
-
 class TestOverhead(unittest.TestCase):
     def test_measure_overhead(self):
         """Prints the per-call cost of calls=all against an untraced run (not asserted)."""
