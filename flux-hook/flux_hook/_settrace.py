@@ -179,9 +179,13 @@ def start(hook):
                     firsts, headers = hi
                     hline = None
                     if line in headers or line in firsts:
-                        if fs.pending is None and fs.handled is not None:
-                            # An except clause is reached with no exception event since the
-                            # last one was handled: a bare `raise` of it, caught in this frame.
+                        if line in headers and fs.pending is None and fs.handled is not None:
+                            # An except clause's header is reached with no exception event
+                            # since the last one was handled: a bare `raise` of it, caught in
+                            # this frame. Only the header says so: 3.11 runs it only to match
+                            # an exception, while an except body's first line also runs again
+                            # as a loop header or after a later line of a statement spanning
+                            # several (17.1: those were invented re-raises).
                             fs.pending = fs.handled
                             fs.handled = None
                             x_record(info, frame, fs.pending, "reraise", fs.prev_line)
