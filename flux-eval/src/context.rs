@@ -68,12 +68,29 @@ impl<'a> Src<'a> {
             .unwrap_or_default()
     }
 
-    /// A class's `__init__` (what `Class(...)` runs), else the class itself.
+    /// What `Class(...)` runs: its `__init__`, else its `__new__`, else (inherited or
+    /// implicit) the class's header up to its first member, never the whole class.
     fn constructor(&mut self, file: &str, class: &Def) -> Def {
-        let init = format!("{}.__init__", class.qualname);
-        self.module(file)
-            .and_then(|(m, _)| m.defs.iter().find(|d| d.qualname == init).cloned())
-            .unwrap_or_else(|| class.clone())
+        let Some((m, _)) = self.module(file) else {
+            return class.clone();
+        };
+        for name in ["__init__", "__new__"] {
+            let q = format!("{}.{name}", class.qualname);
+            if let Some(d) = m.defs.iter().find(|d| d.qualname == q) {
+                return d.clone();
+            }
+        }
+        let first_member = m
+            .defs
+            .iter()
+            .filter(|x| x.start > class.def_line && x.end <= class.end)
+            .map(|x| x.start)
+            .min()
+            .unwrap_or(class.end + 1);
+        Def {
+            end: (first_member - 1).min(class.def_line + 40).max(class.def_line),
+            ..class.clone()
+        }
     }
 
     /// Where an imported local name points: (file, qualname inside it) or (file, "") for a
@@ -192,7 +209,12 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     // The targeted files.
     let mut named: Vec<String> = inst.tracing_files.clone();
     named.extend(inst.extractor_file.iter().cloned());
-    named.extend(mentioned_files(&inst.question));
+    // Files the question names, except the instance's own tests (they are shown already).
+    named.extend(
+        mentioned_files(&inst.question)
+            .into_iter()
+            .filter(|m| !inst.test_files.iter().any(|t| t == m || t.ends_with(&format!("/{m}")))),
+    );
     let mut targeted: Vec<String> = Vec::new();
     for n in &named {
         let found = resolve_all(n, &src.files);
