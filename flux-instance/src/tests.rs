@@ -631,3 +631,126 @@ fn a_variant_table_is_optional_and_checked() {
     );
     assert!(e.contains("field `variant.origin`"), "{e}");
 }
+
+/// An instance chooses its answer's keys: `[extractor.answer]` maps template paths to the
+/// extractor's fields, checked at load and applied at harvest.
+#[test]
+fn answer_bindings_shape_the_oracle() {
+    let s = Scratch::new();
+    let toml = GOOD
+        .replace(
+            r#"'{"executed_path": [{"line": "int"}]}'"#,
+            r#"'{"lines": ["int"], "function": "str"}'"#,
+        )
+        + "\n[extractor.answer]\n\"/lines\" = \"/executed_path\"\n\"/lines/*\" = \"/executed_path/*/line\"\n\"/function\" = \"/executed_path/0/qualname\"\n";
+    let inst = load_instance(make(&s.0, "sympy", "sympy-add-flatten-path", &toml)).unwrap();
+    let o = inst.build_oracle(&trace(&[101, 102, 104]), "t").unwrap();
+    assert_eq!(
+        o.oracle_answer,
+        json!({"lines": [101, 102, 104], "function": "Add.flatten"})
+    );
+    // A binding to a field the extractor does not compute names the binding.
+    let bad = toml.replace("/executed_path/*/line\"", "/executed_path/*/lineno\"");
+    let e = err_of(&s.0, &bad);
+    assert!(
+        e.contains("field `extractor.answer`: at /lines/*: the extractor computes no `lineno`"),
+        "{e}"
+    );
+    // A binding to a path the template does not have.
+    let bad = toml.replace("\"/function\" =", "\"/func\" =");
+    let e = err_of(&s.0, &bad);
+    assert!(
+        e.contains("at /func: is bound in [extractor.answer] but is not a path"),
+        "{e}"
+    );
+}
+
+/// 17.11: everything that can be checked before a container starts is checked at load, with
+/// the file and line: parameter types, targeted functions and files, required parameters.
+#[test]
+fn static_checks_at_load_name_file_and_line() {
+    let s = Scratch::new();
+    let cases = [
+        (
+            GOOD.replace("invocation = 1", "invocation = \"first\""),
+            "instance.toml:23:1: field `extractor.params`: extractor `executed_path`: parameter \
+             `invocation`: expected an integer >= 1, got \"first\"",
+        ),
+        (
+            GOOD.replace("invocation = 1", "invocation = 1, line_mode = \"stmt\""),
+            "parameter `line_mode`: expected one of \"reported\", \"statement\", got \"stmt\"",
+        ),
+        (
+            GOOD.replace("function = \"Add.flatten\"", "function = \"Mul.flatten\""),
+            "field `extractor.params.function`: `Mul.flatten` is not targeted by [tracing] \
+             functions [\"Add.flatten\"]",
+        ),
+        (
+            GOOD.replace(
+                "invocation = 1",
+                "invocation = 1, file = \"sympy/core/mul.py\"",
+            ),
+            "field `extractor.params.file`: `sympy/core/mul.py` names no file targeted by \
+             [tracing] files [\"sympy/core/add.py\"]",
+        ),
+        (
+            GOOD.replace(
+                "params = { function = \"Add.flatten\", invocation = 1 }",
+                "params = { invocation = 1 }",
+            ),
+            "missing required parameter `function`",
+        ),
+        (
+            GOOD.replace("invocation = 1", "invocation = 1, all_invocations = true"),
+            "parameter `invocation`: expected not both `invocation` and `all_invocations`",
+        ),
+    ];
+    for (toml, want) in cases {
+        let e = err_of(&s.0, &toml);
+        assert!(e.contains(want), "want {want:?} in {e}");
+        assert!(e.contains("sympy-add-flatten-path/instance.toml"), "{e}");
+    }
+    // A targeted file given more precisely, and nested functions of a target, are fine.
+    for ok in [
+        GOOD.replace("invocation = 1", "invocation = 1, file = \"core/add.py\""),
+        GOOD.replace(
+            "function = \"Add.flatten\"",
+            "function = \"Add.flatten.<locals>.key\"",
+        ),
+    ] {
+        load_instance(make(&s.0, "sympy", "sympy-add-flatten-path", &ok)).unwrap();
+    }
+}
+
+/// 17.11: a function name that matches code in several modules (a package's `_parse` and the
+/// stdlib's `re._parser._parse`) is an error naming them, unless `file` says which. Before the
+/// fix, the answer mixed both functions' invocations.
+#[test]
+fn ambiguous_function_names_are_refused_unless_file_says_which() {
+    use flux_extract::testkit::TraceBuilder;
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call_in("_parse", "/usr/lib/python3.11/re/_parser.py", 900, &[])
+        .line(901, &[])
+        .ret("None")
+        .call("_parse", 10, &[])
+        .line(11, &[])
+        .ret("None")
+        .end("passed")
+        .build();
+    let p = flux_extract::params(json!({"function": "_parse"})).unwrap();
+    let e = flux_extract::extract(&t, "covered_lines", &p)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "extractor `covered_lines`: function `_parse` names code in 2 files \
+         (/usr/lib/python3.11/re/_parser.py, /usr/lib/python3.11/site-packages/pkg/mod.py); \
+         give `file` to say which"
+    );
+    let p = flux_extract::params(json!({"function": "_parse", "file": "pkg/mod.py"})).unwrap();
+    assert_eq!(
+        flux_extract::extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11]})
+    );
+}
