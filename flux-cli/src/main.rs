@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod cache;
 mod eval;
 mod export;
+mod extractors;
 mod harvest;
 mod images;
 mod perturb;
@@ -40,6 +41,8 @@ enum Cmd {
     Validate(eval::Args),
     /// Build or list the reproducible container images.
     Images(images::Args),
+    /// Print each extractor's definition, parameters and answer shapes.
+    Extractors(extractors::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Extractors(a) => extractors::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::BenchRun(a) => run_instance::run(a),
