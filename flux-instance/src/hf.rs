@@ -118,11 +118,7 @@ pub fn export(dirs: &[PathBuf], out: &Path) -> HfReport {
         let r = read_oracle(dir).and_then(|o| row(&inst, &o).map(|r| (r, o)));
         match r {
             Ok((r, o)) => {
-                let split = if inst.spec.variant.is_some() {
-                    "variants"
-                } else {
-                    "test"
-                };
+                let split = if inst.spec.variant.is_some() { "variants" } else { "test" };
                 let key = format!("{}/{}", inst.spec.repository, inst.spec.id);
                 let kind = serde_json::to_value(o.question_kind)
                     .ok()
@@ -194,9 +190,7 @@ fn card(rows: &BTreeMap<&'static str, Vec<(String, Value, String, String)>>) -> 
     y.push_str(&format!("size_categories:\n- {size}\n"));
     y.push_str("configs:\n- config_name: default\n  data_files:\n");
     for split in rows.keys() {
-        y.push_str(&format!(
-            "  - split: {split}\n    path: data/{split}.jsonl\n"
-        ));
+        y.push_str(&format!("  - split: {split}\n    path: data/{split}.jsonl\n"));
     }
     y.push_str("dataset_info:\n  features:\n");
     for (name, dtype) in FEATURES {
@@ -204,10 +198,7 @@ fn card(rows: &BTreeMap<&'static str, Vec<(String, Value, String, String)>>) -> 
     }
     y.push_str("  splits:\n");
     for (split, rs) in rows {
-        y.push_str(&format!(
-            "  - name: {split}\n    num_examples: {}\n",
-            rs.len()
-        ));
+        y.push_str(&format!("  - name: {split}\n    num_examples: {}\n", rs.len()));
     }
     y.push_str("---\n\n");
 
