@@ -33,14 +33,15 @@ its line. Definitions reset at the start of every invocation. `variables` keeps 
 variables.";
 
 pub(crate) const DEF_USE_PAIRS: &str = "\
-The def-use pairs (see `def_use_across_tests` for the definition) of the Nth invocation of \
+The def-use pairs (the definitions-and-uses convention) of the Nth invocation of \
 `function` (`invocation`, default 1), or with `all_invocations = true` of every selected \
 invocation together, with the number of occurrences of each (summed over the invocations). \
 Answer: {\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, \
 ...]} sorted by variable, def_line, use_line.";
 
 pub(crate) const DEF_USE_ACROSS_TESTS: &str = "\
-Every def-use pair observed in any invocation of `function` inside a test, optionally only \
+Every def-use pair (the definitions-and-uses convention) observed in any invocation of \
+`function` inside a test, optionally only \
 those of `variable`, with the tests in which it is observed (in start order), sorted by \
 variable, def_line, use_line. Answer: {\"def_use_pairs\": [{\"variable\", \"def_line\", \
 \"use_line\", \"tests\": [...]}, ...]}.";

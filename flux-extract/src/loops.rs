@@ -23,7 +23,7 @@ loop body from the static facts.";
 pub(crate) const LOOP_ITERATIONS: &str = "\
 Iterations of the loop whose header is at line `header` in the Nth invocation of `function`: \
 the number of iterations over all entries, or within the Nth entry if `entry` is given. See \
-`loop_stats` for the definition of an iteration. Answer: {\"loop_iteration_count\": N}.";
+the iteration convention (`count`, `body_end`, `body_line`). Answer: {\"loop_iteration_count\": N}.";
 
 pub(crate) const LOOP_STATS: &str = "\
 Per-invocation iteration counts of the loop whose header is at `header`, over every selected \

@@ -37,17 +37,18 @@ the repr of `variable`, or with `variables` the repr of the tuple of their reprs
 (`(a, b)`, `(a,)` for one); an observation where one is unbound is skipped.";
 
 pub(crate) const UNIQUE_VALUES: &str = "\
-The distinct values observed (see `value_history` for observations), sorted in Unicode \
+The distinct values observed (the observation convention), sorted in Unicode \
 code-point order (Python's sorted() of the strings), or in order of first observation with \
 `order = \"first_seen\"`. Answer: {\"unique_values\": [REPR, ...], \"observations\": N}.";
 
 pub(crate) const VALUE_HISTORY: &str = "\
-The values observed, in order, one entry per observation (with `dedupe_consecutive`, an entry \
+The values observed (the observation convention), in order, one entry per observation (with \
+`dedupe_consecutive`, an entry \
 equal to the previous one of the same invocation is dropped). Answer: {\"value_history\": \
 [{\"value\": REPR, \"invocation\": N, \"test\": T, \"line\": L}, ...]}.";
 
 pub(crate) const STATE_SNAPSHOTS: &str = "\
-At each observation (as `value_history`, `event = \"line\"` or `\"return\"`), the state of \
+At each observation (the observation convention), the state of \
 `variables` (every bound local when absent; unbound ones are left out). Answer: \
 {\"state_snapshots\": [{\"line\": L, \"invocation\": N, \"test\": T, \"state\": {NAME: REPR}, \
 \"variables\": [{\"variable\", \"value\"}]}, ...]}.";
