@@ -48,12 +48,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Format::Hf => return hf(&dirs, &a.out_dir),
     };
     let report = export::export(format, &dirs, &a.out_dir);
-    for s in &report.skipped {
-        eprintln!("flux: note: skipped {}: {}", s.dir.display(), s.reason);
-    }
-    for e in &report.errors {
-        eprintln!("flux: error: {e}");
-    }
+    notes(&report.skipped, &report.errors);
     println!(
         "exported {} instance(s) to {} ({}); {} skipped, {} error(s)",
         report.exported.len(),
@@ -71,12 +66,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
     let report = flux_instance::hf::export(dirs, out);
-    for (dir, reason) in &report.skipped {
-        eprintln!("flux: note: skipped {}: {reason}", dir.display());
-    }
-    for e in &report.errors {
-        eprintln!("flux: error: {e}");
-    }
+    notes(&report.skipped, &report.errors);
     let splits: Vec<String> = report
         .splits
         .iter()
@@ -95,4 +85,13 @@ fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn notes(skipped: &[export::Skipped], errors: &[flux_instance::InstanceError]) {
+    for s in skipped {
+        eprintln!("flux: note: skipped {}: {}", s.dir.display(), s.reason);
+    }
+    for e in errors {
+        eprintln!("flux: error: {e}");
+    }
 }
