@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod bench_extract;
 mod cache;
 mod eval;
 mod export;
@@ -53,6 +54,10 @@ enum Cmd {
     /// as JSON (for `cargo xtask bench harvest`).
     #[command(hide = true)]
     BenchRun(run_instance::Args),
+    /// Time answering many questions of one trace, per question and with one index (for
+    /// `cargo xtask bench extract`).
+    #[command(hide = true)]
+    BenchExtract(bench_extract::Args),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +74,7 @@ fn main() -> ExitCode {
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::BenchRun(a) => run_instance::run(a),
+        Cmd::BenchExtract(a) => bench_extract::run(a),
     };
     match result {
         Ok(code) => code,

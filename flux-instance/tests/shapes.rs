@@ -539,3 +539,47 @@ fn invariant_report_and_a_single_invariant() {
                "violating_iteration_count": 1})
     );
 }
+
+/// The generator's view of `parse`: what its run offers, from the same definitions.
+#[test]
+fn candidates_enumerate_loops_branches_exceptions_callees_values() {
+    let t = trace();
+    let ix = flux_trace::TraceIndex::new(&t);
+    let c = flux_extract::candidates(&ix, "parse", None).unwrap();
+    assert_eq!(c.invocations, 3);
+    assert_eq!(c.tests, vec![T_PARSE, T_NEGATIVE, T_EMPTY]);
+    assert_eq!(c.loops.len(), 1);
+    let l = &c.loops[0];
+    assert_eq!((l.header, l.body_first_line, l.body_end), (28, 29, 38));
+    assert_eq!(l.iterations, vec![4, 2, 0]);
+    assert_eq!(l.entered, 3);
+    // `if n < 0` (34) goes to `break` once (test_negative) and on four times; `elif n > limit`
+    // (36) is true twice (tok 5 and 4), false twice.
+    let b = |line: u32| c.branches.iter().find(|b| b.line == line).unwrap();
+    assert_eq!((b(34).taken_true, b(34).taken_false), (1, 4));
+    assert_eq!((b(34).tests_true, b(34).tests_false), (1, 2));
+    assert_eq!((b(36).taken_true, b(36).taken_false), (2, 2));
+    let e = &c.exceptions[0];
+    assert_eq!(
+        (e.exception_type.as_str(), e.events, e.caught, e.crossed_in, e.crossed_out),
+        ("ValueError", 1, 1, 0, 0)
+    );
+    assert_eq!(c.callees.len(), 1);
+    assert_eq!(
+        (c.callees[0].function.as_str(), c.callees[0].calls),
+        ("parse.<locals>.<listcomp>", 3)
+    );
+    // `n` is shown after line 31 (int(tok)) with the values 1, 5, 2, 4, -1.
+    let n = c
+        .values
+        .iter()
+        .find(|v| v.line == 31 && v.variable == "n")
+        .unwrap();
+    assert_eq!((n.observations, n.distinct_values), (5, 5));
+    // Registry.add's KeyError crosses out of it into fill.
+    let f = flux_extract::candidates(&ix, "fill", None).unwrap();
+    let k = &f.exceptions[0];
+    assert_eq!((k.crossed_in, k.caught), (1, 1));
+    let a = flux_extract::candidates(&ix, "Registry.add", None).unwrap();
+    assert_eq!(a.exceptions[0].crossed_out, 1);
+}
