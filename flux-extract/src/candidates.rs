@@ -4,7 +4,7 @@
 //! Every count uses the same definitions as the extractors (an iteration as `loop_stats` with
 //! `count = "header"`, a callee as `call_sequence`, a raise as `exception_info`), so a
 //! candidate's numbers predict what the extractor will answer.
-use crate::common::{facts_of, invocations, Ix};
+use crate::common::{all_invocations, facts_of, Ix};
 use crate::{calls, loops, ExtractError, Params};
 use flux_trace::{Kind, TraceIndex};
 use serde::Serialize;
@@ -98,15 +98,8 @@ pub fn candidates(
         m.insert("file".into(), json!(f));
     }
     let p = Params::new(m);
-    let invs = invocations(ix, &p, function)?;
-    let Some(first) = invs.first() else {
-        return Err(ExtractError::NoInvocation {
-            function: function.to_string(),
-            count: 0,
-            asked: 1,
-            scope: String::new(),
-        });
-    };
+    let invs = all_invocations(ix, &p, function)?;
+    let first = invs[0];
     let the_file = first
         .first_call(ix.trace)
         .map(|e| e.file.clone())

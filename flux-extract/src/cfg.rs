@@ -1,8 +1,6 @@
 //! Intra-procedural control flow: S1 (`executed_path`, `covered_lines`, `line_counts`) and M1
 //! (`coverage_across_tests`, `line_classes`).
-use crate::common::{
-    all_invocations, facts_of, in_test_order, invocations, pick_invocation, Ix, Loc, Norm,
-};
+use crate::common::{all_invocations, facts_of, in_test_order, pick_invocation, Ix, Loc, Norm};
 use crate::{ExtractError, Params};
 use flux_trace::query::Invocation;
 use flux_trace::{Kind, TraceIndex};
@@ -105,6 +103,25 @@ fn lines_while_active(ix: &Ix<'_>, invs: &[&Invocation], functions: &[String]) -
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The (normalised) lines of `invs` executed in each test.
+fn lines_per_test<'t>(
+    ix: &Ix<'t>,
+    invs: &[&Invocation],
+    norm: Norm<'_>,
+) -> BTreeMap<&'t str, BTreeSet<u32>> {
+    let mut per_test: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
+    for i in own_lines(ix, invs) {
+        let e = ix.event(i);
+        if !e.test.is_empty() {
+            per_test
+                .entry(e.test.as_str())
+                .or_default()
+                .insert(norm.statement(e.line));
+        }
+    }
+    per_test
 }
 
 pub(crate) fn executed_path(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
@@ -240,16 +257,7 @@ pub(crate) fn coverage_across_tests(
     let function = p.str("function")?;
     let invs = all_invocations(ix, p, function)?;
     let norm = Norm::new(ix, p, invs[0])?;
-    let mut per_test: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
-    for i in own_lines(ix, &invs) {
-        let e = ix.event(i);
-        if !e.test.is_empty() {
-            per_test
-                .entry(e.test.as_str())
-                .or_default()
-                .insert(norm.statement(e.line));
-        }
-    }
+    let per_test = lines_per_test(ix, &invs, norm);
     let tests = ix.test_ids();
     if let Some(line) = p.opt_line("line")? {
         let covering: BTreeSet<String> = per_test
@@ -282,27 +290,11 @@ pub(crate) fn coverage_across_tests(
 
 pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let invs = invocations(ix, p, function)?;
-    let Some(first) = invs.first() else {
-        return Err(ExtractError::NoInvocation {
-            function: function.to_string(),
-            count: 0,
-            asked: 1,
-            scope: String::new(),
-        });
-    };
+    let invs = all_invocations(ix, p, function)?;
+    let first = invs[0];
     let norm = Norm::new(ix, p, first)?;
     let range = range_lines(ix, p, first, "statements")?;
-    let mut per_test: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
-    for i in own_lines(ix, &invs) {
-        let e = ix.event(i);
-        if !e.test.is_empty() {
-            per_test
-                .entry(e.test.as_str())
-                .or_default()
-                .insert(norm.statement(e.line));
-        }
-    }
+    let per_test = lines_per_test(ix, &invs, norm);
     let tests: Vec<String> = match p.choice_or("tests", &["all", "running"], "all")? {
         "running" => ix
             .test_ids()

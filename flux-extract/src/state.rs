@@ -379,4 +379,4 @@ pub(crate) fn state_snapshots(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,5 +1,6 @@
 //! Extractors on a trace of real Python 3.11 code (`fixtures/sample.py`), made by
-//! `fixtures/mktrace.py` with sys.settrace following the flux-trace contract. The expected
+//! `fixtures/mktrace.py` (`. sample /src/sample.py`) with sys.settrace following the flux-trace
+//! contract (with the file's static facts). The expected
 //! answers were worked out by hand from the source and checked against the listed events.
 use flux_extract::{extract, params, uses_from_source};
 use flux_trace::Trace;

@@ -2,7 +2,8 @@
 //! its parameters, SWE-Flux's template and, where its names differ from the extractor's,
 //! `[extractor.answer]` bindings, compiled and cut exactly as an instance's are.
 //!
-//! The trace is `fixtures/shapes.jsonl`, made by `fixtures/mktrace.py` with sys.settrace under
+//! The trace is `fixtures/shapes.jsonl`, made by `flux-extract/tests/fixtures/mktrace.py` (see
+//! its doc for the command) with sys.settrace under
 //! Python 3.11 from `fixtures/shapes.py` (a program written for this test in the style of the
 //! store's targets, not one of its files), with the file's static facts from
 //! `flux_hook.static_facts` and `check` events for three predicates. Every expected answer was

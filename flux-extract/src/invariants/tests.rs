@@ -2,35 +2,8 @@ use crate::testkit::TraceBuilder;
 use crate::{extract, params};
 use serde_json::json;
 
-/// f(n) at 1: 2 `i = 0`, 3 `while i < n:`, 4 `i += 1`, 5 `return i`.
-/// Called with n=2 in test_a: call{n:2} 2 3{i:0} 4 3{i:1} 4 3{i:2} 5 return.
-/// After line 4's 1st execution the next frame event is `3{i:1}` → i = '1';
-/// after its 2nd → '2'. After line 2 → i = '0' (seen on the line-3 event).
-/// Called with n=1 in test_b: after line 4's 1st execution i = '1'.
-fn counting() -> flux_trace::Trace {
-    TraceBuilder::new()
-        .test("t.py::test_a")
-        .call("f", 1, &[("n", "2")])
-        .line(2, &[])
-        .line(3, &[("i", "0")])
-        .line(4, &[])
-        .line(3, &[("i", "1")])
-        .line(4, &[])
-        .line(3, &[("i", "2")])
-        .line(5, &[])
-        .ret("2")
-        .end("passed")
-        .test("t.py::test_b")
-        .call("f", 1, &[("n", "1")])
-        .line(2, &[])
-        .line(3, &[("i", "0")])
-        .line(4, &[])
-        .line(3, &[("i", "1")])
-        .line(5, &[])
-        .ret("1")
-        .end("passed")
-        .build()
-}
+/// The fixture of the state tests: f(n) counting i up to n, in two tests.
+use crate::state::tests::counting;
 
 #[test]
 fn invariants_in_one_test_and_across_tests() {

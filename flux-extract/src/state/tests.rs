@@ -7,7 +7,7 @@ use serde_json::json;
 /// After line 4's 1st execution the next frame event is `3{i:1}` → i = '1';
 /// after its 2nd → '2'. After line 2 → i = '0' (seen on the line-3 event).
 /// Called with n=1 in test_b: after line 4's 1st execution i = '1'.
-fn counting() -> flux_trace::Trace {
+pub(crate) fn counting() -> flux_trace::Trace {
     TraceBuilder::new()
         .test("t.py::test_a")
         .call("f", 1, &[("n", "2")])
