@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 pub(crate) const CALL_SEQUENCE: &str = "\
-The calls made by the Nth invocation of `function`, in order: every `call` event whose parent \
+The calls made by the Nth invocation of `function`, in order (without `function`: every start of \
+the functions of `functions` in the trace, in order, within `test` if given): every `call` event whose parent \
 is an activation of that frame (with `transitive = true`, of any frame running while it is \
 active: every call it makes directly or through callees), except resumptions of an existing \
 generator/coroutine frame (counted too with `resumptions = true`), optionally only callees whose \
@@ -166,8 +167,10 @@ fn call_record(ix: &Ix<'_>, loc: Loc<'_>, norm: Norm<'_>, i: usize, direct: bool
 }
 
 pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
-    let function = p.str("function")?;
     let sel = CallSel::new(p)?;
+    let Some(function) = p.opt_str("function")? else {
+        return calls_in_trace(ix, p, &sel);
+    };
     let (_, inv) = pick_invocation(ix, p, function)?;
     let norm = Norm::new(ix, p, inv)?;
     let loc = Loc::new(p)?;
@@ -187,6 +190,29 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     for i in calls_under(ix, inv, &sel) {
         let direct = own.contains(&ix.event(i).parent);
         seq.push(call_record(ix, loc, norm, i, direct));
+    }
+    Ok(json!({ "call_sequence": seq }))
+}
+
+/// Without `function`: every start (fresh call) of the selected functions in the trace (in
+/// `test`, under `file`), in trace order; `line` is the call site in the caller's frame.
+fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, ExtractError> {
+    let loc = Loc::new(p)?;
+    let filter = crate::common::filter(p)?;
+    let mut seq = Vec::new();
+    for inv in ix.all_invocations() {
+        let Some(&first) = inv.events.first() else {
+            continue;
+        };
+        if sel.keeps(ix.event(first)) && ix.passes(inv, filter) {
+            let mut v = loc.record(ix.event(first), None);
+            v["line"] = json!(call_site(ix, first));
+            v["caller"] = json!(ix
+                .call_event(ix.event(first).parent)
+                .map(|c| c.name())
+                .unwrap_or(""));
+            seq.push(v);
+        }
     }
     Ok(json!({ "call_sequence": seq }))
 }

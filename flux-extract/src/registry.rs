@@ -744,10 +744,15 @@ pub(crate) static REGISTRY: &[Extractor] = &[
     },
     Extractor {
         name: "call_sequence",
-        kinds: &[K::S6],
+        kinds: &[K::S6, K::M6],
         doc: calls::CALL_SEQUENCE,
         params: &[
-            FUNCTION,
+            p(
+                "function",
+                T::Str,
+                "the calls made by an invocation of this function (qualname); without it, every \
+                 start of `functions` in the trace",
+            ),
             INVOCATION,
             TEST,
             FILE,
@@ -965,6 +970,11 @@ pub(crate) fn check_combinations(ex: &Extractor, p: &Params) -> Result<(), Extra
                     param: "exactly one of `variable` and `variables`".into(),
                 });
             }
+        }
+        "call_sequence" if !has("function") && !has("functions") => {
+            return Err(ExtractError::MissingParam {
+                param: "function (or functions)".into(),
+            });
         }
         "raising_tests" if !has("type") && !has("escapes") => {
             return Err(ExtractError::MissingParam {

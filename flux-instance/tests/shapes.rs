@@ -120,6 +120,18 @@ fn function_call_order_and_callee_sequence() {
         ),
         json!({"function_call_order": [f("Registry.get"), f("Registry.get"), f("Registry.size")]})
     );
+    // Across a test: every start of the tracked functions, in order, with no target.
+    assert_eq!(
+        answer(
+            "call_sequence",
+            json!({"functions": ["Registry.__init__", "Registry.add", "walk"],
+                   "test": "test_registry"}),
+            r#"{"function_call_order": [{"file": "str", "func": "str"}]}"#,
+            &[("/function_call_order", "/call_sequence")]
+        ),
+        json!({"function_call_order": [f("Registry.__init__"), f("Registry.add"),
+               f("Registry.add"), f("Registry.add"), f("walk")]})
+    );
     assert_eq!(
         answer(
             "call_sequence",
