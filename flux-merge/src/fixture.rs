@@ -300,6 +300,22 @@ impl Fixture {
             }
         }
         self.usdt.sort_by_key(|r| r.ts);
+        self.compact_strings();
+    }
+
+    /// Keep only the strings the records name, in order of first use.
+    fn compact_strings(&mut self) {
+        let mut map: HashMap<u32, u32> = HashMap::new();
+        let mut table = Vec::new();
+        for r in &mut self.usdt {
+            for i in [&mut r.file, &mut r.func] {
+                *i = *map.entry(*i).or_insert_with(|| {
+                    table.push(self.strings.get(*i as usize).cloned().unwrap_or_default());
+                    table.len() as u32 - 1
+                });
+            }
+        }
+        self.strings = table;
     }
 
     /// Of each process's USDT events before its hook's first record, keep the last few.

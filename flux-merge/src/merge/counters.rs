@@ -8,7 +8,8 @@ use flux_trace::Trace;
 pub(super) struct Counters {
     /// `hook-own-work`: USDT events of code the hook itself ran.
     pub hook_internal_dropped: u64,
-    /// `unmatched-returns` (USDT entries): returns of frames whose entry was never placed.
+    /// `unmatched-returns`: returns of frames whose entry was never placed (nothing open, or
+    /// with USDT entries).
     pub pre_hook_returns: u64,
     /// `unwind-reconcile`: activations closed as unwound by a return lower in the stack.
     pub reconciled_unwind: u64,
@@ -28,6 +29,8 @@ pub(super) struct Counters {
     pub joined_returns: u64,
     /// `before-hook`: USDT events before the process's hook was installed.
     pub before_hook_install: u64,
+    /// `after-hook`: USDT events after the process's hook's last record (3.11).
+    pub after_hook: u64,
     /// `test-windows`: events outside test windows.
     pub outside_windows: u64,
     /// `target-extents`: events outside target extents.
@@ -40,7 +43,7 @@ pub(super) struct Counters {
 const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
-    fn named(&self) -> [(&'static str, u64); 13] {
+    fn named(&self) -> [(&'static str, u64); 14] {
         [
             ("merge.reconciled_unwind", self.reconciled_unwind),
             ("merge.usdt_lines_dropped_for_hook_lines", self.usdt_lines_dropped),
@@ -52,6 +55,7 @@ impl Counters {
             ("merge.usdt_returns_of_frames_started_before_hook", self.pre_hook_returns),
             ("merge.usdt_events_of_hook_internals_dropped", self.hook_internal_dropped),
             ("merge.usdt_events_before_hook_install", self.before_hook_install),
+            ("merge.usdt_events_after_hook_end", self.after_hook),
             ("merge.events_outside_test_windows", self.outside_windows),
             ("merge.events_outside_target_extents", self.outside_extents),
             ("merge.usdt_target_entries_dropped_for_hook_starts", self.target_entries_dropped),

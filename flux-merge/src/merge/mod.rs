@@ -23,7 +23,9 @@
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
 //! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it |
 //! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
-//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: the hook's own frame (3.11), or a frame started before the hook (3.15); with the hook alone, a problem |
+//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, code the hook did not see (a problem, never "hook internals"); 3.15, a frame started before the hook (counted) |
+//! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |
+//! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
 //! | `never-returned` | [`thread`] | an activation still open when its thread's timeline ends is a problem |
 //! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped |

@@ -4,6 +4,9 @@
 //! - `before-hook`: with USDT calls, USDT events of a process before its hook's first record
 //!   (interpreter start-up, before `sitecustomize`) are left out and counted; a process with USDT
 //!   events and no hook stream is a problem (its calls cannot be placed).
+//! - `after-hook` (3.11, the hook reports every start): USDT events of a process after its
+//!   hook's last record (interpreter shutdown after `bye`, finalizers) cannot be placed and are
+//!   left out and counted.
 //! - `test-windows` (scope `tests`/`targets`): per process, only what lies inside the windows its
 //!   hook opened and closed (`wo`/`wc`) counts; the rest (start-up before the hook zeroed the
 //!   semaphores, shutdown after it gave them back) is left out and counted.
@@ -48,6 +51,8 @@ pub(super) type Timelines<'a> = BTreeMap<(u32, u32), Vec<Item<'a>>>;
 struct Spans {
     /// Per process: the time of its hook's first record.
     hook_start: HashMap<u32, u64>,
+    /// Per process: the time of its hook's last record.
+    hook_end: HashMap<u32, u64>,
     /// Per process: its test windows (scope `tests`/`targets`).
     windows: HashMap<u32, Vec<(u64, u64)>>,
     /// Per thread: its target extents (scope `targets`).
@@ -60,6 +65,7 @@ impl Spans {
     fn new(hook: &HookCapture, plan: &Plan, problems: &mut Vec<String>) -> Spans {
         let mut sp = Spans {
             hook_start: HashMap::new(),
+            hook_end: HashMap::new(),
             windows: HashMap::new(),
             extents: HashMap::new(),
             targets_scoped: HashSet::new(),
@@ -68,6 +74,14 @@ impl Spans {
             if let Some(t) = s.records.iter().map(|r| r.ts()).min() {
                 let e = sp.hook_start.entry(s.pid).or_insert(t);
                 *e = (*e).min(t);
+            }
+            let last = s.records.iter().map(|r| match r {
+                Rec::Internal { until, .. } => *until,
+                r => r.ts(),
+            });
+            if let Some(t) = last.max() {
+                let e = sp.hook_end.entry(s.pid).or_insert(t);
+                *e = (*e).max(t);
             }
             if plan.scope.windows() {
                 sp.add_windows(s, problems);
@@ -162,6 +176,10 @@ pub(super) fn timelines<'a>(
                 }
                 _ => {}
             }
+        }
+        if plan.hook_entries() && sp.hook_end.get(&e.pid).is_some_and(|t| e.ts > *t) {
+            c.after_hook += 1;
+            continue;
         }
         threads.entry((e.pid, e.tid)).or_default().push(Item::Usdt(e));
     }

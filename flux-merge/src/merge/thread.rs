@@ -1,8 +1,8 @@
 //! One thread's timeline turned into events: the stack of activations.
 //!
 //! Rules (names as in the merge's module doc): `activation-stack`, `unwind-reconcile`,
-//! `join-returns`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `extent-edges`,
-//! `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
+//! `join-returns`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
+//! `extent-edges`, `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
 //! [`super::hook_work`].
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
 use super::counters::Counters;
@@ -55,6 +55,16 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     pub(super) fn run(mut self, items: &[Item]) {
+        if self.sh.plan.hook_entries() && !items.iter().any(|i| matches!(i, Item::Hook(..))) {
+            // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
+            // a thread with USDT events and no hook record ran untraced (started with
+            // `_thread.start_new_thread`, or by C code): none of its calls can be placed.
+            let n = items.len();
+            let (pid, tid) = (self.pid, self.tid);
+            return self.problem(format!(
+                "thread {pid}/{tid} made {n} USDT events but the hook never traced it (started with _thread.start_new_thread, or from C?): its calls are missing"
+            ));
+        }
         for item in items {
             self.settle_hook_end(item);
             match item {
@@ -219,10 +229,21 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn unmatched_return(&mut self, e: &Event) {
         let plan = self.sh.plan;
         if plan.hook_entries() {
-            // Without USDT entries (3.11) a return that is not the top activation's is a
-            // frame of the hook's (3.11 fires a return for every frame exit, exception exits
-            // included, so nothing else of the program's can produce one).
-            self.c.hook_internal_dropped += 1;
+            // Without USDT entries (3.11) the hook reports every start it sees. A return with
+            // nothing open is a frame below the ones it traced in this thread (threading's
+            // `_bootstrap`, started before the thread's trace function). Anything else ran
+            // unseen by the hook — the program's own `sys.settrace` in force, a thread it does
+            // not trace — (the hook's own work was claimed above): calls are missing (17.2).
+            if self.stack.is_empty() {
+                self.c.pre_hook_returns += 1;
+            } else {
+                let top = self.stack.last().expect("non-empty");
+                let p = format!(
+                    "USDT return of {} ({}:{}) in thread {}/{} while {} runs, with no start the hook reported: code the hook did not see ran (the program's own sys.settrace?), its calls are missing",
+                    e.func, e.file, e.line, self.pid, self.tid, top.func
+                );
+                self.problem(p);
+            }
         } else if plan.merged() {
             // With USDT entries: a frame that started before the hook was installed (its
             // entry was left out), or an interpreter shim frame that fires no entry (3.13+'s
