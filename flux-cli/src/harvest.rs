@@ -31,6 +31,10 @@ pub struct Args {
     /// nearest `.flux-cache` above the current directory, else `./.flux-cache`.
     #[arg(long)]
     cache: Option<PathBuf>,
+    /// The most USDT events of the program kept per run; past it the test is stopped and the
+    /// instance fails naming the budget.
+    #[arg(long, default_value_t = 20_000_000)]
+    max_events: usize,
     /// Also print one JSON object per instance on stdout.
     #[arg(long)]
     json: bool,
@@ -73,6 +77,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut opts = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
     opts.check = a.check;
     opts.replace = a.replace;
+    opts.tracer.max_events = a.max_events.max(1);
     opts.runtime = match a.runtime {
         RuntimeArg::Auto => Runtime::Auto,
         RuntimeArg::Docker => Runtime::Docker,

@@ -37,7 +37,21 @@ pub struct Drained {
     pub unreadable_strings: u64,
     /// Events dropped past the budget (`TracerOptions::max_events`).
     pub over_budget: u64,
+    /// Events of the program: all but those in the hook's own files, which the merge drops
+    /// (the event budget counts these, not the hook's own work).
+    pub program_events: u64,
 }
+
+impl Drained {
+    /// Whether the program's events are past `budget` (or all events past four times it: the
+    /// agent holds them in memory, the hook's own included).
+    pub fn over(&self, budget: usize) -> bool {
+        self.program_events >= budget as u64 || self.events.len() >= budget.saturating_mul(4)
+    }
+}
+
+/// The first words of the problem a trace gets when its program was stopped by the budget.
+pub const BUDGET_PROBLEM: &str = "the event budget ran out";
 
 /// Kernel-side counters, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -88,6 +102,10 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
     if ![KIND_CALL, KIND_RETURN, KIND_LINE].contains(&e.tag) {
         out.malformed += 1;
         return;
+    }
+    let file = out.strings.get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
+    if !file.is_some_and(|f| crate::merge::is_hook_file(f)) {
+        out.program_events += 1;
     }
     out.events.push(RawEvent {
         kind: e.tag,
@@ -146,8 +164,8 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
     let mut problems = Vec::new();
     if drained.over_budget > 0 {
         problems.push(format!(
-            "the event budget ran out: the program made more than {} USDT events (--max-events), so it was stopped (killed) and {} events were not kept",
-            drained.events.len(),
+            "{BUDGET_PROBLEM}: the program made more than {} USDT events, over the event budget (--max-events), so it was stopped (killed) and {} events were not kept",
+            drained.program_events,
             drained.over_budget
         ));
     }

@@ -44,6 +44,7 @@ use std::collections::HashMap;
 mod codes;
 mod counters;
 mod hook_work;
+pub(crate) use hook_work::is_hook_file;
 mod scopes;
 mod thread;
 
