@@ -12,7 +12,9 @@
 //! and clock, and addresses in reprs become `0x?`. It also trims what no rule needs in bulk:
 //! of the USDT events a process made before its hook's first record (interpreter start-up,
 //! which rule `before-hook` drops), only the last [`KEEP_BEFORE_HOOK`] are kept, and the
-//! kernel's event count is reduced to match (`trimmed_before_hook` says how many went).
+//! kernel's event count is reduced to match (`trimmed_before_hook` says how many went); of the
+//! USDT events inside the hook's own work that rule `hook-own-work` drops unread, only the first
+//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`).
 //!
 //! Format (JSON lines): a header object, then `["S", index, string]` (a string of the table),
 //! `["U", kind, ts, pid, tid, line, file, func]` (a USDT record; kind as in `flux-common`,
@@ -29,6 +31,8 @@ use std::sync::Arc;
 
 /// USDT events before a process's hook that a fixture keeps (see the module doc).
 pub const KEEP_BEFORE_HOOK: usize = 8;
+/// USDT events per thread inside the hook's own work that a fixture keeps.
+pub const KEEP_HOOK_WORK: usize = 32;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Header {
@@ -45,6 +49,8 @@ pub struct Header {
     pub usdt: Option<UsdtHeader>,
     #[serde(default)]
     pub trimmed_before_hook: u64,
+    #[serde(default)]
+    pub trimmed_hook_work: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -120,6 +126,7 @@ impl Fixture {
                     over_budget: d.over_budget,
                 }),
                 trimmed_before_hook: 0,
+                trimmed_hook_work: 0,
             },
             strings,
             usdt: recs,
@@ -242,6 +249,7 @@ impl Fixture {
     /// Make the recording reproducible and small (see the module doc).
     pub fn normalise(&mut self) {
         self.trim_before_hook();
+        self.trim_hook_work();
         let mut hook: Vec<Vec<J>> = self
             .hook
             .iter()
@@ -316,6 +324,36 @@ impl Fixture {
             }
         }
         self.strings = table;
+    }
+
+    /// Of the USDT events inside the hook's own work that no rule reads (see
+    /// [`crate::merge::hook_work_interior`]), keep the first few per thread.
+    fn trim_hook_work(&mut self) {
+        let Some((Some(usdt), hook)) = Some(self.inputs()) else { return };
+        // The trace's events are `self.usdt` stably sorted by time.
+        let mut order: Vec<usize> = (0..self.usdt.len()).collect();
+        order.sort_by_key(|i| self.usdt[*i].ts);
+        let interior = crate::merge::hook_work_interior(&usdt.events, &hook, &self.header.plan);
+        let mut per_thread: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut drop = vec![false; self.usdt.len()];
+        for i in interior {
+            let r = &self.usdt[order[i]];
+            let n = per_thread.entry((r.pid, r.tid)).or_default();
+            *n += 1;
+            if *n > KEEP_HOOK_WORK {
+                drop[order[i]] = true;
+            }
+        }
+        let mut i = 0;
+        self.usdt.retain(|_| {
+            i += 1;
+            !drop[i - 1]
+        });
+        let trimmed = drop.iter().filter(|d| **d).count() as u64;
+        self.header.trimmed_hook_work += trimmed;
+        if let Some(u) = &mut self.header.usdt {
+            u.counters.events = u.counters.events.saturating_sub(trimmed);
+        }
     }
 
     /// Of each process's USDT events before its hook's first record, keep the last few.

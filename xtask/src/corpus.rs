@@ -193,7 +193,8 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
     let raw = tmp.join("input.jsonl");
     let mut c = Command::new(flux);
     c.args(["trace", "--calls", "usdt", "--config"]).arg(&cfg);
-    c.arg("--record-merge-input").arg(&raw).args(["--out", "/dev/null", "--accept-incomplete"]);
+    let live = tmp.join("trace.jsonl");
+    c.arg("--record-merge-input").arg(&raw).arg("--out").arg(&live).arg("--accept-incomplete");
     if let Some(r) = &py.root {
         c.arg("--root").arg(r).arg("--python").arg(root.join(py.exe.trim_start_matches('/')));
     }
@@ -208,12 +209,41 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
         bail!("flux wrote no merge input: {}", String::from_utf8_lossy(&out.stderr));
     }
     let text = std::fs::read(&raw)?;
+    let live = std::fs::read(&live).context("reading the live trace")?;
     let _ = std::fs::remove_dir_all(&tmp);
+    faithful(&text, &live, &stem)?;
     std::fs::create_dir_all(dest.parent().unwrap())?;
     let f = std::fs::File::create(dest)?;
     // Fixed header fields (no name, no time): the same input gives the same bytes.
     let mut gz = flate2::GzBuilder::new().mtime(0).write(f, flate2::Compression::best());
     gz.write_all(&text)?;
     gz.finish()?;
+    Ok(())
+}
+
+/// The fixture (normalised and trimmed) must merge to what the live run merged: the same
+/// rendering but for the counts of what was trimmed. (Only for complete traces: problems name
+/// the run's real pids.)
+fn faithful(fixture: &[u8], live: &[u8], stem: &str) -> Result<()> {
+    use flux_merge::fixture::{render, Fixture};
+    let f = Fixture::read(fixture).map_err(|e| anyhow::anyhow!("reading the fixture back: {e}"))?;
+    let live = flux_trace::Trace::read_jsonl(live, "live trace")?;
+    if !live.meta.complete {
+        return Ok(());
+    }
+    let strip = |t: &str| -> String {
+        t.lines().filter(|l| !l.starts_with("count ")).map(|l| format!("{l}\n")).collect()
+    };
+    let file = format!("/{stem}.py");
+    let (a, b) = (strip(&render(&f.merged(), &file)), strip(&render(&live, &file)));
+    if a != b {
+        let i = a.lines().zip(b.lines()).take_while(|(x, y)| x == y).count();
+        bail!(
+            "the fixture does not merge to the live trace (line {}: {:?} vs {:?})",
+            i + 1,
+            a.lines().nth(i),
+            b.lines().nth(i)
+        );
+    }
     Ok(())
 }

@@ -104,6 +104,37 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     trace
 }
 
+/// Indices into `usdt` (a USDT trace's events) of the events rule `hook-own-work` drops without
+/// any rule reading them: those inside a span of the hook's own work (`hx`), and those of other
+/// files inside a bracket of the hook's frames. A fixture may leave them out (all but a few)
+/// without changing the merge; see `fixture::Fixture::normalise`.
+pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
+    let mut c = counters::Counters::default();
+    let mut problems = Vec::new();
+    let threads = scopes::timelines(usdt, hook, plan, &mut c, &mut problems);
+    let base = usdt.as_ptr() as usize;
+    let size = std::mem::size_of::<Event>().max(1);
+    let mut out = Vec::new();
+    for items in threads.values() {
+        let mut work = hook_work::HookWork::default();
+        for item in items {
+            match item {
+                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => work.busy(*until),
+                scopes::Item::Hook(_, r) if matches!(r, crate::protocol::Rec::ExtentOpen { .. } | crate::protocol::Rec::ExtentClose { .. }) => work.reset_bracket(),
+                scopes::Item::Hook(..) => {}
+                scopes::Item::Usdt(e) => {
+                    let interior = work.busy_at(e.ts) || (work.inside() && !is_hook_file(&e.file));
+                    if work.claims(e) && interior {
+                        out.push((*e as *const Event as usize - base) / size);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// A hook that says it runs under another policy than the plan's cannot be merged by it.
 fn disagreement(s: &crate::protocol::Stream, plan: &Plan) -> Option<String> {
     let h = s.hello.as_ref()?;
