@@ -2,8 +2,11 @@
 //! witness-corpus program, see `flux_merge::fixture` and `cargo xtask record-merge-corpus`) is
 //! merged and rendered, and the text must equal its snapshot (`<fixture>.snap`). Runs without
 //! root, eBPF or Python. `UPDATE_EXPECT=1` rewrites the snapshots; review their diff.
-use flux_merge::fixture::{render, Fixture};
+use flux_merge::fixture::render;
 use std::path::{Path, PathBuf};
+
+mod support;
+use support::load;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
@@ -28,12 +31,6 @@ fn fixtures() -> Vec<(String, String, PathBuf)> {
     }
     v.sort();
     v
-}
-
-pub fn load(path: &Path) -> Fixture {
-    let f = std::fs::File::open(path).unwrap();
-    let r = std::io::BufReader::new(flate2::read::GzDecoder::new(f));
-    Fixture::read(r).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn snapshot_of(path: &Path) -> PathBuf {

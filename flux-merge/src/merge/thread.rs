@@ -28,6 +28,9 @@ pub(super) struct Thread<'a, 'o> {
     /// frame_key -> (frame id, file, func) of a suspended generator/coroutine frame.
     suspended: HashMap<u64, (u64, String, String)>,
     work: HookWork,
+    /// (file, func) of activations closed by `unwind-reconcile`, with how many: a later USDT
+    /// return of one of them means the inference was wrong.
+    inferred: HashMap<(String, String), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
     c: &'o mut Counters,
@@ -48,6 +51,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             stack: Vec::new(),
             suspended: HashMap::new(),
             work: HookWork::default(),
+            inferred: HashMap::new(),
             next_act,
             out,
             c,
@@ -178,6 +182,9 @@ impl<'a, 'o> Thread<'a, 'o> {
         while self.stack.len() > pos + 1 {
             let o = self.stack.pop().expect("len > pos+1");
             self.c.reconciled_unwind += 1;
+            if o.hook_end.is_none() {
+                *self.inferred.entry((o.file.clone(), o.func.clone())).or_default() += 1;
+            }
             if o.by_return && !o.identified {
                 self.problem(unnamed(&o, None, self.pid, self.tid));
             }
@@ -245,6 +252,17 @@ impl<'a, 'o> Thread<'a, 'o> {
                 self.problem(p);
             }
         } else if plan.merged() {
+            let key = (e.file.clone(), e.func.clone());
+            if let Some(n) = self.inferred.get_mut(&key).filter(|n| **n > 0) {
+                // The frame was closed as unwound (no return probe, it seemed), and here is its
+                // return after all: the inference was wrong, and so are the parents since.
+                *n -= 1;
+                let (pid, tid) = (self.pid, self.tid);
+                return self.problem(format!(
+                    "USDT return of {} ({}:{}) in thread {pid}/{tid} after its activation was inferred unwound",
+                    e.func, e.file, e.line
+                ));
+            }
             // With USDT entries: a frame that started before the hook was installed (its
             // entry was left out), or an interpreter shim frame that fires no entry (3.13+'s
             // `__init__` cleanup frame).
