@@ -46,10 +46,6 @@ const FILES: &[(&str, &str)] = &[
         "flux_hook/pytest_plugin.py",
         include_str!("../../flux-hook/flux_hook/pytest_plugin.py"),
     ),
-    (
-        "flux_hook/symbols.py",
-        include_str!("../../flux-hook/flux_hook/symbols.py"),
-    ),
 ];
 
 /// Write the hook package into `dir` (which becomes a `PYTHONPATH` entry), readable by anyone

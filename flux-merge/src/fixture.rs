@@ -409,7 +409,7 @@ fn each_field(v: &J, mut f: impl FnMut(&str, &J)) {
     }
     let Some(a) = v.as_array() else { return };
     let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
-    for (name, x) in sp.fields.iter().zip(&a[1..]) {
+    for (name, x) in sp.fields.iter().chain(sp.optional).zip(&a[1..]) {
         f(name, x);
     }
 }
@@ -424,7 +424,7 @@ fn rewrite(v: &mut J, f: &dyn Fn(&str, &J) -> Option<J>) {
     }
     let Some(a) = v.as_array_mut() else { return };
     let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
-    for (name, x) in sp.fields.iter().zip(a.iter_mut().skip(1)) {
+    for (name, x) in sp.fields.iter().chain(sp.optional).zip(a.iter_mut().skip(1)) {
         if let Some(n) = f(name, x) {
             *x = n;
         }

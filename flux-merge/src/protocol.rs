@@ -22,6 +22,8 @@ pub struct RecordSpec {
     pub tag: &'static str,
     /// Field names after the tag, in order.
     pub fields: &'static [&'static str],
+    /// Fields that may follow them (dialect `swe-flux`), in order.
+    pub optional: &'static [&'static str],
     pub doc: &'static str,
 }
 
@@ -30,76 +32,91 @@ pub const RECORDS: &[RecordSpec] = &[
     RecordSpec {
         tag: "C",
         fields: &["code_id", "co_filename", "co_name", "co_qualname", "co_firstlineno", "last_line", "traits"],
+        optional: &["module"],
         doc: "a code object's definition, before its first use on this connection",
     },
     RecordSpec {
         tag: "c",
         fields: &["ts", "tid", "code_id", "frame_key", "line"],
+        optional: &["started", "changed_locals"],
         doc: "an activation starts (fresh: co_firstlineno; resumed: f_lineno)",
     },
     RecordSpec {
         tag: "r",
         fields: &["ts", "tid", "code_id", "frame_key", "line", "how", "payload", "changed_locals"],
+        optional: &[],
         doc: "an activation ends: how = return|yield|unwind",
     },
     RecordSpec {
         tag: "l",
         fields: &["ts", "tid", "code_id", "frame_key", "line", "changed_locals"],
+        optional: &[],
         doc: "a line of targeted code is about to run",
     },
     RecordSpec {
         tag: "x",
         fields: &["ts", "tid", "code_id", "frame_key", "line", "exc_type", "message", "kind"],
+        optional: &["changed_locals", "object"],
         doc: "an exception in targeted code: kind = raise|reraise|propagate",
     },
     RecordSpec {
         tag: "h",
         fields: &["ts", "tid", "code_id", "frame_key", "except_line", "exc_type", "message"],
+        optional: &[],
         doc: "a handler of targeted code starts",
     },
     RecordSpec {
         tag: "ts",
         fields: &["ts", "tid", "nodeid"],
+        optional: &[],
         doc: "a test starts",
     },
     RecordSpec {
         tag: "te",
         fields: &["ts", "tid", "nodeid", "outcome"],
+        optional: &[],
         doc: "a test ends: outcome = passed|failed|skipped|error",
     },
     RecordSpec {
         tag: "hx",
         fields: &["t0", "tid", "t1"],
+        optional: &[],
         doc: "3.11: from t0 to t1 this thread ran the hook's own work",
     },
     RecordSpec {
         tag: "wo",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope tests/targets: a test window opens",
     },
     RecordSpec {
         tag: "wc",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope tests/targets: a test window closes",
     },
     RecordSpec {
         tag: "xo",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope targets: this thread enters targeted code",
     },
     RecordSpec {
         tag: "xc",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope targets: this thread leaves targeted code",
     },
     RecordSpec {
         tag: "lost",
         fields: &["ts", "tid", "reason"],
+        optional: &[],
         doc: "records are (possibly) missing",
     },
     RecordSpec {
         tag: "bye",
         fields: &["n"],
+        optional: &[],
         doc: "the last record: n records were sent on this connection, hello and bye excluded",
     },
 ];
@@ -120,6 +137,8 @@ pub struct CodeDef {
     pub last_line: u32,
     /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] | [`CODE_TARGET`].
     pub traits: u32,
+    /// `__name__` of its globals: sent for targeted code in dialect `swe-flux` only.
+    pub module: Option<String>,
 }
 
 /// A generator, coroutine or async generator.
@@ -163,6 +182,31 @@ pub enum ExcKind {
     Raise,
     Reraise,
     Propagate,
+    /// Dialect `swe-flux`: a bare re-raise the hook inferred (3.11 reports no tracer event).
+    ReraiseInferred,
+    /// Dialect `swe-flux`: 3.11's `StopIteration` at the end of a `yield from`/`await`,
+    /// reported to tracers only (not a raise).
+    TracerOnly,
+}
+
+impl ExcKind {
+    const ALL: [ExcKind; 5] = [
+        ExcKind::Raise,
+        ExcKind::Reraise,
+        ExcKind::Propagate,
+        ExcKind::ReraiseInferred,
+        ExcKind::TracerOnly,
+    ];
+    /// The event's `outcome` (and the protocol's word).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExcKind::Raise => "raise",
+            ExcKind::Reraise => "reraise",
+            ExcKind::Propagate => "propagate",
+            ExcKind::ReraiseInferred => "reraise-inferred",
+            ExcKind::TracerOnly => "tracer-only",
+        }
+    }
 }
 
 /// `(repr, type name)`.
@@ -178,6 +222,11 @@ pub enum Rec {
         code: u32,
         frame: u64,
         line: u32,
+        /// Dialect `swe-flux`: opened by `gen.throw()`/`close()` without a tracer call event.
+        thrown: bool,
+        /// Dialect `swe-flux`, targeted code: locals changed since the frame's previous event.
+        locals: Locals,
+        deleted: Vec<String>,
     },
     Ret {
         ts: u64,
@@ -188,6 +237,8 @@ pub enum Rec {
         how: How,
         payload: Option<Pair>,
         locals: Locals,
+        /// Locals gone since the frame's previous event (dialect `swe-flux`).
+        deleted: Vec<String>,
     },
     Line {
         ts: u64,
@@ -196,6 +247,7 @@ pub enum Rec {
         frame: u64,
         line: u32,
         locals: Locals,
+        deleted: Vec<String>,
     },
     Exc {
         ts: u64,
@@ -206,6 +258,11 @@ pub enum Rec {
         ty: String,
         msg: String,
         kind: ExcKind,
+        /// Dialect `swe-flux`: locals changed before the exception, and the exception object
+        /// (plain repr, `type(e).__name__`).
+        locals: Locals,
+        deleted: Vec<String>,
+        object: Option<Pair>,
     },
     Handled {
         ts: u64,
@@ -450,25 +507,38 @@ impl<'a> Fields<'a> {
     /// The record's fields, if `tag` is known and the arity is exact.
     pub fn new(tag: &str, a: &'a [J]) -> Result<Fields<'a>, String> {
         let spec = spec(tag).ok_or_else(|| format!("unknown record tag {tag:?}"))?;
-        if a.len() != spec.fields.len() + 1 {
+        let n = a.len() - 1;
+        if n < spec.fields.len() || n > spec.fields.len() + spec.optional.len() {
             return Err(format!(
-                "record `{tag}` has {} fields, the protocol says {} ({})",
-                a.len() - 1,
+                "record `{tag}` has {n} fields, the protocol says {} ({}{}{})",
                 spec.fields.len(),
-                spec.fields.join(", ")
+                spec.fields.join(", "),
+                if spec.optional.is_empty() { "" } else { ", then optionally " },
+                spec.optional.join(", ")
             ));
         }
         Ok(Fields { spec, a })
     }
     fn get(&self, i: usize) -> &'a J {
-        &self.a[i + 1]
+        self.a.get(i + 1).unwrap_or(&J::Null)
+    }
+    /// Whether optional field `i` was sent.
+    pub fn has(&self, i: usize) -> bool {
+        i + 1 < self.a.len()
     }
     fn err(&self, i: usize, want: &str) -> String {
+        let name = self
+            .spec
+            .fields
+            .iter()
+            .chain(self.spec.optional)
+            .nth(i)
+            .copied()
+            .unwrap_or("?");
         format!(
-            "record `{}` field {} ({}): expected {want}, got {}",
+            "record `{}` field {} ({name}): expected {want}, got {}",
             self.spec.tag,
             i + 1,
-            self.spec.fields[i],
             self.get(i)
         )
     }
@@ -495,17 +565,31 @@ impl<'a> Fields<'a> {
         }
         pair(v).map(Some).ok_or_else(|| self.err(i, "null or [string, string]"))
     }
-    /// `{name: [repr, type]}` or null.
-    pub fn locals(&self, i: usize) -> Result<Locals, String> {
+    /// `{name: [repr, type] | null}` or null (absent: null): the changed locals, and the names
+    /// mapped to null (gone since the frame's previous event).
+    pub fn locals(&self, i: usize) -> Result<(Locals, Vec<String>), String> {
         let v = self.get(i);
         if v.is_null() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         let m = v.as_object().ok_or_else(|| self.err(i, "null or an object"))?;
-        m.iter()
-            .map(|(k, v)| pair(v).map(|p| (k.clone(), p)))
-            .collect::<Option<Locals>>()
-            .ok_or_else(|| self.err(i, "{name: [string, string]}"))
+        let (mut changed, mut gone) = (Vec::new(), Vec::new());
+        for (k, v) in m {
+            match (v.is_null(), pair(v)) {
+                (true, _) => gone.push(k.clone()),
+                (false, Some(p)) => changed.push((k.clone(), p)),
+                (false, None) => return Err(self.err(i, "{name: [string, string] | null}")),
+            }
+        }
+        Ok((changed, gone))
+    }
+    /// A string, or null / absent.
+    pub fn opt_str(&self, i: usize) -> Result<Option<String>, String> {
+        let v = self.get(i);
+        if v.is_null() {
+            return Ok(None);
+        }
+        v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| self.err(i, "null or a string"))
     }
     /// One of `words` (their index).
     pub fn word(&self, i: usize, words: &[&str]) -> Result<usize, String> {
@@ -537,16 +621,24 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 firstlineno: f.u32(4)?,
                 last_line: f.u32(5)?,
                 traits: f.u32(6)?,
+                module: f.opt_str(7)?,
             };
             return Ok(Decoded::Code(f.u32(0)?, c));
         }
         "lost" => return Ok(Decoded::Lost(f.u32(1)?, f.str(2)?)),
         "c" => {
             let (ts, tid) = tt()?;
-            Rec::Call { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)? }
+            let thrown = match f.opt_str(5)?.as_deref() {
+                None => false,
+                Some("throw") => true,
+                Some(_) => return Err(f.err(5, "null or \"throw\"")),
+            };
+            let (locals, deleted) = f.locals(6)?;
+            Rec::Call { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, thrown, locals, deleted }
         }
         "r" => {
             let (ts, tid) = tt()?;
+            let (locals, deleted) = f.locals(7)?;
             Rec::Ret {
                 ts,
                 tid,
@@ -555,16 +647,19 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 line: f.u32(4)?,
                 how: [How::Return, How::Yield, How::Unwind][f.word(5, &["return", "yield", "unwind"])?],
                 payload: f.opt_pair(6)?,
-                locals: f.locals(7)?,
+                locals,
+                deleted,
             }
         }
         "l" => {
             let (ts, tid) = tt()?;
-            Rec::Line { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, locals: f.locals(5)? }
+            let (locals, deleted) = f.locals(5)?;
+            Rec::Line { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, locals, deleted }
         }
         "x" => {
             let (ts, tid) = tt()?;
-            let kinds = [ExcKind::Raise, ExcKind::Reraise, ExcKind::Propagate];
+            let words = ExcKind::ALL.map(ExcKind::as_str);
+            let (locals, deleted) = f.locals(8)?;
             Rec::Exc {
                 ts,
                 tid,
@@ -573,7 +668,10 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 line: f.u32(4)?,
                 ty: f.str(5)?,
                 msg: f.str(6)?,
-                kind: kinds[f.word(7, &["raise", "reraise", "propagate"])?],
+                kind: ExcKind::ALL[f.word(7, &words)?],
+                locals,
+                deleted,
+                object: f.opt_pair(9)?,
             }
         }
         "h" => {
@@ -668,7 +766,8 @@ mod tests {
                 code: 1,
                 frame: 140,
                 line: 4,
-                locals: vec![("x".into(), ("1".into(), "int".into()))]
+                locals: vec![("x".into(), ("1".into(), "int".into()))],
+                deleted: vec![],
             }
         );
         assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
@@ -679,6 +778,39 @@ mod tests {
         st.bye = Some(9);
         st.feed(r#"["lost",17,7,"RecursionError at the limit"]"#);
         assert!(st.problems().iter().any(|p| p.contains("lost records: thread 7: RecursionError")));
+    }
+
+    #[test]
+    fn the_swe_flux_dialect_fields_are_read() {
+        let mut st = Stream::default();
+        for l in [
+            r#"{"hello":1,"pid":7,"python":"3.11.2","mode":"settrace","calls":"entries","scope":"run"}"#,
+            r#"["C",1,"/a.py","f","C.f",3,6,0,"pkg.a"]"#,
+            r#"["C",2,"/a.py","g","g",9,9,0]"#,
+            r#"["c",10,7,1,140,3,"throw",{"a":["1","int"]}]"#,
+            r#"["l",11,7,1,140,4,{"x":["1","int"],"e":null}]"#,
+            r#"["x",12,7,1,140,5,"KeyError","'k'","raise",{"y":["2","int"]},["KeyError('k')","KeyError"]]"#,
+            r#"["x",13,7,1,140,5,"StopIteration","","tracer-only",null,["StopIteration()","StopIteration"]]"#,
+            r#"["x",14,7,1,140,5,"KeyError","'k'","reraise-inferred"]"#,
+            r#"["bye",7]"#,
+        ] {
+            st.feed(l);
+        }
+        assert!(st.problems().is_empty(), "{:?}", st.problems());
+        assert_eq!(st.codes[&1].module.as_deref(), Some("pkg.a"));
+        assert_eq!(st.codes[&2].module, None, "records without the dialect have no module");
+        assert!(matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a"));
+        assert!(matches!(&st.records[1], Rec::Line { locals, deleted, .. } if locals.len() == 1 && deleted == &["e"]));
+        match &st.records[2] {
+            Rec::Exc { kind, locals, object, .. } => {
+                assert_eq!(*kind, ExcKind::Raise);
+                assert_eq!(locals[0].0, "y");
+                assert_eq!(object.as_ref(), Some(&("KeyError('k')".to_string(), "KeyError".to_string())));
+            }
+            r => panic!("{r:?}"),
+        }
+        assert!(matches!(st.records[3], Rec::Exc { kind: ExcKind::TracerOnly, .. }));
+        assert!(matches!(&st.records[4], Rec::Exc { kind: ExcKind::ReraiseInferred, object: None, .. }));
     }
 
     #[test]
@@ -704,6 +836,8 @@ mod tests {
             (r#"["r",14,7,1,140,6,"sideways",null,null]"#, "field 6 (how)"),
             (r#"["r",14,7,1,140,6,"return",["2"],null]"#, "field 7 (payload)"),
             (r#"["l",11,7,1,140,4,{"x":1}]"#, "field 6 (changed_locals)"),
+            (r#"["c",10,7,1,140,3,"thrown",null]"#, "field 6 (started)"),
+            (r#"["c",10,7,1,140,3,null,null,9]"#, "has 8 fields"),
             (r#"["x",12,7,1,140,4,"E","m","thrown"]"#, "field 8 (kind)"),
             (r#"["C",1,"/a.py","f","C.f",3,6]"#, "has 6 fields"),
             (r#"["c",10,4294967296,1,140,3]"#, "field 2 (tid)"),

@@ -97,6 +97,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     for (key, items) in &threads {
         thread::Thread::new(*key, &shared, &mut next_act, &mut out, &mut c).run(items);
     }
+    name_modules(&mut out, hook);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
     let mut trace = Trace { meta, events: out };
@@ -208,6 +209,35 @@ fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
     ev.unwind = true;
     decorate(&mut ev, o);
     ev
+}
+
+/// Dialect `swe-flux`: the hook sends the module of targeted code in its `C` records; every
+/// event of that code (whichever witness reported it) is named with it. Code of one file and
+/// qualified name defined under two modules in one process is left unnamed (the log writer
+/// then refuses it rather than guess).
+fn name_modules(events: &mut [Event], hook: &HookCapture) {
+    let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
+    for s in &hook.streams {
+        for c in s.codes.values() {
+            let Some(m) = c.module.as_deref() else { continue };
+            modules
+                .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
+                .and_modify(|old| {
+                    if *old != Some(m) {
+                        *old = None
+                    }
+                })
+                .or_insert(Some(m));
+        }
+    }
+    if modules.is_empty() {
+        return;
+    }
+    for e in events.iter_mut() {
+        if let Some(Some(m)) = modules.get(&(e.pid, e.file.as_str(), e.name())) {
+            e.module = m.to_string();
+        }
+    }
 }
 
 /// Every event inside a test's window gets the test's id (tests run one at a time per process).

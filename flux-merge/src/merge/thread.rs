@@ -10,7 +10,7 @@ use super::hook_work::{is_hook_file, HookWork};
 use super::scopes::Item;
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
-use crate::protocol::{CodeDef, ExcKind, How, Rec, Stream};
+use crate::protocol::{CodeDef, How, Rec, Stream};
 use flux_trace::{Event, ExcInfo, Kind, Source};
 use std::collections::HashMap;
 
@@ -223,6 +223,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             ev.suspended = h.suspended;
             ev.exc = h.exc;
             ev.locals = h.locals;
+            ev.deleted = h.deleted;
         }
         if ev.suspended {
             if let Some(k) = o.frame_key {
@@ -337,9 +338,14 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     fn hook_call(&mut self, s: &Stream, r: &Rec) {
-        let Rec::Call { ts, code, frame, line, .. } = r else { return };
+        let Rec::Call { ts, code, frame, line, thrown, locals: l, deleted, .. } = r else { return };
         let Some(cd) = self.code_of(s, "call", *code) else { return };
-        let ev = self.hook_event(*ts, Kind::Call, cd, *line);
+        let mut ev = self.hook_event(*ts, Kind::Call, cd, *line);
+        if *thrown {
+            ev.outcome = "throw".into();
+        }
+        ev.locals = locals(l);
+        ev.deleted = deleted.clone();
         let reuse = self
             .suspended
             .remove(frame)
@@ -350,10 +356,11 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     fn hook_ret(&mut self, s: &Stream, r: &Rec) {
-        let Rec::Ret { ts, code, frame, line, how, payload, locals: l, .. } = r else { return };
+        let Rec::Ret { ts, code, frame, line, how, payload, locals: l, deleted, .. } = r else { return };
         let Some(cd) = self.code_of(s, "return", *code) else { return };
         let mut ev = self.hook_event(*ts, Kind::Return, cd, *line);
         ev.locals = locals(l);
+        ev.deleted = deleted.clone();
         ev.suspended = *how == How::Yield;
         ev.unwind = *how == How::Unwind;
         match (how, payload) {
@@ -399,20 +406,19 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         let Some(cd) = self.code_of(s, what, code) else { return };
         let mut ev = match r {
-            Rec::Line { ts, line, locals: l, .. } => {
+            Rec::Line { ts, line, locals: l, deleted, .. } => {
                 let mut ev = self.hook_event(*ts, Kind::Line, cd, *line);
                 ev.locals = locals(l);
+                ev.deleted = deleted.clone();
                 ev
             }
-            Rec::Exc { ts, line, ty, msg, kind, .. } => {
+            Rec::Exc { ts, line, ty, msg, kind, locals: l, deleted, object, .. } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
                 ev.exc = Some(ExcInfo { ty: ty.clone(), msg: msg.clone() });
-                ev.outcome = match kind {
-                    ExcKind::Raise => "raise",
-                    ExcKind::Reraise => "reraise",
-                    ExcKind::Propagate => "propagate",
-                }
-                .into();
+                ev.outcome = kind.as_str().into();
+                ev.locals = locals(l);
+                ev.deleted = deleted.clone();
+                ev.value = object.as_ref().map(value);
                 ev
             }
             Rec::Handled { ts, line, ty, msg, .. } => {
