@@ -40,6 +40,8 @@ pub(super) struct CodeIndex {
     lineless_codes: HashMap<CodeKey, Vec<CodeDef>>,
     /// Targeted codes (scope `targets`).
     target_codes: HashMap<CodeKey, Vec<CodeDef>>,
+    /// (pid, file, name) of every targeted code the hook defined, whatever the scope.
+    pub targeted: HashSet<CodeKey>,
     qualnames: HashMap<(u32, String, String, u32), String>,
 }
 
@@ -99,6 +101,9 @@ impl CodeIndex {
                 }
                 if targets && c.has(CODE_TARGET) {
                     add_code(&mut ix.target_codes, s.pid, c);
+                }
+                if c.has(CODE_TARGET) {
+                    ix.targeted.insert((s.pid, c.file.clone(), c.name.clone()));
                 }
                 ix.qualnames.insert(
                     (s.pid, c.file.clone(), c.name.clone(), c.firstlineno),
