@@ -54,15 +54,26 @@ async fn a_peer_outside_the_traced_pid_namespace_is_refused_and_reported() {
     // The traced namespace is another one: this test process is a foreign peer.
     let (cap, mode) = forge((mine.0, mine.1 ^ 1), "foreign").await;
     assert_eq!(mode, 0o600, "the socket is private");
-    assert!(cap.streams.is_empty(), "a foreign stream was read: {:?}", cap.streams);
     assert!(
-        cap.problems.iter().any(|p| p.contains("refused a hook connection") && p.contains("outside the traced PID namespace")),
+        cap.streams.is_empty(),
+        "a foreign stream was read: {:?}",
+        cap.streams
+    );
+    assert!(
+        cap.problems
+            .iter()
+            .any(|p| p.contains("refused a hook connection")
+                && p.contains("outside the traced PID namespace")),
         "{:?}",
         cap.problems
     );
     // The merged trace is incomplete, never silently altered.
     let plan = flux_merge::plan(
-        flux_merge::Capabilities { entry: false, ret: false, line: false },
+        flux_merge::Capabilities {
+            entry: false,
+            ret: false,
+            line: false,
+        },
         flux_merge::CallsMode::Hook,
         flux_trace::Scope::Run,
     )

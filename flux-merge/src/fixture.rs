@@ -109,7 +109,15 @@ impl Fixture {
             for e in &d.events {
                 let file = key((e.host_tgid, e.file.0, e.file.1), d);
                 let func = key((e.host_tgid, e.func.0, e.func.1), d);
-                recs.push(UsdtRec { kind: e.kind, ts: e.ts, pid: e.pid, tid: e.tid, line: e.line, file, func });
+                recs.push(UsdtRec {
+                    kind: e.kind,
+                    ts: e.ts,
+                    pid: e.pid,
+                    tid: e.tid,
+                    line: e.line,
+                    file,
+                    func,
+                });
             }
         }
         Fixture {
@@ -199,7 +207,10 @@ impl Fixture {
             writeln!(w)?;
         }
         for r in &self.usdt {
-            serde_json::to_writer(&mut *w, &("U", r.kind, r.ts, r.pid, r.tid, r.line, r.file, r.func))?;
+            serde_json::to_writer(
+                &mut *w,
+                &("U", r.kind, r.ts, r.pid, r.tid, r.line, r.file, r.func),
+            )?;
             writeln!(w)?;
         }
         for (i, lines) in self.hook.iter().enumerate() {
@@ -213,28 +224,54 @@ impl Fixture {
 
     pub fn read(r: impl BufRead) -> Result<Fixture, String> {
         let mut lines = r.lines();
-        let head = lines.next().ok_or("empty fixture")?.map_err(|e| e.to_string())?;
+        let head = lines
+            .next()
+            .ok_or("empty fixture")?
+            .map_err(|e| e.to_string())?;
         let header: Header = serde_json::from_str(&head).map_err(|e| format!("header: {e}"))?;
-        let mut f = Fixture { header, strings: Vec::new(), usdt: Vec::new(), hook: Vec::new() };
+        let mut f = Fixture {
+            header,
+            strings: Vec::new(),
+            usdt: Vec::new(),
+            hook: Vec::new(),
+        };
         for (n, l) in lines.enumerate() {
             let l = l.map_err(|e| e.to_string())?;
             let bad = |e: &dyn std::fmt::Display| format!("line {}: {e}: {l:.80}", n + 2);
             let v: J = serde_json::from_str(&l).map_err(|e| bad(&e))?;
             match v.get(0).and_then(J::as_str) {
                 Some("S") => {
-                    let (_, i, s): (String, usize, String) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    let (_, i, s): (String, usize, String) =
+                        serde_json::from_value(v).map_err(|e| bad(&e))?;
                     if i != f.strings.len() {
                         return Err(bad(&"strings out of order"));
                     }
                     f.strings.push(s);
                 }
                 Some("U") => {
-                    let (_, kind, ts, pid, tid, line, file, func): (String, u32, u64, u32, u32, i32, u32, u32) =
-                        serde_json::from_value(v).map_err(|e| bad(&e))?;
-                    f.usdt.push(UsdtRec { kind, ts, pid, tid, line, file, func });
+                    let (_, kind, ts, pid, tid, line, file, func): (
+                        String,
+                        u32,
+                        u64,
+                        u32,
+                        u32,
+                        i32,
+                        u32,
+                        u32,
+                    ) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    f.usdt.push(UsdtRec {
+                        kind,
+                        ts,
+                        pid,
+                        tid,
+                        line,
+                        file,
+                        func,
+                    });
                 }
                 Some("H") => {
-                    let (_, i, s): (String, usize, String) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    let (_, i, s): (String, usize, String) =
+                        serde_json::from_value(v).map_err(|e| bad(&e))?;
                     if i >= f.hook.len() {
                         f.hook.resize(i + 1, Vec::new());
                     }
@@ -253,7 +290,11 @@ impl Fixture {
         let mut hook: Vec<Vec<J>> = self
             .hook
             .iter()
-            .map(|ls| ls.iter().map(|l| serde_json::from_str(l).unwrap_or(J::String(l.clone()))).collect())
+            .map(|ls| {
+                ls.iter()
+                    .map(|l| serde_json::from_str(l).unwrap_or(J::String(l.clone())))
+                    .collect()
+            })
             .collect();
         // Timestamps: their rank among all of them.
         let mut times: Vec<u64> = self.usdt.iter().map(|r| r.ts).collect();
@@ -329,7 +370,9 @@ impl Fixture {
     /// Of the USDT events inside the hook's own work that no rule reads (see
     /// [`crate::merge::hook_work_interior`]), keep the first few per thread.
     fn trim_hook_work(&mut self) {
-        let Some((Some(usdt), hook)) = Some(self.inputs()) else { return };
+        let Some((Some(usdt), hook)) = Some(self.inputs()) else {
+            return;
+        };
         // The trace's events are `self.usdt` stably sorted by time.
         let mut order: Vec<usize> = (0..self.usdt.len()).collect();
         order.sort_by_key(|i| self.usdt[*i].ts);
@@ -408,7 +451,9 @@ fn each_field(v: &J, mut f: impl FnMut(&str, &J)) {
         f("pid", p);
     }
     let Some(a) = v.as_array() else { return };
-    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
+    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else {
+        return;
+    };
     for (name, x) in sp.fields.iter().chain(sp.optional).zip(&a[1..]) {
         f(name, x);
     }
@@ -423,8 +468,15 @@ fn rewrite(v: &mut J, f: &dyn Fn(&str, &J) -> Option<J>) {
         return;
     }
     let Some(a) = v.as_array_mut() else { return };
-    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
-    for (name, x) in sp.fields.iter().chain(sp.optional).zip(a.iter_mut().skip(1)) {
+    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else {
+        return;
+    };
+    for (name, x) in sp
+        .fields
+        .iter()
+        .chain(sp.optional)
+        .zip(a.iter_mut().skip(1))
+    {
         if let Some(n) = f(name, x) {
             *x = n;
         }
@@ -455,7 +507,10 @@ pub fn normal_text(s: &str) -> String {
         out.push_str(&rest[..i]);
         out.push_str("flux-run");
         rest = &rest[i + RUN.len()..];
-        let n = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'-').count();
+        let n = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'-')
+            .count();
         rest = &rest[n..];
     }
     out.push_str(rest);
@@ -479,7 +534,10 @@ fn ordinals(items: impl Iterator<Item = ((u64, u8), u64)>) -> HashMap<u64, u64> 
 /// others by file. Activation and frame ids are renumbered per thread by first appearance.
 pub fn render(t: &Trace, file_suffix: &str) -> String {
     let mut s = String::new();
-    s.push_str(&format!("complete: {}\ncalls: {}\n", t.meta.complete, t.meta.calls));
+    s.push_str(&format!(
+        "complete: {}\ncalls: {}\n",
+        t.meta.complete, t.meta.calls
+    ));
     for p in &t.meta.problems {
         s.push_str(&format!("problem: {p}\n"));
     }
@@ -490,7 +548,10 @@ pub fn render(t: &Trace, file_suffix: &str) -> String {
     for e in &t.events {
         threads.entry((e.pid, e.tid)).or_default().push(e);
     }
-    let mut blocks: Vec<String> = threads.values().map(|evs| render_thread(evs, file_suffix)).collect();
+    let mut blocks: Vec<String> = threads
+        .values()
+        .map(|evs| render_thread(evs, file_suffix))
+        .collect();
     blocks.sort();
     for (i, b) in blocks.iter().enumerate() {
         s.push_str(&format!("thread #{i}:\n{b}"));
@@ -514,10 +575,18 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
         let (a, f, p) = (id(e.activation), id(e.frame), id(e.parent));
         let mine = e.file.ends_with(file_suffix) || matches!(e.ev, Kind::TestStart | Kind::TestEnd);
         if !mine {
-            *others.entry(e.file.clone()).or_default().entry(e.ev.as_str()).or_default() += 1;
+            *others
+                .entry(e.file.clone())
+                .or_default()
+                .entry(e.ev.as_str())
+                .or_default() += 1;
             continue;
         }
-        let name = if e.qualname.is_empty() { &e.func } else { &e.qualname };
+        let name = if e.qualname.is_empty() {
+            &e.func
+        } else {
+            &e.qualname
+        };
         s.push_str(&format!(
             "  {} {name} {} d{} a{a} f{f} p{p} {}",
             e.ev.as_str(),

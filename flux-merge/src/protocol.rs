@@ -31,7 +31,15 @@ pub struct RecordSpec {
 pub const RECORDS: &[RecordSpec] = &[
     RecordSpec {
         tag: "C",
-        fields: &["code_id", "co_filename", "co_name", "co_qualname", "co_firstlineno", "last_line", "traits"],
+        fields: &[
+            "code_id",
+            "co_filename",
+            "co_name",
+            "co_qualname",
+            "co_firstlineno",
+            "last_line",
+            "traits",
+        ],
         optional: &["module"],
         doc: "a code object's definition, before its first use on this connection",
     },
@@ -43,25 +51,58 @@ pub const RECORDS: &[RecordSpec] = &[
     },
     RecordSpec {
         tag: "r",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "how", "payload", "changed_locals"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "how",
+            "payload",
+            "changed_locals",
+        ],
         optional: &[],
         doc: "an activation ends: how = return|yield|unwind",
     },
     RecordSpec {
         tag: "l",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "changed_locals"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "changed_locals",
+        ],
         optional: &[],
         doc: "a line of targeted code is about to run",
     },
     RecordSpec {
         tag: "x",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "exc_type", "message", "kind"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "exc_type",
+            "message",
+            "kind",
+        ],
         optional: &["changed_locals", "object"],
         doc: "an exception in targeted code: kind = raise|reraise|propagate",
     },
     RecordSpec {
         tag: "h",
-        fields: &["ts", "tid", "code_id", "frame_key", "except_line", "exc_type", "message"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "except_line",
+            "exc_type",
+            "message",
+        ],
         optional: &[],
         doc: "a handler of targeted code starts",
     },
@@ -286,14 +327,30 @@ pub enum Rec {
     },
     /// `hx`: from `ts` to `until` the hook's own work ran in this thread (3.11's settrace
     /// back-end: it may run program code, a `__repr__`, that only USDT sees).
-    Internal { ts: u64, tid: u32, until: u64 },
+    Internal {
+        ts: u64,
+        tid: u32,
+        until: u64,
+    },
     /// `wo` / `wc` (scope "tests"): outside windows the process records nothing and its USDT
     /// probes are off.
-    WindowOpen { ts: u64, tid: u32 },
-    WindowClose { ts: u64, tid: u32 },
+    WindowOpen {
+        ts: u64,
+        tid: u32,
+    },
+    WindowClose {
+        ts: u64,
+        tid: u32,
+    },
     /// `xo` / `xc` (scope "targets"): this thread enters / leaves the extent of targeted code.
-    ExtentOpen { ts: u64, tid: u32 },
-    ExtentClose { ts: u64, tid: u32 },
+    ExtentOpen {
+        ts: u64,
+        tid: u32,
+    },
+    ExtentClose {
+        ts: u64,
+        tid: u32,
+    },
 }
 
 impl Rec {
@@ -333,7 +390,11 @@ impl Rec {
     pub fn about_code(&self) -> bool {
         matches!(
             self,
-            Rec::Call { .. } | Rec::Ret { .. } | Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. }
+            Rec::Call { .. }
+                | Rec::Ret { .. }
+                | Rec::Line { .. }
+                | Rec::Exc { .. }
+                | Rec::Handled { .. }
         )
     }
 }
@@ -390,7 +451,10 @@ impl Stream {
     pub fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
         if self.hello.is_none() {
-            p.push(format!("hook stream of pid {} has no valid hello", self.pid));
+            p.push(format!(
+                "hook stream of pid {} has no valid hello",
+                self.pid
+            ));
         }
         match self.bye {
             None => p.push(format!(
@@ -441,7 +505,10 @@ impl Stream {
             return Ok(());
         }
         let a = v.as_array().ok_or("not a record")?;
-        let tag = a.first().and_then(|t| t.as_str()).ok_or("record without a tag")?;
+        let tag = a
+            .first()
+            .and_then(|t| t.as_str())
+            .ok_or("record without a tag")?;
         if tag == "bye" {
             self.bye = Some(Fields::new(tag, a)?.u64(0)?);
             return Ok(());
@@ -513,7 +580,11 @@ impl<'a> Fields<'a> {
                 "record `{tag}` has {n} fields, the protocol says {} ({}{}{})",
                 spec.fields.len(),
                 spec.fields.join(", "),
-                if spec.optional.is_empty() { "" } else { ", then optionally " },
+                if spec.optional.is_empty() {
+                    ""
+                } else {
+                    ", then optionally "
+                },
                 spec.optional.join(", ")
             ));
         }
@@ -543,7 +614,9 @@ impl<'a> Fields<'a> {
         )
     }
     pub fn u64(&self, i: usize) -> Result<u64, String> {
-        self.get(i).as_u64().ok_or_else(|| self.err(i, "an unsigned integer"))
+        self.get(i)
+            .as_u64()
+            .ok_or_else(|| self.err(i, "an unsigned integer"))
     }
     pub fn u32(&self, i: usize) -> Result<u32, String> {
         self.get(i)
@@ -563,7 +636,9 @@ impl<'a> Fields<'a> {
         if v.is_null() {
             return Ok(None);
         }
-        pair(v).map(Some).ok_or_else(|| self.err(i, "null or [string, string]"))
+        pair(v)
+            .map(Some)
+            .ok_or_else(|| self.err(i, "null or [string, string]"))
     }
     /// `{name: [repr, type] | null}` or null (absent: null): the changed locals, and the names
     /// mapped to null (gone since the frame's previous event).
@@ -572,7 +647,9 @@ impl<'a> Fields<'a> {
         if v.is_null() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let m = v.as_object().ok_or_else(|| self.err(i, "null or an object"))?;
+        let m = v
+            .as_object()
+            .ok_or_else(|| self.err(i, "null or an object"))?;
         let (mut changed, mut gone) = (Vec::new(), Vec::new());
         for (k, v) in m {
             match (v.is_null(), pair(v)) {
@@ -589,7 +666,9 @@ impl<'a> Fields<'a> {
         if v.is_null() {
             return Ok(None);
         }
-        v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| self.err(i, "null or a string"))
+        v.as_str()
+            .map(|s| Some(s.to_string()))
+            .ok_or_else(|| self.err(i, "null or a string"))
     }
     /// One of `words` (their index).
     pub fn word(&self, i: usize, words: &[&str]) -> Result<usize, String> {
@@ -634,7 +713,16 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 Some(_) => return Err(f.err(5, "null or \"throw\"")),
             };
             let (locals, deleted) = f.locals(6)?;
-            Rec::Call { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, thrown, locals, deleted }
+            Rec::Call {
+                ts,
+                tid,
+                code: f.u32(2)?,
+                frame: f.u64(3)?,
+                line: f.u32(4)?,
+                thrown,
+                locals,
+                deleted,
+            }
         }
         "r" => {
             let (ts, tid) = tt()?;
@@ -645,7 +733,8 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 code: f.u32(2)?,
                 frame: f.u64(3)?,
                 line: f.u32(4)?,
-                how: [How::Return, How::Yield, How::Unwind][f.word(5, &["return", "yield", "unwind"])?],
+                how: [How::Return, How::Yield, How::Unwind]
+                    [f.word(5, &["return", "yield", "unwind"])?],
                 payload: f.opt_pair(6)?,
                 locals,
                 deleted,
@@ -654,7 +743,15 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         "l" => {
             let (ts, tid) = tt()?;
             let (locals, deleted) = f.locals(5)?;
-            Rec::Line { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, locals, deleted }
+            Rec::Line {
+                ts,
+                tid,
+                code: f.u32(2)?,
+                frame: f.u64(3)?,
+                line: f.u32(4)?,
+                locals,
+                deleted,
+            }
         }
         "x" => {
             let (ts, tid) = tt()?;
@@ -688,15 +785,28 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         }
         "ts" => {
             let (ts, tid) = tt()?;
-            Rec::TestStart { ts, tid, nodeid: f.str(2)? }
+            Rec::TestStart {
+                ts,
+                tid,
+                nodeid: f.str(2)?,
+            }
         }
         "te" => {
             let (ts, tid) = tt()?;
-            Rec::TestEnd { ts, tid, nodeid: f.str(2)?, outcome: f.str(3)? }
+            Rec::TestEnd {
+                ts,
+                tid,
+                nodeid: f.str(2)?,
+                outcome: f.str(3)?,
+            }
         }
         "hx" => {
             let (ts, tid) = tt()?;
-            Rec::Internal { ts, tid, until: f.u64(2)? }
+            Rec::Internal {
+                ts,
+                tid,
+                until: f.u64(2)?,
+            }
         }
         "wo" | "wc" | "xo" | "xc" => {
             let (ts, tid) = tt()?;
@@ -754,7 +864,14 @@ mod tests {
         assert!(st.codes[&1].may_enter_at(0), "no first line: USDT says 0");
         assert!(!st.codes[&1].may_enter_at(7));
         assert_eq!(st.records.len(), 10);
-        assert_eq!(st.records[7], Rec::Internal { ts: 17, tid: 7, until: 19 });
+        assert_eq!(
+            st.records[7],
+            Rec::Internal {
+                ts: 17,
+                tid: 7,
+                until: 19
+            }
+        );
         assert_eq!(st.records[8], Rec::WindowOpen { ts: 20, tid: 7 });
         assert_eq!(st.records[9], Rec::WindowClose { ts: 21, tid: 7 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
@@ -770,14 +887,24 @@ mod tests {
                 deleted: vec![],
             }
         );
-        assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
+        assert!(matches!(
+            st.records[4],
+            Rec::Ret {
+                how: How::Return,
+                payload: Some(_),
+                ..
+            }
+        ));
         st.bye = Some(12);
         assert!(st.problems()[0].contains("12 records announced, 11 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
         st.bye = Some(9);
         st.feed(r#"["lost",17,7,"RecursionError at the limit"]"#);
-        assert!(st.problems().iter().any(|p| p.contains("lost records: thread 7: RecursionError")));
+        assert!(st
+            .problems()
+            .iter()
+            .any(|p| p.contains("lost records: thread 7: RecursionError")));
     }
 
     #[test]
@@ -798,19 +925,47 @@ mod tests {
         }
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(st.codes[&1].module.as_deref(), Some("pkg.a"));
-        assert_eq!(st.codes[&2].module, None, "records without the dialect have no module");
-        assert!(matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a"));
-        assert!(matches!(&st.records[1], Rec::Line { locals, deleted, .. } if locals.len() == 1 && deleted == &["e"]));
+        assert_eq!(
+            st.codes[&2].module, None,
+            "records without the dialect have no module"
+        );
+        assert!(
+            matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a")
+        );
+        assert!(
+            matches!(&st.records[1], Rec::Line { locals, deleted, .. } if locals.len() == 1 && deleted == &["e"])
+        );
         match &st.records[2] {
-            Rec::Exc { kind, locals, object, .. } => {
+            Rec::Exc {
+                kind,
+                locals,
+                object,
+                ..
+            } => {
                 assert_eq!(*kind, ExcKind::Raise);
                 assert_eq!(locals[0].0, "y");
-                assert_eq!(object.as_ref(), Some(&("KeyError('k')".to_string(), "KeyError".to_string())));
+                assert_eq!(
+                    object.as_ref(),
+                    Some(&("KeyError('k')".to_string(), "KeyError".to_string()))
+                );
             }
             r => panic!("{r:?}"),
         }
-        assert!(matches!(st.records[3], Rec::Exc { kind: ExcKind::TracerOnly, .. }));
-        assert!(matches!(&st.records[4], Rec::Exc { kind: ExcKind::ReraiseInferred, object: None, .. }));
+        assert!(matches!(
+            st.records[3],
+            Rec::Exc {
+                kind: ExcKind::TracerOnly,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &st.records[4],
+            Rec::Exc {
+                kind: ExcKind::ReraiseInferred,
+                object: None,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -833,8 +988,14 @@ mod tests {
             (r#"["c",10,7,1,140]"#, "has 4 fields"),
             (r#"["c",10,7,"one",140,3]"#, "field 3 (code_id)"),
             (r#"["c",-1,7,1,140,3]"#, "field 1 (ts)"),
-            (r#"["r",14,7,1,140,6,"sideways",null,null]"#, "field 6 (how)"),
-            (r#"["r",14,7,1,140,6,"return",["2"],null]"#, "field 7 (payload)"),
+            (
+                r#"["r",14,7,1,140,6,"sideways",null,null]"#,
+                "field 6 (how)",
+            ),
+            (
+                r#"["r",14,7,1,140,6,"return",["2"],null]"#,
+                "field 7 (payload)",
+            ),
             (r#"["l",11,7,1,140,4,{"x":1}]"#, "field 6 (changed_locals)"),
             (r#"["c",10,7,1,140,3,"thrown",null]"#, "field 6 (started)"),
             (r#"["c",10,7,1,140,3,null,null,9]"#, "has 8 fields"),
@@ -845,14 +1006,21 @@ mod tests {
             let mut st = Stream::default();
             st.feed(HELLO);
             st.feed(line);
-            assert!(st.records.is_empty() && st.codes.is_empty(), "{line} was taken");
+            assert!(
+                st.records.is_empty() && st.codes.is_empty(),
+                "{line} was taken"
+            );
             assert_eq!(st.bad.len(), 1, "{line}");
             assert!(st.bad[0].contains(field), "{line}: {}", st.bad[0]);
         }
         let mut st = Stream::default();
         st.feed(r#"{"hello":1,"python":"3.11.2"}"#);
         st.feed(r#"["bye",0]"#);
-        assert!(st.problems().iter().any(|p| p.contains("no valid hello")), "{:?}", st.problems());
+        assert!(
+            st.problems().iter().any(|p| p.contains("no valid hello")),
+            "{:?}",
+            st.problems()
+        );
     }
 
     #[test]

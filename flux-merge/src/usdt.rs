@@ -69,7 +69,10 @@ pub struct Counters {
 /// Decode one ring-buffer record into `out`. Any length or tag the ABI does not define is
 /// counted as malformed, never guessed at.
 pub fn decode_record(bytes: &[u8], out: &mut Drained) {
-    let Some(tag) = bytes.get(0..4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])) else {
+    let Some(tag) = bytes
+        .get(0..4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    else {
         out.malformed += 1;
         return;
     };
@@ -103,7 +106,9 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
         out.malformed += 1;
         return;
     }
-    let file = out.strings.get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
+    let file = out
+        .strings
+        .get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
     if !file.is_some_and(|f| crate::merge::is_hook_file(f)) {
         out.program_events += 1;
     }
@@ -205,14 +210,24 @@ mod tests {
     fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
         // SAFETY: T is one of the ABI's repr(C) Copy types with explicit padding: every byte
         // is initialised.
-        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-            .to_vec()
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+        .to_vec()
     }
 
     #[test]
     fn records_decode_through_the_abi_types() {
         let mut out = Drained::default();
-        let mut d = StrDef { tag: TAG_STR, len: 5, host_tgid: 9, _pad: 0, ptr: 0x1000, fp: 77, data: [0; STR_MAX] };
+        let mut d = StrDef {
+            tag: TAG_STR,
+            len: 5,
+            host_tgid: 9,
+            _pad: 0,
+            ptr: 0x1000,
+            fp: 77,
+            data: [0; STR_MAX],
+        };
         d.data[..5].copy_from_slice(b"/a.p\0");
         decode_record(&bytes_of(&d), &mut out);
         let e = RawAbi {
@@ -232,7 +247,10 @@ mod tests {
         assert_eq!(out.strings[&(9, 0x1000, 77)].as_ref(), "/a.p");
         let (evs, unresolved) = usdt_events(&out);
         assert_eq!((evs.len(), unresolved), (1, 0));
-        assert_eq!((evs[0].file.as_str(), evs[0].line, evs[0].ev), ("/a.p", 12, Kind::Return));
+        assert_eq!(
+            (evs[0].file.as_str(), evs[0].line, evs[0].ev),
+            ("/a.p", 12, Kind::Return)
+        );
         // Short records and unknown tags are counted, never read.
         decode_record(&bytes_of(&e)[..20], &mut out);
         decode_record(&[1, 2], &mut out);

@@ -5,9 +5,9 @@
 //! recording never swaps records; the property is what keeps a merge rule from papering over
 //! records it cannot place.)
 mod support;
-use support::load;
 use flux_merge::fixture::{render, Fixture};
 use serde_json::Value as J;
+use support::load;
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);
@@ -33,7 +33,10 @@ enum At {
 fn ts_of(f: &Fixture, a: At) -> u64 {
     match a {
         At::Usdt(i) => f.usdt[i].ts,
-        At::Hook(s, l) => serde_json::from_str::<J>(&f.hook[s][l]).ok().and_then(|v| v.get(1)?.as_u64()).unwrap_or(0),
+        At::Hook(s, l) => serde_json::from_str::<J>(&f.hook[s][l])
+            .ok()
+            .and_then(|v| v.get(1)?.as_u64())
+            .unwrap_or(0),
     }
 }
 
@@ -56,7 +59,9 @@ fn threads(f: &Fixture) -> Vec<Vec<At>> {
     }
     for (s, lines) in f.hook.iter().enumerate() {
         for (l, line) in lines.iter().enumerate() {
-            let Ok(v) = serde_json::from_str::<J>(line) else { continue };
+            let Ok(v) = serde_json::from_str::<J>(line) else {
+                continue;
+            };
             let tag = v.get(0).and_then(J::as_str).unwrap_or("");
             if matches!(tag, "C" | "bye" | "lost") || v.is_object() {
                 continue;
@@ -74,7 +79,10 @@ fn threads(f: &Fixture) -> Vec<Vec<At>> {
 }
 
 fn strip_counts(t: &str) -> String {
-    t.lines().filter(|l| !l.starts_with("count ")).collect::<Vec<_>>().join("\n")
+    t.lines()
+        .filter(|l| !l.starts_with("count "))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -122,5 +130,9 @@ fn swapped_records_never_give_a_complete_trace_that_differs_from_the_reference()
         }
     }
     assert!(tried > 0, "no fixture to perturb");
-    assert!(wrong.is_empty(), "{} of {tried} perturbed merges were complete and wrong: {wrong:?}", wrong.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of {tried} perturbed merges were complete and wrong: {wrong:?}",
+        wrong.len()
+    );
 }

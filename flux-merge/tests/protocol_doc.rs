@@ -49,7 +49,10 @@ fn the_readme_protocol_section_matches_the_decoder() {
     let doc = records_in(&block, "[\"", ']');
     for spec in RECORDS {
         let Some(forms) = doc.get(spec.tag) else {
-            panic!("README's protocol section does not show the `{}` record", spec.tag);
+            panic!(
+                "README's protocol section does not show the `{}` record",
+                spec.tag
+            );
         };
         let want: Vec<String> = spec
             .fields
@@ -58,11 +61,18 @@ fn the_readme_protocol_section_matches_the_decoder() {
             .chain(spec.optional.iter().map(|s| format!("{s}?")))
             .collect();
         for f in forms {
-            assert_eq!(f, &want, "README's `{}` record (optional fields end in `?`)", spec.tag);
+            assert_eq!(
+                f, &want,
+                "README's `{}` record (optional fields end in `?`)",
+                spec.tag
+            );
         }
     }
     for tag in doc.keys() {
-        assert!(RECORDS.iter().any(|s| s.tag == tag), "README shows a record `{tag}` the decoder does not know");
+        assert!(
+            RECORDS.iter().any(|s| s.tag == tag),
+            "README shows a record `{tag}` the decoder does not know"
+        );
     }
 }
 
@@ -85,10 +95,19 @@ fn the_python_hook_builds_every_record_with_the_decoders_arity() {
         };
         for f in forms {
             // (Optional fields are appended by a trailing `%s`, which this count does not see.)
-            assert_eq!(f.len(), spec.fields.len(), "a Python builder of `{}`: {f:?} vs {:?}", spec.tag, spec.fields);
+            assert_eq!(
+                f.len(),
+                spec.fields.len(),
+                "a Python builder of `{}`: {f:?} vs {:?}",
+                spec.tag,
+                spec.fields
+            );
         }
     }
     for tag in built.keys() {
-        assert!(RECORDS.iter().any(|s| s.tag == tag), "the Python hook builds a record `{tag}` the decoder does not know");
+        assert!(
+            RECORDS.iter().any(|s| s.tag == tag),
+            "the Python hook builds a record `{tag}` the decoder does not know"
+        );
     }
 }

@@ -11,8 +11,15 @@ fuzz_target!(|data: &[u8]| {
         s.feed(line);
     }
     let _ = s.problems();
-    let hook = HookCapture { streams: vec![s], problems: Vec::new() };
-    let caps = Capabilities { entry: data.first().is_some_and(|b| b & 1 != 0), ret: true, line: false };
+    let hook = HookCapture {
+        streams: vec![s],
+        problems: Vec::new(),
+    };
+    let caps = Capabilities {
+        entry: data.first().is_some_and(|b| b & 1 != 0),
+        ret: true,
+        line: false,
+    };
     for mode in [CallsMode::Usdt, CallsMode::Hook] {
         let p = plan(caps, mode, flux_trace::Scope::Run).expect("returns usable");
         let _ = merge(None, &hook, "fuzz", &p);

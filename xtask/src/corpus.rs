@@ -60,7 +60,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => crate::build_flux_release()?,
     };
     let pythons = [
-        Python { label: "3.11", exe: "/usr/bin/python3.11", root: None },
+        Python {
+            label: "3.11",
+            exe: "/usr/bin/python3.11",
+            root: None,
+        },
         Python {
             label: "3.15",
             exe: "/usr/bin/python3.15",
@@ -70,14 +74,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut programs: Vec<PathBuf> = std::fs::read_dir(ws.join("flux-cli/tests/witness"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .filter(|p| args.only.is_empty() || args.only.iter().any(|o| p.file_stem().is_some_and(|s| s == o.as_str())))
+        .filter(|p| {
+            args.only.is_empty()
+                || args
+                    .only
+                    .iter()
+                    .any(|o| p.file_stem().is_some_and(|s| s == o.as_str()))
+        })
         .collect();
     programs.sort();
     // Regression programs of the merge (flux-merge/tests/programs), scope run only.
     let mut regress: Vec<PathBuf> = std::fs::read_dir(ws.join("flux-merge/tests/programs"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
-        .filter(|p| args.only.is_empty() || args.only.iter().any(|o| p.file_stem().is_some_and(|s| s == o.as_str())))
+        .filter(|p| {
+            args.only.is_empty()
+                || args
+                    .only
+                    .iter()
+                    .any(|o| p.file_stem().is_some_and(|s| s == o.as_str()))
+        })
         .collect();
     regress.sort();
     let out_root = ws.join("flux-merge/tests/corpus");
@@ -90,9 +106,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let pytest = pytest_path(&ws, py)?;
         for prog in &regress {
             let name = prog.file_stem().unwrap().to_string_lossy().into_owned();
-            let dest = out_root.join(format!("{}-regress", py.label)).join(format!("{name}.jsonl.gz"));
+            let dest = out_root
+                .join(format!("{}-regress", py.label))
+                .join(format!("{name}.jsonl.gz"));
             match record(&flux, py, prog, "run", pytest.as_deref(), &dest) {
-                Ok(()) => eprintln!("recorded {}", dest.strip_prefix(&ws).unwrap_or(&dest).display()),
+                Ok(()) => eprintln!(
+                    "recorded {}",
+                    dest.strip_prefix(&ws).unwrap_or(&dest).display()
+                ),
                 Err(e) => {
                     failed += 1;
                     eprintln!("FAILED {} {name}: {e:#}", py.label);
@@ -106,9 +127,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 scopes.extend(["pytest-run", "tests", "targets"]);
             }
             for scope in scopes {
-                let dest = out_root.join(format!("{}-{scope}", py.label)).join(format!("{name}.jsonl.gz"));
+                let dest = out_root
+                    .join(format!("{}-{scope}", py.label))
+                    .join(format!("{name}.jsonl.gz"));
                 match record(&flux, py, prog, scope, pytest.as_deref(), &dest) {
-                    Ok(()) => eprintln!("recorded {}", dest.strip_prefix(&ws).unwrap_or(&dest).display()),
+                    Ok(()) => eprintln!(
+                        "recorded {}",
+                        dest.strip_prefix(&ws).unwrap_or(&dest).display()
+                    ),
                     Err(e) => {
                         failed += 1;
                         eprintln!("FAILED {} {name} {scope}: {e:#}", py.label);
@@ -125,13 +151,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !st.success() {
         bail!("refreshing the snapshots failed");
     }
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Where pytest is importable from for `py` (`None`: its own site-packages): on sid, the
 /// wheels of the yt-dlp wheelhouse unpacked into the root's `/tmp/flux-corpus-pytest`.
 fn pytest_path(ws: &Path, py: &Python) -> Result<Option<String>> {
-    let Some(root) = &py.root else { return Ok(None) };
+    let Some(root) = &py.root else {
+        return Ok(None);
+    };
     let inside = "/tmp/flux-corpus-pytest";
     let dir = root.join(inside.trim_start_matches('/'));
     if dir.join("pytest").is_dir() {
@@ -142,7 +174,16 @@ fn pytest_path(ws: &Path, py: &Python) -> Result<Option<String>> {
     for w in std::fs::read_dir(&wheels).with_context(|| format!("reading {}", wheels.display()))? {
         let w = w?.path();
         let n = w.file_name().unwrap().to_string_lossy().into_owned();
-        if ["pytest-", "pluggy-", "iniconfig-", "packaging-", "pygments-"].iter().any(|p| n.starts_with(p)) {
+        if [
+            "pytest-",
+            "pluggy-",
+            "iniconfig-",
+            "packaging-",
+            "pygments-",
+        ]
+        .iter()
+        .any(|p| n.starts_with(p))
+        {
             let st = Command::new("python3")
                 .args(["-m", "zipfile", "-e"])
                 .arg(&w)
@@ -156,7 +197,14 @@ fn pytest_path(ws: &Path, py: &Python) -> Result<Option<String>> {
     Ok(Some(inside.into()))
 }
 
-fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&str>, dest: &Path) -> Result<()> {
+fn record(
+    flux: &Path,
+    py: &Python,
+    prog: &Path,
+    scope: &str,
+    pytest: Option<&str>,
+    dest: &Path,
+) -> Result<()> {
     let name = prog.file_name().unwrap().to_string_lossy().into_owned();
     let stem = prog.file_stem().unwrap().to_string_lossy().into_owned();
     let root = py.root();
@@ -172,7 +220,18 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
         // A mount namespace of its own with a /proc (the hook reads /proc/self/maps to find the
         // semaphores it zeroes outside test windows).
         let sh = r#"mount -t proc proc /proc && exec chroot "$0" "$@""#;
-        cmd.extend(["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", sh].map(String::from));
+        cmd.extend(
+            [
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                "-c",
+                sh,
+            ]
+            .map(String::from),
+        );
         cmd.push(root.display().to_string());
     }
     cmd.push(py.exe.into());
@@ -183,20 +242,41 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
             "import os, runpy\n\n\ndef test_{stem}():\n    runpy.run_path(os.path.join(os.path.dirname(__file__), {name:?}), run_name=\"__main__\")\n"
         );
         std::fs::write(host_dir.join(format!("test_{name}")), test)?;
-        cmd.extend(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"].map(String::from));
+        cmd.extend(
+            [
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "-p",
+                "no:randomly",
+            ]
+            .map(String::from),
+        );
         cmd.push(format!("{inside_dir}/test_{name}"));
     }
     let tmp = std::env::temp_dir().join(format!("flux-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
     let cfg = tmp.join("cfg.json");
-    std::fs::write(&cfg, format!(r#"{{"files": ["{name}"], "scope": "{scope}"}}"#))?;
+    std::fs::write(
+        &cfg,
+        format!(r#"{{"files": ["{name}"], "scope": "{scope}"}}"#),
+    )?;
     let raw = tmp.join("input.jsonl");
     let mut c = Command::new(flux);
     c.args(["trace", "--calls", "usdt", "--config"]).arg(&cfg);
     let live = tmp.join("trace.jsonl");
-    c.arg("--record-merge-input").arg(&raw).arg("--out").arg(&live).arg("--accept-incomplete");
+    c.arg("--record-merge-input")
+        .arg(&raw)
+        .arg("--out")
+        .arg(&live)
+        .arg("--accept-incomplete");
     if let Some(r) = &py.root {
-        c.arg("--root").arg(r).arg("--python").arg(root.join(py.exe.trim_start_matches('/')));
+        c.arg("--root")
+            .arg(r)
+            .arg("--python")
+            .arg(root.join(py.exe.trim_start_matches('/')));
     }
     c.arg("--").args(&cmd);
     match pytest {
@@ -206,7 +286,10 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
     let out = c.output().context("running flux")?;
     let _ = std::fs::remove_dir_all(&host_dir);
     if !raw.exists() {
-        bail!("flux wrote no merge input: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "flux wrote no merge input: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let text = std::fs::read(&raw)?;
     let live = std::fs::read(&live).context("reading the live trace")?;
@@ -215,7 +298,9 @@ fn record(flux: &Path, py: &Python, prog: &Path, scope: &str, pytest: Option<&st
     std::fs::create_dir_all(dest.parent().unwrap())?;
     let f = std::fs::File::create(dest)?;
     // Fixed header fields (no name, no time): the same input gives the same bytes.
-    let mut gz = flate2::GzBuilder::new().mtime(0).write(f, flate2::Compression::best());
+    let mut gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(f, flate2::Compression::best());
     gz.write_all(&text)?;
     gz.finish()?;
     Ok(())
@@ -232,7 +317,10 @@ fn faithful(fixture: &[u8], live: &[u8], stem: &str) -> Result<()> {
         t[i..].to_string()
     };
     let file = format!("/{stem}.py");
-    let (a, b) = (threads(&render(&f.merged(), &file)), threads(&render(&live, &file)));
+    let (a, b) = (
+        threads(&render(&f.merged(), &file)),
+        threads(&render(&live, &file)),
+    );
     if a != b {
         let i = a.lines().zip(b.lines()).take_while(|(x, y)| x == y).count();
         bail!(

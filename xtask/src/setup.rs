@@ -101,9 +101,13 @@ pub fn ensure() -> Result<()> {
     }
     if !ok(Command::new("cargo").args(["+nightly", "fuzz", "--version"])) {
         step("cargo install cargo-fuzz (the fuzz targets of fuzz/)");
-        if let Err(e) = run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["install", "cargo-fuzz", "--locked"]))
-        {
+        if let Err(e) = run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
+                "install",
+                "cargo-fuzz",
+                "--locked",
+            ]),
+        ) {
             // Fuzzing is skipped (loudly) without it; the rest of the setup still holds.
             eprintln!("xtask setup: installing cargo-fuzz failed: {e:#}");
         }
@@ -175,7 +179,12 @@ pub fn fuzz_briefly(root: &Path, seconds: u32) -> Result<bool> {
     }
     let mut targets: Vec<String> = std::fs::read_dir(root.join("fuzz/fuzz_targets"))?
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".rs").map(String::from))
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".rs")
+                .map(String::from)
+        })
         .collect();
     targets.sort();
     let mut all_ok = true;
@@ -183,7 +192,14 @@ pub fn fuzz_briefly(root: &Path, seconds: u32) -> Result<bool> {
         step(&format!("fuzz {t} ({seconds}s)"));
         let st = Command::new("cargo")
             .current_dir(root.join("fuzz"))
-            .args(["+nightly", "fuzz", "run", &t, "--", &format!("-max_total_time={seconds}")])
+            .args([
+                "+nightly",
+                "fuzz",
+                "run",
+                &t,
+                "--",
+                &format!("-max_total_time={seconds}"),
+            ])
             // The targets link flux-agent; its eBPF object is not needed to fuzz parsers.
             .env("AYA_BUILD_SKIP", "1")
             .status()?;

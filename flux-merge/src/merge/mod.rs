@@ -91,7 +91,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
     let threads = scopes::timelines(&usdt_events, hook, plan, &mut c, &mut meta.problems);
-    let shared = thread::Shared { plan, codes: &codes };
+    let shared = thread::Shared {
+        plan,
+        codes: &codes,
+    };
     let mut out: Vec<Event> = Vec::with_capacity(usdt_events.len());
     let mut next_act = 1u64;
     for (key, items) in &threads {
@@ -120,8 +123,18 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
         let mut work = hook_work::HookWork::default();
         for item in items {
             match item {
-                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => work.busy(*until),
-                scopes::Item::Hook(_, r) if matches!(r, crate::protocol::Rec::ExtentOpen { .. } | crate::protocol::Rec::ExtentClose { .. }) => work.reset_bracket(),
+                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
+                    work.busy(*until)
+                }
+                scopes::Item::Hook(_, r)
+                    if matches!(
+                        r,
+                        crate::protocol::Rec::ExtentOpen { .. }
+                            | crate::protocol::Rec::ExtentClose { .. }
+                    ) =>
+                {
+                    work.reset_bracket()
+                }
                 scopes::Item::Hook(..) => {}
                 scopes::Item::Usdt(e) => {
                     let interior = work.busy_at(e.ts) || (work.inside() && !is_hook_file(&e.file));
@@ -219,7 +232,9 @@ fn name_modules(events: &mut [Event], hook: &HookCapture) {
     let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
     for s in &hook.streams {
         for c in s.codes.values() {
-            let Some(m) = c.module.as_deref() else { continue };
+            let Some(m) = c.module.as_deref() else {
+                continue;
+            };
             modules
                 .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
                 .and_modify(|old| {
@@ -266,7 +281,10 @@ mod tests {
 
     #[test]
     fn addresses_are_scrubbed_from_reprs() {
-        assert_eq!(scrub_addresses("<function f at 0x7f3a12bc>"), "<function f at 0x?>");
+        assert_eq!(
+            scrub_addresses("<function f at 0x7f3a12bc>"),
+            "<function f at 0x?>"
+        );
         assert_eq!(
             scrub_addresses("[<A at 0xdead>, <B at 0xbeef>]"),
             "[<A at 0x?>, <B at 0x?>]"

@@ -8,4 +8,3 @@ pub fn load(path: &Path) -> Fixture {
     let r = std::io::BufReader::new(flate2::read::GzDecoder::new(f));
     Fixture::read(r).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
-
