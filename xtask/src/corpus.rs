@@ -8,7 +8,8 @@
 //! Each program runs under `flux trace --calls usdt --record-merge-input` with a config that
 //! targets it, on Debian's python3.11 (host) and sid's python3.15 (chroot into
 //! `/var/cache/flux/rootfs/sid-py315`): with scope `run`, and for [`SCOPED`] also under pytest
-//! (a test that runs the program) with scopes `run` (`pytest-run`), `tests` and `targets`. Programs live at
+//! (a test that runs the program) with scopes `tests` and `targets` (and `run` for
+//! [`PYTEST_RUN`] on 3.15). Programs live at
 //! `/tmp/flux-corpus/` in both roots, so paths are the same in every recording; `flux` itself
 //! normalises what changes from run to run (`flux_merge::fixture`). Needs root and eBPF.
 //!
@@ -17,6 +18,10 @@ use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+/// Programs recorded under pytest with scope `run` too (3.15 only: a whole pytest session
+/// traced is ~1.5 MB of fixture; one pins 17.14, the hook's plugin generator under scope run).
+pub const PYTEST_RUN: &[&str] = &["recursion"];
 
 /// Programs also recorded under pytest with scopes `tests` and `targets`.
 pub const SCOPED: &[&str] = &[
@@ -124,7 +129,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let name = prog.file_stem().unwrap().to_string_lossy().into_owned();
             let mut scopes = vec!["run"];
             if SCOPED.contains(&name.as_str()) {
-                scopes.extend(["pytest-run", "tests", "targets"]);
+                if py.label == "3.15" && PYTEST_RUN.contains(&name.as_str()) {
+                    scopes.push("pytest-run");
+                }
+                scopes.extend(["tests", "targets"]);
             }
             for scope in scopes {
                 let dest = out_root
