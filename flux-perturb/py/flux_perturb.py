@@ -42,9 +42,10 @@ module-level constant), an `assert` whose test compares against a literal (`==`,
 (`assert all(...)`, `assert isprime(n)`) keeps only what it computed: `assert f(x) == 3`
 becomes `(f(x))`, `assert x is None` becomes `(x)`, an assert of literals alone becomes
 `pass`; `assert A and B` becomes `if (A): (what B computed)` (`or`: `if not (A): ...`), so
-that B still runs only when it did. The old expected value, now wrong, is gone from what the
-statement says, so the test a model reads states nothing false; the same calls run, in
-source order, and line numbers are kept (newlines stay inside the brackets). Likewise a `with pytest.raises(E):` block (no `as` target) becomes
+that B still runs only when it did (A stays, as a condition: a branch states nothing). The
+old expected value, now wrong, is never asserted or left as a bare claim, so the test a model
+reads states nothing false; the same calls run, in source order, and line numbers are kept
+(newlines stay inside the brackets). Likewise a `with pytest.raises(E):` block (no `as` target) becomes
 `with _flux_suppress(E):` (`contextlib.suppress`, imported at the end of the file so that no
 line moves): the body runs as before and an `E` is still caught, but a variant whose inputs no
 longer raise is not a failing test. Other assertions (comparisons between two computed values,
