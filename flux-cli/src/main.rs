@@ -12,6 +12,7 @@ mod perturb;
 mod probes;
 mod run_instance;
 mod score;
+mod sweflux;
 mod trace;
 
 #[derive(Parser)]
