@@ -56,7 +56,7 @@ class Checks:
             try:
                 res = "true" if eval(code, frame.f_globals, frame.f_locals) else "false"
             except Exception as e:  # noqa: BLE001 - the record says what was raised
-                res = '["error",%s]' % json.dumps(self.typename(e))
+                res = json.dumps(["error", self.typename(e)])
             out.append(
                 '["k",%d,%d,%d,%d,%d,%s,%s]'
                 % (time.monotonic_ns(), tid, code_id, frame_key, line, json.dumps(text), res)

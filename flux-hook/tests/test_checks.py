@@ -10,6 +10,7 @@ import unittest
 
 HOOK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HOOK_DIR)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from flux_hook import checks  # noqa: E402
 from flux_hook._core import exc_typename  # noqa: E402
 
@@ -68,6 +69,72 @@ class TestFactsRecords(unittest.TestCase):
             self.assertEqual((kind, fn, facts["file"]), ("F", good, good))
             self.assertEqual([x["qualname"] for x in facts["functions"]], ["<module>", "f"])
             recs[0].encode("ascii")
+
+
+LOOP = """\
+def f(n):
+    acc = []
+    for i in range(n):
+        acc.append(i)
+    return acc
+
+f(3)
+"""
+
+
+class TestUnderTheHook(unittest.TestCase):
+    """The back-end of this interpreter evaluates predicates at line events and sends the facts
+    of the targeted files at exit."""
+
+    def run_loop(self, predicates):
+        import harness
+
+        r = harness.run(self, LOOP, config={"files": ["prog.py"], "predicates": predicates})
+        self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
+        return r
+
+    def test_predicates_are_evaluated_before_their_line_runs_on_live_values(self):
+        r = self.run_loop(
+            [
+                {"expr": "len(acc) == i", "lines": [4]},
+                {"expr": "i < 2", "lines": [4], "function": "f"},
+                {"expr": "acc[i] >= 0", "lines": [4]},
+                {"expr": "True", "lines": [4], "function": "g"},
+            ]
+        )
+        ks = [e for e in r.events(file_suffix="prog.py") if e[0] == "k"]
+        got = [(e[1], e[5], e[6], e[7]) for e in ks]
+        want = []
+        for i in range(3):
+            want += [
+                ("f", 4, "len(acc) == i", True),
+                ("f", 4, "i < 2", i < 2),
+                ("f", 4, "acc[i] >= 0", ["error", "IndexError"]),
+            ]
+        self.assertEqual(got, want)
+        # Each check follows the line event of its line, in the same frame.
+        evs = r.events(file_suffix="prog.py")
+        for j, e in enumerate(evs):
+            if e[0] == "k":
+                prev = [x for x in evs[:j] if x[0] == "l"][-1]
+                self.assertEqual((prev[4], prev[5]), (e[4], e[5]))
+
+    def test_no_predicates_no_checks_and_the_facts_of_targeted_files_at_exit(self):
+        r = self.run_loop([])
+        recs = r.records()
+        self.assertFalse([x for x in recs if x[0] == "k"])
+        fs = [x for x in recs if x[0] == "F"]
+        self.assertEqual(len(fs), 1, "one F record: prog.py (the hook's own files are not targeted)")
+        self.assertTrue(fs[0][1].endswith("/prog.py"))
+        self.assertEqual([x["qualname"] for x in fs[0][2]["functions"]], ["<module>", "f"])
+        self.assertEqual(r.main[-1][0], "bye")
+
+    def test_a_predicate_that_does_not_compile_stops_the_hook_with_its_text(self):
+        import harness
+
+        r = harness.run(self, LOOP, config={"files": ["prog.py"], "predicates": [{"expr": "i <", "lines": [4]}]})
+        self.assertEqual(r.proc.returncode, 97)
+        self.assertIn("'i <' does not compile", r.proc.stderr)
 
 
 if __name__ == "__main__":
