@@ -360,6 +360,61 @@ fn targets_file(files: &[String], file: &str) -> bool {
         })
 }
 
+/// Predicates are evaluated only where `[tracing] predicates` says: an extractor reading
+/// them needs some, and every predicate (and line) it names must be configured, or its report
+/// would count nothing and say so only at harvest time.
+fn check_predicates(
+    path: &Path,
+    ex: &flux_extract::Extractor,
+    params: &Params,
+    tracing: &flux_trace::TracingConfig,
+) -> Result<(), InstanceError> {
+    if ex.name != "predicate_report" {
+        return Ok(());
+    }
+    if tracing.predicates.is_empty() {
+        return Err(invalid(
+            path,
+            "tracing.predicates",
+            "extractor `predicate_report` needs predicates to evaluate ([[tracing.predicates]] with `expr` and `lines`)".to_string(),
+        ));
+    }
+    let names = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for want in names(params.get("predicates")) {
+        if !tracing.predicates.iter().any(|p| p.expr == want) {
+            return Err(invalid(
+                path,
+                "extractor.params.predicates",
+                format!("`{want}` is not among [tracing] predicates, so it is never evaluated"),
+            ));
+        }
+    }
+    if let Some(lines) = params.get("lines").and_then(|v| v.as_array()) {
+        for l in lines.iter().filter_map(|l| l.as_u64()) {
+            if !tracing
+                .predicates
+                .iter()
+                .any(|p| p.lines.contains(&(l as u32)))
+            {
+                return Err(invalid(
+                    path,
+                    "extractor.params.lines",
+                    format!("no [tracing] predicate is evaluated at line {l}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Lines, locals and exceptions are recorded only in targeted code: the functions an extractor
 /// reads them from must be targeted, and a `file` filter must name a targeted file (17.11).
 fn check_targeted(
@@ -549,6 +604,7 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
         check_targets_scope(path, ex, &params, &spec.tracing)?;
     }
     check_targeted(path, ex, &params, &spec.tracing)?;
+    check_predicates(path, ex, &params, &spec.tracing)?;
     Ok(Instance {
         dir: dir.to_path_buf(),
         spec,

@@ -754,3 +754,50 @@ fn ambiguous_function_names_are_refused_unless_file_says_which() {
         json!({"covered_lines": [11]})
     );
 }
+
+#[test]
+fn predicate_reports_need_configured_predicates() {
+    let s = Scratch::new();
+    let base = GOOD
+        .replace("kind = \"S1_IntraProceduralCFG\"", "kind = \"S7_Invariants\"")
+        .replace(
+            "template = '{\"executed_path\": [{\"line\": \"int\"}]}'",
+            "template = '{\"invariant_report\": [{\"predicate\": \"str\", \"held_always\": \"bool\"}]}'",
+        )
+        .replace("name = \"executed_path\"", "name = \"predicate_report\"");
+    let with = |params: &str, preds: &str| {
+        base.replace(
+            "params = { function = \"Add.flatten\", invocation = 1 }",
+            &format!("params = {{ function = \"Add.flatten\"{params} }}"),
+        )
+        .replace(
+            "functions = [\"Add.flatten\"]",
+            &format!("functions = [\"Add.flatten\"]\n{preds}"),
+        )
+    };
+    let one = "predicates = [{ expr = \"len(args) > 0\", lines = [200] }]";
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &with("", one));
+    assert_eq!(load_instance(&d).unwrap().spec.tracing.predicates.len(), 1);
+    let e = err_of(&s.0, &with("", ""));
+    assert!(
+        e.contains("field `tracing.predicates`") && e.contains("needs predicates"),
+        "{e}"
+    );
+    let e = err_of(&s.0, &with(", predicates = [\"x > 0\"]", one));
+    assert!(
+        e.contains("`x > 0` is not among [tracing] predicates"),
+        "{e}"
+    );
+    let e = err_of(&s.0, &with(", lines = [201]", one));
+    assert!(
+        e.contains("no [tracing] predicate is evaluated at line 201"),
+        "{e}"
+    );
+    assert!(load_instance(&make(
+        &s.0,
+        "sympy",
+        "sympy-add-flatten-path",
+        &with(", predicates = [\"len(args) > 0\"], lines = [200]", one)
+    ))
+    .is_ok());
+}
