@@ -639,3 +639,17 @@ fn a_variant_table_is_optional_and_checked() {
     );
     assert!(e.contains("field `variant.origin`"), "{e}");
 }
+
+/// 17.15 (found by the `template` fuzz target): a template printed itself with Rust's string
+/// escapes (`"\u{7f}"`), which are no JSON, so the template an error message showed did not
+/// parse back.
+#[test]
+fn a_template_prints_as_the_json_it_parses_from() {
+    for text in [
+        "{\"executed\\u007fpath\": [{\"line\": \"int\"}]}",
+        "{\"a\\\"b\": \"str|null\", \"c\": {\"*\": [\"float\"]}}",
+    ] {
+        let t = Template::parse(text).unwrap();
+        assert_eq!(Template::parse(&t.to_string()).unwrap(), t, "{t}");
+    }
+}

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod fuzz;
 mod harvest;
 mod images;
 mod setup;
@@ -31,6 +32,8 @@ enum Command {
     Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
+    /// Run each cargo-fuzz target of fuzz/ for a few seconds (nightly + cargo-fuzz).
+    Fuzz(fuzz::Args),
     /// Harvest every instance under instances/ with the release flux (building what is missing),
     /// then a summary per kind and repository.
     Harvest(harvest::Args),
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
         Command::Images(args) => images::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };

@@ -99,6 +99,13 @@ pub fn ensure() -> Result<()> {
                 .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
         )?;
     }
+    if !crate::fuzz::available() {
+        step("cargo install cargo-fuzz (the fuzz targets run briefly in `cargo xtask test`)");
+        run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["install", "cargo-fuzz", "--locked"]),
+        )?;
+    }
     if !ok(Command::new("docker").arg("info")) {
         if !root {
             eprintln!(
@@ -154,6 +161,13 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
         cmd.env("FLUX_REQUIRE_ALL", "1");
     }
     let st = cmd.status()?;
+    // The fuzz targets, briefly (seconds each), where nightly and cargo-fuzz are.
+    if crate::fuzz::available() {
+        step("fuzz targets, 10 s each");
+        crate::fuzz::run(crate::fuzz::Args::brief())?;
+    } else {
+        eprintln!("xtask test: skipping the fuzz targets: cargo +nightly fuzz does not run here");
+    }
     Ok(if st.success() {
         ExitCode::SUCCESS
     } else {
