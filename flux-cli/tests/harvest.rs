@@ -34,7 +34,8 @@ fn skip(what: &str) -> bool {
     }
 }
 
-/// `<root>/sympy/<id>/`: a test that calls `ibin` and then sleeps `sleep_s` seconds.
+/// `<root>/sympy/<id>/`: a test that calls `ibin` and then sleeps `sleep_s` seconds, with
+/// `/tmp/sleeping` in its container while it does.
 fn sleeper(root: &Path, id: &str, sleep_s: u64, timeout_s: u64) -> PathBuf {
     let dir = root.join("sympy").join(id);
     std::fs::create_dir_all(&dir).unwrap();
@@ -42,7 +43,8 @@ fn sleeper(root: &Path, id: &str, sleep_s: u64, timeout_s: u64) -> PathBuf {
         dir.join("test_sleep.py"),
         format!(
             "import time\nfrom sympy.utilities.iterables import ibin\n\n\ndef test_sleeps():\n    \
-             assert ibin(2, 4) == [0, 0, 1, 0]\n    time.sleep({sleep_s})\n"
+             assert ibin(2, 4) == [0, 0, 1, 0]\n    open('/tmp/sleeping', 'w').close()\n    \
+             time.sleep({sleep_s})\n"
         ),
     )
     .unwrap();
@@ -104,7 +106,8 @@ fn containers(name: &str, running_only: bool) -> Vec<String> {
         .collect()
 }
 
-/// Wait until the instance's test is past its gate and running (pytest is in the container).
+/// Wait until the instance's test is past its gate and running: a process of the container
+/// *is* the interpreter (the gate shell's arguments name it before the gate opens).
 fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
     let t0 = Instant::now();
     loop {
@@ -114,8 +117,17 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
             panic!("flux ended before its test ran ({st}):\n{err}");
         }
         if let Some(id) = containers(name, true).into_iter().next() {
-            let top = Command::new("docker").args(["top", &id]).output().unwrap();
-            if String::from_utf8_lossy(&top.stdout).contains("pytest") {
+            let top = Command::new("docker")
+                .args(["top", &id, "-o", "pid,args"])
+                .output()
+                .unwrap();
+            let top = String::from_utf8_lossy(&top.stdout);
+            let python = top.lines().any(|l| {
+                l.trim_start()
+                    .split_once(' ')
+                    .is_some_and(|(_, a)| a.trim_start().starts_with("python3.11 -m pytest"))
+            });
+            if python {
                 return id;
             }
         }
@@ -126,6 +138,10 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// The tests here start harvests, and every harvest removes the containers of dead flux
+/// processes: one at a time, so that none sweeps away what another is watching.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Removes the instance's containers however the test ends.
 struct Cleanup(String);
@@ -145,6 +161,7 @@ fn sigint_and_sigterm_remove_the_running_container() {
     if skip("sigint_and_sigterm_remove_the_running_container") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     for (signal, code, id) in [
         (libc::SIGINT, 130, "sleeps-then-sigint"),
@@ -185,18 +202,36 @@ fn a_sigkilled_flux_leaves_no_container_running_past_its_deadline() {
     if skip("a_sigkilled_flux_leaves_no_container_running_past_its_deadline") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let name = "sympy/sleeps-then-sigkill";
     let _cleanup = Cleanup(name.into());
-    let timeout_s = 5;
+    // Long enough that flux is killed well before its own timer would fire.
+    let timeout_s = 20;
     let dir = sleeper(tmp.path(), "sleeps-then-sigkill", 600, timeout_s);
     let cache = tmp.path().join("cache");
     let mut flux = harvest(&cache, &dir);
     let id = wait_until_the_test_runs(name, &mut flux);
+    // Killed while the test sleeps: the hook has nothing to send (it would find the agent
+    // gone and exit 97), so only the container's own deadline can end it.
+    let t0 = Instant::now();
+    while !Command::new("docker")
+        .args(["exec", &id, "test", "-e", "/tmp/sleeping"])
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the test never slept"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     flux.kill().unwrap();
     flux.wait().unwrap();
     let killed = Instant::now();
-    // The test started at most a moment before we saw pytest: its deadline is ~15 s away.
+    // The test started at most a moment before we saw pytest: its deadline (timeout + 10 s
+    // grace) is at most that far away; 20 s more for a loaded machine.
     let limit = Duration::from_secs(timeout_s + 10 + 20);
     while !containers(name, true).is_empty() {
         assert!(
@@ -205,6 +240,18 @@ fn a_sigkilled_flux_leaves_no_container_running_past_its_deadline() {
             killed.elapsed()
         );
         std::thread::sleep(Duration::from_millis(250));
+    }
+    // Ended by its deadline's SIGKILL (the hook had nothing to send while the test slept) —
+    // unless some other flux on this machine removed the orphan first (every harvest does).
+    let code = Command::new("docker")
+        .args(["inspect", "-f", "{{.State.ExitCode}}", &id])
+        .output()
+        .unwrap();
+    let code = String::from_utf8_lossy(&code.stdout).trim().to_owned();
+    if code.is_empty() {
+        eprintln!("note: container {id} was removed by another flux's orphan sweep");
+    } else {
+        assert_eq!(code, "137", "the container's exit code");
     }
     let gc = Command::new(env!("CARGO_BIN_EXE_flux"))
         .args(["gc", "--cache"])

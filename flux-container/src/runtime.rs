@@ -456,17 +456,7 @@ impl Runtime {
     /// run or build left behind. Containers of live processes (concurrent runs) stay. Call it
     /// at the start of every run. Returns how many were removed.
     pub async fn remove_orphans(&self) -> Result<usize> {
-        let mut filters = std::collections::HashMap::new();
-        filters.insert("label".to_owned(), vec![LABEL_PID.to_owned()]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| Error::docker("list containers", e))?;
+        let list = self.with_label(LABEL_PID.to_owned()).await?;
         let mut removed = 0;
         for c in list {
             // Containers of flux images made elsewhere inherit the label blanked: skip them.
@@ -491,26 +481,32 @@ impl Runtime {
     /// Removes (force) every flux container this process created: what SIGINT/SIGTERM leave
     /// running while a run is interrupted. Returns how many were removed.
     pub async fn remove_own(&self) -> Result<usize> {
-        let mut filters = std::collections::HashMap::new();
-        filters.insert(
-            "label".to_owned(),
-            vec![format!("{LABEL_PID}={}", std::process::id())],
-        );
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
         let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| Error::docker("list containers", e))?;
+            .with_label(format!("{LABEL_PID}={}", std::process::id()))
+            .await?;
         let mut removed = 0;
         for id in list.into_iter().filter_map(|c| c.id) {
             remove_container(&self.docker, &id).await?;
             removed += 1;
         }
         Ok(removed)
+    }
+
+    /// Containers (any state) matching a `label` filter (`key` or `key=value`).
+    async fn with_label(
+        &self,
+        filter: String,
+    ) -> Result<Vec<bollard::models::ContainerSummary>> {
+        let mut filters = std::collections::HashMap::new();
+        filters.insert("label".to_owned(), vec![filter]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        self.docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| Error::docker("list containers", e))
     }
 
     /// Removes one container by id or name (force); a missing one is not an error.
@@ -525,17 +521,7 @@ impl Runtime {
             Some(id) => format!("{LABEL_RUN}={id}"),
             None => LABEL_RUN.to_owned(),
         };
-        let mut filters = std::collections::HashMap::new();
-        filters.insert("label".to_owned(), vec![filter]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| Error::docker("list containers", e))?;
+        let list = self.with_label(filter).await?;
         Ok(list
             .into_iter()
             .filter(|c| {
@@ -918,7 +904,10 @@ impl Drop for Container {
         })
         .join();
         if !matches!(done, Ok(Some(()))) {
-            eprintln!(
+            // Not eprintln!: a closed stderr must not turn a drop into a panic.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "flux-container: could not remove container {} on drop",
                 self.name
             );

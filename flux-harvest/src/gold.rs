@@ -296,23 +296,7 @@ mod tests {
     }
 
     fn report() -> InstanceReport {
-        InstanceReport {
-            dir: "d".into(),
-            name: "r/i".into(),
-            repository: None,
-            kind: None,
-            status: Status::Failed,
-            error: None,
-            run_dir: None,
-            runtime: crate::Runtime::Docker,
-            labels: Vec::new(),
-            warnings: Vec::new(),
-            oracle: None,
-            call_graph: None,
-            events: None,
-            run_seconds: None,
-            seconds: 0.0,
-        }
+        crate::new_report(std::path::Path::new("d"), crate::Runtime::Docker)
     }
 
     /// 17.4: a run that differs from another (SymPy's unseeded shuffles) was harvested as gold

@@ -338,12 +338,20 @@ pub fn harvest_blocking(
 
 fn failed_report(dir: &Path, runtime: Runtime, e: anyhow::Error) -> InstanceReport {
     InstanceReport {
+        error: Some(format!("{e:#}")),
+        ..new_report(dir, runtime)
+    }
+}
+
+/// The report of an instance in `dir` before anything is known (failed until it is not).
+pub(crate) fn new_report(dir: &Path, runtime: Runtime) -> InstanceReport {
+    InstanceReport {
         dir: dir.to_path_buf(),
         name: dir.display().to_string(),
         repository: None,
         kind: None,
         status: Status::Failed,
-        error: Some(format!("{e:#}")),
+        error: None,
         run_dir: None,
         runtime,
         labels: Vec::new(),
@@ -369,21 +377,10 @@ async fn harvest_one(
     };
     let name = format!("{}/{}", inst.spec.repository, inst.id());
     let mut report = InstanceReport {
-        dir: dir.to_path_buf(),
         name: name.clone(),
         repository: Some(inst.spec.repository.clone()),
         kind: Some(inst.kind()),
-        status: Status::Failed,
-        error: None,
-        run_dir: None,
-        runtime,
-        labels: Vec::new(),
-        warnings: Vec::new(),
-        oracle: None,
-        call_graph: None,
-        events: None,
-        run_seconds: None,
-        seconds: 0.0,
+        ..new_report(dir, runtime)
     };
     match harvest_instance(&inst, opts, backend, &mut report).await {
         Ok(status) => report.status = status,
@@ -616,4 +613,29 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// 17.12: a log cut at the 64 MiB cap was kept silently (the outcome knew, nobody said).
+    #[test]
+    fn truncated_logs_are_reported() {
+        let out = crate::RunOutput {
+            trace: flux_trace::Trace::default(),
+            exit_code: 0,
+            timed_out: None,
+            killed: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_truncated: true,
+            stderr_truncated: false,
+            image_id: String::new(),
+            interpreter_version: "3.11.2".into(),
+            labels: Vec::new(),
+        };
+        assert_eq!(
+            super::run_warnings(&out),
+            ["the test's stdout was truncated at 64 MiB (the rest was dropped)"]
+        );
+    }
 }

@@ -68,7 +68,7 @@ impl Default for Inst<'_> {
             id: "sympy-ibin-width-path",
             image: IMAGE,
             test_body: "    assert ibin(2, 4) == [0, 0, 1, 0]\n",
-            timeout_s: 120,
+            timeout_s: 600,
             extra_top: "",
             tracing_extra: "",
             expect: "pass",
