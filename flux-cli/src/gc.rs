@@ -3,7 +3,6 @@
 //! instance and beyond the size cap, stale image-build scratch, orphaned containers). Gold
 //! files, manifests, wheelhouses and venvs are never touched.
 use anyhow::{bail, Result};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
@@ -17,9 +16,8 @@ pub struct Args {
     /// List what would be removed; remove nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The cache directory (see `flux harvest --cache`).
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
 }
 
 /// `20G` → 20 GiB; a plain number is bytes.
@@ -43,7 +41,7 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let opts = flux_harvest::GcOptions {
-        cache_dir: a.cache.unwrap_or_else(crate::harvest::default_cache),
+        cache_dir: a.cache.dir(),
         keep: a.keep,
         max_bytes: a.max_size,
         dry_run: a.dry_run,

@@ -24,6 +24,7 @@ macro_rules! eprint {
 
 mod out;
 
+mod cache;
 mod eval;
 mod export;
 mod gc;
@@ -33,6 +34,7 @@ mod perturb;
 mod probes;
 mod run_instance;
 mod score;
+mod sweflux;
 mod trace;
 
 #[derive(Parser)]

@@ -57,9 +57,8 @@ pub struct Args {
     /// The reference tracer (a Python file, the pytest plugin `reference_tracer`).
     #[arg(long)]
     reference_tracer: Option<PathBuf>,
-    /// The cache directory (see `flux harvest --cache`).
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// Keep the run directory (logs, reference log, trace-meta.json).
     #[arg(long)]
     keep_run_dir: bool,
@@ -68,11 +67,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(
-        a.cache
-            .clone()
-            .unwrap_or_else(crate::harvest::default_cache),
-    );
+    let mut opts = HarvestOptions::new(a.cache.dir());
     opts.calls = match a.calls {
         CallsArg::Auto => CallsMode::Auto,
         CallsArg::Hook => CallsMode::Hook,
