@@ -214,9 +214,11 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
 }
 
 /// Copy `from` into `to` recursively (regular files and directories; symlinks are followed
-/// only when they point to files), readable by everyone, without the gold files at the top.
+/// only when they point to files inside `from`: a link leaving the instance directory is an
+/// error naming it, so an instance cannot show the test a host file), readable by everyone,
+/// without the gold files at the top.
 fn copy_instance(from: &Path, to: &Path) -> Result<()> {
-    fn copy_dir(from: &Path, to: &Path, top: bool) -> Result<()> {
+    fn copy_dir(root: &Path, from: &Path, to: &Path, top: bool) -> Result<()> {
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         set_mode(to, 0o755)?;
         let entries =
@@ -228,14 +230,26 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
             if top && GOLD_FILES.contains(&n.as_ref()) {
                 continue;
             }
-            if n == "__pycache__" || n == ".pytest_cache" || n.starts_with(".oracle.json.tmp") {
+            let temporary = n.starts_with(".oracle.json.tmp") || n.starts_with(".callgraph.json.tmp");
+            if n == "__pycache__" || n == ".pytest_cache" || temporary {
                 continue;
             }
             let src = e.path();
             let dst = to.join(&name);
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                let target = std::fs::canonicalize(&src)
+                    .with_context(|| format!("{} is a dangling link", src.display()))?;
+                if !target.starts_with(root) {
+                    anyhow::bail!(
+                        "{} is a link leaving the instance directory (to {}): not shown to the test",
+                        src.display(),
+                        target.display()
+                    );
+                }
+            }
             let meta = std::fs::metadata(&src).with_context(|| format!("{}", src.display()))?;
             if meta.is_dir() {
-                copy_dir(&src, &dst, false)?;
+                copy_dir(root, &src, &dst, false)?;
             } else if meta.is_file() {
                 std::fs::copy(&src, &dst)
                     .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -245,7 +259,8 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
         }
         Ok(())
     }
-    copy_dir(from, to, true)
+    let root = std::fs::canonicalize(from).with_context(|| format!("{}", from.display()))?;
+    copy_dir(&root, from, to, true)
 }
 
 /// Writes to a file and hashes what it wrote.
@@ -361,6 +376,30 @@ mod tests {
         super::prune_bytes(t.path(), 0, &t.path().join("d-current"));
         assert!(t.path().join("d-current").is_dir());
         assert!(!t.path().join("c-new").exists());
+    }
+
+    /// An instance directory holding a link to a host file would have shown that file to the
+    /// test (copied into its read-only mount); links inside the instance are still followed.
+    #[test]
+    fn links_leaving_the_instance_directory_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let inst = t.path().join("repo/id");
+        std::fs::create_dir_all(inst.join("data")).unwrap();
+        std::fs::write(inst.join("data/input.txt"), "in").unwrap();
+        std::fs::write(inst.join("oracle.json"), "gold").unwrap();
+        std::fs::create_dir(inst.join("history")).unwrap();
+        std::os::unix::fs::symlink("data/input.txt", inst.join("alias.txt")).unwrap();
+        let out = t.path().join("run/instance");
+        super::copy_instance(&inst, &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("alias.txt")).unwrap(), "in");
+        assert!(!out.join("oracle.json").exists() && !out.join("history").exists());
+        std::fs::write(t.path().join("secret"), "host").unwrap();
+        std::os::unix::fs::symlink(t.path().join("secret"), inst.join("leak.txt")).unwrap();
+        let e = super::copy_instance(&inst, &t.path().join("run2/instance")).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("leak.txt is a link leaving the instance directory"),
+            "{e:#}"
+        );
     }
 
     #[test]
