@@ -3,11 +3,33 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// std's print macros panic on a closed stream (`flux harvest --json | head`); these shadow them
+// in every module of the binary (textual scope: defined before the `mod`s) and write through
+// `out`, which drops output to a closed stream and goes on.
+macro_rules! println {
+    () => { $crate::out::write($crate::out::Stream::Stdout, format_args!(""), true) };
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stdout, format_args!($($t)*), true) };
+}
+macro_rules! print {
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stdout, format_args!($($t)*), false) };
+}
+macro_rules! eprintln {
+    () => { $crate::out::write($crate::out::Stream::Stderr, format_args!(""), true) };
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), true) };
+}
+#[allow(unused_macros)] // none today; std's would panic
+macro_rules! eprint {
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), false) };
+}
+
+mod out;
+
 mod bench_extract;
 mod cache;
 mod eval;
 mod export;
 mod extractors;
+mod gc;
 mod harvest;
 mod images;
 mod perturb;
@@ -48,6 +70,8 @@ enum Cmd {
     Export(export::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
+    /// Remove run directories, stale build scratch and orphaned containers from the cache.
+    Gc(gc::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
     Perturb(perturb::Args),
     /// Run one instance's test once (flux, untraced or a reference tracer) and print its cost
@@ -72,12 +96,16 @@ fn main() -> ExitCode {
         Cmd::Export(a) => export::run(a),
         Cmd::Extractors(a) => extractors::run(a),
         Cmd::Harvest(a) => harvest::run(a),
+        Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::BenchRun(a) => run_instance::run(a),
         Cmd::BenchExtract(a) => bench_extract::run(a),
     };
     match result {
         Ok(code) => code,
+        // Output to a closed pipe (`flux trace … | head`): what the reader wanted it has; end
+        // quietly with the status a SIGPIPE death would give.
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::from(128 + 13),
         Err(e) => {
             eprintln!("flux: error: {e:#}");
             ExitCode::from(2)

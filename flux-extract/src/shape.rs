@@ -273,9 +273,11 @@ impl Shape {
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // Strings as JSON writes them (not Rust's `{:?}`, whose `\u{7f}` is no JSON): the
+            // text shown in an error parses back as the same shape.
             Shape::Leaf(ls) => {
                 let names: Vec<&str> = ls.iter().map(|l| l.name()).collect();
-                write!(f, "{:?}", names.join("|"))
+                f.write_str(&serde_json::Value::String(names.join("|")).to_string())
             }
             Shape::List(item) => write!(f, "[{item}]"),
             Shape::Map(item) => write!(f, "{{\"*\": {item}}}"),
@@ -285,7 +287,7 @@ impl fmt::Display for Shape {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{k:?}: {t}")?;
+                    write!(f, "{}: {t}", serde_json::Value::String(k.clone()))?;
                 }
                 f.write_str("}")
             }
