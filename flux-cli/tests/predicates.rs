@@ -113,7 +113,7 @@ fn python311_predicates_and_static_facts_reach_the_trace() {
         return;
     }
     if !Path::new(PY311).exists() {
-        eprintln!("skipping python311_predicates: {PY311} is missing");
+        flux_skip::skip("python311_predicates", &format!("{PY311} is missing"));
         return;
     }
     let dir = tempdir();
@@ -131,9 +131,12 @@ fn python315_predicates_and_static_facts_reach_the_trace() {
     }
     let root = sid_root();
     if !root.join("usr/bin/python3.15").exists() {
-        eprintln!(
-            "skipping python315_predicates: no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
-            root.display()
+        flux_skip::skip(
+            "python315_predicates",
+            &format!(
+                "no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
+                root.display()
+            ),
         );
         return;
     }
