@@ -185,6 +185,8 @@ pub struct HookServer {
     listener: tokio::net::UnixListener,
     path: PathBuf,
     record: bool,
+    /// The program's user, when it is not the owner of the socket's directory.
+    user: Option<(u32, u32)>,
 }
 
 impl HookServer {
@@ -200,7 +202,16 @@ impl HookServer {
             listener,
             path: path.to_path_buf(),
             record: false,
+            user: None,
         })
+    }
+
+    /// The traced program runs as `uid:gid` (a container's user, or `nobody` on the host) in
+    /// a directory it must not own: give the socket to that user instead of the directory's
+    /// owner (0600 stays, so nobody else connects).
+    pub fn for_user(mut self, uid: u32, gid: u32) -> HookServer {
+        self.user = Some((uid, gid));
+        self
     }
 
     /// Keep every line each stream sent ([`Stream::raw`]), to record merge fixtures.
@@ -218,7 +229,11 @@ impl HookServer {
     /// its directory (the run directory belongs to the program's user by now). Only peers in
     /// the namespace given to [`HookCollector::restrict_to`] are read.
     pub fn spawn(self) -> HookCollector {
-        let owner = give_to_dir_owner(&self.path).err();
+        let owner = match self.user {
+            Some((uid, gid)) => give_to(&self.path, uid, gid),
+            None => give_to_dir_owner(&self.path),
+        }
+        .err();
         let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
         let allowed: Arc<OnceLock<(u64, u64)>> = Arc::new(OnceLock::new());
         let path = self.path.clone();
@@ -257,14 +272,19 @@ fn give_to_dir_owner(path: &Path) -> Result<(), String> {
     let d = std::fs::metadata(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let me = std::fs::metadata(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     if (d.uid(), d.gid()) != (me.uid(), me.gid()) {
-        std::os::unix::fs::chown(path, Some(d.uid()), Some(d.gid())).map_err(|e| {
-            format!(
-                "giving the hook socket {} to its directory's owner: {e}",
-                path.display()
-            )
-        })?;
+        give_to(path, d.uid(), d.gid())?;
     }
     Ok(())
+}
+
+/// Give the socket at `path` to `uid:gid`.
+fn give_to(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| {
+        format!(
+            "giving the hook socket {} to {uid}:{gid}: {e}",
+            path.display()
+        )
+    })
 }
 
 /// Whether the peer of `conn` is a process of the traced PID namespace `allowed`.

@@ -240,6 +240,8 @@ pub(crate) async fn run_timed(
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
         opts.calls,
         opts.scope,
+        // The container's default user (flux_container::ContainerSpec).
+        Some((1000, 1000)),
     )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     let spec = container_spec(inst, run_dir, &prepared.env);

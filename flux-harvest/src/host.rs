@@ -224,6 +224,8 @@ pub(crate) async fn run_host(
         &shared.display().to_string(),
         opts.calls,
         opts.scope,
+        // SAFETY: geteuid has no preconditions.
+        (unsafe { libc::geteuid() } == 0).then_some((NOBODY, NOBODY)),
     )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
