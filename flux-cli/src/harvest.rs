@@ -38,7 +38,7 @@ pub struct Args {
     paths: Vec<PathBuf>,
 }
 
-fn default_cache() -> PathBuf {
+pub(crate) fn default_cache() -> PathBuf {
     if let Some(c) = std::env::var_os("FLUX_CACHE") {
         return PathBuf::from(c);
     }

@@ -34,11 +34,9 @@ pub enum Error {
         source: bollard::errors::Error,
     },
 
-    #[error("image {image} is missing; build it with `{build_command}`")]
-    ImageMissing {
-        image: String,
-        build_command: String,
-    },
+    /// `hint` is [`crate::images::build_hint`]'s.
+    #[error("image {image} is missing; {hint}")]
+    ImageMissing { image: String, hint: String },
 
     #[error("container {container} timed out after {after:?} and was killed")]
     TimedOut { container: String, after: Duration },

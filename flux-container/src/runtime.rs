@@ -462,13 +462,9 @@ impl Runtime {
 }
 
 pub(crate) fn missing_image(image: &str) -> Error {
-    let build_command = match crate::images::xtask_name_for(image) {
-        Some(name) => format!("cargo xtask images {name}"),
-        None => "cargo xtask images".to_owned(),
-    };
     Error::ImageMissing {
         image: image.to_owned(),
-        build_command,
+        hint: crate::images::build_hint(image),
     }
 }
 

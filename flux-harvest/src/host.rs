@@ -69,14 +69,11 @@ impl Launched for HostRun {
 fn manifest(cache_dir: &Path, image: &str) -> Result<Manifest> {
     let path = flux_container::images::manifest_path(cache_dir, image);
     if !path.exists() {
-        let build = match flux_container::images::xtask_name_for(image) {
-            Some(n) => format!("cargo xtask images {n}"),
-            None => "cargo xtask images".into(),
-        };
         bail!(
             "no manifest for image {image} at {} (the host runtime installs that image's pinned \
-             wheels); build it with `{build}`",
-            path.display()
+             wheels); {}",
+            path.display(),
+            flux_container::images::build_hint(image)
         );
     }
     Ok(Manifest::load(&path)?)
@@ -100,6 +97,12 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         );
     }
     let m = manifest(cache_dir, &inst.spec.image)?;
+    flux_container::images::check_pins(&m, &inst.spec.package, interpreter).map_err(|e| {
+        anyhow::anyhow!(
+            "instance.toml does not describe image {}: {e}",
+            inst.spec.image
+        )
+    })?;
     if m.kind != "repo" {
         bail!(
             "image {} is a base image: it has no wheels to install",
@@ -115,9 +118,9 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     let wheelhouse = std::path::absolute(cache_dir.join("wheelhouse").join(&name))?;
     if !wheelhouse.is_dir() {
         bail!(
-            "wheelhouse {} is missing; `cargo xtask images {}` downloads it",
+            "wheelhouse {} is missing; `flux images build {}` downloads it",
             wheelhouse.display(),
-            def_str(&m, "/name")?
+            m.image
         );
     }
     let venv = std::path::absolute(cache_dir.join("venvs").join(&name))?;
@@ -249,6 +252,7 @@ pub(crate) async fn run_host(
         stdout: std::fs::read(run_dir.join("stdout.txt")).unwrap_or_default(),
         stderr: std::fs::read(run_dir.join("stderr.txt")).unwrap_or_default(),
         image_id: String::new(),
+        image_identity: String::new(),
         interpreter_version: interp.version_string(),
         labels,
     })

@@ -355,6 +355,8 @@ pub(crate) struct RunOutput {
     pub stderr: Vec<u8>,
     /// `sha256:…` of the image, when the run was in a container.
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`, from its manifest), when it has one.
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced.
     pub interpreter_version: String,
     /// Labels every output must carry.
@@ -383,8 +385,9 @@ async fn harvest_instance(
         None
     };
     if let Backend::Docker(rt) = backend {
-        // Before anything is made for the run.
-        docker::image_id(rt, &inst.spec.image).await?;
+        // Before anything is made for the run: the image exists and is the one the instance
+        // pins (its `package` and `interpreter` against the image's manifest).
+        docker::checked_image(rt, inst).await?;
     }
     let run_dir = rundir::make(&opts.cache_dir, inst)?;
     report.run_dir = Some(run_dir.clone());
@@ -470,6 +473,7 @@ fn build_oracle(inst: &Instance, out: &RunOutput, trace_sha256: String) -> anyho
         provenance: flux_instance::Provenance {
             image: inst.spec.image.clone(),
             image_id: out.image_id.clone(),
+            image_identity: out.image_identity.clone(),
             interpreter: out.interpreter_version.clone(),
             flux_version: env!("CARGO_PKG_VERSION").to_string(),
             trace_sha256,

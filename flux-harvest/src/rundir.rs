@@ -255,6 +255,7 @@ mod tests {
             stdout: b"out".to_vec(),
             stderr: Vec::new(),
             image_id: String::new(),
+            image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
         };

@@ -38,7 +38,7 @@ fn skip(what: &str) -> bool {
     match docker_has(IMAGE) {
         Ok(true) => false,
         Ok(false) => {
-            eprintln!("skipping: {what}: image {IMAGE} is missing (cargo xtask images sympy)");
+            eprintln!("skipping: {what}: image {IMAGE} is missing (flux images build {IMAGE})");
             true
         }
         Err(why) => {
@@ -347,7 +347,7 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     assert_eq!(
         noimg.error.as_deref().unwrap(),
         "instance sympy/b-no-image: image flux/nosuchrepo:0.1-py3.11 is missing; \
-         build it with `cargo xtask images nosuchrepo`"
+         build it with `flux images build flux/nosuchrepo:0.1-py3.11`"
     );
 
     assert_eq!(ok.status, Status::Created, "{:?}", ok.error);
@@ -524,7 +524,7 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
     ];
     match docker_has("flux/yt-dlp:2025.10.22-py3.15") {
         Ok(true) => rels.extend(["yt-dlp/ytdlp-jsinterp-throw", "yt-dlp/ytdlp-parse-codecs-loop"]),
-        _ => eprintln!("skipping the 3.15 part: image flux/yt-dlp:2025.10.22-py3.15 is missing (cargo xtask images)"),
+        _ => eprintln!("skipping the 3.15 part: image flux/yt-dlp:2025.10.22-py3.15 is missing (flux images build)"),
     }
     let tmp = tempfile::tempdir().unwrap();
     let dirs: Vec<PathBuf> = rels.iter().map(|r| copy_starter(tmp.path(), r)).collect();
@@ -565,7 +565,7 @@ fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
         return;
     }
     if docker_has(YT) != Ok(true) {
-        eprintln!("skipping: scope_targets_on_315_names_same_named_closures: image {YT} is missing (cargo xtask images)");
+        eprintln!("skipping: scope_targets_on_315_names_same_named_closures: image {YT} is missing (flux images build)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -648,6 +648,7 @@ impl Instance {
             provenance: Provenance {
                 image: self.spec.image.clone(),
                 image_id: String::new(),
+                image_identity: String::new(),
                 interpreter: trace.meta.interpreter.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
                 trace_sha256: trace_digest(trace),
