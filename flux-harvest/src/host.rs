@@ -129,6 +129,7 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         "interpreter": interpreter,
         "definition_hash": m.definition_hash,
         "pip_freeze": m.pip_freeze,
+        "identity": m.identity,
     })
     .to_string();
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
@@ -166,6 +167,13 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         .args(&m.pip_freeze)
         .env("PIP_NO_INPUT", "1");
     run(&mut install)?;
+    // As in the image: the package imports from its unpacked source (the cache's tree, which
+    // `flux eval` shows), not from the venv's site-packages.
+    if let Some(src) = &m.source {
+        let tree = std::path::absolute(cache_dir.join(&src.cache_tree))?;
+        flux_container::images::source::adopt(&python, &src.info.package, &tree)
+            .with_context(|| format!("importing {} from {}", src.info.package, tree.display()))?;
+    }
     std::fs::write(&stamp, want)?;
     Ok(venv)
 }

@@ -157,24 +157,23 @@ fn docker_import(rootfs: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&import.stdout).trim().to_owned())
 }
 
-pub(super) async fn build(
+/// What a probe container finds in a base image.
+struct Probe {
+    container: crate::runtime::Container,
+    version: String,
+    debian_packages: Vec<String>,
+    trees: BTreeMap<String, Option<TreeDigest>>,
+}
+
+/// Runs the probe (interpreter version, Debian packages, digests of the interpreter and the
+/// stdlib) in a container of `image_ref`; returns it stopped, for commit or removal.
+async fn probe(
     rt: &Runtime,
     config: &BuildConfig,
-    settings: &Settings,
+    image: &str,
+    image_ref: &str,
     b: &BaseDef,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(Action, Manifest)> {
-    let image = b.image();
-    let definition = base_definition(settings, b);
-    let definition_hash = hash_json(&definition);
-    if let Some(m) = up_to_date(rt, config, &image, &definition_hash, None).await? {
-        return Ok((Action::Skipped, m));
-    }
-    let started = Instant::now();
-    let (rootfs, stamp) = ensure_rootfs(settings, b, progress)?;
-    progress(&format!("{image}: docker import {}", rootfs.display()));
-    let imported = docker_import(&rootfs)?;
-    progress(&format!("{image}: probing interpreter and packages"));
+) -> Result<Probe> {
     let run_dir = config
         .cache_dir
         .join("build")
@@ -192,15 +191,89 @@ pub(super) async fn build(
         tools_dir(&config.cache_dir)?,
         TOOLS_IN_CONTAINER,
     )];
-    let c = run_build_container(rt, &imported, &script, &run_dir, mounts).await?;
-    let version = read_run_file(&run_dir, "python-version")?.trim().to_owned();
-    let trees: BTreeMap<String, Option<TreeDigest>> =
-        serde_json::from_str(&read_run_file(&run_dir, "digest.json")?).map_err(|e| {
-            Error::Build {
-                image: image.clone(),
-                message: format!("digest.json: {e}"),
-            }
-        })?;
+    let container = run_build_container(rt, image_ref, &script, &run_dir, mounts).await?;
+    let trees = serde_json::from_str(&read_run_file(&run_dir, "digest.json")?).map_err(|e| {
+        Error::Build {
+            image: image.to_owned(),
+            message: format!("digest.json: {e}"),
+        }
+    })?;
+    Ok(Probe {
+        container,
+        version: read_run_file(&run_dir, "python-version")?.trim().to_owned(),
+        debian_packages: lines(&read_run_file(&run_dir, "dpkg")?),
+        trees,
+    })
+}
+
+/// A manifest of an older schema that still describes the image (same definition, same image
+/// id): the image need not be rebuilt, only probed for what the newer schema records (the
+/// content identity). The image's label keeps the old manifest; the file gets the new one.
+async fn upgrade(
+    rt: &Runtime,
+    config: &BuildConfig,
+    b: &BaseDef,
+    definition_hash: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Option<Manifest>> {
+    let image = b.image();
+    if config.rebuild {
+        return Ok(None);
+    }
+    let Ok(old) = Manifest::load(&super::manifest_path(&config.cache_dir, &image)) else {
+        return Ok(None);
+    };
+    let current = rt.image_id(&image).await?;
+    if old.schema >= MANIFEST_SCHEMA
+        || old.definition_hash != definition_hash
+        || current.is_none()
+        || current != old.image_id
+    {
+        return Ok(None);
+    }
+    progress(&format!(
+        "{image}: manifest of schema {} still matches the image; probing it for its identity",
+        old.schema
+    ));
+    let p = probe(rt, config, &image, &image, b).await?;
+    p.container.remove().await?;
+    let mut m = Manifest {
+        schema: MANIFEST_SCHEMA,
+        interpreter: Interpreter {
+            path: b.interpreter.clone(),
+            version: p.version,
+        },
+        debian_packages: p.debian_packages,
+        identity_inputs: IdentityInputs { trees: p.trees },
+        ..old
+    };
+    m.identity = identity::identity(&m, "");
+    write_manifest(config, &m)?;
+    Ok(Some(m))
+}
+
+pub(super) async fn build(
+    rt: &Runtime,
+    config: &BuildConfig,
+    settings: &Settings,
+    b: &BaseDef,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(Action, Manifest)> {
+    let image = b.image();
+    let definition = base_definition(settings, b);
+    let definition_hash = hash_json(&definition);
+    if let Some(m) = up_to_date(rt, config, &image, &definition_hash, None).await? {
+        return Ok((Action::Skipped, m));
+    }
+    if let Some(m) = upgrade(rt, config, b, &definition_hash, progress).await? {
+        return Ok((Action::Skipped, m));
+    }
+    let started = Instant::now();
+    let (rootfs, stamp) = ensure_rootfs(settings, b, progress)?;
+    progress(&format!("{image}: docker import {}", rootfs.display()));
+    let imported = docker_import(&rootfs)?;
+    progress(&format!("{image}: probing interpreter and packages"));
+    let p = probe(rt, config, &image, &imported, b).await?;
     let mut manifest = Manifest {
         schema: MANIFEST_SCHEMA,
         image: image.clone(),
@@ -216,20 +289,20 @@ pub(super) async fn build(
         suite_release_date: release_date(&rootfs, &b.suite),
         interpreter: Interpreter {
             path: b.interpreter.clone(),
-            version,
+            version: p.version,
         },
         pip_freeze: Vec::new(),
         wheels: Vec::new(),
-        debian_packages: lines(&read_run_file(&run_dir, "dpkg")?),
+        debian_packages: p.debian_packages,
         identity: String::new(),
-        identity_inputs: IdentityInputs { trees },
+        identity_inputs: IdentityInputs { trees: p.trees },
         source: None,
         built_at: now_rfc3339(),
         build_seconds: 0.0,
     };
     manifest.identity = identity::identity(&manifest, "");
     manifest.build_seconds = started.elapsed().as_secs_f64();
-    let id = commit(rt, c, &image, "root", &manifest).await?;
+    let id = commit(rt, p.container, &image, "root", &manifest).await?;
     // The imported image stays as the committed one's parent; drop only its dangling reference.
     remove_replaced(rt, config, &image, &id).await;
     manifest.image_id = Some(id);

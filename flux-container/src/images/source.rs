@@ -144,6 +144,45 @@ pub(crate) fn ensure(
     Ok((dir, info))
 }
 
+/// Makes `package`, installed in the environment of `python` (a venv on the host, say),
+/// import from the unpacked `tree` as it does in an image (`image_tools.py adopt`: its files
+/// leave site-packages once checked byte-identical to the tree's; a `.pth` names the tree).
+/// Returns the import root.
+pub fn adopt(python: &Path, package: &str, tree: &Path) -> Result<String> {
+    let script = tempfile_path("image_tools.py")?;
+    std::fs::write(&script, super::IMAGE_TOOLS)
+        .map_err(|e| Error::io(format!("write {}", script.display()), e))?;
+    let mut cmd = Command::new(python);
+    cmd.arg(&script).arg("adopt").arg(package).arg(tree);
+    let out = super::run_cmd(
+        &mut cmd,
+        &format!(
+            "{} image_tools.py adopt {package} {}",
+            python.display(),
+            tree.display()
+        ),
+    );
+    if let Some(dir) = script.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let out = out?;
+    let v: serde_json::Value = serde_json::from_str(out.trim()).map_err(|e| Error::Build {
+        image: package.to_owned(),
+        message: format!("image_tools.py adopt printed {out:?}: {e}"),
+    })?;
+    Ok(v["import_root"].as_str().unwrap_or_default().to_owned())
+}
+
+fn tempfile_path(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!(
+        "flux-{}-{}",
+        std::process::id(),
+        crate::runtime::new_run_id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    Ok(dir.join(name))
+}
+
 /// Best effort: give the owner write permission on every directory under `p`, so that a tree
 /// copied out of an image (read-only) can be removed.
 fn make_writable(p: &Path) {
@@ -341,5 +380,86 @@ mod tests {
         let (d, n) = tree_digest(t.path()).unwrap();
         assert_eq!(v[&key]["sha256"], d, "{v}");
         assert_eq!(v[&key]["entries"], n, "{v}");
+    }
+
+    /// A venv with a fake installed distribution `toy` (module `toy`, two files) and a source
+    /// tree holding the same files under `src/`.
+    fn toy_venv(py: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let venv = t.path().join("venv");
+        let ok = Command::new(py)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        let site = std::fs::read_dir(venv.join("lib"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("site-packages");
+        let files = [
+            ("toy/__init__.py", "from .core import f\n"),
+            ("toy/core.py", "def f():\n    return 1\n"),
+        ];
+        let tree = t.path().join("toy-1.0");
+        for (f, text) in files {
+            for root in [site.clone(), tree.join("src")] {
+                std::fs::create_dir_all(root.join(f).parent().unwrap()).unwrap();
+                std::fs::write(root.join(f), text).unwrap();
+            }
+        }
+        std::fs::write(tree.join("setup.py"), "").unwrap();
+        let info = site.join("toy-1.0.dist-info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            info.join("METADATA"),
+            "Metadata-Version: 2.1\nName: toy\nVersion: 1.0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            info.join("RECORD"),
+            "toy/__init__.py,,\ntoy/core.py,,\ntoy/__pycache__/core.cpython-311.pyc,,\ntoy-1.0.dist-info/METADATA,,\ntoy-1.0.dist-info/RECORD,,\n",
+        )
+        .unwrap();
+        (t, venv.join("bin/python"), tree)
+    }
+
+    #[test]
+    fn adopt_moves_the_import_to_the_tree_and_refuses_a_tree_that_differs() {
+        let Some(py) = ["/usr/bin/python3.11", "/usr/bin/python3"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+        else {
+            eprintln!("skipping: no /usr/bin/python3 to make a venv with");
+            return;
+        };
+        let (_t, python, tree) = toy_venv(py);
+        let root = adopt(&python, "toy", &tree).unwrap();
+        assert_eq!(Path::new(&root), tree.join("src"), "src layout found");
+        let out = Command::new(&python)
+            .args([
+                "-c",
+                "import toy, importlib.metadata as m; print(toy.core.__file__, m.version('toy'))",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("{} 1.0", tree.join("src/toy/core.py").display()),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let (_t, python, tree) = toy_venv(py);
+        std::fs::write(tree.join("src/toy/core.py"), "def f():\n    return 2\n").unwrap();
+        let e = adopt(&python, "toy", &tree).unwrap_err().to_string();
+        assert!(
+            e.contains("differ from the wheel") && e.contains("toy/core.py"),
+            "{e}"
+        );
     }
 }
