@@ -80,6 +80,9 @@ pub enum Error {
     #[error("building image {image} failed: {message}")]
     Build { image: String, message: String },
 
+    #[error("the test suite of image {image} did not run: {message}")]
+    Suite { image: String, message: String },
+
     #[error("container {container} exited right after start (exit code {exit_code:?}): {message}")]
     ExitedEarly {
         container: String,

@@ -309,6 +309,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// Debian's interpreter, as in images (not a pyenv one), or `None` after saying so.
+    fn host_python() -> Option<&'static str> {
+        let py = ["/usr/bin/python3.11", "/usr/bin/python3"]
+            .into_iter()
+            .find(|p| Path::new(p).exists());
+        if py.is_none() {
+            eprintln!("skipping: no /usr/bin/python3 to run image_tools.py with");
+        }
+        py
+    }
+
     fn tree() -> tempfile::TempDir {
         let t = tempfile::tempdir().unwrap();
         let r = t.path();
@@ -354,13 +365,7 @@ mod tests {
     /// that an image's /testbed is the cache's tree depends on it).
     #[test]
     fn tree_digest_agrees_with_the_image_tools_script() {
-        let Some(py) = ["/usr/bin/python3.11", "/usr/bin/python3"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-        else {
-            eprintln!("skipping: no /usr/bin/python3 to run image_tools.py");
-            return;
-        };
+        let Some(py) = host_python() else { return };
         let t = tree();
         let script = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(script.path(), super::super::IMAGE_TOOLS).unwrap();
@@ -430,13 +435,7 @@ mod tests {
 
     #[test]
     fn adopt_moves_the_import_to_the_tree_and_refuses_a_tree_that_differs() {
-        let Some(py) = ["/usr/bin/python3.11", "/usr/bin/python3"]
-            .into_iter()
-            .find(|p| Path::new(p).exists())
-        else {
-            eprintln!("skipping: no /usr/bin/python3 to make a venv with");
-            return;
-        };
+        let Some(py) = host_python() else { return };
         let (_t, python, tree) = toy_venv(py);
         let root = adopt(&python, "toy", &tree).unwrap();
         assert_eq!(Path::new(&root), tree.join("src"), "src layout found");

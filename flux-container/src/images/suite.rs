@@ -1,5 +1,6 @@
 //! A repository's own test suite, run in its image offline: `python -m pytest -p
-//! no:cacheprovider -p flux_testreport <args> <paths>` in `/testbed` (read-only) as uid 1000,
+//! no:cacheprovider -p flux_testreport --continue-on-collection-errors -q <args> <paths>` in
+//! `/testbed` (read-only) as uid 1000,
 //! network off, under the definition's deadline. The plugin (`py/flux_testreport.py`) streams
 //! what was collected and how each test ended; [`SuiteReport`] counts them per module and is
 //! written to `<cache>/images/<image>.tests.json` — what `flux gen` can choose test modules
@@ -167,6 +168,8 @@ pub async fn run(
         "no:cacheprovider".into(),
         "-p".into(),
         "flux_testreport".into(),
+        // One module that cannot import must not keep the others from running.
+        "--continue-on-collection-errors".into(),
         "-q".into(),
     ];
     command.extend(tests.args.iter().cloned());
@@ -204,10 +207,10 @@ pub async fn run(
             .map(str::to_owned)
             .collect();
         let from = tail.len().saturating_sub(30);
-        return Err(Error::Build {
+        return Err(Error::Suite {
             image,
             message: format!(
-                "the test run reported nothing (exit {}):\n{}",
+                "pytest reported nothing (exit {}):\n{}",
                 outcome.exit_code,
                 tail[from..].join("\n")
             ),

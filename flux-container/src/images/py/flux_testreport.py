@@ -1,7 +1,7 @@
 # flux: a pytest plugin (`-p flux_testreport`) that records what a repository's own test suite
 # did, for `flux images test`. It appends one JSON object per line to $FLUX_TESTREPORT as the
 # run goes (so a run killed at its deadline still says how far it got):
-#   {"collected": NODEID}                      an item collected
+#   {"collected": NODEID}                      an item collected (and not deselected)
 #   {"collect_error": NODEID, "message": STR}  a module (or other collector) failed to collect
 #   {"test": NODEID, "outcome": OUTCOME}       a test ended: passed, failed, error, skipped,
 #                                              xfailed or xpassed
@@ -25,8 +25,9 @@ def pytest_collectreport(report):
         _write({"collect_error": report.nodeid, "message": str(report.longrepr)[-1500:]})
 
 
-def pytest_collection_modifyitems(session, config, items):
-    for item in items:
+def pytest_collection_finish(session):
+    # The items that will run: after every plugin's deselection (-m, -k, conftest hooks).
+    for item in session.items:
         _write({"collected": item.nodeid})
 
 
