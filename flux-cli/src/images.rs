@@ -4,7 +4,7 @@
 //!
 //! The definitions are `--images-toml PATH`, else the nearest `images/images.toml` at or above
 //! the current directory, else the copy compiled into this binary — so `flux images build
-//! sympy` works outside a checkout. The cache is found as `flux harvest` finds it.
+//! sympy` works outside a checkout. The cache is `--cache` as for every command.
 use anyhow::{Context, Result};
 use flux_container::images::{self, suite, Action, BuildConfig, Definitions, Manifest, Target};
 use flux_container::Runtime;
@@ -35,10 +35,10 @@ struct Common {
     /// Image definitions (default: the nearest images/images.toml, else the built-in copy).
     #[arg(long = "images-toml", alias = "definitions", value_name = "PATH")]
     images_toml: Option<PathBuf>,
-    /// The cache directory (manifests, wheelhouses, source trees); default: $FLUX_CACHE, else
-    /// the nearest `.flux-cache` above the current directory, else `./.flux-cache`.
-    #[arg(long, alias = "cache-dir", value_name = "DIR")]
-    cache: Option<PathBuf>,
+    /// Manifests go to <cache>/images/, wheelhouses to <cache>/wheelhouse/, package sources to
+    /// <cache>/src/.
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
 }
 
 #[derive(clap::Args)]
@@ -77,10 +77,7 @@ fn setup(c: &Common, rebuild: bool) -> Result<(Definitions, BuildConfig)> {
     let (defs, path) = Definitions::find(c.images_toml.as_deref(), &cwd)?;
     let config = BuildConfig {
         definitions: path,
-        cache_dir: c
-            .cache
-            .clone()
-            .unwrap_or_else(crate::harvest::default_cache),
+        cache_dir: c.cache.dir(),
         rebuild,
     };
     Ok((defs, config))
