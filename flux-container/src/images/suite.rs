@@ -35,6 +35,9 @@ pub struct ModuleResult {
     pub xpassed: u64,
     /// Collected but never reported (the run ended first: deadline, crash).
     pub not_run: u64,
+    /// Node ids of the tests that failed or errored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
     /// The message when the module failed to collect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collect_error: Option<String>,
@@ -111,11 +114,17 @@ pub fn summarize(jsonl: &str) -> (BTreeMap<String, ModuleResult>, Option<i64>) {
             let r = modules.entry(m).or_default();
             match v.get("outcome").and_then(|x| x.as_str()).unwrap_or("") {
                 "passed" => r.passed += 1,
-                "failed" => r.failed += 1,
                 "skipped" => r.skipped += 1,
                 "xfailed" => r.xfailed += 1,
                 "xpassed" => r.xpassed += 1,
-                _ => r.errors += 1,
+                failed => {
+                    if failed == "failed" {
+                        r.failed += 1
+                    } else {
+                        r.errors += 1
+                    }
+                    r.failing.push(id.to_owned());
+                }
             }
         } else if let Some(s) = v.get("finished").and_then(|x| x.as_i64()) {
             finished = Some(s);
@@ -277,6 +286,7 @@ mod tests {
         assert_eq!(m["tests/test_a.py"].tests, 2);
         assert!(!m["tests/test_b.py"].passes());
         assert_eq!(m["tests/test_b.py"].failed, 1);
+        assert_eq!(m["tests/test_b.py"].failing, ["tests/test_b.py::C::test_x[1]"]);
         assert_eq!(m["tests/test_c.py"].not_run, 1, "cut off mid-line");
         assert!(!m["tests/test_c.py"].passes());
         let d = &m["tests/test_d.py"];
