@@ -28,6 +28,22 @@ enum Cmd {
     /// Run repositories' own test suites in their images, offline; write
     /// <cache>/images/<image>.tests.json and print how many test modules collect and pass.
     Test(TestArgs),
+    /// Resolve requirements (any specifiers) into the `==` pins a `[[repo]]` stanza wants, as
+    /// the builder would download them (wheels only, CPython on x86-64 Linux).
+    Pin(PinArgs),
+}
+
+#[derive(clap::Args)]
+struct PinArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The image's Python (`X.Y`).
+    #[arg(long, default_value = "3.11")]
+    python: String,
+    /// The package at its version first, then its test dependencies: `flask==3.1.3 pytest
+    /// asgiref`.
+    #[arg(required = true)]
+    requirements: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -69,6 +85,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Cmd::Build(b) => build(b),
         Cmd::List(l) => list(&l),
         Cmd::Test(t) => test(t),
+        Cmd::Pin(p) => pin(p),
     }
 }
 
@@ -185,6 +202,41 @@ fn test(a: TestArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn pin(a: PinArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, false)?;
+    let name_of = |r: &str| {
+        r.split(['=', '<', '>', '!', '~', '[', ' ', ';'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    };
+    let mut reqs = a.requirements.clone();
+    if !reqs.iter().any(|r| name_of(r) == "pip") {
+        reqs.push("pip".into());
+    }
+    std::fs::create_dir_all(&config.cache_dir)
+        .with_context(|| format!("creating {}", config.cache_dir.display()))?;
+    let pins = images::resolve_pins(&defs.settings, &config.cache_dir, &a.python, &reqs)?;
+    let (pip, others): (Vec<String>, Vec<String>) =
+        pins.into_iter().partition(|p| p.starts_with("pip=="));
+    let first = name_of(&a.requirements[0]);
+    let (mut head, rest): (Vec<String>, Vec<String>) = others
+        .into_iter()
+        .partition(|p| p.split("==").next() == Some(first.as_str()));
+    head.extend(rest);
+    println!("requirements = [");
+    for p in &head {
+        println!("    \"{p}\",");
+    }
+    println!("]");
+    if let Some(p) = pip.first() {
+        println!("pip = \"{p}\"");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `flux-id:0123456789ab…` → `0123456789ab`; `-` when empty.

@@ -49,6 +49,7 @@ pub mod source;
 pub mod suite;
 
 pub use identity::{check_pins, IdentityInputs, PinMismatch, TreeDigest};
+pub use repo::resolve_pins;
 pub use source::{SourceInfo, TESTBED};
 
 /// Label carrying the manifest JSON (without `image_id`).

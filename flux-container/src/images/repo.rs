@@ -53,55 +53,12 @@ fn ensure_wheelhouse(
         r.requirements.join(" "),
         b.python
     ));
-    let mut cmd = Command::new(&settings.host_python);
-    cmd.args([
-        "-m",
-        "pip",
-        "download",
-        "--disable-pip-version-check",
-        "--no-cache-dir",
-        "--only-binary=:all:",
-    ])
-    .args(["--python-version", &b.python, "--implementation", "cp"])
-    .args([
-        "--platform",
-        "manylinux2014_x86_64",
-        "--platform",
-        "manylinux_2_28_x86_64",
-    ])
-    .arg("-d")
-    .arg(&dir)
-    .args(&r.requirements)
-    .arg(&r.pip);
-    // The host reaches PyPI through a TLS chain only the system CA bundle has.
-    let ca = Path::new("/etc/ssl/certs/ca-certificates.crt");
-    if std::env::var_os("PIP_CERT").is_none() && ca.exists() {
-        cmd.env("PIP_CERT", ca);
-    }
-    run_cmd(
-        &mut cmd,
-        &format!(
-            "{} -m pip download into {}",
-            settings.host_python,
-            dir.display()
-        ),
+    let wheels = pip_download(
+        settings,
+        &b.python,
+        r.requirements.iter().chain(std::iter::once(&r.pip)),
+        &dir,
     )?;
-    let mut wheels = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
-        let file = p.file_name().expect("file").to_string_lossy().into_owned();
-        wheels.push(Wheel {
-            file,
-            sha256: sha256_hex(&bytes),
-        });
-    }
     let pinned: Vec<String> = r
         .requirements
         .iter()
@@ -123,6 +80,94 @@ fn ensure_wheelhouse(
         &serde_json::json!({"key": key, "wheels": wheels}),
     )?;
     Ok((dir, wheels))
+}
+
+/// `pip download` on the host of wheels only, for CPython `python` on x86-64 Linux, into
+/// `dir`; returns the wheels there with their hashes, sorted by file name.
+fn pip_download<'a>(
+    settings: &Settings,
+    python: &str,
+    requirements: impl IntoIterator<Item = &'a String>,
+    dir: &Path,
+) -> Result<Vec<Wheel>> {
+    let mut cmd = Command::new(&settings.host_python);
+    cmd.args([
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-cache-dir",
+        "--only-binary=:all:",
+    ])
+    .args(["--python-version", python, "--implementation", "cp"])
+    .args([
+        "--platform",
+        "manylinux2014_x86_64",
+        "--platform",
+        "manylinux_2_28_x86_64",
+    ])
+    .arg("-d")
+    .arg(dir)
+    .args(requirements);
+    // The host reaches PyPI through a TLS chain only the system CA bundle has.
+    let ca = Path::new("/etc/ssl/certs/ca-certificates.crt");
+    if std::env::var_os("PIP_CERT").is_none() && ca.exists() {
+        cmd.env("PIP_CERT", ca);
+    }
+    run_cmd(
+        &mut cmd,
+        &format!(
+            "{} -m pip download into {}",
+            settings.host_python,
+            dir.display()
+        ),
+    )?;
+    let mut wheels = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    entries.sort();
+    for p in entries {
+        let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
+        let file = p.file_name().expect("file").to_string_lossy().into_owned();
+        wheels.push(Wheel {
+            file,
+            sha256: sha256_hex(&bytes),
+        });
+    }
+    Ok(wheels)
+}
+
+/// Resolves `requirements` (any specifiers) for CPython `python` as the builder downloads
+/// them, into `name==version` pins (the project names as the wheels spell them, `_` as `-`),
+/// sorted by name: what `requirements` of a `[[repo]]` wants. Downloads into a temporary
+/// directory under `cache_dir`, removed afterwards.
+pub fn resolve_pins(
+    settings: &Settings,
+    cache_dir: &Path,
+    python: &str,
+    requirements: &[String],
+) -> Result<Vec<String>> {
+    let dir = cache_dir
+        .join("build")
+        .join(format!("resolve-{}", crate::runtime::new_run_id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
+    let wheels = pip_download(settings, python, requirements, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut pins: Vec<String> = wheels?
+        .iter()
+        .filter_map(|w| {
+            let mut parts = w.file.split('-');
+            let (name, version) = (parts.next()?, parts.next()?);
+            Some(format!("{}=={version}", name.to_ascii_lowercase().replace('_', "-")))
+        })
+        .collect();
+    pins.sort();
+    pins.dedup();
+    Ok(pins)
 }
 
 /// PEP 503 normalization (wheel file names use `_` where requirements may use `-` or `.`).
