@@ -36,7 +36,6 @@ pub struct Args {
     paths: Vec<PathBuf>,
 }
 
-
 fn line(r: &InstanceReport) -> String {
     let kind = r.kind.map(|k| k.as_str()).unwrap_or("-");
     let labels = if r.labels.is_empty() {

@@ -139,7 +139,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-
 /// (files, lines, bytes) of the reference tracer's logs in a run directory.
 fn reference_logs(run_dir: &Path) -> Result<(u64, u64, u64)> {
     let (mut files, mut lines, mut bytes) = (0u64, 0u64, 0u64);

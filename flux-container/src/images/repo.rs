@@ -162,7 +162,10 @@ pub fn resolve_pins(
         .filter_map(|w| {
             let mut parts = w.file.split('-');
             let (name, version) = (parts.next()?, parts.next()?);
-            Some(format!("{}=={version}", name.to_ascii_lowercase().replace('_', "-")))
+            Some(format!(
+                "{}=={version}",
+                name.to_ascii_lowercase().replace('_', "-")
+            ))
         })
         .collect();
     pins.sort();

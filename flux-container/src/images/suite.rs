@@ -286,7 +286,10 @@ mod tests {
         assert_eq!(m["tests/test_a.py"].tests, 2);
         assert!(!m["tests/test_b.py"].passes());
         assert_eq!(m["tests/test_b.py"].failed, 1);
-        assert_eq!(m["tests/test_b.py"].failing, ["tests/test_b.py::C::test_x[1]"]);
+        assert_eq!(
+            m["tests/test_b.py"].failing,
+            ["tests/test_b.py::C::test_x[1]"]
+        );
         assert_eq!(m["tests/test_c.py"].not_run, 1, "cut off mid-line");
         assert!(!m["tests/test_c.py"].passes());
         let d = &m["tests/test_d.py"];
