@@ -177,6 +177,10 @@ pub struct RepoDef {
     /// How to run the repository's own test suite in the image (`flux images test`).
     #[serde(default)]
     pub tests: Option<TestsDef>,
+    /// Directories of `/testbed` that the test suite writes into (scrapy's conftest generates
+    /// TLS keys in `tests/keys`): owned by uid 1000 and writable, the rest stays read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
     /// `settings.namespace`, filled in by [`Definitions::parse`].
     #[serde(skip)]
     pub namespace: String,
@@ -332,6 +336,12 @@ impl Definitions {
             if let Some(g) = r.groups.iter().find(|g| names.contains(g.as_str())) {
                 return Err(bad(format!(
                     "repo {}: group {g:?} is also the name of an image",
+                    r.name
+                )));
+            }
+            if r.writable.iter().any(|p| p.is_empty() || p.starts_with('/') || p.contains("..")) {
+                return Err(bad(format!(
+                    "repo {}: writable must be relative paths inside /testbed",
                     r.name
                 )));
             }
@@ -699,11 +709,15 @@ fn base_definition(settings: &Settings, b: &BaseDef) -> serde_json::Value {
 /// What a repo image is built from. `layout` names the builder's way of laying the image out
 /// (source at /testbed, imported from there); changing it rebuilds every repo image.
 fn repo_definition(settings: &Settings, r: &RepoDef, b: &BaseDef) -> serde_json::Value {
-    serde_json::json!({
+    let mut d = serde_json::json!({
         "name": r.name, "version": r.version, "package": r.package(),
         "requirements": r.requirements, "pip": r.pip, "smoke": r.smoke,
         "layout": "testbed-v1", "base": base_definition(settings, b),
-    })
+    });
+    if !r.writable.is_empty() {
+        d["writable"] = serde_json::json!(r.writable);
+    }
+    d
 }
 
 fn hash_json(v: &serde_json::Value) -> String {

@@ -271,6 +271,7 @@ pub(super) async fn build(
          \"$PY\" -m compileall -q -j 0 {testbed} > /flux/run/compileall.log 2>&1 || true\n\
          chown -R 0:0 {testbed}\n\
          chmod -R a-w {testbed}\n\
+         {writable}\
          \"$PY\" \"$PIP\" freeze --all --disable-pip-version-check > /flux/run/pip-freeze\n\
          \"$PY\" -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
          {smoke}\
@@ -285,6 +286,14 @@ pub(super) async fn build(
         tools = TOOLS_IN_CONTAINER,
         testbed = TESTBED,
         package = shell_quote(r.package()),
+        writable = r
+            .writable
+            .iter()
+            .map(|d| {
+                let d = shell_quote(&format!("{TESTBED}/{d}"));
+                format!("mkdir -p {d} && chown -R 1000:1000 {d} && chmod -R u+w {d}\n")
+            })
+            .collect::<String>(),
         reqs = reqs.join(" "),
     );
     progress(&format!(
