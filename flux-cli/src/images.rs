@@ -278,8 +278,14 @@ fn list(c: &Common) -> Result<ExitCode> {
             image.to_owned(),
             kind.to_owned(),
             select,
-            m.map(|m| short(&m.identity))
-                .unwrap_or_else(|| "not built".into()),
+            m.map(|m| {
+                if m.identity.is_empty() {
+                    format!("none (schema {})", m.schema)
+                } else {
+                    short(&m.identity)
+                }
+            })
+            .unwrap_or_else(|| "not built".into()),
             m.map(|m| m.interpreter.version.clone())
                 .unwrap_or_else(|| "-".into()),
             m.and_then(|m| m.source.as_ref())
