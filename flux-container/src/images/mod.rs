@@ -822,6 +822,7 @@ async fn run_build_container(
         run_dir,
     );
     spec.user = "0:0".into();
+    spec.writes = crate::runtime::Writes::Everything;
     spec.run_id = format!("build-{}", crate::runtime::new_run_id());
     spec.mounts = mounts;
     spec.env
