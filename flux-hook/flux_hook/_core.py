@@ -212,6 +212,17 @@ class BoundedRepr(reprlib.Repr):
             return "<repr failed: %s>" % type(x).__name__
 
 
+def runs_python(f):
+    """Whether calling f runs Python code of its own (a function, a bound method, an instance
+    of a class with a Python `__call__`), rather than C (cProfile's profiler, a C tracer)."""
+    try:
+        if hasattr(f, "__code__"):
+            return True
+        return hasattr(getattr(type(f), "__call__", None), "__code__")
+    except Exception:
+        return True
+
+
 def clean(s):
     """A str that encodes to UTF-8: lone surrogates (undecodable file names, odd messages) would
     become JSON escapes that strict parsers (serde_json) reject."""
@@ -299,6 +310,8 @@ class Hook:
         self.enable_tracing = None  # set by the back-end
         self.pause_tracing = None  # set by the back-end
         self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
+        self.active = False  # the back-end is tracing (scope "tests": inside a window)
+        self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
         self.connect()
 
     # ---- transport -------------------------------------------------------------------
@@ -494,6 +507,58 @@ class Hook:
         switched off behind the hook's back."""
         if self.check is not None:
             self.check()
+        if self.active:
+            self.check_program_tracers()
+
+    # ---- the program's own tracers -------------------------------------------------------
+    # A trace or profile function the program installs runs Python code that no tracer sees:
+    # CPython runs it with tracing off (3.11's settrace, 3.12+'s sys.monitoring callbacks
+    # alike), and on 3.11 the program's sys.settrace also replaces the hook's in its thread.
+    # Its calls (3.11, 3.13, 3.14), or its lines and values (3.15, whose USDT probes still see
+    # its calls), would be missing from a trace that says nothing (17.2): it is a loss. An audit
+    # hook sees every sys.settrace / sys.setprofile (the C ones included); it runs untraced (no
+    # `__cantrace__`), so the program's own tracer never sees a frame of the hook's.
+    def watch_program_tracers(self, settrace_replaces_hook):
+        """Install the audit hook. settrace_replaces_hook: the back-end traces with
+        sys.settrace (3.11), which any program call of it replaces in its thread."""
+        tl = self.tl
+
+        def audit(event, args):
+            if event != "sys.settrace" and event != "sys.setprofile":
+                return
+            if not self.active or getattr(tl, "own", False):
+                return
+            try:
+                if event == "sys.settrace" and settrace_replaces_hook:
+                    self.lost(
+                        "the program called sys.settrace in thread %d: its own tracer replaces "
+                        "flux's there, and calls until flux's is back are not traced"
+                        % _native_id()
+                    )
+                else:
+                    # Called before the change: the function now installed, or the one a new
+                    # thread of threading installs (its bootstrap calls sys.settrace/setprofile).
+                    self.check_program_tracers()
+            except Exception:
+                pass  # an audit hook that raises would fail the program's call
+
+        sys.addaudithook(audit)
+
+    def check_program_tracers(self):
+        """Report a trace or profile function of the program's that runs Python code, installed
+        in this thread or for new threads."""
+        for what, f in (
+            ("trace", sys.gettrace()),
+            ("profile", sys.getprofile()),
+            ("trace", threading.gettrace()),
+            ("profile", threading.getprofile()),
+        ):
+            if f is None or f is self.own_tracer or not runs_python(f):
+                continue
+            self.lost(
+                "the program installed a %s function that runs Python code (%s) in thread %d: "
+                "what it runs is not traced" % (what, clean(type(f).__name__), _native_id())
+            )
 
     def finish(self):
         """Normal end of the process: stop tracing, flush, say bye."""
