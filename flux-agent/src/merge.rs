@@ -451,7 +451,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                     };
                     if !keep_waiting {
                         let top = stack.pop().expect("non-empty");
-                        out.push(top.hook_end.expect("checked"));
+                        close_by_hook_end(top, &mut suspended, &mut out);
                     }
                 }
             }
@@ -907,9 +907,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                     "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
                                     o.func, o.file
                                 ));
-                                if let Some(ev) = o.hook_end {
-                                    out.push(ev);
-                                }
+                                close_by_hook_end(o, &mut suspended, &mut out);
                             }
                         }
                         Rec::TestStart { ts, nodeid, .. } => {
@@ -935,7 +933,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
         // The thread ended: an end the hook reported and USDT never did closes its activation.
         while let Some(top) = stack.pop() {
             match top.hook_end {
-                Some(ev) => out.push(ev),
+                Some(_) => close_by_hook_end(top, &mut suspended, &mut out),
                 None => {
                     // Frames still open at exit (the interpreter's own bottom frames when the
                     // process ended in os._exit, or a thread killed at exit).
@@ -1160,6 +1158,25 @@ fn unnamed(o: &Open, ret: Option<(u32, usize)>, pid: u32, tid: u32) -> String {
     )
 }
 
+/// Rule "hook end closes": an activation whose end only the hook reported (USDT's return did
+/// not fire, or fired outside the extent: scope "targets" closes an extent right after a
+/// targeted generator's yield) is closed by the hook's record, and a suspension keeps its frame
+/// for the resumption exactly as a return joined with USDT's does. (17.3: with scope
+/// "targets" the `finally` of a @contextmanager after its `with` body got a frame of its own.)
+fn close_by_hook_end(
+    o: Open,
+    suspended: &mut HashMap<u64, (u64, String, String)>,
+    out: &mut Vec<Event>,
+) {
+    let Some(ev) = o.hook_end else { return };
+    if ev.suspended {
+        if let Some(k) = o.frame_key {
+            suspended.insert(k, (o.frame, o.file, o.func));
+        }
+    }
+    out.push(ev);
+}
+
 fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
     if let Some(h) = &o.hook_end {
         return h.clone();
@@ -1200,6 +1217,76 @@ fn is_hook_file(file: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn interp315() -> Interpreter {
+        Interpreter {
+            exe: "/usr/bin/python3.15".into(),
+            probes: crate::usdt::Binary {
+                path: "/usr/bin/python3.15".into(),
+                sites: Vec::new(),
+                py_version_hex: None,
+                position_independent: true,
+            },
+            version: Some((3, 15, 0)),
+            entry: crate::interp::Support::Usdt,
+            ret: crate::interp::Support::Usdt,
+            line: crate::interp::Support::Usdt,
+        }
+    }
+
+    /// 17.3, rule "hook end closes": with scope "targets" the extent closes right after a
+    /// targeted generator's yield, before USDT's return could join the hook's; the resumption
+    /// (a @contextmanager's `finally` after its `with` body) must still be the same frame.
+    #[test]
+    fn scope_targets_keeps_a_resumed_generators_frame() {
+        let mut st = Stream::default();
+        for l in [
+            r#"{"hello":1,"pid":7,"python":"3.15.0","mode":"monitoring","calls":"generators","scope":"targets","clock":"monotonic_ns"}"#,
+            r#"["wo",1,7]"#,
+            r#"["C",1,"/t.py","tag","tag",6,12,5]"#,
+            r#"["xo",10,7]"#,
+            r#"["c",11,7,1,500,6]"#,
+            r#"["r",20,7,1,500,10,"yield",["'A'","str"],null]"#,
+            r#"["xc",21,7]"#,
+            r#"["xo",30,7]"#,
+            r#"["c",31,7,1,500,10]"#,
+            r#"["r",40,7,1,500,12,"return",["None","NoneType"],null]"#,
+            r#"["xc",41,7]"#,
+            r#"["wc",50,7]"#,
+            r#"["bye",11]"#,
+        ] {
+            st.feed(l);
+        }
+        let cap = HookCapture {
+            streams: vec![st],
+            problems: Vec::new(),
+        };
+        let plan = Plan {
+            mode: CallsMode::Usdt,
+            probes: ProbeSet {
+                entry: true,
+                ret: true,
+                line: false,
+            },
+            hook_calls: HookCalls::Generators,
+        };
+        let t = merge(None, &cap, &interp315(), &plan);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        let acts: Vec<(Kind, u64, u64, bool)> = t
+            .events
+            .iter()
+            .filter(|e| e.func == "tag")
+            .map(|e| (e.ev, e.activation, e.frame, e.suspended))
+            .collect();
+        assert_eq!(acts.len(), 4, "{acts:?}");
+        let (first, second) = (acts[0].1, acts[2].1);
+        assert_ne!(first, second, "two activations");
+        assert!(acts[1].3, "the first ends suspended");
+        assert!(
+            acts.iter().all(|a| a.2 == first),
+            "one frame for both activations: {acts:?}"
+        );
+    }
 
     #[test]
     fn addresses_are_scrubbed_from_reprs() {
