@@ -291,8 +291,28 @@ impl Python {
     fn command(&self, placed: &Placed, run: Run, prefix: &[String]) -> Vec<String> {
         let mut cmd: Vec<String> = Vec::new();
         if let Some(r) = &self.root {
-            cmd.push("chroot".into());
-            cmd.push(r.display().to_string());
+            if matches!(run, Run::Pytest { .. }) {
+                // Scopes "tests"/"targets" need /proc (the hook reads /proc/self/maps to find
+                // the probes' semaphores): mounted in a mount namespace of the run's own, so
+                // the shared root filesystem never sees it.
+                cmd.extend(
+                    [
+                        "unshare",
+                        "--mount",
+                        "--propagation",
+                        "private",
+                        "--",
+                        "sh",
+                        "-c",
+                        "mount -t proc proc \"$0/proc\" && exec chroot \"$0\" \"$@\"",
+                    ]
+                    .map(String::from),
+                );
+                cmd.push(r.display().to_string());
+            } else {
+                cmd.push("chroot".into());
+                cmd.push(r.display().to_string());
+            }
         }
         cmd.push(self.exe.into());
         cmd.extend(prefix.iter().cloned());

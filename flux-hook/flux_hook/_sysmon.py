@@ -472,6 +472,11 @@ def start(hook):
             info = codes.get(id(code)) or register(code)
             if info[1] != TARGET:
                 return
+            if type(exc) is StopIteration and exc.__traceback__ is None:
+                # A generator or coroutine returned (a value) into this frame's `for`, `yield
+                # from` or `await`: CPython reports the StopIteration it never raised in a frame
+                # (no traceback). Not an exception, as on 3.11 (and settrace's view).
+                return
             f = getframe(1)
             fs = _state(code, f)
             _x(info, f, fs, exc, hook.classify_raise(exc, f))

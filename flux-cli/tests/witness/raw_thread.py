@@ -2,6 +2,7 @@
 # any other thread's, an exception it lets escape included.
 import _thread
 import sys
+import time
 
 done = []
 lock = _thread.allocate_lock()
@@ -35,4 +36,7 @@ def report(u):
 sys.unraisablehook = report
 _thread.start_new_thread(work, (4,))
 finished.acquire()
+# Until the thread has left its last frame (its return would race the process's exit); the
+# loop runs a varying number of times, so in code of another "file", which is not compared.
+exec(compile("while count():\n    sleep(0.001)", "<wait>", "exec"), {"count": _thread._count, "sleep": time.sleep})
 print(done)
