@@ -110,6 +110,10 @@ pub fn hook_env(
             serde_json::to_string(config).expect("config serialises"),
         ),
     ];
+    // The determinism policy (17.4, flux-hook/README.md "Determinism"): no per-process hash
+    // randomisation (set and dict-of-str orders), which only the environment can fix; the
+    // hook seeds the program's `random` generators itself (FLUX_HOOK_SEED, default 0).
+    env.push(("PYTHONHASHSEED".into(), "0".into()));
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }

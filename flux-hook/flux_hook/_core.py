@@ -792,6 +792,33 @@ class Hook:
         return "reraise"
 
 
+def seed_randomness(spec):
+    """The determinism policy (17.4): a gold answer is a function of the program, so two runs
+    of it must take the same path. `spec` is FLUX_HOOK_SEED: an integer (default 0) that seeds
+    the `random` module's generator and becomes the default seed of every `random.Random` the
+    program creates without one (SymPy's assumption system shuffles with such a generator of
+    its own, `sympy.core.random._assumptions_rng`, seeded from os.urandom at import), or `off`.
+
+    Done by changing the defaults of `Random.__init__` and `Random.seed` (`x=None`, `a=None`
+    become the seed), not by wrapping them: no frame of the hook's runs in the program's calls.
+    An explicit `Random(None)` / `seed(None)` still reads the OS; `SystemRandom`, `os.urandom`,
+    `secrets`, numpy's generators, time and addresses (`id()`-ordered sets) are not covered.
+    Hash randomisation cannot be changed from inside a running interpreter: the agent sets
+    PYTHONHASHSEED=0 in the environment it starts the program with."""
+    if spec == "off":
+        return
+    seed = int(spec)
+    import random
+
+    init = random.Random.__init__
+    if init.__defaults__ == (None,):
+        init.__defaults__ = (seed,)
+    sd = random.Random.seed
+    if sd.__defaults__ == (None, 2):
+        sd.__defaults__ = (seed, 2)
+    random.seed(seed)
+
+
 HOOK = None
 
 
@@ -811,6 +838,11 @@ def install_hook():
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
     except Exception as e:
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CONFIG: %s\n" % e)
+        _real_exit(97)
+    try:
+        seed_randomness(os.environ.get("FLUX_HOOK_SEED", "0").strip() or "0")
+    except ValueError:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_SEED=%r (an integer, or off)\n" % os.environ["FLUX_HOOK_SEED"])
         _real_exit(97)
     if sys.version_info >= (3, 12):
         from . import _sysmon as backend

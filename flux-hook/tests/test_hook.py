@@ -576,6 +576,36 @@ class TestExit(HookTestCase):
         check_balanced(self, r)
 
 
+class TestDeterminism(HookTestCase):
+    def test_unseeded_random_generators_are_seeded(self):
+        # 17.4: SymPy's assumption system shuffles with a random.Random() of its own, seeded
+        # from the OS: every run of a test touching symbols took another path. Under the hook
+        # the module generator and every Random() made without a seed start from FLUX_HOOK_SEED
+        # (default 0), exactly as if the program had seeded them; an explicit seed is kept.
+        src = """\
+        import random
+        r = random.Random()
+        r2 = random.Random()
+        print(random.random(), r.random(), r2.random(), random.Random(5).random())
+        """
+        want = subprocess.run(harness.PYTHON + ["-c", "import random; random.seed(0); "
+                              "print(random.random(), random.Random(0).random(), "
+                              "random.Random(0).random(), random.Random(5).random())"],
+                              capture_output=True, text=True, check=True).stdout
+        a = self.run_ok(src)
+        b = self.run_ok(src)
+        self.assertEqual(a.proc.stdout, want)
+        self.assertEqual(b.proc.stdout, want)
+        seven = self.run_ok(src, env={"FLUX_HOOK_SEED": "7"}).proc.stdout
+        self.assertNotEqual(seven, want)
+        self.assertEqual(seven, self.run_ok(src, env={"FLUX_HOOK_SEED": "7"}).proc.stdout)
+        off = {self.run_ok(src, env={"FLUX_HOOK_SEED": "off"}).proc.stdout for _ in range(2)}
+        self.assertEqual(len(off), 2, "with FLUX_HOOK_SEED=off the OS seeds them")
+        bad = harness.run(self, src, env={"FLUX_HOOK_SEED": "zero"})
+        self.assertEqual(bad.proc.returncode, 97)
+        self.assertIn("bad FLUX_HOOK_SEED", bad.proc.stderr)
+
+
 class TestLocals(HookTestCase):
     def test_changed_locals_limits_and_failed_repr(self):
         src = """\
