@@ -117,9 +117,9 @@ pub fn hook_env(
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
-    if config.scope.windows() {
-        env.extend(semaphores_var(interp, plan.probes));
-    }
+    // Scopes with windows zero the semaphores outside them; every scope lowers them while the
+    // hook renders values in a single-threaded process (17.13, flux-hook `Hook.vrepr`).
+    env.extend(semaphores_var(interp, plan.probes));
     env
 }
 

@@ -15,6 +15,7 @@ import socket
 import sys
 import threading
 import time
+import _thread
 
 # Code kinds, stored in Hook.codes[id(code)] = [code_id, kind, code, extra...]
 EXCLUDED = 0  # flux_hook's own code: never recorded
@@ -388,11 +389,11 @@ class Hook:
         self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), jstr(clean(reason))))
 
     # ---- test windows (scope "tests") ------------------------------------------------
-    def take_semaphores(self, spec):
-        """Zero the USDT semaphores named by FLUX_HOOK_SEMAPHORES ("<file name>:<file offset
-        hex>,..."; the agent attached with them) in this process, keeping the kernel's counts
-        to restore inside test windows. CPython tests a probe's semaphore before firing it: at
-        zero the probe costs nothing."""
+    def take_semaphores(self, spec, zero=True):
+        """Find the USDT semaphores named by FLUX_HOOK_SEMAPHORES ("<file name>:<file offset
+        hex>,..."; the agent attached with them) in this process, keeping the kernel's counts,
+        and (`zero`: scopes with windows) zero them until a test window opens. CPython tests a
+        probe's semaphore before firing it: at zero the probe costs nothing."""
         import ctypes
 
         want = []
@@ -412,7 +413,8 @@ class Hook:
                 if base == name and moff <= off < moff + (hi - lo):
                     c = ctypes.c_uint16.from_address(lo + off - moff)
                     self.semaphores.append([c, c.value])
-                    c.value = 0
+                    if zero:
+                        c.value = 0
                     break
             else:
                 raise RuntimeError("no writable mapping of %s holds file offset %#x" % (name, off))
@@ -699,13 +701,56 @@ class Hook:
         if t is str:
             s = repr(v[: lim + 1])
         else:
-            try:
-                s = self.reprer.repr(v)
-            except Exception:
-                s = "<repr failed: %s>" % t.__name__
+            s = None
+            if t is list or t is tuple or t is dict:
+                s = self.flat_repr(v, t)
+            if s is None:
+                # Rendering runs Python code (reprlib, the object's own __repr__: thousands of
+                # frames for a SymPy expression), which the probes would see (17.13): while no
+                # other thread can run, their semaphores are lowered, so it costs no trap and
+                # leaves no event for the agent to drop.
+                sems = self.semaphores
+                quiet = (
+                    sems and not _thread._count() and len(threading._active) == 1
+                    and not threading._limbo
+                )
+                if quiet:
+                    saved = [c[0].value for c in sems]
+                    for c in sems:
+                        c[0].value = 0
+                try:
+                    s = self.reprer.repr(v)
+                except Exception:
+                    s = "<repr failed: %s>" % t.__name__
+                finally:
+                    if quiet:
+                        for c, old in zip(sems, saved):
+                            c[0].value = old
         if len(s) > lim:
             s = s[: max(lim - 3, 0)] + "..."
         return [clean(s), clean(t.__name__)]
+
+    def flat_repr(self, v, t):
+        """The repr of a list, tuple or dict of scalars (int, float, bool, None, str of at most
+        the limit) that BoundedRepr would print, by the C repr (no Python frame per element),
+        or None when it would print something else (nested, too many items, a subclass)."""
+        n = len(v)
+        if n > self.reprer.maxlist:
+            return None
+        items = v.items() if t is dict else ((None, x) for x in v)
+        lim = self.cfg.repr_limit
+        for k, x in items:
+            for y in (k, x) if t is dict else (x,):
+                ty = type(y)
+                if ty is str:
+                    if len(y) > lim:
+                        return None
+                elif not (ty is int or ty is float or ty is bool or y is None):
+                    return None
+        try:
+            return repr(v)
+        except Exception:  # an int too long to print: BoundedRepr says so per element
+            return None
 
     def exc_message(self, e):
         try:
@@ -877,13 +922,19 @@ def install_hook():
         _real(status)
 
     os._exit = _exit_with_flush
-    if hook.window:
-        spec = os.environ.get("FLUX_HOOK_SEMAPHORES", "")
-        if spec:
-            try:
-                hook.take_semaphores(spec)
-            except Exception as e:
-                sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
-                _real_exit(97)
+    spec = os.environ.get("FLUX_HOOK_SEMAPHORES", "")
+    if spec and hook.window:
+        try:
+            hook.take_semaphores(spec)
+        except Exception as e:
+            sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
+            _real_exit(97)
+    elif spec:
+        # Scope "run": only to quiet the probes while the hook renders values (vrepr); without
+        # them (no /proc) rendering is merely visible to the probes, as before.
+        try:
+            hook.take_semaphores(spec, zero=False)
+        except Exception:
+            hook.semaphores = []
     backend.start(hook)
     return hook

@@ -666,6 +666,34 @@ class TestLocals(HookTestCase):
         self.assertTrue(any(a <= seen <= b for a, b in spans), (seen, spans))
 
 
+class TestFlatRepr(unittest.TestCase):
+    def test_the_c_repr_of_flat_containers_is_exactly_the_bounded_one(self):
+        # 17.13: lists, tuples and dicts of scalars are rendered by the C repr (no Python frame
+        # per element for the probes to see); it must print what BoundedRepr prints, or decline.
+        sys.path.insert(0, harness.HOOK_DIR)
+        from flux_hook import _core
+
+        class Cfg:
+            repr_limit, depth, locals_limit = 200, 3, 50
+
+        h = object.__new__(_core.Hook)
+        h.cfg = Cfg()
+        h.reprer = _core.BoundedRepr(200, 3)
+        values = [
+            [], (), {}, [1], (1,), (1, 2.5, None, True, "a'b"), {"k": 1, 2: [3][0], None: "x"},
+            list(range(100)), list(range(101)), ["x" * 200], ["x" * 201], [[1]], [1, [2]],
+            {"a": {"b": 1}}, [float("nan"), -0.0, 1e300], [10 ** 50], (False,),
+        ]
+        for v in values:
+            flat = h.flat_repr(v, type(v))
+            if flat is not None:
+                self.assertEqual(flat, h.reprer.repr(v), v)
+        self.assertIsNone(h.flat_repr(list(range(101)), list))
+        self.assertIsNone(h.flat_repr(["x" * 201], list))
+        self.assertIsNone(h.flat_repr([[1]], list))
+        self.assertEqual(h.flat_repr((1,), tuple), "(1,)")
+
+
 class TestText(HookTestCase):
     def test_non_ascii_and_lone_surrogates(self):
         src = """\
