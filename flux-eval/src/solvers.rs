@@ -22,7 +22,7 @@
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-use crate::prompt::{list_py_files, mentioned_files, resolve_all, source_root_for};
+use crate::prompt::{list_py_files, mentioned_files, resolve_all};
 use flux_score::Instance;
 
 /// The oracle's answer (None when not harvested).
@@ -39,13 +39,6 @@ pub struct FuncInfo {
     /// (line number, text) of the non-blank, non-comment body lines.
     pub body: Vec<(usize, String)>,
 }
-
-const KEYWORDS: &[&str] = &[
-    "if", "elif", "while", "for", "return", "and", "or", "not", "in", "is", "print", "def",
-    "class", "lambda", "with", "assert", "yield", "await", "except", "raise", "del", "global",
-    "nonlocal", "import", "from", "as", "pass", "else", "try", "finally", "async", "break",
-    "continue",
-];
 
 fn candidate_names(inst: &Instance) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -210,63 +203,25 @@ pub fn called_names(f: &FuncInfo) -> Vec<String> {
     calls_with_lines(f).into_iter().map(|(_, n)| n).collect()
 }
 
-/// `(line, name)` of every call in the body, in textual order.
+/// `(line, name)` of every call in the body, in textual order (strings and comments are not
+/// code: [`crate::pysrc::calls_in_code`] on each line's code).
 pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (ln, l) in &f.body {
-        let code = l.split('#').next().unwrap_or("");
-        let cs: Vec<char> = code.chars().collect();
-        let mut i = 0;
-        let mut in_str: Option<char> = None;
-        while i < cs.len() {
-            let c = cs[i];
-            if let Some(q) = in_str {
-                if c == '\\' {
-                    i += 2;
-                    continue;
-                }
-                if c == q {
-                    in_str = None;
-                }
-                i += 1;
-                continue;
-            }
-            if c == '"' || c == '\'' {
-                in_str = Some(c);
-                i += 1;
-                continue;
-            }
-            if c.is_alphabetic() || c == '_' {
-                let s = i;
-                while i < cs.len() && (cs[i].is_alphanumeric() || cs[i] == '_' || cs[i] == '.') {
-                    i += 1;
-                }
-                let w: String = cs[s..i].iter().collect();
-                let mut k = i;
-                while k < cs.len() && cs[k] == ' ' {
-                    k += 1;
-                }
-                if k < cs.len()
-                    && cs[k] == '('
-                    && !KEYWORDS.contains(&w.as_str())
-                    && !w.ends_with('.')
-                {
-                    out.push((*ln, w));
-                }
-                continue;
-            }
-            i += 1;
+        for code in crate::pysrc::code_of(l.trim_start()) {
+            out.extend(crate::pysrc::calls_in_code(&code).into_iter().map(|n| (*ln, n)));
         }
     }
     out
 }
 
 /// Locate the target function of an instance in its source (or its test files).
-pub fn target_function(inst: &Instance, source_root: Option<&Path>) -> Option<FuncInfo> {
+/// `source` is the instance's located source directory, if any.
+pub fn target_function(inst: &Instance, source: Option<&Path>) -> Option<FuncInfo> {
     let names = candidate_names(inst);
     let mut texts: Vec<(String, String)> = Vec::new();
-    if let Some(root) = source_root_for(inst, source_root) {
-        let files = list_py_files(&root);
+    if let Some(root) = source {
+        let files = list_py_files(root);
         let mut wanted: Vec<String> = inst.tracing_files.clone();
         wanted.extend(mentioned_files(&inst.question));
         for w in wanted {
@@ -296,8 +251,8 @@ pub fn target_function(inst: &Instance, source_root: Option<&Path>) -> Option<Fu
 }
 
 /// The static baseline's answer for an instance.
-pub fn static_baseline_answer(inst: &Instance, source_root: Option<&Path>) -> Value {
-    let f = target_function(inst, source_root);
+pub fn static_baseline_answer(inst: &Instance, source: Option<&Path>) -> Value {
+    let f = target_function(inst, source);
     fill(&inst.template, "", f.as_ref())
 }
 
