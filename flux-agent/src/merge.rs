@@ -39,6 +39,9 @@
 //!   and that frame's return (3.15), or inside a span the hook reports as its own work (`hx`
 //!   records of the settrace back-end, 3.11, which has no USDT entries to bracket with), is
 //!   dropped.
+//! - rule "hook end closes": an activation whose end only the hook reported (USDT's return never
+//!   came, or came outside the extent) is closed by the hook's record, and a suspension keeps
+//!   its frame for the resumption exactly as a joined return does ([`close_by_hook_end`]).
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
 use crate::hook::{
