@@ -752,7 +752,7 @@ fn against_reference(
 /// USDT, hook and reference witnesses of every program on one interpreter with USDT probes.
 fn three_witnesses(py: Python) {
     if let Some(why) = py.missing() {
-        eprintln!("skipping the witnesses on {}: {why}", py.label);
+        flux_skip::skip(&format!("two witnesses on {}", py.label), &why);
         return;
     }
     let mut results = Vec::new();
@@ -842,15 +842,15 @@ fn without_empty_closes(events: &[Value]) -> Vec<Value> {
 /// reference's view.
 fn hook_only(py: Python) {
     if let Some(why) = py.missing() {
-        eprintln!("skipping hook witness on {}: {why}", py.label);
+        flux_skip::skip(&format!("hook witness on {}", py.label), &why);
         return;
     }
     let reference = py315();
     let reference = reference.missing().is_none().then_some(reference);
     if reference.is_none() {
-        eprintln!(
-            "skipping the comparison of {} with 3.15: no python3.15 rootfs",
-            py.label
+        flux_skip::skip(
+            &format!("the comparison of {} with 3.15", py.label),
+            "no python3.15 rootfs",
         );
     }
     let mut results = Vec::new();

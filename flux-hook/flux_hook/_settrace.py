@@ -460,13 +460,18 @@ def start(hook):
     hook.own_tracer = gtrace
     hook.watch_program_tracers(settrace_replaces_hook=True)
 
+    # Switching is the hook's work (`hx`: USDT sees own_settrace, Python code of the hook's).
     def stop():
+        t0 = now()
         on[0] = hook.active = False
         own_settrace(None)
+        hx(t0)
 
     def enable():
+        t0 = now()
         on[0] = hook.active = True
         own_settrace(gtrace)
+        hx(t0)
 
     def check():
         if hook.window and not hook.in_window:

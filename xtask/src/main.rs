@@ -9,6 +9,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod corpus;
+mod fuzz;
 mod harvest;
 mod images;
 mod setup;
@@ -31,9 +33,14 @@ enum Command {
     Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
+    /// Run each cargo-fuzz target of fuzz/ for a few seconds (nightly + cargo-fuzz).
+    Fuzz(fuzz::Args),
     /// Harvest every instance under instances/ with the release flux (building what is missing),
     /// then a summary per kind and repository.
     Harvest(harvest::Args),
+    /// Record the merge's inputs of every witness-corpus program as fixtures of the offline merge
+    /// corpus (flux-merge/tests/corpus/) and refresh their snapshots. Needs root and eBPF.
+    RecordMergeCorpus(corpus::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -51,6 +58,8 @@ fn main() -> ExitCode {
         Command::Images(args) => images::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
+        Command::RecordMergeCorpus(args) => corpus::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };
