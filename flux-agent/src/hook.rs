@@ -97,23 +97,24 @@ pub fn hook_env(
             "FLUX_HOOK_CONFIG".to_string(),
             serde_json::to_string(config).expect("config serialises"),
         ),
-        // The same run twice must give the same answer: no per-process hash randomisation (set
-        // and dict-of-str iteration orders would otherwise differ between two runs).
+        // The determinism policy (17.4, flux-hook/README.md "Determinism"): no per-process
+        // hash randomisation (set and dict-of-str orders), which only the environment can fix;
+        // the hook seeds the program's `random` generators itself (FLUX_HOOK_SEED, default 0).
         ("PYTHONHASHSEED".to_string(), "0".to_string()),
     ];
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
-    if config.scope.windows() {
-        env.extend(semaphores_var(interp, plan.probes));
-    }
+    // Scopes with windows zero the semaphores outside them; every scope lowers them while the
+    // hook renders values in a single-threaded process (17.13, flux-hook `Hook.vrepr`).
+    env.extend(semaphores_var(interp, plan.probes));
     env
 }
 
-/// `FLUX_HOOK_SEMAPHORES` for a run scoped to tests (`scope = "tests"`): the file name and
-/// file offset of the semaphore of every probe the plan attaches. The hook zeroes them in its
-/// process outside test windows, so CPython skips the probes there (no trap at all), and
-/// restores the kernel's count inside. `None` when no attached probe has a semaphore.
+/// `FLUX_HOOK_SEMAPHORES`: the file name and file offset of the semaphore of every probe the
+/// plan attaches. The hook zeroes them in its process outside test windows (scopes with
+/// windows) and while it renders values in a single-threaded process, so CPython skips the
+/// probes there (no trap at all), and restores the kernel's count after. `None` when no attached probe has a semaphore.
 fn semaphores_var(
     interp: &crate::interp::Interpreter,
     probes: crate::tracer::ProbeSet,
