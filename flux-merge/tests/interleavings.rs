@@ -215,9 +215,10 @@ fn swapped(fixture: &str, a: &str, b: &str) -> (Fixture, String, String) {
 
 /// A program's call that lands inside the hook's bracket (3.15) was taken for the hook's work;
 /// its return, after the bracket, matched nothing while activations were open and was counted
-/// as a frame started before the hook: the call vanished from a complete trace. Rule
-/// `unmatched-returns` now refuses such a return (only nothing open, an entry an entry rule
-/// dropped, or the entryless `__init__` shim explain one).
+/// as a frame started before the hook: the call vanished from a complete trace. Rules
+/// `unmatched-returns` (only nothing open, an entry an entry rule dropped, or the entryless
+/// `__init__` shim explain a lone return) and `bracket-returns` (an entry the bracket took and
+/// did not see return) now refuse such a return.
 #[test]
 fn a_call_taken_into_the_hooks_bracket_is_not_a_frame_started_before_the_hook() {
     let (f, reference, file) = swapped(
@@ -234,7 +235,7 @@ fn a_call_taken_into_the_hooks_bracket_is_not_a_frame_started_before_the_hook() 
         t.meta
             .problems
             .iter()
-            .any(|p| p.contains("no entry to match")),
+            .any(|p| p.contains("its activation is missing")),
         "{:?}",
         t.meta.problems
     );
@@ -270,6 +271,30 @@ fn hook_records_stamped_out_of_stream_order_are_refused() {
             .problems
             .iter()
             .any(|p| p.contains("out of program order")),
+        "{:?}",
+        t.meta.problems
+    );
+}
+
+/// The same with nothing open (3.15, interpreter shutdown): `threading._shutdown`'s entry
+/// swapped after the hook callback's entry was taken for the hook's work, and its return, with
+/// no activation open, passed for a frame started before the hook. Rule `bracket-returns`: an
+/// entry of other code that had not returned when the bracket closed makes its lone return a
+/// problem.
+#[test]
+fn an_entry_taken_into_the_hooks_bracket_makes_its_lone_return_a_problem() {
+    let (f, _, _) = swapped(
+        "3.15-run/lambdas",
+        "U1 _shutdown:1696@threading.py",
+        "U1 on_start:-1@_sysmon.py",
+    );
+    let t = f.merged();
+    assert!(!t.meta.complete, "complete");
+    assert!(
+        t.meta
+            .problems
+            .iter()
+            .any(|p| p.contains("whose entry came inside the hook's own work")),
         "{:?}",
         t.meta.problems
     );

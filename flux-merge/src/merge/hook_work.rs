@@ -15,6 +15,7 @@
 //! Nothing else is the hook's: an event this module does not claim is the program's, and the
 //! merge must place it or report it.
 use flux_trace::{Event, Kind};
+use std::collections::HashMap;
 
 /// The state of one thread's bracket.
 #[derive(Default)]
@@ -24,6 +25,9 @@ pub(super) struct HookWork {
     /// (file, func) of the frames of other code USDT entered inside the bracket (3.15), in
     /// order: a return of other code in there is the hook's only if it closes one of them.
     inner: Vec<(String, String)>,
+    /// (file, func) of the entries of other code inside a bracket that had not returned when
+    /// it closed, with how many (`bracket-returns`).
+    escaped: HashMap<(String, String), u32>,
     /// The end of the latest span the hook reported as its own work (`hx`, 3.11).
     busy_until: u64,
 }
@@ -69,6 +73,9 @@ impl HookWork {
             (Some(h), Kind::Return) if same(h) => {
                 h.2 -= 1;
                 if h.2 == 0 {
+                    for k in self.inner.drain(..) {
+                        *self.escaped.entry(k).or_default() += 1;
+                    }
                     self.reset_bracket();
                 }
             }
@@ -92,6 +99,22 @@ impl HookWork {
             _ => {}
         }
         true
+    }
+}
+
+impl HookWork {
+    /// `bracket-returns`: a return no activation matches, of code that entered inside the
+    /// hook's bracket and had not returned when it closed: that entry was the program's (taken
+    /// for the hook's work), its activation is missing. Consumes one such entry.
+    pub(super) fn escaped_entry(&mut self, e: &Event) -> bool {
+        let k = (e.file.clone(), e.func.clone());
+        match self.escaped.get_mut(&k) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
     }
 }
 

@@ -30,7 +30,7 @@
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
 //! | `never-returned` | [`thread`] | an activation still open when its thread's timeline ends is a problem |
 //! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped |
-//! | `bracket-returns` | [`hook_work`] | 3.15: inside the hook's frames a return of other code is the hook's only if its entry came inside them too; any other is the program's |
+//! | `bracket-returns` | [`hook_work`] | 3.15: inside the hook's frames a return of other code is the hook's only if its entry came inside them too, any other is the program's; an entry of other code still unreturned when the bracket closes makes a later return of that code no activation matches a problem |
 //! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
 //! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |

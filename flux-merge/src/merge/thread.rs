@@ -301,6 +301,13 @@ impl<'a, 'o> Thread<'a, 'o> {
             // interpreter's shim frame that fires no entry (3.13+'s `__init__` cleanup frame,
             // file `__init__`). Anything else with activations open is a frame whose entry was
             // lost or misplaced: its activation is missing, the trace cannot be complete.
+            if self.work.escaped_entry(e) {
+                let (pid, tid) = (self.pid, self.tid);
+                return self.problem(format!(
+                    "USDT return of {} ({}:{}) in thread {pid}/{tid} whose entry came inside the hook's own work: its activation is missing",
+                    e.func, e.file, e.line
+                ));
+            }
             if let Some(n) = self.dropped_entries.get_mut(&key).filter(|n| **n > 0) {
                 *n -= 1;
             } else if !self.stack.is_empty() && !is_entryless_shim(e) {
