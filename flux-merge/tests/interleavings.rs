@@ -299,3 +299,19 @@ fn an_entry_taken_into_the_hooks_bracket_makes_its_lone_return_a_problem() {
         t.meta.problems
     );
 }
+
+/// 3.11: a program's return swapped into a span of the hook's own work (`hx`) was claimed as
+/// the hook's, and the hook's record of that end stood in for USDT's unchecked. Rule
+/// `join-returns`: a USDT return of the top activation whose end the hook reported is the
+/// program's even inside such a span (the probe fires after the trace function's work).
+#[test]
+fn an_awaited_return_inside_the_hooks_work_span_is_the_programs() {
+    let (f, reference, file) = swapped(
+        "3.11-run/mutual_recursion",
+        "U2 is_even:4@mutual_recursion.py",
+        r#"["hx","#,
+    );
+    let t = f.merged();
+    assert!(t.meta.complete, "{:?}", t.meta.problems);
+    assert_eq!(strip_counts(&render(&t, &file)), reference);
+}

@@ -22,7 +22,7 @@
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
 //! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
-//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it |
+//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span |
 //! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
 //! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15: with nothing open, a frame started before the hook (counted); with something open, only of a code whose entry an entry rule dropped in this thread, or of the entryless `__init__` shim (counted), any other is a lost entry (a problem); of an activation inferred unwound (a problem) |
 //! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |

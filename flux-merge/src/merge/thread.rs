@@ -115,7 +115,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     fn usdt(&mut self, e: &Event) {
-        if self.work.claims(e) {
+        if !self.awaited_return(e) && self.work.claims(e) {
             self.c.hook_internal_dropped += 1;
             return;
         }
@@ -125,6 +125,20 @@ impl<'a, 'o> Thread<'a, 'o> {
             Kind::Line => self.usdt_line(e),
             _ => self.out.push(e.clone()),
         }
+    }
+
+    /// `join-returns` (3.11): the hook reported the top activation's end and USDT's return of
+    /// that code is awaited; inside a span of the hook's own work it would be claimed and the
+    /// hook's record stand in unchecked, but the interpreter fires the return probe after the
+    /// trace function's work, never inside it: it is the program's return.
+    fn awaited_return(&self, e: &Event) -> bool {
+        self.sh.plan.hook_entries()
+            && e.ev == Kind::Return
+            && !is_hook_file(&e.file)
+            && self
+                .stack
+                .last()
+                .is_some_and(|o| o.hook_end.is_some() && o.file == e.file && o.func == e.func)
     }
 
     fn usdt_call(&mut self, e: &Event) {
