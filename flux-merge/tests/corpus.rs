@@ -108,8 +108,13 @@ fn every_witness_program_has_fixtures_on_both_interpreters() {
         }
         let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
         for py in ["3.11", "3.15"] {
-            let f = corpus_dir().join(format!("{py}-run/{stem}.jsonl.gz"));
-            if !f.exists() {
+            // The 17.2 programs (incomplete on 3.11 by design) are recorded under `-regress`.
+            let has = ["run", "regress"].iter().any(|d| {
+                corpus_dir()
+                    .join(format!("{py}-{d}/{stem}.jsonl.gz"))
+                    .exists()
+            });
+            if !has {
                 missing.push(format!("{py}-run/{stem}"));
             }
         }
