@@ -104,14 +104,17 @@ def start(hook):
         changed since the frame's previous event (all of them for a fresh frame)."""
         if not info[4]:
             define_b(info)
-        tail = ""
         if swe and fs is not None:
             # Reprs run program code (`__repr__`) that only USDT sees: inside an `hx` span.
             t0 = now()
             changed = changed_locals(fs, frame) if want_vars else None
             hx(t0)
-            tail = ',%s,%s' % ('"throw"' if thrown else "null", jval(changed))
-        emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(frame), line, tail))
+            emit(
+                '["cs",%d,%d,%d,%d,%d,"%s",%s]'
+                % (now(), tidf(), info[0], id(frame), line, "throw" if thrown else "call", jval(changed))
+            )
+            return
+        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
 
     def plain_local(frame, event, arg):
         try:
@@ -149,14 +152,15 @@ def start(hook):
         hook.target_started()
         hx(t0)
 
-    def x_record(info, frame, p, kind, line=None, tail=""):
+    def x_record(info, frame, p, kind, line=None, exc=None):
         """p: (id, type name, message) of the exception (the state never holds the object);
-        tail: the dialect's extra fields (Hook.x_tail)."""
+        exc: the exception object, for the dialect's `xs` record (Hook.x_tail)."""
         if not info[4]:
             define(info)
         emit(
-            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
+            '["%s",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
             % (
+                "xs" if swe else "x",
                 now(),
                 tidf(),
                 info[0],
@@ -165,9 +169,12 @@ def start(hook):
                 jval(p[1]),
                 jval(p[2]),
                 kind,
-                tail,
+                x_tail(fs_of(frame), frame, exc) if swe else "",
             )
         )
+
+    def fs_of(frame):
+        return states.get(id(frame))
 
     def state(code, frame):
         fs = states.get(id(frame))
@@ -197,9 +204,13 @@ def start(hook):
                     firsts, headers = hi
                     hline = None
                     if line in headers or line in firsts:
-                        if fs.pending is None and fs.handled is not None:
-                            # An except clause is reached with no exception event since the
-                            # last one was handled: a bare `raise` of it, caught in this frame.
+                        if line in headers and fs.pending is None and fs.handled is not None:
+                            # An except clause's header is reached with no exception event
+                            # since the last one was handled: a bare `raise` of it, caught in
+                            # this frame. Only the header says so: 3.11 runs it only to match
+                            # an exception, while an except body's first line also runs again
+                            # as a loop header or after a later line of a statement spanning
+                            # several (17.1: those were invented re-raises).
                             fs.pending = fs.handled
                             fs.handled = None
                             x_record(info, frame, fs.pending, reraise_inferred, fs.prev_line)
@@ -240,7 +251,7 @@ def start(hook):
                     # (SWE-Flux's tracer logs it: the dialect records it, flagged).
                     if swe and want_exc:
                         p = (id(exc), exc_typename(exc), exc_message(exc))
-                        x_record(info, frame, p, "tracer-only", None, x_tail(fs, frame, exc))
+                        x_record(info, frame, p, "tracer-only", None, exc)
                     return target_local
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
@@ -253,14 +264,7 @@ def start(hook):
                 # traceback's frames and locals alive (finalizers would run late).
                 p = (id(exc), exc_typename(exc), exc_message(exc))
                 if want_exc:
-                    x_record(
-                        info,
-                        frame,
-                        p,
-                        hook.classify_raise(exc, frame, arg[2]),
-                        None,
-                        x_tail(fs, frame, exc) if swe else "",
-                    )
+                    x_record(info, frame, p, hook.classify_raise(exc, frame, arg[2]), None, exc)
                 fs.pending = p
                 fs.handled = None
                 fs.exc_lasti = frame.f_lasti
