@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cache;
 mod eval;
 mod export;
 mod harvest;
