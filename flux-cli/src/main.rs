@@ -8,6 +8,7 @@ mod eval;
 mod export;
 mod harvest;
 mod images;
+mod import;
 mod perturb;
 mod probes;
 mod run_instance;
@@ -42,6 +43,8 @@ enum Cmd {
     Images(images::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
+    /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
+    Import(import::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Import(a) => import::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::BenchRun(a) => run_instance::run(a),

@@ -368,17 +368,29 @@ async fn harvest_instance(
     report: &mut InstanceReport,
 ) -> anyhow::Result<Status> {
     use anyhow::Context;
-    // Fail before running anything if there is nothing to check against.
+    // Fail before running anything if there is nothing to check against. (An instance
+    // imported from SWE-Flux may be checked against their stored answer alone.)
+    let external = inst.external_parser().is_some();
+    if external && matches!(backend, Backend::Host) {
+        anyhow::bail!(
+            "this instance is answered by SWE-Flux's parser, third-party code that runs only in \
+             the instance's container (use --runtime docker)"
+        );
+    }
+    let reference = external && flux_instance::external::read_reference(&inst.dir)?.is_some();
     let stored = if opts.check {
         let path = inst.oracle_path();
-        if !path.exists() {
+        if path.exists() {
+            Some(flux_instance::read_oracle(&inst.dir)?)
+        } else if reference {
+            None
+        } else {
             anyhow::bail!(
                 "--check: {} does not exist (harvest it first with `flux harvest {}`)",
                 path.display(),
                 inst.dir.display()
             );
         }
-        Some(flux_instance::read_oracle(&inst.dir)?)
     } else {
         None
     };
@@ -411,7 +423,16 @@ async fn harvest_instance(
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
-    let oracle = build_oracle(inst, &out, trace_sha256)?;
+    // Hook point (flux-interop): SWE-Flux's parser answers on flux's trace, in the container.
+    let parsed = match backend {
+        Backend::Docker(rt) if external => Some(
+            flux_interop::external::run_parser(rt, inst, &out.trace, &run_dir)
+                .await?
+                .answer,
+        ),
+        _ => None,
+    };
+    let oracle = build_oracle(inst, &out, trace_sha256, parsed)?;
     phase("extract", t);
     let t = Instant::now();
     // Scope "targets": the trace holds only what runs inside targeted code, not a call graph
@@ -430,11 +451,17 @@ async fn harvest_instance(
         serde_json::to_string_pretty(&oracle)? + "\n",
     )
     .context("keeping the harvested oracle in the run directory")?;
+    if opts.check && reference {
+        // Hook point (flux-interop): SWE-Flux's stored answer, under their scoring rules.
+        flux_interop::external::check_reference(inst, &oracle.oracle_answer)
+            .map_err(|e| anyhow::anyhow!("--check: {e:#}"))?;
+    }
     match stored {
         Some(stored) => {
             check_against(inst, &stored, &oracle, graph.as_ref())?;
             Ok(Status::Reproduced)
         }
+        None if opts.check => Ok(Status::Reproduced),
         None => write_outputs(inst, &oracle, graph.as_ref(), opts.replace, &run_dir),
     }
 }
@@ -443,10 +470,19 @@ async fn harvest_instance(
 /// then the oracle with its provenance. (What `Instance::build_oracle` does, with the trace's
 /// digest taken while `trace.jsonl` was written instead of serialising the trace once more:
 /// a sympy test's trace holds millions of events.)
-fn build_oracle(inst: &Instance, out: &RunOutput, trace_sha256: String) -> anyhow::Result<Oracle> {
-    let answer = inst
-        .extract(&out.trace)
-        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
+fn build_oracle(
+    inst: &Instance,
+    out: &RunOutput,
+    trace_sha256: String,
+    parsed: Option<Value>,
+) -> anyhow::Result<Oracle> {
+    let external = parsed.is_some();
+    let answer = match parsed {
+        Some(a) => a,
+        None => inst
+            .extract(&out.trace)
+            .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?,
+    };
     let size = flux_extract::answer_size(&answer);
     let min = inst.min_answer_size();
     if size < min {
@@ -461,6 +497,9 @@ fn build_oracle(inst: &Instance, out: &RunOutput, trace_sha256: String) -> anyho
         if !labels.contains(l) {
             labels.push(l.clone());
         }
+    }
+    if external {
+        labels.push(flux_interop::external::EXTERNAL_LABEL.to_string());
     }
     Ok(Oracle {
         question_kind: inst.kind(),

@@ -15,7 +15,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Files of an instance directory that are not copied into a run.
-const GOLD_FILES: &[&str] = &[flux_instance::ORACLE_FILE, flux_instance::CALL_GRAPH_FILE];
+const GOLD_FILES: &[&str] = &[
+    flux_instance::ORACLE_FILE,
+    flux_instance::CALL_GRAPH_FILE,
+    // SWE-Flux's stored answer of an imported instance.
+    flux_instance::external::REFERENCE_DIR,
+];
 
 /// Make a fresh run directory for `inst` and copy the instance into `instance/`.
 pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
