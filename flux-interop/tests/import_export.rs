@@ -76,6 +76,16 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     assert_eq!(theirs["invocation_counts"], json!([4, 4]));
     assert!(!dir.join("oracle.json").exists(), "no gold is written by an import");
     assert!(inst.extract(&flux_trace::Trace::default()).is_err(), "not an in-process extractor");
+    // --check against their answer, under their rules: set-like lists in any order pass, a
+    // wrong count fails with its path.
+    let mut fresh = theirs.clone();
+    fresh["crashing_tests"] = json!(["x"]);
+    let err = flux_interop::external::check_reference(&inst, &fresh).unwrap_err();
+    assert!(err.to_string().contains("crashing_tests"), "{err}");
+    assert!(flux_interop::external::check_reference(&inst, &theirs).unwrap().is_some());
+    let mut two = theirs.clone();
+    two["invocation_counts"] = json!([4, 5]);
+    assert!(flux_interop::external::check_reference(&inst, &two).is_err());
     // An instance directory is never replaced unless asked.
     let again = import(&found[..1], &opts(out.path()));
     assert!(again.errors[0].1.contains("exists"), "{:?}", again.errors);
