@@ -13,6 +13,7 @@ mod corpus;
 mod harvest;
 mod images;
 mod setup;
+mod swe_flux;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "flux project tasks")]
@@ -38,6 +39,10 @@ enum Command {
     /// Record the merge's inputs of every witness-corpus program as fixtures of the offline merge
     /// corpus (flux-merge/tests/corpus/) and refresh their snapshots. Needs root and eBPF.
     RecordMergeCorpus(corpus::Args),
+    /// Check flux against SWE-Flux's own instances (copies of their store in DIR, never in this
+    /// repository): import each, harvest it in an image of their repository at their commit,
+    /// compare with their stored answer; a table per instance and the figures.
+    SweFluxValidate(swe_flux::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
         Command::RecordMergeCorpus(args) => corpus::run(args),
+        Command::SweFluxValidate(args) => swe_flux::run_validate(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };
