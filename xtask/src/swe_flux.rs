@@ -15,9 +15,9 @@
 //!
 //! For each repository: its image `flux/swe-flux-<repository>:<commit>-py3.11` is built when
 //! missing (the source at their commit in `/testbed`, installed editable so that code runs from
-//! `/testbed`, as in theirs; the requirements' wheels installed offline; on flux's Debian
-//! bookworm python3.11 base). Then every instance is imported (`flux import swe-flux`) into a
-//! scratch instance root and checked (`flux harvest --check`: the test traced by flux, their
+//! `/testbed`, as in theirs, and writable by the test's user as theirs is by root, for pytest's
+//! cache; the requirements' wheels installed offline; on flux's Debian bookworm python3.11
+//! base). Then every instance is imported (`flux import swe-flux`) into a scratch instance root and checked (`flux harvest --check`: the test traced by flux, their
 //! parser on flux's log in the container, the answer against their stored one under their
 //! scoring rules). The report says per instance: equal, or why not; and the figures (overall,
 //! per repository, per kind). `--json FILE` keeps the report.
@@ -45,6 +45,9 @@ pub struct Args {
     /// Rebuild the images even if they exist.
     #[arg(long)]
     rebuild: bool,
+    /// The flux binary to use (default: build the release one).
+    #[arg(long)]
+    flux: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug)]
@@ -168,7 +171,7 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
          COPY testbed /testbed\n\
          RUN {pip_in} install --quiet --no-index --find-links /tmp/wheels --break-system-packages --root-user-action=ignore {reqs} \\\n \
          && {pip_in} install --quiet --no-index --find-links /tmp/wheels --no-deps --no-build-isolation --break-system-packages --root-user-action=ignore -e /testbed \\\n \
-         && rm -rf /tmp/wheels && chmod -R a+rX /testbed\n\
+         && rm -rf /tmp/wheels && chmod -R a+rX /testbed && chown -R 1000:1000 /testbed\n\
          LABEL flux.swe-flux.commit=\"{commit}\"\n",
         reqs = reqs.join(" "),
         commit = r.commit,
@@ -226,7 +229,10 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
         .repos
         .as_ref()
         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
-    let flux = crate::build_flux_release()?;
+    let flux = match &a.flux {
+        Some(f) => f.clone(),
+        None => crate::build_flux_release()?,
+    };
     std::fs::create_dir_all(&a.work)?;
     let mut rows = Vec::new();
     for r in repos.iter().filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.name))) {
