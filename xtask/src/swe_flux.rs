@@ -17,9 +17,9 @@
 //! missing (the source at their commit in `/testbed`, installed editable so that code runs from
 //! `/testbed`, as in theirs, and writable by the test's user as theirs is by root, for pytest's
 //! cache; the requirements' wheels installed offline; on flux's Debian bookworm python3.11
-//! base). Then every instance is imported (`flux import swe-flux`) into a scratch instance root and checked (`flux harvest --check`: the test traced by flux, their
-//! parser on flux's log in the container, the answer against their stored one under their
-//! scoring rules). The report says per instance: equal, or why not; and the figures (overall,
+//! base). Then every instance is imported (`flux import swe-flux`) into a scratch instance root
+//! and checked (`flux harvest --check`: the test traced by flux, their parser on flux's log in
+//! the container, the answer against their stored one under their scoring rules). The report says per instance: equal, or why not; and the figures (overall,
 //! per repository, per kind). `--json FILE` keeps the report.
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
