@@ -33,7 +33,7 @@ pub struct Args {
     /// Only these repositories (comma-separated).
     #[arg(long)]
     repos: Option<String>,
-    /// Only instances whose id contains this.
+    /// Only instances whose id contains one of these (comma-separated).
     #[arg(long)]
     only: Option<String>,
     /// Where scratch instances, runs and image build contexts go.
@@ -245,7 +245,10 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
             .filter(|p| {
                 a.only
                     .as_ref()
-                    .is_none_or(|o| p.file_name().unwrap().to_string_lossy().contains(o.as_str()))
+                    .is_none_or(|o| {
+                        let id = p.file_name().unwrap().to_string_lossy().into_owned();
+                        o.split(',').any(|x| id.contains(x.trim()))
+                    })
             })
             .collect();
         ids.sort();
