@@ -89,7 +89,10 @@ pub fn hook_env(
             "FLUX_HOOK_CALLS".to_string(),
             plan.hook_calls.as_str().to_string(),
         ),
-        ("FLUX_HOOK_LEAVE".to_string(), plan.leave.as_list().join(",")),
+        (
+            "FLUX_HOOK_LEAVE".to_string(),
+            plan.leave.as_list().join(","),
+        ),
         (
             "FLUX_HOOK_CONFIG".to_string(),
             serde_json::to_string(config).expect("config serialises"),
@@ -254,15 +257,21 @@ fn give_to_dir_owner(path: &Path) -> Result<(), String> {
     let d = std::fs::metadata(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let me = std::fs::metadata(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     if (d.uid(), d.gid()) != (me.uid(), me.gid()) {
-        std::os::unix::fs::chown(path, Some(d.uid()), Some(d.gid()))
-            .map_err(|e| format!("giving the hook socket {} to its directory's owner: {e}", path.display()))?;
+        std::os::unix::fs::chown(path, Some(d.uid()), Some(d.gid())).map_err(|e| {
+            format!(
+                "giving the hook socket {} to its directory's owner: {e}",
+                path.display()
+            )
+        })?;
     }
     Ok(())
 }
 
 /// Whether the peer of `conn` is a process of the traced PID namespace `allowed`.
 fn peer_check(conn: &tokio::net::UnixStream, allowed: Option<&(u64, u64)>) -> Result<(), String> {
-    let cred = conn.peer_cred().map_err(|e| format!("no peer credentials: {e}"))?;
+    let cred = conn
+        .peer_cred()
+        .map_err(|e| format!("no peer credentials: {e}"))?;
     let pid = cred.pid().ok_or("the peer has no pid")?;
     let Some(allowed) = allowed else {
         return Err(format!(
@@ -346,4 +355,3 @@ impl HookCollector {
         Ok(HookCapture { streams, problems })
     }
 }
-

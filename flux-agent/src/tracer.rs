@@ -43,9 +43,9 @@ pub struct TracerOptions {
     pub poll: std::time::Duration,
     /// Attach the empty program instead (the trap floor, for benchmarks).
     pub empty_program: bool,
-    /// The most USDT events kept: past it the program is stopped and the trace is incomplete
-    /// (the agent holds a trace in memory; without a budget a runaway test takes the machine's
-    /// memory with it).
+    /// The most USDT events of the program kept (the hook's own files' are not counted): past
+    /// it the program is stopped and the trace is incomplete (the agent holds a trace in
+    /// memory; without a budget a runaway test takes the machine's memory with it).
     pub max_events: usize,
     /// Have the kernel time the program (`BPF_ENABLE_STATS`): [`Counters::program`] then says
     /// how long it ran in all. Only for measuring: the kernel reads the clock twice per hit.
@@ -292,7 +292,7 @@ pub async fn drain(
         {
             let ring = afd.get_mut();
             while let Some(item) = ring.next() {
-                if out.events.len() >= max_events {
+                if out.over(max_events) {
                     out.over_budget += 1;
                     continue;
                 }

@@ -26,8 +26,10 @@ fn skip311(what: &str) -> bool {
         return true;
     }
     if !Path::new(PY311).exists() {
-        eprintln!("skipping {what}: {PY311} (Debian bookworm python3.11 with USDT) is missing");
-        return true;
+        return flux_skip::skip(
+            what,
+            &format!("{PY311} (Debian bookworm python3.11 with USDT) is missing"),
+        );
     }
     false
 }
@@ -42,9 +44,12 @@ fn skip311_pytest(what: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !has_pytest {
-        eprintln!("skipping: {what}: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+        return flux_skip::skip(
+            what,
+            &format!("pytest is not importable by {PY311} (apt-get install python3-pytest)"),
+        );
     }
-    !has_pytest
+    false
 }
 
 fn skip315(what: &str) -> bool {
@@ -52,11 +57,13 @@ fn skip315(what: &str) -> bool {
         return true;
     }
     if !sid_root().join("usr/bin/python3.15").exists() {
-        eprintln!(
-            "skipping {what}: no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
-            sid_root().display()
+        return flux_skip::skip(
+            what,
+            &format!(
+                "no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
+                sid_root().display()
+            ),
         );
-        return true;
     }
     false
 }
@@ -386,7 +393,7 @@ fn exit_status_is_the_commands() {
 #[test]
 fn probes_reports_what_each_interpreter_can_do() {
     if !Path::new(PY311).exists() {
-        eprintln!("skipping probes_reports: {PY311} missing");
+        flux_skip::skip("probes_reports", &format!("{PY311} missing"));
         return;
     }
     let o = run_flux(&["probes", PY311]);

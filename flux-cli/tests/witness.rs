@@ -323,7 +323,7 @@ fn report(label: &str, results: &[(String, Vec<String>)]) {
 /// USDT and hook witnesses of every program on one interpreter with USDT probes.
 fn two_witnesses(py: Python) {
     if let Some(why) = py.missing() {
-        eprintln!("skipping two witnesses on {}: {why}", py.label);
+        flux_skip::skip(&format!("two witnesses on {}", py.label), &why);
         return;
     }
     let mut results = Vec::new();
@@ -401,15 +401,15 @@ fn without_empty_closes(events: &[Value]) -> Vec<Value> {
 /// Hook-only interpreters: complete, balanced, and the same calls/returns as 3.15's hook.
 fn hook_only(py: Python) {
     if let Some(why) = py.missing() {
-        eprintln!("skipping hook witness on {}: {why}", py.label);
+        flux_skip::skip(&format!("hook witness on {}", py.label), &why);
         return;
     }
     let reference = py315();
     let reference = reference.missing().is_none().then_some(reference);
     if reference.is_none() {
-        eprintln!(
-            "skipping the comparison of {} with 3.15: no python3.15 rootfs",
-            py.label
+        flux_skip::skip(
+            &format!("the comparison of {} with 3.15", py.label),
+            "no python3.15 rootfs",
         );
     }
     let mut results = Vec::new();

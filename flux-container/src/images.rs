@@ -246,7 +246,6 @@ impl Definitions {
     }
 }
 
-/// The name `cargo xtask images` accepts for a flux image reference, if it is one.
 /// The command a user runs to build `image` (works outside the checkout, unlike `cargo xtask`).
 pub fn build_command(image: &str) -> String {
     if image.starts_with("flux/") {
@@ -256,6 +255,7 @@ pub fn build_command(image: &str) -> String {
     }
 }
 
+/// The name `cargo xtask images` accepts for a flux image reference, if it is one.
 pub fn xtask_name_for(image: &str) -> Option<String> {
     let rest = image.strip_prefix("flux/")?;
     let (repo, tag) = rest.split_once(':').unwrap_or((rest, ""));
@@ -690,6 +690,7 @@ async fn run_build_container(
         run_dir,
     );
     spec.user = "0:0".into();
+    spec.writes = crate::runtime::Writes::Everything;
     spec.run_id = format!("build-{}", crate::runtime::new_run_id());
     spec.mounts = mounts;
     spec.env

@@ -17,5 +17,5 @@ pub mod runtime;
 pub use error::{Error, KillReason, Result};
 pub use images::{BuildConfig, Definitions, Manifest};
 pub use runtime::{
-    Container, ContainerSpec, Limits, LogStream, Mount, Outcome, PidNs, Runtime, Started,
+    Container, ContainerSpec, Limits, LogStream, Mount, Outcome, PidNs, Runtime, Started, Writes,
 };

@@ -47,7 +47,7 @@ impl Launched for ContainerRun<'_> {
         self.pidns
     }
 
-    /// Open the gate FIFO and write a line; the shell `exec`s the test command. (The same as
+    /// Open the gate FIFO and write a line; the shell runs the test command. (The same as
     /// `Container::release`, without await: the shell may not have opened the FIFO yet, ENXIO.)
     fn release(&mut self) -> Result<()> {
         use std::io::Write;
@@ -91,8 +91,8 @@ impl Launched for ContainerRun<'_> {
     }
 
     fn kill(&mut self) {
-        // The container's init is the test process (the gate shell `exec`s it); its death ends
-        // the container. We are root on the host, outside the container's namespaces.
+        // The container's init is the gate shell (the test runs under it); its death ends the
+        // container. We are root on the host, outside the container's namespaces.
         // SAFETY: plain syscall on a pid we were given by the daemon.
         unsafe {
             libc::kill(self.init_pid as libc::pid_t, libc::SIGKILL);
@@ -139,8 +139,14 @@ pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Resul
 
 /// The container of an instance's test: its image and command, the instance copy mounted
 /// read-only as the working directory, the run directory, `env`.
+/// The run directory's `shared/` is the container's (read-only) `/flux/run`; nothing of the
+/// host is writable in the container (`flux_container::Writes::Tmp`).
 fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> ContainerSpec {
-    let mut spec = ContainerSpec::new(&inst.spec.image, inst.spec.test.command.clone(), run_dir);
+    let mut spec = ContainerSpec::new(
+        &inst.spec.image,
+        inst.spec.test.command.clone(),
+        crate::rundir::shared(run_dir),
+    );
     spec.mounts.push(Mount::read_only(
         run_dir.join("instance"),
         INSTANCE_IN_CONTAINER,
@@ -173,7 +179,20 @@ pub(crate) async fn run_untraced(
     env: &[(String, String)],
 ) -> Result<(Outcome, Duration)> {
     image_id(rt, &inst.spec.image).await?;
-    let spec = container_spec(inst, run_dir, env);
+    let mut spec = container_spec(inst, run_dir, env);
+    // The one place a container writes on the host: `<run dir>/out`, read back as untrusted.
+    let out = run_dir.join("out");
+    std::fs::create_dir(&out).with_context(|| format!("creating {}", out.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&out, Some(1000), Some(1000))
+            .with_context(|| format!("chown {}", out.display()))?;
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777))?;
+    }
+    spec.mounts
+        .push(Mount::read_write(&out, crate::run_test::OUT_IN_CONTAINER));
     let timeout = spec.timeout;
     let mut container = rt.create(spec).await?;
     let result = async {
@@ -181,7 +200,7 @@ pub(crate) async fn run_untraced(
         let mut launched = ContainerRun {
             pidns: (started.pidns.dev, started.pidns.ino),
             init_pid: started.init_pid,
-            gate: run_dir.join(GATE_NAME),
+            gate: crate::rundir::shared(run_dir).join(GATE_NAME),
             timeout,
             outcome: None,
             released: None,
@@ -226,7 +245,7 @@ pub(crate) async fn run_timed(
     let prepared = crate::tracing::prepare(
         &interp,
         &inst.spec.tracing,
-        run_dir,
+        &crate::rundir::shared(run_dir),
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
         opts.calls,
         opts.scope,
@@ -248,7 +267,7 @@ pub(crate) async fn run_timed(
         let mut launched = ContainerRun {
             pidns: (started.pidns.dev, started.pidns.ino),
             init_pid: started.init_pid,
-            gate: run_dir.join(GATE_NAME),
+            gate: crate::rundir::shared(run_dir).join(GATE_NAME),
             timeout,
             outcome: None,
             released: None,
@@ -281,6 +300,8 @@ pub(crate) async fn run_timed(
         killed,
         stdout: outcome.stdout,
         stderr: outcome.stderr,
+        stdout_truncated: outcome.stdout_truncated,
+        stderr_truncated: outcome.stderr_truncated,
         image_id,
         interpreter_version: interp.version_string(),
         labels,

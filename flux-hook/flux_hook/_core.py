@@ -620,7 +620,7 @@ class Hook:
         except UnicodeEncodeError:
             fn, name, qn = clean(fn), clean(name), clean(qn)
         # C-level formatting (jstr is json's C encoder): no Python frames for USDT to see.
-        rec = '["C",%d,%s,%s,%s,%d,%d,%d]' % (
+        rec = '["C",%d,%s,%s,%s,%d,%d,%d%s]' % (
             info[0],
             jstr(fn),
             jstr(name),
@@ -628,14 +628,12 @@ class Hook:
             code.co_firstlineno,
             last,
             traits,
+            "" if info[6] is None else "," + jstr(clean(info[6])),
         )
         with self.define_lock:
             if info[4]:
                 return
             self.buf.append(rec)
-            if info[6] is not None:
-                # Dialect "swe-flux": the module of targeted code (note_module).
-                self.buf.append('["M",%d,%s]' % (info[0], jstr(clean(info[6]))))
             info[4] = True
 
     def note_module(self, info, frame):
@@ -664,10 +662,10 @@ class Hook:
         return [clean(s), clean(type(v).__name__)]
 
     def x_tail(self, fs, frame, exc):
-        """The end of an `xs` record (dialect "swe-flux"): the locals changed before the
-        exception and the exception object (exc None: an inferred re-raise, neither)."""
-        if exc is None:
-            return ",null,null"
+        """The end of an `x` record: in dialect "swe-flux", the locals changed before the
+        exception and the exception object; else nothing."""
+        if not self.cfg.swe:
+            return ""
         changed = self.changed_locals(fs, frame) if self.cfg.want_vars else None
         return ",%s,%s" % (jval(changed), jval(self.plain_repr(exc)))
 

@@ -104,17 +104,14 @@ def start(hook):
         changed since the frame's previous event (all of them for a fresh frame)."""
         if not info[4]:
             define_b(info)
+        tail = ""
         if swe and fs is not None:
             # Reprs run program code (`__repr__`) that only USDT sees: inside an `hx` span.
             t0 = now()
             changed = changed_locals(fs, frame) if want_vars else None
             hx(t0)
-            emit(
-                '["cs",%d,%d,%d,%d,%d,"%s",%s]'
-                % (now(), tidf(), info[0], id(frame), line, "throw" if thrown else "call", jval(changed))
-            )
-            return
-        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
+            tail = ',%s,%s' % ('"throw"' if thrown else "null", jval(changed))
+        emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(frame), line, tail))
 
     def plain_local(frame, event, arg):
         try:
@@ -152,15 +149,14 @@ def start(hook):
         hook.target_started()
         hx(t0)
 
-    def x_record(info, frame, p, kind, line=None, exc=None):
+    def x_record(info, frame, p, kind, line=None, tail=""):
         """p: (id, type name, message) of the exception (the state never holds the object);
-        exc: the exception object, for the dialect's `xs` record (Hook.x_tail)."""
+        tail: the dialect's extra fields (Hook.x_tail)."""
         if not info[4]:
             define(info)
         emit(
-            '["%s",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
             % (
-                "xs" if swe else "x",
                 now(),
                 tidf(),
                 info[0],
@@ -169,12 +165,9 @@ def start(hook):
                 jval(p[1]),
                 jval(p[2]),
                 kind,
-                x_tail(fs_of(frame), frame, exc) if swe else "",
+                tail,
             )
         )
-
-    def fs_of(frame):
-        return states.get(id(frame))
 
     def state(code, frame):
         fs = states.get(id(frame))
@@ -251,7 +244,7 @@ def start(hook):
                     # (SWE-Flux's tracer logs it: the dialect records it, flagged).
                     if swe and want_exc:
                         p = (id(exc), exc_typename(exc), exc_message(exc))
-                        x_record(info, frame, p, "tracer-only", None, exc)
+                        x_record(info, frame, p, "tracer-only", None, x_tail(fs, frame, exc))
                     return target_local
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
@@ -264,7 +257,14 @@ def start(hook):
                 # traceback's frames and locals alive (finalizers would run late).
                 p = (id(exc), exc_typename(exc), exc_message(exc))
                 if want_exc:
-                    x_record(info, frame, p, hook.classify_raise(exc, frame, arg[2]), None, exc)
+                    x_record(
+                        info,
+                        frame,
+                        p,
+                        hook.classify_raise(exc, frame, arg[2]),
+                        None,
+                        x_tail(fs, frame, exc) if swe else "",
+                    )
                 fs.pending = p
                 fs.handled = None
                 fs.exc_lasti = frame.f_lasti
@@ -392,13 +392,18 @@ def start(hook):
                 f.f_trace_lines = False
                 f.f_trace = plain_local
 
+    # threading.settrace is Python code that USDT sees: the hook's work (`hx`).
     def stop():
+        t0 = now()
         sys.settrace(None)
         threading.settrace(None)
+        hx(t0)
 
     def enable():
+        t0 = now()
         threading.settrace(gtrace)
         sys.settrace(gtrace)
+        hx(t0)
 
     def check():
         if hook.window and not hook.in_window:

@@ -451,9 +451,8 @@ def start(hook):
         if not info[4]:
             define(info)
         emit(
-            '["%s",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
             % (
-                "xs" if swe else "x",
                 now(),
                 tidf(),
                 info[0],
@@ -462,7 +461,7 @@ def start(hook):
                 jval(p[1]),
                 jval(p[2]),
                 kind,
-                hook.x_tail(fs, f, exc) if swe else "",
+                hook.x_tail(fs, f, exc),
             )
         )
         fs.pending = p

@@ -12,7 +12,9 @@
 //! and clock, and addresses in reprs become `0x?`. It also trims what no rule needs in bulk:
 //! of the USDT events a process made before its hook's first record (interpreter start-up,
 //! which rule `before-hook` drops), only the last [`KEEP_BEFORE_HOOK`] are kept, and the
-//! kernel's event count is reduced to match (`trimmed_before_hook` says how many went).
+//! kernel's event count is reduced to match (`trimmed_before_hook` says how many went); of the
+//! USDT events inside the hook's own work that rule `hook-own-work` drops unread, only the first
+//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`).
 //!
 //! Format (JSON lines): a header object, then `["S", index, string]` (a string of the table),
 //! `["U", kind, ts, pid, tid, line, file, func]` (a USDT record; kind as in `flux-common`,
@@ -29,6 +31,8 @@ use std::sync::Arc;
 
 /// USDT events before a process's hook that a fixture keeps (see the module doc).
 pub const KEEP_BEFORE_HOOK: usize = 8;
+/// USDT events per thread inside the hook's own work that a fixture keeps.
+pub const KEEP_HOOK_WORK: usize = 32;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Header {
@@ -45,6 +49,8 @@ pub struct Header {
     pub usdt: Option<UsdtHeader>,
     #[serde(default)]
     pub trimmed_before_hook: u64,
+    #[serde(default)]
+    pub trimmed_hook_work: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -103,7 +109,15 @@ impl Fixture {
             for e in &d.events {
                 let file = key((e.host_tgid, e.file.0, e.file.1), d);
                 let func = key((e.host_tgid, e.func.0, e.func.1), d);
-                recs.push(UsdtRec { kind: e.kind, ts: e.ts, pid: e.pid, tid: e.tid, line: e.line, file, func });
+                recs.push(UsdtRec {
+                    kind: e.kind,
+                    ts: e.ts,
+                    pid: e.pid,
+                    tid: e.tid,
+                    line: e.line,
+                    file,
+                    func,
+                });
             }
         }
         Fixture {
@@ -120,6 +134,7 @@ impl Fixture {
                     over_budget: d.over_budget,
                 }),
                 trimmed_before_hook: 0,
+                trimmed_hook_work: 0,
             },
             strings,
             usdt: recs,
@@ -192,7 +207,10 @@ impl Fixture {
             writeln!(w)?;
         }
         for r in &self.usdt {
-            serde_json::to_writer(&mut *w, &("U", r.kind, r.ts, r.pid, r.tid, r.line, r.file, r.func))?;
+            serde_json::to_writer(
+                &mut *w,
+                &("U", r.kind, r.ts, r.pid, r.tid, r.line, r.file, r.func),
+            )?;
             writeln!(w)?;
         }
         for (i, lines) in self.hook.iter().enumerate() {
@@ -206,28 +224,54 @@ impl Fixture {
 
     pub fn read(r: impl BufRead) -> Result<Fixture, String> {
         let mut lines = r.lines();
-        let head = lines.next().ok_or("empty fixture")?.map_err(|e| e.to_string())?;
+        let head = lines
+            .next()
+            .ok_or("empty fixture")?
+            .map_err(|e| e.to_string())?;
         let header: Header = serde_json::from_str(&head).map_err(|e| format!("header: {e}"))?;
-        let mut f = Fixture { header, strings: Vec::new(), usdt: Vec::new(), hook: Vec::new() };
+        let mut f = Fixture {
+            header,
+            strings: Vec::new(),
+            usdt: Vec::new(),
+            hook: Vec::new(),
+        };
         for (n, l) in lines.enumerate() {
             let l = l.map_err(|e| e.to_string())?;
             let bad = |e: &dyn std::fmt::Display| format!("line {}: {e}: {l:.80}", n + 2);
             let v: J = serde_json::from_str(&l).map_err(|e| bad(&e))?;
             match v.get(0).and_then(J::as_str) {
                 Some("S") => {
-                    let (_, i, s): (String, usize, String) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    let (_, i, s): (String, usize, String) =
+                        serde_json::from_value(v).map_err(|e| bad(&e))?;
                     if i != f.strings.len() {
                         return Err(bad(&"strings out of order"));
                     }
                     f.strings.push(s);
                 }
                 Some("U") => {
-                    let (_, kind, ts, pid, tid, line, file, func): (String, u32, u64, u32, u32, i32, u32, u32) =
-                        serde_json::from_value(v).map_err(|e| bad(&e))?;
-                    f.usdt.push(UsdtRec { kind, ts, pid, tid, line, file, func });
+                    let (_, kind, ts, pid, tid, line, file, func): (
+                        String,
+                        u32,
+                        u64,
+                        u32,
+                        u32,
+                        i32,
+                        u32,
+                        u32,
+                    ) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    f.usdt.push(UsdtRec {
+                        kind,
+                        ts,
+                        pid,
+                        tid,
+                        line,
+                        file,
+                        func,
+                    });
                 }
                 Some("H") => {
-                    let (_, i, s): (String, usize, String) = serde_json::from_value(v).map_err(|e| bad(&e))?;
+                    let (_, i, s): (String, usize, String) =
+                        serde_json::from_value(v).map_err(|e| bad(&e))?;
                     if i >= f.hook.len() {
                         f.hook.resize(i + 1, Vec::new());
                     }
@@ -242,10 +286,15 @@ impl Fixture {
     /// Make the recording reproducible and small (see the module doc).
     pub fn normalise(&mut self) {
         self.trim_before_hook();
+        self.trim_hook_work();
         let mut hook: Vec<Vec<J>> = self
             .hook
             .iter()
-            .map(|ls| ls.iter().map(|l| serde_json::from_str(l).unwrap_or(J::String(l.clone()))).collect())
+            .map(|ls| {
+                ls.iter()
+                    .map(|l| serde_json::from_str(l).unwrap_or(J::String(l.clone())))
+                    .collect()
+            })
             .collect();
         // Timestamps: their rank among all of them.
         let mut times: Vec<u64> = self.usdt.iter().map(|r| r.ts).collect();
@@ -318,6 +367,38 @@ impl Fixture {
         self.strings = table;
     }
 
+    /// Of the USDT events inside the hook's own work that no rule reads (see
+    /// [`crate::merge::hook_work_interior`]), keep the first few per thread.
+    fn trim_hook_work(&mut self) {
+        let Some((Some(usdt), hook)) = Some(self.inputs()) else {
+            return;
+        };
+        // The trace's events are `self.usdt` stably sorted by time.
+        let mut order: Vec<usize> = (0..self.usdt.len()).collect();
+        order.sort_by_key(|i| self.usdt[*i].ts);
+        let interior = crate::merge::hook_work_interior(&usdt.events, &hook, &self.header.plan);
+        let mut per_thread: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut drop = vec![false; self.usdt.len()];
+        for i in interior {
+            let r = &self.usdt[order[i]];
+            let n = per_thread.entry((r.pid, r.tid)).or_default();
+            *n += 1;
+            if *n > KEEP_HOOK_WORK {
+                drop[order[i]] = true;
+            }
+        }
+        let mut i = 0;
+        self.usdt.retain(|_| {
+            i += 1;
+            !drop[i - 1]
+        });
+        let trimmed = drop.iter().filter(|d| **d).count() as u64;
+        self.header.trimmed_hook_work += trimmed;
+        if let Some(u) = &mut self.header.usdt {
+            u.counters.events = u.counters.events.saturating_sub(trimmed);
+        }
+    }
+
     /// Of each process's USDT events before its hook's first record, keep the last few.
     fn trim_before_hook(&mut self) {
         let mut start: HashMap<u32, u64> = HashMap::new();
@@ -370,8 +451,10 @@ fn each_field(v: &J, mut f: impl FnMut(&str, &J)) {
         f("pid", p);
     }
     let Some(a) = v.as_array() else { return };
-    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
-    for (name, x) in sp.fields.iter().zip(&a[1..]) {
+    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else {
+        return;
+    };
+    for (name, x) in sp.fields.iter().chain(sp.optional).zip(&a[1..]) {
         f(name, x);
     }
 }
@@ -385,8 +468,15 @@ fn rewrite(v: &mut J, f: &dyn Fn(&str, &J) -> Option<J>) {
         return;
     }
     let Some(a) = v.as_array_mut() else { return };
-    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else { return };
-    for (name, x) in sp.fields.iter().zip(a.iter_mut().skip(1)) {
+    let Some(sp) = a.first().and_then(J::as_str).and_then(spec) else {
+        return;
+    };
+    for (name, x) in sp
+        .fields
+        .iter()
+        .chain(sp.optional)
+        .zip(a.iter_mut().skip(1))
+    {
         if let Some(n) = f(name, x) {
             *x = n;
         }
@@ -417,7 +507,10 @@ pub fn normal_text(s: &str) -> String {
         out.push_str(&rest[..i]);
         out.push_str("flux-run");
         rest = &rest[i + RUN.len()..];
-        let n = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b'-').count();
+        let n = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'-')
+            .count();
         rest = &rest[n..];
     }
     out.push_str(rest);
@@ -441,7 +534,10 @@ fn ordinals(items: impl Iterator<Item = ((u64, u8), u64)>) -> HashMap<u64, u64> 
 /// others by file. Activation and frame ids are renumbered per thread by first appearance.
 pub fn render(t: &Trace, file_suffix: &str) -> String {
     let mut s = String::new();
-    s.push_str(&format!("complete: {}\ncalls: {}\n", t.meta.complete, t.meta.calls));
+    s.push_str(&format!(
+        "complete: {}\ncalls: {}\n",
+        t.meta.complete, t.meta.calls
+    ));
     for p in &t.meta.problems {
         s.push_str(&format!("problem: {p}\n"));
     }
@@ -452,7 +548,10 @@ pub fn render(t: &Trace, file_suffix: &str) -> String {
     for e in &t.events {
         threads.entry((e.pid, e.tid)).or_default().push(e);
     }
-    let mut blocks: Vec<String> = threads.values().map(|evs| render_thread(evs, file_suffix)).collect();
+    let mut blocks: Vec<String> = threads
+        .values()
+        .map(|evs| render_thread(evs, file_suffix))
+        .collect();
     blocks.sort();
     for (i, b) in blocks.iter().enumerate() {
         s.push_str(&format!("thread #{i}:\n{b}"));
@@ -476,10 +575,18 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
         let (a, f, p) = (id(e.activation), id(e.frame), id(e.parent));
         let mine = e.file.ends_with(file_suffix) || matches!(e.ev, Kind::TestStart | Kind::TestEnd);
         if !mine {
-            *others.entry(e.file.clone()).or_default().entry(e.ev.as_str()).or_default() += 1;
+            *others
+                .entry(e.file.clone())
+                .or_default()
+                .entry(e.ev.as_str())
+                .or_default() += 1;
             continue;
         }
-        let name = if e.qualname.is_empty() { &e.func } else { &e.qualname };
+        let name = if e.qualname.is_empty() {
+            &e.func
+        } else {
+            &e.qualname
+        };
         s.push_str(&format!(
             "  {} {name} {} d{} a{a} f{f} p{p} {}",
             e.ev.as_str(),

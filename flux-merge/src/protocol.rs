@@ -22,6 +22,8 @@ pub struct RecordSpec {
     pub tag: &'static str,
     /// Field names after the tag, in order.
     pub fields: &'static [&'static str],
+    /// Fields that may follow them (dialect `swe-flux`), in order.
+    pub optional: &'static [&'static str],
     pub doc: &'static str,
 }
 
@@ -29,94 +31,133 @@ pub struct RecordSpec {
 pub const RECORDS: &[RecordSpec] = &[
     RecordSpec {
         tag: "C",
-        fields: &["code_id", "co_filename", "co_name", "co_qualname", "co_firstlineno", "last_line", "traits"],
+        fields: &[
+            "code_id",
+            "co_filename",
+            "co_name",
+            "co_qualname",
+            "co_firstlineno",
+            "last_line",
+            "traits",
+        ],
+        optional: &["module"],
         doc: "a code object's definition, before its first use on this connection",
     },
     RecordSpec {
         tag: "c",
         fields: &["ts", "tid", "code_id", "frame_key", "line"],
+        optional: &["started", "changed_locals"],
         doc: "an activation starts (fresh: co_firstlineno; resumed: f_lineno)",
     },
     RecordSpec {
         tag: "r",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "how", "payload", "changed_locals"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "how",
+            "payload",
+            "changed_locals",
+        ],
+        optional: &[],
         doc: "an activation ends: how = return|yield|unwind",
     },
     RecordSpec {
         tag: "l",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "changed_locals"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "changed_locals",
+        ],
+        optional: &[],
         doc: "a line of targeted code is about to run",
     },
     RecordSpec {
         tag: "x",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "exc_type", "message", "kind"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "exc_type",
+            "message",
+            "kind",
+        ],
+        optional: &["changed_locals", "object"],
         doc: "an exception in targeted code: kind = raise|reraise|propagate",
     },
     RecordSpec {
-        tag: "M",
-        fields: &["code_id", "module"],
-        doc: "dialect swe-flux: the module (`__name__` of its globals) of targeted code, after its C",
-    },
-    RecordSpec {
-        tag: "cs",
-        fields: &["ts", "tid", "code_id", "frame_key", "line", "opened", "changed_locals"],
-        doc: "dialect swe-flux: a targeted activation starts (line: f_lineno); opened = call|throw",
-    },
-    RecordSpec {
-        tag: "xs",
-        fields: &[
-            "ts", "tid", "code_id", "frame_key", "line", "exc_type", "message", "kind", "changed_locals", "object",
-        ],
-        doc: "dialect swe-flux: an exception in targeted code: kind = raise|reraise|propagate|reraise-inferred|tracer-only",
-    },
-    RecordSpec {
         tag: "h",
-        fields: &["ts", "tid", "code_id", "frame_key", "except_line", "exc_type", "message"],
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "except_line",
+            "exc_type",
+            "message",
+        ],
+        optional: &[],
         doc: "a handler of targeted code starts",
     },
     RecordSpec {
         tag: "ts",
         fields: &["ts", "tid", "nodeid"],
+        optional: &[],
         doc: "a test starts",
     },
     RecordSpec {
         tag: "te",
         fields: &["ts", "tid", "nodeid", "outcome"],
+        optional: &[],
         doc: "a test ends: outcome = passed|failed|skipped|error",
     },
     RecordSpec {
         tag: "hx",
         fields: &["t0", "tid", "t1"],
+        optional: &[],
         doc: "3.11: from t0 to t1 this thread ran the hook's own work",
     },
     RecordSpec {
         tag: "wo",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope tests/targets: a test window opens",
     },
     RecordSpec {
         tag: "wc",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope tests/targets: a test window closes",
     },
     RecordSpec {
         tag: "xo",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope targets: this thread enters targeted code",
     },
     RecordSpec {
         tag: "xc",
         fields: &["ts", "tid"],
+        optional: &[],
         doc: "scope targets: this thread leaves targeted code",
     },
     RecordSpec {
         tag: "lost",
         fields: &["ts", "tid", "reason"],
+        optional: &[],
         doc: "records are (possibly) missing",
     },
     RecordSpec {
         tag: "bye",
         fields: &["n"],
+        optional: &[],
         doc: "the last record: n records were sent on this connection, hello and bye excluded",
     },
 ];
@@ -137,7 +178,7 @@ pub struct CodeDef {
     pub last_line: u32,
     /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] | [`CODE_TARGET`].
     pub traits: u32,
-    /// Dialect `swe-flux`: `__name__` of its globals (an `M` record), for targeted code.
+    /// `__name__` of its globals: sent for targeted code in dialect `swe-flux` only.
     pub module: Option<String>,
 }
 
@@ -190,7 +231,14 @@ pub enum ExcKind {
 }
 
 impl ExcKind {
-    /// The exception event's `outcome`.
+    const ALL: [ExcKind; 5] = [
+        ExcKind::Raise,
+        ExcKind::Reraise,
+        ExcKind::Propagate,
+        ExcKind::ReraiseInferred,
+        ExcKind::TracerOnly,
+    ];
+    /// The event's `outcome` (and the protocol's word).
     pub fn as_str(self) -> &'static str {
         match self {
             ExcKind::Raise => "raise",
@@ -215,9 +263,9 @@ pub enum Rec {
         code: u32,
         frame: u64,
         line: u32,
-        /// `cs` (dialect swe-flux): opened by `gen.throw()`/`close()` without a tracer call.
+        /// Dialect `swe-flux`: opened by `gen.throw()`/`close()` without a tracer call event.
         thrown: bool,
-        /// `cs`: locals changed since the frame's previous event (a fresh frame: all).
+        /// Dialect `swe-flux`, targeted code: locals changed since the frame's previous event.
         locals: Locals,
         deleted: Vec<String>,
     },
@@ -230,8 +278,7 @@ pub enum Rec {
         how: How,
         payload: Option<Pair>,
         locals: Locals,
-        /// Locals gone since the frame's previous event (`null` in `changed_locals`: dialect
-        /// swe-flux).
+        /// Locals gone since the frame's previous event (dialect `swe-flux`).
         deleted: Vec<String>,
     },
     Line {
@@ -252,8 +299,8 @@ pub enum Rec {
         ty: String,
         msg: String,
         kind: ExcKind,
-        /// `xs` (dialect swe-flux): locals changed before the exception, and the exception
-        /// object (`[repr, type(e).__name__]`).
+        /// Dialect `swe-flux`: locals changed before the exception, and the exception object
+        /// (plain repr, `type(e).__name__`).
         locals: Locals,
         deleted: Vec<String>,
         object: Option<Pair>,
@@ -280,14 +327,30 @@ pub enum Rec {
     },
     /// `hx`: from `ts` to `until` the hook's own work ran in this thread (3.11's settrace
     /// back-end: it may run program code, a `__repr__`, that only USDT sees).
-    Internal { ts: u64, tid: u32, until: u64 },
+    Internal {
+        ts: u64,
+        tid: u32,
+        until: u64,
+    },
     /// `wo` / `wc` (scope "tests"): outside windows the process records nothing and its USDT
     /// probes are off.
-    WindowOpen { ts: u64, tid: u32 },
-    WindowClose { ts: u64, tid: u32 },
+    WindowOpen {
+        ts: u64,
+        tid: u32,
+    },
+    WindowClose {
+        ts: u64,
+        tid: u32,
+    },
     /// `xo` / `xc` (scope "targets"): this thread enters / leaves the extent of targeted code.
-    ExtentOpen { ts: u64, tid: u32 },
-    ExtentClose { ts: u64, tid: u32 },
+    ExtentOpen {
+        ts: u64,
+        tid: u32,
+    },
+    ExtentClose {
+        ts: u64,
+        tid: u32,
+    },
 }
 
 impl Rec {
@@ -327,7 +390,11 @@ impl Rec {
     pub fn about_code(&self) -> bool {
         matches!(
             self,
-            Rec::Call { .. } | Rec::Ret { .. } | Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. }
+            Rec::Call { .. }
+                | Rec::Ret { .. }
+                | Rec::Line { .. }
+                | Rec::Exc { .. }
+                | Rec::Handled { .. }
         )
     }
 }
@@ -384,7 +451,10 @@ impl Stream {
     pub fn problems(&self) -> Vec<String> {
         let mut p = Vec::new();
         if self.hello.is_none() {
-            p.push(format!("hook stream of pid {} has no valid hello", self.pid));
+            p.push(format!(
+                "hook stream of pid {} has no valid hello",
+                self.pid
+            ));
         }
         match self.bye {
             None => p.push(format!(
@@ -435,7 +505,10 @@ impl Stream {
             return Ok(());
         }
         let a = v.as_array().ok_or("not a record")?;
-        let tag = a.first().and_then(|t| t.as_str()).ok_or("record without a tag")?;
+        let tag = a
+            .first()
+            .and_then(|t| t.as_str())
+            .ok_or("record without a tag")?;
         if tag == "bye" {
             self.bye = Some(Fields::new(tag, a)?.u64(0)?);
             return Ok(());
@@ -446,10 +519,6 @@ impl Stream {
             Decoded::Code(id, c) => {
                 self.codes.insert(id, c);
             }
-            Decoded::Module(id, m) => match self.codes.get_mut(&id) {
-                Some(c) => c.module = Some(m),
-                None => return Err(format!("module of undefined code {id}")),
-            },
             Decoded::Lost(tid, reason) => self.lost.push(format!("thread {tid}: {reason}")),
         }
         Ok(())
@@ -490,8 +559,6 @@ fn hello(v: &J) -> Result<Hello, String> {
 pub enum Decoded {
     Rec(Rec),
     Code(u32, CodeDef),
-    /// `M`: (code id, module).
-    Module(u32, String),
     /// `lost`: (tid, reason).
     Lost(u32, String),
 }
@@ -507,30 +574,49 @@ impl<'a> Fields<'a> {
     /// The record's fields, if `tag` is known and the arity is exact.
     pub fn new(tag: &str, a: &'a [J]) -> Result<Fields<'a>, String> {
         let spec = spec(tag).ok_or_else(|| format!("unknown record tag {tag:?}"))?;
-        if a.len() != spec.fields.len() + 1 {
+        let n = a.len() - 1;
+        if n < spec.fields.len() || n > spec.fields.len() + spec.optional.len() {
             return Err(format!(
-                "record `{tag}` has {} fields, the protocol says {} ({})",
-                a.len() - 1,
+                "record `{tag}` has {n} fields, the protocol says {} ({}{}{})",
                 spec.fields.len(),
-                spec.fields.join(", ")
+                spec.fields.join(", "),
+                if spec.optional.is_empty() {
+                    ""
+                } else {
+                    ", then optionally "
+                },
+                spec.optional.join(", ")
             ));
         }
         Ok(Fields { spec, a })
     }
     fn get(&self, i: usize) -> &'a J {
-        &self.a[i + 1]
+        self.a.get(i + 1).unwrap_or(&J::Null)
+    }
+    /// Whether optional field `i` was sent.
+    pub fn has(&self, i: usize) -> bool {
+        i + 1 < self.a.len()
     }
     fn err(&self, i: usize, want: &str) -> String {
+        let name = self
+            .spec
+            .fields
+            .iter()
+            .chain(self.spec.optional)
+            .nth(i)
+            .copied()
+            .unwrap_or("?");
         format!(
-            "record `{}` field {} ({}): expected {want}, got {}",
+            "record `{}` field {} ({name}): expected {want}, got {}",
             self.spec.tag,
             i + 1,
-            self.spec.fields[i],
             self.get(i)
         )
     }
     pub fn u64(&self, i: usize) -> Result<u64, String> {
-        self.get(i).as_u64().ok_or_else(|| self.err(i, "an unsigned integer"))
+        self.get(i)
+            .as_u64()
+            .ok_or_else(|| self.err(i, "an unsigned integer"))
     }
     pub fn u32(&self, i: usize) -> Result<u32, String> {
         self.get(i)
@@ -550,38 +636,39 @@ impl<'a> Fields<'a> {
         if v.is_null() {
             return Ok(None);
         }
-        pair(v).map(Some).ok_or_else(|| self.err(i, "null or [string, string]"))
+        pair(v)
+            .map(Some)
+            .ok_or_else(|| self.err(i, "null or [string, string]"))
     }
-    /// `{name: [repr, type]}` or null.
-    pub fn locals(&self, i: usize) -> Result<Locals, String> {
-        let v = self.get(i);
-        if v.is_null() {
-            return Ok(Vec::new());
-        }
-        let m = v.as_object().ok_or_else(|| self.err(i, "null or an object"))?;
-        m.iter()
-            .map(|(k, v)| pair(v).map(|p| (k.clone(), p)))
-            .collect::<Option<Locals>>()
-            .ok_or_else(|| self.err(i, "{name: [string, string]}"))
-    }
-    /// `{name: [repr, type] | null}` or null: the changed locals, and the names mapped to
-    /// null (gone since the frame's previous event).
-    pub fn changed(&self, i: usize) -> Result<(Locals, Vec<String>), String> {
+    /// `{name: [repr, type] | null}` or null (absent: null): the changed locals, and the names
+    /// mapped to null (gone since the frame's previous event).
+    pub fn locals(&self, i: usize) -> Result<(Locals, Vec<String>), String> {
         let v = self.get(i);
         if v.is_null() {
             return Ok((Vec::new(), Vec::new()));
         }
-        let m = v.as_object().ok_or_else(|| self.err(i, "null or an object"))?;
-        let (mut set, mut gone) = (Vec::new(), Vec::new());
+        let m = v
+            .as_object()
+            .ok_or_else(|| self.err(i, "null or an object"))?;
+        let (mut changed, mut gone) = (Vec::new(), Vec::new());
         for (k, v) in m {
-            if v.is_null() {
-                gone.push(k.clone());
-            } else {
-                let p = pair(v).ok_or_else(|| self.err(i, "{name: [string, string] | null}"))?;
-                set.push((k.clone(), p));
+            match (v.is_null(), pair(v)) {
+                (true, _) => gone.push(k.clone()),
+                (false, Some(p)) => changed.push((k.clone(), p)),
+                (false, None) => return Err(self.err(i, "{name: [string, string] | null}")),
             }
         }
-        Ok((set, gone))
+        Ok((changed, gone))
+    }
+    /// A string, or null / absent.
+    pub fn opt_str(&self, i: usize) -> Result<Option<String>, String> {
+        let v = self.get(i);
+        if v.is_null() {
+            return Ok(None);
+        }
+        v.as_str()
+            .map(|s| Some(s.to_string()))
+            .ok_or_else(|| self.err(i, "null or a string"))
     }
     /// One of `words` (their index).
     pub fn word(&self, i: usize, words: &[&str]) -> Result<usize, String> {
@@ -613,49 +700,41 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 firstlineno: f.u32(4)?,
                 last_line: f.u32(5)?,
                 traits: f.u32(6)?,
-                module: None,
+                module: f.opt_str(7)?,
             };
             return Ok(Decoded::Code(f.u32(0)?, c));
         }
         "lost" => return Ok(Decoded::Lost(f.u32(1)?, f.str(2)?)),
-        "M" => return Ok(Decoded::Module(f.u32(0)?, f.str(1)?)),
         "c" => {
             let (ts, tid) = tt()?;
+            let thrown = match f.opt_str(5)?.as_deref() {
+                None => false,
+                Some("throw") => true,
+                Some(_) => return Err(f.err(5, "null or \"throw\"")),
+            };
+            let (locals, deleted) = f.locals(6)?;
             Rec::Call {
                 ts,
                 tid,
                 code: f.u32(2)?,
                 frame: f.u64(3)?,
                 line: f.u32(4)?,
-                thrown: false,
-                locals: Vec::new(),
-                deleted: Vec::new(),
-            }
-        }
-        "cs" => {
-            let (ts, tid) = tt()?;
-            let (locals, deleted) = f.changed(6)?;
-            Rec::Call {
-                ts,
-                tid,
-                code: f.u32(2)?,
-                frame: f.u64(3)?,
-                line: f.u32(4)?,
-                thrown: f.word(5, &["call", "throw"])? == 1,
+                thrown,
                 locals,
                 deleted,
             }
         }
         "r" => {
             let (ts, tid) = tt()?;
-            let (locals, deleted) = f.changed(7)?;
+            let (locals, deleted) = f.locals(7)?;
             Rec::Ret {
                 ts,
                 tid,
                 code: f.u32(2)?,
                 frame: f.u64(3)?,
                 line: f.u32(4)?,
-                how: [How::Return, How::Yield, How::Unwind][f.word(5, &["return", "yield", "unwind"])?],
+                how: [How::Return, How::Yield, How::Unwind]
+                    [f.word(5, &["return", "yield", "unwind"])?],
                 payload: f.opt_pair(6)?,
                 locals,
                 deleted,
@@ -663,28 +742,21 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         }
         "l" => {
             let (ts, tid) = tt()?;
-            let (locals, deleted) = f.changed(5)?;
-            Rec::Line { ts, tid, code: f.u32(2)?, frame: f.u64(3)?, line: f.u32(4)?, locals, deleted }
+            let (locals, deleted) = f.locals(5)?;
+            Rec::Line {
+                ts,
+                tid,
+                code: f.u32(2)?,
+                frame: f.u64(3)?,
+                line: f.u32(4)?,
+                locals,
+                deleted,
+            }
         }
-        "x" | "xs" => {
+        "x" => {
             let (ts, tid) = tt()?;
-            let kinds = [
-                ExcKind::Raise,
-                ExcKind::Reraise,
-                ExcKind::Propagate,
-                ExcKind::ReraiseInferred,
-                ExcKind::TracerOnly,
-            ];
-            let words: &[&str] = if tag == "x" {
-                &["raise", "reraise", "propagate"]
-            } else {
-                &["raise", "reraise", "propagate", "reraise-inferred", "tracer-only"]
-            };
-            let ((locals, deleted), object) = if tag == "xs" {
-                (f.changed(8)?, f.opt_pair(9)?)
-            } else {
-                ((Vec::new(), Vec::new()), None)
-            };
+            let words = ExcKind::ALL.map(ExcKind::as_str);
+            let (locals, deleted) = f.locals(8)?;
             Rec::Exc {
                 ts,
                 tid,
@@ -693,10 +765,10 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 line: f.u32(4)?,
                 ty: f.str(5)?,
                 msg: f.str(6)?,
-                kind: kinds[f.word(7, words)?],
+                kind: ExcKind::ALL[f.word(7, &words)?],
                 locals,
                 deleted,
-                object,
+                object: f.opt_pair(9)?,
             }
         }
         "h" => {
@@ -713,15 +785,28 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         }
         "ts" => {
             let (ts, tid) = tt()?;
-            Rec::TestStart { ts, tid, nodeid: f.str(2)? }
+            Rec::TestStart {
+                ts,
+                tid,
+                nodeid: f.str(2)?,
+            }
         }
         "te" => {
             let (ts, tid) = tt()?;
-            Rec::TestEnd { ts, tid, nodeid: f.str(2)?, outcome: f.str(3)? }
+            Rec::TestEnd {
+                ts,
+                tid,
+                nodeid: f.str(2)?,
+                outcome: f.str(3)?,
+            }
         }
         "hx" => {
             let (ts, tid) = tt()?;
-            Rec::Internal { ts, tid, until: f.u64(2)? }
+            Rec::Internal {
+                ts,
+                tid,
+                until: f.u64(2)?,
+            }
         }
         "wo" | "wc" | "xo" | "xc" => {
             let (ts, tid) = tt()?;
@@ -779,7 +864,14 @@ mod tests {
         assert!(st.codes[&1].may_enter_at(0), "no first line: USDT says 0");
         assert!(!st.codes[&1].may_enter_at(7));
         assert_eq!(st.records.len(), 10);
-        assert_eq!(st.records[7], Rec::Internal { ts: 17, tid: 7, until: 19 });
+        assert_eq!(
+            st.records[7],
+            Rec::Internal {
+                ts: 17,
+                tid: 7,
+                until: 19
+            }
+        );
         assert_eq!(st.records[8], Rec::WindowOpen { ts: 20, tid: 7 });
         assert_eq!(st.records[9], Rec::WindowClose { ts: 21, tid: 7 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
@@ -795,53 +887,85 @@ mod tests {
                 deleted: vec![],
             }
         );
-        assert!(matches!(st.records[4], Rec::Ret { how: How::Return, payload: Some(_), .. }));
+        assert!(matches!(
+            st.records[4],
+            Rec::Ret {
+                how: How::Return,
+                payload: Some(_),
+                ..
+            }
+        ));
         st.bye = Some(12);
         assert!(st.problems()[0].contains("12 records announced, 11 received"));
         st.bye = None;
         assert!(st.problems()[0].contains("without `bye`"));
         st.bye = Some(9);
         st.feed(r#"["lost",17,7,"RecursionError at the limit"]"#);
-        assert!(st.problems().iter().any(|p| p.contains("lost records: thread 7: RecursionError")));
+        assert!(st
+            .problems()
+            .iter()
+            .any(|p| p.contains("lost records: thread 7: RecursionError")));
     }
 
     #[test]
-    fn the_swe_flux_dialect_records_are_decoded() {
+    fn the_swe_flux_dialect_fields_are_read() {
         let mut st = Stream::default();
         for l in [
-            HELLO,
-            r#"["C",1,"/a.py","f","C.f",3,6,4]"#,
-            r#"["M",1,"pkg.a"]"#,
-            r#"["cs",10,7,1,140,3,"throw",{"a":["1","int"]}]"#,
+            r#"{"hello":1,"pid":7,"python":"3.11.2","mode":"settrace","calls":"entries","scope":"run"}"#,
+            r#"["C",1,"/a.py","f","C.f",3,6,0,"pkg.a"]"#,
+            r#"["C",2,"/a.py","g","g",9,9,0]"#,
+            r#"["c",10,7,1,140,3,"throw",{"a":["1","int"]}]"#,
             r#"["l",11,7,1,140,4,{"x":["1","int"],"e":null}]"#,
-            r#"["xs",12,7,1,140,5,"KeyError","'k'","raise",{"y":["2","int"]},["KeyError('k')","KeyError"]]"#,
-            r#"["xs",13,7,1,140,5,"StopIteration","","tracer-only",null,["StopIteration()","StopIteration"]]"#,
-            r#"["xs",14,7,1,140,5,"KeyError","'k'","reraise-inferred",null,null]"#,
+            r#"["x",12,7,1,140,5,"KeyError","'k'","raise",{"y":["2","int"]},["KeyError('k')","KeyError"]]"#,
+            r#"["x",13,7,1,140,5,"StopIteration","","tracer-only",null,["StopIteration()","StopIteration"]]"#,
+            r#"["x",14,7,1,140,5,"KeyError","'k'","reraise-inferred"]"#,
             r#"["bye",7]"#,
         ] {
             st.feed(l);
         }
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(st.codes[&1].module.as_deref(), Some("pkg.a"));
-        assert!(matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a"));
+        assert_eq!(
+            st.codes[&2].module, None,
+            "records without the dialect have no module"
+        );
+        assert!(
+            matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a")
+        );
         assert!(
             matches!(&st.records[1], Rec::Line { locals, deleted, .. } if locals.len() == 1 && deleted == &["e"])
         );
         match &st.records[2] {
-            Rec::Exc { kind, locals, object, .. } => {
+            Rec::Exc {
+                kind,
+                locals,
+                object,
+                ..
+            } => {
                 assert_eq!(*kind, ExcKind::Raise);
                 assert_eq!(locals[0].0, "y");
-                assert_eq!(object.as_ref(), Some(&("KeyError('k')".to_string(), "KeyError".to_string())));
+                assert_eq!(
+                    object.as_ref(),
+                    Some(&("KeyError('k')".to_string(), "KeyError".to_string()))
+                );
             }
             r => panic!("{r:?}"),
         }
-        assert!(matches!(st.records[3], Rec::Exc { kind: ExcKind::TracerOnly, .. }));
-        assert!(matches!(&st.records[4], Rec::Exc { kind: ExcKind::ReraiseInferred, object: None, .. }));
-        let mut bad = Stream::default();
-        bad.feed(HELLO);
-        bad.feed(r#"["x",12,7,1,140,4,"E","m","tracer-only"]"#);
-        bad.feed(r#"["M",9,"m"]"#);
-        assert_eq!(bad.bad.len(), 2, "dialect kinds only in xs; M of a defined code: {:?}", bad.bad);
+        assert!(matches!(
+            st.records[3],
+            Rec::Exc {
+                kind: ExcKind::TracerOnly,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &st.records[4],
+            Rec::Exc {
+                kind: ExcKind::ReraiseInferred,
+                object: None,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -864,9 +988,17 @@ mod tests {
             (r#"["c",10,7,1,140]"#, "has 4 fields"),
             (r#"["c",10,7,"one",140,3]"#, "field 3 (code_id)"),
             (r#"["c",-1,7,1,140,3]"#, "field 1 (ts)"),
-            (r#"["r",14,7,1,140,6,"sideways",null,null]"#, "field 6 (how)"),
-            (r#"["r",14,7,1,140,6,"return",["2"],null]"#, "field 7 (payload)"),
+            (
+                r#"["r",14,7,1,140,6,"sideways",null,null]"#,
+                "field 6 (how)",
+            ),
+            (
+                r#"["r",14,7,1,140,6,"return",["2"],null]"#,
+                "field 7 (payload)",
+            ),
             (r#"["l",11,7,1,140,4,{"x":1}]"#, "field 6 (changed_locals)"),
+            (r#"["c",10,7,1,140,3,"thrown",null]"#, "field 6 (started)"),
+            (r#"["c",10,7,1,140,3,null,null,9]"#, "has 8 fields"),
             (r#"["x",12,7,1,140,4,"E","m","thrown"]"#, "field 8 (kind)"),
             (r#"["C",1,"/a.py","f","C.f",3,6]"#, "has 6 fields"),
             (r#"["c",10,4294967296,1,140,3]"#, "field 2 (tid)"),
@@ -874,14 +1006,21 @@ mod tests {
             let mut st = Stream::default();
             st.feed(HELLO);
             st.feed(line);
-            assert!(st.records.is_empty() && st.codes.is_empty(), "{line} was taken");
+            assert!(
+                st.records.is_empty() && st.codes.is_empty(),
+                "{line} was taken"
+            );
             assert_eq!(st.bad.len(), 1, "{line}");
             assert!(st.bad[0].contains(field), "{line}: {}", st.bad[0]);
         }
         let mut st = Stream::default();
         st.feed(r#"{"hello":1,"python":"3.11.2"}"#);
         st.feed(r#"["bye",0]"#);
-        assert!(st.problems().iter().any(|p| p.contains("no valid hello")), "{:?}", st.problems());
+        assert!(
+            st.problems().iter().any(|p| p.contains("no valid hello")),
+            "{:?}",
+            st.problems()
+        );
     }
 
     #[test]

@@ -37,7 +37,21 @@ pub struct Drained {
     pub unreadable_strings: u64,
     /// Events dropped past the budget (`TracerOptions::max_events`).
     pub over_budget: u64,
+    /// Events of the program: all but those in the hook's own files, which the merge drops
+    /// (the event budget counts these, not the hook's own work).
+    pub program_events: u64,
 }
+
+impl Drained {
+    /// Whether the program's events are past `budget` (or all events past four times it: the
+    /// agent holds them in memory, the hook's own included).
+    pub fn over(&self, budget: usize) -> bool {
+        self.program_events >= budget as u64 || self.events.len() >= budget.saturating_mul(4)
+    }
+}
+
+/// The first words of the problem a trace gets when its program was stopped by the budget.
+pub const BUDGET_PROBLEM: &str = "the event budget ran out";
 
 /// Kernel-side counters, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,7 +69,10 @@ pub struct Counters {
 /// Decode one ring-buffer record into `out`. Any length or tag the ABI does not define is
 /// counted as malformed, never guessed at.
 pub fn decode_record(bytes: &[u8], out: &mut Drained) {
-    let Some(tag) = bytes.get(0..4).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])) else {
+    let Some(tag) = bytes
+        .get(0..4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    else {
         out.malformed += 1;
         return;
     };
@@ -88,6 +105,12 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
     if ![KIND_CALL, KIND_RETURN, KIND_LINE].contains(&e.tag) {
         out.malformed += 1;
         return;
+    }
+    let file = out
+        .strings
+        .get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
+    if !file.is_some_and(|f| crate::merge::is_hook_file(f)) {
+        out.program_events += 1;
     }
     out.events.push(RawEvent {
         kind: e.tag,
@@ -146,8 +169,8 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
     let mut problems = Vec::new();
     if drained.over_budget > 0 {
         problems.push(format!(
-            "the event budget ran out: the program made more than {} USDT events (--max-events), so it was stopped (killed) and {} events were not kept",
-            drained.events.len(),
+            "{BUDGET_PROBLEM}: the program made more than {} USDT events, over the event budget (--max-events), so it was stopped (killed) and {} events were not kept",
+            drained.program_events,
             drained.over_budget
         ));
     }
@@ -187,14 +210,24 @@ mod tests {
     fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
         // SAFETY: T is one of the ABI's repr(C) Copy types with explicit padding: every byte
         // is initialised.
-        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
-            .to_vec()
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+        .to_vec()
     }
 
     #[test]
     fn records_decode_through_the_abi_types() {
         let mut out = Drained::default();
-        let mut d = StrDef { tag: TAG_STR, len: 5, host_tgid: 9, _pad: 0, ptr: 0x1000, fp: 77, data: [0; STR_MAX] };
+        let mut d = StrDef {
+            tag: TAG_STR,
+            len: 5,
+            host_tgid: 9,
+            _pad: 0,
+            ptr: 0x1000,
+            fp: 77,
+            data: [0; STR_MAX],
+        };
         d.data[..5].copy_from_slice(b"/a.p\0");
         decode_record(&bytes_of(&d), &mut out);
         let e = RawAbi {
@@ -214,7 +247,10 @@ mod tests {
         assert_eq!(out.strings[&(9, 0x1000, 77)].as_ref(), "/a.p");
         let (evs, unresolved) = usdt_events(&out);
         assert_eq!((evs.len(), unresolved), (1, 0));
-        assert_eq!((evs[0].file.as_str(), evs[0].line, evs[0].ev), ("/a.p", 12, Kind::Return));
+        assert_eq!(
+            (evs[0].file.as_str(), evs[0].line, evs[0].ev),
+            ("/a.p", 12, Kind::Return)
+        );
         // Short records and unknown tags are counted, never read.
         decode_record(&bytes_of(&e)[..20], &mut out);
         decode_record(&[1, 2], &mut out);

@@ -2,8 +2,11 @@
 //! witness-corpus program, see `flux_merge::fixture` and `cargo xtask record-merge-corpus`) is
 //! merged and rendered, and the text must equal its snapshot (`<fixture>.snap`). Runs without
 //! root, eBPF or Python. `UPDATE_EXPECT=1` rewrites the snapshots; review their diff.
-use flux_merge::fixture::{render, Fixture};
+use flux_merge::fixture::render;
 use std::path::{Path, PathBuf};
+
+mod support;
+use support::load;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
@@ -28,12 +31,6 @@ fn fixtures() -> Vec<(String, String, PathBuf)> {
     }
     v.sort();
     v
-}
-
-pub fn load(path: &Path) -> Fixture {
-    let f = std::fs::File::open(path).unwrap();
-    let r = std::io::BufReader::new(flate2::read::GzDecoder::new(f));
-    Fixture::read(r).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn snapshot_of(path: &Path) -> PathBuf {
@@ -68,7 +65,11 @@ fn every_fixture_merges_to_its_snapshot() {
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
     let mut bad = Vec::new();
     let all = fixtures();
-    assert!(!all.is_empty(), "no fixtures under {}", corpus_dir().display());
+    assert!(
+        !all.is_empty(),
+        "no fixtures under {}",
+        corpus_dir().display()
+    );
     for (dir, prog, path) in &all {
         let f = load(path);
         let got = render(&f.merged(), &format!("/{prog}.py"));
@@ -80,10 +81,19 @@ fn every_fixture_merges_to_its_snapshot() {
         match std::fs::read_to_string(&snap) {
             Ok(want) if want == got => {}
             Ok(want) => bad.push(format!("{dir}/{prog}: {}", first_difference(&want, &got))),
-            Err(e) => bad.push(format!("{dir}/{prog}: no snapshot {} ({e}); run with UPDATE_EXPECT=1", snap.display())),
+            Err(e) => bad.push(format!(
+                "{dir}/{prog}: no snapshot {} ({e}); run with UPDATE_EXPECT=1",
+                snap.display()
+            )),
         }
     }
-    assert!(bad.is_empty(), "{} of {} fixtures differ from their snapshots:\n{}", bad.len(), all.len(), bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} of {} fixtures differ from their snapshots:\n{}",
+        bad.len(),
+        all.len(),
+        bad.join("\n")
+    );
 }
 
 /// Done-criterion of the corpus: every witness program has a fixture on both interpreters.
@@ -104,7 +114,10 @@ fn every_witness_program_has_fixtures_on_both_interpreters() {
             }
         }
     }
-    assert!(missing.is_empty(), "no fixture for {missing:?}: run `cargo xtask record-merge-corpus --only …`");
+    assert!(
+        missing.is_empty(),
+        "no fixture for {missing:?}: run `cargo xtask record-merge-corpus --only …`"
+    );
 }
 
 /// Every fixture of the corpus is a complete trace: the recorded runs are the witness
@@ -112,7 +125,10 @@ fn every_witness_program_has_fixtures_on_both_interpreters() {
 #[test]
 fn every_recorded_run_merges_complete() {
     let mut bad = Vec::new();
-    for (dir, prog, path) in fixtures().into_iter().filter(|(d, _, _)| d != "3.11-regress") {
+    for (dir, prog, path) in fixtures()
+        .into_iter()
+        .filter(|(d, _, _)| d != "3.11-regress")
+    {
         let t = load(&path).merged();
         if !t.meta.complete {
             bad.push(format!("{dir}/{prog}: {:?}", t.meta.problems));

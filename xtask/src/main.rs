@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod corpus;
+mod fuzz;
 mod harvest;
 mod images;
 mod setup;
@@ -33,6 +34,8 @@ enum Command {
     Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
+    /// Run each cargo-fuzz target of fuzz/ for a few seconds (nightly + cargo-fuzz).
+    Fuzz(fuzz::Args),
     /// Harvest every instance under instances/ with the release flux (building what is missing),
     /// then a summary per kind and repository.
     Harvest(harvest::Args),
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Harvest(args) => harvest::run(args),
         Command::RecordMergeCorpus(args) => corpus::run(args),
         Command::SweFluxValidate(args) => swe_flux::run_validate(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };

@@ -99,6 +99,16 @@ pub fn ensure() -> Result<()> {
                 .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
         )?;
     }
+    if !crate::fuzz::available() {
+        step("cargo install cargo-fuzz (the fuzz targets run briefly in `cargo xtask test`)");
+        if let Err(e) = run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["install", "cargo-fuzz", "--locked"]),
+        ) {
+            // Fuzzing is skipped (loudly) without it; the rest of the setup still holds.
+            eprintln!("xtask setup: installing cargo-fuzz failed: {e:#}");
+        }
+    }
     if !ok(Command::new("docker").arg("info")) {
         if !root {
             eprintln!(
@@ -138,16 +148,29 @@ pub struct TestArgs {
 pub fn test(a: TestArgs) -> Result<ExitCode> {
     ensure()?;
     let root = crate::workspace_root();
-    if ok(Command::new("docker").arg("info")) {
+    let docker = ok(Command::new("docker").arg("info"));
+    if docker {
         step("images");
         crate::images::build_default()?;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(cargo)
-        .current_dir(&root)
-        .arg("test")
-        .args(&a.cargo_args)
-        .status()?;
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root).arg("test").args(&a.cargo_args);
+    // Setup proved root, eBPF (the uprobe PMU), Docker and the images: from here a test that
+    // skips for lack of one of them fails instead (flux-skip). An explicit value is kept.
+    let uprobes = Path::new("/sys/bus/event_source/devices/uprobe/type").exists();
+    if is_root() && docker && uprobes && std::env::var_os("FLUX_REQUIRE_ALL").is_none() {
+        step("FLUX_REQUIRE_ALL=1: a test skipped for lack of root, eBPF or Docker fails");
+        cmd.env("FLUX_REQUIRE_ALL", "1");
+    }
+    let st = cmd.status()?;
+    // The fuzz targets, briefly (seconds each), where nightly and cargo-fuzz are.
+    if crate::fuzz::available() {
+        step("fuzz targets, 10 s each");
+        crate::fuzz::run(crate::fuzz::Args::brief())?;
+    } else {
+        eprintln!("xtask test: skipping the fuzz targets: cargo +nightly fuzz does not run here");
+    }
     Ok(if st.success() {
         ExitCode::SUCCESS
     } else {

@@ -34,10 +34,7 @@ pub fn cannot_trace() -> Option<&'static str> {
 
 pub fn skip(what: &str) -> bool {
     match cannot_trace() {
-        Some(why) => {
-            eprintln!("skipping {what}: {why}");
-            true
-        }
+        Some(why) => flux_skip::skip(what, why),
         None => false,
     }
 }

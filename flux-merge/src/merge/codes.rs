@@ -40,6 +40,8 @@ pub(super) struct CodeIndex {
     lineless_codes: HashMap<CodeKey, Vec<CodeDef>>,
     /// Targeted codes (scope `targets`).
     target_codes: HashMap<CodeKey, Vec<CodeDef>>,
+    /// (pid, file, name) of every targeted code the hook defined, whatever the scope.
+    pub targeted: HashSet<CodeKey>,
     qualnames: HashMap<(u32, String, String, u32), String>,
 }
 
@@ -79,7 +81,8 @@ impl CodeIndex {
             for r in &s.records {
                 if let Rec::Line { code, .. } = r {
                     if let Some(c) = s.codes.get(code) {
-                        ix.hook_line_codes.insert((s.pid, c.file.clone(), c.name.clone()));
+                        ix.hook_line_codes
+                            .insert((s.pid, c.file.clone(), c.name.clone()));
                     }
                 }
                 if let (Rec::Call { code, .. }, true) = (r, gens) {
@@ -99,6 +102,9 @@ impl CodeIndex {
                 }
                 if targets && c.has(CODE_TARGET) {
                     add_code(&mut ix.target_codes, s.pid, c);
+                }
+                if c.has(CODE_TARGET) {
+                    ix.targeted.insert((s.pid, c.file.clone(), c.name.clone()));
                 }
                 ix.qualnames.insert(
                     (s.pid, c.file.clone(), c.name.clone(), c.firstlineno),
@@ -127,7 +133,8 @@ impl CodeIndex {
             && !reported
             && self.lineless_codes.contains_key(&key)
             && self.gen_codes.get(&key).is_some_and(|gs| {
-                gs.iter().any(|g| g.has(CODE_NO_FIRST_LINE) && g.has(CODE_GEN))
+                gs.iter()
+                    .any(|g| g.has(CODE_NO_FIRST_LINE) && g.has(CODE_GEN))
             })
         {
             return Entry::Problem(format!(
@@ -223,7 +230,8 @@ impl CodeIndex {
         // The running code's qualname, or, when USDT opened it and no hook record named it,
         // its file and name.
         let created_by_top = |g: &CodeDef| -> bool {
-            let (Some(par), Some(o)) = (g.qualname.strip_suffix(".<locals>.<genexpr>"), stack.last())
+            let (Some(par), Some(o)) =
+                (g.qualname.strip_suffix(".<locals>.<genexpr>"), stack.last())
             else {
                 return false;
             };
@@ -260,7 +268,9 @@ fn add_code(map: &mut HashMap<CodeKey, Vec<CodeDef>>, pid: u32, c: &CodeDef) {
 
 /// The code of these candidates if they all name the same function (qualname and first line:
 /// what a trace records of a call; e.g. the `__create_fn__` each dataclass `exec`s), else None.
-pub(super) fn one_identity<'a>(mut cands: impl Iterator<Item = &'a CodeDef>) -> Option<&'a CodeDef> {
+pub(super) fn one_identity<'a>(
+    mut cands: impl Iterator<Item = &'a CodeDef>,
+) -> Option<&'a CodeDef> {
     let first = cands.next()?;
     cands
         .all(|d| d.qualname == first.qualname && d.firstlineno == first.firstlineno)

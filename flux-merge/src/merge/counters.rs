@@ -46,19 +46,40 @@ impl Counters {
     fn named(&self) -> [(&'static str, u64); 14] {
         [
             ("merge.reconciled_unwind", self.reconciled_unwind),
-            ("merge.usdt_lines_dropped_for_hook_lines", self.usdt_lines_dropped),
-            ("merge.usdt_generator_entries_dropped", self.generator_entries_dropped),
+            (
+                "merge.usdt_lines_dropped_for_hook_lines",
+                self.usdt_lines_dropped,
+            ),
+            (
+                "merge.usdt_generator_entries_dropped",
+                self.generator_entries_dropped,
+            ),
             ("merge.usdt_line0_entries_named", self.lineless_named),
             ("merge.usdt_genexpr_resumptions_named", self.genexpr_named),
-            ("merge.usdt_line0_entries_dropped_for_hook_starts", self.lineless_dropped),
+            (
+                "merge.usdt_line0_entries_dropped_for_hook_starts",
+                self.lineless_dropped,
+            ),
             ("merge.returns_joined", self.joined_returns),
-            ("merge.usdt_returns_of_frames_started_before_hook", self.pre_hook_returns),
-            ("merge.usdt_events_of_hook_internals_dropped", self.hook_internal_dropped),
-            ("merge.usdt_events_before_hook_install", self.before_hook_install),
+            (
+                "merge.usdt_returns_of_frames_started_before_hook",
+                self.pre_hook_returns,
+            ),
+            (
+                "merge.usdt_events_of_hook_internals_dropped",
+                self.hook_internal_dropped,
+            ),
+            (
+                "merge.usdt_events_before_hook_install",
+                self.before_hook_install,
+            ),
             ("merge.usdt_events_after_hook_end", self.after_hook),
             ("merge.events_outside_test_windows", self.outside_windows),
             ("merge.events_outside_target_extents", self.outside_extents),
-            ("merge.usdt_target_entries_dropped_for_hook_starts", self.target_entries_dropped),
+            (
+                "merge.usdt_target_entries_dropped_for_hook_starts",
+                self.target_entries_dropped,
+            ),
         ]
     }
 

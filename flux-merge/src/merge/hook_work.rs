@@ -72,6 +72,6 @@ impl HookWork {
 }
 
 /// The hook's own files (the `flux_hook` package and its `sitecustomize`).
-pub(super) fn is_hook_file(file: &str) -> bool {
+pub(crate) fn is_hook_file(file: &str) -> bool {
     file.contains("/flux_hook/") || file.ends_with("/hook/sitecustomize.py")
 }

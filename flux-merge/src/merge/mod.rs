@@ -23,7 +23,7 @@
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
 //! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it |
 //! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
-//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, code the hook did not see (a problem, never "hook internals"); 3.15, a frame started before the hook (counted) |
+//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15, a frame started before the hook (counted), or of an activation inferred unwound (a problem) |
 //! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |
 //! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
@@ -34,7 +34,6 @@
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
 //! | `genexpr-naming` | [`codes`] | scope `targets`: a genexpr's line-0 entry is its creation (dropped), another its resumption, named exactly or a problem |
 //! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
-//! | `modules` | this module | dialect `swe-flux`: every event of targeted code is named with the module its `M` record gave (a file and qualname under two modules of one process: left unnamed) |
 //!
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
@@ -45,6 +44,7 @@ use std::collections::HashMap;
 mod codes;
 mod counters;
 mod hook_work;
+pub(crate) use hook_work::is_hook_file;
 mod scopes;
 mod thread;
 
@@ -91,7 +91,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
     let threads = scopes::timelines(&usdt_events, hook, plan, &mut c, &mut meta.problems);
-    let shared = thread::Shared { plan, codes: &codes };
+    let shared = thread::Shared {
+        plan,
+        codes: &codes,
+    };
     let mut out: Vec<Event> = Vec::with_capacity(usdt_events.len());
     let mut next_act = 1u64;
     for (key, items) in &threads {
@@ -103,6 +106,47 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     let mut trace = Trace { meta, events: out };
     c.write_to(&mut trace);
     trace
+}
+
+/// Indices into `usdt` (a USDT trace's events) of the events rule `hook-own-work` drops without
+/// any rule reading them: those inside a span of the hook's own work (`hx`), and those of other
+/// files inside a bracket of the hook's frames. A fixture may leave them out (all but a few)
+/// without changing the merge; see `fixture::Fixture::normalise`.
+pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
+    let mut c = counters::Counters::default();
+    let mut problems = Vec::new();
+    let threads = scopes::timelines(usdt, hook, plan, &mut c, &mut problems);
+    let base = usdt.as_ptr() as usize;
+    let size = std::mem::size_of::<Event>().max(1);
+    let mut out = Vec::new();
+    for items in threads.values() {
+        let mut work = hook_work::HookWork::default();
+        for item in items {
+            match item {
+                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
+                    work.busy(*until)
+                }
+                scopes::Item::Hook(_, r)
+                    if matches!(
+                        r,
+                        crate::protocol::Rec::ExtentOpen { .. }
+                            | crate::protocol::Rec::ExtentClose { .. }
+                    ) =>
+                {
+                    work.reset_bracket()
+                }
+                scopes::Item::Hook(..) => {}
+                scopes::Item::Usdt(e) => {
+                    let interior = work.busy_at(e.ts) || (work.inside() && !is_hook_file(&e.file));
+                    if work.claims(e) && interior {
+                        out.push((*e as *const Event as usize - base) / size);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
 }
 
 /// A hook that says it runs under another policy than the plan's cannot be merged by it.
@@ -180,10 +224,10 @@ fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
     ev
 }
 
-/// Rule `modules` (dialect `swe-flux`): the hook sends the module of targeted code (`M`
-/// records); every event of that code, whichever witness reported it, is named with it. Code
-/// of one file and qualified name under two modules in one process is left unnamed (the
-/// swe-flux-log writer then refuses it rather than guess).
+/// Dialect `swe-flux`: the hook sends the module of targeted code in its `C` records; every
+/// event of that code (whichever witness reported it) is named with it. Code of one file and
+/// qualified name defined under two modules in one process is left unnamed (the log writer
+/// then refuses it rather than guess).
 fn name_modules(events: &mut [Event], hook: &HookCapture) {
     let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
     for s in &hook.streams {
@@ -237,7 +281,10 @@ mod tests {
 
     #[test]
     fn addresses_are_scrubbed_from_reprs() {
-        assert_eq!(scrub_addresses("<function f at 0x7f3a12bc>"), "<function f at 0x?>");
+        assert_eq!(
+            scrub_addresses("<function f at 0x7f3a12bc>"),
+            "<function f at 0x?>"
+        );
         assert_eq!(
             scrub_addresses("[<A at 0xdead>, <B at 0xbeef>]"),
             "[<A at 0x?>, <B at 0x?>]"

@@ -181,7 +181,10 @@ pub(super) fn timelines<'a>(
             c.after_hook += 1;
             continue;
         }
-        threads.entry((e.pid, e.tid)).or_default().push(Item::Usdt(e));
+        threads
+            .entry((e.pid, e.tid))
+            .or_default()
+            .push(Item::Usdt(e));
     }
     for (pid, n) in &unhooked {
         problems.push(format!(
@@ -199,7 +202,10 @@ pub(super) fn timelines<'a>(
             if r.about_code() && !sp.in_extent(s.pid, r.tid(), r.ts(), c) {
                 continue;
             }
-            threads.entry((s.pid, r.tid())).or_default().push(Item::Hook(s, r));
+            threads
+                .entry((s.pid, r.tid()))
+                .or_default()
+                .push(Item::Hook(s, r));
         }
     }
     for items in threads.values_mut() {
