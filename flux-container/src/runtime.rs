@@ -534,10 +534,9 @@ impl Runtime {
 }
 
 pub(crate) fn missing_image(image: &str) -> Error {
-    let build_command = crate::images::build_command(image);
     Error::ImageMissing {
         image: image.to_owned(),
-        build_command,
+        hint: crate::images::build_hint(image),
     }
 }
 

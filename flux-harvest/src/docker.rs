@@ -131,10 +131,34 @@ pub(crate) async fn run(
 /// The id of `image`; an error naming the command that builds it when it is missing.
 pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Result<String> {
     let Some(image_id) = rt.image_id(image).await? else {
-        let build = flux_container::images::build_command(image);
-        anyhow::bail!("image {image} is missing; build it with `{build}`");
+        anyhow::bail!(
+            "image {image} is missing; {}",
+            flux_container::images::build_hint(image)
+        );
     };
     Ok(image_id)
+}
+
+/// The id and content identity of the instance's image, after checking the instance's
+/// `package` and `interpreter` against the image's manifest (its `flux.manifest` label): a
+/// mismatch, or an image without a manifest, is refused naming both sides.
+pub(crate) async fn checked_image(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+) -> Result<(String, String)> {
+    let image = &inst.spec.image;
+    let id = image_id(rt, image).await?;
+    let Some(m) = flux_container::images::image_manifest(rt, image).await? else {
+        anyhow::bail!(
+            "image {image} carries no flux manifest (label {}), so the instance's `package` and \
+             `interpreter` cannot be checked against it; {}",
+            flux_container::images::LABEL_MANIFEST,
+            flux_container::images::build_hint(image)
+        );
+    };
+    flux_container::images::check_pins(&m, &inst.spec.package, &inst.spec.interpreter)
+        .map_err(|e| anyhow!("instance.toml does not describe image {image}: {e}"))?;
+    Ok((id, m.identity))
 }
 
 /// The container of an instance's test: its image and command, the instance copy mounted
@@ -235,7 +259,7 @@ pub(crate) async fn run_timed(
     opts: &HarvestOptions,
 ) -> Result<(RunOutput, Duration)> {
     let image = &inst.spec.image;
-    let image_id = image_id(rt, image).await?;
+    let (image_id, image_identity) = checked_image(rt, inst).await?;
     let interpreter = &inst.spec.interpreter;
     let exe = rt.image_file(image, interpreter).await.with_context(|| {
         format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
@@ -249,6 +273,8 @@ pub(crate) async fn run_timed(
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
         opts.calls,
         opts.scope,
+        // The container's default user (flux_container::ContainerSpec).
+        Some((1000, 1000)),
     )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     let spec = container_spec(inst, run_dir, &prepared.env);
@@ -303,6 +329,7 @@ pub(crate) async fn run_timed(
         stdout_truncated: outcome.stdout_truncated,
         stderr_truncated: outcome.stderr_truncated,
         image_id,
+        image_identity,
         interpreter_version: interp.version_string(),
         labels,
     };

@@ -97,11 +97,11 @@ fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
 fn manifest(cache_dir: &Path, image: &str) -> Result<Manifest> {
     let path = flux_container::images::manifest_path(cache_dir, image);
     if !path.exists() {
-        let build = flux_container::images::build_command(image);
         bail!(
             "no manifest for image {image} at {} (the host runtime installs that image's pinned \
-             wheels); build it with `{build}`",
-            path.display()
+             wheels); {}",
+            path.display(),
+            flux_container::images::build_hint(image)
         );
     }
     Ok(Manifest::load(&path)?)
@@ -125,6 +125,12 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         );
     }
     let m = manifest(cache_dir, &inst.spec.image)?;
+    flux_container::images::check_pins(&m, &inst.spec.package, interpreter).map_err(|e| {
+        anyhow::anyhow!(
+            "instance.toml does not describe image {}: {e}",
+            inst.spec.image
+        )
+    })?;
     if m.kind != "repo" {
         bail!(
             "image {} is a base image: it has no wheels to install",
@@ -140,9 +146,9 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     let wheelhouse = std::path::absolute(cache_dir.join("wheelhouse").join(&name))?;
     if !wheelhouse.is_dir() {
         bail!(
-            "wheelhouse {} is missing; `{}` downloads it",
+            "wheelhouse {} is missing; `flux images build {}` downloads it",
             wheelhouse.display(),
-            flux_container::images::build_command(&m.image)
+            m.image
         );
     }
     let venv = std::path::absolute(cache_dir.join("venvs").join(&name))?;
@@ -151,6 +157,7 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         "interpreter": interpreter,
         "definition_hash": m.definition_hash,
         "pip_freeze": m.pip_freeze,
+        "identity": m.identity,
     })
     .to_string();
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
@@ -188,6 +195,13 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         .args(&m.pip_freeze)
         .env("PIP_NO_INPUT", "1");
     run(&mut install)?;
+    // As in the image: the package imports from its unpacked source (the cache's tree, which
+    // `flux eval` shows), not from the venv's site-packages.
+    if let Some(src) = &m.source {
+        let tree = std::path::absolute(cache_dir.join(&src.cache_tree))?;
+        flux_container::images::source::adopt(&python, &src.info.package, &tree)
+            .with_context(|| format!("importing {} from {}", src.info.package, tree.display()))?;
+    }
     std::fs::write(&stamp, want)?;
     Ok(venv)
 }
@@ -224,6 +238,8 @@ pub(crate) async fn run_host(
         &shared.display().to_string(),
         opts.calls,
         opts.scope,
+        // SAFETY: geteuid has no preconditions.
+        (unsafe { libc::geteuid() } == 0).then_some((NOBODY, NOBODY)),
     )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
@@ -320,6 +336,7 @@ pub(crate) async fn run_host(
         stdout_truncated,
         stderr_truncated,
         image_id: String::new(),
+        image_identity: String::new(),
         interpreter_version: interp.version_string(),
         labels,
     })

@@ -409,6 +409,8 @@ pub(crate) struct RunOutput {
     pub stderr_truncated: bool,
     /// `sha256:…` of the image, when the run was in a container.
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`, from its manifest), when it has one.
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced.
     pub interpreter_version: String,
     /// Labels every output must carry.
@@ -448,8 +450,9 @@ async fn harvest_instance(
         None
     };
     if let Backend::Docker(rt) = backend {
-        // Before anything is made for the run.
-        docker::image_id(rt, &inst.spec.image).await?;
+        // Before anything is made for the run: the image exists and is the one the instance
+        // pins (its `package` and `interpreter` against the image's manifest).
+        docker::checked_image(rt, inst).await?;
     }
     let first = run_once(inst, opts, backend, report).await?;
     let fresh = if opts.twice {
@@ -538,6 +541,7 @@ async fn run_once(
     let mut facts = flux_instance::RunFacts {
         harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
         image_id: out.image_id.clone(),
+        image_identity: out.image_identity.clone(),
         interpreter: out.interpreter_version.clone(),
         trace_sha256: Some(trace_sha256),
         labels: out.labels.clone(),
@@ -674,6 +678,7 @@ mod tests {
             stdout_truncated: true,
             stderr_truncated: false,
             image_id: String::new(),
+            image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
         };

@@ -490,6 +490,7 @@ mod tests {
             stdout_truncated: false,
             stderr_truncated: true,
             image_id: String::new(),
+            image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
         };

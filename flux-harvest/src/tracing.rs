@@ -17,7 +17,9 @@ pub(crate) struct Prepared {
 
 /// Plan for `interp`, install the hook in `<shared>/hook`, listen on `<shared>/hook.sock`.
 /// `shared` is the run directory's part the traced program sees (read-only), at
-/// `shared_seen` (`/flux/run` in a container). Must be called inside a tokio runtime.
+/// `shared_seen` (`/flux/run` in a container); the program runs as `user` (`uid:gid`) when
+/// that is not the owner of `shared` (it must not own what it only reads). Must be called
+/// inside a tokio runtime.
 pub(crate) fn prepare(
     interp: &Interpreter,
     config: &TracingConfig,
@@ -25,6 +27,7 @@ pub(crate) fn prepare(
     shared_seen: &str,
     calls: CallsMode,
     scope: Option<flux_trace::Scope>,
+    user: Option<(u32, u32)>,
 ) -> Result<Prepared> {
     let mut config = config.clone();
     if let Some(s) = scope {
@@ -35,7 +38,10 @@ pub(crate) fn prepare(
     let plan = flux_agent::merge::plan(interp, calls, config.scope)?;
     flux_agent::hook::install(&shared.join("hook"))
         .with_context(|| format!("installing the hook in {}", shared.display()))?;
-    let server = HookServer::bind(&shared.join("hook.sock"))?;
+    let mut server = HookServer::bind(&shared.join("hook.sock"))?;
+    if let Some((uid, gid)) = user {
+        server = server.for_user(uid, gid);
+    }
     let mut env = flux_agent::hook::hook_env(
         interp,
         &plan,

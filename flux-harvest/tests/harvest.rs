@@ -382,7 +382,7 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
         _ => {
             flux_skip::skip(
                 "scope_targets_reproduces…: the 3.15 part",
-                "image flux/yt-dlp:2025.10.22-py3.15 is missing (cargo xtask images)",
+                "image flux/yt-dlp:2025.10.22-py3.15 is missing (flux images build)",
             );
         }
     }
@@ -427,7 +427,7 @@ fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
     if docker_has(YT) != Ok(true) {
         flux_skip::skip(
             "scope_targets_on_315_names_same_named_closures",
-            &format!("image {YT} is missing (cargo xtask images)"),
+            &format!("image {YT} is missing (flux images build)"),
         );
         return;
     }

@@ -715,6 +715,7 @@ impl Instance {
             provenance: Provenance {
                 image: self.spec.image.clone(),
                 image_id: facts.image_id.clone(),
+                image_identity: facts.image_identity.clone(),
                 interpreter: facts.interpreter.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
                 trace_sha256: facts
@@ -740,6 +741,9 @@ pub struct RunFacts {
     pub harvested_at: String,
     /// `sha256:…` of the image the test ran in; empty when there was none (a host run).
     pub image_id: String,
+    /// The image's content identity (flux_container's identity of packages and trees); empty
+    /// when there was none (a host run).
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced (the trace's `meta.interpreter` also names its path).
     pub interpreter: String,
     /// sha256 (hex) of the trace's JSONL when the caller has it already (the harvest hashes

@@ -31,6 +31,10 @@ pub struct Provenance {
     /// The image's content id (`sha256:…`), set by the harvest when it knows it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`), which, unlike `image_id`, two builds of one
+    /// image definition share (flux-container's `images::identity`); set by the harvest.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_identity: String,
     /// The interpreter version the trace reports.
     pub interpreter: String,
     pub flux_version: String,

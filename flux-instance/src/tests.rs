@@ -221,6 +221,7 @@ fn facts(harvested_at: &str) -> RunFacts {
     RunFacts {
         harvested_at: harvested_at.into(),
         image_id: "sha256:abc".into(),
+        image_identity: "flux-identity-v1:abc".into(),
         interpreter: "3.11.9".into(),
         trace_sha256: None,
         labels: Vec::new(),
@@ -239,6 +240,7 @@ fn the_one_oracle_builder_takes_the_runs_facts() {
     let f = RunFacts {
         harvested_at: "2026-12-01T00:00:00Z".into(),
         image_id: "sha256:abc".into(),
+        image_identity: "flux-identity-v1:abc".into(),
         interpreter: "3.11.2".into(),
         trace_sha256: Some("d".repeat(64)),
         labels: vec!["not reproducible".into(), "host run".into()],

@@ -34,7 +34,7 @@ pub fn skip(what: &str) -> bool {
         Ok(true) => false,
         Ok(false) => flux_skip::skip(
             what,
-            &format!("image {IMAGE} is missing (cargo xtask images sympy)"),
+            &format!("image {IMAGE} is missing (flux images build {IMAGE})"),
         ),
         Err(why) => flux_skip::skip(what, &why),
     }

@@ -1,7 +1,7 @@
 //! One thread's timeline turned into events: the stack of activations.
 //!
 //! Rules (names as in the merge's module doc): `activation-stack`, `unwind-reconcile`,
-//! `join-returns`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
+//! `join-returns`, `hook-end-closes`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
 //! `extent-edges`, `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
 //! [`super::hook_work`].
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
@@ -106,8 +106,24 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         if !keep_waiting {
             let top = self.stack.pop().expect("non-empty");
-            self.out.push(top.hook_end.expect("checked"));
+            self.close_by_hook_end(top);
         }
+    }
+
+    /// `hook-end-closes`: an activation whose end only the hook reported (USDT's return did not
+    /// fire, or fired outside the extent: scope "targets" closes an extent right after a
+    /// targeted generator's yield) is closed by the hook's record, and a suspension keeps its
+    /// frame for the resumption exactly as a return joined with USDT's does. (17.3: with scope
+    /// "targets" the `finally` of a @contextmanager after its `with` body got a frame of its
+    /// own.)
+    fn close_by_hook_end(&mut self, o: Open) {
+        let Some(ev) = o.hook_end else { return };
+        if ev.suspended {
+            if let Some(k) = o.frame_key {
+                self.suspended.insert(k, (o.frame, o.file, o.func));
+            }
+        }
+        self.out.push(ev);
     }
 
     fn usdt(&mut self, e: &Event) {
@@ -552,9 +568,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
                 o.func, o.file
             ));
-            if let Some(ev) = o.hook_end {
-                self.out.push(ev);
-            }
+            self.close_by_hook_end(o);
         }
     }
 
@@ -563,7 +577,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn finish(mut self) {
         while let Some(top) = self.stack.pop() {
             match top.hook_end {
-                Some(ev) => self.out.push(ev),
+                Some(_) => self.close_by_hook_end(top),
                 None => {
                     // Frames still open at exit (the interpreter's own bottom frames when the
                     // process ended in os._exit, or a thread killed at exit).
