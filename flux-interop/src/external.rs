@@ -6,7 +6,8 @@
 //!   puts them, because parsers find the repository's source through their own path;
 //! - flux's trace as SWE-Flux's log (`flux_trace::sweflux_log`, configured by the instance's
 //!   TRACE_* variables) at `/flux/run/trace.log`;
-//! - `/flux/run/` writable, for its `--out`.
+//! - `/flux/out/` writable (the parser's `--out`; `/flux/run` is read-only to programs since
+//!   h-iso), read back as untrusted: a link there is refused, never followed.
 //!
 //! It runs as their `eval.sh` runs it: `<interpreter> <qa_dir>/parser.py --trace-log LOG
 //! --out OUT` from `<root>`. Its answer is the `oracle_answer` of what it writes; it must fit
@@ -29,6 +30,8 @@ pub const PARSER_DIR: &str = "swe-flux-parser";
 pub const LOG_FILE: &str = "trace.log";
 /// What it writes, in [`PARSER_DIR`].
 pub const OUT_FILE: &str = "parser-oracle.json";
+/// Where the parser writes (`<parser dir>/out`, writable) in its container.
+pub const OUT_IN_CONTAINER: &str = "/flux/out";
 /// How long a parser may run.
 pub const PARSER_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -101,9 +104,21 @@ pub async fn run_parser(
         "--trace-log".into(),
         format!("{RUN_DIR_IN_CONTAINER}/{LOG_FILE}"),
         "--out".into(),
-        format!("{RUN_DIR_IN_CONTAINER}/{OUT_FILE}"),
+        format!("{OUT_IN_CONTAINER}/{OUT_FILE}"),
     ];
+    // The one place the parser writes on the host: `<parser dir>/out`, the container user's.
+    let out_dir = dir.join("out");
+    std::fs::create_dir(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&out_dir, Some(1000), Some(1000))
+            .with_context(|| format!("chown {}", out_dir.display()))?;
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777))?;
+    }
     let mut spec = ContainerSpec::new(&inst.spec.image, cmd, &dir);
+    spec.mounts.push(Mount::read_write(&out_dir, OUT_IN_CONTAINER));
     spec.mounts.push(Mount::read_only(
         run_dir.join("instance"),
         format!("{}/{}", ext.root, ext.qa_dir),
@@ -136,7 +151,10 @@ pub async fn run_parser(
             tail(&outcome.stderr)
         );
     }
-    let out = dir.join(OUT_FILE);
+    let out = out_dir.join(OUT_FILE);
+    if std::fs::symlink_metadata(&out).is_ok_and(|m| !m.file_type().is_file()) {
+        bail!("{} is not a plain file (refused, never followed)", out.display());
+    }
     let text = std::fs::read_to_string(&out)
         .with_context(|| format!("SWE-Flux's parser exited 0 but wrote no {}", out.display()))?;
     let written: Value = serde_json::from_str(&text)
