@@ -30,6 +30,7 @@ mod export;
 mod gc;
 mod harvest;
 mod images;
+mod import;
 mod perturb;
 mod probes;
 mod run_instance;
@@ -64,6 +65,8 @@ enum Cmd {
     Images(images::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
+    /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
+    Import(import::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
     /// Remove run directories, stale build scratch and orphaned containers from the cache.
@@ -86,6 +89,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Import(a) => import::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),
