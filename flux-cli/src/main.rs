@@ -32,6 +32,7 @@ mod extractors;
 mod gc;
 mod harvest;
 mod images;
+mod import;
 mod perturb;
 mod probes;
 mod run_instance;
@@ -68,6 +69,8 @@ enum Cmd {
     Extractors(extractors::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
+    /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
+    Import(import::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
     /// Remove run directories, stale build scratch and orphaned containers from the cache.
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Extractors(a) => extractors::run(a),
+        Cmd::Import(a) => import::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),

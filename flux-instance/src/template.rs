@@ -254,6 +254,14 @@ impl Compiler<'_> {
 }
 
 impl Projection {
+    /// The answer is the output unchanged (instances answered outside flux's extractors).
+    pub(crate) fn identity() -> Projection {
+        Projection {
+            plan: Plan::Copy { src: Vec::new() },
+            identity: true,
+        }
+    }
+
     /// Check `template` against the extractor's `shape` with `bindings` (template path → source
     /// path; see the module doc). Errors name the template path and what does not fit.
     pub fn compile(
