@@ -43,6 +43,14 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../../flux-hook/flux_hook/_sysmon.py"),
     ),
     (
+        "flux_hook/checks.py",
+        include_str!("../../flux-hook/flux_hook/checks.py"),
+    ),
+    (
+        "flux_hook/static_facts.py",
+        include_str!("../../flux-hook/flux_hook/static_facts.py"),
+    ),
+    (
         "flux_hook/pytest_plugin.py",
         include_str!("../../flux-hook/flux_hook/pytest_plugin.py"),
     ),
@@ -374,5 +382,28 @@ impl HookCollector {
         }
         let _ = std::fs::remove_file(&self.path);
         Ok(HookCapture { streams, problems })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Regression (the hook imported `flux_hook.checks`, which was not shipped): every module
+    /// of the hook package is among the files written into the traced environment.
+    #[test]
+    fn the_hook_package_is_shipped_whole() {
+        let dir = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../flux-hook/flux_hook"
+        ));
+        for f in std::fs::read_dir(dir).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".py") {
+                let rel = format!("flux_hook/{name}");
+                assert!(
+                    super::FILES.iter().any(|(r, _)| *r == rel),
+                    "{rel} is not shipped by flux-agent's hook::FILES"
+                );
+            }
+        }
     }
 }

@@ -24,9 +24,11 @@ macro_rules! eprint {
 
 mod out;
 
+mod bench_extract;
 mod cache;
 mod eval;
 mod export;
+mod extractors;
 mod gc;
 mod harvest;
 mod images;
@@ -63,6 +65,8 @@ enum Cmd {
     Validate(eval::Args),
     /// Build or list the reproducible container images.
     Images(images::Args),
+    /// Print each extractor's definition, parameters and answer shapes.
+    Extractors(extractors::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
     /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
@@ -77,6 +81,10 @@ enum Cmd {
     /// as JSON (for `cargo xtask bench harvest`).
     #[command(hide = true)]
     BenchRun(run_instance::Args),
+    /// Time answering many questions of one trace, per question and with one index (for
+    /// `cargo xtask bench extract`).
+    #[command(hide = true)]
+    BenchExtract(bench_extract::Args),
 }
 
 fn main() -> ExitCode {
@@ -89,11 +97,13 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Extractors(a) => extractors::run(a),
         Cmd::Import(a) => import::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::BenchRun(a) => run_instance::run(a),
+        Cmd::BenchExtract(a) => bench_extract::run(a),
     };
     match result {
         Ok(code) => code,

@@ -1,144 +1,256 @@
-//! Inter-procedural control flow: S6 (`call_sequence`, `callees_count`), M6
-//! (`callees_across_tests`), and the TraceEval-style `call_graph`.
-use crate::common::{all_invocations, pick_invocation, test_ids, Norm};
+//! Inter-procedural control flow: S6 (`call_sequence`, `callees_count`), S6/M6
+//! (`covered_functions`, `invocation_counts`), M6 (`callees_across_tests`), and the
+//! TraceEval-style `call_graph`.
+use crate::common::{all_invocations, module_of, pick_invocation, Ix, Loc, Norm};
 use crate::{ExtractError, Params};
 use flux_trace::query::{file_within, test_matches, Invocation};
-use flux_trace::{Event, Kind, Trace};
+use flux_trace::{Event, Kind, TraceIndex};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 pub(crate) const CALL_SEQUENCE: &str = "\
-The direct calls made by the Nth invocation of `function`, in order: every `call` event whose \
-parent is an activation of that frame, except resumptions of an existing generator/coroutine \
-frame, optionally only callees whose file lies under `within`. Calls through untraced code (C \
-functions such as `map` or `sorted(key=...)`) appear as direct calls of the nearest traced \
-caller; comprehensions, generator expressions and lambdas are callees like any function \
-(`f.<locals>.<listcomp>`, `f.<locals>.<lambda>`). Each entry is the callee's qualname and the call-site line: the line of the caller's \
-last `line` event before the call. Answer: {\"call_sequence\": [{\"function\", \"line\"}, ...]}.";
+The calls made by the Nth invocation of `function`, in order (without `function`: every start of \
+the functions of `functions` in the trace, in order, within `test` if given): every `call` event whose parent \
+is an activation of that frame (with `transitive = true`, of any frame running while it is \
+active: every call it makes directly or through callees), except resumptions of an existing \
+generator/coroutine frame (counted too with `resumptions = true`), optionally only callees whose \
+file lies under `within` and only those of `functions` (qualnames; with `include_self`, the \
+invocation's own start comes first). Calls through untraced code (C functions such as `map` or \
+`sorted(key=...)`) appear as direct calls of the nearest traced caller; comprehensions, \
+generator expressions and lambdas are callees like any function (`f.<locals>.<listcomp>`, \
+`f.<locals>.<lambda>`). Each entry is the callee (`function`: its qualname, and the location \
+fields `file`, `func`, ...), `caller` (the qualname of the frame that made the call) and `line`, \
+the call site: the line of the caller's last `line` event before the call. Answer: \
+{\"call_sequence\": [{\"function\", \"line\", ...}, ...]}.";
 
 pub(crate) const CALLEES_COUNT: &str = "\
-The direct callees of the Nth invocation of `function` (same selection as `call_sequence`) with \
-the number of calls to each, sorted by callee name. Answer: {\"callees\": [{\"function\", \
-\"count\"}, ...]}.";
+The direct callees of the Nth invocation of `function` (same selection as `call_sequence`, its \
+options included) with the number of calls to each, sorted by callee name. Answer: \
+{\"callees\": [{\"function\", \"count\", ...}, ...]}.";
 
 pub(crate) const CALLEES_ACROSS_TESTS: &str = "\
 For every test in which `function` runs (in start order), the sorted set of its direct callees \
 (as `call_sequence`, over all its invocations in that test, filtered by `within`). Answer: \
 {\"callees_per_test\": [{\"test\", \"callees\": [...]}, ...]}.";
 
+pub(crate) const COVERED_FUNCTIONS: &str = "\
+The functions of `functions` (qualnames; all functions when absent, then `within` limits their \
+files) that start at least once (a fresh `call` event) while an invocation of `function` is \
+active (from its call to its return, in its thread, the invocation's own start included), or \
+anywhere in the trace (`test` restricts) when `function` is absent. Each once, sorted by \
+relative file then `func`. Answer: {\"covered_functions\": [{\"file\", \"func\", ...}, ...]}.";
+
+pub(crate) const INVOCATION_COUNTS: &str = "\
+How many times each function of a set is invoked over the trace (`test` restricts): the set is \
+`functions` (qualnames), or every method defined directly in the class `class` (from the static \
+facts of `file`), or every function of the module in `file` (`module = true`); with `nested`, \
+functions defined inside those too. `exclude_decorated` drops functions with one of those \
+decorators (exact text, or a suffix after `.` such as `setter`). A count is the number of frames \
+(`count = \"invocations\"`, default) or of `call` events, generator resumptions included \
+(`count = \"calls\"`, SWE-Flux's reading); functions never called have 0. Answer: \
+{\"invocation_counts\": [{\"func\", \"file\", \"qualname\", \"count\", ...}, ...]} sorted by \
+`func`.";
+
 pub(crate) const CALL_GRAPH: &str = "\
 The dynamic call graph, TraceEval style: for every `call` event (generator resumptions excluded) \
 whose parent activation is known, an edge from the parent's qualname to the callee's qualname; \
 with `within`, both caller and callee files must lie under it; with `test`, only calls made \
-during that test. With `qualify = \"module\"` names are prefixed by the module derived from the \
-file (the path after the last `site-packages/` or `dist-packages/`, else after \
-`lib/pythonX.Y/`, else from the component where `within` matches, else the file's stem; `.py` and `/__init__` dropped, `/` \
-as `.`), e.g. `sympy.core.add.Add.flatten`. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with callers \
-sorted.";
+during that test; with `file`, only calls made from code under it. With `qualify = \"module\"` \
+names are prefixed by the module derived from the file (the path after the last \
+`site-packages/` or `dist-packages/`, else after `lib/pythonX.Y/`, else from the component where \
+`within` matches, else the file's stem; `.py` and `/__init__` dropped, `/` as `.`), e.g. \
+`sympy.core.add.Add.flatten`. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with \
+callers sorted.";
 
-/// Indices of the fresh `call` events of each parent activation, in trace order.
-fn calls_by_parent(t: &Trace) -> HashMap<u64, Vec<usize>> {
-    let mut out: HashMap<u64, Vec<usize>> = HashMap::new();
-    for i in fresh_calls(t) {
-        out.entry(t.events[i].parent).or_default().push(i);
-    }
-    out
+/// What calls a selection keeps.
+struct CallSel<'p> {
+    within: Option<&'p str>,
+    functions: Option<HashSet<String>>,
+    transitive: bool,
+    resumptions: bool,
 }
 
-/// Indices of the `call` events that start a new frame (not a resumption).
-fn fresh_calls(t: &Trace) -> Vec<usize> {
-    let mut seen: HashSet<u64> = HashSet::new();
-    let mut out = Vec::new();
-    for (i, e) in t.events.iter().enumerate() {
-        if e.ev != Kind::Call || e.activation == 0 {
-            continue;
-        }
-        let frame = if e.frame == 0 { e.activation } else { e.frame };
-        if seen.insert(frame) {
-            out.push(i);
-        }
-    }
-    out
-}
-
-/// (call event, call-site line) of the direct calls of `inv`.
-fn direct_calls<'t>(
-    t: &'t Trace,
-    inv: &Invocation,
-    children: &HashMap<u64, Vec<usize>>,
-    within: Option<&str>,
-) -> Vec<(&'t Event, u32)> {
-    let mut calls: Vec<usize> = inv
-        .activations
-        .iter()
-        .filter_map(|a| children.get(a))
-        .flatten()
-        .copied()
-        .collect();
-    calls.sort_unstable();
-    let lines: Vec<usize> = inv
-        .events
-        .iter()
-        .copied()
-        .filter(|&i| t.events[i].ev == Kind::Line)
-        .collect();
-    let def_line = inv.first_call(t).map(|e| e.line).unwrap_or(0);
-    calls
-        .into_iter()
-        .filter(|&i| within.is_none_or(|w| file_within(&t.events[i].file, w)))
-        .map(|i| {
-            let k = lines.partition_point(|&l| l < i);
-            let site = k
-                .checked_sub(1)
-                .map(|k| t.events[lines[k]].line)
-                .unwrap_or(def_line);
-            (&t.events[i], site)
+impl<'p> CallSel<'p> {
+    fn new(p: &'p Params) -> Result<CallSel<'p>, ExtractError> {
+        Ok(CallSel {
+            within: p.opt_str("within")?,
+            functions: p
+                .opt_str_list("functions")?
+                .map(|v| v.into_iter().collect()),
+            transitive: p.bool_or("transitive", false)?,
+            resumptions: p.bool_or("resumptions", false)?,
         })
-        .collect()
+    }
+
+    fn keeps(&self, e: &Event) -> bool {
+        self.within.is_none_or(|w| file_within(&e.file, w))
+            && self.functions.as_ref().is_none_or(|f| f.contains(e.name()))
+    }
 }
 
-pub(crate) fn call_sequence(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
-    let function = p.str("function")?;
-    let within = p.opt_str("within")?;
-    let (_, inv) = pick_invocation(t, p, function)?;
-    let norm = Norm::new(t, p, &inv)?;
-    let children = calls_by_parent(t);
-    let seq: Vec<Value> = direct_calls(t, &inv, &children, within)
-        .into_iter()
-        .map(|(e, site)| json!({"function": e.name(), "line": norm.apply(site)}))
-        .collect();
+/// The trace indices of the `call` events under `inv` that `sel` keeps, in trace order.
+fn calls_under(ix: &Ix<'_>, inv: &Invocation, sel: &CallSel<'_>) -> Vec<usize> {
+    let mut out: Vec<usize> = Vec::new();
+    if sel.transitive || sel.resumptions {
+        // Every call event inside the invocation's activations, in its thread.
+        let own: HashSet<u64> = inv.activations.iter().copied().collect();
+        for &a in &inv.activations {
+            let (Some((c, r)), Some(call)) = (ix.span(a), ix.call_event(a)) else {
+                continue;
+            };
+            for i in c + 1..=r {
+                let e = ix.event(i);
+                if e.ev != Kind::Call
+                    || e.pid != call.pid
+                    || e.tid != call.tid
+                    || own.contains(&e.activation)
+                    || (!sel.transitive && !own.contains(&e.parent))
+                {
+                    continue;
+                }
+                let frame = if e.frame == 0 { e.activation } else { e.frame };
+                let Some(callee) = ix.invocation_of_frame(frame) else {
+                    continue;
+                };
+                // The same activation reported by both witnesses is one call.
+                if callee.events.binary_search(&i).is_err() {
+                    continue;
+                }
+                let fresh = callee.events.first() == Some(&i);
+                if fresh || sel.resumptions {
+                    out.push(i);
+                }
+            }
+        }
+    } else {
+        for &a in &inv.activations {
+            out.extend_from_slice(ix.fresh_calls_under(a));
+        }
+    }
+    out.retain(|&i| sel.keeps(ix.event(i)));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The call-site line of the call event `i`: the caller's last `line` event before it (the
+/// caller's def line when it has none).
+fn call_site(ix: &Ix<'_>, i: usize) -> u32 {
+    let e = ix.event(i);
+    let Some(frame) = ix.frame(e.parent) else {
+        return 0;
+    };
+    let Some(inv) = ix.invocation_of_frame(frame) else {
+        return 0;
+    };
+    let k = inv.events.partition_point(|&j| j < i);
+    inv.events[..k]
+        .iter()
+        .rev()
+        .map(|&j| ix.event(j))
+        .find(|x| x.ev == Kind::Line)
+        .map(|x| x.line)
+        .or_else(|| inv.first_call(ix.trace).map(|c| c.line))
+        .unwrap_or(0)
+}
+
+fn call_record(ix: &Ix<'_>, loc: Loc<'_>, norm: Norm<'_>, i: usize, direct: bool) -> Value {
+    let e = ix.event(i);
+    let mut v = loc.record(e, None);
+    v["line"] = if direct {
+        json!(norm.apply(call_site(ix, i)))
+    } else {
+        json!(call_site(ix, i))
+    };
+    v["caller"] = json!(ix.call_event(e.parent).map(|c| c.name()).unwrap_or(""));
+    v
+}
+
+pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let sel = CallSel::new(p)?;
+    let Some(function) = p.opt_str("function")? else {
+        return calls_in_trace(ix, p, &sel);
+    };
+    let (_, inv) = pick_invocation(ix, p, function)?;
+    let norm = Norm::new(ix, p, inv)?;
+    let loc = Loc::new(p)?;
+    let mut seq: Vec<Value> = Vec::new();
+    if p.bool_or("include_self", false)? {
+        if let Some(first) = inv.events.first() {
+            let mut v = loc.record(ix.event(*first), None);
+            v["line"] = json!(0);
+            v["caller"] = json!(ix
+                .call_event(ix.event(*first).parent)
+                .map(|c| c.name())
+                .unwrap_or(""));
+            seq.push(v);
+        }
+    }
+    let own: HashSet<u64> = inv.activations.iter().copied().collect();
+    for i in calls_under(ix, inv, &sel) {
+        let direct = own.contains(&ix.event(i).parent);
+        seq.push(call_record(ix, loc, norm, i, direct));
+    }
     Ok(json!({ "call_sequence": seq }))
 }
 
-pub(crate) fn callees_count(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+/// Without `function`: every start (fresh call) of the selected functions in the trace (in
+/// `test`, under `file`), in trace order; `line` is the call site in the caller's frame.
+fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, ExtractError> {
+    let loc = Loc::new(p)?;
+    let filter = crate::common::filter(p)?;
+    let mut seq = Vec::new();
+    for inv in ix.all_invocations() {
+        let Some(&first) = inv.events.first() else {
+            continue;
+        };
+        if sel.keeps(ix.event(first)) && ix.passes(inv, filter) {
+            let mut v = loc.record(ix.event(first), None);
+            v["line"] = json!(call_site(ix, first));
+            v["caller"] = json!(ix
+                .call_event(ix.event(first).parent)
+                .map(|c| c.name())
+                .unwrap_or(""));
+            seq.push(v);
+        }
+    }
+    Ok(json!({ "call_sequence": seq }))
+}
+
+pub(crate) fn callees_count(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let within = p.opt_str("within")?;
-    let (_, inv) = pick_invocation(t, p, function)?;
-    let children = calls_by_parent(t);
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for (e, _) in direct_calls(t, &inv, &children, within) {
-        *counts.entry(e.name()).or_insert(0) += 1;
+    let sel = CallSel::new(p)?;
+    let (_, inv) = pick_invocation(ix, p, function)?;
+    let loc = Loc::new(p)?;
+    let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for i in calls_under(ix, inv, &sel) {
+        let c = counts.entry(ix.event(i).name()).or_insert((0, i));
+        c.0 += 1;
     }
     let list: Vec<Value> = counts
         .into_iter()
-        .map(|(f, c)| json!({"function": f, "count": c}))
+        .map(|(_, (c, i))| {
+            let mut v = loc.record(ix.event(i), None);
+            v["count"] = json!(c);
+            v
+        })
         .collect();
     Ok(json!({ "callees": list }))
 }
 
-pub(crate) fn callees_across_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn callees_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let within = p.opt_str("within")?;
-    let invs = all_invocations(t, p, function)?;
-    let children = calls_by_parent(t);
+    let sel = CallSel::new(p)?;
+    let invs = all_invocations(ix, p, function)?;
     let mut per_test: HashMap<String, BTreeSet<String>> = HashMap::new();
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
         let set = per_test.entry(inv.test.clone()).or_default();
-        for (e, _) in direct_calls(t, inv, &children, within) {
-            set.insert(e.name().to_string());
+        for i in calls_under(ix, inv, &sel) {
+            set.insert(ix.event(i).name().to_string());
         }
     }
-    let list: Vec<Value> = test_ids(t)
+    let list: Vec<Value> = ix
+        .test_ids()
         .into_iter()
         .filter_map(|test| {
             per_test
@@ -149,45 +261,200 @@ pub(crate) fn callees_across_tests(t: &Trace, p: &Params) -> Result<Value, Extra
     Ok(json!({ "callees_per_test": list }))
 }
 
-/// The dotted module name of a source file (see `call_graph`).
-pub(crate) fn module_of(file: &str, within: Option<&str>) -> String {
-    let markers = ["/site-packages/", "/dist-packages/"];
-    let stdlib = file.rfind("/lib/python").and_then(|i| {
-        let after = &file[i + "/lib/python".len()..];
-        after.find('/').map(|j| i + "/lib/python".len() + j + 1)
-    });
-    let rest = if let Some((i, m)) = markers
-        .iter()
-        .filter_map(|m| file.rfind(m).map(|i| (i, m.len())))
-        .max()
-    {
-        &file[i + m..]
-    } else if let Some(start) = stdlib {
-        &file[start..]
-    } else if let Some(i) = within
-        .map(|w| w.trim_start_matches('/'))
-        .filter(|w| !w.is_empty())
-        .and_then(|w| file.find(&format!("/{w}")))
-    {
-        &file[i + 1..]
-    } else {
-        // The file's own name, or its package's for an `__init__.py`.
-        let mut parts = file.rsplit('/');
-        match (parts.next(), parts.next()) {
-            (Some("__init__.py"), Some(pkg)) => pkg,
-            (Some(name), _) => name,
-            _ => file,
-        }
+pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let loc = Loc::new(p)?;
+    let sel = CallSel {
+        within: p.opt_str("within")?,
+        functions: p
+            .opt_str_list("functions")?
+            .map(|v| v.into_iter().collect()),
+        transitive: true,
+        resumptions: false,
     };
-    let rest = rest.trim_start_matches('/');
-    let rest = rest.strip_suffix(".py").unwrap_or(rest);
-    let rest = rest.strip_suffix("/__init__").unwrap_or(rest);
-    rest.replace('/', ".")
+    let test = p.opt_str("test")?;
+    let mut starts: Vec<usize> = Vec::new();
+    if let Some(function) = p.opt_str("function")? {
+        for inv in all_invocations(ix, p, function)? {
+            if let Some(&first) = inv.events.first() {
+                if sel.keeps(ix.event(first)) {
+                    starts.push(first);
+                }
+            }
+            starts.extend(calls_under(ix, inv, &sel));
+        }
+    } else {
+        for inv in ix.all_invocations() {
+            if let Some(&first) = inv.events.first() {
+                let e = ix.event(first);
+                if sel.keeps(e) && test.is_none_or(|t| test_matches(&e.test, t)) {
+                    starts.push(first);
+                }
+            }
+        }
+    }
+    let mut seen: BTreeMap<(String, String), Value> = BTreeMap::new();
+    for i in starts {
+        let e = ix.event(i);
+        let key = (loc.file(&e.file), loc.func(e));
+        seen.entry(key).or_insert_with(|| loc.record(e, None));
+    }
+    Ok(json!({"covered_functions": seen.into_values().collect::<Vec<_>>()}))
 }
 
-pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+/// A function of the set `invocation_counts` reports.
+struct Member {
+    qualname: String,
+    file: String,
+}
+
+fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
+    if let Some(fs) = p.opt_str_list("functions")? {
+        let file = p.opt_str("file")?;
+        return Ok(fs
+            .into_iter()
+            .map(|q| {
+                let f = ix
+                    .invocations(&q, Default::default())
+                    .first()
+                    .and_then(|inv| inv.first_call(ix.trace))
+                    .map(|e| e.file.clone())
+                    .or_else(|| file.map(String::from))
+                    .unwrap_or_default();
+                Member {
+                    qualname: q,
+                    file: f,
+                }
+            })
+            .collect());
+    }
+    let file = p
+        .opt_str("file")?
+        .ok_or_else(|| ExtractError::MissingParam {
+            param: "file (whose static facts list the functions), or functions".into(),
+        })?;
+    let facts: Vec<&flux_trace::FileFacts> = ix
+        .trace
+        .facts
+        .values()
+        .filter(|f| file_within(&f.file, file))
+        .collect();
+    let facts = match facts.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(ExtractError::NotObserved(format!(
+                "the trace has no static facts of a file under `{file}`"
+            )))
+        }
+        many => {
+            return Err(ExtractError::Ambiguous {
+                function: file.to_string(),
+                files: many.iter().map(|f| f.file.clone()).collect(),
+            })
+        }
+    };
+    let class = p.opt_str("class")?;
+    let nested = p.bool_or("nested", false)?;
+    if class.is_none() && !p.bool_or("module", false)? {
+        return Err(ExtractError::MissingParam {
+            param: "class, module = true, or functions".into(),
+        });
+    }
+    let excluded = p.opt_str_list("exclude_decorated")?.unwrap_or_default();
+    let decorated = |decos: &[String]| {
+        decos.iter().any(|d| {
+            excluded
+                .iter()
+                .any(|x| d == x || d.rsplit('.').next() == Some(x.as_str()))
+        })
+    };
+    let root = match class {
+        Some(c) => c.to_string(),
+        None => "<module>".to_string(),
+    };
+    let is_function = |k: &str| matches!(k, "function" | "async_function");
+    let mut out = Vec::new();
+    for f in &facts.functions {
+        if !is_function(&f.kind) || decorated(&f.decorators) {
+            continue;
+        }
+        let direct = f.parent.as_deref() == Some(root.as_str());
+        let inside = if root == "<module>" {
+            true
+        } else {
+            f.qualname.starts_with(&format!("{root}."))
+        };
+        if direct || (nested && inside) {
+            out.push(Member {
+                qualname: f.qualname.clone(),
+                file: facts.file.clone(),
+            });
+        }
+    }
+    if out.is_empty() {
+        return Err(ExtractError::NotObserved(format!(
+            "the static facts of {} show no function{}",
+            facts.file,
+            class
+                .map(|c| format!(" in class `{c}`"))
+                .unwrap_or_default()
+        )));
+    }
+    Ok(out)
+}
+
+pub(crate) fn invocation_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let loc = Loc::new(p)?;
+    let test = p.opt_str("test")?;
+    let calls = p.choice_or("count", &["invocations", "calls"], "invocations")? == "calls";
+    let mut rows: Vec<(String, Value)> = Vec::new();
+    let mut seen = HashSet::new();
+    for m in members(ix, p)? {
+        if !seen.insert((m.qualname.clone(), m.file.clone())) {
+            continue;
+        }
+        let filter = flux_trace::query::Filter {
+            test: None,
+            file: (!m.file.is_empty()).then_some(m.file.as_str()),
+        };
+        let mut count = 0usize;
+        for inv in ix.invocations(&m.qualname, filter) {
+            let in_test = |e: &Event| test.is_none_or(|t| test_matches(&e.test, t));
+            if calls {
+                count += inv
+                    .activations
+                    .iter()
+                    .filter_map(|a| ix.call_event(*a))
+                    .filter(|e| in_test(e))
+                    .count();
+            } else if inv.first_call(ix.trace).is_some_and(in_test) {
+                count += 1;
+            }
+        }
+        let module = if m.file.is_empty() {
+            String::new()
+        } else {
+            loc.module(&m.file)
+        };
+        let func = if module.is_empty() {
+            m.qualname.clone()
+        } else {
+            format!("{module}.{}", m.qualname)
+        };
+        rows.push((
+            func.clone(),
+            json!({"func": func, "file": loc.file(&m.file), "abs_file": m.file,
+                   "module": module, "qualname": m.qualname, "function": m.qualname,
+                   "count": count}),
+        ));
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(json!({"invocation_counts": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>()}))
+}
+
+pub(crate) fn call_graph(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let within = p.opt_str("within")?;
     let test = p.opt_str("test")?;
+    let from = p.opt_str("file")?;
     let by_module = match p.opt_str("qualify")?.unwrap_or("qualname") {
         "qualname" => false,
         "module" => true,
@@ -206,20 +473,21 @@ pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
             e.name().to_string()
         }
     };
-    let calls: HashMap<u64, &Event> = t
-        .events
-        .iter()
-        .filter(|e| e.ev == Kind::Call && e.activation != 0)
-        .map(|e| (e.activation, e))
-        .collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for i in fresh_calls(t) {
-        let e = &t.events[i];
-        let Some(caller) = calls.get(&e.parent) else {
+    for inv in ix.all_invocations() {
+        let Some(&i) = inv.events.first() else {
+            continue;
+        };
+        let e = ix.event(i);
+        let Some(caller) = ix.call_event(e.parent) else {
             continue;
         };
         let inside = |ev: &Event| within.is_none_or(|w| file_within(&ev.file, w));
-        if !inside(e) || !inside(caller) || test.is_some_and(|tt| !test_matches(&e.test, tt)) {
+        if !inside(e)
+            || !inside(caller)
+            || test.is_some_and(|tt| !test_matches(&e.test, tt))
+            || from.is_some_and(|f| !file_within(&caller.file, f))
+        {
             continue;
         }
         graph.entry(name(caller)).or_default().insert(name(e));
@@ -231,149 +499,16 @@ pub(crate) fn call_graph(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
     Ok(json!({ "call_graph": map }))
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::testkit::TraceBuilder;
-    use crate::{extract, params};
-    use serde_json::json;
-
-    const LIB: &str = "/usr/lib/python3.11/re/__init__.py";
-
-    /// test_a: f (10) at line 11 calls g; g calls h (nested, not direct for f); at 12 f calls
-    /// the stdlib `compile` (file under /usr/lib/python3.11/re); at 13 f calls g again.
-    /// test_b: f calls nothing.
-    fn calls() -> flux_trace::Trace {
-        TraceBuilder::new()
-            .test("t.py::test_a")
-            .call("f", 10, &[])
-            .line(11, &[])
-            .call("g", 20, &[])
-            .line(21, &[])
-            .call("h", 30, &[])
-            .line(31, &[])
-            .ret("None")
-            .ret("None")
-            .line(12, &[])
-            .call_in("compile", LIB, 100, &[])
-            .ret("None")
-            .line(13, &[])
-            .call("g", 20, &[])
-            .line(21, &[])
-            .call("h", 30, &[])
-            .line(31, &[])
-            .ret("None")
-            .ret("None")
-            .ret("None")
-            .end("passed")
-            .test("t.py::test_b")
-            .call("f", 10, &[])
-            .line(11, &[])
-            .ret("None")
-            .end("passed")
-            .build()
-    }
-
-    #[test]
-    fn call_sequence_lists_direct_callees_with_call_sites() {
-        let t = calls();
-        let p = params(json!({"function": "f"})).unwrap();
-        assert_eq!(
-            extract(&t, "call_sequence", &p).unwrap(),
-            json!({"call_sequence": [{"function": "g", "line": 11},
-                                     {"function": "compile", "line": 12},
-                                     {"function": "g", "line": 13}]})
-        );
-        let p = params(json!({"function": "f", "within": "site-packages/pkg"})).unwrap();
-        assert_eq!(
-            extract(&t, "call_sequence", &p).unwrap(),
-            json!({"call_sequence": [{"function": "g", "line": 11}, {"function": "g", "line": 13}]})
-        );
-        let p = params(json!({"function": "f", "invocation": 3})).unwrap();
-        let err = extract(&t, "call_sequence", &p).unwrap_err().to_string();
-        assert!(
-            err.contains("function `f` has 2 invocation(s); invocation 3"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn callees_count_and_across_tests() {
-        let t = calls();
-        let p = params(json!({"function": "f"})).unwrap();
-        assert_eq!(
-            extract(&t, "callees_count", &p).unwrap(),
-            json!({"callees": [{"function": "compile", "count": 1}, {"function": "g", "count": 2}]})
-        );
-        let p = params(json!({"function": "f", "within": "pkg/"})).unwrap();
-        assert_eq!(
-            extract(&t, "callees_across_tests", &p).unwrap(),
-            json!({"callees_per_test": [{"test": "t.py::test_a", "callees": ["g"]},
-                                        {"test": "t.py::test_b", "callees": []}]})
-        );
-    }
-
-    #[test]
-    fn call_graph_edges_sorted_unique() {
-        let t = calls();
-        assert_eq!(
-            extract(&t, "call_graph", &crate::no_params()).unwrap(),
-            json!({"call_graph": {"f": ["compile", "g"], "g": ["h"]}})
-        );
-        let p = params(json!({"within": "pkg/"})).unwrap();
-        assert_eq!(
-            extract(&t, "call_graph", &p).unwrap(),
-            json!({"call_graph": {"f": ["g"], "g": ["h"]}})
-        );
-    }
-
-    #[test]
-    fn call_graph_with_module_names() {
-        let t = calls();
-        assert_eq!(
-            extract(
-                &t,
-                "call_graph",
-                &params(json!({"qualify": "module"})).unwrap()
-            )
-            .unwrap(),
-            json!({"call_graph": {"pkg.mod.f": ["pkg.mod.g", "re.compile"], "pkg.mod.g": ["pkg.mod.h"]}})
-        );
-        use super::module_of;
-        assert_eq!(
-            module_of(
-                "/usr/lib/python3.11/site-packages/sympy/core/__init__.py",
-                None
-            ),
-            "sympy.core"
-        );
-        assert_eq!(
-            module_of("/work/src/attr/_make.py", Some("attr/")),
-            "attr._make"
-        );
-        assert_eq!(module_of("/tmp/test_x.py", None), "test_x");
-        let err = extract(&t, "call_graph", &params(json!({"qualify": "x"})).unwrap()).unwrap_err();
-        assert!(err.to_string().contains("parameter `qualify`"), "{err}");
-    }
-
-    #[test]
-    fn generator_resumptions_are_not_calls() {
-        // f (10) creates gen (frame 2) at line 11 and resumes it at line 12: one call of gen.
-        let t = TraceBuilder::new()
-            .call("f", 10, &[])
-            .line(11, &[])
-            .call("gen", 40, &[])
-            .line(41, &[])
-            .suspend("1")
-            .line(12, &[])
-            .resume(2, "gen", 41)
-            .line(42, &[])
-            .ret("None")
-            .ret("None")
-            .build();
-        let p = params(json!({"function": "f"})).unwrap();
-        assert_eq!(
-            extract(&t, "call_sequence", &p).unwrap(),
-            json!({"call_sequence": [{"function": "gen", "line": 11}]})
-        );
-    }
+/// Selected invocations, for the candidate enumeration.
+pub(crate) fn direct_callees(ix: &Ix<'_>, inv: &Invocation) -> Vec<usize> {
+    let sel = CallSel {
+        within: None,
+        functions: None,
+        transitive: false,
+        resumptions: false,
+    };
+    calls_under(ix, inv, &sel)
 }
+
+#[cfg(test)]
+mod tests;

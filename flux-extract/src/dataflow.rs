@@ -1,35 +1,94 @@
-//! Data flow: S4 (`def_use_pairs`), M4 (`def_use_across_tests`), and the small tokenizer
-//! [`uses_from_source`] that finds the names a source line reads.
-use crate::common::{all_invocations, in_test_order, pick_invocation, test_ids, Norm};
+//! Data flow: S4 (`def_use_pairs`, `dead_defs`), M4 (`def_use_across_tests`), and the small
+//! tokenizer [`uses_from_source`] that finds the names a source line reads when no static
+//! facts are at hand.
+use crate::common::{all_invocations, facts_of, in_test_order, pick_invocation, Ix, Norm};
 use crate::{ExtractError, Params};
+use flux_trace::facts::FunctionFacts;
 use flux_trace::query::Invocation;
-use flux_trace::{Kind, Trace};
+use flux_trace::{Kind, TraceIndex};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+const DEFINITIONS: &str = "\
+Runtime def-use pairs of local variables along the executed path of invocations of `function`. \
+A *definition* is, with `definitions = \"changes\"` (default), observed from the locals the \
+tracer reports: a variable is defined at the def line for the arguments of the frame's first \
+call, and at line L when the frame's next event after a `line` event at L reports it changed \
+(an assignment that leaves the repr unchanged is not observed and the earlier definition stays \
+current; `del` is not observed). With `definitions = \"ast\"` (static facts) it is an \
+assignment the AST shows, SWE-Flux's definition: at every `line` event at L every name the \
+static facts say line L writes (assignment and augmented-assignment targets, `for`/`with`/ \
+`except ... as` targets, walrus, imports, nested `def`s) is defined at L, and the parameters are \
+defined at the `def` line (its `ast` line, not a decorator's) when the invocation begins. A \
+line L *uses* the names given for it by `uses` (a map from absolute line, as a string, to \
+names), or if only `source` is given by `uses_from_source`, or else by the static facts: the \
+names line L reads in the function's own code, and (`nested_uses`, default true) those that \
+comprehensions, lambdas and closures at line L read from the function's locals. With \
+`nested_frames = true`, `line` events of the function's nested code objects (`f.<locals>....`) \
+that run while the invocation is active are uses too, of the names their line reads from the \
+function's locals. Each time a `line` event at L occurs, every name it uses that has a current \
+definition at line D yields one occurrence of the pair (name, D, L); uses are taken before the \
+line's own definitions, so `x += 1` pairs the previous definition of x and then defines x at \
+its line. Definitions reset at the start of every invocation. `variables` keeps only those \
+variables.";
 
 pub(crate) const DEF_USE_PAIRS: &str = "\
-Runtime def-use pairs of local variables along the executed path of the Nth invocation of \
-`function`, with counts. We only observe *changes* of locals, so: a variable is *defined* at the \
-def line for the arguments of the frame's first call, and at line L when the frame's next event \
-after a `line` event at L reports it changed (so an assignment that leaves the repr unchanged is \
-not observed and the earlier definition stays current; `del` is not observed). A line L *uses* \
-the names given for it by `uses` (a map from absolute line, as a string, to names; the harvest \
-computes it from the AST) or, if only `source` is given, by `uses_from_source`. Each time a \
-`line` event at L occurs, every name it uses that has a current definition at line D yields one \
-occurrence of the pair (name, D, L); uses are taken before the line's own definitions, so \
-`x += 1` pairs the previous definition of x and then defines x at its line. Answer: \
-{\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, ...]} \
-sorted by variable, def_line, use_line.";
+The def-use pairs (the definitions-and-uses convention) of the Nth invocation of \
+`function` (`invocation`, default 1), or with `all_invocations = true` of every selected \
+invocation together, with the number of occurrences of each (summed over the invocations). \
+Answer: {\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, \
+...]} sorted by variable, def_line, use_line.";
 
 pub(crate) const DEF_USE_ACROSS_TESTS: &str = "\
-Every def-use pair (definition as `def_use_pairs`) observed in any invocation of `function` \
-inside a test, optionally only those of `variable`, with the tests in which it is observed (in \
-start order), sorted by variable, def_line, use_line. Answer: {\"def_use_pairs\": \
-[{\"variable\", \"def_line\", \"use_line\", \"tests\": [...]}, ...]}.";
+Every def-use pair (the definitions-and-uses convention) observed in any invocation of \
+`function` inside a test, optionally only \
+those of `variable`, with the tests in which it is observed (in start order), sorted by \
+variable, def_line, use_line. Answer: {\"def_use_pairs\": [{\"variable\", \"def_line\", \
+\"use_line\", \"tests\": [...]}, ...]}.";
+
+pub(crate) const DEAD_DEFS: &str = "\
+Definitions (`definitions = \"ast\"`, default here, or `\"changes\"`; as for the def-use pairs) \
+executed in the selected invocations of `function` (all, or the Nth with `invocation`) whose \
+value is never used: the variable is redefined, or the invocation ends, before any use of that \
+definition. With the count of such occurrences. Answer: {\"dead_defs\": [{\"variable\", \
+\"def_line\", \"count\"}, ...]} sorted by variable, def_line.";
+
+/// The whole definition, for `flux extractors`.
+pub(crate) fn definitions_doc() -> &'static str {
+    DEFINITIONS
+}
 
 type Uses = HashMap<u32, Vec<String>>;
 
-fn uses_param(p: &Params) -> Result<Uses, ExtractError> {
+/// Where uses come from.
+enum UseSource<'t> {
+    Given(Uses),
+    Facts { f: &'t FunctionFacts, nested: bool },
+}
+
+impl UseSource<'_> {
+    fn at(&self, line: u32) -> Vec<&str> {
+        match self {
+            UseSource::Given(u) => u
+                .get(&line)
+                .map(|v| v.iter().map(String::as_str).collect())
+                .unwrap_or_default(),
+            UseSource::Facts { f, nested } => {
+                let mut v: Vec<&str> = f.reads_at(line).iter().map(String::as_str).collect();
+                if *nested {
+                    for n in f.nested_reads_at(line) {
+                        if !v.contains(&n.as_str()) {
+                            v.push(n);
+                        }
+                    }
+                }
+                v
+            }
+        }
+    }
+}
+
+fn given_uses(p: &Params) -> Result<Option<Uses>, ExtractError> {
     if let Some(v) = p.get("uses") {
         let Value::Object(m) = v else {
             return Err(ExtractError::BadParam {
@@ -59,57 +118,200 @@ fn uses_param(p: &Params) -> Result<Uses, ExtractError> {
                 })?;
             out.insert(line, list);
         }
-        return Ok(out);
+        return Ok(Some(out));
     }
     if let Some(src) = p.opt_str("source")? {
         let first = p.opt_line("source_first_line")?.unwrap_or(1);
-        return Ok(uses_from_source(src, first).into_iter().collect());
+        return Ok(Some(uses_from_source(src, first).into_iter().collect()));
     }
-    Err(ExtractError::MissingParam {
-        param: "uses (or source)".into(),
-    })
+    Ok(None)
 }
 
-/// (variable, def line, use line) → occurrences, for one invocation.
-fn pairs(t: &Trace, inv: &Invocation, uses: &Uses) -> BTreeMap<(String, u32, u32), usize> {
-    let mut out = BTreeMap::new();
-    let mut last_def: HashMap<&str, u32> = HashMap::new();
-    let def_line = inv.first_call(t).map(|e| e.line).unwrap_or(0);
-    let mut current: Option<u32> = None;
-    let mut first_call = true;
-    for &i in &inv.events {
-        let e = &t.events[i];
-        // Changes reported here happened while `current` executed (the call's arguments are
-        // defined at the def line).
-        let at = if e.ev == Kind::Call && first_call {
-            first_call = false;
-            def_line
-        } else {
-            current.unwrap_or(def_line)
+/// Definitions, uses and the frames whose lines count, for one run of the analysis.
+struct Analysis<'t> {
+    uses: UseSource<'t>,
+    ast: Option<&'t FunctionFacts>,
+    nested_frames: bool,
+    variables: Option<HashSet<String>>,
+}
+
+impl<'t> Analysis<'t> {
+    fn new(
+        ix: &Ix<'t>,
+        p: &Params,
+        first: &Invocation,
+        default_defs: &'static str,
+    ) -> Result<Analysis<'t>, ExtractError> {
+        let ast = match p.choice_or("definitions", &["changes", "ast"], default_defs)? {
+            "ast" => Some(facts_of(ix, first, "`definitions = \"ast\"`")?),
+            _ => None,
         };
-        for (name, _) in &e.locals {
-            last_def.insert(name.as_str(), at);
+        let uses = match given_uses(p)? {
+            Some(u) => UseSource::Given(u),
+            None => UseSource::Facts {
+                f: facts_of(ix, first, "uses from the static facts (or give `uses`)")?,
+                nested: p.bool_or("nested_uses", true)?,
+            },
+        };
+        Ok(Analysis {
+            uses,
+            ast,
+            nested_frames: p.bool_or("nested_frames", false)?,
+            variables: p
+                .opt_str_list("variables")?
+                .map(|v| v.into_iter().collect()),
+        })
+    }
+
+    fn tracked(&self, name: &str) -> bool {
+        self.variables.as_ref().is_none_or(|v| v.contains(name))
+    }
+
+    /// The events the analysis walks for `inv`: its own events, and with `nested_frames` the
+    /// `line` events of nested code running while it is active, in trace order.
+    fn events(&self, ix: &Ix<'_>, inv: &Invocation) -> Vec<usize> {
+        let mut evs = inv.events.clone();
+        if self.nested_frames {
+            let Some(call) = inv.first_call(ix.trace) else {
+                return evs;
+            };
+            let prefix = format!("{}.<locals>.", call.name());
+            for &a in &inv.activations {
+                let Some((c, r)) = ix.span(a) else { continue };
+                for i in c..=r {
+                    let e = ix.event(i);
+                    if e.ev == Kind::Line
+                        && e.pid == call.pid
+                        && e.tid == call.tid
+                        && e.name().starts_with(&prefix)
+                    {
+                        evs.push(i);
+                    }
+                }
+            }
+            evs.sort_unstable();
+            evs.dedup();
         }
-        if e.ev == Kind::Line {
-            if let Some(names) = uses.get(&e.line) {
-                for n in names {
-                    if let Some(&d) = last_def.get(n.as_str()) {
-                        *out.entry((n.clone(), d, e.line)).or_insert(0) += 1;
+        evs
+    }
+
+    /// Walk one invocation: `on_use(name, def_line, use_line)` for every use with a current
+    /// definition, `on_def(name, def_line, dead)` when a definition is replaced or the
+    /// invocation ends (`dead` = it was never used).
+    fn walk(
+        &self,
+        ix: &Ix<'_>,
+        inv: &Invocation,
+        mut on_use: impl FnMut(&str, u32, u32),
+        mut on_def: impl FnMut(&str, u32, bool),
+    ) {
+        // name → (def line, used since)
+        let mut reaching: HashMap<String, (u32, bool)> = HashMap::new();
+        let first = inv.first_call(ix.trace);
+        let def_line = match self.ast {
+            Some(f) => f.def_line,
+            None => first.map(|e| e.line).unwrap_or(0),
+        };
+        let mut define = |reaching: &mut HashMap<String, (u32, bool)>, name: &str, at: u32| {
+            if let Some((d, used)) = reaching.insert(name.to_string(), (at, false)) {
+                on_def(name, d, !used);
+            }
+        };
+        if let (Some(f), Some(_)) = (self.ast, first) {
+            for n in &f.params {
+                if self.tracked(n) {
+                    define(&mut reaching, n, def_line);
+                }
+            }
+        }
+        let own_frame = inv.activations.clone();
+        let mut current: Option<u32> = None;
+        let mut first_call = true;
+        for i in self.events(ix, inv) {
+            let e = ix.event(i);
+            let nested = !own_frame.contains(&ix.owner(i));
+            if self.ast.is_none() && !nested {
+                // Changes reported here happened while `current` executed (the call's arguments
+                // are defined at the def line).
+                let at = if e.ev == Kind::Call && first_call {
+                    first_call = false;
+                    def_line
+                } else {
+                    current.unwrap_or(def_line)
+                };
+                for (name, _) in &e.locals {
+                    if self.tracked(name) {
+                        define(&mut reaching, name, at);
+                    }
+                }
+            }
+            if e.ev != Kind::Line {
+                continue;
+            }
+            let names: Vec<String> = if nested {
+                // A nested frame's line: the names it reads from the function's locals.
+                match &self.uses {
+                    UseSource::Facts { f, .. } => f.nested_reads_at(e.line).to_vec(),
+                    UseSource::Given(u) => u.get(&e.line).cloned().unwrap_or_default(),
+                }
+            } else {
+                self.uses.at(e.line).into_iter().map(String::from).collect()
+            };
+            for n in &names {
+                if !self.tracked(n) {
+                    continue;
+                }
+                if let Some((d, used)) = reaching.get_mut(n.as_str()) {
+                    *used = true;
+                    on_use(n, *d, e.line);
+                }
+            }
+            if nested {
+                continue;
+            }
+            if let Some(f) = self.ast {
+                for n in f.writes_at(e.line) {
+                    if self.tracked(n) {
+                        define(&mut reaching, n, e.line);
                     }
                 }
             }
             current = Some(e.line);
         }
+        for (name, (d, used)) in reaching {
+            on_def(&name, d, !used);
+        }
     }
-    out
+
+    /// (variable, def line, use line) → occurrences, for one invocation.
+    fn pairs(&self, ix: &Ix<'_>, inv: &Invocation) -> BTreeMap<(String, u32, u32), usize> {
+        let mut out = BTreeMap::new();
+        self.walk(
+            ix,
+            inv,
+            |n, d, u| *out.entry((n.to_string(), d, u)).or_insert(0) += 1,
+            |_, _, _| {},
+        );
+        out
+    }
 }
 
-pub(crate) fn def_use_pairs(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let uses = uses_param(p)?;
-    let (_, inv) = pick_invocation(t, p, function)?;
-    let norm = Norm::new(t, p, &inv)?;
-    let list: Vec<Value> = pairs(t, &inv, &uses)
+    let invs: Vec<&Invocation> = if p.bool_or("all_invocations", false)? {
+        all_invocations(ix, p, function)?
+    } else {
+        vec![pick_invocation(ix, p, function)?.1]
+    };
+    let an = Analysis::new(ix, p, invs[0], "changes")?;
+    let norm = Norm::new(ix, p, invs[0])?;
+    let mut total: BTreeMap<(String, u32, u32), usize> = BTreeMap::new();
+    for inv in &invs {
+        for (k, c) in an.pairs(ix, inv) {
+            *total.entry(k).or_insert(0) += c;
+        }
+    }
+    let list: Vec<Value> = total
         .into_iter()
         .map(|((v, d, u), c)| {
             json!({"variable": v, "def_line": norm.apply(d), "use_line": norm.apply(u), "count": c})
@@ -118,21 +320,21 @@ pub(crate) fn def_use_pairs(t: &Trace, p: &Params) -> Result<Value, ExtractError
     Ok(json!({ "observed_def_use_pairs": list }))
 }
 
-pub(crate) fn def_use_across_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let uses = uses_param(p)?;
     let only = p.opt_str("variable")?;
-    let invs = all_invocations(t, p, function)?;
-    let norm = Norm::new(t, p, &invs[0])?;
+    let invs = all_invocations(ix, p, function)?;
+    let an = Analysis::new(ix, p, invs[0], "changes")?;
+    let norm = Norm::new(ix, p, invs[0])?;
     let mut found: BTreeMap<(String, u32, u32), BTreeSet<String>> = BTreeMap::new();
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
-        for (key, _) in pairs(t, inv, &uses) {
+        for (key, _) in an.pairs(ix, inv) {
             if only.is_none_or(|v| v == key.0) {
                 found.entry(key).or_default().insert(inv.test.clone());
             }
         }
     }
-    let order = test_ids(t);
+    let order = ix.test_ids();
     let list: Vec<Value> = found
         .into_iter()
         .map(|((v, d, u), tests)| {
@@ -141,6 +343,35 @@ pub(crate) fn def_use_across_tests(t: &Trace, p: &Params) -> Result<Value, Extra
         })
         .collect();
     Ok(json!({ "def_use_pairs": list }))
+}
+
+pub(crate) fn dead_defs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let invs: Vec<&Invocation> = if p.contains("invocation") {
+        vec![pick_invocation(ix, p, function)?.1]
+    } else {
+        all_invocations(ix, p, function)?
+    };
+    let an = Analysis::new(ix, p, invs[0], "ast")?;
+    let norm = Norm::new(ix, p, invs[0])?;
+    let mut dead: BTreeMap<(String, u32), usize> = BTreeMap::new();
+    for inv in &invs {
+        an.walk(
+            ix,
+            inv,
+            |_, _, _| {},
+            |n, d, is_dead| {
+                if is_dead {
+                    *dead.entry((n.to_string(), d)).or_insert(0) += 1;
+                }
+            },
+        );
+    }
+    let list: Vec<Value> = dead
+        .into_iter()
+        .map(|((v, d), c)| json!({"variable": v, "def_line": norm.apply(d), "count": c}))
+        .collect();
+    Ok(json!({ "dead_defs": list }))
 }
 
 const KEYWORDS: &[&str] = &[
@@ -343,119 +574,4 @@ fn line_uses(code: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::uses_from_source;
-    use crate::testkit::TraceBuilder;
-    use crate::{extract, params};
-    use serde_json::json;
-
-    /// def f(a):          # 1
-    ///     b = a + 1      # 2  uses a
-    ///     b += a         # 3  uses b, a
-    ///     c = b          # 4  uses b
-    ///     c = b          # 5  uses b; c unchanged → no new def of c observed
-    ///     return c       # 6  uses c
-    /// f(1): call{a:1} 2 3{b:2} 4{b:3} 5{c:3} 6 return.
-    /// Pairs: (a,1,2) (a,1,3) (b,2,3) (b,3,4) (b,3,5) (c,4,6) — c's def stays at 4 because
-    /// line 5 leaves its repr unchanged (documented limitation).
-    fn one() -> flux_trace::Trace {
-        TraceBuilder::new()
-            .test("t.py::test_one")
-            .call("f", 1, &[("a", "1")])
-            .line(2, &[])
-            .line(3, &[("b", "2")])
-            .line(4, &[("b", "3")])
-            .line(5, &[("c", "3")])
-            .line(6, &[])
-            .ret("3")
-            .end("passed")
-            .test("t.py::test_two")
-            .call("f", 1, &[("a", "5")])
-            .line(2, &[])
-            .line(3, &[("b", "6")])
-            .line(4, &[("b", "11")])
-            .line(5, &[("c", "11")])
-            .line(6, &[])
-            .ret("11")
-            .end("passed")
-            .build()
-    }
-
-    fn uses() -> serde_json::Value {
-        json!({"2": ["a"], "3": ["b", "a"], "4": ["b"], "5": ["b"], "6": ["c"]})
-    }
-
-    #[test]
-    fn def_use_pairs_along_the_path() {
-        let t = one();
-        let p = params(json!({"function": "f", "uses": uses()})).unwrap();
-        assert_eq!(
-            extract(&t, "def_use_pairs", &p).unwrap(),
-            json!({"observed_def_use_pairs": [
-                {"variable": "a", "def_line": 1, "use_line": 2, "count": 1},
-                {"variable": "a", "def_line": 1, "use_line": 3, "count": 1},
-                {"variable": "b", "def_line": 2, "use_line": 3, "count": 1},
-                {"variable": "b", "def_line": 3, "use_line": 4, "count": 1},
-                {"variable": "b", "def_line": 3, "use_line": 5, "count": 1},
-                {"variable": "c", "def_line": 4, "use_line": 6, "count": 1},
-            ]})
-        );
-    }
-
-    #[test]
-    fn def_use_from_source_matches_the_hand_made_uses() {
-        let src = "def f(a):\n    b = a + 1\n    b += a\n    c = b\n    c = b\n    return c\n";
-        let t = one();
-        let p = params(json!({"function": "f", "source": src})).unwrap();
-        let q = params(json!({"function": "f", "uses": uses()})).unwrap();
-        assert_eq!(
-            extract(&t, "def_use_pairs", &p).unwrap(),
-            extract(&t, "def_use_pairs", &q).unwrap()
-        );
-        let p = params(json!({"function": "f"})).unwrap();
-        let err = extract(&t, "def_use_pairs", &p).unwrap_err().to_string();
-        assert!(
-            err.contains("missing required parameter `uses (or source)`"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn def_use_across_tests_lists_tests_per_pair() {
-        let t = one();
-        let p = params(json!({"function": "f", "uses": uses(), "variable": "c"})).unwrap();
-        assert_eq!(
-            extract(&t, "def_use_across_tests", &p).unwrap(),
-            json!({"def_use_pairs": [{"variable": "c", "def_line": 4, "use_line": 6,
-                   "tests": ["t.py::test_one", "t.py::test_two"]}]})
-        );
-    }
-
-    #[test]
-    fn tokenizer_separates_reads_from_targets() {
-        let src = "\
-x = y + z  # comment w
-a[i] = f(k=v, s='q r')
-for p, q in items:
-obj.attr = other.thing
-with open(path) as fh:
-n += 1
-import os
-if a == b and not c:
-s = \"\"\"doc
-still doc u\"\"\" + t
-";
-        let u = uses_from_source(src, 10);
-        let get = |l: u32| u.get(&l).cloned().unwrap_or_default();
-        assert_eq!(get(10), vec!["y", "z"]);
-        assert_eq!(get(11), vec!["a", "i", "f", "v"]);
-        assert_eq!(get(12), vec!["items"]);
-        assert_eq!(get(13), vec!["obj", "other"]);
-        assert_eq!(get(14), vec!["open", "path"]);
-        assert_eq!(get(15), vec!["n"]);
-        assert_eq!(get(16), Vec::<String>::new());
-        assert_eq!(get(17), vec!["a", "b", "c"]);
-        assert_eq!(get(18), Vec::<String>::new());
-        assert_eq!(get(19), vec!["t"]);
-    }
-}
+mod tests;

@@ -1,33 +1,66 @@
-//! Exceptions: S5 (`exception_info`) and M5 (`raising_tests`).
-use crate::common::{in_test_order, test_ids};
+//! Exceptions: S5 (`exception_info`, `caught_types`), S5/M5 (`exception_counts`) and M5
+//! (`raising_tests`).
+use crate::common::{in_test_order, invocations, Ix};
 use crate::{ExtractError, Params};
-use flux_trace::query::{owners, test_matches};
-use flux_trace::{Event, Kind, Trace};
+use flux_trace::query::test_matches;
+use flux_trace::{Event, Kind, TraceIndex};
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+const NAMING: &str = "\
+Exception types are named as the hook records them, SWE-Flux's convention: bare \
+`type(exc).__qualname__` for builtins (`ValueError`), `module.QualName` for every other class; \
+messages are `str(exc)`, cut to the repr limit. A `type` parameter matches a traced type equal \
+to it or whose last dotted component equals it.";
 
 pub(crate) const EXCEPTION_INFO: &str = "\
 The Mth (`occurrence`, default 1) exception *raised* in traced code, in trace order, optionally \
-only of `type` (equal to the traced type or to its last dotted component), raised in \
-`raised_in`, or during `test`. An `exception` event is a raise unless it continues a \
-propagation, i.e. unless the same activation's last event before it was the unwinding `return` \
-of a callee; a re-raise (`raise` in a handler) is a new raise. For an exception raised by C code \
-(`int('x')`), the raising function is the Python function that called it. From its raise the \
-exception is followed frame by frame: a `handled` event of the same type in the current frame \
-(the hook reports the line of the matching `except` clause) means handled there at that line; \
-an unwinding `return` moves it to the caller, which must be traced to go on (an untraced caller \
-or the bottom of the stack: it leaves traced code unhandled); a frame that goes on with `line` \
-events and then returns or raises again without a `handled` event handled it, at an unknown \
-line (null). Answer: {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \
-\"raise_line\", \"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" \
-([qualnames of the frames the exception exited, innermost first])}}.";
+only of `type`, raised in `raised_in` (qualname; `file` restricts its file), or during `test`. \
+An `exception` event is a raise unless it continues a propagation, i.e. unless the same \
+activation's last event before it was the unwinding `return` of a callee; a re-raise (`raise` \
+in a handler) is a new raise. For an exception raised by C code (`int('x')`), the raising \
+function is the Python function that called it. From its raise the exception is followed frame \
+by frame: a `handled` event of the same type in the current frame (the hook reports the line of \
+the matching `except` clause) means handled there at that line; an unwinding `return` moves it \
+to the caller, which must be traced to go on (an untraced caller or the bottom of the stack: it \
+leaves traced code unhandled); a frame that goes on with `line` events and then returns or \
+raises again without a `handled` event handled it, at an unknown line (null). Answer: \
+{\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
+\"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" ([qualnames of \
+the frames the exception exited, innermost first])}}.";
 
 pub(crate) const RAISING_TESTS: &str = "\
-`crashing_tests`: the tests (in start order) during which an exception of `type` (equal to the \
-traced type or its last dotted component) is raised in traced code (a raise as defined for \
-`exception_info`), optionally only raises in `raised_in`, and with `uncaught = true` only those \
-that no traced frame handles. `safe_tests`: every other test of the trace. Answer: \
-{\"crashing_tests\": [...], \"safe_tests\": [...]}.";
+`crashing_tests`: the tests (in start order) during which an exception of `type` is raised in \
+traced code (a raise as defined for `exception_info`), optionally only raises in `raised_in`, \
+and with `uncaught = true` only those that no traced frame handles; with `escapes` (a \
+qualname) instead the tests in which an exception (of `type`, if given) propagates out of an \
+activation of that function (its frame ends by unwinding). `safe_tests`: every other test of \
+the trace. `crashes` lists each crashing test with the type and message of its first such \
+exception and where it was raised. Answer: {\"crashing_tests\": [...], \"safe_tests\": [...], \
+\"crashes\": [{\"test\", \"exception_type\", \"message\", \"raised_in\"}, ...]}.";
+
+pub(crate) const EXCEPTION_COUNTS: &str = "\
+Per-type counts of the `exception` events in the frames of `function` over its selected \
+invocations (`test`, `file`; `lines` keeps only events at those lines): with `events = \"all\"` \
+(default, SWE-Flux's definition) every exception event of the frame counts (an exception raised \
+there, one propagating into it from a callee, each re-raise); with `\"raises\"` only raises as \
+defined for `exception_info`. Answer: {\"exception_type_counts\": [{\"exception_type\", \
+\"count\"}, ...] sorted by type, \"exception_types\": [the types, sorted], \"total\": N, \
+\"per_test\": [{\"test\", \"exception_type_counts\"}, ...] for the tests with one}.";
+
+pub(crate) const CAUGHT_TYPES: &str = "\
+The exception types caught by `function`'s own handlers over its selected invocations: an \
+`exception` event in one of its frames (raised there or propagated into it from a callee) after \
+which the same frame reports the exception `handled` or goes on executing lines (rather than \
+returning by unwinding or raising it again). With `line`, only those handled at the `except` \
+clause on that line (per the hook's `handled` event). Answer: {\"caught_exception_kinds\": \
+[types, sorted, unique], \"caught\": [{\"exception_type\", \"line\" (the except line or \
+null), \"count\"}, ...]}.";
+
+/// The naming convention, for `flux extractors`.
+pub(crate) fn naming_doc() -> &'static str {
+    NAMING
+}
 
 /// One raised exception and where it went.
 struct Raise<'t> {
@@ -40,108 +73,126 @@ fn type_matches(ty: &str, want: &str) -> bool {
     ty == want || ty.rsplit('.').next() == Some(want)
 }
 
-/// Every raise whose `exception` event satisfies `keep`, in trace order, followed to its
-/// handler.
-fn raises(t: &Trace, keep: impl Fn(&Event) -> bool) -> Vec<Raise<'_>> {
-    let own = owners(t);
-    let calls: HashMap<u64, &Event> = t
-        .events
-        .iter()
-        .filter(|e| e.ev == Kind::Call && e.activation != 0)
-        .map(|e| (e.activation, e))
-        .collect();
+fn exc_type(e: &Event) -> &str {
+    e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("")
+}
+
+/// Indices of the `exception` events that start a raise (see `exception_info`).
+fn raise_origins(ix: &Ix<'_>) -> Vec<usize> {
     // Activation → it has just received an exception from an unwinding callee.
     let mut pending: HashMap<u64, bool> = HashMap::new();
     let mut origins = Vec::new();
-    for (i, e) in t.events.iter().enumerate() {
+    for (i, e) in ix.trace.events.iter().enumerate() {
         match e.ev {
             Kind::Return if e.unwind && e.parent != 0 => {
                 pending.insert(e.parent, true);
             }
             Kind::Exception => {
-                let continues_propagation = pending.remove(&own[i]).is_some();
-                if !continues_propagation && keep(e) {
+                if pending.remove(&ix.owner(i)).is_none() {
                     origins.push(i);
                 }
             }
             Kind::Line | Kind::Call | Kind::Handled => {
-                pending.remove(&own[i]);
+                pending.remove(&ix.owner(i));
             }
             _ => {}
         }
     }
     origins
+}
+
+/// The events of activation `act` after trace index `after`, in order.
+fn events_after<'a>(ix: &'a Ix<'_>, act: u64, after: usize) -> impl Iterator<Item = usize> + 'a {
+    let inv = ix
+        .call_event(act)
+        .and_then(|_| ix.frame(act))
+        .and_then(|f| ix.invocation_of_frame(f));
+    let evs: &[usize] = inv.map(|i| i.events.as_slice()).unwrap_or(&[]);
+    let start = evs.partition_point(|&i| i <= after);
+    evs[start..]
+        .iter()
+        .copied()
+        .filter(move |&i| ix.owner(i) == act)
+}
+
+/// Follow the raise at trace index `o` to its handler (see `exception_info`).
+fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
+    let origin = ix.event(o);
+    let ty = origin.exc.as_ref().map(|x| x.ty.as_str());
+    let mut act = ix.owner(o);
+    let mut from = o;
+    let mut handled = None;
+    let mut unwound = Vec::new();
+    'frames: while act != 0 {
+        // A frame that goes on with `line` events after the exception handled it, even if no
+        // `handled` event says so; the `handled` event (Python 3.11: inferred by the hook at the
+        // first line of the except body) may come after the `except` line itself.
+        let mut went_on: Option<&Event> = None;
+        // The caller's first `exception` event after an unwind continues this propagation.
+        let mut expect_propagation = from != o;
+        for j in events_after(ix, act, from) {
+            let e = ix.event(j);
+            match e.ev {
+                Kind::Handled if e.exc.as_ref().map(|x| x.ty.as_str()) == ty => {
+                    handled = Some(e);
+                    break 'frames;
+                }
+                Kind::Line => {
+                    expect_propagation = false;
+                    went_on.get_or_insert(e);
+                }
+                Kind::Exception if expect_propagation => expect_propagation = false,
+                Kind::Return if e.unwind && went_on.is_none() => {
+                    unwound.push(e);
+                    if ix.call_event(e.parent).is_some() {
+                        act = e.parent;
+                        from = j;
+                        continue 'frames;
+                    }
+                    break 'frames;
+                }
+                // A normal return, a new exception, an unwind after the frame went on, or a
+                // `handled` event of another exception: handled here, line unknown.
+                Kind::Return | Kind::Exception | Kind::Handled => {
+                    handled = went_on.or(Some(e));
+                    break 'frames;
+                }
+                _ => {}
+            }
+        }
+        handled = went_on;
+        break;
+    }
+    Raise {
+        origin,
+        handled,
+        unwound,
+    }
+}
+
+/// Every raise whose `exception` event satisfies `keep`, in trace order, followed to its
+/// handler.
+fn raises<'t>(ix: &Ix<'t>, keep: impl Fn(&Event) -> bool) -> Vec<Raise<'t>> {
+    raise_origins(ix)
         .into_iter()
-        .map(|o| {
-            let origin = &t.events[o];
-            let ty = origin.exc.as_ref().map(|x| x.ty.as_str());
-            let mut act = own[o];
-            let mut handled = None;
-            let mut unwound = Vec::new();
-            // A frame that goes on with `line` events after the exception handled it, even if
-            // no `handled` event says so; the `handled` event (Python 3.11: inferred by the hook
-            // at the first line of the except body) may come after the `except` line itself.
-            let mut went_on: Option<&Event> = None;
-            // The caller's first `exception` event after an unwind continues this propagation.
-            let mut expect_propagation = false;
-            for (j, e) in t.events.iter().enumerate().skip(o + 1) {
-                if own[j] != act || act == 0 {
-                    continue;
-                }
-                match e.ev {
-                    Kind::Handled if e.exc.as_ref().map(|x| x.ty.as_str()) == ty => {
-                        handled = Some(e);
-                        break;
-                    }
-                    Kind::Line => {
-                        expect_propagation = false;
-                        went_on.get_or_insert(e);
-                    }
-                    Kind::Exception if expect_propagation => expect_propagation = false,
-                    Kind::Return if e.unwind && went_on.is_none() => {
-                        unwound.push(e);
-                        match calls.get(&e.parent) {
-                            Some(_) => {
-                                act = e.parent;
-                                expect_propagation = true;
-                            }
-                            None => break,
-                        }
-                    }
-                    // A normal return, a new exception, an unwind after the frame went on, or
-                    // a `handled` event of another exception: handled here, line unknown.
-                    Kind::Return | Kind::Exception | Kind::Handled => {
-                        handled = went_on.or(Some(e));
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-            if handled.is_none() {
-                handled = went_on;
-            }
-            Raise {
-                origin,
-                handled,
-                unwound,
-            }
-        })
+        .filter(|&o| keep(ix.event(o)))
+        .map(|o| follow(ix, o))
         .collect()
 }
 
-pub(crate) fn exception_info(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let ty = p.opt_str("type")?;
     let raised_in = p.opt_str("raised_in")?;
+    let file = p.opt_str("file")?;
     let test = p.opt_str("test")?;
     let occ = p.index_or("occurrence", 1)?;
-    let all = raises(t, |e| {
-        let exc_ty = e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("");
-        ty.is_none_or(|w| type_matches(exc_ty, w))
+    let all = raises(ix, |e| {
+        ty.is_none_or(|w| type_matches(exc_type(e), w))
             && raised_in.is_none_or(|f| e.name() == f)
+            && file.is_none_or(|f| flux_trace::query::file_within(&e.file, f))
             && test.is_none_or(|tt| test_matches(&e.test, tt))
     });
-    let chosen: Vec<&Raise<'_>> = all.iter().collect();
-    let r = chosen.get(occ - 1).ok_or_else(|| {
+    let r = all.get(occ - 1).ok_or_else(|| {
         let mut what = String::from("exception(s) raised");
         if let Some(w) = ty {
             what = format!("`{w}` {what}");
@@ -154,7 +205,7 @@ pub(crate) fn exception_info(t: &Trace, p: &Params) -> Result<Value, ExtractErro
         }
         ExtractError::NotObserved(format!(
             "the trace has {} {what}; occurrence {occ} was asked for",
-            chosen.len()
+            all.len()
         ))
     })?;
     let exc = r.origin.exc.clone().unwrap_or(flux_trace::ExcInfo {
@@ -176,150 +227,182 @@ pub(crate) fn exception_info(t: &Trace, p: &Params) -> Result<Value, ExtractErro
     }}))
 }
 
-pub(crate) fn raising_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
-    let ty = p.str("type")?;
+pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let ty = p.opt_str("type")?;
     let raised_in = p.opt_str("raised_in")?;
     let uncaught = p.bool_or("uncaught", false)?;
-    let crashing: BTreeSet<String> = raises(t, |e| {
-        e.exc.as_ref().is_some_and(|x| type_matches(&x.ty, ty))
-            && raised_in.is_none_or(|f| e.name() == f)
-            && !e.test.is_empty()
-    })
-    .into_iter()
-    .filter(|r| !uncaught || r.handled.is_none())
-    .map(|r| r.origin.test.clone())
-    .collect();
-    let order = test_ids(t);
+    // test → (type, message, raised in) of its first crash
+    let mut crashes: BTreeMap<String, (String, String, String)> = BTreeMap::new();
+    if let Some(f) = p.opt_str("escapes")? {
+        for inv in invocations(ix, p, f)? {
+            for &i in &inv.events {
+                let e = ix.event(i);
+                let fits = e.ev == Kind::Return
+                    && e.unwind
+                    && !e.test.is_empty()
+                    && ty.is_none_or(|w| type_matches(exc_type(e), w));
+                if fits {
+                    let msg = e.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
+                    crashes.entry(e.test.clone()).or_insert((
+                        exc_type(e).to_string(),
+                        msg,
+                        e.name().to_string(),
+                    ));
+                }
+            }
+        }
+    } else {
+        let Some(ty) = ty else {
+            return Err(ExtractError::MissingParam {
+                param: "type (or escapes)".into(),
+            });
+        };
+        for r in raises(ix, |e| {
+            type_matches(exc_type(e), ty)
+                && raised_in.is_none_or(|f| e.name() == f)
+                && !e.test.is_empty()
+        }) {
+            if uncaught && r.handled.is_some() {
+                continue;
+            }
+            let o = r.origin;
+            let msg = o.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
+            crashes.entry(o.test.clone()).or_insert((
+                exc_type(o).to_string(),
+                msg,
+                o.name().to_string(),
+            ));
+        }
+    }
+    let order = ix.test_ids();
+    let crashing: BTreeSet<String> = crashes.keys().cloned().collect();
     let safe: BTreeSet<String> = order
         .iter()
         .filter(|t| !crashing.contains(*t))
         .cloned()
         .collect();
+    let crashing = in_test_order(&order, &crashing);
+    let details: Vec<Value> = crashing
+        .iter()
+        .map(|t| {
+            let (ty, msg, at) = &crashes[t];
+            json!({"test": t, "exception_type": ty, "message": msg, "raised_in": at})
+        })
+        .collect();
     Ok(json!({
-        "crashing_tests": in_test_order(&order, &crashing),
+        "crashing_tests": crashing,
         "safe_tests": in_test_order(&order, &safe),
+        "crashes": details,
     }))
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::testkit::TraceBuilder;
-    use crate::{extract, params};
-    use serde_json::json;
-
-    /// test_a: outer (10) calls parse (20); parse raises ValueError at 22 and unwinds; outer
-    /// gets the propagated exception event at 11 and handles it at 12.
-    /// test_b: parse raises KeyError at 23; as in Python 3.11 the `except` line 24 runs before
-    /// the hook's `handled` event (at 24) and the except body 25: handled in parse at 24.
-    /// test_c: parse raises ValueError at 22, unwinds, outer unwinds, and the caller of outer
-    /// is untraced → unhandled in traced code.
-    /// test_d: nothing raised.
-    /// test_e: parse raises TypeError at 23 and goes on at 26 with no `handled` event (a tracer
-    /// without handled events): handled in parse, handler line unknown.
-    fn exc() -> flux_trace::Trace {
-        TraceBuilder::new()
-            .test("t.py::test_a")
-            .call("outer", 10, &[])
-            .line(11, &[])
-            .call("parse", 20, &[("s", "'x'")])
-            .line(21, &[])
-            .line(22, &[])
-            .raise("ValueError", "bad x")
-            .unwind("ValueError", "bad x")
-            .raise("ValueError", "bad x")
-            .handled(12, "ValueError", "bad x")
-            .line(13, &[])
-            .ret("None")
-            .end("passed")
-            .test("t.py::test_b")
-            .call("parse", 20, &[("s", "'y'")])
-            .line(23, &[])
-            .raise("KeyError", "'y'")
-            .line(24, &[])
-            .handled(24, "KeyError", "'y'")
-            .line(25, &[])
-            .ret("None")
-            .end("passed")
-            .test("t.py::test_c")
-            .call("outer", 10, &[])
-            .line(11, &[])
-            .call("parse", 20, &[("s", "'z'")])
-            .line(22, &[])
-            .raise("ValueError", "bad z")
-            .unwind("ValueError", "bad z")
-            .raise("ValueError", "bad z")
-            .unwind("ValueError", "bad z")
-            .end("failed")
-            .test("t.py::test_d")
-            .end("passed")
-            .test("t.py::test_e")
-            .call("parse", 20, &[("s", "1")])
-            .line(23, &[])
-            .raise("TypeError", "no")
-            .line(26, &[])
-            .line(27, &[])
-            .ret("None")
-            .end("passed")
-            .build()
-    }
-
-    #[test]
-    fn exception_info_follows_the_exception_to_its_handler() {
-        let t = exc();
-        let p = params(json!({"type": "ValueError"})).unwrap();
-        // The event at outer:11 continues the propagation from parse, so it is not a raise.
-        assert_eq!(
-            extract(&t, "exception_info", &p).unwrap(),
-            json!({"exception": {"type": "ValueError", "message": "bad x", "raised_in": "parse",
-                   "raise_line": 22, "handled_in": "outer", "handler_line": 12,
-                   "unwound": ["parse"]}})
-        );
-        let p = params(json!({"type": "ValueError", "occurrence": 2})).unwrap();
-        assert_eq!(
-            extract(&t, "exception_info", &p).unwrap(),
-            json!({"exception": {"type": "ValueError", "message": "bad z", "raised_in": "parse",
-                   "raise_line": 22, "handled_in": null, "handler_line": null,
-                   "unwound": ["parse", "outer"]}})
-        );
-        let p = params(json!({"test": "test_b"})).unwrap();
-        assert_eq!(
-            extract(&t, "exception_info", &p).unwrap(),
-            json!({"exception": {"type": "KeyError", "message": "'y'", "raised_in": "parse",
-                   "raise_line": 23, "handled_in": "parse", "handler_line": 24, "unwound": []}})
-        );
-        let p = params(json!({"type": "TypeError"})).unwrap();
-        assert_eq!(
-            extract(&t, "exception_info", &p).unwrap(),
-            json!({"exception": {"type": "TypeError", "message": "no", "raised_in": "parse",
-                   "raise_line": 23, "handled_in": "parse", "handler_line": null, "unwound": []}})
-        );
-    }
-
-    #[test]
-    fn exception_info_out_of_range_says_how_many() {
-        let t = exc();
-        let p = params(json!({"type": "ValueError", "occurrence": 3})).unwrap();
-        let err = extract(&t, "exception_info", &p).unwrap_err().to_string();
-        assert!(
-            err.contains("the trace has 2 `ValueError` exception(s) raised; occurrence 3"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn raising_tests_split_the_suite() {
-        let t = exc();
-        let p = params(json!({"type": "ValueError"})).unwrap();
-        assert_eq!(
-            extract(&t, "raising_tests", &p).unwrap(),
-            json!({"crashing_tests": ["t.py::test_a", "t.py::test_c"],
-                   "safe_tests": ["t.py::test_b", "t.py::test_d", "t.py::test_e"]})
-        );
-        let p = params(json!({"type": "ValueError", "uncaught": true})).unwrap();
-        assert_eq!(
-            extract(&t, "raising_tests", &p).unwrap(),
-            json!({"crashing_tests": ["t.py::test_c"],
-                   "safe_tests": ["t.py::test_a", "t.py::test_b", "t.py::test_d", "t.py::test_e"]})
-        );
-    }
+fn type_counts(counts: &BTreeMap<String, usize>) -> Vec<Value> {
+    counts
+        .iter()
+        .map(|(t, c)| json!({"exception_type": t, "count": c}))
+        .collect()
 }
+
+pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let invs = invocations(ix, p, function)?;
+    let lines = p.opt_line_list("lines")?;
+    let raises_only = p.choice_or("events", &["all", "raises"], "all")? == "raises";
+    let origins: BTreeSet<usize> = if raises_only {
+        raise_origins(ix).into_iter().collect()
+    } else {
+        BTreeSet::new()
+    };
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut per_test: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
+    for inv in &invs {
+        for &i in &inv.events {
+            let e = ix.event(i);
+            if e.ev != Kind::Exception
+                || (raises_only && !origins.contains(&i))
+                || lines.as_ref().is_some_and(|ls| !ls.contains(&e.line))
+            {
+                continue;
+            }
+            *counts.entry(exc_type(e).to_string()).or_insert(0) += 1;
+            if !e.test.is_empty() {
+                *per_test
+                    .entry(e.test.as_str())
+                    .or_default()
+                    .entry(exc_type(e).to_string())
+                    .or_insert(0) += 1;
+            }
+        }
+    }
+    let per_test: Vec<Value> = ix
+        .test_ids()
+        .iter()
+        .filter_map(|t| {
+            per_test
+                .get(t.as_str())
+                .map(|c| json!({"test": t, "exception_type_counts": type_counts(c)}))
+        })
+        .collect();
+    Ok(json!({
+        "exception_type_counts": type_counts(&counts),
+        "exception_types": counts.keys().collect::<Vec<_>>(),
+        "total": counts.values().sum::<usize>(),
+        "per_test": per_test,
+    }))
+}
+
+pub(crate) fn caught_types(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let at_line = p.opt_line("line")?;
+    let invs = invocations(ix, p, function)?;
+    let mut caught: BTreeMap<(String, Option<u32>), usize> = BTreeMap::new();
+    for inv in &invs {
+        for (k, &i) in inv.events.iter().enumerate() {
+            let e = ix.event(i);
+            if e.ev != Kind::Exception {
+                continue;
+            }
+            let act = ix.owner(i);
+            // The frame's next decisive event after the exception event.
+            let mut verdict: Option<Option<u32>> = None; // Some(line) = caught (line if known)
+            let mut went_on = false;
+            for &j in &inv.events[k + 1..] {
+                if ix.owner(j) != act {
+                    continue;
+                }
+                let x = ix.event(j);
+                match x.ev {
+                    Kind::Handled if exc_type(x) == exc_type(e) => {
+                        verdict = Some(Some(x.line));
+                        break;
+                    }
+                    Kind::Line => went_on = true,
+                    Kind::Exception if !went_on => break, // raised again from the same place
+                    Kind::Return if x.unwind && !went_on => break,
+                    Kind::Return | Kind::Exception | Kind::Handled => {
+                        verdict = went_on.then_some(None);
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            if verdict.is_none() && went_on {
+                verdict = Some(None);
+            }
+            let Some(line) = verdict else { continue };
+            if at_line.is_some_and(|l| line != Some(l)) {
+                continue;
+            }
+            *caught.entry((exc_type(e).to_string(), line)).or_insert(0) += 1;
+        }
+    }
+    let kinds: BTreeSet<&str> = caught.keys().map(|(t, _)| t.as_str()).collect();
+    let list: Vec<Value> = caught
+        .iter()
+        .map(|((t, l), c)| json!({"exception_type": t, "line": l, "count": c}))
+        .collect();
+    Ok(json!({"caught_exception_kinds": kinds.into_iter().collect::<Vec<_>>(), "caught": list}))
+}
+
+#[cfg(test)]
+mod tests;

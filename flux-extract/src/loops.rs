@@ -1,22 +1,42 @@
-//! Loops: S2 (`loop_iterations`) and M2 (`loop_iterations_across_tests`).
-use crate::common::{all_invocations, in_test_order, pick_invocation, test_ids};
+//! Loops: S2 (`loop_iterations`, `iteration_value`), S2/M2 (`loop_stats`) and M2
+//! (`loop_iterations_across_tests`).
+use crate::common::{all_invocations, facts_of, in_test_order, pick_invocation, Ix};
 use crate::{ExtractError, Params};
 use flux_trace::query::Invocation;
-use flux_trace::{Kind, Trace};
+use flux_trace::{Kind, TraceIndex};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub(crate) const LOOP_ITERATIONS: &str = "\
-Iterations of the loop whose header is at line `header` and whose body spans lines \
-(`header`, `body_end`], in the Nth invocation of `function`. Over the frame's `line` events in \
-order (nested calls excluded): an *entry* is a `line` event at `header` whose previous `line` \
-event of the frame is absent or outside [`header`, `body_end`]; an *iteration* is a `line` event \
-at `header` whose next `line` event of the frame is inside (`header`, `body_end`]. The count is \
-the number of iterations over all entries, or within the Nth entry if `entry` is given. \
-(Python 3.11 reports the header line at each pass, `while True:` included, and once more when \
-a `for` loop is exhausted or a `while` condition fails; that last header event is followed by a \
+const ITERATION: &str = "\
+An iteration is counted one of two ways (`count`). `header` (default): over the frame's `line` \
+events in order (nested calls excluded), an *entry* is a `line` event at `header` whose previous \
+`line` event of the frame is absent or outside [`header`, `body_end`], and an *iteration* is a \
+`line` event at `header` whose next `line` event of the frame is inside (`header`, `body_end`] \
+(Python 3.11 reports the header line at each pass, `while True:` included, and once more when a \
+`for` loop is exhausted or a `while` condition fails; that last header event is followed by a \
 line outside the body, such as an `else:` body, and so is not an iteration; a `break` leaves \
-without reaching the header.) Answer: {\"loop_iteration_count\": N}.";
+without reaching the header). `body_line`: an iteration is one execution (`line` event of the \
+frame) of the body's first line (`body_line`, default from the static facts: the first line of \
+the body's first statement), SWE-Flux's definition. `body_end` defaults to the last line of the \
+loop body from the static facts.";
+
+pub(crate) const LOOP_ITERATIONS: &str = "\
+Iterations of the loop whose header is at line `header` in the Nth invocation of `function`: \
+the number of iterations over all entries, or within the Nth entry if `entry` is given. See \
+the iteration convention (`count`, `body_end`, `body_line`). Answer: {\"loop_iteration_count\": N}.";
+
+pub(crate) const LOOP_STATS: &str = "\
+Per-invocation iteration counts of the loop whose header is at `header`, over every selected \
+invocation of `function` (`test`, `file`), and their statistics. An invocation's count is the \
+number of its iterations over all its entries into the loop; with `invocations = \"all\"` \
+(default) every invocation counts, those that never reach the loop with 0 (zero-iteration \
+invocations are included); with `\"entered\"` only those whose frame executes the header. \
+An error if no invocation reaches the header (the loop never runs). \
+`min_iterations`, `max_iterations` and `total_iterations` are over those counts (an error if \
+there is none); `per_test` sums each test's invocations (tests that run none are omitted). \
+Answer: {\"min_iterations\", \"max_iterations\", \"total_iterations\", \"invocations\" (how many \
+counted), \"zero_iteration_invocations\", \"per_invocation\": [{\"invocation\", \"test\", \
+\"iterations\"}], \"per_test\": [{\"test\", \"iterations\"}]}.";
 
 pub(crate) const LOOP_ITERATIONS_ACROSS_TESTS: &str = "\
 For every test in which the loop's header line executes (same loop definition as \
@@ -25,102 +45,240 @@ that test (an iteration is attributed to the test of its header `line` event). A
 minimum and maximum of these totals and the tests attaining each, in start order: \
 {\"min_iterations\": N, \"max_iterations\": N, \"tests_with_min\": [...], \"tests_with_max\": [...]}.";
 
-/// Iterations per entry, with the index into `trace.events` of the header event of each
-/// iteration.
-fn entries(t: &Trace, inv: &Invocation, header: u32, body_end: u32) -> Vec<Vec<usize>> {
-    let lines: Vec<(usize, u32)> = inv
-        .events
-        .iter()
-        .filter(|&&i| t.events[i].ev == Kind::Line)
-        .map(|&i| (i, t.events[i].line))
-        .collect();
-    let in_loop = |l: u32| l >= header && l <= body_end;
-    let in_body = |l: u32| l > header && l <= body_end;
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    for (k, &(i, l)) in lines.iter().enumerate() {
-        if l != header {
-            continue;
+pub(crate) const ITERATION_VALUE: &str = "\
+The value of `variable` at the Nth iteration (`iteration`, from 1, counted over all entries as \
+in `loop_stats`) of the loop at `header` in the Nth invocation of `function`: with `at = \
+\"before\"` (default) the frame's state when the iteration's first body line is about to run \
+(after a `for` target is bound), with `at = \"after\"` its state at the iteration's end (the \
+next `line` event of the frame at the header or outside the loop, or its return). Answer: \
+{\"nth_iteration\": N, \"variable\": V, \"value\": REPR}.";
+
+/// The whole definition, for `flux extractors`.
+pub(crate) fn iteration_doc() -> &'static str {
+    ITERATION
+}
+
+/// One iteration: its entry (from 0) and the positions (in `inv.events`) of the event that
+/// starts it (the header or the body line) and of its first body line event.
+#[derive(Clone, Copy, Debug)]
+struct Iteration {
+    entry: usize,
+    start: usize,
+    body: usize,
+}
+
+/// How iterations are recognised.
+struct LoopDef {
+    header: u32,
+    body_end: u32,
+    /// `Some(line)`: count executions of `line` (the `body_line` definition).
+    body_line: Option<u32>,
+}
+
+impl LoopDef {
+    fn from_params(ix: &Ix<'_>, p: &Params, inv: &Invocation) -> Result<LoopDef, ExtractError> {
+        let header = p.line("header")?;
+        let by_body = p.choice_or("count", &["header", "body_line"], "header")? == "body_line";
+        let explicit_end = p.opt_line("body_end")?;
+        let explicit_body = p.opt_line("body_line")?;
+        let need_facts = explicit_end.is_none() || (by_body && explicit_body.is_none());
+        let facts = if need_facts {
+            let f = facts_of(ix, inv, "the loop's body lines")?;
+            let file = ix.facts_of_invocation(inv).map(|(ff, _)| ff);
+            Some(
+                file.and_then(|ff| ff.loop_at(&f.qualname, header))
+                    .ok_or_else(|| {
+                        ExtractError::NotObserved(format!(
+                            "the static facts show no loop with its header at line {header} in \
+                             `{}`",
+                            f.qualname
+                        ))
+                    })?,
+            )
+        } else {
+            None
+        };
+        let body_end = match explicit_end {
+            Some(e) => e,
+            None => facts.map(|l| l.body[1]).unwrap_or(header),
+        };
+        if body_end <= header {
+            return Err(ExtractError::BadParam {
+                param: "body_end".into(),
+                expected: "a line after `header`",
+                got: body_end.to_string(),
+            });
         }
-        let prev = k.checked_sub(1).map(|p| lines[p].1);
-        if prev.is_none_or(|p| !in_loop(p)) || out.is_empty() {
-            out.push(Vec::new());
-        }
-        if lines.get(k + 1).is_some_and(|&(_, next)| in_body(next)) {
-            if let Some(last) = out.last_mut() {
-                last.push(i);
+        let body_line = if by_body {
+            Some(
+                explicit_body
+                    .or(facts.map(|l| l.body_first_line))
+                    .unwrap_or(header + 1),
+            )
+        } else {
+            None
+        };
+        Ok(LoopDef {
+            header,
+            body_end,
+            body_line,
+        })
+    }
+
+    /// The iterations of `inv`, and how many entries into the loop it makes.
+    fn iterations(&self, ix: &Ix<'_>, inv: &Invocation) -> (Vec<Iteration>, usize) {
+        let lines: Vec<(usize, u32)> = inv
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, &i)| ix.event(i).ev == Kind::Line)
+            .map(|(k, &i)| (k, ix.event(i).line))
+            .collect();
+        let in_loop = |l: u32| l >= self.header && l <= self.body_end;
+        let in_body = |l: u32| l > self.header && l <= self.body_end;
+        let mut out = Vec::new();
+        let mut entries = 0usize;
+        for (n, &(k, l)) in lines.iter().enumerate() {
+            let prev = n.checked_sub(1).map(|p| lines[p].1);
+            if l == self.header && (prev.is_none_or(|p| !in_loop(p)) || entries == 0) {
+                entries += 1;
+            }
+            match self.body_line {
+                Some(b) => {
+                    if l == b {
+                        out.push(Iteration {
+                            entry: entries.saturating_sub(1),
+                            start: k,
+                            body: k,
+                        });
+                    }
+                }
+                None => {
+                    if l == self.header {
+                        if let Some(&(kb, next)) = lines.get(n + 1) {
+                            if in_body(next) {
+                                out.push(Iteration {
+                                    entry: entries.saturating_sub(1),
+                                    start: k,
+                                    body: kb,
+                                });
+                            }
+                        }
+                    }
+                }
             }
         }
+        (out, entries)
     }
-    out
 }
 
-fn loop_lines(p: &Params) -> Result<(u32, u32), ExtractError> {
-    let header = p.line("header")?;
-    let body_end = p.line("body_end")?;
-    if body_end <= header {
-        return Err(ExtractError::BadParam {
-            param: "body_end".into(),
-            expected: "a line after `header`",
-            got: body_end.to_string(),
-        });
-    }
-    Ok((header, body_end))
-}
-
-pub(crate) fn loop_iterations(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn loop_iterations(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let (header, body_end) = loop_lines(p)?;
-    let (n, inv) = pick_invocation(t, p, function)?;
-    let entries = entries(t, &inv, header, body_end);
-    if entries.is_empty() {
+    let (n, inv) = pick_invocation(ix, p, function)?;
+    let def = LoopDef::from_params(ix, p, inv)?;
+    let (its, entries) = def.iterations(ix, inv);
+    if entries == 0 && its.is_empty() {
         return Err(ExtractError::NotObserved(format!(
-            "line {header} (the loop header) never executes in invocation {n} of `{function}`"
+            "line {} (the loop header) never executes in invocation {n} of `{function}`",
+            def.header
         )));
     }
     let count = match p.opt_pos("entry")? {
-        None => entries.iter().map(Vec::len).sum::<usize>(),
+        None => its.len(),
         Some(k) => {
             let k = usize::try_from(k).unwrap_or(usize::MAX);
-            entries.get(k - 1).map(Vec::len).ok_or_else(|| {
-                ExtractError::NotObserved(format!(
-                    "the loop at line {header} is entered {} time(s) in invocation {n} of \
+            if k > entries {
+                return Err(ExtractError::NotObserved(format!(
+                    "the loop at line {} is entered {entries} time(s) in invocation {n} of \
                      `{function}`; entry {k} was asked for",
-                    entries.len()
-                ))
-            })?
+                    def.header
+                )));
+            }
+            its.iter().filter(|it| it.entry == k - 1).count()
         }
     };
     Ok(json!({ "loop_iteration_count": count }))
 }
 
-pub(crate) fn loop_iterations_across_tests(t: &Trace, p: &Params) -> Result<Value, ExtractError> {
+pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let (header, body_end) = loop_lines(p)?;
-    let invs = all_invocations(t, p, function)?;
+    let invs = all_invocations(ix, p, function)?;
+    let def = LoopDef::from_params(ix, p, invs[0])?;
+    let entered_only = p.choice_or("invocations", &["all", "entered"], "all")? == "entered";
+    let mut per_inv = Vec::new();
+    let mut per_test: BTreeMap<String, usize> = BTreeMap::new();
+    let mut counts = Vec::new();
+    let mut any_entered = false;
+    for (k, inv) in invs.iter().enumerate() {
+        let (its, entries) = def.iterations(ix, inv);
+        let entered = entries > 0 || !its.is_empty();
+        any_entered |= entered;
+        if entered_only && !entered {
+            continue;
+        }
+        counts.push(its.len());
+        per_inv.push(json!({"invocation": k + 1, "test": inv.test, "iterations": its.len()}));
+        if !inv.test.is_empty() {
+            *per_test.entry(inv.test.clone()).or_insert(0) += its.len();
+        }
+    }
+    let (Some(&min), Some(&max), true) = (counts.iter().min(), counts.iter().max(), any_entered)
+    else {
+        return Err(ExtractError::NotObserved(format!(
+            "no invocation of `{function}` reaches the loop header at line {}",
+            def.header
+        )));
+    };
+    let per_test: Vec<Value> = ix
+        .test_ids()
+        .into_iter()
+        .filter_map(|t| {
+            per_test
+                .get(&t)
+                .map(|n| json!({"test": t, "iterations": n}))
+        })
+        .collect();
+    Ok(json!({
+        "min_iterations": min,
+        "max_iterations": max,
+        "total_iterations": counts.iter().sum::<usize>(),
+        "invocations": counts.len(),
+        "zero_iteration_invocations": counts.iter().filter(|c| **c == 0).count(),
+        "per_invocation": per_inv,
+        "per_test": per_test,
+    }))
+}
+
+pub(crate) fn loop_iterations_across_tests(
+    ix: &TraceIndex<'_>,
+    p: &Params,
+) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let invs = all_invocations(ix, p, function)?;
+    let def = LoopDef::from_params(ix, p, invs[0])?;
     let mut per_test: BTreeMap<String, usize> = BTreeMap::new();
     for inv in &invs {
         // Tests that reach the header count even with zero iterations.
         for &i in &inv.events {
-            let e = &t.events[i];
-            if e.ev == Kind::Line && e.line == header && !e.test.is_empty() {
+            let e = ix.event(i);
+            if e.ev == Kind::Line && e.line == def.header && !e.test.is_empty() {
                 per_test.entry(e.test.clone()).or_insert(0);
             }
         }
-        for entry in entries(t, inv, header, body_end) {
-            for i in entry {
-                let test = &t.events[i].test;
-                if !test.is_empty() {
-                    *per_test.entry(test.clone()).or_insert(0) += 1;
-                }
+        for it in def.iterations(ix, inv).0 {
+            let test = &ix.event(inv.events[it.start]).test;
+            if !test.is_empty() {
+                *per_test.entry(test.clone()).or_insert(0) += 1;
             }
         }
     }
     let (Some(&min), Some(&max)) = (per_test.values().min(), per_test.values().max()) else {
         return Err(ExtractError::NotObserved(format!(
-            "line {header} (the loop header) of `{function}` never executes inside a test"
+            "line {} (the loop header) of `{function}` never executes inside a test",
+            def.header
         )));
     };
-    let order = test_ids(t);
+    let order = ix.test_ids();
     let with = |n: usize| -> BTreeSet<String> {
         per_test
             .iter()
@@ -136,121 +294,63 @@ pub(crate) fn loop_iterations_across_tests(t: &Trace, p: &Params) -> Result<Valu
     }))
 }
 
-#[cfg(test)]
-mod tests {
-    use crate::testkit::TraceBuilder;
-    use crate::{extract, params};
-    use serde_json::json;
-
-    /// f: 10 def, 11 `total = 0`, 12 `for x in xs:`, 13 `if x < 0: break`... simplified:
-    /// 12 header, body 13..14, 15 after the loop.
-    /// Invocation 1 (xs of 3): 11 12 13 14 12 13 14 12 13 14 12 15 → the header is followed by
-    /// a body line 3 times; the 4th header event (exhaustion) is followed by 15 → 3 iterations.
-    /// Invocation 2 (break on the 2nd item): 11 12 13 14 12 13 15 → 2 iterations.
-    /// Invocation 3 (empty xs): 11 12 15 → entered once, 0 iterations.
-    fn loops() -> flux_trace::Trace {
-        let mut tb = TraceBuilder::new()
-            .test("t.py::test_three")
-            .call("f", 10, &[])
-            .line(11, &[]);
-        for _ in 0..3 {
-            tb = tb.line(12, &[]).line(13, &[]).line(14, &[]);
-        }
-        tb = tb.line(12, &[]).line(15, &[]).ret("None").end("passed");
-        tb = tb
-            .test("t.py::test_break")
-            .call("f", 10, &[])
-            .line(11, &[])
-            .line(12, &[])
-            .line(13, &[])
-            .line(14, &[])
-            .line(12, &[])
-            .line(13, &[])
-            .line(15, &[])
-            .ret("None")
-            .end("passed");
-        tb.test("t.py::test_empty")
-            .call("f", 10, &[])
-            .line(11, &[])
-            .line(12, &[])
-            .line(15, &[])
-            .ret("None")
-            .end("passed")
-            .test("t.py::test_other")
-            .end("passed")
-            .build()
-    }
-
-    fn count(t: &flux_trace::Trace, inv: u64) -> serde_json::Value {
-        let p = params(json!({"function": "f", "invocation": inv, "header": 12, "body_end": 14}))
-            .unwrap();
-        extract(t, "loop_iterations", &p).unwrap()
-    }
-
-    #[test]
-    fn loop_iterations_counts_header_followed_by_body() {
-        let t = loops();
-        assert_eq!(count(&t, 1), json!({"loop_iteration_count": 3}));
-        assert_eq!(count(&t, 2), json!({"loop_iteration_count": 2}));
-        assert_eq!(count(&t, 3), json!({"loop_iteration_count": 0}));
-    }
-
-    #[test]
-    fn loop_entries_are_separated_by_lines_outside_the_loop() {
-        // Inner loop at 12..13 inside an outer loop at 11..13: 11 12 13 12 | 11 12 13 12 13 12 | 11
-        // Entries into the inner loop come from 11 (outside [12, 13]): 2 entries, 1 then 2
-        // iterations.
-        let t = TraceBuilder::new()
-            .call("f", 10, &[])
-            .line(11, &[])
-            .line(12, &[])
-            .line(13, &[])
-            .line(12, &[])
-            .line(11, &[])
-            .line(12, &[])
-            .line(13, &[])
-            .line(12, &[])
-            .line(13, &[])
-            .line(12, &[])
-            .line(11, &[])
-            .ret("None")
-            .build();
-        let run = |entry: Option<u64>| {
-            let mut p = json!({"function": "f", "header": 12, "body_end": 13});
-            if let Some(e) = entry {
-                p["entry"] = json!(e);
+pub(crate) fn iteration_value(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let variable = p.str("variable")?;
+    let nth = p.index_or("iteration", 1)?;
+    let (n, inv) = pick_invocation(ix, p, function)?;
+    let def = LoopDef::from_params(ix, p, inv)?;
+    let (its, _) = def.iterations(ix, inv);
+    let it = its.get(nth - 1).ok_or_else(|| {
+        ExtractError::NotObserved(format!(
+            "the loop at line {} makes {} iteration(s) in invocation {n} of `{function}`; \
+             iteration {nth} was asked for",
+            def.header,
+            its.len()
+        ))
+    })?;
+    let pos = match p.choice_or("at", &["before", "after"], "before")? {
+        "after" => {
+            // The end of the iteration: the next line event at the header or outside the loop.
+            let mut end = None;
+            for k in it.body + 1..inv.events.len() {
+                let e = ix.event(inv.events[k]);
+                if e.ev == Kind::Return
+                    || (e.ev == Kind::Line
+                        && (e.line == def.header || e.line > def.body_end || e.line < def.header))
+                {
+                    end = Some(k);
+                    break;
+                }
             }
-            extract(&t, "loop_iterations", &params(p).unwrap())
-        };
-        assert_eq!(run(None).unwrap(), json!({"loop_iteration_count": 3}));
-        assert_eq!(run(Some(1)).unwrap(), json!({"loop_iteration_count": 1}));
-        assert_eq!(run(Some(2)).unwrap(), json!({"loop_iteration_count": 2}));
-        let err = run(Some(3)).unwrap_err().to_string();
-        assert!(err.contains("entered 2 time(s)"), "{err}");
-    }
-
-    #[test]
-    fn loop_errors_name_the_problem() {
-        let t = loops();
-        let p = params(json!({"function": "f", "header": 30, "body_end": 31})).unwrap();
-        let err = extract(&t, "loop_iterations", &p).unwrap_err().to_string();
-        assert!(
-            err.contains("line 30 (the loop header) never executes in invocation 1 of `f`"),
-            "{err}"
-        );
-        let p = params(json!({"function": "f", "header": 12, "body_end": 12})).unwrap();
-        assert!(extract(&t, "loop_iterations", &p).is_err());
-    }
-
-    #[test]
-    fn across_tests_reports_min_and_max() {
-        // Totals: test_three 3, test_break 2, test_empty 0; test_other never reaches the loop.
-        let t = loops();
-        let p = params(json!({"function": "f", "header": 12, "body_end": 14})).unwrap();
-        assert_eq!(
-            extract(&t, "loop_iterations_across_tests", &p).unwrap(),
-            json!({"min_iterations": 0, "max_iterations": 3,
-                   "tests_with_min": ["t.py::test_empty"], "tests_with_max": ["t.py::test_three"]})
-        );
-    }
+            end.ok_or_else(|| {
+                ExtractError::NotObserved("the trace ends inside the iteration".into())
+            })?
+        }
+        _ => it.body,
+    };
+    let state = inv.locals_through(ix.trace, pos);
+    let v = state.get(variable).ok_or_else(|| {
+        ExtractError::NotObserved(format!(
+            "variable `{variable}` is not bound at iteration {nth} of the loop at line {} in \
+             invocation {n} of `{function}`",
+            def.header
+        ))
+    })?;
+    Ok(json!({"nth_iteration": nth, "variable": variable, "value": v.repr}))
 }
+
+/// Iteration counts per invocation of the loop at `header` (`count` definition from `p`), for
+/// the candidate enumeration.
+pub(crate) fn iterations_of(
+    ix: &Ix<'_>,
+    p: &Params,
+    inv: &Invocation,
+) -> Result<(usize, usize), ExtractError> {
+    let def = LoopDef::from_params(ix, p, inv)?;
+    let (its, entries) = def.iterations(ix, inv);
+    Ok((its.len(), entries))
+}
+
+#[cfg(test)]
+mod tests;

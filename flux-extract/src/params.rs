@@ -2,6 +2,79 @@
 use crate::ExtractError;
 use serde_json::{Map, Value};
 
+/// The type of a parameter's value, checked when an instance loads (before any container
+/// starts) and again by the accessors when an extractor runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamType {
+    /// A string.
+    Str,
+    /// An integer >= 1 (`invocation`, `occurrence`, `entry`).
+    Pos,
+    /// An integer >= 0.
+    Nat,
+    /// A source line (an integer >= 1 that fits 32 bits).
+    Line,
+    Bool,
+    /// A list of strings.
+    StrList,
+    /// A list of source lines.
+    LineList,
+    /// One of the listed strings.
+    Choice(&'static [&'static str]),
+    /// An object mapping source lines (as strings) to lists of names (`uses`).
+    LineNames,
+    /// An object mapping strings to source lines (`predicates`: expression -> line).
+    StrLines,
+}
+
+impl ParamType {
+    /// What a value of this type looks like, for messages and `flux extractors`.
+    pub fn describe(self) -> String {
+        match self {
+            ParamType::Str => "a string".into(),
+            ParamType::Pos => "an integer >= 1".into(),
+            ParamType::Nat => "an integer >= 0".into(),
+            ParamType::Line => "a line number".into(),
+            ParamType::Bool => "true or false".into(),
+            ParamType::StrList => "a list of strings".into(),
+            ParamType::LineList => "a list of line numbers".into(),
+            ParamType::Choice(c) => {
+                let q: Vec<String> = c.iter().map(|x| format!("\"{x}\"")).collect();
+                format!("one of {}", q.join(", "))
+            }
+            ParamType::LineNames => "an object mapping line numbers to lists of names".into(),
+            ParamType::StrLines => "an object mapping strings to line numbers".into(),
+        }
+    }
+
+    /// Does `v` have this type?
+    pub fn admits(self, v: &Value) -> bool {
+        let line = |v: &Value| {
+            v.as_u64()
+                .is_some_and(|n| n >= 1 && n <= u64::from(u32::MAX))
+        };
+        match self {
+            ParamType::Str => v.is_string(),
+            ParamType::Pos => v.as_u64().is_some_and(|n| n >= 1),
+            ParamType::Nat => v.as_u64().is_some(),
+            ParamType::Line => line(v),
+            ParamType::Bool => v.is_boolean(),
+            ParamType::StrList => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            ParamType::LineList => v.as_array().is_some_and(|a| a.iter().all(line)),
+            ParamType::Choice(c) => v.as_str().is_some_and(|s| c.contains(&s)),
+            ParamType::LineNames => v.as_object().is_some_and(|m| {
+                m.iter().all(|(k, names)| {
+                    k.parse::<u32>().is_ok_and(|n| n >= 1)
+                        && names
+                            .as_array()
+                            .is_some_and(|a| a.iter().all(Value::is_string))
+                })
+            }),
+            ParamType::StrLines => v.as_object().is_some_and(|m| m.values().all(line)),
+        }
+    }
+}
+
 /// The parameters of one extractor run (`[extractor] params` of an instance).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Params(Map<String, Value>);
@@ -98,6 +171,41 @@ impl Params {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
             Some(v) => Err(bad(key, "true or false", v)),
+        }
+    }
+
+    /// A string that must be one of `choices`, with a default.
+    pub fn choice_or(
+        &self,
+        key: &str,
+        choices: &'static [&'static str],
+        default: &'static str,
+    ) -> Result<&str, ExtractError> {
+        match self.opt_str(key)? {
+            None => Ok(default),
+            Some(s) if choices.contains(&s) => Ok(s),
+            Some(s) => Err(ExtractError::BadParam {
+                param: key.to_string(),
+                expected: "one of the documented choices",
+                got: format!("{s:?} (choices: {})", choices.join(", ")),
+            }),
+        }
+    }
+
+    /// An optional list of line numbers.
+    pub fn opt_line_list(&self, key: &str) -> Result<Option<Vec<u32>>, ExtractError> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(v) if ParamType::LineList.admits(v) => Ok(Some(
+                v.as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|x| x.as_u64().and_then(|n| u32::try_from(n).ok()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            )),
+            Some(v) => Err(bad(key, "a list of line numbers", v)),
         }
     }
 

@@ -4,7 +4,12 @@
 //! Events get consecutive timestamps, one thread, `frame == activation` (except
 //! [`TraceBuilder::resume`]), `parent`/`depth` from the builder's call stack, and the current
 //! test's node id. Value types are guessed from the repr ([`val`]).
-use flux_trace::{Event, ExcInfo, Kind, Meta, Source, Trace, Value};
+//!
+//! [`facts_from_source`] gives a hand-built trace the static facts of a real source text: it
+//! runs the real `flux_hook.static_facts` with a Python 3.11+ (test support only: the one place
+//! this crate starts a process).
+use flux_trace::{Event, ExcInfo, FileFacts, Kind, Meta, Source, Trace, Value};
+use std::collections::BTreeMap;
 
 pub const FILE: &str = "/usr/lib/python3.11/site-packages/pkg/mod.py";
 
@@ -21,6 +26,49 @@ pub struct TraceBuilder {
     stack: Vec<Open>,
     next: u64,
     test: String,
+    facts: BTreeMap<String, FileFacts>,
+}
+
+/// The static facts `flux_hook.static_facts` computes for `source` as the file `file`, with
+/// `/usr/bin/python3.11` (else `python3`). Panics with the interpreter's message if it fails:
+/// for tests only.
+pub fn facts_from_source(source: &str, file: &str) -> FileFacts {
+    use std::io::Write;
+    let hook = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(|p| p.join("flux-hook"))
+        .expect("workspace layout");
+    let py = if std::path::Path::new("/usr/bin/python3.11").exists() {
+        "/usr/bin/python3.11"
+    } else {
+        "python3"
+    };
+    let script = format!(
+        "import sys, json; sys.path.insert(0, {hook:?}); \
+         from flux_hook.static_facts import facts_for_source; \
+         print(json.dumps(facts_for_source(sys.stdin.buffer.read(), {file:?})))",
+        hook = hook.display().to_string(),
+    );
+    let mut child = std::process::Command::new(py)
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {py} for static facts: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(source.as_bytes())
+        .expect("write source");
+    let out = child.wait_with_output().expect("static facts");
+    assert!(
+        out.status.success(),
+        "static_facts failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("static facts JSON")
 }
 
 /// A value whose type is guessed from its repr the way Python would print it.
@@ -66,7 +114,49 @@ impl TraceBuilder {
             stack: Vec::new(),
             next: 1,
             test: String::new(),
+            facts: BTreeMap::new(),
         }
+    }
+
+    /// Attach static facts (keyed by their `file`).
+    pub fn facts(mut self, f: FileFacts) -> TraceBuilder {
+        self.facts.insert(f.file.clone(), f);
+        self
+    }
+
+    /// Attach the static facts of `source` as the builder's default file [`FILE`].
+    pub fn source(self, source: &str) -> TraceBuilder {
+        self.facts(facts_from_source(source, FILE))
+    }
+
+    /// A `check` event: the hook evaluated `predicate` in the innermost frame at `line`;
+    /// `held` is its truth value, or None when evaluating it raised `error`.
+    pub fn check(
+        mut self,
+        line: u32,
+        predicate: &str,
+        held: Option<bool>,
+        error: &str,
+    ) -> TraceBuilder {
+        let mut e = self.base(Kind::Check);
+        e.line = line;
+        e.predicate = predicate.to_string();
+        match held {
+            Some(b) => {
+                e.value = Some(Value {
+                    repr: if b { "True" } else { "False" }.into(),
+                    ty: "bool".into(),
+                })
+            }
+            None => {
+                e.exc = Some(ExcInfo {
+                    ty: error.to_string(),
+                    msg: String::new(),
+                })
+            }
+        }
+        self.push(e);
+        self
     }
 
     fn push(&mut self, mut e: Event) {
@@ -224,6 +314,33 @@ impl TraceBuilder {
                 ..Meta::default()
             },
             events: self.events,
+            facts: self.facts,
         }
+    }
+}
+
+/// The parts of `answer` that `template` names: object keys it lists (recursively), list items
+/// by position (or all after a one-item template list); what an instance template without
+/// `[extractor.answer]` selects (for tests of
+/// extractors whose records carry more fields than a test looks at).
+pub fn pick(answer: &serde_json::Value, template: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match (answer, template) {
+        (J::Object(a), J::Object(t)) if !(t.len() == 1 && t.contains_key("*")) => J::Object(
+            t.iter()
+                .filter_map(|(k, sub)| a.get(k).map(|v| (k.clone(), pick(v, sub))))
+                .collect(),
+        ),
+        (J::Object(a), J::Object(t)) => {
+            let sub = &t["*"];
+            J::Object(a.iter().map(|(k, v)| (k.clone(), pick(v, sub))).collect())
+        }
+        (J::Array(a), J::Array(t)) if t.len() == a.len() => {
+            J::Array(a.iter().zip(t).map(|(v, x)| pick(v, x)).collect())
+        }
+        (J::Array(a), J::Array(t)) if t.len() == 1 => {
+            J::Array(a.iter().map(|v| pick(v, &t[0])).collect())
+        }
+        _ => answer.clone(),
     }
 }

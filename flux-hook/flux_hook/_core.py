@@ -41,6 +41,8 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True, check_circul
 # The C string encoder of json: no Python frames (none to trace), much faster than _dumps.
 from json.encoder import encode_basestring_ascii as jstr  # noqa: E402
 
+from .checks import Checks, facts_records  # noqa: E402
+
 
 def jval(x):
     """JSON of the hook's payload shapes: None, str, [str, str], {str: [str, str] | None}
@@ -115,7 +117,7 @@ class Config:
         d = json.loads(raw) if raw else {}
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
-        known = {"files", "functions", "events", "limits", "tests", "scope", "dialect"}
+        known = {"files", "functions", "events", "limits", "tests", "scope", "predicates", "dialect"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
@@ -143,6 +145,11 @@ class Config:
         if dialect not in ("flux", "swe-flux"):
             raise ValueError("dialect must be flux or swe-flux, not %r" % dialect)
         self.swe = dialect == "swe-flux"
+        # [tracing] predicates: compiled here, so a bad one is a bad config (exit 97).
+        preds = d.get("predicates", [])
+        if not isinstance(preds, list):
+            raise ValueError("predicates must be a list")
+        self.checks = Checks(preds, exc_typename) if preds else None
         self.want_line = "line" in self.events
         self.want_return = "return" in self.events
         self.want_exc = "exception" in self.events
@@ -311,6 +318,7 @@ class Hook:
         self.check = None  # set by the back-end: detects a tracer switched off
         self.lost_reasons = set()
         self.recursion_hit = False  # a RecursionError hit the hook: records may be missing
+        self.facts_sent = False  # the F records of this connection (send_facts)
         # scope "tests": tracing (and the USDT semaphores) on only inside test windows.
         self.window = config.scope in ("tests", "targets")
         # scope "targets": inside windows, only inside extents of targeted code (see
@@ -593,6 +601,7 @@ class Hook:
             s[0].value = s[1]
         if self.closed:
             return
+        self.send_facts()
         self.flush()
         if self.flusher == threading.get_ident():
             return  # os._exit from a signal handler inside our own flush: cannot say bye safely
@@ -605,6 +614,25 @@ class Hook:
                 self.sock.close()
             except OSError:
                 pass
+
+    def send_facts(self):
+        """The `F` records of the targeted files whose code ran, once per connection (a forked
+        child sends its own). Computing them runs Python (ast), after tracing stopped: on 3.11
+        USDT still sees those frames, so they are the hook's own work (`hx`)."""
+        if self.facts_sent:
+            return
+        self.facts_sent = True
+        files = [fn for fn, k in list(self.file_kinds.items()) if k == TARGET]
+        if not files:
+            return
+        t0 = time.monotonic_ns()
+        try:
+            recs = facts_records(files)
+        except Exception:
+            internal_error("static facts")
+            recs = []
+        self.buf.append('["hx",%d,%d,%d]' % (t0, self.tid(), time.monotonic_ns()))
+        self.buf.extend(recs)
 
     # fork handling: the parent flushes before the fork, the child reconnects with a new hello.
     def before_fork(self):

@@ -50,10 +50,11 @@ def start(hook):
     want_vars = cfg.want_vars
     want_ret = cfg.want_return
     want_exc = cfg.want_exc
-    trace_lines = want_line or want_vars or want_exc
     # Dialect "swe-flux" (see _core.Config): tracer-only StopIterations, flagged inferences,
     # locals and the object at exceptions, modules.
     swe = cfg.swe
+    checks = cfg.checks  # [tracing] predicates (flux_hook.checks), evaluated at line events
+    trace_lines = want_line or want_vars or want_exc or checks is not None
     reraise_inferred = "reraise-inferred" if swe else "reraise"
     x_tail = hook.x_tail
     note_module = hook.note_module
@@ -237,6 +238,11 @@ def start(hook):
                         '["l",%d,%d,%d,%d,%d,%s]'
                         % (now(), tidf(), info[0], id(frame), line, jval(changed))
                     )
+                if checks is not None and line in checks.by_line:
+                    if not info[4]:
+                        define(info)
+                    for rec in checks.records(frame, info[0], id(frame), line, tidf()):
+                        emit(rec)
             elif event == "exception":
                 exc = arg[1]
                 if type(exc) is StopIteration and (arg[2] is None or info[3][frame.f_lasti] == SEND):

@@ -144,7 +144,8 @@ def start(hook):
     set_local_events = M.set_local_events
 
     local_ev = E.PY_RETURN | E.PY_YIELD
-    if want_line or want_vars or want_exc:
+    checks = cfg.checks  # [tracing] predicates (flux_hook.checks), evaluated at line events
+    if want_line or want_vars or want_exc or checks is not None:
         local_ev |= E.LINE | E.JUMP
     if not want_c:
         local_ev |= E.PY_RESUME
@@ -581,6 +582,11 @@ def start(hook):
                 '["l",%d,%d,%d,%d,%d,%s]'
                 % (now(), tidf(), info[0], id(f), line, jval(changed))
             )
+        if checks is not None and line in checks.by_line:
+            if not info[4]:
+                define(info)
+            for rec in checks.records(f, info[0], id(f), line, tidf()):
+                emit(rec)
         return None
 
     reg = M.register_callback

@@ -98,7 +98,7 @@ class Run:
         codes = self.codes(conn)
         out = []
         for r in self.records(conn):
-            if r[0] in ("C", "bye", "ts", "te", "lost", "hx", "wo", "wc"):
+            if r[0] in ("C", "F", "bye", "ts", "te", "lost", "hx", "wo", "wc"):
                 continue
             c = codes[r[3]]
             if file_suffix and not c[2].endswith(file_suffix):

@@ -31,7 +31,7 @@ pub use oracle::{
     write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, HISTORY_DIR,
     ORACLE_FILE,
 };
-pub use template::{Template, TemplateError};
+pub use template::{Projection, Template, TemplateError};
 
 /// The name of the instance file in an instance directory.
 pub const INSTANCE_FILE: &str = "instance.toml";
@@ -126,6 +126,10 @@ pub struct ExtractorSpec {
     pub name: String,
     #[serde(default)]
     pub params: Map<String, Value>,
+    /// Where the answer's parts come from: template path → path of the extractor's output
+    /// (see [`template`]); template keys not listed read the extractor's field of the same name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub answer: std::collections::BTreeMap<String, String>,
 }
 
 /// A loaded, validated instance.
@@ -135,6 +139,8 @@ pub struct Instance {
     pub dir: PathBuf,
     pub spec: InstanceSpec,
     pub template: Template,
+    /// How the answer is cut from the extractor's output (checked against its shape at load).
+    pub projection: Projection,
     pub params: Params,
 }
 
@@ -329,12 +335,7 @@ fn check_targets_scope(
         let Some(f) = params.get(key).and_then(|v| v.as_str()) else {
             continue;
         };
-        let targeted = tracing.functions.iter().any(|t| {
-            f == t
-                || f.strip_prefix(t.as_str())
-                    .is_some_and(|rest| rest.starts_with('.'))
-        });
-        if !targeted {
+        if !targets_function(&tracing.functions, f) {
             return Err(invalid(
                 path,
                 "tracing.functions",
@@ -343,6 +344,124 @@ fn check_targets_scope(
                     tracing.functions
                 ),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Is the qualname `f` targeted by the config's `functions` (equal to one, or nested in one)?
+fn targets_function(functions: &[String], f: &str) -> bool {
+    functions.is_empty()
+        || functions.iter().any(|t| {
+            f == t
+                || f.strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
+}
+
+/// Can the path filter `file` (extractor `file` parameter) name code in one of the config's
+/// targeted `files`? (A config entry is a suffix of a `co_filename` or a glob; a filter matches
+/// at a component boundary: they can meet when one ends with the other or the entry is a glob.)
+fn targets_file(files: &[String], file: &str) -> bool {
+    let f = file.trim_start_matches('/').trim_end_matches('/');
+    files.is_empty()
+        || files.iter().any(|t| {
+            let t = t.trim_start_matches('/');
+            t.contains('*') || t.ends_with(f) || f.ends_with(t) || t.starts_with(&format!("{f}/"))
+        })
+}
+
+/// Predicates are evaluated only where `[tracing] predicates` says: an extractor reading
+/// them needs some, and every predicate (and line) it names must be configured, or its report
+/// would count nothing and say so only at harvest time.
+fn check_predicates(
+    path: &Path,
+    ex: &flux_extract::Extractor,
+    params: &Params,
+    tracing: &flux_trace::TracingConfig,
+) -> Result<(), InstanceError> {
+    if ex.name != "predicate_report" {
+        return Ok(());
+    }
+    if tracing.predicates.is_empty() {
+        return Err(invalid(
+            path,
+            "tracing.predicates",
+            "extractor `predicate_report` needs predicates to evaluate ([[tracing.predicates]] with `expr` and `lines`)".to_string(),
+        ));
+    }
+    let names = |v: Option<&serde_json::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for want in names(params.get("predicates")) {
+        if !tracing.predicates.iter().any(|p| p.expr == want) {
+            return Err(invalid(
+                path,
+                "extractor.params.predicates",
+                format!("`{want}` is not among [tracing] predicates, so it is never evaluated"),
+            ));
+        }
+    }
+    if let Some(lines) = params.get("lines").and_then(|v| v.as_array()) {
+        for l in lines.iter().filter_map(|l| l.as_u64()) {
+            if !tracing
+                .predicates
+                .iter()
+                .any(|p| p.lines.contains(&(l as u32)))
+            {
+                return Err(invalid(
+                    path,
+                    "extractor.params.lines",
+                    format!("no [tracing] predicate is evaluated at line {l}"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lines, locals and exceptions are recorded only in targeted code: the functions an extractor
+/// reads them from must be targeted, and a `file` filter must name a targeted file (17.11).
+fn check_targeted(
+    path: &Path,
+    ex: &flux_extract::Extractor,
+    params: &Params,
+    tracing: &flux_trace::TracingConfig,
+) -> Result<(), InstanceError> {
+    for key in ex.targeted {
+        let Some(f) = params.get(key).and_then(|v| v.as_str()) else {
+            continue;
+        };
+        if !targets_function(&tracing.functions, f) {
+            return Err(invalid(
+                path,
+                &format!("extractor.params.{key}"),
+                format!(
+                    "`{f}` is not targeted by [tracing] functions {:?}, so the trace records no \
+                     lines, locals or exceptions of it",
+                    tracing.functions
+                ),
+            ));
+        }
+    }
+    if !ex.targeted.is_empty() {
+        if let Some(file) = params.get("file").and_then(|v| v.as_str()) {
+            if !targets_file(&tracing.files, file) {
+                return Err(invalid(
+                    path,
+                    "extractor.params.file",
+                    format!(
+                        "`{file}` names no file targeted by [tracing] files {:?}",
+                        tracing.files
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -468,6 +587,7 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             dir: dir.to_path_buf(),
             spec,
             template,
+            projection: template::Projection::identity(),
             params,
         });
     }
@@ -491,30 +611,35 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             ),
         ));
     }
-    let expected = Template::parse((ex.template)(&params)).map_err(|e| {
-        invalid(
-            path,
-            "extractor.name",
-            format!("bad built-in template: {e}"),
-        )
-    })?;
-    if expected != template {
-        return Err(invalid(
-            path,
-            "template",
-            format!(
-                "{template} does not match the answer shape of extractor `{}`: {expected}",
-                ex.name
-            ),
-        ));
-    }
+    let shape = Template::parse((ex.shape)(&params))
+        .map_err(|e| invalid(path, "extractor.name", format!("bad built-in shape: {e}")))?;
+    let projection =
+        Projection::compile(&template, &shape, &spec.extractor.answer).map_err(|e| {
+            let field = if spec.extractor.answer.contains_key(&e.path) {
+                "extractor.answer"
+            } else {
+                "template"
+            };
+            invalid(
+                path,
+                field,
+                format!(
+                    "{e} (extractor `{}` computes {shape}; map differently named template keys in \
+                 [extractor.answer])",
+                    ex.name
+                ),
+            )
+        })?;
     if spec.tracing.scope == flux_trace::Scope::Targets {
         check_targets_scope(path, ex, &params, &spec.tracing)?;
     }
+    check_targeted(path, ex, &params, &spec.tracing)?;
+    check_predicates(path, ex, &params, &spec.tracing)?;
     Ok(Instance {
         dir: dir.to_path_buf(),
         spec,
         template,
+        projection,
         params,
     })
 }
@@ -601,8 +726,13 @@ impl Instance {
             .flatten()
     }
 
-    /// Run the instance's extractor on `trace` and check the answer against the template.
+    /// Run the instance's extractor on `trace`, cut the answer with the template, and check it.
     pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
+        self.extract_indexed(&flux_trace::TraceIndex::new(trace))
+    }
+
+    /// [`Instance::extract`] over a trace indexed once for many instances.
+    pub fn extract_indexed(&self, ix: &flux_trace::TraceIndex<'_>) -> Result<Value, InstanceError> {
         if self.spec.extractor.name == external::SWE_FLUX_PARSER {
             return Err(InstanceError::Invalid {
                 path: self.dir.join(INSTANCE_FILE),
@@ -614,8 +744,15 @@ impl Instance {
                 ),
             });
         }
-        let answer = flux_extract::extract(trace, &self.spec.extractor.name, &self.params)
+        let output = flux_extract::extract_indexed(ix, &self.spec.extractor.name, &self.params)
             .map_err(|source| InstanceError::Extract {
+                id: self.spec.id.clone(),
+                source,
+            })?;
+        let answer = self
+            .projection
+            .apply(&output)
+            .map_err(|source| InstanceError::Answer {
                 id: self.spec.id.clone(),
                 source,
             })?;

@@ -252,6 +252,7 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
         extractor: ExtractorSpec {
             name: SWE_FLUX_PARSER.into(),
             params: ext.to_params(),
+            answer: Default::default(),
         },
         variant: None,
     })

@@ -107,6 +107,27 @@ pub const RECORDS: &[RecordSpec] = &[
         doc: "a handler of targeted code starts",
     },
     RecordSpec {
+        tag: "k",
+        fields: &[
+            "ts",
+            "tid",
+            "code_id",
+            "frame_key",
+            "line",
+            "expr",
+            "result",
+        ],
+        optional: &[],
+        doc: "a predicate of [tracing] predicates, evaluated as a line of targeted code is about \
+              to run: result = true|false|[\"error\", exc_type]",
+    },
+    RecordSpec {
+        tag: "F",
+        fields: &["co_filename", "facts"],
+        optional: &[],
+        doc: "the static facts of a targeted file (flux_hook.static_facts), sent at exit",
+    },
+    RecordSpec {
         tag: "ts",
         fields: &["ts", "tid", "nodeid"],
         optional: &[],
@@ -314,6 +335,17 @@ pub enum Rec {
         ty: String,
         msg: String,
     },
+    /// `k`: a predicate evaluated on the frame's live locals before `line` runs.
+    Check {
+        ts: u64,
+        tid: u32,
+        code: u32,
+        frame: u64,
+        line: u32,
+        expr: String,
+        /// Its truth value, or the type of the exception evaluating it raised.
+        result: Result<bool, String>,
+    },
     TestStart {
         ts: u64,
         tid: u32,
@@ -361,6 +393,7 @@ impl Rec {
             | Rec::Line { ts, .. }
             | Rec::Exc { ts, .. }
             | Rec::Handled { ts, .. }
+            | Rec::Check { ts, .. }
             | Rec::TestStart { ts, .. }
             | Rec::TestEnd { ts, .. }
             | Rec::Internal { ts, .. }
@@ -377,6 +410,7 @@ impl Rec {
             | Rec::Line { tid, .. }
             | Rec::Exc { tid, .. }
             | Rec::Handled { tid, .. }
+            | Rec::Check { tid, .. }
             | Rec::TestStart { tid, .. }
             | Rec::TestEnd { tid, .. }
             | Rec::Internal { tid, .. }
@@ -395,6 +429,7 @@ impl Rec {
                 | Rec::Line { .. }
                 | Rec::Exc { .. }
                 | Rec::Handled { .. }
+                | Rec::Check { .. }
         )
     }
 }
@@ -431,6 +466,8 @@ pub struct Stream {
     pub lost: Vec<String>,
     /// Every line as it arrived, when asked for (recording merge fixtures).
     pub raw: Option<Vec<String>>,
+    /// Static facts of targeted files (`F` records), by `co_filename`.
+    pub facts: std::collections::BTreeMap<String, flux_trace::FileFacts>,
 }
 
 impl Stream {
@@ -547,6 +584,9 @@ impl Stream {
                 self.codes.insert(id, c);
             }
             Decoded::Lost(tid, reason) => self.lost.push(format!("thread {tid}: {reason}")),
+            Decoded::Facts(file, facts) => {
+                self.facts.insert(file, *facts);
+            }
         }
         Ok(())
     }
@@ -588,6 +628,8 @@ pub enum Decoded {
     Code(u32, CodeDef),
     /// `lost`: (tid, reason).
     Lost(u32, String),
+    /// `F`: a file's static facts.
+    Facts(String, Box<flux_trace::FileFacts>),
 }
 
 /// The fields of one record, checked against its [`RecordSpec`]: every reader names the
@@ -732,6 +774,30 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
             return Ok(Decoded::Code(f.u32(0)?, c));
         }
         "lost" => return Ok(Decoded::Lost(f.u32(1)?, f.str(2)?)),
+        "F" => {
+            let facts: flux_trace::FileFacts = serde_json::from_value(f.get(1).clone())
+                .map_err(|e| f.err(1, &format!("static facts ({e})")))?;
+            return Ok(Decoded::Facts(f.str(0)?, Box::new(facts)));
+        }
+        "k" => {
+            let (ts, tid) = tt()?;
+            let result = match f.get(6) {
+                J::Bool(b) => Ok(*b),
+                v => match v.as_array().map(Vec::as_slice) {
+                    Some([J::String(e), J::String(ty)]) if e == "error" => Err(ty.clone()),
+                    _ => return Err(f.err(6, "true, false or [\"error\", exc_type]")),
+                },
+            };
+            Rec::Check {
+                ts,
+                tid,
+                code: f.u32(2)?,
+                frame: f.u64(3)?,
+                line: f.u32(4)?,
+                expr: f.str(5)?,
+                result,
+            }
+        }
         "c" => {
             let (ts, tid) = tt()?;
             let thrown = match f.opt_str(5)?.as_deref() {
@@ -995,6 +1061,23 @@ mod tests {
         ));
     }
 
+    /// `k` and `F`, the records the extractors' predicates and static facts arrive in.
+    #[test]
+    fn checks_and_facts_decode() {
+        let mut st = Stream::default();
+        st.feed(HELLO);
+        st.feed(r#"["k",10,7,1,140,4,"len(s) == d",true]"#);
+        st.feed(r#"["k",11,7,1,140,4,"s[9]", ["error", "IndexError"]]"#);
+        st.feed(r#"["F","/a.py",{"file":"/a.py","functions":[{"qualname":"<module>","def_line":1,"first_line":1,"last_line":2}]}]"#);
+        st.bye = Some(3);
+        assert!(st.problems().is_empty(), "{:?}", st.problems());
+        assert!(
+            matches!(&st.records[0], Rec::Check { line: 4, expr, result: Ok(true), .. } if expr == "len(s) == d")
+        );
+        assert!(matches!(&st.records[1], Rec::Check { result: Err(t), .. } if t == "IndexError"));
+        assert_eq!(st.facts["/a.py"].functions[0].last_line, 2);
+    }
+
     #[test]
     fn garbage_is_reported_not_ignored() {
         let mut st = Stream::default();
@@ -1029,6 +1112,12 @@ mod tests {
             (r#"["x",12,7,1,140,4,"E","m","thrown"]"#, "field 8 (kind)"),
             (r#"["C",1,"/a.py","f","C.f",3,6]"#, "has 6 fields"),
             (r#"["c",10,4294967296,1,140,3]"#, "field 2 (tid)"),
+            (r#"["k",10,7,1,140,4,"x > 0","yes"]"#, "field 7 (result)"),
+            (
+                r#"["k",10,7,1,140,4,"x > 0",["error"]]"#,
+                "field 7 (result)",
+            ),
+            (r#"["F","/a.py",{"functions":7}]"#, "field 2 (facts)"),
         ] {
             let mut st = Stream::default();
             st.feed(HELLO);

@@ -198,7 +198,11 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
     }
     meta.complete = problems.is_empty();
     meta.problems = problems;
-    let mut trace = Trace { meta, events };
+    let mut trace = Trace {
+        meta,
+        events,
+        facts: Default::default(),
+    };
     trace.meta.counts = trace.count_by_kind();
     trace
 }

@@ -119,6 +119,7 @@ mod tests {
         Trace {
             meta: Default::default(),
             events,
+            facts: Default::default(),
         }
     }
 

@@ -29,9 +29,27 @@ pub struct TracingConfig {
     /// Where anything is recorded: the whole run, or only while pytest runs a test.
     #[serde(default, skip_serializing_if = "Scope::is_run")]
     pub scope: Scope,
+    /// Invariant predicates the hook evaluates in targeted frames (see [`Predicate`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicates: Vec<Predicate>,
     /// How values and exceptions of targeted code are recorded (see [`Dialect`]).
     #[serde(default, skip_serializing_if = "Dialect::is_flux")]
     pub dialect: Dialect,
+}
+
+/// A Python expression over a frame's locals, evaluated by the hook with the frame's live
+/// values (not their reprs) each time one of `lines` is about to run in a targeted frame (of
+/// `function` if given); each evaluation is a `check` event of the trace carrying its truth
+/// value, or the exception it raised. The expression is compiled once; it must not have side
+/// effects the question depends on (it runs in the traced process).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Predicate {
+    pub expr: String,
+    pub lines: Vec<u32>,
+    /// Only frames of this function (qualname); default every targeted function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
 }
 
 /// How the hook records targeted code.
@@ -167,6 +185,7 @@ impl Default for TracingConfig {
             limits: Limits::default(),
             tests: true,
             scope: Scope::Run,
+            predicates: Vec::new(),
             dialect: Dialect::Flux,
         }
     }

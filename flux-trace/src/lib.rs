@@ -29,10 +29,14 @@ use std::io::{BufRead, Write};
 
 pub mod compare;
 pub mod config;
+pub mod facts;
+pub mod index;
 pub mod perfetto;
 pub mod query;
 pub mod sweflux_log;
 pub use config::{Dialect, Scope, TracingConfig};
+pub use facts::FileFacts;
+pub use index::TraceIndex;
 
 /// Which witness produced an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -61,6 +65,10 @@ pub enum Kind {
     TestStart,
     /// A test finished; `test` names it and `outcome` says how.
     TestEnd,
+    /// The hook evaluated an invariant predicate (`[tracing] predicates`) on the live locals of
+    /// a targeted frame just before `line` runs: `predicate` is its text, `value` its truth
+    /// (`True`/`False`, type `bool`), or `exc` the exception evaluating it raised.
+    Check,
 }
 
 impl Kind {
@@ -73,6 +81,7 @@ impl Kind {
             Kind::Handled => "handled",
             Kind::TestStart => "test_start",
             Kind::TestEnd => "test_end",
+            Kind::Check => "check",
         }
     }
 }
@@ -145,6 +154,9 @@ pub struct Event {
     pub test: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub outcome: String,
+    /// For `check` events: the predicate's text.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub predicate: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,6 +200,7 @@ impl Event {
             exc: None,
             test: String::new(),
             outcome: String::new(),
+            predicate: String::new(),
         }
     }
 
@@ -227,6 +240,21 @@ pub struct Meta {
 pub struct Trace {
     pub meta: Meta,
     pub events: Vec<Event>,
+    /// Static facts of the targeted source files that ran, by `co_filename` (see [`facts`]):
+    /// computed by the hook in the traced process, so they describe the exact files that ran.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub facts: std::collections::BTreeMap<String, FileFacts>,
+}
+
+/// The JSONL line that carries one file's static facts (before the events).
+#[derive(Deserialize)]
+struct FactsLine {
+    facts: FileFacts,
+}
+
+#[derive(Serialize)]
+struct FactsLineRef<'a> {
+    facts: &'a FileFacts,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -252,8 +280,13 @@ impl Trace {
         m
     }
 
-    /// Write one JSON object per event.
+    /// Write one JSON object per event, after one `{"facts": ...}` object per file of
+    /// [`Trace::facts`] (none for a trace without facts, so such a trace's JSONL is unchanged).
     pub fn write_jsonl(&self, mut w: impl Write) -> std::io::Result<()> {
+        for f in self.facts.values() {
+            serde_json::to_writer(&mut w, &FactsLineRef { facts: f })?;
+            w.write_all(b"\n")?;
+        }
         for e in &self.events {
             serde_json::to_writer(&mut w, e)?;
             w.write_all(b"\n")?;
@@ -261,19 +294,27 @@ impl Trace {
         w.flush()
     }
 
-    /// Read events written by [`Trace::write_jsonl`]; `meta` is left default (complete).
+    /// Read events (and facts) written by [`Trace::write_jsonl`]; `meta` is left default
+    /// (complete).
     pub fn read_jsonl(r: impl BufRead, path: &str) -> Result<Trace, TraceError> {
         let mut events = Vec::new();
+        let mut facts = std::collections::BTreeMap::new();
         for (i, line) in r.lines().enumerate() {
             let line = line?;
             if line.trim().is_empty() {
                 continue;
             }
-            let e: Event = serde_json::from_str(&line).map_err(|err| TraceError::Parse {
+            let bad = |err: serde_json::Error| TraceError::Parse {
                 path: path.to_string(),
                 line: i + 1,
                 msg: err.to_string(),
-            })?;
+            };
+            if line.starts_with("{\"facts\":") {
+                let f: FactsLine = serde_json::from_str(&line).map_err(bad)?;
+                facts.insert(f.facts.file.clone(), f.facts);
+                continue;
+            }
+            let e: Event = serde_json::from_str(&line).map_err(bad)?;
             events.push(e);
         }
         Ok(Trace {
@@ -282,7 +323,13 @@ impl Trace {
                 ..Meta::default()
             },
             events,
+            facts,
         })
+    }
+
+    /// The static facts of the file `file` (a `co_filename` as events carry it).
+    pub fn facts_of(&self, file: &str) -> Option<&FileFacts> {
+        self.facts.get(file)
     }
 
     /// Events of one thread, in order.
@@ -369,17 +416,29 @@ mod tests {
             ty: "ValueError".into(),
             msg: "bad".into(),
         });
+        let mut facts = std::collections::BTreeMap::new();
+        facts.insert(
+            "/a.py".to_string(),
+            FileFacts {
+                file: "/a.py".into(),
+                lines: 3,
+                ..FileFacts::default()
+            },
+        );
         let t = Trace {
             meta: Meta::default(),
             events: vec![e.clone(), Event::new(11, 1, 2, Kind::Line, Source::Usdt)],
+            facts,
         };
         let mut buf = Vec::new();
         t.write_jsonl(&mut buf).unwrap();
         let text = String::from_utf8(buf.clone()).unwrap();
-        assert!(text.lines().next().unwrap().contains("\"ev\":\"return\""));
-        assert!(text.lines().nth(1).unwrap().contains("\"src\":\"usdt\""));
+        assert!(text.lines().nth(2).unwrap().contains("\"src\":\"usdt\""));
+        assert!(text.lines().next().unwrap().starts_with("{\"facts\":"));
+        assert!(text.lines().nth(1).unwrap().contains("\"ev\":\"return\""));
         let back = Trace::read_jsonl(&buf[..], "t.jsonl").unwrap();
         assert_eq!(back.events, t.events);
+        assert_eq!(back.facts, t.facts);
     }
 
     #[test]

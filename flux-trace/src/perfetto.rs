@@ -48,6 +48,14 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
             ),
             Kind::TestStart => ("B", name),
             Kind::TestEnd => ("E", name),
+            Kind::Check => (
+                "i",
+                format!(
+                    "check {} = {}",
+                    e.predicate,
+                    e.value.as_ref().map_or("error", |v| v.repr.as_str())
+                ),
+            ),
         };
         let mut ev = json!({
             "name": name, "cat": e.ev.as_str(), "ph": ph, "ts": ts,
@@ -81,6 +89,7 @@ mod tests {
         let t = Trace {
             meta: Default::default(),
             events: vec![c, r],
+            facts: Default::default(),
         };
         let doc = to_chrome_json(&t);
         let evs = doc["traceEvents"].as_array().unwrap();

@@ -18,7 +18,7 @@
 //!   for the same activation is kept once.
 //! - A test filter matches a pytest node id when it equals it, or when the node id ends with it
 //!   right after `::` or `/` (so `test_a` matches `tests/test_x.py::test_a`).
-use crate::{Event, Kind, Source, Trace, Value};
+use crate::{Event, Kind, Trace, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// Does `name` (a qualname such as `Add.flatten`) name the function of `e`?
@@ -167,67 +167,18 @@ pub fn invocations(trace: &Trace, function: &str, filter: Filter<'_>) -> Vec<Inv
 }
 
 /// All invocations whose first call satisfies `pred` (and `filter`), in order of first call.
+/// (Built by [`crate::TraceIndex`], which holds the conventions; extractors asking many
+/// questions of one trace keep an index instead of calling this.)
 pub fn invocations_where(
     trace: &Trace,
     filter: Filter<'_>,
     pred: impl Fn(&Event) -> bool,
 ) -> Vec<Invocation> {
-    let owners = owners(trace);
-    let frames = frames(trace);
-    let mut order: Vec<u64> = Vec::new();
-    let mut by_frame: HashMap<u64, Invocation> = HashMap::new();
-    for (i, e) in trace.events.iter().enumerate() {
-        let owner = owners[i];
-        if owner == 0 {
-            continue;
-        }
-        let frame = frames.get(&owner).copied().unwrap_or(owner);
-        if e.ev == Kind::Call && !by_frame.contains_key(&frame) {
-            let keep = pred(e)
-                && filter.test.is_none_or(|t| test_matches(&e.test, t))
-                && filter.file.is_none_or(|f| file_within(&e.file, f));
-            if !keep {
-                continue;
-            }
-            order.push(frame);
-            by_frame.insert(
-                frame,
-                Invocation {
-                    frame,
-                    activations: Vec::new(),
-                    events: Vec::new(),
-                    test: e.test.clone(),
-                },
-            );
-        }
-        if let Some(inv) = by_frame.get_mut(&frame) {
-            if e.ev == Kind::Call {
-                if inv.activations.contains(&owner) {
-                    // The same activation reported by both witnesses: keep the first.
-                    continue;
-                }
-                inv.activations.push(owner);
-            }
-            inv.events.push(i);
-        }
-    }
-    order
-        .into_iter()
-        .filter_map(|f| by_frame.remove(&f))
-        .map(|mut inv| {
-            // Lines from both witnesses: keep the hook's (they carry the locals).
-            let hook_lines = inv
-                .events
-                .iter()
-                .any(|&i| trace.events[i].ev == Kind::Line && trace.events[i].src == Source::Hook);
-            if hook_lines {
-                inv.events.retain(|&i| {
-                    let e = &trace.events[i];
-                    !(e.ev == Kind::Line && e.src == Source::Usdt)
-                });
-            }
-            inv
-        })
+    let ix = crate::TraceIndex::new(trace);
+    ix.all_invocations()
+        .iter()
+        .filter(|inv| inv.first_call(trace).is_some_and(&pred) && ix.passes(inv, filter))
+        .cloned()
         .collect()
 }
 
@@ -265,7 +216,7 @@ pub fn tests(trace: &Trace) -> Vec<TestRun> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Meta;
+    use crate::{Meta, Source};
 
     fn ev(ev: Kind, act: u64, frame: u64, parent: u64, line: u32, name: &str) -> Event {
         let mut e = Event::new(0, 1, 1, ev, Source::Hook);
@@ -298,6 +249,7 @@ mod tests {
                 ev(Kind::Line, 11, 10, 0, 3, "gen"),
                 ev(Kind::Return, 11, 10, 0, 3, "gen"),
             ],
+            facts: Default::default(),
         };
         let g = invocations(&t, "gen", Filter::default());
         assert_eq!(g.len(), 1);
@@ -324,6 +276,7 @@ mod tests {
                 ev(Kind::Line, 1, 1, 0, 2, "f"),
                 ev(Kind::Return, 1, 1, 0, 2, "f"),
             ],
+            facts: Default::default(),
         };
         let f = invocations(&t, "f", Filter::default());
         assert_eq!(f.len(), 1);

@@ -201,6 +201,7 @@ impl LogConfig {
             },
             tests: true,
             scope: Scope::Tests,
+            predicates: Vec::new(),
             dialect: Dialect::SweFlux,
         }
     }
@@ -752,6 +753,7 @@ mod tests {
                     ..Meta::default()
                 },
                 events: self.events.clone(),
+                facts: Default::default(),
             }
         }
     }

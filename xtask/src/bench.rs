@@ -25,6 +25,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "bench_extract.rs"]
+mod bench_extract;
 #[path = "bench_harvest.rs"]
 mod bench_harvest;
 #[path = "bench_hook.rs"]
@@ -65,6 +67,8 @@ enum What {
     /// Tracing an instance's test in its container: untraced, flux (auto, hook-only), and a
     /// settrace reference tracer, on starter instances and a SymPy test-suite slice.
     Harvest(bench_harvest::Args),
+    /// Answering many questions of one big trace: per question versus one trace index.
+    Extract(bench_extract::Args),
 }
 
 const WORKLOAD: &str = r#"
@@ -248,6 +252,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             rounds,
         } => return bench_hook::run(json, calls, rounds),
         What::Harvest(h) => return bench_harvest::run(h),
+        What::Extract(e) => return bench_extract::run(e),
     };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();

@@ -37,6 +37,8 @@
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
 //! | `genexpr-naming` | [`codes`] | scope `targets`: a genexpr's line-0 entry is its creation (dropped), another its resumption, named exactly or a problem |
 //! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
+//! | `checks` | [`thread`] | a predicate's `k` record is a `check` event of its activation (value `True`/`False`, or the exception evaluating it raised) |
+//! | `static-facts` | here | the facts of a targeted file (`F` records) are the first stream's that has them |
 //!
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
@@ -106,7 +108,19 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     name_modules(&mut out, hook);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
-    let mut trace = Trace { meta, events: out };
+    // Rule `static-facts`: the facts of a targeted file are the first stream's that has them
+    // (every process computes them from the same file).
+    let mut facts = std::collections::BTreeMap::new();
+    for s in &hook.streams {
+        for (file, f) in &s.facts {
+            facts.entry(file.clone()).or_insert_with(|| f.clone());
+        }
+    }
+    let mut trace = Trace {
+        meta,
+        events: out,
+        facts,
+    };
     c.write_to(&mut trace);
     trace
 }

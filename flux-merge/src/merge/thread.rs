@@ -385,7 +385,9 @@ impl<'a, 'o> Thread<'a, 'o> {
         match r {
             Rec::Call { .. } => self.hook_call(s, r),
             Rec::Ret { .. } => self.hook_ret(s, r),
-            Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. } => self.hook_code_event(s, r),
+            Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. } | Rec::Check { .. } => {
+                self.hook_code_event(s, r)
+            }
             Rec::Internal { until, .. } => self.work.busy(*until),
             Rec::WindowOpen { .. } | Rec::WindowClose { .. } => {}
             Rec::ExtentOpen { .. } | Rec::ExtentClose { .. } => self.extent_edge(r),
@@ -527,6 +529,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             Rec::Line { code, .. } => (*code, "line"),
             Rec::Exc { code, .. } => (*code, "exception"),
             Rec::Handled { code, .. } => (*code, "handler"),
+            Rec::Check { code, .. } => (*code, "check"),
             _ => return,
         };
         let Some(cd) = self.code_of(s, what, code) else {
@@ -575,6 +578,31 @@ impl<'a, 'o> Thread<'a, 'o> {
                     ty: ty.clone(),
                     msg: msg.clone(),
                 });
+                ev
+            }
+            Rec::Check {
+                ts,
+                line,
+                expr,
+                result,
+                ..
+            } => {
+                let mut ev = self.hook_event(*ts, Kind::Check, cd, *line);
+                ev.predicate = expr.clone();
+                match result {
+                    Ok(b) => {
+                        ev.value = Some(flux_trace::Value {
+                            repr: if *b { "True" } else { "False" }.into(),
+                            ty: "bool".into(),
+                        })
+                    }
+                    Err(ty) => {
+                        ev.exc = Some(ExcInfo {
+                            ty: ty.clone(),
+                            msg: String::new(),
+                        })
+                    }
+                }
                 ev
             }
             _ => return,

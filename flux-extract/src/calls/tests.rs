@@ -1,0 +1,144 @@
+use crate::testkit::pick;
+use crate::testkit::TraceBuilder;
+use crate::{extract, params};
+use serde_json::json;
+
+const LIB: &str = "/usr/lib/python3.11/re/__init__.py";
+
+/// test_a: f (10) at line 11 calls g; g calls h (nested, not direct for f); at 12 f calls
+/// the stdlib `compile` (file under /usr/lib/python3.11/re); at 13 f calls g again.
+/// test_b: f calls nothing.
+fn calls() -> flux_trace::Trace {
+    TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .call("g", 20, &[])
+        .line(21, &[])
+        .call("h", 30, &[])
+        .line(31, &[])
+        .ret("None")
+        .ret("None")
+        .line(12, &[])
+        .call_in("compile", LIB, 100, &[])
+        .ret("None")
+        .line(13, &[])
+        .call("g", 20, &[])
+        .line(21, &[])
+        .call("h", 30, &[])
+        .line(31, &[])
+        .ret("None")
+        .ret("None")
+        .ret("None")
+        .end("passed")
+        .test("t.py::test_b")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .ret("None")
+        .end("passed")
+        .build()
+}
+
+#[test]
+fn call_sequence_lists_direct_callees_with_call_sites() {
+    let t = calls();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "call_sequence", &p).unwrap(),
+            &json!({"call_sequence": [{"function": 0, "line": 0}]})
+        ),
+        json!({"call_sequence": [{"function": "g", "line": 11},
+                                 {"function": "compile", "line": 12},
+                                 {"function": "g", "line": 13}]})
+    );
+    let p = params(json!({"function": "f", "within": "site-packages/pkg"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "call_sequence", &p).unwrap(),
+            &json!({"call_sequence": [{"function": 0, "line": 0}]})
+        ),
+        json!({"call_sequence": [{"function": "g", "line": 11}, {"function": "g", "line": 13}]})
+    );
+    let p = params(json!({"function": "f", "invocation": 3})).unwrap();
+    let err = extract(&t, "call_sequence", &p).unwrap_err().to_string();
+    assert!(
+        err.contains("function `f` has 2 invocation(s); invocation 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn callees_count_and_across_tests() {
+    let t = calls();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "callees_count", &p).unwrap(),
+            &json!({"callees": [{"function": 0, "count": 0}]})
+        ),
+        json!({"callees": [{"function": "compile", "count": 1}, {"function": "g", "count": 2}]})
+    );
+    let p = params(json!({"function": "f", "within": "pkg/"})).unwrap();
+    assert_eq!(
+        extract(&t, "callees_across_tests", &p).unwrap(),
+        json!({"callees_per_test": [{"test": "t.py::test_a", "callees": ["g"]},
+                                    {"test": "t.py::test_b", "callees": []}]})
+    );
+}
+
+#[test]
+fn call_graph_edges_sorted_unique() {
+    let t = calls();
+    assert_eq!(
+        extract(&t, "call_graph", &crate::no_params()).unwrap(),
+        json!({"call_graph": {"f": ["compile", "g"], "g": ["h"]}})
+    );
+    let p = params(json!({"within": "pkg/"})).unwrap();
+    assert_eq!(
+        extract(&t, "call_graph", &p).unwrap(),
+        json!({"call_graph": {"f": ["g"], "g": ["h"]}})
+    );
+}
+
+#[test]
+fn call_graph_with_module_names() {
+    let t = calls();
+    assert_eq!(
+        extract(
+            &t,
+            "call_graph",
+            &params(json!({"qualify": "module"})).unwrap()
+        )
+        .unwrap(),
+        json!({"call_graph": {"pkg.mod.f": ["pkg.mod.g", "re.compile"], "pkg.mod.g": ["pkg.mod.h"]}})
+    );
+    // module_of itself is tested in common.rs.
+    let err = extract(&t, "call_graph", &params(json!({"qualify": "x"})).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("parameter `qualify`"), "{err}");
+}
+
+#[test]
+fn generator_resumptions_are_not_calls() {
+    // f (10) creates gen (frame 2) at line 11 and resumes it at line 12: one call of gen.
+    let t = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(11, &[])
+        .call("gen", 40, &[])
+        .line(41, &[])
+        .suspend("1")
+        .line(12, &[])
+        .resume(2, "gen", 41)
+        .line(42, &[])
+        .ret("None")
+        .ret("None")
+        .build();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "call_sequence", &p).unwrap(),
+            &json!({"call_sequence": [{"function": 0, "line": 0}]})
+        ),
+        json!({"call_sequence": [{"function": "gen", "line": 11}]})
+    );
+}

@@ -1,0 +1,114 @@
+use crate::testkit::pick;
+use crate::testkit::TraceBuilder;
+use crate::{extract, params};
+use serde_json::json;
+
+/// f (def at 10) called twice: first takes the `if` branch (11, 12, 14), second skips it
+/// (11, 14). A callee g's lines (21) must not appear in f's path.
+fn two_calls() -> flux_trace::Trace {
+    TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 10, &[("x", "1")])
+        .line(11, &[])
+        .line(12, &[])
+        .call("g", 20, &[])
+        .line(21, &[])
+        .ret("None")
+        .line(14, &[])
+        .ret("1")
+        .end("passed")
+        .test("t.py::test_b")
+        .call("f", 10, &[("x", "0")])
+        .line(11, &[])
+        .line(14, &[])
+        .ret("0")
+        .end("passed")
+        .test("t.py::test_c")
+        .end("passed")
+        .build()
+}
+
+#[test]
+fn executed_path_lists_the_frames_lines_in_order() {
+    let t = two_calls();
+    let p = params(json!({"function": "f"})).unwrap();
+    // Invocation 1: lines 11, 12, 14 (g's 21 belongs to another frame).
+    assert_eq!(
+        pick(
+            &extract(&t, "executed_path", &p).unwrap(),
+            &json!({"executed_path": [{"line": 0}]})
+        ),
+        json!({"executed_path": [{"line": 11}, {"line": 12}, {"line": 14}]})
+    );
+    // Invocation 2, relative to the def line 10: 11-10+1 = 2, 14-10+1 = 5.
+    let p = params(json!({"function": "f", "invocation": 2, "normalize": "relative"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "executed_path", &p).unwrap(),
+            &json!({"executed_path": [{"line": 0}]})
+        ),
+        json!({"executed_path": [{"line": 2}, {"line": 5}]})
+    );
+    // The test filter renumbers: test_b's first invocation is the second overall.
+    let p = params(json!({"function": "f", "test": "test_b"})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "executed_path", &p).unwrap(),
+            &json!({"executed_path": [{"line": 0}]})
+        ),
+        json!({"executed_path": [{"line": 11}, {"line": 14}]})
+    );
+}
+
+#[test]
+fn executed_path_out_of_range_names_function_and_count() {
+    let t = two_calls();
+    let p = params(json!({"function": "f", "invocation": 3})).unwrap();
+    let err = extract(&t, "executed_path", &p).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "extractor `executed_path`: function `f` has 2 invocation(s); invocation 3 was asked for"
+    );
+    let p = params(json!({"function": "f", "normalize": "weird"})).unwrap();
+    assert!(extract(&t, "executed_path", &p).is_err());
+}
+
+#[test]
+fn covered_lines_is_the_sorted_union() {
+    let t = two_calls();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 12, 14]})
+    );
+    let p = params(json!({"function": "f", "test": "test_b"})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 14]})
+    );
+    let p = params(json!({"function": "h"})).unwrap();
+    let err = extract(&t, "covered_lines", &p).unwrap_err().to_string();
+    assert!(err.contains("function `h` has 0 invocation(s)"), "{err}");
+}
+
+#[test]
+fn coverage_across_tests_per_test_and_per_line() {
+    let t = two_calls();
+    let p = params(json!({"function": "f"})).unwrap();
+    // test_c never calls f: empty list.
+    assert_eq!(
+        extract(&t, "coverage_across_tests", &p).unwrap(),
+        json!({"coverage": [
+            {"test": "t.py::test_a", "lines": [11, 12, 14]},
+            {"test": "t.py::test_b", "lines": [11, 14]},
+            {"test": "t.py::test_c", "lines": []},
+        ]})
+    );
+    // Line 12 (the `if` body) runs only in test_a.
+    let p = params(json!({"function": "f", "line": 12})).unwrap();
+    assert_eq!(
+        extract(&t, "coverage_across_tests", &p).unwrap(),
+        json!({"covering_tests": ["t.py::test_a"],
+               "non_covering_tests": ["t.py::test_b", "t.py::test_c"]})
+    );
+}

@@ -1,0 +1,174 @@
+use super::uses_from_source;
+use crate::testkit::TraceBuilder;
+use crate::{extract, params};
+use serde_json::json;
+
+/// def f(a):          # 1
+///     b = a + 1      # 2  uses a
+///     b += a         # 3  uses b, a
+///     c = b          # 4  uses b
+///     c = b          # 5  uses b; c unchanged → no new def of c observed
+///     return c       # 6  uses c
+/// f(1): call{a:1} 2 3{b:2} 4{b:3} 5{c:3} 6 return.
+/// Pairs: (a,1,2) (a,1,3) (b,2,3) (b,3,4) (b,3,5) (c,4,6) — c's def stays at 4 because
+/// line 5 leaves its repr unchanged (documented limitation).
+fn one() -> flux_trace::Trace {
+    TraceBuilder::new()
+        .test("t.py::test_one")
+        .call("f", 1, &[("a", "1")])
+        .line(2, &[])
+        .line(3, &[("b", "2")])
+        .line(4, &[("b", "3")])
+        .line(5, &[("c", "3")])
+        .line(6, &[])
+        .ret("3")
+        .end("passed")
+        .test("t.py::test_two")
+        .call("f", 1, &[("a", "5")])
+        .line(2, &[])
+        .line(3, &[("b", "6")])
+        .line(4, &[("b", "11")])
+        .line(5, &[("c", "11")])
+        .line(6, &[])
+        .ret("11")
+        .end("passed")
+        .build()
+}
+
+fn uses() -> serde_json::Value {
+    json!({"2": ["a"], "3": ["b", "a"], "4": ["b"], "5": ["b"], "6": ["c"]})
+}
+
+#[test]
+fn def_use_pairs_along_the_path() {
+    let t = one();
+    let p = params(json!({"function": "f", "uses": uses()})).unwrap();
+    assert_eq!(
+        extract(&t, "def_use_pairs", &p).unwrap(),
+        json!({"observed_def_use_pairs": [
+            {"variable": "a", "def_line": 1, "use_line": 2, "count": 1},
+            {"variable": "a", "def_line": 1, "use_line": 3, "count": 1},
+            {"variable": "b", "def_line": 2, "use_line": 3, "count": 1},
+            {"variable": "b", "def_line": 3, "use_line": 4, "count": 1},
+            {"variable": "b", "def_line": 3, "use_line": 5, "count": 1},
+            {"variable": "c", "def_line": 4, "use_line": 6, "count": 1},
+        ]})
+    );
+}
+
+#[test]
+fn def_use_from_source_matches_the_hand_made_uses() {
+    let src = "def f(a):\n    b = a + 1\n    b += a\n    c = b\n    c = b\n    return c\n";
+    let t = one();
+    let p = params(json!({"function": "f", "source": src})).unwrap();
+    let q = params(json!({"function": "f", "uses": uses()})).unwrap();
+    assert_eq!(
+        extract(&t, "def_use_pairs", &p).unwrap(),
+        extract(&t, "def_use_pairs", &q).unwrap()
+    );
+    let p = params(json!({"function": "f"})).unwrap();
+    let err = extract(&t, "def_use_pairs", &p).unwrap_err().to_string();
+    assert!(err.contains("needs the static facts of `f`"), "{err}");
+}
+
+/// With the static facts of the real source, uses come from the AST and equal the hand-made
+/// ones; `definitions = "ast"` defines `c` again at line 5 (an assignment the repr-change
+/// definition cannot see), so `c` at 6 pairs with 5 instead of 4.
+#[test]
+fn def_use_with_static_facts_and_ast_definitions() {
+    let src = "def f(a):\n    b = a + 1\n    b += a\n    c = b\n    c = b\n    return c\n";
+    let mut t = one();
+    t.facts.insert(
+        crate::testkit::FILE.to_string(),
+        crate::testkit::facts_from_source(src, crate::testkit::FILE),
+    );
+    let by_hand = params(json!({"function": "f", "uses": uses()})).unwrap();
+    let from_facts = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        extract(&t, "def_use_pairs", &from_facts).unwrap(),
+        extract(&t, "def_use_pairs", &by_hand).unwrap()
+    );
+    let ast = params(json!({"function": "f", "definitions": "ast"})).unwrap();
+    let pairs = |v: serde_json::Value| -> Vec<(String, i64, i64)> {
+        v["observed_def_use_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["variable"].as_str().unwrap().to_string(),
+                    x["def_line"].as_i64().unwrap(),
+                    x["use_line"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let s = |v: &str, d, u| (v.to_string(), d, u);
+    assert_eq!(
+        pairs(extract(&t, "def_use_pairs", &ast).unwrap()),
+        vec![
+            s("a", 1, 2),
+            s("a", 1, 3),
+            s("b", 2, 3),
+            s("b", 3, 4),
+            s("b", 3, 5),
+            s("c", 5, 6)
+        ]
+    );
+    // All invocations together (both tests' calls): every pair twice; only `c` with variables.
+    let all = params(
+        json!({"function": "f", "definitions": "ast", "all_invocations": true,
+                            "variables": ["c"]}),
+    )
+    .unwrap();
+    assert_eq!(
+        extract(&t, "def_use_pairs", &all).unwrap(),
+        json!({"observed_def_use_pairs": [{"variable": "c", "def_line": 5, "use_line": 6, "count": 2}]})
+    );
+    // Dead definitions: c's definition at 4 is replaced at 5 before any use (twice, once per
+    // invocation).
+    let dead = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        extract(&t, "dead_defs", &dead).unwrap(),
+        json!({"dead_defs": [{"variable": "c", "def_line": 4, "count": 2}]})
+    );
+}
+
+#[test]
+fn def_use_across_tests_lists_tests_per_pair() {
+    let t = one();
+    let p = params(json!({"function": "f", "uses": uses(), "variable": "c"})).unwrap();
+    assert_eq!(
+        extract(&t, "def_use_across_tests", &p).unwrap(),
+        json!({"def_use_pairs": [{"variable": "c", "def_line": 4, "use_line": 6,
+               "tests": ["t.py::test_one", "t.py::test_two"]}]})
+    );
+}
+
+#[test]
+fn tokenizer_separates_reads_from_targets() {
+    let src = "\
+x = y + z  # comment w
+a[i] = f(k=v, s='q r')
+for p, q in items:
+obj.attr = other.thing
+with open(path) as fh:
+n += 1
+import os
+if a == b and not c:
+s = \"\"\"doc
+still doc u\"\"\" + t
+";
+    let u = uses_from_source(src, 10);
+    let get = |l: u32| u.get(&l).cloned().unwrap_or_default();
+    assert_eq!(get(10), vec!["y", "z"]);
+    assert_eq!(get(11), vec!["a", "i", "f", "v"]);
+    assert_eq!(get(12), vec!["items"]);
+    assert_eq!(get(13), vec!["obj", "other"]);
+    assert_eq!(get(14), vec!["open", "path"]);
+    assert_eq!(get(15), vec!["n"]);
+    assert_eq!(get(16), Vec::<String>::new());
+    assert_eq!(get(17), vec!["a", "b", "c"]);
+    assert_eq!(get(18), Vec::<String>::new());
+    assert_eq!(get(19), vec!["t"]);
+}

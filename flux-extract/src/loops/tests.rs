@@ -1,0 +1,115 @@
+use crate::testkit::TraceBuilder;
+use crate::{extract, params};
+use serde_json::json;
+
+/// f: 10 def, 11 `total = 0`, 12 `for x in xs:`, 13 `if x < 0: break`... simplified:
+/// 12 header, body 13..14, 15 after the loop.
+/// Invocation 1 (xs of 3): 11 12 13 14 12 13 14 12 13 14 12 15 → the header is followed by
+/// a body line 3 times; the 4th header event (exhaustion) is followed by 15 → 3 iterations.
+/// Invocation 2 (break on the 2nd item): 11 12 13 14 12 13 15 → 2 iterations.
+/// Invocation 3 (empty xs): 11 12 15 → entered once, 0 iterations.
+fn loops() -> flux_trace::Trace {
+    let mut tb = TraceBuilder::new()
+        .test("t.py::test_three")
+        .call("f", 10, &[])
+        .line(11, &[]);
+    for _ in 0..3 {
+        tb = tb.line(12, &[]).line(13, &[]).line(14, &[]);
+    }
+    tb = tb.line(12, &[]).line(15, &[]).ret("None").end("passed");
+    tb = tb
+        .test("t.py::test_break")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(14, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(15, &[])
+        .ret("None")
+        .end("passed");
+    tb.test("t.py::test_empty")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(15, &[])
+        .ret("None")
+        .end("passed")
+        .test("t.py::test_other")
+        .end("passed")
+        .build()
+}
+
+fn count(t: &flux_trace::Trace, inv: u64) -> serde_json::Value {
+    let p =
+        params(json!({"function": "f", "invocation": inv, "header": 12, "body_end": 14})).unwrap();
+    extract(t, "loop_iterations", &p).unwrap()
+}
+
+#[test]
+fn loop_iterations_counts_header_followed_by_body() {
+    let t = loops();
+    assert_eq!(count(&t, 1), json!({"loop_iteration_count": 3}));
+    assert_eq!(count(&t, 2), json!({"loop_iteration_count": 2}));
+    assert_eq!(count(&t, 3), json!({"loop_iteration_count": 0}));
+}
+
+#[test]
+fn loop_entries_are_separated_by_lines_outside_the_loop() {
+    // Inner loop at 12..13 inside an outer loop at 11..13: 11 12 13 12 | 11 12 13 12 13 12 | 11
+    // Entries into the inner loop come from 11 (outside [12, 13]): 2 entries, 1 then 2
+    // iterations.
+    let t = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(11, &[])
+        .ret("None")
+        .build();
+    let run = |entry: Option<u64>| {
+        let mut p = json!({"function": "f", "header": 12, "body_end": 13});
+        if let Some(e) = entry {
+            p["entry"] = json!(e);
+        }
+        extract(&t, "loop_iterations", &params(p).unwrap())
+    };
+    assert_eq!(run(None).unwrap(), json!({"loop_iteration_count": 3}));
+    assert_eq!(run(Some(1)).unwrap(), json!({"loop_iteration_count": 1}));
+    assert_eq!(run(Some(2)).unwrap(), json!({"loop_iteration_count": 2}));
+    let err = run(Some(3)).unwrap_err().to_string();
+    assert!(err.contains("entered 2 time(s)"), "{err}");
+}
+
+#[test]
+fn loop_errors_name_the_problem() {
+    let t = loops();
+    let p = params(json!({"function": "f", "header": 30, "body_end": 31})).unwrap();
+    let err = extract(&t, "loop_iterations", &p).unwrap_err().to_string();
+    assert!(
+        err.contains("line 30 (the loop header) never executes in invocation 1 of `f`"),
+        "{err}"
+    );
+    let p = params(json!({"function": "f", "header": 12, "body_end": 12})).unwrap();
+    assert!(extract(&t, "loop_iterations", &p).is_err());
+}
+
+#[test]
+fn across_tests_reports_min_and_max() {
+    // Totals: test_three 3, test_break 2, test_empty 0; test_other never reaches the loop.
+    let t = loops();
+    let p = params(json!({"function": "f", "header": 12, "body_end": 14})).unwrap();
+    assert_eq!(
+        extract(&t, "loop_iterations_across_tests", &p).unwrap(),
+        json!({"min_iterations": 0, "max_iterations": 3,
+               "tests_with_min": ["t.py::test_empty"], "tests_with_max": ["t.py::test_three"]})
+    );
+}

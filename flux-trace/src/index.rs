@@ -1,0 +1,495 @@
+//! [`TraceIndex`]: the views of a trace every extractor needs, built once per trace.
+//!
+//! Why: one traced run answers hundreds of questions (`flux gen`), and the plain queries of
+//! [`crate::query`] rebuild owners and frames over the whole trace on every call. The index
+//! makes one pass for owners, one for frames and invocations, and interns the strings every
+//! event carries (names, files, tests), so that selecting the invocations of a function is a
+//! hash lookup and comparing names is comparing integers.
+//!
+//! It follows the conventions of [`crate::query`] exactly (an invocation is a frame object, its
+//! events are those of its activations, USDT lines are dropped where the hook reports lines,
+//! a name matches a qualname exactly or a bare `co_name` by its last dotted component), and
+//! `tests::index_agrees_with_the_plain_queries` checks it against them.
+use crate::query::{file_within, test_matches, Filter, Invocation, TestRun};
+use crate::{Event, FileFacts, Kind, Source, Trace};
+use std::collections::HashMap;
+
+/// An interned string: an index into [`TraceIndex::str`]. `Sym(0)` is the empty string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+#[derive(Default)]
+struct Interner<'t> {
+    strings: Vec<&'t str>,
+    ids: HashMap<&'t str, Sym>,
+}
+
+impl<'t> Interner<'t> {
+    fn new() -> Self {
+        let mut i = Interner::default();
+        i.intern("");
+        i
+    }
+    fn intern(&mut self, s: &'t str) -> Sym {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = Sym(u32::try_from(self.strings.len()).unwrap_or(u32::MAX));
+        self.strings.push(s);
+        self.ids.insert(s, id);
+        id
+    }
+}
+
+/// One test of the trace: its run and the span of event indices from its `test_start` to its
+/// `test_end` (or the last event carrying its id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestSpan {
+    pub run: TestRun,
+    pub first: usize,
+    pub last: usize,
+}
+
+/// The index of one trace. Borrowing the trace keeps it cheap: no event is copied.
+pub struct TraceIndex<'t> {
+    pub trace: &'t Trace,
+    strings: Interner<'t>,
+    /// Per event: the activation it belongs to (0 for test events).
+    owner: Vec<u64>,
+    /// Per event: interned `Event::name()`, `file`, `test`.
+    ev_name: Vec<Sym>,
+    ev_file: Vec<Sym>,
+    ev_test: Vec<Sym>,
+    /// Activation id → frame id.
+    frame_of: HashMap<u64, u64>,
+    /// Activation id → index of its (first) `call` event.
+    call_of: HashMap<u64, usize>,
+    /// Activation id → index of its `return` event.
+    return_of: HashMap<u64, usize>,
+    /// Every invocation of the trace, in order of first call.
+    invocations: Vec<Invocation>,
+    /// Frame id → index into `invocations`.
+    by_frame: HashMap<u64, usize>,
+    /// Qualname → invocations whose first call carries that qualname.
+    by_qualname: HashMap<Sym, Vec<usize>>,
+    /// `co_name` → invocations whose first call carries no qualname.
+    by_bare_name: HashMap<Sym, Vec<usize>>,
+    /// Parent activation → indices of the `call` events that start a new frame under it.
+    children: HashMap<u64, Vec<usize>>,
+    tests: Vec<TestSpan>,
+}
+
+impl<'t> TraceIndex<'t> {
+    /// Index `trace` (three passes over the events).
+    pub fn new(trace: &'t Trace) -> TraceIndex<'t> {
+        let n = trace.events.len();
+        let mut strings = Interner::new();
+        let mut ev_name = Vec::with_capacity(n);
+        let mut ev_file = Vec::with_capacity(n);
+        let mut ev_test = Vec::with_capacity(n);
+        for e in &trace.events {
+            ev_name.push(strings.intern(e.name()));
+            ev_file.push(strings.intern(&e.file));
+            ev_test.push(strings.intern(&e.test));
+        }
+        let owner = crate::query::owners(trace);
+        let mut frame_of = HashMap::new();
+        let mut call_of = HashMap::new();
+        let mut return_of = HashMap::new();
+        for (i, e) in trace.events.iter().enumerate() {
+            if e.ev == Kind::Call && e.activation != 0 {
+                frame_of.insert(
+                    e.activation,
+                    if e.frame == 0 { e.activation } else { e.frame },
+                );
+                call_of.entry(e.activation).or_insert(i);
+            } else if e.ev == Kind::Return && e.activation != 0 {
+                return_of.insert(e.activation, i);
+            }
+        }
+        let mut ix = TraceIndex {
+            trace,
+            strings,
+            owner,
+            ev_name,
+            ev_file,
+            ev_test,
+            frame_of,
+            call_of,
+            return_of,
+            invocations: Vec::new(),
+            by_frame: HashMap::new(),
+            by_qualname: HashMap::new(),
+            by_bare_name: HashMap::new(),
+            children: HashMap::new(),
+            tests: Vec::new(),
+        };
+        ix.build_invocations();
+        ix.build_tests();
+        ix
+    }
+
+    fn build_invocations(&mut self) {
+        let t = self.trace;
+        for (i, e) in t.events.iter().enumerate() {
+            let owner = self.owner[i];
+            if owner == 0 {
+                continue;
+            }
+            let frame = self.frame_of.get(&owner).copied().unwrap_or(owner);
+            if e.ev == Kind::Call && !self.by_frame.contains_key(&frame) {
+                let k = self.invocations.len();
+                self.by_frame.insert(frame, k);
+                let map = if e.qualname.is_empty() {
+                    &mut self.by_bare_name
+                } else {
+                    &mut self.by_qualname
+                };
+                map.entry(self.ev_name[i]).or_default().push(k);
+                self.children.entry(e.parent).or_default().push(i);
+                self.invocations.push(Invocation {
+                    frame,
+                    activations: Vec::new(),
+                    events: Vec::new(),
+                    test: e.test.clone(),
+                });
+            }
+            let Some(&k) = self.by_frame.get(&frame) else {
+                continue;
+            };
+            let inv = &mut self.invocations[k];
+            if e.ev == Kind::Call {
+                if inv.activations.contains(&owner) {
+                    continue; // the same activation reported by both witnesses
+                }
+                inv.activations.push(owner);
+            }
+            inv.events.push(i);
+        }
+        for inv in &mut self.invocations {
+            let hook_lines = inv
+                .events
+                .iter()
+                .any(|&i| t.events[i].ev == Kind::Line && t.events[i].src == Source::Hook);
+            if hook_lines {
+                inv.events.retain(|&i| {
+                    let e = &t.events[i];
+                    !(e.ev == Kind::Line && e.src == Source::Usdt)
+                });
+            }
+        }
+    }
+
+    fn build_tests(&mut self) {
+        let mut at: HashMap<Sym, usize> = HashMap::new();
+        for (i, e) in self.trace.events.iter().enumerate() {
+            let sym = self.ev_test[i];
+            if sym == Sym(0) {
+                continue;
+            }
+            let k = *at.entry(sym).or_insert_with(|| {
+                self.tests.push(TestSpan {
+                    run: TestRun {
+                        id: e.test.clone(),
+                        outcome: String::new(),
+                    },
+                    first: i,
+                    last: i,
+                });
+                self.tests.len() - 1
+            });
+            let span = &mut self.tests[k];
+            span.last = i;
+            if e.ev == Kind::TestEnd {
+                span.run.outcome = e.outcome.clone();
+            }
+        }
+    }
+
+    /// The string of an interned symbol.
+    pub fn str(&self, s: Sym) -> &'t str {
+        self.strings
+            .strings
+            .get(s.0 as usize)
+            .copied()
+            .unwrap_or("")
+    }
+
+    /// The symbol of `s` if any event carries it.
+    pub fn sym(&self, s: &str) -> Option<Sym> {
+        self.strings.ids.get(s).copied()
+    }
+
+    /// The event at index `i`.
+    pub fn event(&self, i: usize) -> &'t Event {
+        &self.trace.events[i]
+    }
+
+    /// The activation event `i` belongs to (0 for test events).
+    pub fn owner(&self, i: usize) -> u64 {
+        self.owner[i]
+    }
+
+    /// Interned `Event::name()` of event `i`.
+    pub fn name_of(&self, i: usize) -> Sym {
+        self.ev_name[i]
+    }
+
+    /// Interned `file` of event `i`.
+    pub fn file_of(&self, i: usize) -> Sym {
+        self.ev_file[i]
+    }
+
+    /// Interned `test` of event `i`.
+    pub fn test_of(&self, i: usize) -> Sym {
+        self.ev_test[i]
+    }
+
+    /// The frame of an activation.
+    pub fn frame(&self, activation: u64) -> Option<u64> {
+        self.frame_of.get(&activation).copied()
+    }
+
+    /// The `call` event of an activation.
+    pub fn call_event(&self, activation: u64) -> Option<&'t Event> {
+        self.call_of
+            .get(&activation)
+            .map(|&i| &self.trace.events[i])
+    }
+
+    /// The index span `[call, return]` of an activation (to the trace's end when it has no
+    /// return, which a complete trace never shows).
+    pub fn span(&self, activation: u64) -> Option<(usize, usize)> {
+        let c = *self.call_of.get(&activation)?;
+        let r = self
+            .return_of
+            .get(&activation)
+            .copied()
+            .unwrap_or(self.trace.events.len().saturating_sub(1));
+        Some((c, r))
+    }
+
+    /// Every invocation, in order of first call.
+    pub fn all_invocations(&self) -> &[Invocation] {
+        &self.invocations
+    }
+
+    /// The invocation of a frame.
+    pub fn invocation_of_frame(&self, frame: u64) -> Option<&Invocation> {
+        self.by_frame.get(&frame).map(|&k| &self.invocations[k])
+    }
+
+    /// Index into [`TraceIndex::all_invocations`] of the invocation holding event `i`.
+    pub fn invocation_holding(&self, i: usize) -> Option<usize> {
+        let owner = self.owner[i];
+        if owner == 0 {
+            return None;
+        }
+        let frame = self.frame_of.get(&owner).copied().unwrap_or(owner);
+        self.by_frame.get(&frame).copied()
+    }
+
+    /// Indices (into [`TraceIndex::all_invocations`]) of the invocations of the function
+    /// `name` (see [`crate::query::name_matches`]), in order of first call.
+    pub fn invocation_ids(&self, name: &str) -> Vec<usize> {
+        let mut out: Vec<usize> = Vec::new();
+        if let Some(s) = self.sym(name) {
+            if let Some(v) = self.by_qualname.get(&s) {
+                out.extend(v);
+            }
+        }
+        let last = name.rsplit('.').next().unwrap_or(name);
+        if let Some(s) = self.sym(last) {
+            if let Some(v) = self.by_bare_name.get(&s) {
+                out.extend(v);
+                out.sort_unstable();
+            }
+        }
+        out
+    }
+
+    /// The invocations of `name` that pass `filter`, in order of first call (equal to
+    /// [`crate::query::invocations`]).
+    pub fn invocations(&self, name: &str, filter: Filter<'_>) -> Vec<&Invocation> {
+        self.invocation_ids(name)
+            .into_iter()
+            .map(|k| &self.invocations[k])
+            .filter(|inv| self.passes(inv, filter))
+            .collect()
+    }
+
+    /// Does the invocation's first call pass the `test` and `file` filters?
+    pub fn passes(&self, inv: &Invocation, filter: Filter<'_>) -> bool {
+        let Some(first) = inv.first_call(self.trace) else {
+            return false;
+        };
+        filter.test.is_none_or(|t| test_matches(&first.test, t))
+            && filter.file.is_none_or(|f| file_within(&first.file, f))
+    }
+
+    /// The distinct (qualname-or-name, file) pairs of invocations named `name`: more than one
+    /// file means the name is ambiguous without a `file` filter.
+    pub fn files_of(&self, name: &str) -> Vec<&'t str> {
+        let mut files: Vec<&str> = self
+            .invocation_ids(name)
+            .into_iter()
+            .filter_map(|k| self.invocations[k].first_call(self.trace))
+            .map(|e| e.file.as_str())
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        files
+    }
+
+    /// Indices of the `call` events that start a new frame directly under `activation`, in
+    /// trace order.
+    pub fn fresh_calls_under(&self, activation: u64) -> &[usize] {
+        self.children
+            .get(&activation)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The tests of the trace in order of first appearance (as [`crate::query::tests`]).
+    pub fn tests(&self) -> &[TestSpan] {
+        &self.tests
+    }
+
+    /// The test ids in start order.
+    pub fn test_ids(&self) -> Vec<String> {
+        self.tests.iter().map(|t| t.run.id.clone()).collect()
+    }
+
+    /// The static facts of the file of invocation `inv`'s code, and the scope that is its code
+    /// (matched by qualname and first line), when the trace carries them.
+    pub fn facts_of_invocation(
+        &self,
+        inv: &Invocation,
+    ) -> Option<(&'t FileFacts, &'t crate::facts::FunctionFacts)> {
+        let call = inv.first_call(self.trace)?;
+        let facts = self.trace.facts.get(&call.file)?;
+        let f = facts
+            .function_by_code(call.name(), call.line)
+            .or_else(|| facts.function_at(call.name(), 0))?;
+        Some((facts, f))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query;
+    use crate::Meta;
+
+    fn ev(ev: Kind, act: u64, frame: u64, parent: u64, line: u32, name: &str, test: &str) -> Event {
+        let mut e = Event::new(0, 1, 1, ev, Source::Hook);
+        e.activation = act;
+        e.frame = frame;
+        e.parent = parent;
+        e.line = line;
+        e.qualname = name.into();
+        e.func = name.rsplit('.').next().unwrap_or("").into();
+        e.file = "/p/m.py".into();
+        e.test = test.into();
+        e
+    }
+
+    fn sample() -> Trace {
+        let a = "t.py::test_a";
+        let b = "t.py::test_b";
+        let mut bare = ev(Kind::Call, 20, 20, 0, 30, "", b);
+        bare.func = "helper".into();
+        let mut bare_ret = ev(Kind::Return, 20, 20, 0, 31, "", b);
+        bare_ret.func = "helper".into();
+        let mut start = Event::new(0, 1, 1, Kind::TestStart, Source::Hook);
+        start.test = a.into();
+        let mut end = Event::new(0, 1, 1, Kind::TestEnd, Source::Hook);
+        end.test = a.into();
+        end.outcome = "passed".into();
+        Trace {
+            meta: Meta::default(),
+            events: vec![
+                start,
+                ev(Kind::Call, 10, 10, 0, 1, "gen", a),
+                ev(Kind::Line, 10, 10, 0, 2, "gen", a),
+                ev(Kind::Return, 10, 10, 0, 2, "gen", a),
+                ev(Kind::Call, 12, 12, 0, 20, "C.f", a),
+                ev(Kind::Call, 13, 13, 12, 40, "C.helper", a),
+                ev(Kind::Return, 13, 13, 12, 41, "C.helper", a),
+                ev(Kind::Line, 0, 0, 0, 21, "", a),
+                ev(Kind::Return, 12, 12, 0, 21, "C.f", a),
+                ev(Kind::Call, 11, 10, 0, 2, "gen", a),
+                ev(Kind::Line, 11, 10, 0, 3, "gen", a),
+                ev(Kind::Return, 11, 10, 0, 3, "gen", a),
+                end,
+                bare,
+                bare_ret,
+            ],
+            facts: Default::default(),
+        }
+    }
+
+    #[test]
+    fn lookups_by_name_and_filters() {
+        let t = sample();
+        let ix = TraceIndex::new(&t);
+        let count = |name: &str, filter: Filter<'_>| ix.invocations(name, filter).len();
+        // `helper` names the bare-name invocation (no qualname) only; `C.helper` names the
+        // qualified one and, by its last component, the bare one too.
+        assert_eq!(count("gen", Filter::default()), 1);
+        assert_eq!(count("C.helper", Filter::default()), 2);
+        assert_eq!(count("helper", Filter::default()), 1);
+        assert_eq!(count("f", Filter::default()), 0);
+        assert_eq!(count("nope", Filter::default()), 0);
+        let in_b = Filter {
+            test: Some("test_b"),
+            file: None,
+        };
+        assert_eq!((count("helper", in_b), count("C.f", in_b)), (1, 0));
+        let under = |f| Filter {
+            test: None,
+            file: Some(f),
+        };
+        assert_eq!(
+            (count("C.f", under("p/")), count("C.f", under("q/"))),
+            (1, 0)
+        );
+        // query::invocations is the index's view.
+        assert_eq!(
+            query::invocations(&t, "gen", Filter::default()),
+            vec![ix.invocations("gen", Filter::default())[0].clone()]
+        );
+        assert_eq!(
+            query::tests(&t),
+            ix.tests().iter().map(|s| s.run.clone()).collect::<Vec<_>>()
+        );
+        assert_eq!(ix.tests()[0].first, 0);
+        assert_eq!(ix.tests()[0].last, 12);
+    }
+
+    #[test]
+    fn generator_activations_and_children() {
+        let t = sample();
+        let ix = TraceIndex::new(&t);
+        let g = ix.invocations("gen", Filter::default());
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].activations, vec![10, 11]);
+        assert_eq!(ix.frame(11), Some(10));
+        // C.f (activation 12) makes one fresh call, C.helper; the bare `helper` is the bare
+        // name's only invocation, and `C.helper` does not match it.
+        let under: Vec<&str> = ix
+            .fresh_calls_under(12)
+            .iter()
+            .map(|&i| ix.str(ix.name_of(i)))
+            .collect();
+        assert_eq!(under, vec!["C.helper"]);
+        assert_eq!(ix.invocations("helper", Filter::default()).len(), 1);
+        assert_eq!(ix.invocations("x.helper", Filter::default()).len(), 1);
+        assert_eq!(ix.files_of("C.f"), vec!["/p/m.py"]);
+        // The line with activation 0 belongs to the innermost open activation, C.f.
+        assert_eq!(ix.owner(7), 12);
+        assert_eq!(ix.invocation_holding(7), Some(1));
+        assert_eq!(ix.str(ix.test_of(1)), "t.py::test_a");
+        assert_eq!(ix.sym("C.f").map(|s| ix.str(s)), Some("C.f"));
+    }
+}
