@@ -45,7 +45,7 @@ mod rundir;
 mod tracing;
 
 pub use diff::json_diff;
-pub use run_test::{run_test, TestRun, Witness};
+pub use run_test::{run_test, run_traced, TestRun, TracedRun, Witness};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
