@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 mod eval;
 mod export;
+mod gen;
 mod harvest;
 mod images;
 mod perturb;
@@ -44,6 +45,10 @@ enum Cmd {
     Harvest(harvest::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
     Perturb(perturb::Args),
+    /// Generate a benchmark set from repositories' own test suites (`sets/<name>/gen.toml`).
+    Gen(gen::Args),
+    /// Count instances per kind and repository, and their difficulty features.
+    Stats(gen::StatsArgs),
     /// Run one instance's test once (flux, untraced or a reference tracer) and print its cost
     /// as JSON (for `cargo xtask bench harvest`).
     #[command(hide = true)]
@@ -62,6 +67,8 @@ fn main() -> ExitCode {
         Cmd::Export(a) => export::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Perturb(a) => perturb::run(a),
+        Cmd::Gen(a) => gen::run(a),
+        Cmd::Stats(a) => gen::run_stats(a),
         Cmd::BenchRun(a) => run_instance::run(a),
     };
     match result {
