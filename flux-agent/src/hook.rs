@@ -41,10 +41,6 @@ const FILES: &[(&str, &str)] = &[
         "flux_hook/pytest_plugin.py",
         include_str!("../../flux-hook/flux_hook/pytest_plugin.py"),
     ),
-    (
-        "flux_hook/symbols.py",
-        include_str!("../../flux-hook/flux_hook/symbols.py"),
-    ),
 ];
 
 /// Write the hook package into `dir` (which becomes a `PYTHONPATH` entry), readable by anyone
@@ -170,6 +166,8 @@ pub struct CodeDef {
     pub last_line: Option<u32>,
     /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] | [`CODE_TARGET`] (unknown from older hooks).
     pub traits: Option<u32>,
+    /// `__name__` of its globals: sent for targeted code in dialect `swe-flux` only.
+    pub module: Option<String>,
 }
 
 /// A generator, coroutine or async generator.
@@ -216,6 +214,24 @@ pub enum ExcKind {
     Raise,
     Reraise,
     Propagate,
+    /// Dialect `swe-flux`: a bare re-raise the hook inferred (3.11 reports no tracer event).
+    ReraiseInferred,
+    /// Dialect `swe-flux`: 3.11's `StopIteration` at the end of a `yield from`/`await`,
+    /// reported to tracers only (not a raise).
+    TracerOnly,
+}
+
+impl ExcKind {
+    /// The event's `outcome`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExcKind::Raise => "raise",
+            ExcKind::Reraise => "reraise",
+            ExcKind::Propagate => "propagate",
+            ExcKind::ReraiseInferred => "reraise-inferred",
+            ExcKind::TracerOnly => "tracer-only",
+        }
+    }
 }
 
 pub type Locals = Vec<(String, (String, String))>;
@@ -228,6 +244,12 @@ pub enum Rec {
         code: u32,
         frame: u64,
         line: u32,
+        /// Dialect `swe-flux`: opened by `gen.throw()`/`close()` without a tracer call event.
+        thrown: bool,
+        /// Dialect `swe-flux`, targeted code: locals changed since the frame's previous event
+        /// (all of them for a fresh frame).
+        locals: Locals,
+        deleted: Vec<String>,
     },
     Ret {
         ts: u64,
@@ -238,6 +260,8 @@ pub enum Rec {
         how: How,
         payload: Option<(String, String)>,
         locals: Locals,
+        /// Locals gone since the frame's previous event (dialect `swe-flux`).
+        deleted: Vec<String>,
     },
     Line {
         ts: u64,
@@ -246,6 +270,7 @@ pub enum Rec {
         frame: u64,
         line: u32,
         locals: Locals,
+        deleted: Vec<String>,
     },
     Exc {
         ts: u64,
@@ -256,6 +281,11 @@ pub enum Rec {
         ty: String,
         msg: String,
         kind: ExcKind,
+        /// Dialect `swe-flux`: locals changed before the exception, and the exception object
+        /// (`type(e).__name__`, plain repr).
+        locals: Locals,
+        deleted: Vec<String>,
+        object: Option<(String, String)>,
     },
     Handled {
         ts: u64,
@@ -409,6 +439,17 @@ fn locals(v: &J) -> Locals {
         None => Vec::new(),
     }
 }
+/// The names a changed-locals object maps to `null`: gone since the previous event.
+fn deleted(v: &J) -> Vec<String> {
+    match v.as_object() {
+        Some(m) => m
+            .iter()
+            .filter(|(_, v)| v.is_null())
+            .map(|(k, _)| k.clone())
+            .collect(),
+        None => Vec::new(),
+    }
+}
 
 impl Stream {
     /// Parse one line of the protocol into this stream.
@@ -456,6 +497,7 @@ impl Stream {
                         firstlineno: u(g(5)) as u32,
                         last_line: g(6).as_u64().map(|v| v as u32),
                         traits: g(7).as_u64().map(|v| v as u32),
+                        module: g(8).as_str().map(str::to_string),
                     },
                 );
                 return;
@@ -466,6 +508,9 @@ impl Stream {
                 code: u(g(3)) as u32,
                 frame: u(g(4)),
                 line: u(g(5)) as u32,
+                thrown: g(6).as_str() == Some("throw"),
+                locals: locals(g(7)),
+                deleted: deleted(g(7)),
             },
             "r" => Rec::Ret {
                 ts,
@@ -480,6 +525,7 @@ impl Stream {
                 },
                 payload: pair(g(7)),
                 locals: locals(g(8)),
+                deleted: deleted(g(8)),
             },
             "l" => Rec::Line {
                 ts,
@@ -488,6 +534,7 @@ impl Stream {
                 frame: u(g(4)),
                 line: u(g(5)) as u32,
                 locals: locals(g(6)),
+                deleted: deleted(g(6)),
             },
             "x" => Rec::Exc {
                 ts,
@@ -500,8 +547,13 @@ impl Stream {
                 kind: match g(8).as_str() {
                     Some("reraise") => ExcKind::Reraise,
                     Some("propagate") => ExcKind::Propagate,
+                    Some("reraise-inferred") => ExcKind::ReraiseInferred,
+                    Some("tracer-only") => ExcKind::TracerOnly,
                     _ => ExcKind::Raise,
                 },
+                locals: locals(g(9)),
+                deleted: deleted(g(9)),
+                object: pair(g(10)),
             },
             "h" => Rec::Handled {
                 ts,
@@ -745,7 +797,8 @@ mod tests {
                 code: 1,
                 frame: 140,
                 line: 4,
-                locals: vec![("x".into(), ("1".into(), "int".into()))]
+                locals: vec![("x".into(), ("1".into(), "int".into()))],
+                deleted: vec![],
             }
         );
         assert!(matches!(
@@ -766,6 +819,60 @@ mod tests {
             .problems()
             .iter()
             .any(|p| p.contains("lost records: thread 7: RecursionError")));
+    }
+
+    #[test]
+    fn the_swe_flux_dialect_fields_are_read() {
+        let mut st = Stream::default();
+        for l in [
+            r#"{"hello":1,"pid":7,"python":"3.11.2","mode":"settrace","calls":"entries"}"#,
+            r#"["C",1,"/a.py","f","C.f",3,6,0,"pkg.a"]"#,
+            r#"["C",2,"/a.py","g","g",9,9,0]"#,
+            r#"["c",10,7,1,140,3,"throw",{"a":["1","int"]}]"#,
+            r#"["l",11,7,1,140,4,{"x":["1","int"],"e":null}]"#,
+            r#"["x",12,7,1,140,5,"KeyError","'k'","raise",{"y":["2","int"]},["KeyError('k')","KeyError"]]"#,
+            r#"["x",13,7,1,140,5,"StopIteration","","tracer-only",null,["StopIteration()","StopIteration"]]"#,
+            r#"["x",14,7,1,140,5,"KeyError","'k'","reraise-inferred"]"#,
+            r#"["bye",7]"#,
+        ] {
+            st.feed(l);
+        }
+        assert!(st.problems().is_empty(), "{:?}", st.problems());
+        assert_eq!(st.codes[&1].module.as_deref(), Some("pkg.a"));
+        assert_eq!(st.codes[&2].module, None, "older records have no module");
+        assert!(
+            matches!(&st.records[0], Rec::Call { thrown: true, locals, .. } if locals[0].0 == "a")
+        );
+        assert!(
+            matches!(&st.records[1], Rec::Line { locals, deleted, .. } if locals.len() == 1 && deleted == &["e"])
+        );
+        match &st.records[2] {
+            Rec::Exc {
+                kind,
+                locals,
+                object,
+                ..
+            } => {
+                assert_eq!(*kind, ExcKind::Raise);
+                assert_eq!(locals[0].0, "y");
+                assert_eq!(
+                    object.as_ref(),
+                    Some(&("KeyError('k')".to_string(), "KeyError".to_string()))
+                );
+            }
+            r => panic!("{r:?}"),
+        }
+        assert!(matches!(
+            st.records[3],
+            Rec::Exc {
+                kind: ExcKind::TracerOnly,
+                ..
+            }
+        ));
+        assert!(matches!(
+            &st.records[4],
+            Rec::Exc { kind: ExcKind::ReraiseInferred, object: None, .. }
+        ));
     }
 
     #[test]

@@ -42,7 +42,7 @@
 //! Anything that cannot be placed (a return with no open activation, a line outside any) is a
 //! problem: the trace is marked incomplete with the reason.
 use crate::hook::{
-    CodeDef, ExcKind, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE,
+    CodeDef, HookCalls, HookCapture, How, Rec, Stream, CODE_GEN, CODE_NO_FIRST_LINE,
     CODE_TARGET,
 };
 use crate::interp::Interpreter;
@@ -696,6 +696,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 ev.suspended = h.suspended;
                                 ev.exc = h.exc;
                                 ev.locals = h.locals;
+                                ev.deleted = h.deleted;
                             }
                             if ev.suspended {
                                 if let Some(k) = o.frame_key {
@@ -733,6 +734,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             code: cid,
                             frame,
                             line,
+                            thrown,
+                            locals: l,
+                            deleted,
                             ..
                         } => {
                             let Some(cd) = code(cid) else {
@@ -744,6 +748,11 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.file = cd.file.clone();
                             ev.func = cd.name.clone();
                             ev.line = *line;
+                            if *thrown {
+                                ev.outcome = "throw".into();
+                            }
+                            ev.locals = locals(l);
+                            ev.deleted = deleted.clone();
                             let reuse = suspended
                                 .remove(frame)
                                 .filter(|(_, f, n)| *f == cd.file && *n == cd.name)
@@ -766,6 +775,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             how,
                             payload,
                             locals: l,
+                            deleted,
                             ..
                         } => {
                             let Some(cd) = code(cid) else {
@@ -778,6 +788,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.func = cd.name.clone();
                             ev.line = *line;
                             ev.locals = locals(l);
+                            ev.deleted = deleted.clone();
                             ev.suspended = *how == How::Yield;
                             ev.unwind = *how == How::Unwind;
                             match (how, payload) {
@@ -829,6 +840,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             code: cid,
                             line,
                             locals: l,
+                            deleted,
                             ..
                         } => {
                             let Some(cd) = code(cid) else { continue };
@@ -837,6 +849,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ev.func = cd.name.clone();
                             ev.line = *line;
                             ev.locals = locals(l);
+                            ev.deleted = deleted.clone();
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
@@ -847,6 +860,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                             ty,
                             msg,
                             kind,
+                            locals: l,
+                            deleted,
+                            object,
                             ..
                         } => {
                             let Some(cd) = code(cid) else { continue };
@@ -858,12 +874,10 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
                                 ty: ty.clone(),
                                 msg: msg.clone(),
                             });
-                            ev.outcome = match kind {
-                                ExcKind::Raise => "raise",
-                                ExcKind::Reraise => "reraise",
-                                ExcKind::Propagate => "propagate",
-                            }
-                            .into();
+                            ev.outcome = kind.as_str().into();
+                            ev.locals = locals(l);
+                            ev.deleted = deleted.clone();
+                            ev.value = object.as_ref().map(value);
                             attach(&mut ev, &mut stack, cd, &mut out, &mut c, pid, tid);
                             out.push(ev);
                         }
@@ -947,6 +961,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interp: &Interpreter, plan
             }
         }
     }
+    name_modules(&mut out, hook);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
 
@@ -1170,6 +1185,37 @@ fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
     ev.unwind = true;
     decorate(&mut ev, o);
     ev
+}
+
+/// Dialect `swe-flux`: the hook sends the module of targeted code in its `C` records; every
+/// event of that code (whichever witness reported it) is named with it. Code of one file and
+/// qualified name defined under two modules in one process is left unnamed (the log writer
+/// then refuses it rather than guess).
+fn name_modules(events: &mut [Event], hook: &HookCapture) {
+    let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
+    for s in &hook.streams {
+        for c in s.codes.values() {
+            let Some(m) = c.module.as_deref() else {
+                continue;
+            };
+            modules
+                .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
+                .and_modify(|old| {
+                    if *old != Some(m) {
+                        *old = None
+                    }
+                })
+                .or_insert(Some(m));
+        }
+    }
+    if modules.is_empty() {
+        return;
+    }
+    for e in events.iter_mut() {
+        if let Some(Some(m)) = modules.get(&(e.pid, e.file.as_str(), e.name())) {
+            e.module = m.to_string();
+        }
+    }
 }
 
 /// Every event inside a test's window gets the test's id (tests run one at a time per process).

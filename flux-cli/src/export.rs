@@ -1,15 +1,37 @@
-//! `flux export`: write instances in a peer benchmark's layout (flux_instance::export).
+//! `flux export`: write instances in a peer benchmark's layout (flux_instance::export) or as a
+//! Hugging Face dataset (flux_instance::hf).
 use anyhow::Result;
 use flux_instance::export::{self, ExportFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// A peer layout, or `hf`.
+#[derive(Clone, Copy)]
+enum Format {
+    Peer(ExportFormat),
+    Hf,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "hf" | "huggingface" | "hugging-face" => Ok(Format::Hf),
+            other => other
+                .parse()
+                .map(Format::Peer)
+                .map_err(|_| format!("unknown export format {other:?} (swe-flux, traceeval, hf)")),
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// swe-flux (`<out>/<repo>__<id>/` with oracle.json, question.json, files/, eval.sh) or
-    /// traceeval (`<out>/<repo>/<id>/callgraph.json` and `<out>/splits.json`).
+    /// swe-flux (`<out>/<repo>__<id>/` with oracle.json, question.json, files/, eval.sh),
+    /// traceeval (`<out>/<repo>/<id>/callgraph.json` and `<out>/splits.json`) or hf (a
+    /// Hugging Face dataset: `data/<split>.jsonl` and a dataset card `README.md`).
     #[arg(long)]
-    format: ExportFormat,
+    format: Format,
     /// Instance root (repeatable).
     #[arg(long = "instances", default_value = "instances")]
     instances: Vec<PathBuf>,
@@ -21,7 +43,11 @@ pub struct Args {
 /// with its file and field; the others are still exported).
 pub fn run(a: Args) -> Result<ExitCode> {
     let dirs = flux_instance::discover(&a.instances)?;
-    let report = export::export(a.format, &dirs, &a.out_dir);
+    let format = match a.format {
+        Format::Peer(f) => f,
+        Format::Hf => return hf(&dirs, &a.out_dir),
+    };
+    let report = export::export(format, &dirs, &a.out_dir);
     for s in &report.skipped {
         eprintln!("flux: note: skipped {}: {}", s.dir.display(), s.reason);
     }
@@ -32,7 +58,35 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "exported {} instance(s) to {} ({}); {} skipped, {} error(s)",
         report.exported.len(),
         a.out_dir.display(),
-        a.format,
+        format,
+        report.skipped.len(),
+        report.errors.len()
+    );
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
+    let report = flux_instance::hf::export(dirs, out);
+    for (dir, reason) in &report.skipped {
+        eprintln!("flux: note: skipped {}: {reason}", dir.display());
+    }
+    for e in &report.errors {
+        eprintln!("flux: error: {e}");
+    }
+    let splits: Vec<String> = report
+        .splits
+        .iter()
+        .map(|(s, ids)| format!("{s} {}", ids.len()))
+        .collect();
+    println!(
+        "exported a Hugging Face dataset to {} ({}; card {}); {} skipped, {} error(s)",
+        out.display(),
+        if splits.is_empty() { "no rows".to_string() } else { splits.join(", ") },
+        out.join("README.md").display(),
         report.skipped.len(),
         report.errors.len()
     );

@@ -28,9 +28,8 @@ pub struct Args {
     /// Where module results and the run report go (default: <cache>/gen/<set name>/).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The cache directory (see `flux harvest --cache`).
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// Print the run report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -41,7 +40,7 @@ pub fn parse_shard(s: &str) -> Result<flux_gen::Shard, String> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let cache = a.cache.clone().unwrap_or_else(crate::harvest::default_cache);
+    let cache = a.cache.dir();
     let opts = flux_gen::GenOptions {
         spec: a.set.clone(),
         shard: a.shard.unwrap_or(flux_gen::Shard::ALL),

@@ -27,10 +27,8 @@ pub struct Args {
     replace: bool,
     #[arg(long, value_enum, default_value = "auto")]
     runtime: RuntimeArg,
-    /// The cache directory (image manifests, wheelhouse, runs); default: $FLUX_CACHE, else the
-    /// nearest `.flux-cache` above the current directory, else `./.flux-cache`.
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// Also print one JSON object per instance on stdout.
     #[arg(long)]
     json: bool,
@@ -42,16 +40,6 @@ pub struct Args {
     paths: Vec<PathBuf>,
 }
 
-pub fn default_cache() -> PathBuf {
-    if let Some(c) = std::env::var_os("FLUX_CACHE") {
-        return PathBuf::from(c);
-    }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    cwd.ancestors()
-        .map(|d| d.join(".flux-cache"))
-        .find(|d| d.is_dir())
-        .unwrap_or_else(|| cwd.join(".flux-cache"))
-}
 
 fn line(r: &InstanceReport) -> String {
     let kind = r.kind.map(|k| k.as_str()).unwrap_or("-");
@@ -74,7 +62,7 @@ fn line(r: &InstanceReport) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
+    let mut opts = HarvestOptions::new(a.cache.dir());
     opts.check = a.check;
     opts.replace = a.replace;
     opts.runtime = match a.runtime {

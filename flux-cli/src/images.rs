@@ -29,9 +29,9 @@ struct BuildArgs {
     /// Image definitions.
     #[arg(long, default_value = "images/images.toml")]
     definitions: PathBuf,
-    /// flux's cache directory (manifests go to <cache-dir>/images/).
-    #[arg(long, default_value = ".flux-cache")]
-    cache_dir: PathBuf,
+    /// Manifests go to <cache>/images/, package sources to <cache>/src/.
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// Images to build: a repo name (`sympy`), a base name (`py3.13-trixie`) or a full reference
     /// (`flux/base:py3.15-sid`). None: the default bases and every repo.
     names: Vec<String>,
@@ -39,15 +39,15 @@ struct BuildArgs {
 
 #[derive(clap::Args)]
 struct ListArgs {
-    /// flux's cache directory (manifests are read from <cache-dir>/images/).
-    #[arg(long, default_value = ".flux-cache")]
-    cache_dir: PathBuf,
+    /// Manifests are read from <cache>/images/.
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.cmd {
         Cmd::Build(b) => build(b),
-        Cmd::List(l) => list(&l.cache_dir),
+        Cmd::List(l) => list(&l.cache.dir()),
     }
 }
 
@@ -60,7 +60,7 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
     }
     let config = BuildConfig {
         definitions: a.definitions,
-        cache_dir: a.cache_dir,
+        cache_dir: a.cache.dir(),
         rebuild: a.rebuild,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cache;
 mod eval;
 mod export;
 mod gen;
@@ -12,6 +13,7 @@ mod perturb;
 mod probes;
 mod run_instance;
 mod score;
+mod sweflux;
 mod trace;
 
 #[derive(Parser)]

@@ -70,9 +70,8 @@ pub struct Args {
     force: bool,
     #[arg(long, value_enum, default_value = "auto")]
     runtime: RuntimeArg,
-    /// The cache directory (as for `flux harvest`).
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// The Python that runs the mutator (default: $FLUX_PYTHON, else python3).
     #[arg(long)]
     python: Option<PathBuf>,
@@ -90,22 +89,12 @@ pub struct Args {
     instances: Vec<PathBuf>,
 }
 
-fn default_cache() -> PathBuf {
-    if let Some(c) = std::env::var_os("FLUX_CACHE") {
-        return PathBuf::from(c);
-    }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    cwd.ancestors()
-        .map(|d| d.join(".flux-cache"))
-        .find(|d| d.is_dir())
-        .unwrap_or_else(|| cwd.join(".flux-cache"))
-}
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let harvest = if a.no_harvest {
         None
     } else {
-        let mut h = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
+        let mut h = HarvestOptions::new(a.cache.dir());
         h.runtime = match a.runtime {
             RuntimeArg::Auto => Runtime::Auto,
             RuntimeArg::Docker => Runtime::Docker,

@@ -57,9 +57,8 @@ pub struct Args {
     /// The reference tracer (a Python file, the pytest plugin `reference_tracer`).
     #[arg(long)]
     reference_tracer: Option<PathBuf>,
-    /// The cache directory (see `flux harvest --cache`).
-    #[arg(long)]
-    cache: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
     /// Keep the run directory (logs, reference log, trace-meta.json).
     #[arg(long)]
     keep_run_dir: bool,
@@ -68,7 +67,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(a.cache.clone().unwrap_or_else(default_cache));
+    let mut opts = HarvestOptions::new(a.cache.dir());
     opts.calls = match a.calls {
         CallsArg::Auto => CallsMode::Auto,
         CallsArg::Hook => CallsMode::Hook,
@@ -140,18 +139,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// As `flux harvest` finds it: $FLUX_CACHE, else the nearest `.flux-cache` above the current
-/// directory, else `./.flux-cache`.
-fn default_cache() -> PathBuf {
-    if let Some(c) = std::env::var_os("FLUX_CACHE") {
-        return PathBuf::from(c);
-    }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    cwd.ancestors()
-        .map(|d| d.join(".flux-cache"))
-        .find(|d| d.is_dir())
-        .unwrap_or_else(|| cwd.join(".flux-cache"))
-}
 
 /// (files, lines, bytes) of the reference tracer's logs in a run directory.
 fn reference_logs(run_dir: &Path) -> Result<(u64, u64, u64)> {

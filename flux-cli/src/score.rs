@@ -1,4 +1,5 @@
-//! `flux score`: score an answers directory against the harvested gold (flux-score).
+//! `flux score`: score answers directories against the harvested gold (flux-score): one run's
+//! report, or several compared (`--answers A --answers B`).
 use anyhow::{bail, Result};
 use flux_score::{Format, ScoreOptions};
 use std::path::PathBuf;
@@ -6,9 +7,10 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Answers directory (`<answers>/<repo>/<id>/answer.json`, e.g. written by `flux eval`).
-    #[arg(long)]
-    answers: PathBuf,
+    /// Answers directory (`<answers>/<repo>/<id>/answer.json`, e.g. written by `flux eval`);
+    /// repeat it to compare runs (paired, on the instances every run scored).
+    #[arg(long, required = true)]
+    answers: Vec<PathBuf>,
     /// Instance root (repeatable); a root may be the store, one repository or one instance.
     #[arg(long = "instances", default_value = "instances")]
     instances: Vec<PathBuf>,
@@ -21,18 +23,23 @@ pub struct Args {
     /// Pass threshold on edge F1 for call-graph instances.
     #[arg(long, default_value_t = 1.0)]
     call_graph_threshold: f64,
+    /// Larger answer files are failures, never read.
+    #[arg(long, default_value_t = flux_score::MAX_ANSWER_BYTES)]
+    max_answer_bytes: u64,
 }
 
 /// Exit 0 when the scoring ran (whatever the accuracy), 1 when some instance directories could
 /// not be read (reported on stderr, the others scored), an error on unusable input.
 pub fn run(a: Args) -> Result<ExitCode> {
-    if !a.answers.is_dir() {
-        let what = if a.answers.exists() {
-            "not a directory"
-        } else {
-            "no such directory"
-        };
-        bail!("answers directory {}: {what}", a.answers.display());
+    for ans in &a.answers {
+        if !ans.is_dir() {
+            let what = if ans.exists() {
+                "not a directory"
+            } else {
+                "no such directory"
+            };
+            bail!("answers directory {}: {what}", ans.display());
+        }
     }
     if !(0.0..=1.0).contains(&a.call_graph_threshold) {
         bail!(
@@ -54,21 +61,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
         answers: a.answers,
         instances: a.instances,
         call_graph_threshold: a.call_graph_threshold,
+        max_answer_bytes: a.max_answer_bytes,
         format: a.format,
         out: a.out,
     };
     let out = flux_score::run_score(&opts)?;
     let r = &out.report;
     match &opts.out {
-        Some(path) => eprintln!(
-            "flux score: {}/{} passed ({:.1}%), {} infra errors, {} not harvested; report written to {}",
-            r.passed,
-            r.total,
-            r.accuracy * 100.0,
-            r.infra_errors,
-            r.not_harvested,
-            path.display()
-        ),
+        Some(path) => {
+            for r in &out.multi.runs {
+                eprintln!(
+                    "flux score: {}: {}/{} passed ({:.1}%), {} infra errors, {} not harvested",
+                    r.name,
+                    r.passed,
+                    r.total,
+                    r.accuracy * 100.0,
+                    r.infra_errors,
+                    r.not_harvested,
+                );
+            }
+            eprintln!("flux score: report written to {}", path.display());
+        }
         None => print!("{}", out.rendered),
     }
     for i in &r.invalid_instances {

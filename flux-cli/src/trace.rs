@@ -7,10 +7,12 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Jsonl,
     Perfetto,
+    /// SWE-Flux's tracer log, configured by its TRACE_* variables (flux_trace::sweflux_log).
+    SweFluxLog,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -103,8 +105,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         let config = match &a.config {
             Some(p) => load_config(p)?,
+            None if a.format == Format::SweFluxLog => crate::sweflux::log_config().tracing_config(),
             None => TracingConfig::default(),
         };
+        if a.format == Format::SweFluxLog {
+            crate::sweflux::check_config(&config)?;
+        }
         let calls = match a.calls {
             Calls::Auto => CallsMode::Auto,
             Calls::Usdt => CallsMode::Usdt,
@@ -129,9 +135,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         match a.format {
             Format::Jsonl => res.trace.write_jsonl(w),
             Format::Perfetto => flux_trace::perfetto::write(&res.trace, w),
+            Format::SweFluxLog => crate::sweflux::write_log(&res.trace, w),
         }
     };
-    match &a.out {
+    let out = a.out.clone().or_else(|| match a.format {
+        Format::SweFluxLog => crate::sweflux::log_config().out.map(PathBuf::from),
+        _ => None,
+    });
+    match &out {
         Some(p) => {
             let f =
                 std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;

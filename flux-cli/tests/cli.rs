@@ -549,17 +549,51 @@ fn validate_writes_to_validation_model_by_default() {
 fn eval_of_a_model_without_key_fails_without_printing_keys() {
     let s = Scratch::new();
     store(&s);
-    s.flux(&[
-        "eval",
-        "--model",
-        "gpt-test",
-        "--api",
-        "openai",
-        "--base-url",
-        "http://127.0.0.1:9",
-    ])
-    .code(2)
-    .stderr_has(&["OPENAI_API_KEY"]);
+    sources(&s);
+    // The vendor's own URL (the default) needs a key.
+    s.flux(&["eval", "--model", "gpt-test", "--api", "openai"])
+        .code(2)
+        .stderr_has(&["OPENAI_API_KEY"]);
+    s.flux(&["eval", "--model", "claude-x", "--api", "anthropic"])
+        .code(2)
+        .stderr_has(&["ANTHROPIC_API_KEY"]);
+}
+
+/// The package sources of the store's instances where `flux images build` unpacks them:
+/// `.flux-cache/src/<name>-<version>/` (found as the nearest `.flux-cache` above the cwd).
+fn sources(s: &Scratch) {
+    for repo in ["demo", "other"] {
+        s.write(
+            &format!(".flux-cache/src/{repo}-1.0/{repo}/core.py"),
+            "def count(n):\n    for i in range(n):\n        step(i)\n\ndef step(i):\n    return i\n",
+        );
+    }
+}
+
+#[test]
+fn eval_without_source_fails_naming_the_path_and_the_build_command() {
+    let s = Scratch::new();
+    store(&s);
+    s.flux(&["eval", "--model", "static-baseline", "--quiet"])
+        .code(2)
+        .stderr_has(&[
+            ".flux-cache/src/demo-1.0 does not exist",
+            "`flux images build flux/demo:1.0-py3.11` unpacks it",
+            "--no-source",
+        ]);
+    // --cache names another cache; the message follows it.
+    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--cache", "elsewhere"])
+        .code(2)
+        .stderr_has(&["elsewhere/src/demo-1.0 does not exist"]);
+    // On purpose, without source; and with the source in place.
+    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--no-source"]).ok();
+    sources(&s);
+    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--force"]).ok();
+    let m = s.json("answers/static-baseline/demo/demo-loop/meta.json");
+    assert!(
+        m["source"].as_str().unwrap_or("").ends_with(".flux-cache/src/demo-1.0"),
+        "{m:#}"
+    );
 }
 
 /// A fake OpenAI-compatible endpoint on 127.0.0.1: answers each chat completion from the
@@ -568,6 +602,7 @@ fn eval_of_a_model_without_key_fails_without_printing_keys() {
 struct FakeApi {
     url: String,
     seen: std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 fn fake_openai(answers: &'static [(&'static str, &'static str)]) -> FakeApi {
@@ -576,10 +611,13 @@ fn fake_openai(answers: &'static [(&'static str, &'static str)]) -> FakeApi {
     let url = format!("http://{}/v1", l.local_addr().unwrap());
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let all_bodies = bodies.clone();
     std::thread::spawn(move || {
         for sock in l.incoming() {
             let Ok(mut sock) = sock else { return };
             let log = log.clone();
+            let bodies = all_bodies.clone();
             std::thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut tmp = [0u8; 8192];
@@ -612,25 +650,33 @@ fn fake_openai(answers: &'static [(&'static str, &'static str)]) -> FakeApi {
                 let body = String::from_utf8_lossy(&buf[head_end..]).into_owned();
                 let first = head.lines().next().unwrap_or("").to_string();
                 log.lock().unwrap().push((first, header("authorization")));
+                bodies.lock().unwrap().push(body.clone());
                 let content = answers
                     .iter()
                     .find(|(key, _)| body.contains(&format!("Instance: {key} ")))
                     .map(|(_, a)| *a)
                     .unwrap_or("I do not know.");
-                let payload = json!({
-                    "choices": [{"message": {"role": "assistant", "content": content}}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}
-                })
-                .to_string();
+                // `!500`: the server fails with that status.
+                let (status, payload) = match content.strip_prefix('!') {
+                    Some(code) => (code.to_string(), "server trouble".to_string()),
+                    None => (
+                        "200".to_string(),
+                        json!({
+                            "choices": [{"message": {"role": "assistant", "content": content}}],
+                            "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+                        })
+                        .to_string(),
+                    ),
+                };
                 let resp = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
                     payload.len()
                 );
                 let _ = sock.write_all(resp.as_bytes());
             });
         }
     });
-    FakeApi { url, seen }
+    FakeApi { url, seen, bodies }
 }
 
 #[test]
@@ -652,6 +698,7 @@ fn eval_through_an_openai_endpoint_uses_the_key_from_env_and_never_shows_it() {
     ]);
     let s = Scratch::new();
     store(&s);
+    sources(&s);
     let out = Command::new(env!("CARGO_BIN_EXE_flux"))
         .args([
             "eval",
@@ -703,6 +750,57 @@ fn eval_through_an_openai_endpoint_uses_the_key_from_env_and_never_shows_it() {
             "the API key is in answers/test-model/{f}"
         );
     }
+}
+
+/// 14.4: answers that are still infrastructure errors after retries make the run fail; the
+/// same command again retries only those and succeeds. A local server needs no key.
+#[test]
+fn eval_exits_non_zero_while_any_answer_is_an_infrastructure_error() {
+    let down = fake_openai(&[
+        ("demo/demo-loop", "!500"),
+        ("demo/demo-path", r#"{"executed_path": [{"line": 10}]}"#),
+        ("other/other-graph", r#"{"call_graph": {}}"#),
+    ]);
+    let s = Scratch::new();
+    store(&s);
+    sources(&s);
+    let args = |url: &str| {
+        vec![
+            "eval".to_string(),
+            "--model".into(),
+            "local".into(),
+            "--base-url".into(),
+            url.to_string(),
+            "--retries".into(),
+            "1".into(),
+            "--backoff".into(),
+            "0".into(),
+            "--quiet".into(),
+        ]
+    };
+    let a = args(&down.url);
+    let run = s.flux(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let run = run.code(1).stderr_has(&[
+        "1 answer(s) still an infrastructure error after retries",
+    ]);
+    assert!(
+        run.stdout().contains("infra error (after retries): demo/demo-loop: HTTP 500"),
+        "{}",
+        run.describe()
+    );
+    // First try + one retry for the failing instance, one request for each other.
+    assert_eq!(down.seen.lock().unwrap().len(), 4);
+    assert!(down.seen.lock().unwrap().iter().all(|(_, auth)| auth.is_empty()), "no key sent");
+    // The targeted source went with the question.
+    let bodies = down.bodies.lock().unwrap().clone();
+    assert!(bodies.iter().all(|b| b.contains("def count(n):")), "{bodies:?}");
+    let t = s.json("answers/local/demo/demo-loop/transcript.json");
+    assert_eq!(t["samples"][0]["attempts"][0]["http"].as_array().map(Vec::len), Some(2));
+
+    let up = fake_openai(&[("demo/demo-loop", r#"{"loop_iteration_count": 5}"#)]);
+    let a = args(&up.url);
+    s.flux(&a.iter().map(String::as_str).collect::<Vec<_>>()).ok();
+    assert_eq!(up.seen.lock().unwrap().len(), 1, "only the failed one is asked again");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -807,6 +905,89 @@ fn export_traceeval_layout() {
 
 // ---------------------------------------------------------------------------------------------
 // bad input
+
+/// 14.6: the committed instances and variants as a Hugging Face dataset: one JSONL file per
+/// split, every row the same columns, gold as JSON text equal to the harvested answer, and a
+/// card whose YAML header names each split's file and size.
+#[test]
+fn export_hf_dataset_keeps_splits_and_writes_a_card() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let s = Scratch::new();
+    let (inst, var) = (root.join("instances"), root.join("variants"));
+    let run = s
+        .flux(&[
+            "export",
+            "--format",
+            "hf",
+            "--instances",
+            inst.to_str().unwrap(),
+            "--instances",
+            var.to_str().unwrap(),
+            "ds",
+        ])
+        .ok();
+    let count = |dir: &Path| {
+        let mut n = 0;
+        for repo in std::fs::read_dir(dir).unwrap().flatten() {
+            for i in std::fs::read_dir(repo.path()).into_iter().flatten().flatten() {
+                n += usize::from(i.path().join("oracle.json").is_file());
+            }
+        }
+        n
+    };
+    let (n_test, n_var) = (count(&inst), count(&var));
+    assert!(n_test >= 30 && n_var >= 30, "{n_test} {n_var}");
+    assert!(
+        run.stdout().contains(&format!("test {n_test}, variants {n_var}")),
+        "{}",
+        run.describe()
+    );
+    let features = [
+        "id", "repository", "package", "image", "interpreter", "kind", "question", "template",
+        "gold", "order_insensitive", "test_files", "test_command", "expect", "tracing",
+        "extractor", "extractor_params", "variant_of", "provenance",
+    ];
+    for (split, n, dir) in [("test", n_test, &inst), ("variants", n_var, &var)] {
+        let text = s.read(&format!("ds/data/{split}.jsonl"));
+        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(rows.len(), n, "{split}");
+        for r in &rows {
+            let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+            let mut want = features.to_vec();
+            want.sort();
+            let mut got = keys.clone();
+            got.sort();
+            assert_eq!(got, want, "{split} row columns");
+            let oracle: Value = serde_json::from_str(
+                &std::fs::read_to_string(
+                    dir.join(r["repository"].as_str().unwrap())
+                        .join(r["id"].as_str().unwrap())
+                        .join("oracle.json"),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+            let gold: Value = serde_json::from_str(r["gold"].as_str().unwrap()).unwrap();
+            assert_eq!(gold, oracle["oracle_answer"], "{}", r["id"]);
+            assert_eq!(r["variant_of"].is_null(), split == "test");
+            assert!(!r["test_files"][0]["content"].as_str().unwrap().is_empty());
+        }
+    }
+    let card = s.read("ds/README.md");
+    assert!(card.starts_with("---\n"), "{card}");
+    let header = card.split("\n---\n").next().unwrap();
+    for needle in [
+        "configs:\n- config_name: default\n  data_files:\n",
+        "  - split: test\n    path: data/test.jsonl\n",
+        "  - split: variants\n    path: data/variants.jsonl\n",
+        &format!("  - name: test\n    num_examples: {n_test}\n"),
+        "task_categories:",
+        "  - name: gold\n    dtype: string\n",
+    ] {
+        assert!(header.contains(needle), "card header lacks {needle:?}:\n{header}");
+    }
+    assert!(card.contains("## Fields") && card.contains("## Scoring"));
+}
 
 #[test]
 fn score_with_missing_answers_dir_fails_naming_it() {

@@ -462,10 +462,7 @@ impl Runtime {
 }
 
 pub(crate) fn missing_image(image: &str) -> Error {
-    let build_command = match crate::images::xtask_name_for(image) {
-        Some(name) => format!("cargo xtask images {name}"),
-        None => "cargo xtask images".to_owned(),
-    };
+    let build_command = crate::images::build_command(image);
     Error::ImageMissing {
         image: image.to_owned(),
         build_command,

@@ -59,6 +59,101 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Which field carries the output limit on the OpenAI protocol: OpenAI's own API wants
+/// `max_completion_tokens` (reasoning models refuse `max_tokens`); vLLM, Ollama and llama.cpp
+/// read `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+/// Sampling and reasoning settings of every request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenParams {
+    /// `None`: not sent (the server's default; reasoning models accept only that).
+    pub temperature: Option<f64>,
+    /// Output limit; Anthropic requires one (default 8192 there), OpenAI-compatible servers get
+    /// it only when set.
+    pub max_tokens: Option<u32>,
+    /// `None`: decided from the base URL (`max_completion_tokens` for api.openai.com).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// OpenAI `reasoning_effort` (`minimal`, `low`, `medium`, `high`).
+    pub reasoning_effort: Option<String>,
+    /// Anthropic extended thinking budget in tokens (`thinking.budget_tokens`).
+    pub thinking_budget: Option<u32>,
+}
+
+impl Default for GenParams {
+    fn default() -> Self {
+        GenParams {
+            temperature: Some(0.0),
+            max_tokens: None,
+            max_tokens_field: None,
+            reasoning_effort: None,
+            thinking_budget: None,
+        }
+    }
+}
+
+impl GenParams {
+    /// The settings as recorded in meta and transcripts.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "reasoning_effort": self.reasoning_effort,
+            "thinking_budget": self.thinking_budget,
+        })
+    }
+
+    /// Combinations the APIs refuse, found before any request.
+    pub fn check(&self, api: Api) -> Result<(), String> {
+        if let Some(t) = self.temperature {
+            if !(0.0..=2.0).contains(&t) || !t.is_finite() {
+                return Err(format!("temperature {t}: must be between 0 and 2"));
+            }
+        }
+        match api {
+            Api::Anthropic => {
+                if self.reasoning_effort.is_some() {
+                    return Err("--reasoning-effort is OpenAI's; for Anthropic use --thinking-budget".into());
+                }
+                if let Some(b) = self.thinking_budget {
+                    if b < 1024 {
+                        return Err(format!("thinking budget {b}: Anthropic needs at least 1024 tokens"));
+                    }
+                    if self.temperature.is_some_and(|t| t != 1.0) {
+                        return Err("Anthropic's extended thinking does not allow a temperature: pass --temperature default".into());
+                    }
+                    if self.max_tokens.is_some_and(|m| m <= b) {
+                        return Err(format!("--max-tokens must exceed the thinking budget ({b})"));
+                    }
+                }
+            }
+            Api::OpenAi => {
+                if self.thinking_budget.is_some() {
+                    return Err("--thinking-budget is Anthropic's; for OpenAI-compatible servers use --reasoning-effort".into());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One HTTP request of a completion (the first try or a retry).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct HttpTry {
+    /// HTTP status, when a response came.
+    pub status: Option<u16>,
+    /// What went wrong (a transport error or a non-success body), when something did.
+    pub error: Option<String>,
+    /// Time to the end of the response body.
+    pub seconds: f64,
+    /// Backoff slept after this try.
+    pub backoff_seconds: f64,
+}
+
 /// One plain chat message.
 #[derive(Debug, Clone)]
 pub struct Message {
@@ -104,6 +199,14 @@ pub struct Completion {
     pub tool_calls: Vec<ToolCall>,
     /// The assistant message in wire form, to append to the conversation.
     pub assistant: Value,
+    /// The response body as received.
+    pub raw: Value,
+    /// `finish_reason` / `stop_reason` (e.g. `length` when the output limit cut the reply).
+    pub stop_reason: Option<String>,
+    /// Every HTTP request made for this completion.
+    pub http: Vec<HttpTry>,
+    /// Wall time including retries and backoff.
+    pub seconds: f64,
 }
 
 /// An infrastructure failure: not the model's answer, never scored as wrong.
@@ -113,6 +216,9 @@ pub struct InfraError {
     pub message: String,
     /// Requests made (the first try plus retries).
     pub requests: u32,
+    /// Every HTTP request made.
+    pub http: Vec<HttpTry>,
+    pub seconds: f64,
 }
 
 /// A configured client.
@@ -125,6 +231,7 @@ pub struct ChatClient {
     key: Option<String>,
     max_tokens: u32,
     retry: RetryPolicy,
+    params: GenParams,
 }
 
 impl std::fmt::Debug for ChatClient {
@@ -167,7 +274,33 @@ impl ChatClient {
             key,
             max_tokens,
             retry,
+            params: GenParams::default(),
         })
+    }
+
+    /// Use these sampling settings (temperature 0 and no output limit on OpenAI otherwise).
+    pub fn with_params(mut self, params: GenParams) -> Self {
+        if let Some(m) = params.max_tokens {
+            self.max_tokens = m;
+        }
+        self.params = params;
+        self
+    }
+
+    /// True when the base URL is the vendor's own API (which needs a key); any other server
+    /// (vLLM, Ollama, llama.cpp, a proxy) may need none.
+    pub fn is_vendor_url(api: Api, base_url: &str) -> bool {
+        let host = base_url
+            .split("://")
+            .nth(1)
+            .unwrap_or(base_url)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or("");
+        match api {
+            Api::OpenAi => host == "api.openai.com",
+            Api::Anthropic => host == "api.anthropic.com",
+        }
     }
 
     fn request(
@@ -178,9 +311,33 @@ impl ChatClient {
     ) -> reqwest::RequestBuilder {
         match self.api {
             Api::OpenAi => {
-                let mut all = vec![json!({"role": "system", "content": system})];
+                let mut all = Vec::new();
+                if !system.is_empty() {
+                    all.push(json!({"role": "system", "content": system}));
+                }
                 all.extend(messages.iter().cloned());
-                let mut body = json!({"model": self.model, "temperature": 0, "messages": all});
+                let mut body = json!({"model": self.model, "messages": all});
+                let p = &self.params;
+                if let Some(t) = p.temperature {
+                    body["temperature"] = json!(t);
+                }
+                if let Some(m) = p.max_tokens {
+                    let field = p.max_tokens_field.unwrap_or(
+                        if Self::is_vendor_url(Api::OpenAi, &self.base_url) {
+                            MaxTokensField::MaxCompletionTokens
+                        } else {
+                            MaxTokensField::MaxTokens
+                        },
+                    );
+                    let k = match field {
+                        MaxTokensField::MaxTokens => "max_tokens",
+                        MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+                    };
+                    body[k] = json!(m);
+                }
+                if let Some(e) = &p.reasoning_effort {
+                    body["reasoning_effort"] = json!(e);
+                }
                 if !tools.is_empty() {
                     body["tools"] = tools
                         .iter()
@@ -200,10 +357,20 @@ impl ChatClient {
                 let mut body = json!({
                     "model": self.model,
                     "max_tokens": self.max_tokens,
-                    "temperature": 0,
-                    "system": system,
                     "messages": messages,
                 });
+                if !system.is_empty() {
+                    body["system"] = json!(system);
+                }
+                let p = &self.params;
+                match p.thinking_budget {
+                    Some(b) => body["thinking"] = json!({"type": "enabled", "budget_tokens": b}),
+                    None => {
+                        if let Some(t) = p.temperature {
+                            body["temperature"] = json!(t);
+                        }
+                    }
+                }
                 if !tools.is_empty() {
                     body["tools"] = tools
                         .iter()
@@ -311,9 +478,14 @@ impl ChatClient {
                     text,
                     tokens_in: u("prompt_tokens", "input_tokens"),
                     tokens_out: u("completion_tokens", "output_tokens"),
-                    retries: 0,
                     tool_calls,
                     assistant,
+                    raw: v.clone(),
+                    stop_reason: v
+                        .pointer("/choices/0/finish_reason")
+                        .and_then(Value::as_str)
+                        .map(String::from),
+                    ..Default::default()
                 })
             }
             Api::Anthropic => {
@@ -358,9 +530,11 @@ impl ChatClient {
                     text,
                     tokens_in: u("input_tokens", "prompt_tokens"),
                     tokens_out: u("output_tokens", "completion_tokens"),
-                    retries: 0,
                     tool_calls,
                     assistant: json!({"role": "assistant", "content": parts}),
+                    raw: v.clone(),
+                    stop_reason: v.get("stop_reason").and_then(Value::as_str).map(String::from),
+                    ..Default::default()
                 })
             }
         }
@@ -385,8 +559,11 @@ impl ChatClient {
         tools: &[ToolSpec],
     ) -> Result<Completion, InfraError> {
         let mut attempt: u32 = 0;
+        let t0 = std::time::Instant::now();
+        let mut http: Vec<HttpTry> = Vec::new();
         loop {
-            let (err, retry_after) = match self.request(system, messages, tools).send().await {
+            let tt = std::time::Instant::now();
+            let (err, retry_after, status) = match self.request(system, messages, tools).send().await {
                 Ok(resp) => {
                     let status = resp.status();
                     let retry_after = resp
@@ -401,14 +578,24 @@ impl ChatClient {
                         let parsed = serde_json::from_str::<Value>(&body)
                             .map_err(|e| format!("response body is not JSON: {e}"))
                             .and_then(|v| self.parse(&v));
+                        http.push(HttpTry {
+                            status: Some(status.as_u16()),
+                            error: parsed.as_ref().err().cloned(),
+                            seconds: tt.elapsed().as_secs_f64(),
+                            backoff_seconds: 0.0,
+                        });
                         return match parsed {
                             Ok(mut c) => {
                                 c.retries = attempt;
+                                c.http = http;
+                                c.seconds = t0.elapsed().as_secs_f64();
                                 Ok(c)
                             }
                             Err(e) => Err(InfraError {
                                 message: format!("bad response: {e}"),
                                 requests: attempt + 1,
+                                http,
+                                seconds: t0.elapsed().as_secs_f64(),
                             }),
                         };
                     }
@@ -418,30 +605,51 @@ impl ChatClient {
                         || status.as_u16() == 408
                         || status.is_server_error();
                     if !transient {
+                        http.push(HttpTry {
+                            status: Some(status.as_u16()),
+                            error: Some(msg.clone()),
+                            seconds: tt.elapsed().as_secs_f64(),
+                            backoff_seconds: 0.0,
+                        });
                         return Err(InfraError {
                             message: msg,
                             requests: attempt + 1,
+                            http,
+                            seconds: t0.elapsed().as_secs_f64(),
                         });
                     }
-                    (msg, retry_after)
+                    (msg, retry_after, Some(status.as_u16()))
                 }
                 Err(e) => {
                     // reqwest errors carry the URL but never our headers.
-                    (format!("request failed: {e}"), None)
+                    (format!("request failed: {e}"), None, None)
                 }
             };
+            let mut tried = HttpTry {
+                status,
+                error: Some(err.clone()),
+                seconds: tt.elapsed().as_secs_f64(),
+                backoff_seconds: 0.0,
+            };
             if attempt >= self.retry.max_retries {
+                http.push(tried);
                 return Err(InfraError {
                     message: format!("{err} (gave up after {} retries)", attempt),
                     requests: attempt + 1,
+                    http,
+                    seconds: t0.elapsed().as_secs_f64(),
                 });
             }
-            let backoff = retry_after.unwrap_or_else(|| {
-                self.retry
-                    .initial_backoff
-                    .saturating_mul(1u32 << attempt.min(16))
-            });
-            tokio::time::sleep(backoff.min(self.retry.max_backoff)).await;
+            let backoff = retry_after
+                .unwrap_or_else(|| {
+                    self.retry
+                        .initial_backoff
+                        .saturating_mul(1u32 << attempt.min(16))
+                })
+                .min(self.retry.max_backoff);
+            tried.backoff_seconds = backoff.as_secs_f64();
+            http.push(tried);
+            tokio::time::sleep(backoff).await;
             attempt += 1;
         }
     }

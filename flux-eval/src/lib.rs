@@ -1,23 +1,36 @@
 //! flux-eval: asks a model (or a reference solver) every benchmark question and writes the
 //! answers in the SWE-Flux layout that `flux-score` reads.
 //!
-//! For each instance: build a prompt (question, template, test files, repository source under
-//! a context budget), call the model at temperature 0, take the first JSON object of the reply,
-//! check it against the template's shape, and on failure send the error back (up to
+//! For each instance: find its package source ([`source`]; a missing source stops the run
+//! unless the run asks for none), build a prompt (question, template, test files and the
+//! source chosen around the target, [`context`]; or, in agent mode, a small prompt and
+//! read-only tools over the source tree, [`tools`]), call the model with the run's sampling
+//! settings ([`client::GenParams`]), take the first JSON object of the reply, check it against
+//! the template's shape, and on failure send the error back (up to
 //! [`EvalOptions::repair_rounds`] times). Transient HTTP failures are retried with backoff;
-//! what still fails is an `infra_error`, recorded and never scored as wrong. Each instance gets
-//! `<out>/<repo>/<id>/answer.json` and `meta.json`; the run gets `<out>/summary.json`. A rerun
-//! skips instances whose meta status is `ok` (resumable).
+//! what still fails is an `infra_error`, recorded and never scored as wrong. With
+//! [`EvalOptions::samples`] > 1 each instance is asked that many times independently (pass@k).
+//!
+//! Each instance gets `<out>/<repo>/<id>/answer.json` (the first sample; `answer-K.json` for
+//! sample K ≥ 2), `meta.json` (status, usage, cost, per-sample statuses) and `transcript.json`
+//! (every request's messages, reply, tool calls, usage, latency, cost); the run gets
+//! `<out>/summary.json`. A rerun skips instances whose meta status is `ok` with as many samples
+//! as asked (resumable).
 //!
 //! Architecture invariants: API keys come from options or the environment and are never
 //! written or logged; the library never panics on model output.
 
+mod ask;
 pub mod client;
+pub mod context;
 pub mod parse;
 pub mod price;
 pub mod prompt;
+pub mod pysrc;
 pub mod solvers;
+pub mod source;
 pub mod tools;
+pub mod transcript;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -26,9 +39,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use client::{
-    Api, ChatClient, Completion, InfraError, Message, RetryPolicy, ToolCall, ToolSpec,
+    Api, ChatClient, Completion, GenParams, InfraError, MaxTokensField, Message, RetryPolicy,
+    ToolCall, ToolSpec,
 };
 use flux_score::Instance;
+pub use prompt::Mode;
+pub use source::{Located, Source};
 
 /// Errors that stop a whole run (one instance's trouble never does).
 #[derive(Debug, thiserror::Error)]
@@ -37,8 +53,10 @@ pub enum EvalError {
     Score(#[from] flux_score::ScoreError),
     #[error("{0}: {1}")]
     Io(PathBuf, #[source] std::io::Error),
-    #[error("no API key: set {0}")]
+    #[error("no API key: set {0} (a server other than the vendor's own may need none: pass its --base-url)")]
     NoApiKey(&'static str),
+    #[error("{0}")]
+    NoSource(String),
     #[error("{0}")]
     Config(String),
 }
@@ -70,7 +88,8 @@ pub struct EvalOptions {
     /// Model name; `oracle` and `static-baseline` select the reference solvers.
     pub model: String,
     pub api: Api,
-    /// e.g. `https://api.openai.com/v1` (OpenAI) or `https://api.anthropic.com` (Anthropic).
+    /// e.g. `https://api.openai.com/v1` (OpenAI), `http://localhost:8000/v1` (vLLM),
+    /// `https://api.anthropic.com` (Anthropic).
     pub base_url: String,
     /// Instance roots (default `instances`).
     pub instances: Vec<PathBuf>,
@@ -78,8 +97,16 @@ pub struct EvalOptions {
     pub out: PathBuf,
     pub concurrency: usize,
     pub max_context_tokens: usize,
-    /// Source root; default `.flux-cache/src/<name>-<version>/` per instance.
-    pub source_root: Option<PathBuf>,
+    /// Where package sources are (default: the cache `.flux-cache`).
+    pub source: Source,
+    /// How the source reaches the model.
+    pub mode: Mode,
+    /// Sampling settings of every request.
+    pub params: GenParams,
+    /// Replaces the built-in system prompt ([`prompt::SYSTEM`]).
+    pub system: Option<String>,
+    /// Independent answers per instance (pass@k); default 1.
+    pub samples: u32,
     /// Price per million input / output tokens, overriding the table.
     pub price_in: Option<f64>,
     pub price_out: Option<f64>,
@@ -87,9 +114,8 @@ pub struct EvalOptions {
     pub repair_rounds: u32,
     pub retry: RetryPolicy,
     pub request_timeout: Duration,
-    /// `max_tokens` for Anthropic requests.
-    pub max_output_tokens: u32,
-    /// API key; `None` reads `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
+    /// API key; `None` reads `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`. Required only by the
+    /// vendors' own URLs.
     pub api_key: Option<String>,
     /// Ask for a `"reasoning"` field alongside the answer (validate mode).
     pub reasoning: bool,
@@ -97,9 +123,7 @@ pub struct EvalOptions {
     pub force: bool,
     /// Print one progress line per instance to stderr.
     pub progress: bool,
-    /// Offer the read-only `list_files` / `read_file` tools over the source root.
-    pub tools: bool,
-    /// Most tool-call rounds per instance (tools mode).
+    /// Most tool-call rounds per sample (agent and context+tools modes).
     pub max_tool_rounds: u32,
 }
 
@@ -113,9 +137,11 @@ impl std::fmt::Debug for EvalOptions {
             .field("out", &self.out)
             .field("concurrency", &self.concurrency)
             .field("max_context_tokens", &self.max_context_tokens)
-            .field("source_root", &self.source_root)
+            .field("source", &self.source)
+            .field("mode", &self.mode)
+            .field("params", &self.params)
+            .field("samples", &self.samples)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("tools", &self.tools)
             .finish_non_exhaustive()
     }
 }
@@ -130,18 +156,20 @@ impl EvalOptions {
             out: PathBuf::from("answers").join(sanitize(model)),
             concurrency: 4,
             max_context_tokens: 100_000,
-            source_root: None,
+            source: Source::Cache(PathBuf::from(".flux-cache")),
+            mode: Mode::Context,
+            params: GenParams::default(),
+            system: None,
+            samples: 1,
             price_in: None,
             price_out: None,
             repair_rounds: 2,
             retry: RetryPolicy::default(),
             request_timeout: Duration::from_secs(600),
-            max_output_tokens: 8192,
             api_key: None,
             reasoning: false,
             force: false,
             progress: false,
-            tools: false,
             max_tool_rounds: 16,
         }
     }
@@ -160,12 +188,46 @@ fn sanitize(s: &str) -> String {
 }
 
 /// Status of one answer, as written in meta.json.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerStatus {
+    #[default]
     Ok,
     InfraError,
     Unparseable,
+}
+
+impl AnswerStatus {
+    /// How bad: the status of an instance is its worst sample's.
+    fn rank(self) -> u8 {
+        match self {
+            AnswerStatus::Ok => 0,
+            AnswerStatus::Unparseable => 1,
+            AnswerStatus::InfraError => 2,
+        }
+    }
+}
+
+/// One sample's part of meta.json.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SampleMeta {
+    pub status: AnswerStatus,
+    pub error: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost: Option<f64>,
+    pub seconds: f64,
+    /// Model calls made (1 + repair rounds + tool rounds).
+    pub attempts: u32,
+    /// HTTP retries after transient failures.
+    pub retries: u32,
+    pub tool_calls: u32,
+    /// The model's `"reasoning"` (validate mode).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reasoning: Option<String>,
+    /// The last raw reply when it could not be used.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub raw_reply: Option<String>,
 }
 
 /// `<out>/<repo>/<id>/meta.json`.
@@ -176,25 +238,40 @@ pub struct Meta {
     pub kind: String,
     pub model: String,
     pub api: String,
+    /// The worst status of its samples.
     pub status: AnswerStatus,
     pub tokens_in: u64,
     pub tokens_out: u64,
     pub seconds: f64,
     /// USD; `null` when the model has no known price.
     pub cost: Option<f64>,
-    /// Model calls made (1 + repair rounds used).
+    /// Model calls made (all samples).
     pub attempts: u32,
     /// HTTP retries after transient failures.
     pub retries: u32,
-    /// Tool calls executed (tools mode).
+    /// Tool calls executed.
     #[serde(default)]
     pub tool_calls: u32,
     pub error: Option<String>,
-    /// Source files put in the prompt, and what was cut.
+    /// `context`, `agent` or `context+tools`.
+    #[serde(default)]
+    pub mode: String,
+    /// Sampling settings sent.
+    #[serde(default)]
+    pub params: Value,
+    /// Source shown in the prompt (`file:ranges`), targets located, and what was cut.
     #[serde(default)]
     pub context_files: Vec<String>,
     #[serde(default)]
+    pub targets: Vec<String>,
+    #[serde(default)]
     pub context_notes: Vec<String>,
+    /// The source directory read (`null` with `--no-source` or for the oracle).
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Per sample (sample 1's answer is `answer.json`, sample K's `answer-K.json`).
+    #[serde(default)]
+    pub samples: Vec<SampleMeta>,
     /// The model's `"reasoning"` (validate mode).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reasoning: Option<String>,
@@ -219,6 +296,9 @@ pub struct Summary {
     pub ok: usize,
     pub infra_errors: usize,
     pub unparseable: usize,
+    /// Samples asked per instance.
+    #[serde(default)]
+    pub samples: u32,
     pub tokens_in: u64,
     pub tokens_out: u64,
     /// Sum of per-instance wall time (seconds).
@@ -233,6 +313,9 @@ pub struct Summary {
     /// Instance directories that could not be read (skipped).
     #[serde(default)]
     pub invalid_instances: Vec<flux_score::InvalidInstance>,
+    /// Instances still an infrastructure error after retries (`repo/id: error`).
+    #[serde(default)]
+    pub infra_error_instances: Vec<String>,
 }
 
 impl Summary {
@@ -263,6 +346,9 @@ impl Summary {
         for i in &self.invalid_instances {
             s.push_str(&format!("invalid instance {}: {}\n", i.path, i.error));
         }
+        for i in &self.infra_error_instances {
+            s.push_str(&format!("infra error (after retries): {i}\n"));
+        }
         s
     }
 }
@@ -283,55 +369,98 @@ fn read_meta(dir: &Path) -> Option<Meta> {
     serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).ok()?).ok()
 }
 
-/// True when the instance already has an ok answer in `dir`.
-pub fn has_ok_answer(dir: &Path) -> bool {
+/// True when the instance already has an ok answer in `dir` (with at least `samples` samples
+/// when its meta lists them).
+pub fn has_ok_answer(dir: &Path, samples: u32) -> bool {
     if !dir.join("answer.json").is_file() {
         return false;
     }
     match std::fs::read_to_string(dir.join("meta.json")) {
-        Err(_) => true, // an answer without meta (e.g. written by another tool)
-        Ok(s) => serde_json::from_str::<Value>(&s)
-            .ok()
-            .and_then(|m| m.get("status").and_then(|x| x.as_str()).map(|x| x == "ok"))
-            .unwrap_or(false),
+        Err(_) => samples <= 1, // an answer without meta (e.g. written by another tool)
+        Ok(s) => serde_json::from_str::<Value>(&s).ok().is_some_and(|m| {
+            let ok = m.get("status").and_then(|x| x.as_str()) == Some("ok");
+            let n = m
+                .get("samples")
+                .and_then(Value::as_array)
+                .map(|a| a.len().max(1))
+                .unwrap_or(1);
+            ok && n >= samples as usize
+        }),
     }
 }
 
-/// Run the evaluation: answer every harvested instance, write answers, meta and summary.
+/// The file of sample `k` (1-based) in an answer directory.
+pub fn sample_file(k: u32) -> String {
+    if k <= 1 {
+        "answer.json".into()
+    } else {
+        format!("answer-{k}.json")
+    }
+}
+
+fn make_client(opts: &EvalOptions) -> Result<ChatClient, EvalError> {
+    let key = match &opts.api_key {
+        Some(k) => Some(k.clone()),
+        None => std::env::var(opts.api.key_env())
+            .ok()
+            .filter(|k| !k.is_empty()),
+    };
+    if key.is_none() && ChatClient::is_vendor_url(opts.api, &opts.base_url) {
+        return Err(EvalError::NoApiKey(opts.api.key_env()));
+    }
+    opts.params.check(opts.api).map_err(EvalError::Config)?;
+    Ok(ChatClient::new(
+        opts.api,
+        &opts.base_url,
+        &opts.model,
+        key,
+        opts.params.max_tokens.unwrap_or(8192),
+        opts.request_timeout,
+        opts.retry.clone(),
+    )
+    .map_err(EvalError::Config)?
+    .with_params(opts.params.clone()))
+}
+
+/// Run the evaluation: answer every harvested instance, write answers, meta, transcripts and
+/// the summary.
 pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     let start = Instant::now();
     let found = flux_score::discover_all(&opts.instances)?;
     let instances = found.instances;
     let solver = Solver::for_model(&opts.model);
-    let client = if solver == Solver::Model {
-        let key = match &opts.api_key {
-            Some(k) => Some(k.clone()),
-            None => std::env::var(opts.api.key_env())
-                .ok()
-                .filter(|k| !k.is_empty()),
-        };
-        let key = key.ok_or(EvalError::NoApiKey(opts.api.key_env()))?;
-        Some(
-            ChatClient::new(
-                opts.api,
-                &opts.base_url,
-                &opts.model,
-                Some(key),
-                opts.max_output_tokens,
-                opts.request_timeout,
-                opts.retry.clone(),
-            )
-            .map_err(EvalError::Config)?,
-        )
-    } else {
-        None
+    let client = match solver {
+        Solver::Model => Some(make_client(opts)?),
+        _ => None,
     };
+    if opts.samples == 0 {
+        return Err(EvalError::Config("samples must be at least 1".into()));
+    }
+    // Every source first: a run whose models could not read the code is refused up front.
+    let needs_source = solver != Solver::Oracle;
+    let mut located = Vec::new();
+    let mut missing = Vec::new();
+    for inst in &instances {
+        let l = if needs_source {
+            source::locate(inst, &opts.source)
+        } else {
+            Located::Off
+        };
+        if let (Located::Missing { path, hint }, Some(_)) = (&l, &inst.oracle) {
+            missing.push((inst.key(), path.clone(), hint.clone()));
+        }
+        located.push(l);
+    }
+    if !missing.is_empty() {
+        return Err(EvalError::NoSource(source::missing_report(&missing)));
+    }
     let price = price::Price::resolve(&opts.model, opts.price_in, opts.price_out);
     let mut summary = Summary {
         model: opts.model.clone(),
         api: opts.api.name().to_string(),
         out: opts.out.display().to_string(),
         invalid_instances: found.invalid,
+        samples: opts.samples,
         ..Default::default()
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| EvalError::Io(opts.out.clone(), e))?;
@@ -339,14 +468,14 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     let sem = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
     let mut set = tokio::task::JoinSet::new();
     let opts_arc = Arc::new(opts.clone());
-    for inst in instances {
+    for (inst, loc) in instances.into_iter().zip(located) {
         if inst.oracle.is_none() {
             summary.not_harvested += 1;
             continue;
         }
         summary.instances += 1;
         let dir = opts.out.join(&inst.rel);
-        if !opts.force && has_ok_answer(&dir) {
+        if !opts.force && has_ok_answer(&dir, opts.samples) {
             summary.skipped_existing += 1;
             continue;
         }
@@ -358,37 +487,38 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
             let Ok(_permit) = sem.acquire_owned().await else {
                 return Err(EvalError::Config("semaphore closed".into()));
             };
-            let (answer, mut meta) = answer_instance(&inst, &o, &solver, client.as_ref()).await;
-            meta.cost = price.map(|p| p.cost(meta.tokens_in, meta.tokens_out));
-            if let Some(a) = &answer {
-                write_json(&dir.join("answer.json"), a)?;
-            } else {
-                let _ = std::fs::remove_file(dir.join("answer.json"));
-            }
-            write_json(&dir.join("meta.json"), &meta)?;
+            let done = answer_instance(&inst, &o, &solver, client.as_ref(), &loc, price).await;
+            write_answers(&dir, &done, o.samples)?;
             if o.progress {
+                let m = &done.meta;
                 eprintln!(
                     "{} {}: {:?}{}",
                     o.model,
                     inst.key(),
-                    meta.status,
-                    meta.error
+                    m.status,
+                    m.error
                         .as_deref()
                         .map(|e| format!(" ({e})"))
                         .unwrap_or_default()
                 );
             }
-            Ok::<Meta, EvalError>(meta)
+            Ok::<(String, Meta), EvalError>((inst.key(), done.meta))
         });
     }
     let mut first_err = None;
     while let Some(res) = set.join_next().await {
         match res {
-            Ok(Ok(m)) => {
+            Ok(Ok((key, m))) => {
                 summary.answered += 1;
                 match m.status {
                     AnswerStatus::Ok => summary.ok += 1,
-                    AnswerStatus::InfraError => summary.infra_errors += 1,
+                    AnswerStatus::InfraError => {
+                        summary.infra_errors += 1;
+                        summary.infra_error_instances.push(format!(
+                            "{key}: {}",
+                            m.error.as_deref().unwrap_or("")
+                        ));
+                    }
                     AnswerStatus::Unparseable => summary.unparseable += 1,
                 }
                 summary.tokens_in += m.tokens_in;
@@ -409,6 +539,7 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     if let Some(e) = first_err {
         return Err(e);
     }
+    summary.infra_error_instances.sort();
     if summary.cost.is_none() && price.is_some() {
         summary.cost = Some(0.0);
     }
@@ -421,6 +552,32 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     summary.wall_seconds = start.elapsed().as_secs_f64();
     write_json(&opts.out.join("summary.json"), &summary)?;
     Ok(summary)
+}
+
+/// Everything one instance produced.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// One answer per sample (`None` when none could be parsed).
+    pub answers: Vec<Option<Value>>,
+    pub meta: Meta,
+    /// `None` for the reference solvers, which make no request.
+    pub transcript: Option<transcript::Transcript>,
+}
+
+fn write_answers(dir: &Path, done: &Answered, samples: u32) -> Result<(), EvalError> {
+    for k in 1..=samples.max(done.answers.len() as u32) {
+        let path = dir.join(sample_file(k));
+        match done.answers.get(k as usize - 1).and_then(|a| a.as_ref()) {
+            Some(a) => write_json(&path, a)?,
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    if let Some(t) = &done.transcript {
+        write_json(&dir.join("transcript.json"), t)?;
+    }
+    write_json(&dir.join("meta.json"), &done.meta)
 }
 
 fn new_meta(inst: &Instance, o: &EvalOptions) -> Meta {
@@ -439,175 +596,118 @@ fn new_meta(inst: &Instance, o: &EvalOptions) -> Meta {
         retries: 0,
         tool_calls: 0,
         error: None,
+        mode: o.mode.name().to_string(),
+        params: o.params.to_json(),
         context_files: Vec::new(),
+        targets: Vec::new(),
         context_notes: Vec::new(),
+        source: None,
+        samples: Vec::new(),
         reasoning: None,
         raw_reply: None,
     }
 }
 
-/// Answer one instance. Returns the answer (when one could be parsed) and its meta.
+/// Answer one instance (every sample).
 pub async fn answer_instance(
     inst: &Instance,
     o: &EvalOptions,
     solver: &Solver,
     client: Option<&ChatClient>,
-) -> (Option<Value>, Meta) {
+    source: &Located,
+    price: Option<price::Price>,
+) -> Answered {
     let t0 = Instant::now();
     let mut meta = new_meta(inst, o);
-    let answer = match (solver, client) {
-        (Solver::Oracle, _) => {
-            meta.attempts = 0;
-            solvers::oracle_answer(inst)
+    meta.source = source.dir().map(|d| d.display().to_string());
+    let mut answers = Vec::new();
+    let mut transcript = None;
+    match (solver, client) {
+        (Solver::Oracle, _) => answers.push(solvers::oracle_answer(inst)),
+        (Solver::StaticBaseline, _) => {
+            answers.push(Some(solvers::static_baseline_answer(inst, source.dir())))
         }
-        (Solver::StaticBaseline, _) => Some(solvers::static_baseline_answer(
-            inst,
-            o.source_root.as_deref(),
-        )),
-        (Solver::Model, Some(c)) => ask_model(inst, o, c, &mut meta).await,
         (Solver::Model, None) => {
             meta.status = AnswerStatus::InfraError;
             meta.error = Some("no client configured".into());
-            None
         }
-    };
+        (Solver::Model, Some(c)) => {
+            let p = prompt::build(
+                inst,
+                &prompt::PromptConfig {
+                    source,
+                    max_context_tokens: o.max_context_tokens,
+                    reasoning: o.reasoning,
+                    mode: o.mode,
+                    system: o.system.as_deref(),
+                },
+            );
+            meta.context_files = p.files.clone();
+            meta.targets = p.targets.clone();
+            meta.context_notes = p.notes.clone();
+            let mut t = transcript::Transcript {
+                id: inst.id.clone(),
+                repository: inst.repository.clone(),
+                model: o.model.clone(),
+                api: o.api.name().to_string(),
+                base_url: o.base_url.clone(),
+                mode: o.mode.name().to_string(),
+                params: o.params.to_json(),
+                system: p.system.clone(),
+                tools: if o.mode.tools() && source.dir().is_some() {
+                    tools::specs().iter().map(|s| s.name.to_string()).collect()
+                } else {
+                    Vec::new()
+                },
+                context_files: p.files.clone(),
+                targets: p.targets.clone(),
+                context_notes: p.notes.clone(),
+                samples: Vec::new(),
+            };
+            for k in 1..=o.samples.max(1) {
+                let (a, sm, st) =
+                    ask::ask_sample(inst, o, c, &p, source.dir(), k, price).await;
+                answers.push(a);
+                meta.samples.push(sm);
+                t.samples.push(st);
+            }
+            transcript = Some(t);
+            fold_samples(&mut meta);
+        }
+    }
     meta.seconds = t0.elapsed().as_secs_f64();
-    (answer, meta)
+    if meta.samples.is_empty() {
+        meta.cost = price.map(|p| p.cost(meta.tokens_in, meta.tokens_out));
+    }
+    Answered {
+        answers,
+        meta,
+        transcript,
+    }
 }
 
-async fn ask_model(
-    inst: &Instance,
-    o: &EvalOptions,
-    c: &ChatClient,
-    meta: &mut Meta,
-) -> Option<Value> {
-    let mut p = prompt::build(
-        inst,
-        o.source_root.as_deref(),
-        o.max_context_tokens,
-        o.reasoning,
-    );
-    meta.context_files = p.files.clone();
-    meta.context_notes = p.notes.clone();
-    let specs = if o.tools { tools::specs() } else { Vec::new() };
-    let mut toolbox = None;
-    if o.tools {
-        p.user.push_str("\nYou may call the read-only tools list_files and read_file to read more of the package source before answering; then reply with the JSON object.\n");
-        let used = (p.user.len() + p.system.len()) / prompt::CHARS_PER_TOKEN;
-        let root = prompt::source_root_for(inst, o.source_root.as_deref());
-        toolbox = Some(tools::Toolbox::new(
-            root,
-            o.max_context_tokens.saturating_sub(used + 2_000),
-        ));
-    }
-    let mut messages = vec![Message {
-        role: "user",
-        content: p.user,
-    }
-    .to_value()];
-    let mut last_parsed: Option<Value> = None;
-    let mut tool_rounds = 0u32;
-    for round in 0..=o.repair_rounds {
-        // One model turn, possibly through several tool rounds.
-        let reply = loop {
-            meta.attempts += 1;
-            let reply = match c.complete_with(&p.system, &messages, &specs).await {
-                Ok(r) => r,
-                Err(e) => {
-                    meta.retries += e.requests.saturating_sub(1);
-                    meta.status = AnswerStatus::InfraError;
-                    meta.error = Some(e.message);
-                    return None;
-                }
-            };
-            meta.tokens_in += reply.tokens_in;
-            meta.tokens_out += reply.tokens_out;
-            meta.retries += reply.retries;
-            let Some(tb) = toolbox.as_mut().filter(|_| !reply.tool_calls.is_empty()) else {
-                break reply;
-            };
-            if tool_rounds >= o.max_tool_rounds + 2 {
-                // The model ignores the refusals: stop here with what it said.
-                break reply;
-            }
-            tool_rounds += 1;
-            let results: Vec<(String, String)> = reply
-                .tool_calls
-                .iter()
-                .map(|call| {
-                    let out = if tool_rounds > o.max_tool_rounds {
-                        "error: no more tool calls allowed; answer now with the JSON object"
-                            .to_string()
-                    } else {
-                        meta.tool_calls += 1;
-                        tb.run(call)
-                    };
-                    (call.id.clone(), out)
-                })
-                .collect();
-            messages.push(reply.assistant.clone());
-            messages.extend(c.tool_results(&results));
-        };
-        let problem = match parse::extract_json(&reply.text) {
-            Err(e) => e,
-            Ok(v) => match parse::validate_shape(&inst.template, &v) {
-                Ok(()) => {
-                    meta.status = AnswerStatus::Ok;
-                    meta.error = None;
-                    let mut v = v;
-                    if let Some(obj) = v.as_object_mut() {
-                        if let Some(r) = obj.remove("reasoning") {
-                            meta.reasoning = Some(match r {
-                                Value::String(s) => s,
-                                other => other.to_string(),
-                            });
-                        }
-                    }
-                    return Some(v);
-                }
-                Err(e) => {
-                    last_parsed = Some(v);
-                    format!("the JSON does not match the template: {e}")
-                }
-            },
-        };
-        meta.status = AnswerStatus::Unparseable;
-        meta.error = Some(problem.clone());
-        meta.raw_reply = Some(reply.text.chars().take(4000).collect());
-        if round < o.repair_rounds {
-            if !reply.tool_calls.is_empty() {
-                // Tool calls need answers before another user message; end them here.
-                let results: Vec<(String, String)> = reply
-                    .tool_calls
-                    .iter()
-                    .map(|c| {
-                        (
-                            c.id.clone(),
-                            "error: no more tool calls allowed".to_string(),
-                        )
-                    })
-                    .collect();
-                messages.push(reply.assistant.clone());
-                messages.extend(c.tool_results_then(
-                    &results,
-                    &format!("Your reply could not be used: {problem}. Reply with only one JSON object of the template's shape."),
-                ));
-            } else {
-                messages.push(reply.assistant.clone());
-                messages.push(
-                    Message {
-                        role: "user",
-                        content: format!(
-                            "Your reply could not be used: {problem}. Reply again with only one JSON object of the template's shape."
-                        ),
-                    }
-                    .to_value(),
-                );
-            }
-        }
-    }
-    // Keep the last parsed (ill-shaped) answer for inspection; meta says unparseable.
-    last_parsed
+/// The instance's totals and status from its samples.
+fn fold_samples(meta: &mut Meta) {
+    let worst = meta
+        .samples
+        .iter()
+        .max_by_key(|s| s.status.rank())
+        .cloned()
+        .unwrap_or_default();
+    meta.status = worst.status;
+    meta.error = worst.error.clone();
+    meta.raw_reply = worst.raw_reply.clone();
+    meta.reasoning = meta.samples.first().and_then(|s| s.reasoning.clone());
+    meta.tokens_in = meta.samples.iter().map(|s| s.tokens_in).sum();
+    meta.tokens_out = meta.samples.iter().map(|s| s.tokens_out).sum();
+    meta.attempts = meta.samples.iter().map(|s| s.attempts).sum();
+    meta.retries = meta.samples.iter().map(|s| s.retries).sum();
+    meta.tool_calls = meta.samples.iter().map(|s| s.tool_calls).sum();
+    meta.cost = meta
+        .samples
+        .iter()
+        .map(|s| s.cost)
+        .try_fold(0.0, |acc, c| c.map(|c| acc + c));
 }
 
 /// One entry of `validation.json`.

@@ -1,33 +1,20 @@
 //! Prompt construction under a context budget.
 //!
-//! Order of priority: the question and the template, the instance's test files, then
-//! repository source from the source root: first the files named by `[tracing] files` and in
-//! the question, then the other `.py` files of the same directories. Source lines are numbered
-//! (questions ask about line numbers). A file that does not fit is cut, and the prompt says so
-//! in a closing "Context notes" section, together with the files left out. The budget counts
-//! about four characters per token.
+//! Order of priority: the question and the template, the instance's test files, then the
+//! repository source chosen around the target ([`crate::context`]) — or, in agent mode, a
+//! note that the source is read through tools. Source lines are numbered as in their files
+//! (questions ask about line numbers). What does not fit is cut, and the prompt says so in a
+//! closing "Context notes" section. The budget counts about four characters per token.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use crate::source::Located;
 use flux_score::Instance;
 
 /// Characters per token used for budgeting.
 pub const CHARS_PER_TOKEN: usize = 4;
 
 pub const SYSTEM: &str = "You are an expert at predicting the runtime behaviour of Python programs by reading their source code. You cannot run anything. Answer with exactly one JSON object of the requested shape and nothing else.";
-
-/// Where the unpacked source of an instance's package is.
-pub fn source_root_for(inst: &Instance, source_root: Option<&Path>) -> Option<PathBuf> {
-    let pv = inst.package_name_version();
-    let named = pv.as_ref().map(|(n, v)| format!("{n}-{v}"));
-    let candidates: Vec<PathBuf> = match (source_root, &named) {
-        (Some(r), Some(n)) => vec![r.join(n), r.to_path_buf()],
-        (Some(r), None) => vec![r.to_path_buf()],
-        (None, Some(n)) => vec![Path::new(".flux-cache/src").join(n)],
-        (None, None) => vec![],
-    };
-    candidates.into_iter().find(|p| p.is_dir())
-}
 
 /// All `.py` files under `root` (relative paths, sorted), bounded.
 pub fn list_py_files(root: &Path) -> Vec<String> {
@@ -43,9 +30,13 @@ pub fn list_py_files(root: &Path) -> Vec<String> {
             if name.starts_with('.') || name == "__pycache__" {
                 continue;
             }
-            if p.is_dir() {
+            // Never through a symbolic link: the tree read is the source tree only.
+            let Ok(ft) = e.file_type() else {
+                continue;
+            };
+            if ft.is_dir() {
                 stack.push(p);
-            } else if name.ends_with(".py") {
+            } else if ft.is_file() && name.ends_with(".py") {
                 if let Ok(rel) = p.strip_prefix(root) {
                     out.push(rel.to_string_lossy().replace('\\', "/"));
                 }
@@ -88,7 +79,27 @@ pub fn resolve(name: &str, files: &[String]) -> Option<String> {
 /// characters, `/` included; the glob may match any path ending): all matches, sorted.
 pub fn resolve_all(name: &str, files: &[String]) -> Vec<String> {
     if !name.contains('*') {
-        return resolve(name, files).into_iter().collect();
+        // Every file the name ends with, or that ends with the name, at a `/` boundary (as a
+        // tracing config's path suffix matches); an absolute path names its longest match.
+        let n = name.trim().trim_start_matches("./").replace('\\', "/");
+        if n.is_empty() {
+            return Vec::new();
+        }
+        if files.iter().any(|f| *f == n) {
+            return vec![n];
+        }
+        let longest_inside = files
+            .iter()
+            .filter(|f| n.strip_suffix(f.as_str()).is_some_and(|h| h.ends_with('/')))
+            .max_by_key(|f| f.len());
+        if let Some(f) = longest_inside {
+            return vec![f.clone()];
+        }
+        return files
+            .iter()
+            .filter(|f| f.strip_suffix(n.as_str()).is_some_and(|h| h.ends_with('/')))
+            .cloned()
+            .collect();
     }
     let g = name.trim().trim_start_matches("./");
     files
@@ -163,20 +174,67 @@ fn numbered(text: &str, max_chars: usize) -> (String, usize, usize) {
 pub struct Prompt {
     pub system: String,
     pub user: String,
-    /// Source files included (whole or cut), relative to the source root.
+    /// Source shown, as `file:ranges` (relative to the source root).
     pub files: Vec<String>,
+    /// Targets located in the source (`file:qualname`).
+    pub targets: Vec<String>,
     /// What was cut or left out.
     pub notes: Vec<String>,
 }
 
-/// Build the prompt of one instance. `reasoning` asks for a `"reasoning"` field (validate mode).
-pub fn build(
-    inst: &Instance,
-    source_root: Option<&Path>,
-    max_context_tokens: usize,
-    reasoning: bool,
-) -> Prompt {
+/// How the source reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Source chosen around the target in the prompt ([`crate::context`]).
+    #[default]
+    Context,
+    /// A small prompt and read-only tools over the source tree ([`crate::tools`]).
+    Agent,
+    /// Both: the chosen source in the prompt and the tools for more.
+    ContextTools,
+}
+
+impl Mode {
+    pub fn tools(self) -> bool {
+        matches!(self, Mode::Agent | Mode::ContextTools)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Context => "context",
+            Mode::Agent => "agent",
+            Mode::ContextTools => "context+tools",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "context" => Ok(Mode::Context),
+            "agent" | "tools" => Ok(Mode::Agent),
+            "context+tools" | "both" => Ok(Mode::ContextTools),
+            o => Err(format!("unknown mode {o:?} (context, agent, context+tools)")),
+        }
+    }
+}
+
+/// What a prompt is built from besides the instance.
+#[derive(Debug, Clone)]
+pub struct PromptConfig<'a> {
+    pub source: &'a Located,
+    pub max_context_tokens: usize,
+    /// Ask for a `"reasoning"` field (validate mode).
+    pub reasoning: bool,
+    pub mode: Mode,
+    /// Replaces [`SYSTEM`].
+    pub system: Option<&'a str>,
+}
+
+/// Build the prompt of one instance.
+pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let mut notes = Vec::new();
+    let system = cfg.system.unwrap_or(SYSTEM).to_string();
     let template =
         serde_json::to_string_pretty(&inst.template).unwrap_or_else(|_| inst.template.to_string());
     let mut head = format!(
@@ -186,15 +244,16 @@ pub fn build(
         inst.question.trim(),
         template
     );
-    if reasoning {
+    if cfg.reasoning {
         head.push_str("Also include a top-level \"reasoning\" string field explaining, step by step, how you derived the answer.\n");
     } else {
         head.push_str("Output only the JSON object.\n");
     }
     // Budget in characters, keeping room for the reply.
-    let budget = max_context_tokens
+    let budget = cfg
+        .max_context_tokens
         .saturating_mul(CHARS_PER_TOKEN)
-        .saturating_sub(SYSTEM.len() + 8_000);
+        .saturating_sub(system.len() + 8_000);
     let mut remaining = budget.saturating_sub(head.len());
     let mut body = String::new();
 
@@ -222,81 +281,50 @@ pub fn build(
         }
     }
 
-    let mut included = Vec::new();
-    match source_root_for(inst, source_root) {
-        None => notes.push(format!(
-            "repository source not available (package {})",
-            inst.package.as_deref().unwrap_or("unknown")
+    let pkg = inst.package.as_deref().unwrap_or("the package");
+    let mut files = Vec::new();
+    let mut targets = Vec::new();
+    match (cfg.source, cfg.mode) {
+        (Located::Off, _) => notes.push(format!(
+            "no repository source is given for this run (package {pkg})"
         )),
-        Some(root) => {
-            let files = list_py_files(&root);
-            let mut order: Vec<String> = Vec::new();
-            let mut names: Vec<String> = inst.tracing_files.clone();
-            names.extend(mentioned_files(&inst.question));
-            for n in &names {
-                let found = resolve_all(n, &files);
-                if found.is_empty() {
-                    notes.push(format!("named file {n} not found in the source"));
+        (Located::Missing { path, .. }, _) => notes.push(format!(
+            "repository source not available (package {pkg}; {} is missing)",
+            path.display()
+        )),
+        (Located::Dir(_), Mode::Agent) => {
+            let mut what: Vec<String> = inst.tracing_files.clone();
+            what.extend(inst.extractor_function.iter().map(|f| format!("`{f}`")));
+            what.extend(
+                inst.tracing_functions
+                    .iter()
+                    .filter(|f| inst.extractor_function.as_deref() != Some(f.as_str()))
+                    .map(|f| format!("`{f}`")),
+            );
+            body.push_str(&format!(
+                "\n## Repository source\nThe source of {pkg} is not in this prompt: read it with the tools `list_files`, `read_file` and `search` (paths relative to the source root; the tools' output counts against a budget).{}\n",
+                if what.is_empty() {
+                    String::new()
+                } else {
+                    format!(" The question is about {}.", what.join(", "))
                 }
-                for f in found {
-                    if !order.contains(&f) {
-                        order.push(f);
-                    }
-                }
-            }
-            let dirs: Vec<String> = order
-                .iter()
-                .map(|f| {
-                    f.rsplit_once('/')
-                        .map(|(d, _)| d.to_string())
-                        .unwrap_or_default()
-                })
-                .collect();
-            for f in &files {
-                let d = f.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-                if dirs.iter().any(|x| x == d) && !order.contains(f) {
-                    order.push(f.clone());
-                }
-            }
-            if !order.is_empty() {
-                body.push_str(&format!(
-                    "\n## Repository source ({})\nLines are numbered as in the file.\n",
-                    inst.package.as_deref().unwrap_or("source")
-                ));
-            }
-            let mut omitted = Vec::new();
-            for f in &order {
-                if remaining < 2_000 {
-                    omitted.push(f.clone());
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(root.join(f)) else {
-                    notes.push(format!("source file {f} could not be read"));
-                    continue;
-                };
-                let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
-                if shown == 0 && total > 0 {
-                    omitted.push(f.clone());
-                    continue;
-                }
-                let sec = format!("\n### {f}\n```python\n{num}```\n");
-                if shown < total {
-                    notes.push(format!(
-                        "source file {f} truncated: lines 1-{shown} of {total} shown"
-                    ));
-                }
-                remaining = remaining.saturating_sub(sec.len());
-                body.push_str(&sec);
-                included.push(f.clone());
-            }
-            if !omitted.is_empty() {
-                notes.push(format!(
-                    "{} source file(s) left out for the context budget: {}",
-                    omitted.len(),
-                    omitted.join(", ")
-                ));
-            }
+            ));
         }
+        (Located::Dir(root), _) => {
+            let c = crate::context::choose(inst, root, remaining.saturating_sub(500));
+            if !c.text.is_empty() {
+                body.push_str(&format!(
+                    "\n## Repository source ({pkg})\nThe code the question is about and what it calls, with the files' own line numbers (`⋮` marks lines not shown).\n"
+                ));
+                body.push_str(&c.text);
+            }
+            notes.extend(c.notes);
+            files = c.files;
+            targets = c.targets;
+        }
+    }
+    if cfg.mode == Mode::ContextTools && cfg.source.dir().is_some() {
+        body.push_str("\nYou may call the read-only tools list_files, read_file and search to read more of the package source before answering; then reply with the JSON object.\n");
     }
     let mut user = head;
     user.push_str(&body);
@@ -307,9 +335,10 @@ pub fn build(
         }
     }
     Prompt {
-        system: SYSTEM.to_string(),
+        system,
         user,
-        files: included,
+        files,
+        targets,
         notes,
     }
 }

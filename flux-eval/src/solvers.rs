@@ -22,7 +22,7 @@
 use serde_json::{json, Map, Value};
 use std::path::Path;
 
-use crate::prompt::{list_py_files, mentioned_files, resolve_all, source_root_for};
+use crate::prompt::{list_py_files, mentioned_files, resolve_all};
 use flux_score::Instance;
 
 /// The oracle's answer (None when not harvested).
@@ -262,11 +262,12 @@ pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
 }
 
 /// Locate the target function of an instance in its source (or its test files).
-pub fn target_function(inst: &Instance, source_root: Option<&Path>) -> Option<FuncInfo> {
+/// `source` is the instance's located source directory, if any.
+pub fn target_function(inst: &Instance, source: Option<&Path>) -> Option<FuncInfo> {
     let names = candidate_names(inst);
     let mut texts: Vec<(String, String)> = Vec::new();
-    if let Some(root) = source_root_for(inst, source_root) {
-        let files = list_py_files(&root);
+    if let Some(root) = source {
+        let files = list_py_files(root);
         let mut wanted: Vec<String> = inst.tracing_files.clone();
         wanted.extend(mentioned_files(&inst.question));
         for w in wanted {
@@ -296,8 +297,8 @@ pub fn target_function(inst: &Instance, source_root: Option<&Path>) -> Option<Fu
 }
 
 /// The static baseline's answer for an instance.
-pub fn static_baseline_answer(inst: &Instance, source_root: Option<&Path>) -> Value {
-    let f = target_function(inst, source_root);
+pub fn static_baseline_answer(inst: &Instance, source: Option<&Path>) -> Value {
+    let f = target_function(inst, source);
     fill(&inst.template, "", f.as_ref())
 }
 

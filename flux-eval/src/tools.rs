@@ -1,8 +1,10 @@
-//! Read-only tools over the source root, offered to the model by function calling when
-//! [`crate::EvalOptions::tools`] is set: `list_files` and `read_file`.
+//! Read-only tools over the source root, offered to the model by function calling in the
+//! `agent` and `context+tools` modes ([`crate::prompt::Mode`]): `list_files`, `read_file` and
+//! `search`.
 //!
-//! Paths are relative to the source root; `..` components are refused and the resolved path
-//! must stay inside the root (symlinks included). Any path ending that names one file is
+//! Confined to the source tree: paths are relative to the source root; `..` components are
+//! refused, symbolic links are never listed or searched, and a path read must resolve inside
+//! the root (symlinks included). Any path ending that names one file is
 //! accepted too (`/usr/lib/python3.11/site-packages/pkg/mod.py`). What the tools return counts
 //! against the context budget; once it is spent the tools say so and the model must answer.
 
@@ -24,6 +26,15 @@ pub fn specs() -> Vec<ToolSpec> {
             name: "list_files",
             description: "List files under a directory of the package source (recursively). Paths are relative to the source root; use \"\" for the root.",
             parameters: json!({"type": "object", "properties": {"path": {"type": "string", "description": "directory, relative to the source root"}}, "required": []}),
+        },
+        ToolSpec {
+            name: "search",
+            description: "Search the package's Python files for a literal text (not a regular expression); returns file:line: text for each matching line, at most 100.",
+            parameters: json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "the text to find"},
+                "path": {"type": "string", "description": "only under this directory (relative to the source root)"},
+                "ignore_case": {"type": "boolean"}},
+                "required": ["query"]}),
         },
         ToolSpec {
             name: "read_file",
@@ -83,9 +94,17 @@ impl Toolbox {
                     self.read(&root, p, num("start_line"), num("end_line"))
                 }
             },
-            other => {
-                format!("error: unknown tool {other:?}; the tools are list_files and read_file")
-            }
+            "search" => match arg("query").and_then(Value::as_str) {
+                None | Some("") => "error: search needs a non-empty \"query\" string argument".into(),
+                Some(q) => {
+                    let under = arg("path").and_then(Value::as_str).unwrap_or("");
+                    let ic = arg("ignore_case").and_then(Value::as_bool).unwrap_or(false);
+                    self.search(&root, q, under, ic)
+                }
+            },
+            other => format!(
+                "error: unknown tool {other:?}; the tools are list_files, read_file and search"
+            ),
         };
         if out.len() > self.remaining {
             let cut: String = out.chars().take(self.remaining).collect();
@@ -120,10 +139,14 @@ impl Toolbox {
             .collect();
         // Non-Python files of the directory itself are listed too.
         let mut others = Vec::new();
-        if let Ok(rd) = std::fs::read_dir(root.join(d)) {
+        let inside = match (root.canonicalize(), root.join(d).canonicalize()) {
+            (Ok(r), Ok(x)) => x.starts_with(r),
+            _ => false,
+        };
+        if let Ok(rd) = std::fs::read_dir(root.join(d)).map_err(|_| ()).and_then(|rd| if inside { Ok(rd) } else { Err(()) }) {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
-                if e.path().is_file() && !n.ends_with(".py") && !n.starts_with('.') {
+                if e.file_type().is_ok_and(|t| t.is_file()) && !n.ends_with(".py") && !n.starts_with('.') {
                     others.push(format!("{prefix}{n}"));
                 }
             }
@@ -143,6 +166,57 @@ impl Toolbox {
             s.push_str(&format!(
                 "\n[{} more files not shown; list a subdirectory]",
                 n - MAX_LIST
+            ));
+        }
+        s
+    }
+
+    fn search(&self, root: &Path, query: &str, under: &str, ignore_case: bool) -> String {
+        let d = under.trim().trim_matches('/');
+        if has_parent(d) {
+            return "error: \"..\" is not allowed".into();
+        }
+        let prefix = if d.is_empty() || d == "." {
+            String::new()
+        } else {
+            format!("{d}/")
+        };
+        let Ok(canon_root) = root.canonicalize() else {
+            return "error: the source root cannot be opened".into();
+        };
+        let needle = if ignore_case { query.to_lowercase() } else { query.to_string() };
+        let mut hits = Vec::new();
+        let mut total = 0usize;
+        for f in self.files.iter().filter(|f| f.starts_with(&prefix)) {
+            let Ok(canon) = root.join(f).canonicalize() else {
+                continue;
+            };
+            if !canon.starts_with(&canon_root) {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&canon) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            for (i, line) in text.lines().enumerate() {
+                let hay = if ignore_case { line.to_lowercase() } else { line.to_string() };
+                if hay.contains(&needle) {
+                    total += 1;
+                    if hits.len() < 100 {
+                        let l: String = line.trim().chars().take(200).collect();
+                        hits.push(format!("{f}:{}: {l}", i + 1));
+                    }
+                }
+            }
+        }
+        if hits.is_empty() {
+            return format!("no match for {query:?}");
+        }
+        let mut s = hits.join("\n");
+        if total > hits.len() {
+            s.push_str(&format!(
+                "\n[{} more matches not shown; narrow the query or the path]",
+                total - hits.len()
             ));
         }
         s

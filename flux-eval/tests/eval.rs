@@ -1,7 +1,7 @@
 //! End-to-end tests of the evaluation harness against a real HTTP server on 127.0.0.1 that
 //! speaks both protocols with scripted replies, followed by scoring with flux-score.
 
-use flux_eval::{run_eval, run_validate, Api, EvalOptions, RetryPolicy};
+use flux_eval::{run_eval, run_validate, Api, EvalError, EvalOptions, Mode, RetryPolicy, Source};
 use flux_score::{run_score, Format, ScoreOptions};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -95,6 +95,16 @@ fn script(instance: &str, call: usize, body: &Value) -> (u16, Vec<(&'static str,
         "tools" => {
             let t = body.to_string();
             let ok = t.contains("3  def count_up(n):") && t.contains("not allowed") && t.contains("toy/other.py");
+            (200, vec![], if ok { good } else { r#"{"loop_iteration_count": 99}"#.into() })
+        }
+        "targeted" | "sampled" | "nosource" => (200, vec![], good),
+        // Agent mode: a search, then a read of what it found, then the answer only when both
+        // tool results came back with the source's text.
+        "agent" if call == 0 => (200, vec![], json!({"tools": [["search", {"query": "def count_up"}]]}).to_string()),
+        "agent" if call == 1 => (200, vec![], json!({"tools": [["read_file", {"path": "toy/core.py", "start_line": 3, "end_line": 7}]]}).to_string()),
+        "agent" => {
+            let t = body.to_string();
+            let ok = t.contains("toy/core.py:3: def count_up(n):") && t.contains("5      for i in range(n):");
             (200, vec![], if ok { good } else { r#"{"loop_iteration_count": 99}"#.into() })
         }
         _ => (404, vec![], "unknown instance".into()),
@@ -298,7 +308,7 @@ functions = ["toy.core.count_up"]
 fn options(server: &Server, api: Api, inst: &Path, src: &Path, out: &Path) -> EvalOptions {
     let mut o = EvalOptions::new("gpt-test", api, &server.url);
     o.instances = vec![inst.to_path_buf()];
-    o.source_root = Some(src.to_path_buf());
+    o.source = Source::Root(src.to_path_buf());
     o.out = out.to_path_buf();
     o.concurrency = 3;
     o.api_key = Some("sk-secret-test-key".into());
@@ -377,15 +387,20 @@ async fn end_to_end(api: Api) {
         shape["error"].as_str().unwrap().contains("expected int"),
         "{shape}"
     );
+    // The target's span, not the other files of its directory.
     assert_eq!(
         meta(&out, "correct")["context_files"],
-        json!(["toy/core.py", "toy/other.py"])
+        json!(["toy/core.py:3-7"])
+    );
+    assert_eq!(
+        meta(&out, "correct")["targets"],
+        json!(["toy/core.py:count_up"])
     );
 
     // What the server saw: the protocol, temperature 0, the prompt content, the repair message.
     let log = server.log();
     for r in &log {
-        assert_eq!(r.body["temperature"], 0);
+        assert_eq!(r.body["temperature"].as_f64(), Some(0.0));
         assert_eq!(r.body["model"], "gpt-test");
         match api {
             Api::OpenAi => {
@@ -490,7 +505,7 @@ async fn oracle_solver_scores_100_percent() {
     let out = tmp.path().join("oracle");
     let mut o = EvalOptions::new("oracle", Api::OpenAi, "http://127.0.0.1:9");
     o.instances = vec![inst.clone()];
-    o.source_root = Some(src);
+    o.source = Source::Root(src);
     o.out = out.clone();
     let s = run_eval(&o).await.unwrap();
     assert_eq!((s.ok, s.scored, s.passed), (6, 6, 6));
@@ -533,7 +548,7 @@ files = ["toy/core.py"]
     let out = tmp.path().join("static");
     let mut o = EvalOptions::new("static-baseline", Api::OpenAi, "http://127.0.0.1:9");
     o.instances = vec![inst.join("toy").join("path")];
-    o.source_root = Some(src);
+    o.source = Source::Root(src);
     o.out = out.clone();
     let s = run_eval(&o).await.unwrap();
     assert_eq!(s.ok, 1);
@@ -593,14 +608,16 @@ async fn validate_lists_failures_with_reasoning() {
 async fn missing_api_key_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
     let (inst, _src) = store(tmp.path());
-    let mut o = EvalOptions::new("some-model", Api::Anthropic, "http://127.0.0.1:9");
+    // The vendor's own URL needs a key; no request is made without one.
+    let mut o = EvalOptions::new("some-model", Api::Anthropic, "https://api.anthropic.com");
     o.instances = vec![inst];
     o.out = tmp.path().join("x");
     if std::env::var("ANTHROPIC_API_KEY").is_ok() {
         eprintln!("skipping: ANTHROPIC_API_KEY is set in this environment");
         return;
     }
-    assert!(run_eval(&o).await.is_err());
+    let e = run_eval(&o).await.unwrap_err();
+    assert!(matches!(e, EvalError::NoApiKey("ANTHROPIC_API_KEY")), "{e}");
 }
 
 #[tokio::test]
@@ -611,6 +628,7 @@ async fn connection_refused_is_infra_error() {
     let mut o = EvalOptions::new("gpt-test", Api::OpenAi, "http://127.0.0.1:9");
     o.instances = vec![inst.join("toy/correct")];
     o.out = tmp.path().join("x");
+    o.source = Source::Off;
     o.api_key = Some("k".into());
     o.retry = RetryPolicy {
         max_retries: 1,
@@ -638,7 +656,7 @@ async fn tools_mode(api: Api) {
     }
     let out = tmp.path().join("answers");
     let mut o = options(&server, api, &to, &src, &out);
-    o.tools = true;
+    o.mode = Mode::ContextTools;
     let s = run_eval(&o).await.unwrap();
     assert_eq!((s.ok, s.passed), (1, 1), "{s:?}");
     let m = meta(&out, "tools");
@@ -647,7 +665,7 @@ async fn tools_mode(api: Api) {
     let log = server.log();
     assert!(log
         .iter()
-        .all(|r| r.body["tools"].as_array().map(Vec::len) == Some(2)));
+        .all(|r| r.body["tools"].as_array().map(Vec::len) == Some(3)));
     // The tool results went back in the protocol's own form.
     let last = log.last().unwrap().body.to_string();
     match api {
@@ -669,4 +687,324 @@ async fn openai_tools_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_tools_mode() {
     tools_mode(Api::Anthropic).await;
+}
+
+// ---------- source by default, transcripts, samples, settings, agent mode ----------
+
+/// An instance `toy/<id>` of package `big==2.0` targeting `target` in `big/core.py`.
+fn big_instance(inst: &Path, id: &str) -> PathBuf {
+    let d = inst.join("toy").join(id);
+    write(
+        &d.join("instance.toml"),
+        &format!(
+            r#"id = "{id}"
+repository = "toy"
+package = "big==2.0"
+image = "flux/big:2.0-py3.11"
+kind = "S2_Loops"
+question = "How many iterations does the loop in `target` run?"
+template = '{{"loop_iteration_count": "int"}}'
+[test]
+files = ["test_big.py"]
+[tracing]
+files = ["big/core.py"]
+functions = ["target"]
+[extractor]
+name = "loop_iterations"
+[extractor.params]
+function = "target"
+"#
+        ),
+    );
+    write(&d.join("test_big.py"), "from big.core import target\n\ndef test_t():\n    target(3)\n");
+    write(
+        &d.join("oracle.json"),
+        &json!({"question_kind": "S2_Loops", "question": "q",
+                "template_answer": {"loop_iteration_count": "int"},
+                "oracle_answer": {"loop_iteration_count": 3}})
+        .to_string(),
+    );
+    d
+}
+
+/// A source tree for `big==2.0` where the target sits deep in a long module, calls a helper
+/// of the same module and a function of another, and a same-named file elsewhere defines a
+/// function of the same name.
+fn big_source(src: &Path) {
+    let mut core = String::from("# FILLER_TOP: the top of the module\nfrom big import util\nfrom big.util import scale as sc\n\nLIMIT = 3\n");
+    for i in 0..300 {
+        core.push_str(&format!("def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"));
+    }
+    core.push_str("def helper(x):\n    return x * 2  # HELPER_BODY\n\n");
+    for i in 300..600 {
+        core.push_str(&format!("def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"));
+    }
+    core.push_str(
+        "def target(n):\n    total = 0\n    for i in range(min(n, LIMIT)):\n        total += helper(i) + util.fmt(i) + sc(i)\n    return total\n",
+    );
+    write(&src.join("big-2.0/big/core.py"), &core);
+    write(
+        &src.join("big-2.0/big/util.py"),
+        "# UTIL_TOP\n\ndef fmt(x):\n    return len(str(x))  # FMT_BODY\n\ndef scale(x):\n    return x  # SCALE_BODY\n\ndef unused():\n    return 0  # UNUSED_BODY\n",
+    );
+    write(&src.join("big-2.0/big/__init__.py"), "");
+    write(
+        &src.join("big-2.0/vendor/core.py"),
+        "def target(n):\n    return -1  # ELSEWHERE_BODY\n",
+    );
+}
+
+fn user_text(r: &Recorded) -> String {
+    r.body.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targeted_source_reaches_the_server_by_default_and_replies_land_in_transcripts() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("instances");
+    let d = big_instance(&inst, "targeted");
+    // The default: the cache's unpacked source, <cache>/src/<name>-<version>/.
+    let cache = tmp.path().join("cache");
+    big_source(&cache.join("src"));
+    let out = tmp.path().join("answers");
+    let mut o = EvalOptions::new("gpt-test", Api::OpenAi, &server.url);
+    assert_eq!(o.source, Source::Cache(PathBuf::from(".flux-cache")));
+    o.source = Source::Cache(cache.clone());
+    o.instances = vec![d];
+    o.out = out.clone();
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.ok, s.passed), (1, 1), "{s:?}");
+
+    let log = server.log();
+    assert_eq!(log.len(), 1);
+    let body = user_text(&log[0]);
+    // The target whole, with its own line numbers; what it calls; the constant it reads.
+    assert!(body.contains(" 1809  def target(n):"), "target with its line number");
+    assert!(body.contains("HELPER_BODY"), "same-module callee");
+    assert!(body.contains("FMT_BODY"), "callee through `import util`");
+    assert!(body.contains("SCALE_BODY"), "callee through `from … import … as`");
+    assert!(body.contains("LIMIT = 3"), "module-level name it reads");
+    // Not the rest of the module, nor same-named files elsewhere, nor unused code.
+    assert!(!body.contains("FILLER_BODY"), "filler functions are not context");
+    assert!(!body.contains("ELSEWHERE_BODY"), "same-named file elsewhere");
+    assert!(!body.contains("UNUSED_BODY") && !body.contains("UTIL_TOP"));
+    // No key was configured and none is needed by a server other than the vendor's.
+    assert!(!log[0].headers.contains_key("authorization"));
+
+    let m = meta(&out, "targeted");
+    assert_eq!(m["targets"], json!(["big/core.py:target"]));
+    assert_eq!(
+        m["source"].as_str(),
+        Some(cache.join("src/big-2.0").to_str().unwrap())
+    );
+    let files: Vec<String> = serde_json::from_value(m["context_files"].clone()).unwrap();
+    assert!(files.iter().any(|f| f.starts_with("big/core.py:")), "{files:?}");
+    assert!(files.iter().any(|f| f.starts_with("big/util.py:")), "{files:?}");
+
+    // The transcript: the request's messages, the raw reply, usage, latency, cost.
+    let t: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/targeted/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(t["mode"], "context");
+    assert_eq!(t["params"]["temperature"], 0.0);
+    assert!(t["system"].as_str().unwrap().contains("JSON"));
+    let s1 = &t["samples"][0];
+    assert_eq!(s1["status"], "ok");
+    assert_eq!(s1["answer"], json!({"loop_iteration_count": 3}));
+    let a = &s1["attempts"][0];
+    assert_eq!(a["status"], "ok");
+    assert_eq!(a["messages_sent"], 1);
+    assert_eq!((a["tokens_in"].as_u64(), a["tokens_out"].as_u64()), (Some(100), Some(10)));
+    assert!(a["seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(a["http"][0]["status"], 200);
+    assert_eq!(a["response"]["choices"][0]["message"]["role"], "assistant");
+    assert!(a["text"].as_str().unwrap().contains("loop_iteration_count"));
+    // The conversation: the prompt as sent, then the reply.
+    let msgs = s1["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[0]["content"], log[0].body["messages"][1]["content"]);
+    assert_eq!(msgs[1]["role"], "assistant");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_source_is_an_error_naming_the_path_and_the_command_unless_no_source() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("instances");
+    let d = big_instance(&inst, "nosource");
+    let cache = tmp.path().join("cache");
+    std::fs::create_dir_all(cache.join("src")).unwrap();
+    let mut o = EvalOptions::new("gpt-test", Api::OpenAi, &server.url);
+    o.source = Source::Cache(cache.clone());
+    o.instances = vec![d];
+    o.out = tmp.path().join("answers");
+    let e = run_eval(&o).await.unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, EvalError::NoSource(_)), "{msg}");
+    assert!(msg.contains(cache.join("src/big-2.0").to_str().unwrap()), "{msg}");
+    assert!(msg.contains("flux images build flux/big:2.0-py3.11"), "{msg}");
+    assert!(msg.contains("--no-source"), "{msg}");
+    assert!(server.log().is_empty(), "no request without source");
+    // The static baseline needs the source too.
+    let mut sb = o.clone();
+    sb.model = "static-baseline".into();
+    assert!(matches!(run_eval(&sb).await, Err(EvalError::NoSource(_))));
+    // On purpose: asked without source, and the prompt says so.
+    o.source = Source::Off;
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!(s.ok, 1);
+    let body = user_text(&server.log()[0]);
+    assert!(body.contains("no repository source is given"), "{body}");
+    assert!(!body.contains("## Repository source"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_and_sampling_settings_reach_the_server() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let from = inst.join("toy/correct");
+    let to = inst.join("toy/sampled");
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
+        let t = std::fs::read_to_string(from.join(f))
+            .unwrap()
+            .replace("id = \"correct\"", "id = \"sampled\"");
+        std::fs::write(to.join(f), t).unwrap();
+    }
+    let out = tmp.path().join("answers");
+    let mut o = EvalOptions::new("local-model", Api::OpenAi, &server.url);
+    o.instances = vec![to];
+    o.source = Source::Root(src);
+    o.out = out.clone();
+    o.samples = 3;
+    o.params.temperature = Some(0.7);
+    o.params.max_tokens = Some(123);
+    o.params.reasoning_effort = Some("low".into());
+    o.system = Some("You are terse.".into());
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.ok, s.samples), (1, 3), "{s:?}");
+    let log = server.log();
+    assert_eq!(log.len(), 3, "one request per sample");
+    for r in &log {
+        assert_eq!(r.body["temperature"].as_f64(), Some(0.7));
+        assert_eq!(r.body["max_tokens"], 123, "a non-OpenAI server reads max_tokens");
+        assert_eq!(r.body["reasoning_effort"], "low");
+        assert_eq!(r.body["messages"][0]["content"], "You are terse.");
+        assert!(!r.headers.contains_key("authorization"));
+    }
+    for f in ["answer.json", "answer-2.json", "answer-3.json", "transcript.json"] {
+        assert!(out.join("toy/sampled").join(f).is_file(), "{f}");
+    }
+    let m = meta(&out, "sampled");
+    assert_eq!(m["samples"].as_array().unwrap().len(), 3);
+    assert_eq!(m["attempts"], 3);
+    assert_eq!(m["tokens_in"], 300);
+    // Resumable: three ok samples are there, nothing is asked again; four are not.
+    run_eval(&o).await.unwrap();
+    assert_eq!(server.log().len(), 3);
+    o.samples = 4;
+    run_eval(&o).await.unwrap();
+    assert_eq!(server.log().len(), 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn infrastructure_errors_keep_every_http_try_in_the_transcript() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let out = tmp.path().join("answers");
+    let mut o = options(&server, Api::OpenAi, &inst.join("toy/down"), &src, &out);
+    o.instances = vec![inst.join("toy/down"), inst.join("toy/ratelimit")];
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!(s.infra_errors, 1);
+    assert_eq!(s.infra_error_instances.len(), 1);
+    assert!(s.infra_error_instances[0].starts_with("toy/down: HTTP 500"), "{s:?}");
+    assert!(s.to_text().contains("infra error (after retries): toy/down"));
+    let t: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/down/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    let a = &t["samples"][0]["attempts"][0];
+    assert_eq!(a["status"], "infra_error");
+    let http = a["http"].as_array().unwrap();
+    assert_eq!(http.len(), 3, "first try and two retries");
+    assert!(http.iter().all(|h| h["status"] == 500));
+    assert!(http[0]["backoff_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(http[2]["backoff_seconds"], 0.0, "no backoff after the last try");
+    // A 429 then a success: both tries recorded in the one attempt.
+    let t: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/ratelimit/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    let http = t["samples"][0]["attempts"][0]["http"].as_array().unwrap().clone();
+    assert_eq!(
+        http.iter().map(|h| h["status"].as_u64().unwrap()).collect::<Vec<_>>(),
+        vec![429, 200]
+    );
+}
+
+async fn agent_mode(api: Api) {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let from = inst.join("toy/correct");
+    let to = inst.join("toy/agent");
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
+        let t = std::fs::read_to_string(from.join(f))
+            .unwrap()
+            .replace("id = \"correct\"", "id = \"agent\"");
+        std::fs::write(to.join(f), t).unwrap();
+    }
+    let out = tmp.path().join("answers");
+    let mut o = options(&server, api, &to, &src, &out);
+    o.mode = Mode::Agent;
+    let s = run_eval(&o).await.unwrap();
+    assert_eq!((s.ok, s.passed), (1, 1), "{s:?}");
+    let log = server.log();
+    // The first prompt holds no source, only the way to it.
+    let first = log[0].body.to_string();
+    assert!(!first.contains("def count_up(n):"), "{first}");
+    assert!(first.contains("`search`"));
+    let names: Vec<String> = log[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            t.pointer("/function/name")
+                .or_else(|| t.get("name"))
+                .and_then(Value::as_str)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(names, vec!["list_files", "search", "read_file"]);
+    // Tool calls and their results are in the transcript.
+    let t: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/agent/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(t["tools"], json!(["list_files", "search", "read_file"]));
+    let atts = t["samples"][0]["attempts"].as_array().unwrap();
+    assert_eq!(atts.len(), 3);
+    assert_eq!(atts[0]["tool_calls"][0]["name"], "search");
+    assert!(atts[0]["tool_calls"][0]["result"]
+        .as_str()
+        .unwrap()
+        .contains("toy/core.py:3: def count_up(n):"));
+    assert_eq!(atts[1]["tool_calls"][0]["arguments"]["start_line"], 3);
+    assert_eq!(meta(&out, "agent")["tool_calls"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_agent_mode() {
+    agent_mode(Api::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_agent_mode() {
+    agent_mode(Api::Anthropic).await;
 }

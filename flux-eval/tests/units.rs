@@ -4,7 +4,7 @@
 use flux_eval::client::{ChatClient, Message};
 use flux_eval::parse::{extract_json, validate_shape};
 use flux_eval::price::Price;
-use flux_eval::{prompt, Api, RetryPolicy};
+use flux_eval::{prompt, Api, Located, RetryPolicy};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -123,30 +123,30 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
     std::fs::write(src.join("a.py"), "A = 1\n").unwrap();
     std::fs::write(src.join("c.py"), "C = 1\n").unwrap();
     let inst = flux_score::instance::load(&inst_dir).unwrap();
-    let root = tmp.path().join("src");
+    let root = Located::Dir(tmp.path().join("src/big-2.0"));
+    let cfg = |source: &'static Located, tokens, reasoning| prompt::PromptConfig {
+        source,
+        max_context_tokens: tokens,
+        reasoning,
+        mode: prompt::Mode::Context,
+        system: None,
+    };
+    let root: &'static Located = Box::leak(Box::new(root));
 
-    let p = prompt::build(&inst, Some(&root), 10_000, false);
+    // No target function is named: the targeted files are shown whole, from line 1, and the
+    // notes say why.
+    let p = prompt::build(&inst, &cfg(root, 10_000, false));
     assert!(
         p.user.len() <= 10_000 * prompt::CHARS_PER_TOKEN,
         "{}",
         p.user.len()
     );
-    // Tracing file first, then the question's file; b.py is cut, the rest left out.
-    assert_eq!(p.files.first().map(String::as_str), Some("pkg/b.py"));
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.starts_with("source file pkg/b.py truncated: lines 1-")),
-        "{:?}",
-        p.notes
-    );
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("left out") && n.contains("pkg/a.py")),
-        "{:?}",
-        p.notes
-    );
+    // Tracing file first, then the question's file; b.py is cut, a.py left out.
+    assert!(p.files.first().is_some_and(|f| f.starts_with("pkg/b.py:1-")), "{:?}", p.files);
+    let has = |p: &prompt::Prompt, a: &str, b: &str| p.notes.iter().any(|n| n.contains(a) && n.contains(b));
+    assert!(has(&p, "whole file in pkg/b.py cut", "lines 1-"), "{:?}", p.notes);
+    assert!(has(&p, "left out", "pkg/a.py"), "{:?}", p.notes);
+    assert!(has(&p, "no target function could be located", ""), "{:?}", p.notes);
     assert!(p.user.contains("## Context notes"));
     assert!(p.user.contains("def test(): pass"));
     assert!(
@@ -154,14 +154,19 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
         "source lines are numbered"
     );
 
-    // With room, everything is in and nothing is noted.
-    let p = prompt::build(&inst, Some(&root), 200_000, true);
-    assert_eq!(p.files, vec!["pkg/b.py", "pkg/a.py", "pkg/c.py"]);
-    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    // With room, both targeted files are in whole; a file of the same directory that nothing
+    // names is not.
+    let p = prompt::build(&inst, &cfg(root, 200_000, true));
+    assert_eq!(p.files, vec!["pkg/b.py:1-5000", "pkg/a.py:1"]);
+    assert!(!has(&p, "cut", ""), "{:?}", p.notes);
     assert!(p.user.contains("\"reasoning\""));
 
     // No source: said so.
-    let p = prompt::build(&inst, Some(&tmp.path().join("nowhere")), 200_000, false);
+    let missing: &'static Located = Box::leak(Box::new(Located::Missing {
+        path: tmp.path().join("nowhere"),
+        hint: String::new(),
+    }));
+    let p = prompt::build(&inst, &cfg(missing, 200_000, false));
     assert!(
         p.notes.iter().any(|n| n.contains("source not available")),
         "{:?}",

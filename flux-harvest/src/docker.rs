@@ -131,10 +131,7 @@ pub(crate) async fn run(
 /// The id of `image`; an error naming the command that builds it when it is missing.
 pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Result<String> {
     let Some(image_id) = rt.image_id(image).await? else {
-        let build = match flux_container::images::xtask_name_for(image) {
-            Some(n) => format!("cargo xtask images {n}"),
-            None => "cargo xtask images".into(),
-        };
+        let build = flux_container::images::build_command(image);
         anyhow::bail!("image {image} is missing; build it with `{build}`");
     };
     Ok(image_id)

@@ -69,10 +69,7 @@ impl Launched for HostRun {
 fn manifest(cache_dir: &Path, image: &str) -> Result<Manifest> {
     let path = flux_container::images::manifest_path(cache_dir, image);
     if !path.exists() {
-        let build = match flux_container::images::xtask_name_for(image) {
-            Some(n) => format!("cargo xtask images {n}"),
-            None => "cargo xtask images".into(),
-        };
+        let build = flux_container::images::build_command(image);
         bail!(
             "no manifest for image {image} at {} (the host runtime installs that image's pinned \
              wheels); build it with `{build}`",
@@ -115,9 +112,9 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     let wheelhouse = std::path::absolute(cache_dir.join("wheelhouse").join(&name))?;
     if !wheelhouse.is_dir() {
         bail!(
-            "wheelhouse {} is missing; `cargo xtask images {}` downloads it",
+            "wheelhouse {} is missing; `{}` downloads it",
             wheelhouse.display(),
-            def_str(&m, "/name")?
+            flux_container::images::build_command(&m.image)
         );
     }
     let venv = std::path::absolute(cache_dir.join("venvs").join(&name))?;

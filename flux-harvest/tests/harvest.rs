@@ -347,7 +347,7 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     assert_eq!(
         noimg.error.as_deref().unwrap(),
         "instance sympy/b-no-image: image flux/nosuchrepo:0.1-py3.11 is missing; \
-         build it with `cargo xtask images nosuchrepo`"
+         build it with `flux images build flux/nosuchrepo:0.1-py3.11`"
     );
 
     assert_eq!(ok.status, Status::Created, "{:?}", ok.error);

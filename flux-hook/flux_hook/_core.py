@@ -42,7 +42,8 @@ from json.encoder import encode_basestring_ascii as jstr  # noqa: E402
 
 
 def jval(x):
-    """JSON of the hook's payload shapes: None, str, [str, str], {str: [str, str]}."""
+    """JSON of the hook's payload shapes: None, str, [str, str], {str: [str, str] | None}
+    (None: a local that disappeared, dialect "swe-flux")."""
     if x is None:
         return "null"
     t = type(x)
@@ -50,7 +51,10 @@ def jval(x):
         return "[%s,%s]" % (jstr(x[0]), jstr(x[1]))
     if t is dict:
         return "{%s}" % ",".join(
-            ["%s:[%s,%s]" % (jstr(k), jstr(v[0]), jstr(v[1])) for k, v in x.items()]
+            [
+                "%s:null" % jstr(k) if v is None else "%s:[%s,%s]" % (jstr(k), jstr(v[0]), jstr(v[1]))
+                for k, v in x.items()
+            ]
         )
     if t is str:
         return jstr(x)
@@ -110,7 +114,7 @@ class Config:
         d = json.loads(raw) if raw else {}
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
-        known = {"files", "functions", "events", "limits", "tests", "scope"}
+        known = {"files", "functions", "events", "limits", "tests", "scope", "dialect"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
@@ -131,6 +135,13 @@ class Config:
             raise ValueError("scope must be run, tests or targets, not %r" % self.scope)
         if self.scope != "run" and not self.tests:
             raise ValueError('scope "%s" needs the test boundaries (tests = true)' % self.scope)
+        # "swe-flux": record targeted code as SWE-Flux's settrace tracer sees it (plain reprs,
+        # every name, deleted names, locals and the object at exceptions, modules; see
+        # flux_trace::config::Dialect).
+        dialect = str(d.get("dialect", "flux"))
+        if dialect not in ("flux", "swe-flux"):
+            raise ValueError("dialect must be flux or swe-flux, not %r" % dialect)
+        self.swe = dialect == "swe-flux"
         self.want_line = "line" in self.events
         self.want_return = "return" in self.events
         self.want_exc = "exception" in self.events
@@ -560,7 +571,7 @@ class Hook:
 
     def register(self, code):
         """The info list of a code object: [code_id, kind, code, back-end slot, C record sent,
-        (except-body first lines, except lines) of its file or None]."""
+        (except-body first lines, except lines) of its file or None, module or None]."""
         key = id(code)
         info = self.codes.get(key)
         if info is not None:
@@ -583,7 +594,7 @@ class Hook:
             kind = fk
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
-        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None])
+        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, None])
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
@@ -605,7 +616,7 @@ class Hook:
         except UnicodeEncodeError:
             fn, name, qn = clean(fn), clean(name), clean(qn)
         # C-level formatting (jstr is json's C encoder): no Python frames for USDT to see.
-        rec = '["C",%d,%s,%s,%s,%d,%d,%d]' % (
+        rec = '["C",%d,%s,%s,%s,%d,%d,%d%s]' % (
             info[0],
             jstr(fn),
             jstr(name),
@@ -613,6 +624,7 @@ class Hook:
             code.co_firstlineno,
             last,
             traits,
+            "" if info[6] is None else "," + jstr(clean(info[6])),
         )
         with self.define_lock:
             if info[4]:
@@ -620,7 +632,42 @@ class Hook:
             self.buf.append(rec)
             info[4] = True
 
+    def note_module(self, info, frame):
+        """Dialect "swe-flux": the module (`__name__` of the frame's globals) of targeted code,
+        taken at its first frame, before its C record is sent."""
+        if info[6] is None:
+            try:
+                m = frame.f_globals.get("__name__", "")
+                info[6] = m if type(m) is str else str(m)
+            except Exception:
+                info[6] = ""
+
+    def plain_repr(self, v):
+        """SWE-Flux's repr: the full repr() cut to limits.repr characters, `...` appended;
+        with the type's __name__ (of an exception: what its `exc=` shows)."""
+        try:
+            s = repr(v)
+        except Exception as e:
+            try:
+                s = "<repr error: %s: %s>" % (type(e).__name__, e)
+            except Exception:
+                s = "<repr error: %s>" % type(e).__name__
+        lim = self.cfg.repr_limit
+        if lim >= 0 and len(s) > lim:
+            s = s[:lim] + "..."
+        return [clean(s), clean(type(v).__name__)]
+
+    def x_tail(self, fs, frame, exc):
+        """The end of an `x` record: in dialect "swe-flux", the locals changed before the
+        exception and the exception object; else nothing."""
+        if not self.cfg.swe:
+            return ""
+        changed = self.changed_locals(fs, frame) if self.cfg.want_vars else None
+        return ",%s,%s" % (jval(changed), jval(self.plain_repr(exc)))
+
     def vrepr(self, v):
+        if self.cfg.swe:
+            return self.plain_repr(v)
         t = type(v)
         lim = self.cfg.repr_limit
         if t is int or t is float or t is bool or v is None:
@@ -659,6 +706,8 @@ class Hook:
             items = list(loc.items())
         except Exception:
             return None
+        if self.cfg.swe:
+            return self._changed_swe(fs, items)
         old = fs.vars
         out = None
         n = 0
@@ -681,6 +730,41 @@ class Hook:
             # Only the id is kept, never the object: an extra reference would show in
             # sys.getrefcount and delay finalizers.
             old[name] = (rv[0], rv[1], id(v), t)
+        return out
+
+    def _changed_swe(self, fs, items):
+        """changed_locals for dialect "swe-flux": every name (dunders too), plain reprs, and
+        names gone since the last event as None."""
+        old = fs.vars
+        out = None
+        n = 0
+        lim = self.cfg.locals_limit
+        seen = set()
+        whole = True
+        for name, v in items:
+            if not isinstance(name, str):
+                continue
+            if n >= lim:
+                whole = False
+                break
+            n += 1
+            seen.add(name)
+            t = type(v)
+            prev = old.get(name)
+            if prev is not None and prev[2] == id(v) and prev[3] is t and t in _STABLE_REPR:
+                continue
+            rv = self.plain_repr(v)
+            if prev is None or prev[0] != rv[0] or prev[1] != rv[1]:
+                if out is None:
+                    out = {}
+                out[name] = rv
+            old[name] = (rv[0], rv[1], id(v), t)
+        if whole and len(seen) != len(old):
+            for name in [k for k in old if k not in seen]:
+                del old[name]
+                if out is None:
+                    out = {}
+                out[name] = None
         return out
 
     def handler_info(self, filename):

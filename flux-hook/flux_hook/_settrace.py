@@ -50,6 +50,12 @@ def start(hook):
     want_ret = cfg.want_return
     want_exc = cfg.want_exc
     trace_lines = want_line or want_vars or want_exc
+    # Dialect "swe-flux" (see _core.Config): tracer-only StopIterations, flagged inferences,
+    # locals and the object at exceptions, modules.
+    swe = cfg.swe
+    reraise_inferred = "reraise-inferred" if swe else "reraise"
+    x_tail = hook.x_tail
+    note_module = hook.note_module
     codes = hook.codes
     register = hook.register
     define = hook.define
@@ -92,10 +98,20 @@ def start(hook):
         i = frame.f_lasti
         return co[i] == RESUME and co[i + 1] == 0
 
-    def emit_c(info, frame, line):
+    def emit_c(info, frame, line, fs=None, thrown=False):
+        """fs: the frame state of targeted code. Dialect "swe-flux": the record also says
+        whether gen.throw()/close() opened it (no tracer call event) and carries the locals
+        changed since the frame's previous event (all of them for a fresh frame)."""
         if not info[4]:
             define_b(info)
-        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(frame), line))
+        tail = ""
+        if swe and fs is not None:
+            # Reprs run program code (`__repr__`) that only USDT sees: inside an `hx` span.
+            t0 = now()
+            changed = changed_locals(fs, frame) if want_vars else None
+            hx(t0)
+            tail = ',%s,%s' % ('"throw"' if thrown else "null", jval(changed))
+        emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(frame), line, tail))
 
     def plain_local(frame, event, arg):
         try:
@@ -133,12 +149,13 @@ def start(hook):
         hook.target_started()
         hx(t0)
 
-    def x_record(info, frame, p, kind, line=None):
-        """p: (id, type name, message) of the exception (the state never holds the object)."""
+    def x_record(info, frame, p, kind, line=None, tail=""):
+        """p: (id, type name, message) of the exception (the state never holds the object);
+        tail: the dialect's extra fields (Hook.x_tail)."""
         if not info[4]:
             define(info)
         emit(
-            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"]'
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
             % (
                 now(),
                 tidf(),
@@ -148,6 +165,7 @@ def start(hook):
                 jval(p[1]),
                 jval(p[2]),
                 kind,
+                tail,
             )
         )
 
@@ -179,12 +197,16 @@ def start(hook):
                     firsts, headers = hi
                     hline = None
                     if line in headers or line in firsts:
-                        if fs.pending is None and fs.handled is not None:
-                            # An except clause is reached with no exception event since the
-                            # last one was handled: a bare `raise` of it, caught in this frame.
+                        if line in headers and fs.pending is None and fs.handled is not None:
+                            # An except clause's header is reached with no exception event
+                            # since the last one was handled: a bare `raise` of it, caught in
+                            # this frame. Only the header says so: 3.11 runs it only to match
+                            # an exception, while an except body's first line also runs again
+                            # as a loop header or after a later line of a statement spanning
+                            # several (17.1: those were invented re-raises).
                             fs.pending = fs.handled
                             fs.handled = None
-                            x_record(info, frame, fs.pending, "reraise", fs.prev_line)
+                            x_record(info, frame, fs.pending, reraise_inferred, fs.prev_line)
                         hline = firsts.get(line)
                     if line not in headers:
                         fs.prev_line = line
@@ -218,7 +240,11 @@ def start(hook):
                 exc = arg[1]
                 if type(exc) is StopIteration and info[3][frame.f_lasti] == SEND:
                     # 3.11 artefact: a `yield from`/await whose iterator finished reports its
-                    # StopIteration to the tracer only (3.12+ does not raise it). Not an exception.
+                    # StopIteration to the tracer only (3.12+ does not raise it). Not an exception
+                    # (SWE-Flux's tracer logs it: the dialect records it, flagged).
+                    if swe and want_exc:
+                        p = (id(exc), exc_typename(exc), exc_message(exc))
+                        x_record(info, frame, p, "tracer-only", None, x_tail(fs, frame, exc))
                     return target_local
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
@@ -226,12 +252,19 @@ def start(hook):
                     if extents:
                         x_enter()
                     if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
-                        emit_c(info, frame, frame.f_lineno)
+                        emit_c(info, frame, frame.f_lineno, fs, True)
                 # Keep (id, type, message), not the exception: holding it would keep its
                 # traceback's frames and locals alive (finalizers would run late).
                 p = (id(exc), exc_typename(exc), exc_message(exc))
                 if want_exc:
-                    x_record(info, frame, p, hook.classify_raise(exc, frame, arg[2]))
+                    x_record(
+                        info,
+                        frame,
+                        p,
+                        hook.classify_raise(exc, frame, arg[2]),
+                        None,
+                        x_tail(fs, frame, exc) if swe else "",
+                    )
                 fs.pending = p
                 fs.handled = None
                 fs.exc_lasti = frame.f_lasti
@@ -253,7 +286,7 @@ def start(hook):
                         # Left by a bare `raise` of the exception its handler caught.
                         exc = fs.handled
                         if want_exc:
-                            x_record(info, frame, exc, "reraise")
+                            x_record(info, frame, exc, reraise_inferred)
                     payload = [exc[1], exc[2]] if exc is not None else None
                 elif want_ret:
                     payload = vrepr(arg)
@@ -320,6 +353,8 @@ def start(hook):
                 return None
             if k == EXCLUDED:
                 return None
+            if swe and info[6] is None:
+                note_module(info, frame)
             co = info[3]
             fresh = is_fresh(code, co, frame)
             fs = states.get(id(frame))
@@ -329,7 +364,9 @@ def start(hook):
             if extents:
                 x_enter()
             if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
-                emit_c(info, frame, code.co_firstlineno if fresh else frame.f_lineno)
+                # (The dialect keeps what settrace reports: module code starts at line 0.)
+                line = code.co_firstlineno if fresh and not swe else frame.f_lineno
+                emit_c(info, frame, line, fs)
             frame.f_trace_lines = trace_lines
             return target_local
         except RecursionError:

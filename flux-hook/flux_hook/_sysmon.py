@@ -135,6 +135,7 @@ def start(hook):
     vrepr = hook.vrepr
     changed_locals = hook.changed_locals
     exc_message = hook.exc_message
+    swe = cfg.swe
     getframe = sys._getframe
     now = time.monotonic_ns
     DISABLE = M.DISABLE
@@ -242,6 +243,8 @@ def start(hook):
             if info[3] is None:
                 setup_target(info)
             f = getframe(1)
+            if swe and info[6] is None:
+                hook.note_module(info, f)
             states[id(f)] = FrameState(code)
             if extents:
                 x_start(info, f, code.co_firstlineno)
@@ -268,6 +271,8 @@ def start(hook):
         if info[3] is None:
             setup_target(info)
         f = getframe(depth)
+        if swe and info[6] is None:
+            hook.note_module(info, f)
         fs = states.get(id(f))
         if fs is None or fs.code is not code:
             fs = states[id(f)] = FrameState(code)
@@ -445,7 +450,7 @@ def start(hook):
         if not info[4]:
             define(info)
         emit(
-            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"]'
+            '["x",%d,%d,%d,%d,%d,%s,%s,"%s"%s]'
             % (
                 now(),
                 tidf(),
@@ -455,6 +460,7 @@ def start(hook):
                 jval(p[1]),
                 jval(p[2]),
                 kind,
+                hook.x_tail(fs, f, exc),
             )
         )
         fs.pending = p

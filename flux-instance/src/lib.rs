@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 pub mod export;
+pub mod hf;
 mod oracle;
 pub mod template;
 
@@ -125,7 +126,7 @@ pub struct VariantSpec {
     /// One line per mutation: `file:line:col function op: old -> new`.
     #[serde(default)]
     pub mutations: Vec<String>,
-    /// Assertions turned into plain expressions because they compared against values of the
+    /// Assertions reduced to what they compute because they compared against values of the
     /// old inputs: `file:line function`.
     #[serde(default)]
     pub relaxed_assertions: Vec<String>,

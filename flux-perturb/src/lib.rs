@@ -24,7 +24,7 @@
 //! 5. optionally (`check`) re-harvest each kept variant from a clean run and discard it unless
 //!    it reproduces.
 //!
-//! The assertion policy (relax stale exact-value asserts into plain expressions, keep the
+//! The assertion policy (relax stale exact-value asserts to the calls they make, keep the
 //! rest; or keep all) is documented with the mutator in `py/flux_perturb.py`.
 pub mod llm;
 pub mod mutator;

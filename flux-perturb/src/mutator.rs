@@ -22,7 +22,8 @@ pub fn default_python() -> PathBuf {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Assertions {
-    /// Stale exact-value assertions become plain expressions (evaluated, not asserted).
+    /// Stale exact-value assertions keep only what they compute (`assert f(x) == 3` becomes
+    /// `(f(x))`): the old value, now wrong, never stays in the test a model reads.
     Relax,
     /// Every assertion is kept; a variant whose test now fails is discarded.
     Keep,
@@ -82,7 +83,7 @@ impl Mutation {
     }
 }
 
-/// An assertion turned into a plain expression.
+/// An assertion reduced to what it computes.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Relaxed {
     pub file: String,

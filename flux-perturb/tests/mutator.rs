@@ -259,21 +259,18 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
     assert!(v.rejected.is_empty(), "{:?}", v.rejected);
     assert_eq!(v.mutations.len(), 5);
     let src = &v.files[0].source;
-    // literal comparisons become expressions, still evaluated
-    assert!(src.contains("\n    got == {2: 3, 3: 2}\n"), "{src}");
+    // comparisons against literals keep only what they compute; the old values are gone
+    assert!(src.contains("\n    (got)\n"), "{src}");
+    assert!(src.contains("\n    (parse('1:02:04.5'))\n"), "{src}");
+    assert!(src.contains("\n    (parse(TEXT))\n"), "message dropped:\n{src}");
+    assert!(src.contains("\n    (f([10, 20, 30], 98))\n"), "{src}");
+    assert!(src.contains("\n    (max(4, 9))\n"), "{src}");
+    for stale in ["{2: 3, 3: 2}", "3723.5", "== 5", "> 0\n", "is None"] {
+        assert!(!src.contains(stale), "{stale:?} survived:\n{src}");
+    }
+    // truth of a call: the call is kept, as a statement
     assert!(
-        src.contains("\n    parse('1:02:04.5') == 3723.5\n"),
-        "{src}"
-    );
-    assert!(
-        src.contains("\n    parse(TEXT) is None\n"),
-        "message dropped:\n{src}"
-    );
-    assert!(src.contains("\n    f([10, 20, 30], 98) == 5\n"), "{src}");
-    assert!(src.contains("\n    max(4, 9) > 0\n"), "{src}");
-    // truth of a call: relaxed
-    assert!(
-        src.contains("\n    all(x > 0 for x in f([1, 2], 3))\n"),
+        src.contains("\n    (all(x > 0 for x in f([1, 2], 3)))\n"),
         "{src}"
     );
     // computed vs computed: kept
@@ -303,6 +300,35 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
     let k = m.apply(&sample(), "", &edits, Assertions::Keep).unwrap();
     assert!(k.relaxed.is_empty());
     assert!(k.files[0].source.contains("assert got == {2: 3, 3: 2}"));
+}
+
+/// 14.8: a relaxed `assert f(...) == old_value` used to survive as the expression
+/// `f(...) == old_value`, a false statement in the test a model reads. Now only the call
+/// stays, lines do not move, and the file still parses and runs the same calls.
+#[test]
+fn relaxed_assertion_leaves_no_false_statement() {
+    let src = "from pkg import f, g\n\n\ndef test_x():\n    assert f(3) == 9\n    assert g(\n        3,\n    ) == [\n        1,\n        2,\n    ], 'msg'\n    assert 0 < f(3) < g(4)\n    assert not f(3) and f(2) in (1, 2)\n    assert 1 == 1\n    x = 5\n";
+    let files = vec![TestFile {
+        path: "test_x.py".into(),
+        source: src.into(),
+    }];
+    let edits = vec![Edit {
+        file: None,
+        line: 5,
+        col: 14,
+        old: "3".into(),
+        new: "4".into(),
+    }];
+    let v = mutator()
+        .apply(&files, "", &edits, Assertions::Relax)
+        .unwrap();
+    assert!(v.rejected.is_empty(), "{:?}", v.rejected);
+    let out = &v.files[0].source;
+    let want = "from pkg import f, g\n\n\ndef test_x():\n    (f(4))\n    (g(\n        3,\n    )\n\n\n)\n    (f(3), g(4))\n    (f(3), f(2))\n    pass\n    x = 5\n";
+    assert_eq!(out, want, "got:\n{out}");
+    assert_eq!(out.lines().count(), src.lines().count());
+    assert!(python_parses(out));
+    assert_eq!(v.relaxed.len(), 5);
 }
 
 #[test]

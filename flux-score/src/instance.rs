@@ -25,6 +25,8 @@ pub struct Instance {
     pub order_insensitive: Vec<String>,
     /// `package`, e.g. `sympy==1.13.3`.
     pub package: Option<String>,
+    /// `image`, e.g. `flux/sympy:1.13.3-py3.11` (names the command that builds its source).
+    pub image: Option<String>,
     /// Test files, relative to the instance directory (`[test] files`).
     pub test_files: Vec<String>,
     /// Source files named by the tracing config (`[tracing] files`).
@@ -33,6 +35,11 @@ pub struct Instance {
     pub tracing_functions: Vec<String>,
     /// The extractor's `function` parameter (`[extractor] params.function`), if any.
     pub extractor_function: Option<String>,
+    /// The extractor's `file` parameter, if any: which targeted file holds `function`.
+    pub extractor_file: Option<String>,
+    /// The extractor's name and all its parameters (`[extractor]`), as JSON.
+    pub extractor_name: Option<String>,
+    pub extractor_params: Value,
     /// The gold answer; `None` when the instance is not harvested.
     pub oracle: Option<Value>,
     /// The instance directory.
@@ -224,6 +231,12 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         })
         .unwrap_or_default();
     let test = t.get("test").and_then(|v| v.as_table());
+    let extractor_param = |k: &str| {
+        t.get("extractor")
+            .and_then(|e| e.get("params"))
+            .and_then(|p| p.get(k))
+            .map(toml_to_json)
+    };
     let tracing = t.get("tracing").and_then(|v| v.as_table());
 
     // Order-insensitive paths: instance.toml's, plus the ones recorded in the oracle's provenance.
@@ -246,6 +259,7 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         template,
         order_insensitive,
         package: get_str("package"),
+        image: get_str("image"),
         test_files: str_list(test.and_then(|x| x.get("files"))),
         tracing_files: str_list(tracing.and_then(|x| x.get("files"))),
         tracing_functions: str_list(tracing.and_then(|x| x.get("functions"))),
@@ -255,6 +269,17 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
             .and_then(|p| p.get("function"))
             .and_then(|f| f.as_str())
             .map(String::from),
+        extractor_file: extractor_param("file").and_then(|f| f.as_str().map(String::from)),
+        extractor_name: t
+            .get("extractor")
+            .and_then(|e| e.get("name"))
+            .and_then(|n| n.as_str())
+            .map(String::from),
+        extractor_params: t
+            .get("extractor")
+            .and_then(|e| e.get("params"))
+            .map(toml_to_json)
+            .unwrap_or(Value::Null),
         oracle,
         dir: dir.to_path_buf(),
         rel: PathBuf::from(repo_dir).join(id_dir),

@@ -10,13 +10,28 @@
 //! Call-graph answers (`{"call_graph": {caller: [callees]}}`) are scored by edge F1 (pass when
 //! F1 ≥ [`ScoreOptions::call_graph_threshold`]) and summarised separately by micro P/R/F1.
 //!
+//! Beside the verdict, each instance gets partial credit ([`partial`]: multiset F1 of lists,
+//! per-field accuracy) and, when it failed, a failure class ([`failure`]); groups get 95 %
+//! intervals ([`stats`]: Wilson for accuracy, bootstrap for means); samples written by
+//! `flux eval --samples N` (`answer-K.json`) give pass@k; several answers directories are
+//! compared pairwise on the instances both scored ([`multi`]).
+//!
+//! Answers are read with a size limit ([`ScoreConfig::max_answer_bytes`]): a huge answer is a
+//! failure named by its size, never a reason to exhaust memory. An answer file that exists but
+//! cannot be read is an infrastructure error, not "no answer".
+//!
 //! Architecture invariant: this crate knows nothing about how answers were produced; it only
 //! reads files. It does not depend on `flux-instance`.
 
 pub mod callgraph;
 pub mod compare;
+pub mod failure;
+mod html;
 pub mod instance;
+pub mod multi;
+pub mod partial;
 pub mod report;
+pub mod stats;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -25,6 +40,8 @@ use std::path::{Path, PathBuf};
 
 pub use callgraph::EdgeCounts;
 pub use compare::{compare, CompareOptions, Mismatch};
+pub use failure::FailureClass;
+pub use multi::{Comparison, MultiReport};
 pub use instance::{discover, discover_all, Discovered, Instance, InvalidInstance};
 
 /// Errors of the scorer. Problems with one answer are verdicts, not errors; these are only
@@ -62,15 +79,21 @@ impl std::str::FromStr for Format {
     }
 }
 
+/// Default limit on one answer file: 8 MiB (a gold answer of the starter set is < 100 kB;
+/// serde's tree of a JSON document takes tens of times its size in memory).
+pub const MAX_ANSWER_BYTES: u64 = 8 << 20;
+
 /// Options of `flux score`.
 #[derive(Debug, Clone)]
 pub struct ScoreOptions {
-    /// Answers directory (`<answers>/<repo>/<id>/answer.json`).
-    pub answers: PathBuf,
+    /// Answers directories (`<answers>/<repo>/<id>/answer.json`); several are compared.
+    pub answers: Vec<PathBuf>,
     /// Instance roots (default `instances`).
     pub instances: Vec<PathBuf>,
     /// Pass threshold on edge F1 for call-graph instances (default 1.0).
     pub call_graph_threshold: f64,
+    /// Larger answer files fail unread (default [`MAX_ANSWER_BYTES`]).
+    pub max_answer_bytes: u64,
     pub format: Format,
     /// Write the rendered report here; `None` means the caller prints [`ScoreOutput::rendered`].
     pub out: Option<PathBuf>,
@@ -79,11 +102,35 @@ pub struct ScoreOptions {
 impl ScoreOptions {
     pub fn new(answers: impl Into<PathBuf>) -> Self {
         ScoreOptions {
-            answers: answers.into(),
+            answers: vec![answers.into()],
             instances: vec![PathBuf::from("instances")],
             call_graph_threshold: 1.0,
+            max_answer_bytes: MAX_ANSWER_BYTES,
             format: Format::Text,
             out: None,
+        }
+    }
+
+    fn config(&self) -> ScoreConfig {
+        ScoreConfig {
+            call_graph_threshold: self.call_graph_threshold,
+            max_answer_bytes: self.max_answer_bytes,
+        }
+    }
+}
+
+/// How one answers directory is scored.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoreConfig {
+    pub call_graph_threshold: f64,
+    pub max_answer_bytes: u64,
+}
+
+impl Default for ScoreConfig {
+    fn default() -> Self {
+        ScoreConfig {
+            call_graph_threshold: 1.0,
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 }
@@ -128,6 +175,33 @@ pub struct InstanceResult {
     pub path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_graph: Option<CallGraphScore>,
+    /// Partial credit in [0, 1] (scored instances only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<f64>,
+    /// Per top-level field scores (per-field accuracy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<BTreeMap<String, f64>>,
+    /// Why it failed, by class (failures only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailureClass>,
+    /// Samples scored and passed (`flux eval --samples`; absent with one sample).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<SampleCount>,
+    /// Question, gold and answer, kept for failures (to show side by side).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Value>,
+}
+
+/// Samples of one instance.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct SampleCount {
+    /// Samples with a verdict (infrastructure errors left out).
+    pub n: usize,
+    pub passed: usize,
 }
 
 /// Totals of a group of instances.
@@ -139,10 +213,17 @@ pub struct Bucket {
     /// passed / total (0 when total is 0).
     pub accuracy: f64,
     pub infra_errors: usize,
+    /// 95 % Wilson interval of the accuracy.
+    #[serde(default)]
+    pub ci: [f64; 2],
+    /// Mean partial credit over scored instances.
+    #[serde(default)]
+    pub partial: f64,
 }
 
 impl Bucket {
     fn add(&mut self, r: &InstanceResult) {
+        let scored_before = self.total;
         match r.status {
             Status::Pass => {
                 self.total += 1;
@@ -152,11 +233,39 @@ impl Bucket {
             Status::InfraError => self.infra_errors += 1,
             Status::NotHarvested => {}
         }
+        if self.total > scored_before {
+            let p = r.partial.unwrap_or(if r.status == Status::Pass { 1.0 } else { 0.0 });
+            self.partial += (p - self.partial) / self.total as f64;
+        }
         self.accuracy = if self.total == 0 {
             0.0
         } else {
             self.passed as f64 / self.total as f64
         };
+        let (lo, hi) = stats::wilson(self.passed, self.total);
+        self.ci = [lo, hi];
+    }
+}
+
+/// A mean with its 95 % bootstrap interval.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Estimate {
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Instances it is over.
+    pub n: usize,
+}
+
+impl Estimate {
+    pub fn of(v: &[f64]) -> Estimate {
+        let (mean, low, high) = stats::bootstrap_mean(v);
+        Estimate {
+            mean,
+            low,
+            high,
+            n: v.len(),
+        }
     }
 }
 
@@ -209,28 +318,66 @@ pub struct Report {
     pub usage: Usage,
     /// Instance directories that could not be read (not counted anywhere else).
     pub invalid_instances: Vec<InvalidInstance>,
+    /// The run's name: its model (from meta.json) or the directory's name.
+    #[serde(default)]
+    pub name: String,
+    /// 95 % Wilson interval of the accuracy.
+    #[serde(default)]
+    pub accuracy_ci: [f64; 2],
+    /// Mean partial credit over scored instances, with its bootstrap interval.
+    #[serde(default)]
+    pub partial_credit: Estimate,
+    /// pass@k for k = 1, 2, 5, 10, … up to the fewest samples of any instance (when the run
+    /// has more than one sample per instance); bootstrap intervals over instances.
+    #[serde(default)]
+    pub pass_at_k: BTreeMap<String, Estimate>,
+    /// Failures per class.
+    #[serde(default)]
+    pub failure_classes: BTreeMap<String, usize>,
 }
 
 /// A report and its rendering in the requested format.
 #[derive(Debug, Clone)]
 pub struct ScoreOutput {
+    /// The first answers directory's report.
     pub report: Report,
+    /// Every run and their comparisons (one run: no comparisons).
+    pub multi: MultiReport,
     pub rendered: String,
 }
 
-/// Score an answers directory, render the report and write it to `opts.out` when set.
+/// Score the answers directories, render the report (one run's, or all runs compared) and
+/// write it to `opts.out` when set.
 pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
     let found = discover_all(&opts.instances)?;
-    let mut report = score_instances(&found.instances, &opts.answers, opts.call_graph_threshold);
-    report.invalid_instances = found.invalid;
-    let rendered = report::render(&report, opts.format)?;
+    if opts.answers.is_empty() {
+        return Err(ScoreError::Serialize("no answers directory given".into()));
+    }
+    let mut runs = Vec::new();
+    for a in &opts.answers {
+        let mut r = score_instances_with(&found.instances, a, &opts.config());
+        r.invalid_instances = found.invalid.clone();
+        runs.push(r);
+    }
+    multi::name_runs(&mut runs);
+    let multi = multi::compare_runs(runs);
+    let report = multi.runs[0].clone();
+    let rendered = if multi.runs.len() == 1 {
+        report::render(&report, opts.format)?
+    } else {
+        report::render_multi(&multi, opts.format)?
+    };
     if let Some(out) = &opts.out {
         if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| ScoreError::Io(parent.to_path_buf(), e))?;
         }
         std::fs::write(out, &rendered).map_err(|e| ScoreError::Io(out.clone(), e))?;
     }
-    Ok(ScoreOutput { report, rendered })
+    Ok(ScoreOutput {
+        report,
+        multi,
+        rendered,
+    })
 }
 
 /// Score already-loaded instances against an answers directory.
@@ -239,22 +386,31 @@ pub fn score_instances(
     answers: &Path,
     call_graph_threshold: f64,
 ) -> Report {
+    score_instances_with(
+        instances,
+        answers,
+        &ScoreConfig {
+            call_graph_threshold,
+            ..Default::default()
+        },
+    )
+}
+
+/// [`score_instances`] with every setting.
+pub fn score_instances_with(instances: &[Instance], answers: &Path, cfg: &ScoreConfig) -> Report {
     let results: Vec<InstanceResult> = instances
         .iter()
-        .map(|i| score_one(i, &answers.join(&i.rel), call_graph_threshold))
+        .map(|i| score_one_with(i, &answers.join(&i.rel), cfg))
         .collect();
-    let mut report = build_report(answers, results, call_graph_threshold);
-    report.usage = usage(instances, answers);
+    let mut report = build_report(answers, results, cfg.call_graph_threshold);
+    report.usage = usage(instances, answers, cfg.max_answer_bytes);
     report
 }
 
-fn usage(instances: &[Instance], answers: &Path) -> Usage {
+fn usage(instances: &[Instance], answers: &Path, limit: u64) -> Usage {
     let mut u = Usage::default();
     for i in instances.iter().filter(|i| i.oracle.is_some()) {
-        let Some(m) = std::fs::read_to_string(answers.join(&i.rel).join("meta.json"))
-            .ok()
-            .and_then(|s| serde_json::from_str::<Value>(&s).ok())
-        else {
+        let Ok(Some(m)) = read_json_limited(&answers.join(&i.rel).join("meta.json"), limit) else {
             continue;
         };
         u.with_meta += 1;
@@ -278,41 +434,159 @@ pub enum LoadedAnswer {
     Missing,
     InfraError(String),
     Unparseable(String),
+    /// Over the size limit: a failure, unread.
+    TooLarge(u64),
     Answer(Value),
 }
 
-/// Read `answer.json` (and `meta.json`'s status) from one answer directory.
+/// Why a file could not be used.
+enum ReadError {
+    /// It exists but cannot be read (permissions, I/O, a directory): infrastructure.
+    Unreadable(String),
+    TooLarge(u64),
+}
+
+/// Read at most `limit` bytes of `path`; `Ok(None)` when it does not exist. The size is
+/// checked before reading and enforced while reading (a file that grows, or one whose size
+/// the filesystem does not report, is cut at the limit and refused).
+fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+    use std::io::Read;
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadError::Unreadable(format!("{}: {e}", path.display()))),
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| ReadError::Unreadable(format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        return Err(ReadError::Unreadable(format!("{}: is a directory", path.display())));
+    }
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge(meta.len()));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| ReadError::Unreadable(format!("{}: {e}", path.display())))?;
+    if buf.len() as u64 > limit {
+        return Err(ReadError::TooLarge(buf.len() as u64));
+    }
+    Ok(Some(buf))
+}
+
+fn read_json_limited(path: &Path, limit: u64) -> Result<Option<Value>, String> {
+    match read_limited(path, limit) {
+        Ok(None) => Ok(None),
+        Ok(Some(b)) => serde_json::from_slice(&b)
+            .map(Some)
+            .map_err(|e| format!("{}: not JSON: {e}", path.display())),
+        Err(ReadError::Unreadable(e)) => Err(e),
+        Err(ReadError::TooLarge(n)) => Err(format!("{}: {n} bytes, over the limit {limit}", path.display())),
+    }
+}
+
+/// Read `answer.json` (and `meta.json`'s status) from one answer directory, with the default
+/// size limit.
 pub fn load_answer(dir: &Path) -> LoadedAnswer {
-    let meta: Option<Value> = std::fs::read_to_string(dir.join("meta.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str(&s).ok());
-    let status = meta
-        .as_ref()
-        .and_then(|m| m.get("status"))
-        .and_then(|s| s.as_str());
-    let error = meta
-        .as_ref()
+    load_answer_file(dir, "answer.json", MAX_ANSWER_BYTES)
+}
+
+/// Read one answer file of an answer directory (`answer.json`, `answer-2.json`, …).
+pub fn load_answer_file(dir: &Path, file: &str, limit: u64) -> LoadedAnswer {
+    // meta.json is written by flux eval: unreadable or corrupt means the run's bookkeeping
+    // broke, which says nothing about the model.
+    let meta = match read_json_limited(&dir.join("meta.json"), limit) {
+        Ok(m) => m,
+        Err(e) => return LoadedAnswer::InfraError(format!("meta.json unreadable: {e}")),
+    };
+    let sample_meta = file
+        .strip_prefix("answer-")
+        .and_then(|r| r.strip_suffix(".json"))
+        .and_then(|k| k.parse::<usize>().ok())
+        .and_then(|k| meta.as_ref()?.get("samples")?.get(k - 1).cloned());
+    let m = sample_meta.as_ref().or(meta.as_ref());
+    let status = m.and_then(|m| m.get("status")).and_then(|s| s.as_str());
+    let error = m
         .and_then(|m| m.get("error"))
         .and_then(|s| s.as_str())
         .unwrap_or("")
         .to_string();
+    // With samples, the top-level status is the worst sample's: sample 1 has its own.
+    let status = if file == "answer.json" {
+        meta.as_ref()
+            .and_then(|m| m.get("samples"))
+            .and_then(|s| s.get(0))
+            .and_then(|s| s.get("status"))
+            .and_then(|s| s.as_str())
+            .or(status)
+    } else {
+        status
+    };
     match status {
         Some("infra_error") => return LoadedAnswer::InfraError(error),
         Some("unparseable") => return LoadedAnswer::Unparseable(error),
         _ => {}
     }
-    let path = dir.join("answer.json");
-    match std::fs::read_to_string(&path) {
-        Err(_) => LoadedAnswer::Missing,
-        Ok(s) => match serde_json::from_str::<Value>(&s) {
+    let path = dir.join(file);
+    match read_limited(&path, limit) {
+        Ok(None) => LoadedAnswer::Missing,
+        Err(ReadError::Unreadable(e)) => LoadedAnswer::InfraError(format!("answer unreadable: {e}")),
+        Err(ReadError::TooLarge(n)) => LoadedAnswer::TooLarge(n),
+        Ok(Some(b)) => match serde_json::from_slice::<Value>(&b) {
             Ok(v) => LoadedAnswer::Answer(v),
-            Err(e) => LoadedAnswer::Unparseable(format!("answer.json is not JSON: {e}")),
+            Err(e) => LoadedAnswer::Unparseable(format!("{file} is not JSON: {e}")),
         },
     }
 }
 
+/// How many samples an answer directory holds (meta's `samples`, else 1).
+fn sample_count(dir: &Path, limit: u64) -> usize {
+    read_json_limited(&dir.join("meta.json"), limit)
+        .ok()
+        .flatten()
+        .and_then(|m| m.get("samples").and_then(Value::as_array).map(Vec::len))
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Score one instance against the answer directory `answer_dir`.
 pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) -> InstanceResult {
+    score_one_with(
+        inst,
+        answer_dir,
+        &ScoreConfig {
+            call_graph_threshold,
+            ..Default::default()
+        },
+    )
+}
+
+/// [`score_one`] with every setting: sample 1 (`answer.json`) decides the verdict; further
+/// samples count for pass@k.
+pub fn score_one_with(inst: &Instance, answer_dir: &Path, cfg: &ScoreConfig) -> InstanceResult {
+    let mut r = score_file(inst, answer_dir, "answer.json", cfg);
+    let n = sample_count(answer_dir, cfg.max_answer_bytes);
+    if n > 1 && inst.oracle.is_some() {
+        let mut c = SampleCount { n: 0, passed: 0 };
+        for k in 1..=n {
+            let file = if k == 1 { "answer.json".to_string() } else { format!("answer-{k}.json") };
+            let v = if k == 1 { r.status } else { score_file(inst, answer_dir, &file, cfg).status };
+            match v {
+                Status::Pass => {
+                    c.n += 1;
+                    c.passed += 1;
+                }
+                Status::Fail => c.n += 1,
+                _ => {}
+            }
+        }
+        r.samples = Some(c);
+    }
+    r
+}
+
+fn score_file(inst: &Instance, answer_dir: &Path, file: &str, cfg: &ScoreConfig) -> InstanceResult {
     let mut r = InstanceResult {
         id: inst.id.clone(),
         repo: inst.repository.clone(),
@@ -322,21 +596,50 @@ pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) 
         reason: None,
         path: None,
         call_graph: None,
+        partial: None,
+        fields: None,
+        failure: None,
+        samples: None,
+        question: None,
+        gold: None,
+        answer: None,
     };
     let Some(gold) = &inst.oracle else {
         r.status = Status::NotHarvested;
         r.reason = Some("not harvested (no oracle.json)".into());
         return r;
     };
-    let answer = match load_answer(answer_dir) {
+    let format_fail = |mut r: InstanceResult, reason: String| {
+        r.partial = Some(0.0);
+        r.failure = Some(FailureClass::Format);
+        r.question = Some(inst.question.clone());
+        r.gold = Some(gold.clone());
+        fail(r, reason, None)
+    };
+    let answer = match load_answer_file(answer_dir, file, cfg.max_answer_bytes) {
         LoadedAnswer::Answer(a) => a,
-        LoadedAnswer::Missing => return fail(r, "no answer".into(), None),
-        LoadedAnswer::Unparseable(e) => return fail(r, format!("unparseable answer: {e}"), None),
+        LoadedAnswer::Missing => return format_fail(r, "no answer".into()),
+        LoadedAnswer::Unparseable(e) => return format_fail(r, format!("unparseable answer: {e}")),
+        LoadedAnswer::TooLarge(n) => {
+            return format_fail(
+                r,
+                format!(
+                    "{file} is {n} bytes, over the limit of {} (--max-answer-bytes); not read",
+                    cfg.max_answer_bytes
+                ),
+            )
+        }
         LoadedAnswer::InfraError(e) => {
             r.status = Status::InfraError;
             r.reason = Some(format!("infra error: {e}"));
             return r;
         }
+    };
+    let keep = |mut r: InstanceResult, answer: Value| {
+        r.question = Some(inst.question.clone());
+        r.gold = Some(gold.clone());
+        r.answer = Some(answer);
+        r
     };
     if callgraph::is_call_graph(gold) {
         let c = callgraph::score_edges(gold, &answer);
@@ -349,27 +652,30 @@ pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) 
             f1: c.f1(),
         };
         r.call_graph = Some(s);
-        if s.f1 + 1e-12 >= call_graph_threshold {
+        r.partial = Some(s.f1);
+        if s.f1 + 1e-12 >= cfg.call_graph_threshold {
             r.status = Status::Pass;
             r.pass = Some(true);
             return r;
         }
-        return fail(
-            r,
-            format!(
-                "call graph F1 {:.3} < {:.3} (P {:.3}, R {:.3}; {} missing, {} extra edges)",
-                s.f1, call_graph_threshold, s.precision, s.recall, c.fn_, c.fp
-            ),
-            Some("/call_graph".into()),
+        r.failure = Some(failure::classify_call_graph(c.fp, c.fn_));
+        let reason = format!(
+            "call graph F1 {:.3} < {:.3} (P {:.3}, R {:.3}; {} missing, {} extra edges)",
+            s.f1, cfg.call_graph_threshold, s.precision, s.recall, c.fn_, c.fp
         );
+        return keep(fail(r, reason, Some("/call_graph".into())), answer);
     }
     let opts = CompareOptions {
         order_insensitive: inst.order_insensitive.clone(),
     };
+    let fields = partial::fields(gold, &answer, &opts);
+    r.partial = Some(partial::score(gold, &answer, &opts));
+    r.fields = (!fields.is_empty()).then_some(fields);
     match compare::compare(gold, &answer, &opts) {
         Ok(()) => {
             r.status = Status::Pass;
             r.pass = Some(true);
+            r.partial = Some(1.0);
             r
         }
         Err(m) => {
@@ -378,7 +684,8 @@ pub fn score_one(inst: &Instance, answer_dir: &Path, call_graph_threshold: f64) 
             } else {
                 m.path.clone()
             };
-            fail(r, m.to_string(), Some(path))
+            r.failure = Some(failure::classify(gold, &answer, &m.path));
+            keep(fail(r, m.to_string(), Some(path)), answer)
         }
     }
 }
@@ -436,8 +743,52 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
         cg.recall = counts.recall();
         cg.f1 = counts.f1();
     }
+    let scored: Vec<&InstanceResult> = results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Pass | Status::Fail))
+        .collect();
+    let partials: Vec<f64> = scored.iter().map(|r| r.partial.unwrap_or(0.0)).collect();
+    let mut failure_classes = BTreeMap::new();
+    for r in &scored {
+        if let Some(c) = r.failure {
+            *failure_classes.entry(c.as_str().to_string()).or_insert(0) += 1;
+        }
+    }
+    let mut pass_at_k = BTreeMap::new();
+    let min_n = scored
+        .iter()
+        .map(|r| r.samples.map_or(1, |s| s.n))
+        .min()
+        .unwrap_or(1);
+    if min_n > 1 {
+        let mut ks: Vec<usize> = [1, 2, 5, 10, 20, 50, 100]
+            .into_iter()
+            .filter(|k| *k <= min_n)
+            .collect();
+        if !ks.contains(&min_n) {
+            ks.push(min_n);
+        }
+        for k in ks {
+            let v: Vec<f64> = scored
+                .iter()
+                .map(|r| {
+                    let s = r.samples.unwrap_or(SampleCount {
+                        n: 1,
+                        passed: usize::from(r.status == Status::Pass),
+                    });
+                    stats::pass_at_k(s.n, s.passed, k)
+                })
+                .collect();
+            pass_at_k.insert(k.to_string(), Estimate::of(&v));
+        }
+    }
     Report {
         answers: answers.display().to_string(),
+        name: String::new(),
+        accuracy_ci: all.ci,
+        partial_credit: Estimate::of(&partials),
+        pass_at_k,
+        failure_classes,
         accuracy: all.accuracy,
         total: all.total,
         passed: all.passed,

@@ -1,27 +1,44 @@
-//! Rendering a [`Report`] as text, JSON or one self-contained HTML page (inline CSS and inline
-//! SVG bar charts; no scripts, fonts or images from elsewhere).
+//! Rendering a [`Report`] (one run) or a [`MultiReport`] (several, compared) as text, JSON or
+//! one self-contained HTML page ([`crate::html`]: inline CSS and SVG, no scripts, fonts or
+//! images from elsewhere).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::{Bucket, Format, Report, ScoreError, Status};
+pub use crate::html::{html, html_multi};
+use crate::{Bucket, Format, MultiReport, Report, ScoreError, Status};
 
-/// Render in the given format.
+fn json<T: serde::Serialize>(v: &T) -> Result<String, ScoreError> {
+    let mut s = serde_json::to_string_pretty(v).map_err(|e| ScoreError::Serialize(e.to_string()))?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// Render one run in the given format.
 pub fn render(r: &Report, format: Format) -> Result<String, ScoreError> {
     Ok(match format {
         Format::Text => text(r),
-        Format::Json => {
-            let mut s = serde_json::to_string_pretty(r)
-                .map_err(|e| ScoreError::Serialize(e.to_string()))?;
-            s.push('\n');
-            s
-        }
+        Format::Json => json(r)?,
         Format::Html => html(r),
     })
 }
 
-fn pct(x: f64) -> String {
+/// Render several runs, compared, in the given format.
+pub fn render_multi(m: &MultiReport, format: Format) -> Result<String, ScoreError> {
+    Ok(match format {
+        Format::Text => text_multi(m),
+        Format::Json => json(m)?,
+        Format::Html => html_multi(m),
+    })
+}
+
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+/// `[lo, hi]` as `[48.2–91.0]` (percent).
+pub(crate) fn ci(c: [f64; 2]) -> String {
+    format!("[{:.1}–{:.1}]", c[0] * 100.0, c[1] * 100.0)
 }
 
 fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
@@ -33,17 +50,19 @@ fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
         .max(title.len());
     let _ = writeln!(
         out,
-        "{title:<w$}  {:>6}  {:>6}  {:>8}  {:>5}",
-        "passed", "total", "accuracy", "infra"
+        "{title:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
+        "passed", "total", "accuracy", "95% Wilson", "partial", "infra"
     );
-    let _ = writeln!(out, "{}", "-".repeat(w + 33));
+    let _ = writeln!(out, "{}", "-".repeat(w + 58));
     for (k, b) in m {
         let _ = writeln!(
             out,
-            "{k:<w$}  {:>6}  {:>6}  {:>8}  {:>5}",
+            "{k:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
             b.passed,
             b.total,
             pct(b.accuracy),
+            ci(b.ci),
+            format!("{:.3}", b.partial),
             b.infra_errors
         );
     }
@@ -56,13 +75,37 @@ pub fn text(r: &Report) -> String {
     let _ = writeln!(out, "flux score: {}", r.answers);
     let _ = writeln!(
         out,
-        "accuracy {} ({}/{} passed), {} infra errors (excluded), {} not harvested\n",
+        "accuracy {} ({}/{} passed), {} infra errors (excluded), {} not harvested",
         pct(r.accuracy),
         r.passed,
         r.total,
         r.infra_errors,
         r.not_harvested
     );
+    let p = &r.partial_credit;
+    let _ = writeln!(
+        out,
+        "95% interval (Wilson) {}; partial credit {:.3} [{:.3}–{:.3}] (bootstrap)\n",
+        ci(r.accuracy_ci),
+        p.mean,
+        p.low,
+        p.high
+    );
+    if !r.pass_at_k.is_empty() {
+        let parts: Vec<String> = pass_at_k_sorted(r)
+            .iter()
+            .map(|(k, e)| format!("pass@{k} {} [{:.1}–{:.1}]", pct(e.mean), e.low * 100.0, e.high * 100.0))
+            .collect();
+        let _ = writeln!(out, "{}\n", parts.join(", "));
+    }
+    if !r.failure_classes.is_empty() {
+        let parts: Vec<String> = r
+            .failure_classes
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let _ = writeln!(out, "failures by class: {}\n", parts.join(", "));
+    }
     if r.usage.with_meta > 0 {
         let u = &r.usage;
         let _ = writeln!(
@@ -118,9 +161,13 @@ pub fn text(r: &Report) -> String {
                 Status::NotHarvested => "SKIP ",
                 Status::Pass => "PASS ",
             };
+            let class = i
+                .failure
+                .map(|c| format!(" ({})", c.as_str()))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "  {tag} {}/{} [{}]: {}",
+                "  {tag} {}/{} [{}]{class}: {}",
                 i.repo,
                 i.id,
                 i.kind,
@@ -147,208 +194,82 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// A horizontal bar chart as inline SVG: one row per bucket, bar length = accuracy.
-fn bar_chart(title: &str, m: &BTreeMap<String, Bucket>) -> String {
-    let row_h = 26;
-    let label_w = 230;
-    let bar_w = 520;
-    let h = 30 + row_h * m.len().max(1) + 10;
-    let w = label_w + bar_w + 150;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{}">"#,
-        esc(title)
-    );
-    // Grid at 0, 25, 50, 75, 100 %.
-    for q in 0..=4 {
-        let x = label_w + bar_w * q / 4;
-        let _ = write!(
-            s,
-            r##"<line x1="{x}" y1="22" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="16" font-size="11" text-anchor="middle" fill="#666">{}%</text>"##,
-            h - 8,
-            q * 25
-        );
-    }
-    if m.is_empty() {
-        let _ = write!(
-            s,
-            r##"<text x="{label_w}" y="46" font-size="13" fill="#666">no scored instances</text>"##
-        );
-    }
-    for (i, (k, b)) in m.iter().enumerate() {
-        let y = 30 + row_h * i;
-        let len = (b.accuracy.clamp(0.0, 1.0) * bar_w as f64).round() as usize;
-        let color = if b.accuracy >= 0.75 {
-            "#2e7d32"
-        } else if b.accuracy >= 0.4 {
-            "#f9a825"
-        } else {
-            "#c62828"
-        };
-        let label: String = if k.chars().count() > 32 {
-            format!("{}…", k.chars().take(31).collect::<String>())
-        } else {
-            k.clone()
-        };
-        let _ = write!(
-            s,
-            r##"<text x="{}" y="{}" font-size="13" text-anchor="end" fill="#222">{}</text><rect x="{label_w}" y="{}" width="{bar_w}" height="{}" fill="#f1f1f1"/><rect x="{label_w}" y="{}" width="{len}" height="{}" fill="{color}"><title>{}: {}/{}</title></rect><text x="{}" y="{}" font-size="12" fill="#222">{} ({}/{}{})</text>"##,
-            label_w - 8,
-            y + 17,
-            esc(&label),
-            y + 4,
-            row_h - 8,
-            y + 4,
-            row_h - 8,
-            esc(k),
-            b.passed,
-            b.total,
-            label_w + bar_w + 8,
-            y + 17,
-            pct(b.accuracy),
-            b.passed,
-            b.total,
-            if b.infra_errors > 0 {
-                format!(", {} infra", b.infra_errors)
-            } else {
-                String::new()
-            }
-        );
-    }
-    s.push_str("</svg></figure>");
-    s
+/// pass@k entries in numeric order of k.
+pub(crate) fn pass_at_k_sorted(r: &Report) -> Vec<(usize, crate::Estimate)> {
+    let mut v: Vec<(usize, crate::Estimate)> = r
+        .pass_at_k
+        .iter()
+        .filter_map(|(k, e)| Some((k.parse().ok()?, *e)))
+        .collect();
+    v.sort_by_key(|(k, _)| *k);
+    v
 }
 
-const CSS: &str = r#"
-body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px 32px;color:#222;background:#fff}
-h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e3e3e3;padding-bottom:4px}
-.sub{color:#666;font-size:13px;margin-bottom:16px}
-.cards{display:flex;gap:14px;flex-wrap:wrap;margin:12px 0}
-.card{border:1px solid #e3e3e3;border-radius:6px;padding:10px 16px;min-width:110px}
-.card .v{font-size:24px;font-weight:600}.card .l{font-size:12px;color:#666}
-figure{margin:8px 0}figcaption{font-weight:600;font-size:14px;margin-bottom:4px}
-table{border-collapse:collapse;font-size:13px;width:100%}
-th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top}
-th{background:#fafafa}td.r{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-word}
-.fail{color:#c62828;font-weight:600}.infra{color:#8d6e00;font-weight:600}.skip{color:#666}
-"#;
-
-/// One self-contained HTML page.
-pub fn html(r: &Report) -> String {
-    let mut s = String::new();
-    s.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>flux score report</title><style>");
-    s.push_str(CSS);
-    s.push_str("</style></head><body>");
-    let _ = write!(
-        s,
-        "<h1>flux score report</h1><div class=\"sub\">answers: {}{}</div>",
-        esc(&r.answers),
-        if r.usage.models.is_empty() {
-            String::new()
-        } else {
-            format!(" &middot; model: {}", esc(&r.usage.models.join(", ")))
-        }
+/// Several runs as text: one line per run, the tables per kind and per repository (one column
+/// per run), then every paired comparison.
+pub fn text_multi(m: &MultiReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "flux score: {} runs\n", m.runs.len());
+    let w = m.runs.iter().map(|r| r.name.chars().count()).max().unwrap_or(3).max(3);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
+        "run", "passed", "total", "accuracy", "95% Wilson", "partial", "infra"
     );
-    s.push_str("<div class=\"cards\">");
-    for (v, l) in [
-        (pct(r.accuracy), "accuracy"),
-        (format!("{}/{}", r.passed, r.total), "passed / scored"),
-        (r.failed.to_string(), "failed"),
-        (r.infra_errors.to_string(), "infra errors (excluded)"),
-        (r.not_harvested.to_string(), "not harvested"),
-    ]
-    .into_iter()
-    .chain((r.usage.with_meta > 0).then(|| (format!("${:.2}", r.usage.cost), "cost")))
-    .chain((r.usage.with_meta > 0).then(|| {
-        (
-            format!(
-                "{}k / {}k",
-                r.usage.tokens_in / 1000,
-                r.usage.tokens_out / 1000
-            ),
-            "tokens in / out",
-        )
-    })) {
-        let _ = write!(
-            s,
-            "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{}</div></div>",
-            esc(&v),
-            esc(l)
+    for r in &m.runs {
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
+            r.name,
+            r.passed,
+            r.total,
+            pct(r.accuracy),
+            ci(r.accuracy_ci),
+            format!("{:.3}", r.partial_credit.mean),
+            r.infra_errors
         );
     }
-    s.push_str("</div>");
-    s.push_str("<h2>Accuracy by kind</h2>");
-    s.push_str(&bar_chart("Accuracy by kind", &r.by_kind));
-    s.push_str("<h2>Accuracy by repository</h2>");
-    s.push_str(&bar_chart("Accuracy by repository", &r.by_repository));
-    if r.call_graph.instances > 0 {
-        let c = &r.call_graph;
-        let _ = write!(
-            s,
-            "<h2>Call graph</h2><p>{} instances, {} passed (F1 ≥ {}). Micro precision {:.3}, recall {:.3}, F1 {:.3} (tp {}, fp {}, fn {}).</p>",
-            c.instances, c.passed, c.threshold, c.precision, c.recall, c.f1, c.tp, c.fp, c.fn_
-        );
+    out.push('\n');
+    for (title, table) in [("kind", &m.by_kind), ("repository", &m.by_repository)] {
+        let kw = table.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(title.len());
+        let mut head = format!("{title:<kw$}");
+        for r in &m.runs {
+            let _ = write!(head, "  {:>22}", r.name);
+        }
+        let _ = writeln!(out, "{head}");
+        for (k, runs) in table {
+            let mut line = format!("{k:<kw$}");
+            for r in &m.runs {
+                let cell = runs
+                    .get(&r.name)
+                    .map(|b| format!("{}/{} {}", b.passed, b.total, pct(b.accuracy)))
+                    .unwrap_or_else(|| "-".into());
+                let _ = write!(line, "  {cell:>22}");
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        out.push('\n');
     }
-    s.push_str("<h2>Kind × repository</h2><table><tr><th>kind</th><th>repository</th><th>passed</th><th>scored</th><th>accuracy</th><th>infra</th></tr>");
-    for (k, m) in &r.by_kind_repository {
-        for (repo, b) in m {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(k),
-                esc(repo),
-                b.passed,
-                b.total,
-                pct(b.accuracy),
-                b.infra_errors
+    if !m.comparisons.is_empty() {
+        let _ = writeln!(out, "paired comparisons (b − a on instances scored by both):");
+        for c in &m.comparisons {
+            let _ = writeln!(
+                out,
+                "  {} vs {} (n {}): accuracy {:+.1} pts [{:+.1}, {:+.1}] (paired bootstrap), partial {:+.3} [{:+.3}, {:+.3}]; only a {}, only b {}, McNemar exact p = {:.4}",
+                c.b,
+                c.a,
+                c.n,
+                c.accuracy_diff.mean * 100.0,
+                c.accuracy_diff.low * 100.0,
+                c.accuracy_diff.high * 100.0,
+                c.partial_diff.mean,
+                c.partial_diff.low,
+                c.partial_diff.high,
+                c.only_a,
+                c.only_b,
+                c.mcnemar_p
             );
         }
     }
-    s.push_str("</table>");
-    let failures: Vec<_> = r
-        .instances
-        .iter()
-        .filter(|i| i.status != Status::Pass)
-        .collect();
-    let _ = write!(s, "<h2>Not passed ({})</h2>", failures.len());
-    if failures.is_empty() {
-        s.push_str("<p>Every scored instance passed.</p>");
-    } else {
-        s.push_str("<table><tr><th>status</th><th>repository</th><th>instance</th><th>kind</th><th>reason</th></tr>");
-        for i in failures {
-            let (cls, tag) = match i.status {
-                Status::Fail => ("fail", "fail"),
-                Status::InfraError => ("infra", "infra error"),
-                _ => ("skip", "not harvested"),
-            };
-            let _ = write!(
-                s,
-                "<tr><td class=\"{cls}\">{tag}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"r\">{}</td></tr>",
-                esc(&i.repo),
-                esc(&i.id),
-                esc(&i.kind),
-                esc(i.reason.as_deref().unwrap_or(""))
-            );
-        }
-        s.push_str("</table>");
-    }
-    if !r.invalid_instances.is_empty() {
-        let _ = write!(
-            s,
-            "<h2>Invalid instances ({})</h2><table><tr><th>directory</th><th>error</th></tr>",
-            r.invalid_instances.len()
-        );
-        for i in &r.invalid_instances {
-            let _ = write!(
-                s,
-                "<tr><td>{}</td><td class=\"r\">{}</td></tr>",
-                esc(&i.path),
-                esc(&i.error)
-            );
-        }
-        s.push_str("</table>");
-    }
-    s.push_str("</body></html>\n");
-    s
+    out
 }

@@ -509,7 +509,7 @@ fn end_to_end_report() {
         "{t}"
     );
     assert!(
-        t.contains("FAIL  requests/b1 [S4_DataFlow]: no answer"),
+        t.contains("FAIL  requests/b1 [S4_DataFlow] (format): no answer"),
         "{t}"
     );
     opts.format = Format::Html;

@@ -29,6 +29,42 @@ pub struct TracingConfig {
     /// Where anything is recorded: the whole run, or only while pytest runs a test.
     #[serde(default, skip_serializing_if = "Scope::is_run")]
     pub scope: Scope,
+    /// How values and exceptions of targeted code are recorded (see [`Dialect`]).
+    #[serde(default, skip_serializing_if = "Dialect::is_flux")]
+    pub dialect: Dialect,
+}
+
+/// How the hook records targeted code.
+///
+/// `flux` (the default): bounded reprs (`reprlib`, `limits.depth` nesting, cut to `limits.repr`
+/// characters *including* the `...`), dunder names skipped, only changes reported.
+///
+/// `swe-flux`: what SWE-Flux's `sys.settrace` tracer sees, so that `flux trace --format
+/// swe-flux-log` ([`crate::sweflux_log`]) can write its log exactly:
+/// - reprs are the full `repr()`, cut to `limits.repr` characters with `...` appended
+///   (`<repr error: Type: message>` when `__repr__` raises);
+/// - every name of `f_locals` is considered, dunders included (still at most `limits.locals`);
+/// - a local that disappears is reported in [`crate::Event::deleted`];
+/// - `exception` events carry the locals changed since the frame's previous event, and the
+///   exception object as [`crate::Event::value`] (`type` = `type(e).__name__`, `repr` its repr);
+/// - events carry the code's module ([`crate::Event::module`]);
+/// - on 3.11, the `StopIteration` that CPython reports to tracers when a `yield from`/`await`
+///   finishes (not a raise: flux otherwise leaves it out) is an `exception` event with `outcome`
+///   `tracer-only`, and a bare `raise` that the hook infers (3.11 reports no tracer event for
+///   it) has `outcome` `reraise-inferred`; an activation that `gen.throw()`/`close()` opens
+///   without a tracer `call` event has a `call` with `outcome` `throw`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    #[default]
+    Flux,
+    SweFlux,
+}
+
+impl Dialect {
+    pub fn is_flux(&self) -> bool {
+        *self == Dialect::Flux
+    }
 }
 
 /// `run`: everything from the interpreter's start-up to its exit. `tests`: only inside pytest's
@@ -131,6 +167,7 @@ impl Default for TracingConfig {
             limits: Limits::default(),
             tests: true,
             scope: Scope::Run,
+            dialect: Dialect::Flux,
         }
     }
 }
@@ -161,6 +198,10 @@ mod tests {
             "the hook is told"
         );
         assert!(serde_json::from_str::<TracingConfig>(r#"{"scope":"imports"}"#).is_err());
+        let d: TracingConfig = serde_json::from_str(r#"{"dialect":"swe-flux"}"#).unwrap();
+        assert_eq!(d.dialect, Dialect::SweFlux);
+        assert!(serde_json::to_string(&d).unwrap().contains(r#""dialect":"swe-flux""#));
+        assert!(!serde_json::to_string(&c).unwrap().contains("dialect"));
         let err = serde_json::from_str::<TracingConfig>(r#"{"file":["a.py"]}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `file`"), "{err}");
     }

@@ -19,6 +19,10 @@
 //! - `file` is the absolute path as the interpreter saw it; `func` is the code object's
 //!   `co_name` (what USDT reports); `qualname` is its `co_qualname` where known.
 //! - `complete == false` means some event was lost: no gold answer may be taken from it.
+//! - With the tracing config's `dialect = "swe-flux"` (see [`config::Dialect`]) targeted events
+//!   also carry what SWE-Flux's settrace log needs: the code's `module`, the names of locals that
+//!   disappeared (`deleted`), and on `exception` events the locals changed before it and the
+//!   exception object as `value` (`type` = its class's `__name__`, `repr` = its plain repr).
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -26,7 +30,8 @@ use std::io::{BufRead, Write};
 pub mod config;
 pub mod perfetto;
 pub mod query;
-pub use config::{Scope, TracingConfig};
+pub mod sweflux_log;
+pub use config::{Dialect, Scope, TracingConfig};
 
 /// Which witness produced an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -95,6 +100,10 @@ pub struct Event {
     pub func: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub qualname: String,
+    /// `__name__` of the code's globals (its module), when the hook reported it (dialect
+    /// `swe-flux`); empty when unknown.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub module: String,
     #[serde(default)]
     pub line: u32,
     /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
@@ -113,7 +122,12 @@ pub struct Event {
     /// Locals that changed (line/return), or the arguments (call), in a targeted frame.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locals: Vec<(String, Value)>,
-    /// Return value (normal return or yield).
+    /// Locals that existed at the frame's previous event and no longer do (`del x`, the name of
+    /// an `except ... as e` clause after it); reported with dialect `swe-flux` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deleted: Vec<String>,
+    /// Return value (normal return or yield); on an `exception` event of dialect `swe-flux`, the
+    /// exception object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
     /// The activation ended by yielding / awaiting (it may be resumed).
@@ -159,12 +173,14 @@ impl Event {
             file: String::new(),
             func: String::new(),
             qualname: String::new(),
+            module: String::new(),
             line: 0,
             activation: 0,
             frame: 0,
             parent: 0,
             depth: 0,
             locals: Vec::new(),
+            deleted: Vec::new(),
             value: None,
             suspended: false,
             unwind: false,
@@ -329,6 +345,7 @@ mod tests {
         e.file = "/a.py".into();
         e.func = "f".into();
         e.qualname = "C.f".into();
+        e.module = "pkg.m".into();
         e.line = 3;
         e.activation = 7;
         e.frame = 7;
@@ -341,6 +358,7 @@ mod tests {
                 ty: "int".into(),
             },
         )];
+        e.deleted = vec!["gone".into()];
         e.value = Some(Value {
             repr: "None".into(),
             ty: "NoneType".into(),

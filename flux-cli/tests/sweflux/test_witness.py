@@ -1,0 +1,25 @@
+"""Every program of ../witness/ run as one pytest test (runpy, in the test's thread): the
+corpus `tests/sweflux_log.rs` traces with flux (`--format swe-flux-log`) and with the reference
+settrace tracer (xtask/bench/reference_tracer.py), whose logs must be equal. `WITNESS_ONLY`
+(comma-separated names) limits the corpus while debugging."""
+import os
+import runpy
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(os.path.dirname(HERE), "witness")
+ONLY = [n.strip() for n in os.environ.get("WITNESS_ONLY", "").split(",") if n.strip()]
+PROGRAMS = sorted(
+    f[:-3]
+    for f in os.listdir(CORPUS)
+    if f.endswith(".py") and (not ONLY or f[:-3] in ONLY)
+)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_program(name):
+    try:
+        runpy.run_path(os.path.join(CORPUS, name + ".py"), run_name="__witness__")
+    except SystemExit:
+        pass
