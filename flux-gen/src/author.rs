@@ -20,9 +20,49 @@ pub struct Prose<'a> {
     pub target: &'a Target,
     pub func: &'a FunctionFacts,
     pub file: &'a FileFacts,
-    /// The qualname → file of every function the draft's config targets.
-    pub files_of: &'a BTreeMap<String, String>,
 }
+
+/// "In sympy 1.13.3's own test suite (Python 3.11), run the test `…` by itself."
+fn run_clause(repo: &RepoSpec, d: &Draft) -> String {
+    let (name, version) = repo.name_version();
+    let py = python_version(&repo.interpreter);
+    let tests: Vec<String> = d.tests.iter().map(|t| code(t)).collect();
+    // Installed packages (the root holds the package) or a source tree (`src/pkg/`).
+    let from = match repo.code.first().map(|c| c.trim_end_matches('/')) {
+        Some(c) if !c.contains('/') => format!("the directory that holds the `{c}` package"),
+        _ => "the top directory of its source tree".to_string(),
+    };
+    if d.kind.as_str().starts_with('S') {
+        format!(
+            "Take {name} {version}'s own test suite (Python {py}) and run the test {} by \
+             itself with pytest, from {from} (test ids and file paths here are relative to \
+             it).",
+            tests[0]
+        )
+    } else {
+        format!(
+            "Take {name} {version}'s own test suite (Python {py}) and run these {} tests \
+             together with pytest, in this order: {} (test ids and file paths are relative \
+             to {from}).",
+            tests.len(),
+            list_and(&tests)
+        )
+    }
+}
+
+
+fn callee_note(within: &str) -> String {
+    format!(
+        "Only functions defined in files under {} count. A direct call is a call made by \
+         the function's own frame; calls made through built-ins (`map`, `sorted(key=...)`, \
+         ...) count as made by it, and comprehensions, generator expressions and lambdas \
+         are functions like any other (named like `f.<locals>.<genexpr>`). Resuming a \
+         generator is not a call. Functions are named by their qualified name \
+         (`__qualname__`, e.g. `Class.method`).",
+        code(within)
+    )
+}
+
 
 fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -70,29 +110,6 @@ fn s<'a>(p: &'a Map<String, Value>, k: &str) -> &'a str {
 }
 
 impl Prose<'_> {
-    /// "In sympy 1.13.3's own test suite (Python 3.11), run the test `…` by itself."
-    fn run_clause(&self, d: &Draft) -> String {
-        let (name, version) = self.repo.name_version();
-        let py = python_version(&self.repo.interpreter);
-        let tests: Vec<String> = d.tests.iter().map(|t| code(t)).collect();
-        if d.kind.as_str().starts_with('S') {
-            format!(
-                "Take {name} {version}'s own test suite (Python {py}) and run the test {} by \
-                 itself with pytest, from the directory that holds the `{name}` package (test \
-                 ids and file paths here are relative to it).",
-                tests[0]
-            )
-        } else {
-            format!(
-                "Take {name} {version}'s own test suite (Python {py}) and run these {} tests \
-                 together with pytest, in this order: {} (test ids and file paths are relative \
-                 to the directory that holds the `{name}` package).",
-                tests.len(),
-                list_and(&tests)
-            )
-        }
-    }
-
     /// "`Class.method`, defined at line 12 of `pkg/mod.py`"
     fn function(&self) -> String {
         format!(
@@ -105,7 +122,7 @@ impl Prose<'_> {
 
     fn invocation(&self, p: &Map<String, Value>, single: bool) -> String {
         let n = int(p, "invocation");
-        let during = if single { " during that test" } else { "" };
+        let during = if single { " in that test" } else { "" };
         if n == 1 {
             format!("its first invocation{during}")
         } else {
@@ -121,12 +138,12 @@ impl Prose<'_> {
             "Line numbers are absolute line numbers of {}. Lines are the ones Python's line \
              tracing reports: a statement spanning several lines may report more than one of \
              them, and lines of the functions it calls are not its lines (nor are those of \
-             lambdas and generator expressions{}, which run in frames of their own).",
+             {}, which run in frames of their own).",
             code(&self.target.file),
             if python_version(&self.repo.interpreter) == "3.11" {
-                " and comprehensions"
+                "lambdas, generator expressions and comprehensions"
             } else {
-                ""
+                "lambdas and generator expressions"
             }
         )
     }
@@ -200,18 +217,6 @@ impl Prose<'_> {
          before, else \"none\"."
     }
 
-    fn callee_note(&self, within: &str) -> String {
-        format!(
-            "Only functions defined in files under {} count. A direct call is a call made by \
-             the function's own frame; calls made through built-ins (`map`, `sorted(key=...)`, \
-             ...) count as made by it, and comprehensions, generator expressions and lambdas \
-             are functions like any other (named like `f.<locals>.<genexpr>`). Resuming a \
-             generator is not a call. Functions are named by their qualified name \
-             (`__qualname__`, e.g. `Class.method`).",
-            code(within)
-        )
-    }
-
     fn exception_scope(&self, d: &Draft) -> String {
         let fs: Vec<String> = d.functions.iter().map(|f| code(f)).collect();
         format!(
@@ -228,7 +233,7 @@ impl Prose<'_> {
     /// The question for `d`.
     pub fn question(&self, d: &Draft) -> String {
         let p = &d.params;
-        let run = self.run_clause(d);
+        let run = run_clause(self.repo, d);
         let f = self.function();
         let body = match (d.kind, d.extractor) {
             (K::S1, "executed_path") => format!(
@@ -243,7 +248,7 @@ impl Prose<'_> {
                 self.lines_note()
             ),
             (K::S2, _) => format!(
-                "How many iterations does {} of {f} perform during {}? {} {}",
+                "How many iterations does {} of {f} perform in {}? {} {}",
                 self.loop_clause(p),
                 self.invocation(p, true),
                 self.iteration_note(),
@@ -303,7 +308,7 @@ impl Prose<'_> {
                  {} For each call give the callee and the line of {} it is made from (the line \
                  executing when the call starts). {}",
                 self.invocation(p, true),
-                self.callee_note(s(p, "within")),
+                callee_note(s(p, "within")),
                 code(&self.target.qualname),
                 self.lines_note()
             ),
@@ -311,7 +316,7 @@ impl Prose<'_> {
                 "Which functions does {f} call directly during {}, and how many times each? \
                  {} List each callee once with its number of calls, sorted by name.",
                 self.invocation(p, true),
-                self.callee_note(s(p, "within"))
+                callee_note(s(p, "within"))
             ),
             (K::S7, _) => format!(
                 "Observe the value of the local variable {} of {f} right after each execution \
@@ -379,7 +384,7 @@ impl Prose<'_> {
                 "For each of these tests in which {f} runs (in the order given), which \
                  functions does it call directly, over all its invocations during the test? \
                  {} Give each test's callees sorted by name, each once.",
-                self.callee_note(s(p, "within"))
+                callee_note(s(p, "within"))
             ),
             (K::M7, _) => format!(
                 "Observe the value of the local variable {} of {f} right after each execution \
@@ -400,56 +405,86 @@ impl Prose<'_> {
         };
         wrap(&format!("{run} {body}"), 96)
     }
+}
 
-    /// The instance spec of `d` (question, template, narrowed config, test in the image).
-    pub fn spec(&self, d: &Draft, id: &str, template: &str) -> InstanceSpec {
-        let mut files: Vec<String> = d
-            .functions
+/// The instance spec of `d` (question, template, narrowed config, test in the image).
+pub fn instance_spec(
+    repo: &RepoSpec,
+    d: &Draft,
+    id: &str,
+    template: &str,
+    question: String,
+    files_of: &BTreeMap<String, String>,
+) -> InstanceSpec {
+    let mut files: Vec<String> = d
+        .functions
+        .iter()
+        .filter_map(|f| files_of.get(f).cloned())
+        .collect();
+    files.sort();
+    files.dedup();
+    let mut functions = d.functions.clone();
+    functions.sort();
+    let tracing = if d.extractor == "call_graph" {
+        crate::plan::scout_config()
+    } else {
+        narrowed(files, functions)
+    };
+    let image_files: Vec<String> = {
+        let mut v: Vec<String> = d
+            .tests
             .iter()
-            .filter_map(|f| self.files_of.get(f).cloned())
+            .map(|t| repo.in_image(t.split("::").next().unwrap_or(t)))
             .collect();
-        files.sort();
-        files.dedup();
-        let mut functions = d.functions.clone();
-        functions.sort();
-        let tracing = narrowed(files, functions);
-        let image_files: Vec<String> = {
-            let mut v: Vec<String> = d
-                .tests
-                .iter()
-                .map(|t| self.repo.in_image(t.split("::").next().unwrap_or(t)))
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
-        InstanceSpec {
-            id: id.to_string(),
-            repository: self.repo.name.clone(),
-            package: self.repo.package.clone(),
-            image: self.repo.image.clone(),
-            interpreter: self.repo.interpreter.clone(),
-            kind: d.kind,
-            question: self.question(d),
-            template: template.to_string(),
-            order_insensitive: Vec::new(),
-            min_answer_size: None,
-            test: TestSpec {
-                files: Vec::new(),
-                image_files,
-                command: pytest_command(self.repo, &d.tests),
-                expect: Expect::Pass,
-                timeout_s: 300,
-            },
-            tracing,
-            extractor: ExtractorSpec {
-                name: d.extractor.to_string(),
-                params: d.params.clone(),
-            },
-            variant: None,
-            generated: None,
-        }
+        v.sort();
+        v.dedup();
+        v
+    };
+    InstanceSpec {
+        id: id.to_string(),
+        repository: repo.name.clone(),
+        package: repo.package.clone(),
+        image: repo.image.clone(),
+        interpreter: repo.interpreter.clone(),
+        kind: d.kind,
+        question,
+        template: template.to_string(),
+        order_insensitive: Vec::new(),
+        min_answer_size: None,
+        test: TestSpec {
+            files: Vec::new(),
+            image_files,
+            command: pytest_command(repo, &d.tests),
+            expect: Expect::Pass,
+            timeout_s: 300,
+        },
+        tracing,
+        extractor: ExtractorSpec {
+            name: d.extractor.to_string(),
+            params: d.params.clone(),
+        },
+        variant: None,
+        generated: None,
     }
+}
+
+/// The question of a call-graph draft (no target function: the test's calls among the
+/// repository's functions).
+pub fn call_graph_question(repo: &RepoSpec, d: &Draft) -> String {
+    let within = s(&d.params, "within");
+    wrap(
+        &format!(
+            "{} While that test runs (its setup and teardown included), which functions defined \
+             in files under {} call which other such functions directly? Give the dynamic call \
+             graph as a map from each calling function to the sorted list of the distinct \
+             functions it calls directly, its keys sorted; a function that calls none of them is \
+             not a key, and neither is a call from or to a function defined elsewhere. {}",
+            run_clause(repo, d),
+            code(within),
+            callee_note(within)
+        ),
+        96,
+    )
 }
 
 /// Wrap `text` at `width` columns on spaces (a question reads better in instance.toml).

@@ -10,19 +10,23 @@
 //! - S3 `state_at`: a line with assignments that runs in the invocation; the names it assigns.
 //! - S4 `def_use_pairs`: one or two variables assigned on ≥ 2 lines (or a parameter and a
 //!   line), read elsewhere; uses from the static facts (reads of its own and of nested scopes).
-//! - S5 `exception_info`: an exception raised in the target during the test (preferring one
-//!   that crosses a frame: unwinds a frame or is handled in another function).
+//! - S5 `exception_info`: an exception raised in the target during the test (not one of the
+//!   interpreter's signals, `GeneratorExit`, `StopIteration`, `StopAsyncIteration`).
 //! - S6 `call_sequence`, `callees_count`: ≥ 2 calls into the repository's code.
 //! - S7 `invariants_in_test`: a (line, variable) observed ≥ 3 times in the test.
 //! - M1 `coverage_across_tests`: ≥ 2 tests; with `line` when a line runs in some of them and
 //!   not in others (a branch that goes both ways across tests).
 //! - M2 `loop_iterations_across_tests`: a loop iterating ≥ 2 times in some test.
-//! - M3 `state_across_tests`: a (line, variable) reached in ≥ 2 tests, preferring values that
-//!   differ between tests.
+//! - M3 `state_across_tests`: a (line, variable) reached in ≥ 2 tests whose first values differ
+//!   between tests.
 //! - M4 `def_use_across_tests`: as S4, over ≥ 2 tests.
-//! - M5 `raising_tests`: an exception type raised in the target in some of the tests, not all.
+//! - M5 `raising_tests`: an exception type (not a signal, as S5) raised in the target in some of
+//!   the tests, not all.
 //! - M6 `callees_across_tests`: ≥ 2 repository callees over ≥ 2 tests.
 //! - M7 `invariants_across_tests`: a (line, variable) observed in ≥ 2 tests, ≥ 3 times in all.
+//! - S6 `call_graph` (from the scout, not the shared trace: it needs every call of the test):
+//!   a test calling 2..=`max_answer_size` functions of the repository, whose calls all carry
+//!   qualnames (the hook's; USDT-only calls name code objects by `co_name`).
 use crate::facts::{FileFacts, FunctionFacts};
 use crate::keyed::Rng;
 use crate::plan::Target;
@@ -165,6 +169,15 @@ fn effects(trace: &Trace, inv: &Invocation) -> Vec<(u32, Vec<(String, String, St
     out
 }
 
+/// Exceptions the interpreter uses as signals (a generator closed or exhausted): not asked
+/// about, their raise sites are the interpreter's, not the code's.
+fn signal(ty: &str) -> bool {
+    matches!(
+        ty.rsplit('.').next().unwrap_or(ty),
+        "GeneratorExit" | "StopIteration" | "StopAsyncIteration"
+    )
+}
+
 fn numeric(ty: &str) -> bool {
     matches!(ty, "int" | "float" | "bool")
 }
@@ -268,7 +281,7 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
         for &i in &inv.events {
             let e = &sub.events[i];
             if e.ev == Kind::Exception {
-                if let Some(x) = &e.exc {
+                if let Some(x) = e.exc.as_ref().filter(|x| !signal(&x.ty)) {
                     *raised.entry(x.ty.clone()).or_insert(0) += 1;
                 }
             }
@@ -488,7 +501,9 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
         for &i in &inv.events {
             let e = &sub.events[i];
             if let (Kind::Exception, Some(x)) = (e.ev, &e.exc) {
-                raised.entry(x.ty.clone()).or_default().insert(inv.test.as_str());
+                if !signal(&x.ty) {
+                    raised.entry(x.ty.clone()).or_default().insert(inv.test.as_str());
+                }
             }
         }
     }
@@ -510,6 +525,23 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
         out.push(draft(K::M6, "callees_across_tests", p, tests, &t.qualname));
     }
     out
+}
+
+/// A call-graph question (S6 `call_graph`) about one test, from the scout's trace (every call
+/// of the test, with qualnames): the edges among the repository's functions.
+pub fn call_graph(test: &str, within: &str) -> Draft {
+    let mut p = Map::new();
+    p.insert("test".into(), json!(test));
+    p.insert("within".into(), json!(within));
+    let tests = vec![test.to_string()];
+    Draft {
+        key: key_of(K::S6, "call_graph", &p, &tests),
+        kind: K::S6,
+        extractor: "call_graph",
+        params: p,
+        tests,
+        functions: Vec::new(),
+    }
 }
 
 /// The tests of a multi-test question about the target: up to `max_tests` of those it runs

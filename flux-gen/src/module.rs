@@ -7,6 +7,8 @@
 //! Screening rules, each counted under its name in [`ModuleResult::left_out`]:
 //! - `not-observed`: the extractor could not answer on the sub-trace (a generator bug when it
 //!   happens often: drafts are made from what the trace shows);
+//! - `address-in-answer`: a value shows a memory address (`<X object at 0x7f…>`), which another
+//!   run would not reproduce;
 //! - `small-answer` / `large-answer`: below the kind's minimum, above `budget.max_answer_size`;
 //! - `same-answer`: another question about the same function and kind has the same answer;
 //! - `invalid`: the authored instance does not load (a generator bug; the message is kept);
@@ -165,6 +167,68 @@ pub async fn run_module(g: &Gen<'_>, repo: &RepoSpec, module: &str) -> ModuleRes
     r
 }
 
+/// Call-graph questions from the scout's trace: up to two passed tests (seeded) that call the
+/// repository's code a moderate number of times, when every such call carries its qualname.
+fn call_graphs(
+    spec: &GenSpec,
+    repo: &RepoSpec,
+    scope: &str,
+    profile: &ModuleProfile,
+    trace: &flux_trace::Trace,
+    r: &mut ModuleResult,
+) -> Vec<(Draft, Value)> {
+    let within = repo.code.first().cloned().unwrap_or_default();
+    let named = trace.events.iter().all(|e| {
+        e.ev != flux_trace::Kind::Call
+            || !e.qualname.is_empty()
+            || repo.relative(&e.file).is_none_or(|f| !repo.is_target_file(f))
+    });
+    if !named {
+        return Vec::new();
+    }
+    let mut pool: Vec<&str> = profile
+        .tests
+        .iter()
+        .filter(|t| t.outcome == "passed" && !repo.skips(&t.nodeid))
+        .filter(|t| {
+            let repo_calls: u64 = t
+                .functions
+                .iter()
+                .filter(|(f, _)| {
+                    repo.relative(&profile.functions[**f].file)
+                        .is_some_and(|rel| repo.is_target_file(rel))
+                })
+                .map(|(_, c)| c.calls)
+                .sum();
+            (2..=300).contains(&repo_calls)
+        })
+        .map(|t| t.nodeid.as_str())
+        .collect();
+    crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
+    let mut out = Vec::new();
+    for test in pool.into_iter().take(2) {
+        let d = draft::call_graph(test, &within);
+        *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
+        let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
+            continue;
+        };
+        match flux_extract::extract(trace, d.extractor, &params) {
+            Ok(gold) => {
+                let size = flux_extract::answer_size(&gold);
+                if size < d.kind.min_answer_size() {
+                    r.count("small-answer");
+                } else if size > spec.budget.max_answer_size {
+                    r.count("large-answer");
+                } else {
+                    out.push((d, gold));
+                }
+            }
+            Err(_) => r.count("not-observed"),
+        }
+    }
+    out
+}
+
 /// Why a run's trace cannot give gold answers (a timeout, a kill, an incomplete trace).
 pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
     if run.timed_out {
@@ -225,6 +289,7 @@ async fn run_module_inner(
     let t = Instant::now();
     let profile = ModuleProfile::from_trace(&scout.trace);
     let scout_outcomes = outcomes(&scout.trace);
+    let graphs = call_graphs(spec, repo, &scope, &profile, &scout.trace, r);
     drop(scout);
     r.time("profile", t);
     // 2. Static facts of the repository's files that ran.
@@ -313,7 +378,11 @@ async fn run_module_inner(
         .map(|t| (t.qualname.clone(), t.file.clone()))
         .collect();
     let within = repo.code.first().cloned().unwrap_or_default();
-    let mut authored: Vec<(Draft, Value, usize)> = Vec::new();
+    let mut authored: Vec<(Draft, Value, Option<usize>)> = graphs
+        .into_iter()
+        .filter(|(d, _)| kept.contains(&d.tests[0]))
+        .map(|(d, g)| (d, g, None))
+        .collect();
     for (ti, target) in plan.targets.iter().enumerate() {
         let ff = &facts[&target.file];
         let Some(func) = ff.function(&target.qualname) else {
@@ -355,6 +424,10 @@ async fn run_module_inner(
                     continue;
                 }
             };
+            if has_address(&gold) {
+                r.count("address-in-answer");
+                continue;
+            }
             let size = flux_extract::answer_size(&gold);
             if size < d.kind.min_answer_size() {
                 r.count("small-answer");
@@ -367,14 +440,15 @@ async fn run_module_inner(
             if d.kind == QuestionKind::S5 {
                 draft::exception_functions(&mut d, &gold, &targeted);
             }
-            authored.push((d, gold, ti));
+            authored.push((d, gold, Some(ti)));
         }
     }
     // No two questions about one function and kind with the same answer.
     let mut seen: BTreeSet<(String, QuestionKind, String)> = BTreeSet::new();
     authored.sort_by_cached_key(|(d, _, _)| crate::keyed::hash64(spec.seed, &format!("{scope}/{}", d.key)));
     authored.retain(|(d, gold, _)| {
-        let fresh = seen.insert((d.functions[0].clone(), d.kind, gold.to_string()));
+        let who = d.functions.first().cloned().unwrap_or_else(|| d.tests.join(" "));
+        let fresh = seen.insert((who, d.kind, gold.to_string()));
         if !fresh {
             *r.left_out.entry("same-answer".into()).or_insert(0) += 1;
         }
@@ -385,21 +459,32 @@ async fn run_module_inner(
     let t = Instant::now();
     let mut cands = Vec::new();
     for (d, gold, ti) in authored {
-        let target = &plan.targets[ti];
-        let ff = &facts[&target.file];
-        let func = ff.function(&target.qualname).expect("drafted from its facts");
-        let prose = Prose {
-            repo,
-            target,
-            func,
-            file: ff,
-            files_of: &targeted,
-        };
         let id = instance_id(&repo.name, &d, &scope);
         let ex = flux_extract::find(d.extractor).expect("a registered extractor");
         let params = flux_extract::params(Value::Object(d.params.clone()))?;
         let template = (ex.template)(&params).to_string();
-        let mut ispec = prose.spec(&d, &id, &template);
+        let (question, function, file) = match ti {
+            Some(ti) => {
+                let target = &plan.targets[ti];
+                let ff = &facts[&target.file];
+                let func = ff.function(&target.qualname).expect("drafted from its facts");
+                let prose = Prose {
+                    repo,
+                    target,
+                    func,
+                    file: ff,
+                };
+                (prose.question(&d), target.qualname.clone(), target.file.clone())
+            }
+            // A call graph is about a test: it counts against the test's function.
+            None => (
+                crate::author::call_graph_question(repo, &d),
+                d.tests[0].clone(),
+                module.to_string(),
+            ),
+        };
+        let mut ispec =
+            crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
         ispec.generated = Some(GeneratedSpec {
             set: spec.name.clone(),
             split: repo.split.as_str().to_string(),
@@ -432,8 +517,8 @@ async fn run_module_inner(
             id,
             kind: d.kind,
             extractor: d.extractor.to_string(),
-            function: target.qualname.clone(),
-            file: target.file.clone(),
+            function,
+            file,
             tests: d.tests.clone(),
             spec: ispec,
             oracle,
@@ -463,6 +548,19 @@ async fn run_module_inner(
     Ok(())
 }
 
+/// Does the answer show a memory address (`<object at 0x7f3a…>`)? Another run puts the
+/// object elsewhere: such an answer is not reproducible.
+pub fn has_address(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.match_indices(" at 0x").any(|(i, _)| {
+            s[i + 6..].chars().take(4).all(|c| c.is_ascii_hexdigit()) && s.len() >= i + 10
+        }),
+        Value::Array(a) => a.iter().any(has_address),
+        Value::Object(m) => m.values().any(has_address),
+        _ => false,
+    }
+}
+
 /// Write `r` to `<out>/modules/<repository>/<module>.json`.
 pub fn write_result(out: &Path, r: &ModuleResult) -> Result<PathBuf> {
     let dir = out.join("modules").join(&r.repository);
@@ -472,4 +570,17 @@ pub fn write_result(out: &Path, r: &ModuleResult) -> Result<PathBuf> {
     std::fs::write(&tmp, serde_json::to_string_pretty(r)? + "\n")?;
     std::fs::rename(&tmp, &p)?;
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn addresses_in_answers_are_found() {
+        assert!(has_address(&json!({"v": [{"value": "<Foo object at 0x7f3a9c1d2e80>"}]})));
+        assert!(!has_address(&json!({"v": "0x10 at 0xZZ", "n": 3})));
+        assert!(!has_address(&json!({"v": "look at 0x1"})));
+    }
 }

@@ -63,13 +63,14 @@ impl Runner {
         Ok(d)
     }
 
-    /// Run `script` (Python source) with the repository's interpreter in its image, the hook
-    /// package on `PYTHONPATH`; it may write `/flux/run/out.json`, which is returned.
+    /// Run `script` (Python source) with the repository's interpreter in its image, with
+    /// `static_facts` importable; it writes `/flux/run/out.json`, which is returned.
     async fn python(&self, repo: &RepoSpec, script: &str, args: &[String]) -> Result<Vec<u8>> {
         let dir = self.scratch("py")?;
-        flux_agent::hook::install(&dir.join("hook"))?;
-        std::fs::write(dir.join("script.py"), script)?;
-        set_mode(&dir.join("script.py"), 0o644)?;
+        for (name, text) in [("script.py", script), ("static_facts.py", STATIC_FACTS)] {
+            std::fs::write(dir.join(name), text)?;
+            set_mode(&dir.join(name), 0o644)?;
+        }
         let run = dir.join("run");
         std::fs::create_dir_all(&run)?;
         let mut cmd = vec![
@@ -80,7 +81,7 @@ impl Runner {
         let mut spec = ContainerSpec::new(&repo.image, cmd, &run);
         spec.mounts.push(Mount::read_only(&dir, "/flux/gen"));
         spec.env = BTreeMap::from([
-            ("PYTHONPATH".into(), "/flux/gen/hook".into()),
+            ("PYTHONPATH".into(), "/flux/gen".into()),
             ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
         ]);
         spec.timeout = Duration::from_secs(600);
@@ -156,6 +157,9 @@ impl Runner {
     }
 }
 
+/// The (unused) template of a run's instance: `call_graph`'s.
+const RUN_TEMPLATE: &str = r#"{"call_graph": {"*": ["str"]}}"#;
+
 /// An instance (never written, never validated) whose test is `paths` of `repo`: what
 /// `flux_harvest::run_traced` runs. Only the image, interpreter, command, timeout and tracing
 /// config are read by a run.
@@ -175,7 +179,7 @@ fn run_instance(
         interpreter: repo.interpreter.clone(),
         kind: flux_extract::QuestionKind::M6,
         question: "(a run of flux gen)".into(),
-        template: "{}".into(),
+        template: RUN_TEMPLATE.into(),
         order_insensitive: Vec::new(),
         min_answer_size: None,
         test: TestSpec {
@@ -199,7 +203,7 @@ fn run_instance(
     Instance {
         dir: dir.to_path_buf(),
         spec,
-        template: flux_instance::Template::parse("{}").expect("an empty object template"),
+        template: flux_instance::Template::parse(RUN_TEMPLATE).expect("a valid template"),
         params: flux_extract::no_params(),
     }
 }
@@ -234,10 +238,13 @@ with open("/flux/run/out.json", "w") as fh:
     json.dump(sorted(out), fh)
 "#;
 
+/// `flux_hook.static_facts` (stdlib only), run as a module of its own in the image.
+const STATIC_FACTS: &str = include_str!("../../flux-hook/flux_hook/static_facts.py");
+
 /// argv: FILE... → out.json: `flux_hook.static_facts` of the files.
 const FACTS_SCRIPT: &str = r#"
 import json, sys
-from flux_hook import static_facts
+import static_facts
 out = {"version": 1, "files": {}, "errors": {}}
 for p in sys.argv[1:]:
     try:

@@ -79,7 +79,10 @@ pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result
 
 /// Kinds take turns, rarest first (fewest candidates), each taking its best remaining
 /// candidate (not easy before easy, then the seeded order) that keeps within `per_function`
-/// and `per_file`, until `per_module`; what is not taken is counted as `module-quota`.
+/// and `per_file`, until `per_module`; what is not taken is counted as `module-quota`. Among
+/// a kind's next few candidates, one whose own run is already needed by a candidate taken
+/// (the same tests and config: one run checks both) goes first, so the cross-check makes
+/// fewer runs.
 pub fn select_module(
     spec: &GenSpec,
     cands: Vec<Candidate>,
@@ -119,6 +122,7 @@ pub fn select(
     let mut out: Vec<Candidate> = Vec::new();
     let mut per_f: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut per_file_n: BTreeMap<String, usize> = BTreeMap::new();
+    let mut open: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     loop {
         let mut took = false;
         for k in &order {
@@ -126,6 +130,19 @@ pub fn select(
                 break;
             }
             let q = by_kind.get_mut(k).expect("a kind with candidates");
+            let fits = |c: &Candidate| {
+                per_f.get(&(c.file.clone(), c.function.clone())).copied().unwrap_or(0)
+                    < per_function
+                    && per_file_n.get(&c.file).copied().unwrap_or(0) < per_file
+            };
+            if let Some(i) = q
+                .iter()
+                .take(LOOKAHEAD)
+                .position(|c| open.contains(&run_key(c)) && fits(c))
+            {
+                let c = q.remove(i).expect("a position in the queue");
+                q.push_front(c);
+            }
             while let Some(c) = q.pop_front() {
                 let fk = (c.file.clone(), c.function.clone());
                 let nf = per_f.get(&fk).copied().unwrap_or(0);
@@ -136,6 +153,7 @@ pub fn select(
                 }
                 per_f.insert(fk, nf + 1);
                 per_file_n.insert(c.file.clone(), nfile + 1);
+                open.insert(run_key(&c));
                 out.push(c);
                 took = true;
                 break;
@@ -154,6 +172,18 @@ pub fn select(
     out
 }
 
+/// How far down a kind's queue [`select`] looks for a candidate whose run is already needed.
+const LOOKAHEAD: usize = 12;
+
+/// Candidates with the same key are checked by one run: the same tests, the same config.
+pub fn run_key(c: &Candidate) -> String {
+    format!(
+        "{}\n{}",
+        c.tests.join(" "),
+        serde_json::to_string(&c.spec.tracing).unwrap_or_default()
+    )
+}
+
 fn easy(c: &Candidate) -> bool {
     c.spec.generated.as_ref().is_some_and(|g| g.easy)
 }
@@ -170,12 +200,7 @@ pub async fn cross_check(
 ) -> Vec<Candidate> {
     let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
     for c in chosen {
-        let key = format!(
-            "{}\n{}",
-            c.tests.join(" "),
-            serde_json::to_string(&c.spec.tracing).unwrap_or_default()
-        );
-        groups.entry(key).or_default().push(c);
+        groups.entry(run_key(&c)).or_default().push(c);
     }
     r.check_runs += groups.len();
     let runs = futures_util::stream::iter(groups.into_values().enumerate().map(|(i, group)| async move {
@@ -245,5 +270,106 @@ fn check_one(trace: &flux_trace::Trace, c: &Candidate) -> Result<(), String> {
             "shared trace",
             "own run",
         ))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use flux_instance::{Expect, ExtractorSpec, InstanceSpec, Oracle, Provenance, TestSpec};
+
+    /// A candidate for selection tests: `function` in `file`, run by `tests`.
+    pub(crate) fn fake(id: &str, kind: QuestionKind, function: &str, tests: &[&str]) -> Candidate {
+        let tests: Vec<String> = tests.iter().map(|t| t.to_string()).collect();
+        let spec = InstanceSpec {
+            id: id.into(),
+            repository: "r".into(),
+            package: "r==1".into(),
+            image: "i".into(),
+            interpreter: "/usr/bin/python3.11".into(),
+            kind,
+            question: "q".into(),
+            template: "{}".into(),
+            order_insensitive: vec![],
+            min_answer_size: None,
+            test: TestSpec {
+                files: vec![],
+                image_files: vec!["/r/t.py".into()],
+                command: vec!["python".into()],
+                expect: Expect::Pass,
+                timeout_s: 300,
+            },
+            tracing: crate::plan::narrowed(vec!["m.py".into()], vec![function.into()]),
+            extractor: ExtractorSpec {
+                name: "x".into(),
+                params: Default::default(),
+            },
+            variant: None,
+            generated: None,
+        };
+        Candidate {
+            id: id.into(),
+            kind,
+            extractor: "x".into(),
+            function: function.into(),
+            file: "m.py".into(),
+            tests,
+            priority: crate::keyed::hash64(1, id),
+            oracle: Oracle {
+                question_kind: kind,
+                question: "q".into(),
+                template_answer: Value::Null,
+                oracle_answer: Value::Null,
+                provenance: Provenance {
+                    image: "i".into(),
+                    image_id: String::new(),
+                    interpreter: "3.11".into(),
+                    flux_version: "0".into(),
+                    trace_sha256: String::new(),
+                    harvested_at: String::new(),
+                    complete: true,
+                    labels: vec![],
+                    extractor: "x".into(),
+                    params: Default::default(),
+                    order_insensitive: vec![],
+                },
+            },
+            spec,
+        }
+    }
+
+    #[test]
+    fn selection_takes_kinds_in_turn_within_caps_and_shares_runs() {
+        use QuestionKind as K;
+        let mut cands = Vec::new();
+        // Many S1 about f, one S5 about g (the rare kind), S2 about f and h.
+        for i in 0..6 {
+            cands.push(fake(&format!("s1-{i}"), K::S1, "f", &["t::a"]));
+        }
+        cands.push(fake("s5", K::S5, "g", &["t::b"]));
+        cands.push(fake("s2-f", K::S2, "f", &["t::a"]));
+        cands.push(fake("s2-h", K::S2, "h", &["t::c"]));
+        let mut dropped = Vec::new();
+        let out = select(cands, 4, 3, 10, &K::ALL, &mut |c| dropped.push(c.id.clone()));
+        let ids: Vec<&str> = out.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(out.len(), 4, "{ids:?}");
+        // The rare kind is in; no function beyond its cap of 3.
+        assert!(ids.contains(&"s5"), "{ids:?}");
+        assert!(out.iter().filter(|c| c.function == "f").count() <= 3);
+        // Both S2 candidates wait behind the kinds' turns; the one sharing f's run goes first.
+        assert!(ids.contains(&"s2-f"), "{ids:?}");
+        assert_eq!(dropped.len(), 5);
+        // Kinds not asked for are dropped.
+        let mut n = 0;
+        let out = select(
+            vec![fake("m", K::M1, "f", &["t::a", "t::b"])],
+            4,
+            3,
+            10,
+            &[K::S1],
+            &mut |_| n += 1,
+        );
+        assert!(out.is_empty());
+        assert_eq!(n, 1);
     }
 }

@@ -19,6 +19,7 @@ use crate::runner::Runner;
 use crate::screen;
 use crate::spec::{self, GenSpec, RepoSpec};
 use anyhow::{bail, Context, Result};
+use futures_util::stream::StreamExt;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -151,23 +152,39 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         facts: tokio::sync::Mutex::new(BTreeMap::new()),
     };
     if !opts.merge {
-        for (i, w) in mine.iter().enumerate() {
-            let path = out
-                .join("modules")
-                .join(&w.repository)
-                .join(module::result_file(&w.module));
-            if opts.resume && read_result(&path).is_ok() {
-                eprintln!("flux gen: [{}/{}] {}: kept from {}", i + 1, mine.len(), w.key(), path.display());
-                continue;
-            }
+        let todo: Vec<(usize, &Work)> = mine
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| {
+                let path = out
+                    .join("modules")
+                    .join(&w.repository)
+                    .join(module::result_file(&w.module));
+                let keep = opts.resume && read_result(&path).is_ok();
+                if keep {
+                    eprintln!("flux gen: [{}/{}] {}: kept from {}", i + 1, mine.len(), w.key(), path.display());
+                }
+                !keep
+            })
+            .collect();
+        let n = mine.len();
+        let g = &g;
+        let out_dir = &out;
+        let spec = &spec;
+        // Modules run side by side (`budget.modules`): one's container runs while another's
+        // trace is merged and read. Each result is written as soon as it is done.
+        let mut runs = futures_util::stream::iter(todo.into_iter().map(|(i, w)| async move {
             let repo = spec
                 .repositories
                 .iter()
                 .find(|r| r.name == w.repository)
                 .expect("work comes from the spec");
-            let r = module::run_module(&g, repo, &w.module).await;
-            module::write_result(&out, &r)?;
-            eprintln!("flux gen: [{}/{}] {}", i + 1, mine.len(), line(&r));
+            (i, module::run_module(g, repo, &w.module).await)
+        }))
+        .buffer_unordered(spec.budget.modules.max(1));
+        while let Some((i, r)) = runs.next().await {
+            module::write_result(out_dir, &r)?;
+            eprintln!("flux gen: [{}/{n}] {}", i + 1, line(&r));
             report.modules_run += 1;
         }
     }
@@ -412,4 +429,79 @@ pub fn shard_instances(paths: &[PathBuf], shard: Shard) -> Result<Vec<PathBuf>> 
             .unwrap_or_default();
         format!("{repo}/{id}")
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::tests::fake;
+    use flux_extract::QuestionKind as K;
+
+    fn result(repo: &str, module: &str, ids: &[(&str, K, &str)]) -> ModuleResult {
+        ModuleResult {
+            repository: repo.into(),
+            module: module.into(),
+            candidates: ids
+                .iter()
+                .map(|(id, k, f)| {
+                    let mut c = fake(id, *k, f, &["t::a"]);
+                    c.spec.repository = repo.into();
+                    c
+                })
+                .collect(),
+            ..ModuleResult::default()
+        }
+    }
+
+    /// Phase 2 depends on the module results alone: in any order (shards finish in any
+    /// order, and each writes its own modules), the set is the same.
+    #[test]
+    fn assembly_is_the_same_whatever_order_the_modules_come_in() {
+        let mut spec =
+            crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();
+        spec.repositories[0].name = "r".into();
+        spec.quotas.per_repository = 5;
+        spec.quotas.per_function = 2;
+        let a = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "f"), ("a3", K::S3, "f")]);
+        let b = result("r", "m2.py", &[("b1", K::S1, "g"), ("b2", K::M1, "g"), ("b3", K::S5, "h")]);
+        let c = result("x", "m3.py", &[("c1", K::S1, "k")]);
+        let one = assemble(&spec, vec![a.clone(), b.clone(), c.clone()]);
+        let two = assemble(&spec, vec![c, b, a]);
+        assert_eq!(one, two);
+        let ids: Vec<&str> = one.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(one.len(), 5, "{ids:?}");
+        // Repository `x` is not in the spec: none of its candidates.
+        assert!(!ids.contains(&"c1"));
+        // f is capped at 2 across the modules.
+        assert!(one.iter().filter(|c| c.function == "f").count() <= 2);
+    }
+
+    #[test]
+    fn module_selection_is_seeded_and_keeps_the_listed_ones_first() {
+        let spec = crate::spec::parse(
+            &crate::spec::tests::GOOD.replace(
+                "split = \"test\"",
+                "split = \"test\"\nselect = { glob = \"sympy/*/tests/test_*.py\", count = 2 }",
+            ),
+            Path::new("gen.toml"),
+        )
+        .unwrap();
+        let repo = &spec.repositories[0];
+        let files: Vec<String> = [
+            "sympy/core/tests/test_arit.py",
+            "sympy/core/add.py",
+            "sympy/ntheory/tests/test_factor_.py",
+            "sympy/sets/tests/test_sets.py",
+            "sympy/logic/tests/test_boolalg.py",
+        ]
+        .map(String::from)
+        .into();
+        let m = modules_of(&spec, repo, &files);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], "sympy/ntheory/tests/test_factor_.py");
+        assert!(m[1..].iter().all(|f| f.contains("/tests/test_") && f != &m[0]));
+        let mut rev = files.clone();
+        rev.reverse();
+        assert_eq!(modules_of(&spec, repo, &rev), m);
+    }
 }

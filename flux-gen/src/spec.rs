@@ -79,21 +79,24 @@ pub struct Budget {
     pub max_answer_size: usize,
     /// Tests named by one multi-test (M) question, at most.
     pub max_tests: usize,
-    /// Instance runs at a time (the cross-check harvests).
+    /// Instance runs at a time (the cross-check harvests), per module.
     pub jobs: usize,
+    /// Modules in progress at a time.
+    pub modules: usize,
 }
 
 impl Default for Budget {
     fn default() -> Self {
         Budget {
             module_timeout_s: 900,
-            scout_events: 8_000_000,
+            scout_events: 3_000_000,
             trace_events: 2_000_000,
             max_invocations: 400,
             max_subtree_calls: 20_000,
             max_answer_size: 120,
             max_tests: 4,
             jobs: 2,
+            modules: 2,
         }
     }
 }
@@ -243,6 +246,7 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
         ("quotas.targets_per_module", q.targets_per_module),
         ("budget.max_answer_size", spec.budget.max_answer_size),
         ("budget.jobs", spec.budget.jobs),
+        ("budget.modules", spec.budget.modules),
         ("budget.scout_events", spec.budget.scout_events),
         ("budget.trace_events", spec.budget.trace_events),
     ] {
