@@ -25,6 +25,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "bench_gen.rs"]
+mod bench_gen;
 #[path = "bench_harvest.rs"]
 mod bench_harvest;
 #[path = "bench_hook.rs"]
@@ -65,6 +67,18 @@ enum What {
     /// Tracing an instance's test in its container: untraced, flux (auto, hook-only), and a
     /// settrace reference tracer, on starter instances and a SymPy test-suite slice.
     Harvest(bench_harvest::Args),
+    /// `flux gen` on a repository slice: screened instances per hour, where the time goes.
+    Gen {
+        /// Print JSON (`instances_per_hour`, `screened`, ...) instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The set directory or spec (default: xtask/bench/gen/gen.toml).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        /// Re-harvest this many of the generated instances with `flux harvest --check`.
+        #[arg(long, default_value_t = 0)]
+        check_sample: usize,
+    },
 }
 
 const WORKLOAD: &str = r#"
@@ -248,6 +262,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             rounds,
         } => return bench_hook::run(json, calls, rounds),
         What::Harvest(h) => return bench_harvest::run(h),
+        What::Gen {
+            json,
+            spec,
+            check_sample,
+        } => return bench_gen::run(json, spec, check_sample),
     };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();
