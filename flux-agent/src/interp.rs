@@ -110,11 +110,6 @@ impl Interpreter {
             _ => 0,
         }
     }
-
-    /// Can USDT supply both ends of every activation?
-    pub fn usdt_calls_complete(&self) -> bool {
-        self.entry.usable() && self.ret.usable()
-    }
 }
 
 /// `libpython3.X.so…` named in the executable's DT_NEEDED, looked up under `root`.

@@ -5,14 +5,13 @@
 //! - [`attach`]: uprobe perf events with the semaphore's ref_ctr offset, linked with a cookie.
 //! - [`tracer`]: load the BPF programs, configure, attach, drain the ring buffer with tokio.
 //! - [`spawn`]: run a host command in its own PID namespace, gated until tracing is ready.
-//! - [`assemble`]: turn drained USDT records into ordered trace events.
 //! - [`hook`]: ship the in-process hook, configure it, receive its per-process streams.
-//! - [`merge`]: one ordered trace from both witnesses, with activations, frames and depths.
+//! - [`merge`]: plans for an interpreter; the merge itself (and the decoders of both witnesses'
+//!   records) is `flux-merge`, which builds without aya, tokio or nightly.
 //! - [`run`]: the whole `flux trace` pipeline over those pieces.
 //!
 //! Invariants: the agent never invents an event; every record that could not be delivered or
 //! decoded is counted, and a trace with any such count is marked incomplete.
-pub mod assemble;
 pub mod attach;
 pub mod hook;
 pub mod interp;

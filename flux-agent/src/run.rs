@@ -9,11 +9,11 @@
 //! completeness verdict.
 use crate::hook::{HookCollector, HookServer};
 use crate::interp::Interpreter;
-use crate::merge::{merge, plan, CallsMode, Plan};
+use crate::merge::{interpreter_label, merge, plan, CallsMode, Plan};
 use crate::spawn::{spawn_gated, Gated};
 use crate::tracer::{drain, Counters, Drained, ProbeSet, Tracer, TracerOptions};
 use anyhow::{bail, Context, Result};
-use flux_trace::{Meta, Trace, TracingConfig};
+use flux_trace::{Trace, TracingConfig};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -146,53 +146,7 @@ async fn capture_inner<L: Launched>(
 /// Trace events from a capture, and the completeness verdict: every lost, malformed or
 /// unresolvable record makes the trace incomplete, with the reason written down.
 pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
-    let (events, unresolved) = crate::assemble::usdt_events(&cap.drained);
-    let c = &cap.counters;
-    let mut meta = Meta {
-        complete: true,
-        interpreter: format!("{} ({})", interp.exe.display(), interp.version_string()),
-        calls: "usdt".into(),
-        lost_events: c.lost + unresolved,
-        ..Meta::default()
-    };
-    let mut problems = Vec::new();
-    if cap.drained.over_budget > 0 {
-        problems.push(format!(
-            "more than {} USDT events: over the event budget (--max-events), the program was stopped and {} events were not kept",
-            cap.drained.events.len(),
-            cap.drained.over_budget
-        ));
-    }
-    if c.lost > 0 {
-        problems.push(format!("{} records lost (ring buffer full)", c.lost));
-    }
-    if c.read_errors > 0 {
-        problems.push(format!("{} probe argument reads failed", c.read_errors));
-    }
-    if cap.drained.malformed > 0 {
-        problems.push(format!("{} malformed records", cap.drained.malformed));
-    }
-    if cap.drained.unreadable_strings > 0 {
-        problems.push(format!(
-            "{} strings unreadable",
-            cap.drained.unreadable_strings
-        ));
-    }
-    if unresolved > 0 {
-        problems.push(format!("{unresolved} events name strings never defined"));
-    }
-    let delivered = cap.drained.events.len() as u64;
-    if delivered != c.events {
-        problems.push(format!(
-            "kernel counted {} events but {} were delivered",
-            c.events, delivered
-        ));
-    }
-    meta.complete = problems.is_empty();
-    meta.problems = problems;
-    let mut trace = Trace { meta, events };
-    trace.meta.counts = trace.count_by_kind();
-    trace
+    flux_merge::usdt::usdt_trace(&cap.drained, &cap.counters, &interpreter_label(interp))
 }
 
 #[derive(Clone, Debug)]
@@ -276,7 +230,8 @@ pub struct Traced {
 }
 
 /// Trace a launched program with both witnesses as `plan` says, and merge them. The hook's
-/// server must already be listening (its socket is in the program's environment).
+/// server must already be listening (its socket is in the program's environment); only
+/// connections from the program's PID namespace are read.
 pub async fn trace_launched<L: Launched>(
     launched: &mut L,
     interp: &Interpreter,
@@ -284,10 +239,41 @@ pub async fn trace_launched<L: Launched>(
     hook: HookCollector,
     topts: &TracerOptions,
 ) -> Result<Traced> {
+    trace_recorded(launched, interp, plan, hook, topts, None).await
+}
+
+/// Where to write the merge's inputs of a run, and what to call the program in them.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub path: PathBuf,
+    pub program: String,
+}
+
+/// [`trace_launched`], and with `record` the merge's inputs written as a fixture (normalised:
+/// see `flux_merge::fixture`). The collector's server must then be [`HookServer::recording`].
+pub async fn trace_recorded<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    plan: &Plan,
+    hook: HookCollector,
+    topts: &TracerOptions,
+    record: Option<&Record>,
+) -> Result<Traced> {
+    hook.restrict_to(launched.pidns());
     let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
+    let label = interpreter_label(interp);
     let usdt = (cap.sites > 0).then(|| usdt_trace(&cap, interp));
-    let trace = merge(usdt, &hook, interp, plan);
+    if let Some(r) = record {
+        let raw = (cap.sites > 0).then_some((&cap.drained, &cap.counters));
+        let mut f = flux_merge::fixture::Fixture::capture(&r.program, &label, plan, raw, &hook);
+        f.normalise();
+        let file = std::fs::File::create(&r.path)
+            .with_context(|| format!("creating {}", r.path.display()))?;
+        f.write(&mut std::io::BufWriter::new(file))
+            .with_context(|| format!("writing {}", r.path.display()))?;
+    }
+    let trace = merge(usdt, &hook, &label, plan);
     Ok(Traced {
         trace,
         exit_code,
@@ -307,6 +293,8 @@ pub struct HostTrace {
     /// The filesystem root the command sees (a chroot), `/` normally: the hook's files and
     /// socket are put where the command can reach them.
     pub root: PathBuf,
+    /// Write the merge's inputs as a fixture (`flux trace --record-merge-input`).
+    pub record: Option<Record>,
 }
 
 pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
@@ -319,7 +307,7 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
     })?;
     let interp = Interpreter::inspect(&python, &req.root)
         .with_context(|| format!("inspecting {}", python.display()))?;
-    let plan = plan(&interp, req.calls)?;
+    let plan = plan(&interp, req.calls, req.config.scope)?;
     let tmp = req.root.join("tmp");
     let run_dir = tmp.join(format!(
         "flux-run-{}-{}",
@@ -330,11 +318,19 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
             .unwrap_or(0)
     ));
     std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
+    {
+        // Private: the hook's socket lives here.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&run_dir, std::fs::Permissions::from_mode(0o700))?;
+    }
     let result = async {
         let hook_dir = run_dir.join("hook");
         crate::hook::install(&hook_dir).context("installing the hook")?;
         let sock = run_dir.join("hook.sock");
-        let server = HookServer::bind(&sock)?;
+        let mut server = HookServer::bind(&sock)?;
+        if req.record.is_some() {
+            server = server.recording();
+        }
         let seen = |p: &Path| -> String {
             let rel = p.strip_prefix(&req.root).unwrap_or(p);
             Path::new("/").join(rel).display().to_string()
@@ -349,7 +345,8 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
         );
         let mut launched = launch_host(&req.cmd, &env)?;
         let collector = server.spawn();
-        trace_launched(&mut launched, &interp, &plan, collector, &req.tracer).await
+        let rec = req.record.as_ref();
+        trace_recorded(&mut launched, &interp, &plan, collector, &req.tracer, rec).await
     }
     .await;
     let _ = std::fs::remove_dir_all(&run_dir);

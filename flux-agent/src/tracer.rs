@@ -9,14 +9,9 @@ use crate::interp::Interpreter;
 use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
 use aya::programs::UProbe;
 use aya::{Ebpf, EbpfLoader};
-use flux_common::{
-    Config, Event, SiteSpec, KIND_CALL, KIND_LINE, KIND_RETURN, MAX_SITES, NUM_COUNTERS, STR_MAX,
-    TAG_STR,
-};
-use std::collections::HashMap;
+use flux_common::{Config, SiteSpec, KIND_CALL, KIND_LINE, KIND_RETURN, MAX_SITES, NUM_COUNTERS};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
-use std::sync::Arc;
 use tokio::io::unix::AsyncFd;
 
 static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/flux-ebpf"));
@@ -35,13 +30,8 @@ pub enum TracerError {
     Map(&'static str, String),
 }
 
-/// Which probes to attach.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ProbeSet {
-    pub entry: bool,
-    pub ret: bool,
-    pub line: bool,
-}
+pub use flux_merge::plan::ProbeSet;
+pub use flux_merge::usdt::{decode_record, Counters, Drained, RawEvent};
 
 #[derive(Clone, Debug)]
 pub struct TracerOptions {
@@ -53,9 +43,9 @@ pub struct TracerOptions {
     pub poll: std::time::Duration,
     /// Attach the empty program instead (the trap floor, for benchmarks).
     pub empty_program: bool,
-    /// The most USDT events kept: past it the program is stopped and the trace is incomplete
-    /// (the agent holds a trace in memory; without a budget a runaway test takes the machine's
-    /// memory with it).
+    /// The most USDT events of the program kept (the hook's own files' are not counted): past
+    /// it the program is stopped and the trace is incomplete (the agent holds a trace in
+    /// memory; without a budget a runaway test takes the machine's memory with it).
     pub max_events: usize,
     /// Have the kernel time the program (`BPF_ENABLE_STATS`): [`Counters::program`] then says
     /// how long it ran in all. Only for measuring: the kernel reads the clock twice per hit.
@@ -73,47 +63,6 @@ impl Default for TracerOptions {
             program_stats: false,
         }
     }
-}
-
-/// A USDT event as it came out of the ring buffer, strings still named by key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RawEvent {
-    pub kind: u32,
-    pub ts: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub host_tgid: u32,
-    pub line: i32,
-    pub file: (u64, u64),
-    pub func: (u64, u64),
-}
-
-/// What draining produced.
-#[derive(Debug, Default)]
-pub struct Drained {
-    pub events: Vec<RawEvent>,
-    /// (host tgid, pointer, fingerprint) → string.
-    pub strings: HashMap<(u32, u64, u64), Arc<str>>,
-    /// Records that could not be decoded (wrong size or tag).
-    pub malformed: u64,
-    /// String definitions whose copy failed in the kernel.
-    pub unreadable_strings: u64,
-    /// Events dropped past the budget (`TracerOptions::max_events`).
-    pub over_budget: u64,
-}
-
-/// Kernel-side counters, summed over CPUs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    pub events: u64,
-    pub lost: u64,
-    pub read_errors: u64,
-    pub filtered: u64,
-    pub no_spec: u64,
-    pub strdefs: u64,
-    /// (total run time in ns, runs) of the attached program, with
-    /// [`TracerOptions::program_stats`].
-    pub program: Option<(u64, u64)>,
 }
 
 pub struct Tracer {
@@ -324,55 +273,6 @@ fn attach_task_exit(ebpf: &mut Ebpf) -> Result<(), TracerError> {
     Ok(())
 }
 
-/// Decode one ring-buffer record into `out`.
-pub fn decode_record(bytes: &[u8], out: &mut Drained) {
-    if bytes.len() < 4 {
-        out.malformed += 1;
-        return;
-    }
-    let tag = u32::from_ne_bytes(bytes[0..4].try_into().expect("4 bytes"));
-    if tag == TAG_STR {
-        if bytes.len() < 32 + STR_MAX {
-            out.malformed += 1;
-            return;
-        }
-        let len = i32::from_ne_bytes(bytes[4..8].try_into().expect("4"));
-        let tgid = u32::from_ne_bytes(bytes[8..12].try_into().expect("4"));
-        let ptr = u64::from_ne_bytes(bytes[16..24].try_into().expect("8"));
-        let fp = u64::from_ne_bytes(bytes[24..32].try_into().expect("8"));
-        if len <= 0 {
-            out.unreadable_strings += 1;
-            return;
-        }
-        let data = &bytes[32..32 + (len as usize).min(STR_MAX)];
-        let data = data.strip_suffix(&[0]).unwrap_or(data);
-        let s: Arc<str> = Arc::from(String::from_utf8_lossy(data).as_ref());
-        out.strings.insert((tgid, ptr, fp), s);
-        return;
-    }
-    if bytes.len() < std::mem::size_of::<Event>() {
-        out.malformed += 1;
-        return;
-    }
-    // SAFETY: Event is repr(C), Copy and valid for any bit pattern; the slice is long enough;
-    // read_unaligned copes with the ring buffer's 8-byte alignment anyway.
-    let e: Event = unsafe { std::ptr::read_unaligned(bytes.as_ptr() as *const Event) };
-    if !(1..=3).contains(&e.tag) {
-        out.malformed += 1;
-        return;
-    }
-    out.events.push(RawEvent {
-        kind: e.tag,
-        ts: e.ts,
-        pid: e.pid,
-        tid: e.tid,
-        host_tgid: e.host_tgid,
-        line: e.lineno,
-        file: (e.file_ptr, e.file_fp as u64),
-        func: (e.func_ptr, e.func_fp as u64),
-    });
-}
-
 /// Drain the ring buffer until `stop` fires, then once more to the end.
 pub async fn drain(
     ring: RingBuf<MapData>,
@@ -392,7 +292,7 @@ pub async fn drain(
         {
             let ring = afd.get_mut();
             while let Some(item) = ring.next() {
-                if out.events.len() >= max_events {
+                if out.over(max_events) {
                     out.over_budget += 1;
                     continue;
                 }

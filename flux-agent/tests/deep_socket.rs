@@ -31,7 +31,7 @@ async fn hook_streams_through_a_socket_path_longer_than_sun_path() {
     hook::install(&deep.join("hook")).unwrap();
 
     let interp = Interpreter::inspect(Path::new(PY), Path::new("/")).unwrap();
-    let plan = plan(&interp, CallsMode::Hook).unwrap();
+    let plan = plan(&interp, CallsMode::Hook, flux_trace::Scope::Run).unwrap();
     let config: flux_trace::TracingConfig =
         serde_json::from_str(r#"{"files": ["prog.py"], "tests": false}"#).unwrap();
     let server = HookServer::bind(&sock).expect("binding a socket at a deep path");
@@ -48,6 +48,8 @@ async fn hook_streams_through_a_socket_path_longer_than_sun_path() {
         None,
     );
     let collector = server.spawn();
+    // The python below runs in this process's PID namespace.
+    collector.restrict_to(flux_agent::spawn::pidns_of(std::process::id()).unwrap());
     let out = tokio::process::Command::new(PY)
         .arg(deep.join("prog.py"))
         .envs(env)

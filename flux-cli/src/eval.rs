@@ -217,14 +217,7 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 
 fn check_roots(o: &EvalOptions) -> Result<()> {
     for root in &o.instances {
-        if !root.is_dir() {
-            let what = if root.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            };
-            anyhow::bail!("instances directory {}: {what}", root.display());
-        }
+        crate::score::require_dir("instances", root)?;
     }
     Ok(())
 }

@@ -48,12 +48,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Format::Hf => return hf(&dirs, &a.out_dir),
     };
     let report = export::export(format, &dirs, &a.out_dir);
-    for s in &report.skipped {
-        eprintln!("flux: note: skipped {}: {}", s.dir.display(), s.reason);
-    }
-    for e in &report.errors {
-        eprintln!("flux: error: {e}");
-    }
+    let code = notes(&report.skipped, &report.errors);
     println!(
         "exported {} instance(s) to {} ({}); {} skipped, {} error(s)",
         report.exported.len(),
@@ -62,21 +57,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
         report.skipped.len(),
         report.errors.len()
     );
-    Ok(if report.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(code)
 }
 
 fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
     let report = flux_instance::hf::export(dirs, out);
-    for (dir, reason) in &report.skipped {
-        eprintln!("flux: note: skipped {}: {reason}", dir.display());
-    }
-    for e in &report.errors {
-        eprintln!("flux: error: {e}");
-    }
+    let code = notes(&report.skipped, &report.errors);
     let splits: Vec<String> = report
         .splits
         .iter()
@@ -90,9 +76,21 @@ fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
         report.skipped.len(),
         report.errors.len()
     );
-    Ok(if report.errors.is_empty() {
+    Ok(code)
+}
+
+/// Print what was skipped and what failed; exit 1 when anything failed (every instance is
+/// still tried: one malformed instance never stops the export).
+fn notes(skipped: &[export::Skipped], errors: &[flux_instance::InstanceError]) -> ExitCode {
+    for s in skipped {
+        eprintln!("flux: note: skipped {}: {}", s.dir.display(), s.reason);
+    }
+    for e in errors {
+        eprintln!("flux: error: {e}");
+    }
+    if errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }

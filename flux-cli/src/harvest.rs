@@ -29,6 +29,10 @@ pub struct Args {
     runtime: RuntimeArg,
     #[command(flatten)]
     cache: crate::cache::CacheArg,
+    /// The most USDT events of the program kept per run; past it the test is stopped and the
+    /// instance fails naming the budget.
+    #[arg(long, default_value_t = 20_000_000)]
+    max_events: usize,
     /// Also print one JSON object per instance on stdout.
     #[arg(long)]
     json: bool,
@@ -39,7 +43,6 @@ pub struct Args {
     /// Instance directories, or directories to search for them (default: `instances`).
     paths: Vec<PathBuf>,
 }
-
 
 fn line(r: &InstanceReport) -> String {
     let kind = r.kind.map(|k| k.as_str()).unwrap_or("-");
@@ -65,6 +68,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut opts = HarvestOptions::new(a.cache.dir());
     opts.check = a.check;
     opts.replace = a.replace;
+    opts.tracer.max_events = a.max_events.max(1);
     opts.runtime = match a.runtime {
         RuntimeArg::Auto => Runtime::Auto,
         RuntimeArg::Docker => Runtime::Docker,

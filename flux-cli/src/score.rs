@@ -32,14 +32,7 @@ pub struct Args {
 /// not be read (reported on stderr, the others scored), an error on unusable input.
 pub fn run(a: Args) -> Result<ExitCode> {
     for ans in &a.answers {
-        if !ans.is_dir() {
-            let what = if ans.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            };
-            bail!("answers directory {}: {what}", ans.display());
-        }
+        require_dir("answers", ans)?;
     }
     if !(0.0..=1.0).contains(&a.call_graph_threshold) {
         bail!(
@@ -48,14 +41,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
     }
     for root in &a.instances {
-        if !root.is_dir() {
-            let what = if root.exists() {
-                "not a directory"
-            } else {
-                "no such directory"
-            };
-            bail!("instances directory {}: {what}", root.display());
-        }
+        require_dir("instances", root)?;
     }
     let opts = ScoreOptions {
         answers: a.answers,
@@ -92,4 +78,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// An error naming `path` unless it is a directory.
+pub(crate) fn require_dir(what: &str, path: &std::path::Path) -> Result<()> {
+    if !path.is_dir() {
+        let why = if path.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
+        bail!("{what} directory {}: {why}", path.display());
+    }
+    Ok(())
 }

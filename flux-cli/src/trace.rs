@@ -1,6 +1,6 @@
 use anyhow::{Context, Result};
 use flux_agent::merge::CallsMode;
-use flux_agent::run::{trace_command, trace_host, HostTrace, RunOptions};
+use flux_agent::run::{trace_command, trace_host, HostTrace, Record, RunOptions};
 use flux_agent::tracer::TracerOptions;
 use flux_trace::TracingConfig;
 use std::io::BufWriter;
@@ -67,6 +67,10 @@ pub struct Args {
     /// `cargo xtask bench`: the timing itself costs two clock reads per probe hit).
     #[arg(long, hide = true)]
     program_stats: bool,
+    /// Also write the merge's inputs (USDT records, the hook's lines, the plan) here, normalised,
+    /// as a fixture of the offline merge corpus (`cargo xtask record-merge-corpus`).
+    #[arg(long, conflicts_with = "no_hook")]
+    record_merge_input: Option<PathBuf>,
     /// Also write the run's statistics (kernel counters, completeness, counts) as JSON here.
     #[arg(long)]
     stats_json: Option<PathBuf>,
@@ -123,6 +127,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             config,
             tracer,
             root: a.root.clone(),
+            record: a.record_merge_input.clone().map(|path| Record {
+                path,
+                program: a.cmd.join(" "),
+            }),
         }))?;
         Res {
             trace: t.trace,

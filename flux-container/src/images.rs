@@ -246,7 +246,6 @@ impl Definitions {
     }
 }
 
-/// The name `cargo xtask images` accepts for a flux image reference, if it is one.
 /// The command a user runs to build `image` (works outside the checkout, unlike `cargo xtask`).
 pub fn build_command(image: &str) -> String {
     if image.starts_with("flux/") {
@@ -256,6 +255,7 @@ pub fn build_command(image: &str) -> String {
     }
 }
 
+/// The name `cargo xtask images` accepts for a flux image reference, if it is one.
 pub fn xtask_name_for(image: &str) -> Option<String> {
     let rest = image.strip_prefix("flux/")?;
     let (repo, tag) = rest.split_once(':').unwrap_or((rest, ""));

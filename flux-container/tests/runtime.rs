@@ -378,7 +378,7 @@ async fn missing_image_names_the_build_command() {
     assert!(matches!(err, Error::ImageMissing { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "image flux/nosuchrepo:0.0-py3.11 is missing; build it with `cargo xtask images nosuchrepo`"
+        "image flux/nosuchrepo:0.0-py3.11 is missing; build it with `flux images build flux/nosuchrepo:0.0-py3.11`"
     );
 }
 

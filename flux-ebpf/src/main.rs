@@ -147,6 +147,7 @@ fn ns_ids(cfg: &Config, host: u64) -> Option<(u32, u32)> {
     let task = if slot.is_null() {
         0
     } else {
+        // SAFETY: a helper without arguments; the pointer is only compared, never dereferenced.
         unsafe { bpf_get_current_task() }
     };
     if !slot.is_null() {
@@ -161,6 +162,7 @@ fn ns_ids(cfg: &Config, host: u64) -> Option<(u32, u32)> {
         }
     }
     let mut ns = bpf_pidns_info { pid: 0, tgid: 0 };
+    // SAFETY: `ns` is a live, correctly sized bpf_pidns_info on this program's stack.
     let rc = unsafe {
         bpf_get_ns_current_pid_tgid(
             cfg.pidns_dev,
@@ -271,6 +273,7 @@ fn read_arg(ctx: &ProbeContext, arg: &UsdtArg) -> Result<u64, ()> {
         ARG_REG_DEREF => {
             let reg = ctx_reg(ctx, arg.reg_off)?;
             let addr = reg.wrapping_add(arg.val_off as u64) as *const u64;
+            // SAFETY: the helper reads user memory fault-tolerantly (a bad address is an error).
             unsafe { bpf_probe_read_user(addr) }.map_err(|_| ())?
         }
         _ => return Err(()),
@@ -297,6 +300,7 @@ fn fingerprint(ptr: u64, fp_off: i64) -> u32 {
         return 0;
     }
     let at = ptr.wrapping_add(fp_off as u64) as *const [u64; 2];
+    // SAFETY: the helper reads user memory fault-tolerantly (a bad address is an error).
     match unsafe { bpf_probe_read_user(at) } {
         Ok([len, hash]) => {
             let x = len ^ hash.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
@@ -331,6 +335,8 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u32, always: bool) -> Result<(), 
         return Err(());
     };
     let def = entry.as_mut_ptr();
+    // SAFETY: `def` points to the reserved, exclusively owned ring-buffer record (a StrDef);
+    // the helper copies at most STR_MAX bytes into its `data` and reads user memory safely.
     let n = unsafe {
         (*def).tag = flux_common::TAG_STR;
         (*def).host_tgid = host_tgid;
@@ -373,6 +379,7 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         tid = t;
         pid = p;
     }
+    // SAFETY: `ctx` is this program's own probe context.
     let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
     let Some(spec) = SITES.get(cookie) else {
         bump(CNT_NO_SPEC);
@@ -382,6 +389,7 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         bump(CNT_NO_SPEC);
         return Err(());
     }
+    // SAFETY: a helper without arguments.
     let ts = unsafe { bpf_ktime_get_ns() };
     let mut read_err = false;
     let file_ptr = read_arg(ctx, &spec.args[0]).unwrap_or_else(|_| {

@@ -141,6 +141,15 @@ impl GenParams {
     }
 }
 
+/// A temperature on the wire: `0`, not `0.0`, when it is whole (as clients usually send it).
+fn temperature(t: f64) -> Value {
+    if t.fract() == 0.0 && t.abs() < 1e9 {
+        json!(t as i64)
+    } else {
+        json!(t)
+    }
+}
+
 /// One HTTP request of a completion (the first try or a retry).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HttpTry {
@@ -319,7 +328,7 @@ impl ChatClient {
                 let mut body = json!({"model": self.model, "messages": all});
                 let p = &self.params;
                 if let Some(t) = p.temperature {
-                    body["temperature"] = json!(t);
+                    body["temperature"] = temperature(t);
                 }
                 if let Some(m) = p.max_tokens {
                     let field = p.max_tokens_field.unwrap_or(
@@ -367,7 +376,7 @@ impl ChatClient {
                     Some(b) => body["thinking"] = json!({"type": "enabled", "budget_tokens": b}),
                     None => {
                         if let Some(t) = p.temperature {
-                            body["temperature"] = json!(t);
+                            body["temperature"] = temperature(t);
                         }
                     }
                 }

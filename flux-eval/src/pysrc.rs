@@ -460,6 +460,11 @@ fn assigned_name(code: &str) -> Option<&str> {
     is_assign.then_some(name)
 }
 
+/// The code of each logical line of `text`, strings blanked and comments dropped.
+pub fn code_of(text: &str) -> Vec<String> {
+    logical_lines(text).into_iter().map(|l| l.code).collect()
+}
+
 /// `(name)` of every call in one logical line's code (strings already blanked).
 pub fn calls_in_code(code: &str) -> Vec<String> {
     let cs: Vec<char> = code.chars().collect();

@@ -40,13 +40,6 @@ pub struct FuncInfo {
     pub body: Vec<(usize, String)>,
 }
 
-const KEYWORDS: &[&str] = &[
-    "if", "elif", "while", "for", "return", "and", "or", "not", "in", "is", "print", "def",
-    "class", "lambda", "with", "assert", "yield", "await", "except", "raise", "del", "global",
-    "nonlocal", "import", "from", "as", "pass", "else", "try", "finally", "async", "break",
-    "continue",
-];
-
 fn candidate_names(inst: &Instance) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut push = |s: &str| {
@@ -210,52 +203,13 @@ pub fn called_names(f: &FuncInfo) -> Vec<String> {
     calls_with_lines(f).into_iter().map(|(_, n)| n).collect()
 }
 
-/// `(line, name)` of every call in the body, in textual order.
+/// `(line, name)` of every call in the body, in textual order (strings and comments are not
+/// code: [`crate::pysrc::calls_in_code`] on each line's code).
 pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (ln, l) in &f.body {
-        let code = l.split('#').next().unwrap_or("");
-        let cs: Vec<char> = code.chars().collect();
-        let mut i = 0;
-        let mut in_str: Option<char> = None;
-        while i < cs.len() {
-            let c = cs[i];
-            if let Some(q) = in_str {
-                if c == '\\' {
-                    i += 2;
-                    continue;
-                }
-                if c == q {
-                    in_str = None;
-                }
-                i += 1;
-                continue;
-            }
-            if c == '"' || c == '\'' {
-                in_str = Some(c);
-                i += 1;
-                continue;
-            }
-            if c.is_alphabetic() || c == '_' {
-                let s = i;
-                while i < cs.len() && (cs[i].is_alphanumeric() || cs[i] == '_' || cs[i] == '.') {
-                    i += 1;
-                }
-                let w: String = cs[s..i].iter().collect();
-                let mut k = i;
-                while k < cs.len() && cs[k] == ' ' {
-                    k += 1;
-                }
-                if k < cs.len()
-                    && cs[k] == '('
-                    && !KEYWORDS.contains(&w.as_str())
-                    && !w.ends_with('.')
-                {
-                    out.push((*ln, w));
-                }
-                continue;
-            }
-            i += 1;
+        for code in crate::pysrc::code_of(l.trim_start()) {
+            out.extend(crate::pysrc::calls_in_code(&code).into_iter().map(|n| (*ln, n)));
         }
     }
     out

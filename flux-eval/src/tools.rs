@@ -122,15 +122,11 @@ impl Toolbox {
     }
 
     fn list(&self, root: &Path, dir: &str) -> String {
-        let d = dir.trim().trim_matches('/');
-        if has_parent(d) {
-            return "error: \"..\" is not allowed".into();
-        }
-        let prefix = if d.is_empty() || d == "." {
-            String::new()
-        } else {
-            format!("{d}/")
+        let prefix = match dir_prefix(dir) {
+            Ok(p) => p,
+            Err(e) => return e,
         };
+        let d = prefix.trim_end_matches('/');
         let mut out: Vec<&str> = self
             .files
             .iter()
@@ -172,14 +168,9 @@ impl Toolbox {
     }
 
     fn search(&self, root: &Path, query: &str, under: &str, ignore_case: bool) -> String {
-        let d = under.trim().trim_matches('/');
-        if has_parent(d) {
-            return "error: \"..\" is not allowed".into();
-        }
-        let prefix = if d.is_empty() || d == "." {
-            String::new()
-        } else {
-            format!("{d}/")
+        let prefix = match dir_prefix(under) {
+            Ok(p) => p,
+            Err(e) => return e,
         };
         let Ok(canon_root) = root.canonicalize() else {
             return "error: the source root cannot be opened".into();
@@ -266,6 +257,19 @@ impl Toolbox {
         }
         out
     }
+}
+
+/// `dir/` for a directory argument (`""` for the root); `..` is refused.
+fn dir_prefix(dir: &str) -> Result<String, String> {
+    let d = dir.trim().trim_matches('/');
+    if has_parent(d) {
+        return Err("error: \"..\" is not allowed".into());
+    }
+    Ok(if d.is_empty() || d == "." {
+        String::new()
+    } else {
+        format!("{d}/")
+    })
 }
 
 fn has_parent(p: &str) -> bool {

@@ -305,6 +305,20 @@ functions = ["toy.core.count_up"]
     (inst, src)
 }
 
+/// A copy of `toy/correct` under another id (the script answers by id).
+fn copy_instance(inst: &Path, id: &str) -> PathBuf {
+    let from = inst.join("toy/correct");
+    let to = inst.join("toy").join(id);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
+        let t = std::fs::read_to_string(from.join(f))
+            .unwrap()
+            .replace("id = \"correct\"", &format!("id = \"{id}\""));
+        std::fs::write(to.join(f), t).unwrap();
+    }
+    to
+}
+
 fn options(server: &Server, api: Api, inst: &Path, src: &Path, out: &Path) -> EvalOptions {
     let mut o = EvalOptions::new("gpt-test", api, &server.url);
     o.instances = vec![inst.to_path_buf()];
@@ -645,15 +659,7 @@ async fn tools_mode(api: Api) {
     let tmp = tempfile::tempdir().unwrap();
     let (inst, src) = store(tmp.path());
     // A copy of an instance under the id the script answers with tool calls.
-    let from = inst.join("toy/correct");
-    let to = inst.join("toy/tools");
-    std::fs::create_dir_all(&to).unwrap();
-    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
-        let t = std::fs::read_to_string(from.join(f))
-            .unwrap()
-            .replace("id = \"correct\"", "id = \"tools\"");
-        std::fs::write(to.join(f), t).unwrap();
-    }
+    let to = copy_instance(&inst, "tools");
     let out = tmp.path().join("answers");
     let mut o = options(&server, api, &to, &src, &out);
     o.mode = Mode::ContextTools;
@@ -865,15 +871,7 @@ async fn samples_and_sampling_settings_reach_the_server() {
     let server = start_server().await;
     let tmp = tempfile::tempdir().unwrap();
     let (inst, src) = store(tmp.path());
-    let from = inst.join("toy/correct");
-    let to = inst.join("toy/sampled");
-    std::fs::create_dir_all(&to).unwrap();
-    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
-        let t = std::fs::read_to_string(from.join(f))
-            .unwrap()
-            .replace("id = \"correct\"", "id = \"sampled\"");
-        std::fs::write(to.join(f), t).unwrap();
-    }
+    let to = copy_instance(&inst, "sampled");
     let out = tmp.path().join("answers");
     let mut o = EvalOptions::new("local-model", Api::OpenAi, &server.url);
     o.instances = vec![to];
@@ -950,15 +948,7 @@ async fn agent_mode(api: Api) {
     let server = start_server().await;
     let tmp = tempfile::tempdir().unwrap();
     let (inst, src) = store(tmp.path());
-    let from = inst.join("toy/correct");
-    let to = inst.join("toy/agent");
-    std::fs::create_dir_all(&to).unwrap();
-    for f in ["instance.toml", "oracle.json", "test_toy.py"] {
-        let t = std::fs::read_to_string(from.join(f))
-            .unwrap()
-            .replace("id = \"correct\"", "id = \"agent\"");
-        std::fs::write(to.join(f), t).unwrap();
-    }
+    let to = copy_instance(&inst, "agent");
     let out = tmp.path().join("answers");
     let mut o = options(&server, api, &to, &src, &out);
     o.mode = Mode::Agent;

@@ -516,6 +516,11 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
             logs()
         );
     }
+    // The event budget stops the program with SIGKILL: name the budget, not the signal.
+    let budget = flux_merge::usdt::BUDGET_PROBLEM;
+    if let Some(p) = out.trace.meta.problems.iter().find(|p| p.starts_with(budget)) {
+        anyhow::bail!("{p} (raise it with flux harvest --max-events){}", logs());
+    }
     if let Some(why) = &out.killed {
         anyhow::bail!("the test was killed: {why}{}", logs());
     }

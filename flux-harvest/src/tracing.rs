@@ -32,7 +32,7 @@ pub(crate) fn prepare(
     }
     let config = &config;
     // (No USDT `line` probe: `plan` leaves it out whenever the hook records lines.)
-    let plan = flux_agent::merge::plan(interp, calls)?;
+    let plan = flux_agent::merge::plan(interp, calls, config.scope)?;
     flux_agent::hook::install(&run_dir.join("hook"))
         .with_context(|| format!("installing the hook in {}", run_dir.display()))?;
     let server = HookServer::bind(&run_dir.join("hook.sock"))?;
@@ -46,9 +46,6 @@ pub(crate) fn prepare(
     );
     // The instance is read-only in a container; keep host runs from writing into it too.
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
-    // The same run twice must give the same answer: no per-process hash randomisation (set and
-    // dict-of-str iteration orders would otherwise differ between a harvest and its --check).
-    env.push(("PYTHONHASHSEED".into(), "0".into()));
     Ok(Prepared { plan, env, server })
 }
 

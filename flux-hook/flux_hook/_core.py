@@ -271,9 +271,12 @@ class FrameState:
 class Hook:
     """The writer plus code registry; one per process (re-initialised in a forked child)."""
 
-    def __init__(self, sock_path, calls, config, mode):
+    def __init__(self, sock_path, calls, config, mode, leave=frozenset()):
         self.sock_path = sock_path
         self.calls = calls
+        # FLUX_HOOK_LEAVE: starts the agent decided to name from USDT itself (calls=generators):
+        # "lineless" (code whose first instruction has no line), "genexpr" (generator expressions).
+        self.leave = leave
         self.cfg = config
         self.mode = mode
         self.lock = threading.Lock()
@@ -323,8 +326,9 @@ class Hook:
         self.sock = s
         # Formatted by hand: json's Python code would be traced in a forked child (3.11).
         hello = (
-            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","clock":"monotonic_ns"}\n'
-            % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope))
+            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"clock":"monotonic_ns"}\n'
+            % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope,
+               ",".join('"%s"' % x for x in sorted(self.leave, key=("lineless", "genexpr").index))))
         )
         self._send(hello.encode("ascii"))
 
@@ -826,6 +830,10 @@ def install_hook():
     if calls not in ("all", "entries", "none", "generators"):
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
         _real_exit(97)
+    leave = frozenset(x for x in os.environ.get("FLUX_HOOK_LEAVE", "").split(",") if x)
+    if not leave <= {"lineless", "genexpr"}:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless,genexpr)\n" % ",".join(sorted(leave)))
+        _real_exit(97)
     try:
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
     except Exception as e:
@@ -844,7 +852,7 @@ def install_hook():
         # untraced, and its stream says so instead of the program being stopped.
         backend = None
         mode = "unsupported"
-    hook = Hook(sock_path, calls, cfg, mode)
+    hook = Hook(sock_path, calls, cfg, mode, leave)
     if backend is None:
         HOOK = hook
         atexit.register(hook.finish)

@@ -392,13 +392,18 @@ def start(hook):
                 f.f_trace_lines = False
                 f.f_trace = plain_local
 
+    # threading.settrace is Python code that USDT sees: the hook's work (`hx`).
     def stop():
+        t0 = now()
         sys.settrace(None)
         threading.settrace(None)
+        hx(t0)
 
     def enable():
+        t0 = now()
         threading.settrace(gtrace)
         sys.settrace(gtrace)
+        hx(t0)
 
     def check():
         if hook.window and not hook.in_window:

@@ -44,17 +44,18 @@ def start(hook):
     GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
     # ... and of code objects whose first instruction has no line: USDT says line 0 for them,
     # which names no code object (a closure-using method and a generator of the same name).
-    # Not with scope "targets": there such code is only *defined* and the agent names its
-    # line-0 entries (by the line of their USDT return when several share a name), for in a
-    # SymPy suite every call of a closure (its cache wrapper) would cost a callback outside the
-    # extents: a quarter of the run. A name shared with a generator without a first line is
-    # then a problem the agent reports, never a guess.
+    # Unless the agent leaves them to USDT (FLUX_HOOK_LEAVE=lineless; it decides: scope
+    # "targets"): then such code is only *defined* and the agent names its line-0 entries (by
+    # the line of their USDT return when several share a name), for in a SymPy suite every call
+    # of a closure (its cache wrapper) would cost a callback outside the extents: a quarter of
+    # the run. A name shared with a generator without a first line is then a problem the agent
+    # reports, never a guess.
     lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
-    report_lineless = not hook.extents
-    # Likewise generator expressions with scope "targets": USDT's entry says line 0 at their
-    # creation and their own line at every resumption, so the agent needs no report of theirs
-    # (a genexpr cannot catch what is thrown into it), only their definitions.
-    leave_genexprs = gen_only and hook.extents
+    report_lineless = "lineless" not in hook.leave
+    # Likewise generator expressions (FLUX_HOOK_LEAVE=genexpr): USDT's entry says line 0 at
+    # their creation and their own line at every resumption, so the agent needs no report of
+    # theirs (a genexpr cannot catch what is thrown into it), only their definitions.
+    leave_genexprs = gen_only and "genexpr" in hook.leave
 
     def genexpr_left(code):
         """A generator expression USDT alone can place: defined, then never called back."""

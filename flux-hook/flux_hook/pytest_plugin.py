@@ -32,10 +32,15 @@ def _protocol_window(item, nextitem):
 # A new-style wrapper (pluggy >= 1.1) is resumed by `_multicall` itself; pluggy >= 1.4 runs an
 # old-style `hookwrapper` inside a generator of its own (`run_old_style_hookwrapper`), whose
 # resumption would start inside the window and end after it.
-try:
-    pytest_runtest_protocol = pytest.hookimpl(wrapper=True)(_protocol_window)
-except TypeError:
-    pytest_runtest_protocol = pytest.hookimpl(hookwrapper=True)(_protocol_window)
+# Only with test windows: the wrapper is a generator of the hook's, and 3.15's USDT entry probe
+# fires at a generator's creation without a return, so with the probes on (scope "run") the
+# agent's bracket of the hook's own frames would never close again (cargo xtask bench
+# harvest's flux-auto-run: every 3.15 instance incomplete). Without windows nothing needs it.
+if _core.HOOK is not None and _core.HOOK.window:
+    try:
+        pytest_runtest_protocol = pytest.hookimpl(wrapper=True)(_protocol_window)
+    except TypeError:
+        pytest_runtest_protocol = pytest.hookimpl(hookwrapper=True)(_protocol_window)
 
 _outcomes = {}
 

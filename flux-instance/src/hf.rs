@@ -26,7 +26,7 @@ pub struct HfReport {
     /// `split → ids` (`repo/id`).
     pub splits: BTreeMap<String, Vec<String>>,
     /// Directories not exported and why (not harvested).
-    pub skipped: Vec<(PathBuf, String)>,
+    pub skipped: Vec<crate::export::Skipped>,
     pub errors: Vec<InstanceError>,
 }
 
@@ -110,9 +110,10 @@ pub fn export(dirs: &[PathBuf], out: &Path) -> HfReport {
             }
         };
         if !dir.join(ORACLE_FILE).is_file() {
-            report
-                .skipped
-                .push((dir.clone(), format!("not harvested (no {ORACLE_FILE})")));
+            report.skipped.push(crate::export::Skipped {
+                dir: dir.clone(),
+                reason: format!("not harvested (no {ORACLE_FILE})"),
+            });
             continue;
         }
         let r = read_oracle(dir).and_then(|o| row(&inst, &o).map(|r| (r, o)));

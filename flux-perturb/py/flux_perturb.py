@@ -40,10 +40,12 @@ in every test function whose inputs changed (it holds a mutated site or reads a 
 module-level constant), an `assert` whose test compares against a literal (`==`, `is None`,
 `in`, ... with a literal operand, also inside `and`/`or`/`not`) or checks the truth of a call
 (`assert all(...)`, `assert isprime(n)`) keeps only what it computed: `assert f(x) == 3`
-becomes `(f(x))`, `assert a(1) == 2 and b(3)` becomes `(a(1), b(3))`, an assert of literals
-alone becomes `pass`. The old expected value, now wrong, is gone, so the test a model reads
-states nothing false; the calls still run (in source order; the comparison and its
-short-circuit do not), and line numbers are kept (newlines stay inside the parentheses). Likewise a `with pytest.raises(E):` block (no `as` target) becomes
+becomes `(f(x))`, `assert x is None` becomes `(x)`, an assert of literals alone becomes
+`pass`; `assert A and B` becomes `if (A): (what B computed)` (`or`: `if not (A): ...`), so
+that B still runs only when it did (A stays, as a condition: a branch states nothing). The
+old expected value, now wrong, is never asserted or left as a bare claim, so the test a model
+reads states nothing false; the same calls run, in source order, and line numbers are kept
+(newlines stay inside the brackets). Likewise a `with pytest.raises(E):` block (no `as` target) becomes
 `with _flux_suppress(E):` (`contextlib.suppress`, imported at the end of the file so that no
 line moves): the body runs as before and an `E` is still caught, but a variant whose inputs no
 longer raise is not a failing test. Other assertions (comparisons between two computed values,
@@ -738,6 +740,50 @@ def import_suppress(f):
     f.expect.body.append(ast.parse(imp).body[0])
 
 
+def relax_assert(f, st):
+    """The statement a relaxed `assert` becomes (see the module doc), as edits of `f` and the
+    new node. Only the gaps around kept operands are edited (mutations may sit inside them),
+    and every newline is kept (inside brackets) so that no line moves."""
+    a, b = f.span(st)
+    nl = lambda x, y: "\n" * f.raw[x:y].count(b"\n")
+
+    def keep(kept, lead, x, y):
+        # `lead` + the kept operands as one parenthesised expression, over [x, y).
+        if not kept:
+            f.edits.append((x, y, [lead + "pass" + nl(x, y)]))
+            return ast.Pass()
+        spans = [f.span(k) for k in kept]
+        f.edits.append((x, spans[0][0], [lead + "(" + nl(x, spans[0][0])]))
+        for (_, e0), (s1, _) in zip(spans, spans[1:]):
+            f.edits.append((e0, s1, [", " + nl(e0, s1)]))
+        f.edits.append((spans[-1][1], y, [nl(spans[-1][1], y) + ")"]))
+        return ast.Expr(value=kept[0] if len(kept) == 1 else ast.Tuple(elts=kept, ctx=ast.Load()))
+
+    t = st.test
+    if isinstance(t, ast.BoolOp):
+        # `assert A and B`: B ran only when A held; `if A: (B's operands)` keeps that.
+        gate, last = t.values[:-1], t.values[-1]
+        cond = gate[0] if len(gate) == 1 else ast.BoolOp(op=t.op, values=gate)
+        neg = isinstance(t.op, ast.Or)
+        if neg:
+            cond = ast.UnaryOp(op=ast.Not(), operand=cond)
+        g0, g1 = f.span(gate[0])[0], f.span(gate[-1])[1]
+        f.edits.append((a, g0, [("if not (" if neg else "if (") + nl(a, g0)]))
+        kept, l0 = kept_operands(last), f.span(last)[0]
+        if kept:
+            f.edits.append((g1, l0, [nl(g1, l0) + "): "]))
+            body = keep(kept, "", l0, b)
+        else:
+            f.edits.append((g1, b, [nl(g1, b) + "): pass"]))
+            body = ast.Pass()
+        ast.copy_location(body, st)
+        new = ast.If(test=cond, body=[body], orelse=[])
+    else:
+        new = keep(kept_operands(t), "", a, b)
+    ast.copy_location(new, st)
+    return new
+
+
 def relax_asserts(f, fn, fname):
     """Turn the stale-literal asserts of test function `fn` into expression statements."""
     out = []
@@ -762,24 +808,7 @@ def relax_asserts(f, fn, fname):
                         out.append({"file": f.path, "line": st.lineno, "function": fname,
                                     "was": f.text(st).split("\n")[0][:200]})
             if isinstance(st, ast.Assert) and needs_relax(st.test):
-                kept = kept_operands(st.test)
-                a, b = f.span(st)
-                # Edit only the gaps around the kept operands (mutations may sit inside
-                # them), keeping every newline so that no line moves.
-                nl = lambda x, y: "\n" * f.raw[x:y].count(b"\n")
-                if not kept:
-                    f.edits.append((a, b, ["pass" + nl(a, b)]))
-                    new = ast.Pass()
-                else:
-                    spans = [f.span(k) for k in kept]
-                    f.edits.append((a, spans[0][0], ["(" + nl(a, spans[0][0])]))
-                    for (_, e0), (s1, _) in zip(spans, spans[1:]):
-                        f.edits.append((e0, s1, [", " + nl(e0, s1)]))
-                    f.edits.append((spans[-1][1], b, [nl(spans[-1][1], b) + ")"]))
-                    value = kept[0] if len(kept) == 1 else ast.Tuple(elts=kept, ctx=ast.Load())
-                    new = ast.Expr(value=value)
-                ast.copy_location(new, st)
-                body[i] = new
+                body[i] = relax_assert(f, st)
                 out.append({"file": f.path, "line": st.lineno, "function": fname,
                             "was": f.text(st).split("\n")[0][:200]})
             for sub in ("body", "orelse", "finalbody", "handlers"):

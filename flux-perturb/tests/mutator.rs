@@ -324,11 +324,37 @@ fn relaxed_assertion_leaves_no_false_statement() {
         .unwrap();
     assert!(v.rejected.is_empty(), "{:?}", v.rejected);
     let out = &v.files[0].source;
-    let want = "from pkg import f, g\n\n\ndef test_x():\n    (f(4))\n    (g(\n        3,\n    )\n\n\n)\n    (f(3), g(4))\n    (f(3), f(2))\n    pass\n    x = 5\n";
+    let want = "from pkg import f, g\n\n\ndef test_x():\n    (f(4))\n    (g(\n        3,\n    )\n\n\n)\n    (f(3), g(4))\n    if (not f(3)): (f(2))\n    pass\n    x = 5\n";
     assert_eq!(out, want, "got:\n{out}");
     assert_eq!(out.lines().count(), src.lines().count());
     assert!(python_parses(out));
     assert_eq!(v.relaxed.len(), 5);
+}
+
+/// What `and`/`or` guarded stays guarded: `assert t is None and m[0].ok` must not evaluate
+/// `m[0]` when `t` is not None (a committed variant's test raised IndexError that way).
+#[test]
+fn relaxed_boolean_assertion_keeps_its_short_circuit() {
+    let src = "def test_y():\n    t, m = parse(1)\n    assert t is None and m[0].ok(\n        1) == 2\n    assert t or not m\n    assert a(1) == 1 or b(2) == 2 or c(3) == 3\n";
+    let files = vec![TestFile {
+        path: "test_y.py".into(),
+        source: src.into(),
+    }];
+    let edits = vec![Edit {
+        file: None,
+        line: 2,
+        col: 18,
+        old: "1".into(),
+        new: "2".into(),
+    }];
+    let v = mutator()
+        .apply(&files, "", &edits, Assertions::Relax)
+        .unwrap();
+    assert!(v.rejected.is_empty(), "{:?}", v.rejected);
+    let out = &v.files[0].source;
+    let want = "def test_y():\n    t, m = parse(2)\n    if (t is None): (m[0].ok(\n        1))\n    assert t or not m\n    if not (a(1) == 1 or b(2) == 2): (c(3))\n";
+    assert_eq!(out, want, "got:\n{out}");
+    assert!(python_parses(out));
 }
 
 #[test]

@@ -574,18 +574,14 @@ pub fn html_multi(m: &MultiReport) -> String {
         for c in &m.comparisons {
             let _ = write!(
                 s,
-                "<tr><td>{} − {}</td><td>{}</td><td>{}</td><td>{}</td><td>{:+.1} [{:+.1}, {:+.1}]</td><td>{:+.3} [{:+.3}, {:+.3}]</td><td>{}</td><td>{}</td><td>{:.4}</td></tr>",
+                "<tr><td>{} − {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td></tr>",
                 esc(&c.b),
                 esc(&c.a),
                 c.n,
                 pct(c.accuracy_a),
                 pct(c.accuracy_b),
-                c.accuracy_diff.mean * 100.0,
-                c.accuracy_diff.low * 100.0,
-                c.accuracy_diff.high * 100.0,
-                c.partial_diff.mean,
-                c.partial_diff.low,
-                c.partial_diff.high,
+                c.accuracy_text(),
+                c.partial_text(),
                 c.only_a,
                 c.only_b,
                 c.mcnemar_p

@@ -29,6 +29,19 @@ pub struct Comparison {
     pub mcnemar_p: f64,
 }
 
+impl Comparison {
+    /// `-40.0 [-70.0, -10.0]`: the accuracy difference in points with its interval.
+    pub fn accuracy_text(&self) -> String {
+        let d = &self.accuracy_diff;
+        format!("{:+.1} [{:+.1}, {:+.1}]", d.mean * 100.0, d.low * 100.0, d.high * 100.0)
+    }
+    /// The partial-credit difference with its interval.
+    pub fn partial_text(&self) -> String {
+        let d = &self.partial_diff;
+        format!("{:+.3} [{:+.3}, {:+.3}]", d.mean, d.low, d.high)
+    }
+}
+
 /// Every run, compared.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MultiReport {

@@ -210,26 +210,22 @@ pub(crate) fn pass_at_k_sorted(r: &Report) -> Vec<(usize, crate::Estimate)> {
 pub fn text_multi(m: &MultiReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "flux score: {} runs\n", m.runs.len());
-    let w = m.runs.iter().map(|r| r.name.chars().count()).max().unwrap_or(3).max(3);
-    let _ = writeln!(
-        out,
-        "{:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
-        "run", "passed", "total", "accuracy", "95% Wilson", "partial", "infra"
-    );
-    for r in &m.runs {
-        let _ = writeln!(
-            out,
-            "{:<w$}  {:>6}  {:>6}  {:>8}  {:>13}  {:>7}  {:>5}",
-            r.name,
-            r.passed,
-            r.total,
-            pct(r.accuracy),
-            ci(r.accuracy_ci),
-            format!("{:.3}", r.partial_credit.mean),
-            r.infra_errors
-        );
-    }
-    out.push('\n');
+    let runs: BTreeMap<String, Bucket> = m
+        .runs
+        .iter()
+        .map(|r| {
+            let b = Bucket {
+                total: r.total,
+                passed: r.passed,
+                accuracy: r.accuracy,
+                infra_errors: r.infra_errors,
+                ci: r.accuracy_ci,
+                partial: r.partial_credit.mean,
+            };
+            (r.name.clone(), b)
+        })
+        .collect();
+    table_rows(&mut out, "run", &runs);
     for (title, table) in [("kind", &m.by_kind), ("repository", &m.by_repository)] {
         let kw = table.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(title.len());
         let mut head = format!("{title:<kw$}");
@@ -255,16 +251,12 @@ pub fn text_multi(m: &MultiReport) -> String {
         for c in &m.comparisons {
             let _ = writeln!(
                 out,
-                "  {} vs {} (n {}): accuracy {:+.1} pts [{:+.1}, {:+.1}] (paired bootstrap), partial {:+.3} [{:+.3}, {:+.3}]; only a {}, only b {}, McNemar exact p = {:.4}",
+                "  {} vs {} (n {}): accuracy {} pts (paired bootstrap), partial {}; only a {}, only b {}, McNemar exact p = {:.4}",
                 c.b,
                 c.a,
                 c.n,
-                c.accuracy_diff.mean * 100.0,
-                c.accuracy_diff.low * 100.0,
-                c.accuracy_diff.high * 100.0,
-                c.partial_diff.mean,
-                c.partial_diff.low,
-                c.partial_diff.high,
+                c.accuracy_text(),
+                c.partial_text(),
                 c.only_a,
                 c.only_b,
                 c.mcnemar_p

@@ -129,7 +129,7 @@ fn several_runs_compared_pairwise() {
     assert_eq!(m.by_repository["beta"]["b"].passed, 1);
     let t = &out.rendered;
     assert!(t.contains("flux score: 2 runs"), "{t}");
-    assert!(t.contains("b vs model-a (n 10): accuracy -40.0 pts"), "{t}");
+    assert!(t.contains("b vs model-a (n 10): accuracy -40.0 ["), "{t}");
     assert!(t.contains("McNemar exact p = 0.2188"), "{t}");
     // HTML of the comparison: a forest plot, both runs' bars, side-by-side failures.
     o.format = Format::Html;

@@ -84,9 +84,9 @@ pub struct Value {
     pub ty: String,
 }
 
-/// One event of the trace. Strings are stored in full in memory for simplicity of extractors;
-/// the agent interns them while ingesting (see `flux-agent`), and repeated names share their
-/// allocation through `Arc<str>`.
+/// One event of the trace. Every event owns its strings (`file`, `func`, `qualname`…), for
+/// simplicity of extractors; they are not interned. (While ingesting USDT records the agent
+/// keeps each string once, as `Arc<str>`, in `flux_merge::usdt::Drained`; events copy them.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub ts: u64,

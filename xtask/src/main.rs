@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod corpus;
 mod harvest;
 mod images;
 mod setup;
@@ -34,6 +35,9 @@ enum Command {
     /// Harvest every instance under instances/ with the release flux (building what is missing),
     /// then a summary per kind and repository.
     Harvest(harvest::Args),
+    /// Record the merge's inputs of every witness-corpus program as fixtures of the offline merge
+    /// corpus (flux-merge/tests/corpus/) and refresh their snapshots. Needs root and eBPF.
+    RecordMergeCorpus(corpus::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Command::Images(args) => images::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
+        Command::RecordMergeCorpus(args) => corpus::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };

@@ -99,6 +99,19 @@ pub fn ensure() -> Result<()> {
                 .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
         )?;
     }
+    if !ok(Command::new("cargo").args(["+nightly", "fuzz", "--version"])) {
+        step("cargo install cargo-fuzz (the fuzz targets of fuzz/)");
+        if let Err(e) = run(
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
+                "install",
+                "cargo-fuzz",
+                "--locked",
+            ]),
+        ) {
+            // Fuzzing is skipped (loudly) without it; the rest of the setup still holds.
+            eprintln!("xtask setup: installing cargo-fuzz failed: {e:#}");
+        }
+    }
     if !ok(Command::new("docker").arg("info")) {
         if !root {
             eprintln!(
@@ -148,11 +161,54 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
         .arg("test")
         .args(&a.cargo_args)
         .status()?;
-    Ok(if st.success() {
+    let fuzzed = fuzz_briefly(&root, 5)?;
+    Ok(if st.success() && fuzzed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Run every cargo-fuzz target of `fuzz/` for `seconds` each, where nightly and cargo-fuzz are
+/// installed (`cargo xtask setup` installs cargo-fuzz); elsewhere say so and pass. False when a
+/// target crashed.
+pub fn fuzz_briefly(root: &Path, seconds: u32) -> Result<bool> {
+    if !ok(Command::new("cargo").args(["+nightly", "fuzz", "--version"])) {
+        eprintln!("skipping: fuzzing (no cargo-fuzz for nightly: cargo install cargo-fuzz)");
+        return Ok(true);
+    }
+    let mut targets: Vec<String> = std::fs::read_dir(root.join("fuzz/fuzz_targets"))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_suffix(".rs")
+                .map(String::from)
+        })
+        .collect();
+    targets.sort();
+    let mut all_ok = true;
+    for t in targets {
+        step(&format!("fuzz {t} ({seconds}s)"));
+        let st = Command::new("cargo")
+            .current_dir(root.join("fuzz"))
+            .args([
+                "+nightly",
+                "fuzz",
+                "run",
+                &t,
+                "--",
+                &format!("-max_total_time={seconds}"),
+            ])
+            // The targets link flux-agent; its eBPF object is not needed to fuzz parsers.
+            .env("AYA_BUILD_SKIP", "1")
+            .status()?;
+        if !st.success() {
+            eprintln!("fuzz target {t} failed (its crash input is under fuzz/artifacts/{t}/)");
+            all_ok = false;
+        }
+    }
+    Ok(all_ok)
 }
 
 pub fn setup() -> Result<ExitCode> {

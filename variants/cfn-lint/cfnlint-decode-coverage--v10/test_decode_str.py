@@ -25,7 +25,7 @@ def test_top_level_list():
 
 def test_duplicate_yaml_keys():
     template, matches = decode_str('Resources:\n  A: 1\n  A: 6\n')
-    template is None and len(matches) == 2
+    if (template is None): (len(matches))
 
 
 def test_tab_indented_yaml():
@@ -40,7 +40,7 @@ def test_bad_escape_in_json():
 
 def test_bad_escape_in_yaml():
     template, matches = decode_str('Resources:\n  A\n    Type: "a\\qb"\n')
-    template is None and matches[0].message == 'found unknown escape character'
+    if (template is None): (matches[0].message)
 
 
 def test_null_key():
@@ -50,4 +50,4 @@ def test_null_key():
 
 def test_sequence_as_key():
     template, matches = decode_str('Resources:\n  ? [a, b]\n  : 5\n')
-    template is None and matches[0].message.startswith('Unhashable type')
+    if (template is None): (matches[0].message.startswith('Unhashable type'))

@@ -11,6 +11,6 @@ TEXT = (
 
 def test_unknown_escape_in_yaml():
     template, matches = decode_str(TEXT)
-    template is None
-    [m.message for m in matches] == ['found unknown escape character']
-    (matches[0].linenumber, matches[0].columnnumber) == (5, 20)
+    (template)
+    ([m.message for m in matches])
+    ((matches[0].linenumber, matches[0].columnnumber))

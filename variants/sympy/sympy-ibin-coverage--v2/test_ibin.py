@@ -15,11 +15,11 @@ def test_all_bit_patterns():
 
 
 def test_bit_string():
-    ibin(246, 10, str=False) == '0001111011'
+    (ibin(246, 10, str=False))
 
 
 def test_all_bit_strings():
-    list(ibin(2, 'all', str=True))[:3] == ['000', '001', '010']
+    (list(ibin(2, 'all', str=True))[:3])
 
 
 def test_width_too_small():

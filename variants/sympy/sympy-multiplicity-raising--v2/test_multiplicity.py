@@ -8,7 +8,7 @@ def test_integers():
 
 
 def test_rational_argument():
-    multiplicity(3, Rational(1, 10)) == -2
+    (multiplicity(3, Rational(1, 10)))
 
 
 def test_unevaluated_factorial():

@@ -18,8 +18,8 @@ def test_seven_parts_at_most_three():
 
 
 def test_one():
-    parts(2) == [{1: 1}]
+    (parts(2))
 
 
 def test_eight_two_parts_at_most_four():
-    parts(8, m=9, k=4) == [{4: 2}]
+    (parts(8, m=9, k=4))

@@ -2,7 +2,7 @@ from yt_dlp.utils import parse_filesize
 
 
 def test_decimal_comma():
-    parse_filesize('1,27 KB') == 1240
+    (parse_filesize('1,27 KB'))
 
 
 def test_binary_unit():
@@ -10,7 +10,7 @@ def test_binary_unit():
 
 
 def test_bytes_word():
-    parse_filesize('173 bytes') == 123
+    (parse_filesize('173 bytes'))
 
 
 def test_no_number():

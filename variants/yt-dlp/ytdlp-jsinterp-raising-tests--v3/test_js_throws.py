@@ -22,11 +22,11 @@ def test_unguarded_throw():
 
 
 def test_throw_inside_loop():
-    JSInterpreter(LOOP).call_function('f', [1, -2, 3]) == -96
+    (JSInterpreter(LOOP).call_function('f', [1, -2, 3]))
 
 
 def test_loop_without_negatives():
-    JSInterpreter(LOOP).call_function('f', [0, 2, 3]) == 6
+    (JSInterpreter(LOOP).call_function('f', [0, 2, 3]))
 
 
 def test_try_finally_without_catch():

@@ -4,4 +4,4 @@ CODE = 'function f(x){var y=0;try{if(x>2){throw "bigbig"};y=x}catch(e){y=-1};ret
 
 
 def test_throw_is_caught():
-    JSInterpreter(CODE).call_function('f', 5) == -1
+    (JSInterpreter(CODE).call_function('f', 5))

@@ -2,4 +2,4 @@ from yt_dlp.utils import parse_duration
 
 
 def test_fractional_hours():
-    parse_duration('3.5') == 12600.0
+    (parse_duration('3.5'))

@@ -2,4 +2,4 @@ from yt_dlp.utils import parse_duration
 
 
 def test_iso8601_duration():
-    parse_duration('P1DT4H3M4.5S') == 93784.5
+    (parse_duration('P1DT4H3M4.5S'))

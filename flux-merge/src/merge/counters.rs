@@ -1,0 +1,106 @@
+//! What the merge left out, inferred or named, counted under a name each (the trace's
+//! `meta.counts`, `merge.*`), and what it could not place (problems: the trace is then
+//! incomplete). Every rule that drops or infers something has its counter here; a count is
+//! written only when it is not zero.
+use flux_trace::Trace;
+
+#[derive(Default, Debug)]
+pub(super) struct Counters {
+    /// `hook-own-work`: USDT events of code the hook itself ran.
+    pub hook_internal_dropped: u64,
+    /// `unmatched-returns`: returns of frames whose entry was never placed (nothing open, or
+    /// with USDT entries).
+    pub pre_hook_returns: u64,
+    /// `unwind-reconcile`: activations closed as unwound by a return lower in the stack.
+    pub reconciled_unwind: u64,
+    /// `hook-lines-win`: USDT lines of code whose lines the hook reports.
+    pub usdt_lines_dropped: u64,
+    /// `generator-entries`: USDT entries of generator code (creation or resumption).
+    pub generator_entries_dropped: u64,
+    /// `line0-naming`: line-0 USDT entries named from the hook's code definitions.
+    pub lineless_named: u64,
+    /// `line0-naming`: line-0 USDT entries of code whose starts the hook reports.
+    pub lineless_dropped: u64,
+    /// `genexpr-naming`: USDT entries of generator expressions named as resumptions.
+    pub genexpr_named: u64,
+    /// `target-entries`: USDT entries of targeted code (scope `targets`).
+    pub target_entries_dropped: u64,
+    /// `join-returns`: hook returns joined to USDT's.
+    pub joined_returns: u64,
+    /// `before-hook`: USDT events before the process's hook was installed.
+    pub before_hook_install: u64,
+    /// `after-hook`: USDT events after the process's hook's last record (3.11).
+    pub after_hook: u64,
+    /// `test-windows`: events outside test windows.
+    pub outside_windows: u64,
+    /// `target-extents`: events outside target extents.
+    pub outside_extents: u64,
+    /// What could not be placed.
+    pub problems: Vec<String>,
+}
+
+/// How many placement problems are written out in full.
+const SHOWN_PROBLEMS: usize = 20;
+
+impl Counters {
+    fn named(&self) -> [(&'static str, u64); 14] {
+        [
+            ("merge.reconciled_unwind", self.reconciled_unwind),
+            (
+                "merge.usdt_lines_dropped_for_hook_lines",
+                self.usdt_lines_dropped,
+            ),
+            (
+                "merge.usdt_generator_entries_dropped",
+                self.generator_entries_dropped,
+            ),
+            ("merge.usdt_line0_entries_named", self.lineless_named),
+            ("merge.usdt_genexpr_resumptions_named", self.genexpr_named),
+            (
+                "merge.usdt_line0_entries_dropped_for_hook_starts",
+                self.lineless_dropped,
+            ),
+            ("merge.returns_joined", self.joined_returns),
+            (
+                "merge.usdt_returns_of_frames_started_before_hook",
+                self.pre_hook_returns,
+            ),
+            (
+                "merge.usdt_events_of_hook_internals_dropped",
+                self.hook_internal_dropped,
+            ),
+            (
+                "merge.usdt_events_before_hook_install",
+                self.before_hook_install,
+            ),
+            ("merge.usdt_events_after_hook_end", self.after_hook),
+            ("merge.events_outside_test_windows", self.outside_windows),
+            ("merge.events_outside_target_extents", self.outside_extents),
+            (
+                "merge.usdt_target_entries_dropped_for_hook_starts",
+                self.target_entries_dropped,
+            ),
+        ]
+    }
+
+    /// Write the problems (the first [`SHOWN_PROBLEMS`] in full) and the counts into `trace`,
+    /// and decide its completeness.
+    pub(super) fn write_to(&self, trace: &mut Trace) {
+        for p in self.problems.iter().take(SHOWN_PROBLEMS) {
+            trace.meta.problems.push(p.clone());
+        }
+        if self.problems.len() > SHOWN_PROBLEMS {
+            trace.meta.problems.push(format!(
+                "… and {} more placement problems",
+                self.problems.len() - SHOWN_PROBLEMS
+            ));
+        }
+        trace.meta.complete = trace.meta.problems.is_empty();
+        trace.meta.counts = trace.count_by_kind();
+        for (k, v) in self.named() {
+            if v > 0 {
+                trace.meta.counts.insert(k.into(), v);
+            }
+        }
+    }
+}

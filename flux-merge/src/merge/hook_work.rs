@@ -1,0 +1,77 @@
+//! The hook's own work, which USDT sees and the hook never reports.
+//!
+//! Code the hook runs (its callbacks, and what they call: a local's `__repr__`, the stdlib
+//! behind `fnmatch`) fires the probes like any other. Rule `hook-own-work`: in one thread,
+//! - every USDT event of the hook's own files (`flux_hook/`, its `sitecustomize.py`) is dropped;
+//! - with USDT entries (3.15) everything from an entry into the hook's files to that frame's
+//!   return is dropped (the bracket counts only that code's own calls and returns: a generator
+//!   created in there fires an entry and no return, so a plain depth count would never come
+//!   back to zero);
+//! - without (3.11), everything inside a span the hook reports as its own work (`hx`) is dropped.
+//!
+//! Nothing else is the hook's: an event this module does not claim is the program's, and the
+//! merge must place it or report it.
+use flux_trace::{Event, Kind};
+
+/// The state of one thread's bracket.
+#[derive(Default)]
+pub(super) struct HookWork {
+    /// (file, func, nesting) of the outermost hook frame USDT is inside (3.15).
+    frame: Option<(String, String, u32)>,
+    /// The end of the latest span the hook reported as its own work (`hx`, 3.11).
+    busy_until: u64,
+}
+
+impl HookWork {
+    /// USDT is inside a frame of the hook's (or what it called).
+    pub(super) fn inside(&self) -> bool {
+        self.frame.is_some()
+    }
+
+    /// `ts` lies in (or before the end of) the latest span of the hook's own work.
+    pub(super) fn busy_at(&self, ts: u64) -> bool {
+        ts <= self.busy_until
+    }
+
+    /// An `hx` record: the hook's work ran until `until`.
+    pub(super) fn busy(&mut self, until: u64) {
+        self.busy_until = self.busy_until.max(until);
+    }
+
+    /// The probes went on or off (an extent's edge) inside the hook's own frames: USDT saw
+    /// their returns (entries) only, so no bracket crosses an edge.
+    pub(super) fn reset_bracket(&mut self) {
+        self.frame = None;
+    }
+
+    /// Whether `e` is the hook's own work; if so the bracket is updated and it must be
+    /// dropped.
+    pub(super) fn claims(&mut self, e: &Event) -> bool {
+        if self.busy_at(e.ts) {
+            return true;
+        }
+        if self.frame.is_none() && !is_hook_file(&e.file) {
+            return false;
+        }
+        let same = |h: &(String, String, u32)| h.0 == e.file && h.1 == e.func;
+        match (&mut self.frame, e.ev) {
+            // (Without USDT entries, 3.11, the hook's own returns are dropped here one by one,
+            // and what its trace functions run is bracketed by its `hx` records.)
+            (None, Kind::Call) => self.frame = Some((e.file.clone(), e.func.clone(), 1)),
+            (Some(h), Kind::Call) if same(h) => h.2 += 1,
+            (Some(h), Kind::Return) if same(h) => {
+                h.2 -= 1;
+                if h.2 == 0 {
+                    self.frame = None;
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+}
+
+/// The hook's own files (the `flux_hook` package and its `sitecustomize`).
+pub(crate) fn is_hook_file(file: &str) -> bool {
+    file.contains("/flux_hook/") || file.ends_with("/hook/sitecustomize.py")
+}

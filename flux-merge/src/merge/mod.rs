@@ -1,0 +1,295 @@
+//! Merge the two witnesses into one oracle trace.
+//!
+//! USDT gives calls and returns where the interpreter has the probes (and lines on 3.11); the
+//! hook gives what it cannot: lines, values and exceptions in targeted code, test boundaries,
+//! 3.11's missing entries, 3.15's generator starts (its entry probe also fires when a generator
+//! object is created, indistinguishably from the first resumption), and on 3.12–3.14 everything.
+//! Both sources stamp CLOCK_MONOTONIC nanoseconds on the thread that did the work, so one
+//! thread's records from both, ordered by time, are in program order.
+//!
+//! The core is small: [`scopes`] cuts each thread's timeline to what was traced, [`thread`]
+//! walks it with a stack of open activations that gives every event its activation, frame,
+//! parent and depth. Every special case is a named rule with its home, its counter
+//! ([`counters`]) and a fixture of the offline corpus (`tests/corpus/`) that pins it:
+//!
+//! | rule | home | what it says |
+//! |---|---|---|
+//! | `timeline` | [`scopes`] | per thread, both sources by time, the hook's record first at equal times |
+//! | `before-hook` | [`scopes`] | USDT events of a process before its hook's first record are left out (counted); USDT events of a process with no hook stream are a problem |
+//! | `test-windows` | [`scopes`] | scope `tests`: only what lies inside a process's test windows |
+//! | `target-extents` | [`scopes`] | scope `targets`: only what lies inside the thread's extents of targeted code |
+//! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
+//! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
+//! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
+//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it |
+//! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
+//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15, a frame started before the hook (counted), or of an activation inferred unwound (a problem) |
+//! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |
+//! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
+//! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
+//! | `never-returned` | [`thread`] | an activation still open when its thread's timeline ends is a problem |
+//! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped |
+//! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
+//! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
+//! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
+//! | `genexpr-naming` | [`codes`] | scope `targets`: a genexpr's line-0 entry is its creation (dropped), another its resumption, named exactly or a problem |
+//! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
+//!
+//! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
+use crate::plan::Plan;
+use crate::protocol::{HookCapture, Pair};
+use flux_trace::{Event, Kind, Meta, Source, Trace, Value};
+use std::collections::HashMap;
+
+mod codes;
+mod counters;
+mod hook_work;
+pub(crate) use hook_work::is_hook_file;
+mod scopes;
+mod thread;
+
+/// An open activation.
+pub(crate) struct Open {
+    act: u64,
+    frame: u64,
+    file: String,
+    func: String,
+    qualname: String,
+    depth: u32,
+    parent: u64,
+    frame_key: Option<u64>,
+    /// The hook already reported this activation's end; USDT's return is expected next.
+    hook_end: Option<Event>,
+    /// Index in the output of the call event, when USDT reported it (the hook may later
+    /// identify the code object exactly: rule `identify`).
+    call_idx: Option<usize>,
+    /// The code object is known exactly (from a hook record of this activation).
+    identified: bool,
+    /// Opened by a line-0 USDT entry of a name several such code objects share: its USDT
+    /// return's line says which.
+    by_return: bool,
+}
+
+/// Merge a USDT capture (already turned into events) and the hook's streams, as `plan` had
+/// them traced. `interpreter` labels a trace without USDT (`/usr/bin/python3.14 (3.14.0)`).
+pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &Plan) -> Trace {
+    let mut meta = match &usdt {
+        Some(t) => t.meta.clone(),
+        None => Meta {
+            complete: true,
+            interpreter: interpreter.to_string(),
+            ..Meta::default()
+        },
+    };
+    meta.calls = plan.calls_label();
+    meta.problems.extend(hook.problems.iter().cloned());
+    for s in &hook.streams {
+        meta.problems.extend(s.problems());
+        meta.problems.extend(disagreement(s, plan));
+    }
+    let usdt_events: Vec<Event> = usdt.map(|t| t.events).unwrap_or_default();
+    let codes = codes::CodeIndex::new(hook, plan);
+    let mut c = counters::Counters::default();
+    let threads = scopes::timelines(&usdt_events, hook, plan, &mut c, &mut meta.problems);
+    let shared = thread::Shared {
+        plan,
+        codes: &codes,
+    };
+    let mut out: Vec<Event> = Vec::with_capacity(usdt_events.len());
+    let mut next_act = 1u64;
+    for (key, items) in &threads {
+        thread::Thread::new(*key, &shared, &mut next_act, &mut out, &mut c).run(items);
+    }
+    name_modules(&mut out, hook);
+    out.sort_by_key(|e| e.ts);
+    assign_tests(&mut out);
+    let mut trace = Trace { meta, events: out };
+    c.write_to(&mut trace);
+    trace
+}
+
+/// Indices into `usdt` (a USDT trace's events) of the events rule `hook-own-work` drops without
+/// any rule reading them: those inside a span of the hook's own work (`hx`), and those of other
+/// files inside a bracket of the hook's frames. A fixture may leave them out (all but a few)
+/// without changing the merge; see `fixture::Fixture::normalise`.
+pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
+    let mut c = counters::Counters::default();
+    let mut problems = Vec::new();
+    let threads = scopes::timelines(usdt, hook, plan, &mut c, &mut problems);
+    let base = usdt.as_ptr() as usize;
+    let size = std::mem::size_of::<Event>().max(1);
+    let mut out = Vec::new();
+    for items in threads.values() {
+        let mut work = hook_work::HookWork::default();
+        for item in items {
+            match item {
+                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
+                    work.busy(*until)
+                }
+                scopes::Item::Hook(_, r)
+                    if matches!(
+                        r,
+                        crate::protocol::Rec::ExtentOpen { .. }
+                            | crate::protocol::Rec::ExtentClose { .. }
+                    ) =>
+                {
+                    work.reset_bracket()
+                }
+                scopes::Item::Hook(..) => {}
+                scopes::Item::Usdt(e) => {
+                    let interior = work.busy_at(e.ts) || (work.inside() && !is_hook_file(&e.file));
+                    if work.claims(e) && interior {
+                        out.push((*e as *const Event as usize - base) / size);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// A hook that says it runs under another policy than the plan's cannot be merged by it.
+fn disagreement(s: &crate::protocol::Stream, plan: &Plan) -> Option<String> {
+    let h = s.hello.as_ref()?;
+    let leave = plan.leave.as_list();
+    let ok = h.calls == plan.hook_calls.as_str()
+        && h.scope == plan.scope.as_str()
+        && h.leave.iter().map(String::as_str).eq(leave.iter().copied());
+    (!ok).then(|| {
+        format!(
+            "hook of pid {} runs with calls={} scope={} leave={:?}, but the plan is calls={} scope={} leave={:?}",
+            s.pid,
+            h.calls,
+            h.scope,
+            h.leave,
+            plan.hook_calls.as_str(),
+            plan.scope.as_str(),
+            leave
+        )
+    })
+}
+
+fn value(p: &Pair) -> Value {
+    Value {
+        repr: scrub_addresses(&p.0),
+        ty: p.1.clone(),
+    }
+}
+
+fn locals(l: &[(String, Pair)]) -> Vec<(String, Value)> {
+    l.iter().map(|(k, v)| (k.clone(), value(v))).collect()
+}
+
+/// Reprs like `<function f at 0x7f3a…>` carry a memory address that changes from run to run;
+/// a gold answer must not. The address is replaced by `0x?`.
+pub fn scrub_addresses(repr: &str) -> String {
+    if !repr.contains(" at 0x") {
+        return repr.to_string();
+    }
+    let mut out = String::with_capacity(repr.len());
+    let mut rest = repr;
+    while let Some(i) = rest.find(" at 0x") {
+        out.push_str(&rest[..i + 6]);
+        rest = &rest[i + 6..];
+        let n = rest.bytes().take_while(|b| b.is_ascii_hexdigit()).count();
+        out.push_str(if n > 0 { "?" } else { "" });
+        rest = &rest[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn decorate(ev: &mut Event, o: &Open) {
+    ev.activation = o.act;
+    ev.frame = o.frame;
+    ev.parent = o.parent;
+    ev.depth = o.depth;
+    if ev.qualname.is_empty() {
+        ev.qualname = o.qualname.clone();
+    }
+}
+
+/// The return of an activation left by an exception that fired no return probe, placed just
+/// before the return that revealed it (or the hook's record of it, if it sent one).
+fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
+    if let Some(h) = &o.hook_end {
+        return h.clone();
+    }
+    let mut ev = Event::new(ts.saturating_sub(1), pid, tid, Kind::Return, Source::Usdt);
+    ev.file = o.file.clone();
+    ev.func = o.func.clone();
+    ev.unwind = true;
+    decorate(&mut ev, o);
+    ev
+}
+
+/// Dialect `swe-flux`: the hook sends the module of targeted code in its `C` records; every
+/// event of that code (whichever witness reported it) is named with it. Code of one file and
+/// qualified name defined under two modules in one process is left unnamed (the log writer
+/// then refuses it rather than guess).
+fn name_modules(events: &mut [Event], hook: &HookCapture) {
+    let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
+    for s in &hook.streams {
+        for c in s.codes.values() {
+            let Some(m) = c.module.as_deref() else {
+                continue;
+            };
+            modules
+                .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
+                .and_modify(|old| {
+                    if *old != Some(m) {
+                        *old = None
+                    }
+                })
+                .or_insert(Some(m));
+        }
+    }
+    if modules.is_empty() {
+        return;
+    }
+    for e in events.iter_mut() {
+        if let Some(Some(m)) = modules.get(&(e.pid, e.file.as_str(), e.name())) {
+            e.module = m.to_string();
+        }
+    }
+}
+
+/// Every event inside a test's window gets the test's id (tests run one at a time per process).
+fn assign_tests(events: &mut [Event]) {
+    let mut current: HashMap<u32, String> = HashMap::new();
+    for e in events.iter_mut() {
+        match e.ev {
+            Kind::TestStart => {
+                current.insert(e.pid, e.test.clone());
+            }
+            Kind::TestEnd => {
+                current.remove(&e.pid);
+            }
+            _ => {
+                if let Some(t) = current.get(&e.pid) {
+                    e.test = t.clone();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_scrubbed_from_reprs() {
+        assert_eq!(
+            scrub_addresses("<function f at 0x7f3a12bc>"),
+            "<function f at 0x?>"
+        );
+        assert_eq!(
+            scrub_addresses("[<A at 0xdead>, <B at 0xbeef>]"),
+            "[<A at 0x?>, <B at 0x?>]"
+        );
+        assert_eq!(scrub_addresses("'at 0x'"), "'at 0x'");
+        assert_eq!(scrub_addresses("plain"), "plain");
+    }
+}

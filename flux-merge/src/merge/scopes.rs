@@ -1,0 +1,251 @@
+//! Which records take part at all: the per-thread timelines, cut to what was traced.
+//!
+//! Rules (names as in the merge's module doc):
+//! - `before-hook`: with USDT calls, USDT events of a process before its hook's first record
+//!   (interpreter start-up, before `sitecustomize`) are left out and counted; a process with USDT
+//!   events and no hook stream is a problem (its calls cannot be placed).
+//! - `after-hook` (3.11, the hook reports every start): USDT events of a process after its
+//!   hook's last record (interpreter shutdown after `bye`, finalizers) cannot be placed and are
+//!   left out and counted.
+//! - `test-windows` (scope `tests`/`targets`): per process, only what lies inside the windows its
+//!   hook opened and closed (`wo`/`wc`) counts; the rest (start-up before the hook zeroed the
+//!   semaphores, shutdown after it gave them back) is left out and counted.
+//! - `target-extents` (scope `targets`): per thread, only USDT events and hook records about code
+//!   inside the thread's extents (`xo`/`xc`) count; the rest (another thread's calls while this
+//!   one is inside an extent) is left out and counted. Marks that do not pair are a problem.
+//! - `timeline`: each thread's records from both sources ordered by time, the hook's first at
+//!   equal times (its callbacks run before the probe of the same instruction: PY_RETURN before
+//!   function__return).
+use super::counters::Counters;
+use crate::plan::Plan;
+use crate::protocol::{HookCapture, Rec, Stream};
+use flux_trace::{Event, Scope};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// One record from either source, placed in a thread's timeline.
+#[derive(Clone, Copy)]
+pub(super) enum Item<'a> {
+    Usdt(&'a Event),
+    Hook(&'a Stream, &'a Rec),
+}
+
+impl Item<'_> {
+    pub(super) fn ts(&self) -> u64 {
+        match self {
+            Item::Usdt(e) => e.ts,
+            Item::Hook(_, r) => r.ts(),
+        }
+    }
+    fn order(&self) -> u8 {
+        match self {
+            Item::Hook(..) => 0,
+            Item::Usdt(_) => 1,
+        }
+    }
+}
+
+/// Per (pid, tid), the thread's records in program order.
+pub(super) type Timelines<'a> = BTreeMap<(u32, u32), Vec<Item<'a>>>;
+
+/// The spans in which each process and thread was traced.
+struct Spans {
+    /// Per process: the time of its hook's first record.
+    hook_start: HashMap<u32, u64>,
+    /// Per process: the time of its hook's last record.
+    hook_end: HashMap<u32, u64>,
+    /// Per process: its test windows (scope `tests`/`targets`).
+    windows: HashMap<u32, Vec<(u64, u64)>>,
+    /// Per thread: its target extents (scope `targets`).
+    extents: HashMap<(u32, u32), Vec<(u64, u64)>>,
+    /// Processes traced with scope `targets`.
+    targets_scoped: HashSet<u32>,
+}
+
+impl Spans {
+    fn new(hook: &HookCapture, plan: &Plan, problems: &mut Vec<String>) -> Spans {
+        let mut sp = Spans {
+            hook_start: HashMap::new(),
+            hook_end: HashMap::new(),
+            windows: HashMap::new(),
+            extents: HashMap::new(),
+            targets_scoped: HashSet::new(),
+        };
+        for s in &hook.streams {
+            if let Some(t) = s.records.iter().map(|r| r.ts()).min() {
+                let e = sp.hook_start.entry(s.pid).or_insert(t);
+                *e = (*e).min(t);
+            }
+            let last = s.records.iter().map(|r| match r {
+                Rec::Internal { until, .. } => *until,
+                r => r.ts(),
+            });
+            if let Some(t) = last.max() {
+                let e = sp.hook_end.entry(s.pid).or_insert(t);
+                *e = (*e).max(t);
+            }
+            if plan.scope.windows() {
+                sp.add_windows(s, problems);
+            }
+            if plan.scope == Scope::Targets {
+                sp.add_extents(s, problems);
+            }
+        }
+        sp
+    }
+
+    fn add_windows(&mut self, s: &Stream, problems: &mut Vec<String>) {
+        let marks = s.records.iter().filter_map(|r| match r {
+            Rec::WindowOpen { ts, .. } => Some((*ts, true)),
+            Rec::WindowClose { ts, .. } => Some((*ts, false)),
+            _ => None,
+        });
+        // (A process that exec'd has two streams: their windows are one list.)
+        if !add_spans(self.windows.entry(s.pid).or_default(), marks) {
+            problems.push(format!(
+                "process {}: test windows do not nest as open/close pairs",
+                s.pid
+            ));
+        }
+    }
+
+    fn add_extents(&mut self, s: &Stream, problems: &mut Vec<String>) {
+        self.targets_scoped.insert(s.pid);
+        // One pass over the stream: each thread's marks.
+        let mut marks: HashMap<u32, Vec<(u64, bool)>> = HashMap::new();
+        for r in &s.records {
+            match r {
+                Rec::ExtentOpen { ts, tid } => marks.entry(*tid).or_default().push((*ts, true)),
+                Rec::ExtentClose { ts, tid } => marks.entry(*tid).or_default().push((*ts, false)),
+                _ => {}
+            }
+        }
+        for (tid, m) in marks {
+            if !add_spans(self.extents.entry((s.pid, tid)).or_default(), m.into_iter()) {
+                problems.push(format!(
+                    "process {} thread {tid}: target extents do not nest as open/close pairs",
+                    s.pid
+                ));
+            }
+        }
+    }
+
+    fn in_window(&self, pid: u32, ts: u64, c: &mut Counters) -> bool {
+        let inside = self.windows.get(&pid).is_none_or(|w| within(w, ts));
+        if !inside {
+            c.outside_windows += 1;
+        }
+        inside
+    }
+
+    fn in_extent(&self, pid: u32, tid: u32, ts: u64, c: &mut Counters) -> bool {
+        if !self.targets_scoped.contains(&pid) {
+            return true;
+        }
+        let inside = self.extents.get(&(pid, tid)).is_some_and(|x| within(x, ts));
+        if !inside {
+            c.outside_extents += 1;
+        }
+        inside
+    }
+}
+
+/// Each thread's timeline of the records that were traced (see the module doc).
+pub(super) fn timelines<'a>(
+    usdt: &'a [Event],
+    hook: &'a HookCapture,
+    plan: &Plan,
+    c: &mut Counters,
+    problems: &mut Vec<String>,
+) -> Timelines<'a> {
+    let sp = Spans::new(hook, plan, problems);
+    let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut threads: Timelines = BTreeMap::new();
+    for e in usdt {
+        if !sp.in_window(e.pid, e.ts, c) || !sp.in_extent(e.pid, e.tid, e.ts, c) {
+            continue;
+        }
+        if plan.merged() {
+            match sp.hook_start.get(&e.pid) {
+                Some(t) if e.ts < *t => {
+                    c.before_hook_install += 1;
+                    continue;
+                }
+                None => {
+                    *unhooked.entry(e.pid).or_insert(0) += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        if plan.hook_entries() && sp.hook_end.get(&e.pid).is_some_and(|t| e.ts > *t) {
+            c.after_hook += 1;
+            continue;
+        }
+        threads
+            .entry((e.pid, e.tid))
+            .or_default()
+            .push(Item::Usdt(e));
+    }
+    for (pid, n) in &unhooked {
+        problems.push(format!(
+            "process {pid} produced {n} USDT events but no hook stream (started with -S/-I, or the hook failed): its calls cannot be placed"
+        ));
+    }
+    for s in &hook.streams {
+        for r in &s.records {
+            if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. })
+                || !sp.in_window(s.pid, r.ts(), c)
+            {
+                continue;
+            }
+            // What the hook reports about code counts only inside the thread's extents.
+            if r.about_code() && !sp.in_extent(s.pid, r.tid(), r.ts(), c) {
+                continue;
+            }
+            threads
+                .entry((s.pid, r.tid()))
+                .or_default()
+                .push(Item::Hook(s, r));
+        }
+    }
+    for items in threads.values_mut() {
+        items.sort_by_key(|i| (i.ts(), i.order()));
+    }
+    threads
+}
+
+/// Open/close marks (any order) as closed spans in time order, an unclosed one running to the
+/// end; false when they do not pair up.
+fn spans(marks: impl Iterator<Item = (u64, bool)>) -> (Vec<(u64, u64)>, bool) {
+    let mut marks: Vec<(u64, bool)> = marks.collect();
+    marks.sort_unstable();
+    let (mut out, mut paired, mut open) = (Vec::new(), true, None);
+    for (ts, is_open) in marks {
+        match (is_open, open) {
+            (true, None) => open = Some(ts),
+            (false, Some(o)) => {
+                out.push((o, ts));
+                open = None;
+            }
+            _ => paired = false,
+        }
+    }
+    if let Some(o) = open {
+        out.push((o, u64::MAX));
+    }
+    (out, paired)
+}
+
+/// Add the spans of `marks` to `all` (kept in time order); false if the marks do not pair.
+fn add_spans(all: &mut Vec<(u64, u64)>, marks: impl Iterator<Item = (u64, bool)>) -> bool {
+    let (new, paired) = spans(marks);
+    all.extend(new);
+    all.sort_unstable();
+    paired
+}
+
+/// Whether `ts` lies in one of these time-ordered spans.
+fn within(spans: &[(u64, u64)], ts: u64) -> bool {
+    let i = spans.partition_point(|(start, _)| *start <= ts);
+    i > 0 && ts <= spans[i - 1].1
+}

@@ -1,0 +1,579 @@
+//! One thread's timeline turned into events: the stack of activations.
+//!
+//! Rules (names as in the merge's module doc): `activation-stack`, `unwind-reconcile`,
+//! `join-returns`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
+//! `extent-edges`, `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
+//! [`super::hook_work`].
+use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
+use super::counters::Counters;
+use super::hook_work::{is_hook_file, HookWork};
+use super::scopes::Item;
+use super::{close_inferred, decorate, locals, value, Open};
+use crate::plan::Plan;
+use crate::protocol::{CodeDef, How, Rec, Stream};
+use flux_trace::{Event, ExcInfo, Kind, Source};
+use std::collections::HashMap;
+
+/// What every thread shares: the plan and the hook's code definitions.
+pub(super) struct Shared<'a> {
+    pub plan: &'a Plan,
+    pub codes: &'a CodeIndex,
+}
+
+pub(super) struct Thread<'a, 'o> {
+    pid: u32,
+    tid: u32,
+    sh: &'a Shared<'a>,
+    stack: Vec<Open>,
+    /// frame_key -> (frame id, file, func) of a suspended generator/coroutine frame.
+    suspended: HashMap<u64, (u64, String, String)>,
+    work: HookWork,
+    /// (file, func) of activations closed by `unwind-reconcile`, with how many: a later USDT
+    /// return of one of them means the inference was wrong.
+    inferred: HashMap<(String, String), u32>,
+    next_act: &'o mut u64,
+    out: &'o mut Vec<Event>,
+    c: &'o mut Counters,
+}
+
+impl<'a, 'o> Thread<'a, 'o> {
+    pub(super) fn new(
+        (pid, tid): (u32, u32),
+        sh: &'a Shared<'a>,
+        next_act: &'o mut u64,
+        out: &'o mut Vec<Event>,
+        c: &'o mut Counters,
+    ) -> Self {
+        Thread {
+            pid,
+            tid,
+            sh,
+            stack: Vec::new(),
+            suspended: HashMap::new(),
+            work: HookWork::default(),
+            inferred: HashMap::new(),
+            next_act,
+            out,
+            c,
+        }
+    }
+
+    pub(super) fn run(mut self, items: &[Item]) {
+        if self.sh.plan.hook_entries() && !items.iter().any(|i| matches!(i, Item::Hook(..))) {
+            // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
+            // a thread with USDT events and no hook record ran untraced (started with
+            // `_thread.start_new_thread`, or by C code): none of its calls can be placed.
+            let n = items.len();
+            let (pid, tid) = (self.pid, self.tid);
+            return self.problem(format!(
+                "thread {pid}/{tid} made {n} USDT events but the hook never traced it (started with _thread.start_new_thread, or from C?): its calls are missing"
+            ));
+        }
+        for item in items {
+            self.settle_hook_end(item);
+            match item {
+                Item::Usdt(e) => self.usdt(e),
+                Item::Hook(s, r) => self.hook(s, r),
+            }
+        }
+        self.finish();
+    }
+
+    fn problem(&mut self, p: String) {
+        self.c.problems.push(p);
+    }
+
+    /// `join-returns`: the top activation's end was reported by the hook and USDT's return is
+    /// expected next; anything else of the program's comes first means the probe did not fire
+    /// (3.15 exception exits), and the hook's record closes it. USDT records of the hook's own
+    /// work in between do not count.
+    fn settle_hook_end(&mut self, item: &Item) {
+        let Some(top) = self.stack.last() else { return };
+        if top.hook_end.is_none() {
+            return;
+        }
+        let keep_waiting = match item {
+            Item::Usdt(e) => {
+                let same = e.file == top.file && e.func == top.func;
+                self.work.inside()
+                    || self.work.busy_at(e.ts)
+                    || is_hook_file(&e.file)
+                    || (same && e.ev == Kind::Return)
+                    || (e.ev != Kind::Call && !same)
+            }
+            Item::Hook(_, Rec::Internal { .. }) => true,
+            Item::Hook(..) => false,
+        };
+        if !keep_waiting {
+            let top = self.stack.pop().expect("non-empty");
+            self.out.push(top.hook_end.expect("checked"));
+        }
+    }
+
+    fn usdt(&mut self, e: &Event) {
+        if self.work.claims(e) {
+            self.c.hook_internal_dropped += 1;
+            return;
+        }
+        match e.ev {
+            Kind::Call => self.usdt_call(e),
+            Kind::Return => self.usdt_return(e),
+            Kind::Line => self.usdt_line(e),
+            _ => self.out.push(e.clone()),
+        }
+    }
+
+    fn usdt_call(&mut self, e: &Event) {
+        match self.sh.codes.entry(self.sh.plan, &self.stack, e) {
+            Entry::Drop(Dropped::Generator) => self.c.generator_entries_dropped += 1,
+            Entry::Drop(Dropped::Lineless) => self.c.lineless_dropped += 1,
+            Entry::Drop(Dropped::Target) => self.c.target_entries_dropped += 1,
+            Entry::Problem(p) => self.problem(p),
+            Entry::Open {
+                qualname,
+                line,
+                by_return,
+                named,
+            } => {
+                match named {
+                    Some(Named::Lineless) => self.c.lineless_named += 1,
+                    Some(Named::Genexpr) => self.c.genexpr_named += 1,
+                    None => {}
+                }
+                let mut e = e.clone();
+                e.line = line;
+                let ev = self.open(e, qualname, None, None);
+                let top = self.stack.last_mut().expect("just opened");
+                top.call_idx = Some(self.out.len());
+                top.by_return = by_return;
+                self.out.push(ev);
+            }
+        }
+    }
+
+    /// `activation-stack`: a call opens an activation (a generator resumption keeps its
+    /// frame's id: `generator-frames`).
+    fn open(
+        &mut self,
+        mut ev: Event,
+        qualname: String,
+        frame_key: Option<u64>,
+        frame: Option<u64>,
+    ) -> Event {
+        let act = *self.next_act;
+        *self.next_act += 1;
+        let o = Open {
+            act,
+            frame: frame.unwrap_or(act),
+            file: ev.file.clone(),
+            func: ev.func.clone(),
+            qualname,
+            depth: self.stack.len() as u32,
+            parent: self.stack.last().map_or(0, |o| o.act),
+            frame_key,
+            hook_end: None,
+            call_idx: None,
+            identified: frame_key.is_some(),
+            by_return: false,
+        };
+        decorate(&mut ev, &o);
+        self.stack.push(o);
+        ev
+    }
+
+    /// `unwind-reconcile`: a return of a frame lower in the stack than the top means the
+    /// frames above it were left by an exception without a return probe (3.15): they are
+    /// closed as unwound just before it.
+    fn unwind_above(&mut self, pos: usize, ts: u64) {
+        while self.stack.len() > pos + 1 {
+            let o = self.stack.pop().expect("len > pos+1");
+            self.c.reconciled_unwind += 1;
+            if o.hook_end.is_none() {
+                *self
+                    .inferred
+                    .entry((o.file.clone(), o.func.clone()))
+                    .or_default() += 1;
+            }
+            if o.by_return && !o.identified {
+                self.problem(unnamed(&o, None, self.pid, self.tid));
+            }
+            self.out.push(close_inferred(&o, ts, self.pid, self.tid));
+        }
+    }
+
+    fn usdt_return(&mut self, e: &Event) {
+        let same = |o: &Open| o.file == e.file && o.func == e.func;
+        let found = if self.sh.plan.hook_entries() {
+            self.stack
+                .last()
+                .filter(|o| same(o))
+                .map(|_| self.stack.len() - 1)
+        } else {
+            self.stack.iter().rposition(same)
+        };
+        let Some(pos) = found else {
+            return self.unmatched_return(e);
+        };
+        self.unwind_above(pos, e.ts);
+        let mut o = self.stack.pop().expect("pos exists");
+        if o.by_return && !o.identified {
+            let cands = self.sh.codes.lineless_holding(self.pid, &o, e.line);
+            if let Some(only) = one_identity(cands.iter().copied()) {
+                identify(&mut o, only, self.out);
+                self.c.lineless_named += 1;
+            } else {
+                let p = unnamed(&o, Some((e.line, cands.len())), self.pid, self.tid);
+                self.problem(p);
+            }
+        }
+        let mut ev = e.clone();
+        decorate(&mut ev, &o);
+        if let Some(h) = o.hook_end {
+            self.c.joined_returns += 1;
+            ev.value = h.value;
+            ev.unwind = h.unwind;
+            ev.suspended = h.suspended;
+            ev.exc = h.exc;
+            ev.locals = h.locals;
+            ev.deleted = h.deleted;
+        }
+        if ev.suspended {
+            if let Some(k) = o.frame_key {
+                self.suspended
+                    .insert(k, (o.frame, o.file.clone(), o.func.clone()));
+            }
+        }
+        self.out.push(ev);
+    }
+
+    /// `unmatched-returns`: a USDT return no open activation matches.
+    fn unmatched_return(&mut self, e: &Event) {
+        let plan = self.sh.plan;
+        if plan.hook_entries() {
+            // Without USDT entries (3.11) the hook reports every start it sees. A return with
+            // nothing open is a frame below the ones it traced in this thread (threading's
+            // `_bootstrap`, started before the thread's trace function). A return of targeted
+            // code with something else open ran unseen by the hook (the program's own
+            // `sys.settrace` in force): its calls are missing (17.2). Any other is taken for
+            // what the hook's own frames ran without an `hx` span (its pytest plugin's hooks,
+            // the sitecustomize it chains to); that 3.11 cannot tell those from untargeted code
+            // run under the program's own tracer is a known gap (flux-hook/README.md).
+            let key = (self.pid, e.file.clone(), e.func.clone());
+            if self.stack.is_empty() {
+                self.c.pre_hook_returns += 1;
+            } else if self.sh.codes.targeted.contains(&key) {
+                let top = self.stack.last().expect("non-empty");
+                let p = format!(
+                    "USDT return of targeted {} ({}:{}) in thread {}/{} while {} runs, with no start the hook reported: code the hook did not see ran (the program's own sys.settrace?), its calls are missing",
+                    e.func, e.file, e.line, self.pid, self.tid, top.func
+                );
+                self.problem(p);
+            } else {
+                self.c.hook_internal_dropped += 1;
+            }
+        } else if plan.merged() {
+            let key = (e.file.clone(), e.func.clone());
+            if let Some(n) = self.inferred.get_mut(&key).filter(|n| **n > 0) {
+                // The frame was closed as unwound (no return probe, it seemed), and here is its
+                // return after all: the inference was wrong, and so are the parents since.
+                *n -= 1;
+                let (pid, tid) = (self.pid, self.tid);
+                return self.problem(format!(
+                    "USDT return of {} ({}:{}) in thread {pid}/{tid} after its activation was inferred unwound",
+                    e.func, e.file, e.line
+                ));
+            }
+            // With USDT entries: a frame that started before the hook was installed (its
+            // entry was left out), or an interpreter shim frame that fires no entry (3.13+'s
+            // `__init__` cleanup frame).
+            self.c.pre_hook_returns += 1;
+        } else {
+            self.problem(format!(
+                "return of {} ({}:{}) with no open activation in thread {}/{}",
+                e.func, e.file, e.line, self.pid, self.tid
+            ));
+        }
+    }
+
+    /// `hook-lines-win`: lines in frames the hook traces come from the hook (they carry
+    /// values); USDT's lines of that code are dropped, and so are lines of code that is not
+    /// the running activation's (code the hook ran).
+    fn usdt_line(&mut self, e: &Event) {
+        if self
+            .sh
+            .codes
+            .hook_line_codes
+            .contains(&(self.pid, e.file.clone(), e.func.clone()))
+        {
+            self.c.usdt_lines_dropped += 1;
+            return;
+        }
+        let mut ev = e.clone();
+        match self.stack.last() {
+            Some(o) if o.file == e.file && o.func == e.func => decorate(&mut ev, o),
+            _ => {
+                self.c.hook_internal_dropped += 1;
+                return;
+            }
+        }
+        self.out.push(ev);
+    }
+
+    fn hook(&mut self, s: &Stream, r: &Rec) {
+        match r {
+            Rec::Call { .. } => self.hook_call(s, r),
+            Rec::Ret { .. } => self.hook_ret(s, r),
+            Rec::Line { .. } | Rec::Exc { .. } | Rec::Handled { .. } => self.hook_code_event(s, r),
+            Rec::Internal { until, .. } => self.work.busy(*until),
+            Rec::WindowOpen { .. } | Rec::WindowClose { .. } => {}
+            Rec::ExtentOpen { .. } | Rec::ExtentClose { .. } => self.extent_edge(r),
+            Rec::TestStart { ts, nodeid, .. } => {
+                let mut ev = Event::new(*ts, self.pid, self.tid, Kind::TestStart, Source::Hook);
+                ev.test = nodeid.clone();
+                self.out.push(ev);
+            }
+            Rec::TestEnd {
+                ts,
+                nodeid,
+                outcome,
+                ..
+            } => {
+                let mut ev = Event::new(*ts, self.pid, self.tid, Kind::TestEnd, Source::Hook);
+                ev.test = nodeid.clone();
+                ev.outcome = outcome.clone();
+                self.out.push(ev);
+            }
+        }
+    }
+
+    /// The code a hook record names, or a problem (the stream never defined it).
+    fn code_of<'s>(&mut self, s: &'s Stream, what: &str, id: u32) -> Option<&'s CodeDef> {
+        let cd = s.codes.get(&id);
+        if cd.is_none() {
+            self.problem(format!(
+                "hook {what} of undefined code {id} in thread {}/{}",
+                self.pid, self.tid
+            ));
+        }
+        cd
+    }
+
+    fn hook_event(&self, ts: u64, kind: Kind, cd: &CodeDef, line: u32) -> Event {
+        let mut ev = Event::new(ts, self.pid, self.tid, kind, Source::Hook);
+        ev.file = cd.file.clone();
+        ev.func = cd.name.clone();
+        ev.line = line;
+        ev
+    }
+
+    fn hook_call(&mut self, s: &Stream, r: &Rec) {
+        let Rec::Call {
+            ts,
+            code,
+            frame,
+            line,
+            thrown,
+            locals: l,
+            deleted,
+            ..
+        } = r
+        else {
+            return;
+        };
+        let Some(cd) = self.code_of(s, "call", *code) else {
+            return;
+        };
+        let mut ev = self.hook_event(*ts, Kind::Call, cd, *line);
+        if *thrown {
+            ev.outcome = "throw".into();
+        }
+        ev.locals = locals(l);
+        ev.deleted = deleted.clone();
+        let reuse = self
+            .suspended
+            .remove(frame)
+            .filter(|(_, f, n)| *f == cd.file && *n == cd.name)
+            .map(|(id, _, _)| id);
+        let ev = self.open(ev, cd.qualname.clone(), Some(*frame), reuse);
+        self.out.push(ev);
+    }
+
+    fn hook_ret(&mut self, s: &Stream, r: &Rec) {
+        let Rec::Ret {
+            ts,
+            code,
+            frame,
+            line,
+            how,
+            payload,
+            locals: l,
+            deleted,
+            ..
+        } = r
+        else {
+            return;
+        };
+        let Some(cd) = self.code_of(s, "return", *code) else {
+            return;
+        };
+        let mut ev = self.hook_event(*ts, Kind::Return, cd, *line);
+        ev.locals = locals(l);
+        ev.deleted = deleted.clone();
+        ev.suspended = *how == How::Yield;
+        ev.unwind = *how == How::Unwind;
+        match (how, payload) {
+            (How::Unwind, Some(p)) => {
+                ev.exc = Some(ExcInfo {
+                    ty: p.0.clone(),
+                    msg: p.1.clone(),
+                })
+            }
+            (_, Some(p)) => ev.value = Some(value(p)),
+            _ => {}
+        }
+        let Some(pos) = self
+            .stack
+            .iter()
+            .rposition(|o| o.file == cd.file && o.func == cd.name)
+        else {
+            let (pid, tid) = (self.pid, self.tid);
+            return self.problem(format!(
+                "hook return of {} ({}:{line}) with no open activation in thread {pid}/{tid}",
+                cd.qualname, cd.file
+            ));
+        };
+        self.unwind_above(pos, *ts);
+        let top = self.stack.last_mut().expect("pos exists");
+        identify(top, cd, self.out);
+        decorate(&mut ev, top);
+        if self.sh.plan.merged() {
+            // Wait for USDT's return of this activation to carry the data.
+            top.hook_end = Some(ev);
+            return;
+        }
+        let o = self.stack.pop().expect("pos exists");
+        if ev.suspended {
+            self.suspended
+                .insert(*frame, (o.frame, o.file.clone(), o.func.clone()));
+        }
+        self.out.push(ev);
+    }
+
+    /// Lines, exceptions and handlers of the running activation.
+    fn hook_code_event(&mut self, s: &Stream, r: &Rec) {
+        let (code, what) = match r {
+            Rec::Line { code, .. } => (*code, "line"),
+            Rec::Exc { code, .. } => (*code, "exception"),
+            Rec::Handled { code, .. } => (*code, "handler"),
+            _ => return,
+        };
+        let Some(cd) = self.code_of(s, what, code) else {
+            return;
+        };
+        let mut ev = match r {
+            Rec::Line {
+                ts,
+                line,
+                locals: l,
+                deleted,
+                ..
+            } => {
+                let mut ev = self.hook_event(*ts, Kind::Line, cd, *line);
+                ev.locals = locals(l);
+                ev.deleted = deleted.clone();
+                ev
+            }
+            Rec::Exc {
+                ts,
+                line,
+                ty,
+                msg,
+                kind,
+                locals: l,
+                deleted,
+                object,
+                ..
+            } => {
+                let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
+                ev.exc = Some(ExcInfo {
+                    ty: ty.clone(),
+                    msg: msg.clone(),
+                });
+                ev.outcome = kind.as_str().into();
+                ev.locals = locals(l);
+                ev.deleted = deleted.clone();
+                ev.value = object.as_ref().map(value);
+                ev
+            }
+            Rec::Handled {
+                ts, line, ty, msg, ..
+            } => {
+                let mut ev = self.hook_event(*ts, Kind::Handled, cd, *line);
+                ev.exc = Some(ExcInfo {
+                    ty: ty.clone(),
+                    msg: msg.clone(),
+                });
+                ev
+            }
+            _ => return,
+        };
+        match self.stack.last_mut() {
+            Some(o) if o.file == ev.file && o.func == ev.func => {
+                identify(o, cd, self.out);
+                decorate(&mut ev, o);
+            }
+            _ => {
+                let (pid, tid) = (self.pid, self.tid);
+                return self.problem(format!(
+                    "{} event of {} ({}:{}) outside its activation in thread {pid}/{tid}",
+                    ev.ev.as_str(),
+                    ev.func,
+                    ev.file,
+                    ev.line
+                ));
+            }
+        }
+        self.out.push(ev);
+    }
+
+    /// `extent-edges`: between extents nothing of the thread's is open (the pending hook end
+    /// of the outermost targeted activation was closed before): anything still open is a
+    /// problem, never silently closed.
+    fn extent_edge(&mut self, r: &Rec) {
+        self.work.reset_bracket();
+        let edge = if matches!(r, Rec::ExtentOpen { .. }) {
+            "start"
+        } else {
+            "end"
+        };
+        while let Some(o) = self.stack.pop() {
+            let (pid, tid) = (self.pid, self.tid);
+            self.problem(format!(
+                "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
+                o.func, o.file
+            ));
+            if let Some(ev) = o.hook_end {
+                self.out.push(ev);
+            }
+        }
+    }
+
+    /// `never-returned`: the thread ended; an end the hook reported and USDT never did closes
+    /// its activation, anything else still open is a problem.
+    fn finish(mut self) {
+        while let Some(top) = self.stack.pop() {
+            match top.hook_end {
+                Some(ev) => self.out.push(ev),
+                None => {
+                    // Frames still open at exit (the interpreter's own bottom frames when the
+                    // process ended in os._exit, or a thread killed at exit).
+                    let (pid, tid) = (self.pid, self.tid);
+                    self.problem(format!(
+                        "activation of {} ({}) never returned in thread {pid}/{tid}",
+                        top.func, top.file
+                    ));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The USDT witness's records: ring-buffer bytes decoded through the shared ABI types
+//! (`flux_common::Event`, `flux_common::StrDef`), strings resolved, and the capture's
+//! completeness verdict.
+//!
+//! The kernel names a string by (process, pointer, fingerprint) and sends its bytes once per
+//! process ([`flux_common::StrDef`]); [`Drained::strings`] holds each once, shared (`Arc<str>`)
+//! by the records that name it. The trace's [`flux_trace::Event`]s own their strings: they are
+//! not interned there.
+use flux_common::{Event as RawAbi, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_MAX, TAG_STR};
+use flux_trace::{Event, Kind, Meta, Source, Trace};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A USDT event as it came out of the ring buffer, strings still named by key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawEvent {
+    pub kind: u32,
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub host_tgid: u32,
+    pub line: i32,
+    pub file: (u64, u64),
+    pub func: (u64, u64),
+}
+
+/// What draining produced.
+#[derive(Debug, Default)]
+pub struct Drained {
+    pub events: Vec<RawEvent>,
+    /// (host tgid, pointer, fingerprint) → string.
+    pub strings: HashMap<(u32, u64, u64), Arc<str>>,
+    /// Records that could not be decoded (wrong size or tag).
+    pub malformed: u64,
+    /// String definitions whose copy failed in the kernel.
+    pub unreadable_strings: u64,
+    /// Events dropped past the budget (`TracerOptions::max_events`).
+    pub over_budget: u64,
+    /// Events of the program: all but those in the hook's own files, which the merge drops
+    /// (the event budget counts these, not the hook's own work).
+    pub program_events: u64,
+}
+
+impl Drained {
+    /// Whether the program's events are past `budget` (or all events past four times it: the
+    /// agent holds them in memory, the hook's own included).
+    pub fn over(&self, budget: usize) -> bool {
+        self.program_events >= budget as u64 || self.events.len() >= budget.saturating_mul(4)
+    }
+}
+
+/// The first words of the problem a trace gets when its program was stopped by the budget.
+pub const BUDGET_PROBLEM: &str = "the event budget ran out";
+
+/// Kernel-side counters, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    pub events: u64,
+    pub lost: u64,
+    pub read_errors: u64,
+    pub filtered: u64,
+    pub no_spec: u64,
+    pub strdefs: u64,
+    /// (total run time in ns, runs) of the attached program, when the kernel timed it.
+    pub program: Option<(u64, u64)>,
+}
+
+/// Decode one ring-buffer record into `out`. Any length or tag the ABI does not define is
+/// counted as malformed, never guessed at.
+pub fn decode_record(bytes: &[u8], out: &mut Drained) {
+    let Some(tag) = bytes
+        .get(0..4)
+        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    else {
+        out.malformed += 1;
+        return;
+    };
+    if tag == TAG_STR {
+        if bytes.len() < std::mem::size_of::<StrDef>() {
+            out.malformed += 1;
+            return;
+        }
+        // SAFETY: StrDef is repr(C), Copy and valid for any bit pattern (integers and a byte
+        // array); the slice holds at least size_of::<StrDef>() bytes; read_unaligned copes
+        // with the ring buffer's 8-byte record alignment.
+        let d: StrDef = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<StrDef>()) };
+        if d.len <= 0 {
+            out.unreadable_strings += 1;
+            return;
+        }
+        let data = &d.data[..(d.len as usize).min(STR_MAX)];
+        let data = data.strip_suffix(&[0]).unwrap_or(data);
+        let s: Arc<str> = Arc::from(String::from_utf8_lossy(data).as_ref());
+        out.strings.insert((d.host_tgid, d.ptr, d.fp), s);
+        return;
+    }
+    if bytes.len() < std::mem::size_of::<RawAbi>() {
+        out.malformed += 1;
+        return;
+    }
+    // SAFETY: Event is repr(C), Copy and valid for any bit pattern; the slice is long enough;
+    // read_unaligned copes with the ring buffer's 8-byte alignment anyway.
+    let e: RawAbi = unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<RawAbi>()) };
+    if ![KIND_CALL, KIND_RETURN, KIND_LINE].contains(&e.tag) {
+        out.malformed += 1;
+        return;
+    }
+    let file = out
+        .strings
+        .get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
+    if !file.is_some_and(|f| crate::merge::is_hook_file(f)) {
+        out.program_events += 1;
+    }
+    out.events.push(RawEvent {
+        kind: e.tag,
+        ts: e.ts,
+        pid: e.pid,
+        tid: e.tid,
+        host_tgid: e.host_tgid,
+        line: e.lineno,
+        file: (e.file_ptr, e.file_fp as u64),
+        func: (e.func_ptr, e.func_fp as u64),
+    });
+}
+
+/// Events in (ts, arrival) order and the number whose strings could not be resolved.
+pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
+    let mut unresolved = 0;
+    let mut evs: Vec<&RawEvent> = drained.events.iter().collect();
+    // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
+    evs.sort_by_key(|e| e.ts);
+    let mut out = Vec::with_capacity(evs.len());
+    for r in evs {
+        let kind = match r.kind {
+            KIND_CALL => Kind::Call,
+            KIND_RETURN => Kind::Return,
+            KIND_LINE => Kind::Line,
+            _ => continue,
+        };
+        let mut e = Event::new(r.ts, r.pid, r.tid, kind, Source::Usdt);
+        let file = drained.strings.get(&(r.host_tgid, r.file.0, r.file.1));
+        let func = drained.strings.get(&(r.host_tgid, r.func.0, r.func.1));
+        match (file, func) {
+            (Some(f), Some(g)) => {
+                e.file = f.to_string();
+                e.func = g.to_string();
+            }
+            _ => unresolved += 1,
+        }
+        e.line = r.line.max(0) as u32;
+        out.push(e);
+    }
+    (out, unresolved)
+}
+
+/// Trace events from a capture, and the completeness verdict: every lost, malformed or
+/// unresolvable record makes the trace incomplete, with the reason written down.
+/// `interpreter` labels the trace (`/usr/bin/python3.11 (3.11.2)`).
+pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
+    let (events, unresolved) = usdt_events(drained);
+    let mut meta = Meta {
+        complete: true,
+        interpreter: interpreter.to_string(),
+        calls: "usdt".into(),
+        lost_events: c.lost + unresolved,
+        ..Meta::default()
+    };
+    let mut problems = Vec::new();
+    if drained.over_budget > 0 {
+        problems.push(format!(
+            "{BUDGET_PROBLEM}: the program made more than {} USDT events, over the event budget (--max-events), so it was stopped (killed) and {} events were not kept",
+            drained.program_events,
+            drained.over_budget
+        ));
+    }
+    if c.lost > 0 {
+        problems.push(format!("{} records lost (ring buffer full)", c.lost));
+    }
+    if c.read_errors > 0 {
+        problems.push(format!("{} probe argument reads failed", c.read_errors));
+    }
+    if drained.malformed > 0 {
+        problems.push(format!("{} malformed records", drained.malformed));
+    }
+    if drained.unreadable_strings > 0 {
+        problems.push(format!("{} strings unreadable", drained.unreadable_strings));
+    }
+    if unresolved > 0 {
+        problems.push(format!("{unresolved} events name strings never defined"));
+    }
+    let delivered = drained.events.len() as u64;
+    if delivered != c.events {
+        problems.push(format!(
+            "kernel counted {} events but {} were delivered",
+            c.events, delivered
+        ));
+    }
+    meta.complete = problems.is_empty();
+    meta.problems = problems;
+    let mut trace = Trace { meta, events };
+    trace.meta.counts = trace.count_by_kind();
+    trace
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_of<T: Copy>(v: &T) -> Vec<u8> {
+        // SAFETY: T is one of the ABI's repr(C) Copy types with explicit padding: every byte
+        // is initialised.
+        unsafe {
+            std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>())
+        }
+        .to_vec()
+    }
+
+    #[test]
+    fn records_decode_through_the_abi_types() {
+        let mut out = Drained::default();
+        let mut d = StrDef {
+            tag: TAG_STR,
+            len: 5,
+            host_tgid: 9,
+            _pad: 0,
+            ptr: 0x1000,
+            fp: 77,
+            data: [0; STR_MAX],
+        };
+        d.data[..5].copy_from_slice(b"/a.p\0");
+        decode_record(&bytes_of(&d), &mut out);
+        let e = RawAbi {
+            tag: KIND_RETURN,
+            lineno: 12,
+            ts: 5,
+            host_tgid: 9,
+            pid: 1,
+            tid: 2,
+            file_fp: 77,
+            file_ptr: 0x1000,
+            func_ptr: 0x1000,
+            func_fp: 77,
+            _pad: 0,
+        };
+        decode_record(&bytes_of(&e), &mut out);
+        assert_eq!(out.strings[&(9, 0x1000, 77)].as_ref(), "/a.p");
+        let (evs, unresolved) = usdt_events(&out);
+        assert_eq!((evs.len(), unresolved), (1, 0));
+        assert_eq!(
+            (evs[0].file.as_str(), evs[0].line, evs[0].ev),
+            ("/a.p", 12, Kind::Return)
+        );
+        // Short records and unknown tags are counted, never read.
+        decode_record(&bytes_of(&e)[..20], &mut out);
+        decode_record(&[1, 2], &mut out);
+        decode_record(&bytes_of(&RawAbi { tag: 9, ..e }), &mut out);
+        decode_record(&bytes_of(&d)[..40], &mut out);
+        assert_eq!(out.malformed, 4);
+        decode_record(&bytes_of(&StrDef { len: -14, ..d }), &mut out);
+        assert_eq!(out.unreadable_strings, 1);
+    }
+}

@@ -1,0 +1,159 @@
+//! The offline merge corpus: every fixture under `tests/corpus/` (the recorded inputs of a
+//! witness-corpus program, see `flux_merge::fixture` and `cargo xtask record-merge-corpus`) is
+//! merged and rendered, and the text must equal its snapshot (`<fixture>.snap`). Runs without
+//! root, eBPF or Python. `UPDATE_EXPECT=1` rewrites the snapshots; review their diff.
+use flux_merge::fixture::render;
+use std::path::{Path, PathBuf};
+
+mod support;
+use support::load;
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+/// Every fixture: (directory name, program, path).
+fn fixtures() -> Vec<(String, String, PathBuf)> {
+    let mut v = Vec::new();
+    for d in std::fs::read_dir(corpus_dir()).expect("tests/corpus exists") {
+        let d = d.unwrap().path();
+        if !d.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&d).unwrap() {
+            let f = f.unwrap().path();
+            let n = f.file_name().unwrap().to_string_lossy().into_owned();
+            if let Some(stem) = n.strip_suffix(".jsonl.gz") {
+                let dir = d.file_name().unwrap().to_string_lossy().into_owned();
+                v.push((dir, stem.to_string(), f.clone()));
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn snapshot_of(path: &Path) -> PathBuf {
+    let s = path.to_string_lossy();
+    PathBuf::from(format!("{}.snap", s.trim_end_matches(".jsonl.gz")))
+}
+
+/// The first lines where `want` and `got` differ, readably.
+fn first_difference(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let i = w.iter().zip(&g).take_while(|(a, b)| a == b).count();
+    let show = |v: &[&str]| {
+        v.iter()
+            .skip(i.saturating_sub(3))
+            .take(8)
+            .map(|l| format!("      {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    format!(
+        "first difference at line {} ({} vs {} lines)\n    snapshot:\n{}\n    merged now:\n{}",
+        i + 1,
+        w.len(),
+        g.len(),
+        show(&w),
+        show(&g)
+    )
+}
+
+#[test]
+fn every_fixture_merges_to_its_snapshot() {
+    let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
+    let mut bad = Vec::new();
+    let all = fixtures();
+    assert!(
+        !all.is_empty(),
+        "no fixtures under {}",
+        corpus_dir().display()
+    );
+    for (dir, prog, path) in &all {
+        let f = load(path);
+        let got = render(&f.merged(), &format!("/{prog}.py"));
+        let snap = snapshot_of(path);
+        if update {
+            std::fs::write(&snap, &got).unwrap();
+            continue;
+        }
+        match std::fs::read_to_string(&snap) {
+            Ok(want) if want == got => {}
+            Ok(want) => bad.push(format!("{dir}/{prog}: {}", first_difference(&want, &got))),
+            Err(e) => bad.push(format!(
+                "{dir}/{prog}: no snapshot {} ({e}); run with UPDATE_EXPECT=1",
+                snap.display()
+            )),
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} of {} fixtures differ from their snapshots:\n{}",
+        bad.len(),
+        all.len(),
+        bad.join("\n")
+    );
+}
+
+/// Done-criterion of the corpus: every witness program has a fixture on both interpreters.
+#[test]
+fn every_witness_program_has_fixtures_on_both_interpreters() {
+    let witness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../flux-cli/tests/witness");
+    let mut missing = Vec::new();
+    for p in std::fs::read_dir(&witness).unwrap() {
+        let p = p.unwrap().path();
+        if p.extension().is_none_or(|e| e != "py") {
+            continue;
+        }
+        let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+        for py in ["3.11", "3.15"] {
+            let f = corpus_dir().join(format!("{py}-run/{stem}.jsonl.gz"));
+            if !f.exists() {
+                missing.push(format!("{py}-run/{stem}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "no fixture for {missing:?}: run `cargo xtask record-merge-corpus --only …`"
+    );
+}
+
+/// Every fixture of the corpus is a complete trace: the recorded runs are the witness
+/// programs, on which both witnesses agree.
+#[test]
+fn every_recorded_run_merges_complete() {
+    let mut bad = Vec::new();
+    for (dir, prog, path) in fixtures()
+        .into_iter()
+        .filter(|(d, _, _)| d != "3.11-regress")
+    {
+        let t = load(&path).merged();
+        if !t.meta.complete {
+            bad.push(format!("{dir}/{prog}: {:?}", t.meta.problems));
+        }
+    }
+    assert!(bad.is_empty(), "incomplete merges:\n{}", bad.join("\n"));
+}
+
+/// 17.2: on 3.11, code in a `_thread.start_new_thread` thread and code run under the program's
+/// own `sys.settrace` were filed as "hook internals" and the trace said complete. Their USDT
+/// returns are now problems; on 3.15 (sys.monitoring sees both) the same programs are complete.
+#[test]
+fn code_the_311_hook_cannot_see_makes_the_trace_incomplete() {
+    for (prog, cause) in [
+        ("raw_thread", "the hook never traced it"),
+        ("own_settrace", "code the hook did not see ran"),
+    ] {
+        let t = load(&corpus_dir().join(format!("3.11-regress/{prog}.jsonl.gz"))).merged();
+        assert!(!t.meta.complete, "{prog} on 3.11 merged complete");
+        assert!(
+            t.meta.problems.iter().any(|p| p.contains(cause)),
+            "{prog}: {:?}",
+            t.meta.problems
+        );
+        let t = load(&corpus_dir().join(format!("3.15-regress/{prog}.jsonl.gz"))).merged();
+        assert!(t.meta.complete, "{prog} on 3.15: {:?}", t.meta.problems);
+    }
+}
