@@ -108,10 +108,7 @@ impl Runner {
     /// Every `.py` file under the repository's code and test directories, relative to `root`,
     /// sorted.
     pub async fn list_files(&self, repo: &RepoSpec) -> Result<Vec<String>> {
-        let mut dirs: Vec<String> = repo.code.clone();
-        dirs.extend(repo.modules.iter().filter_map(|m| {
-            m.rsplit_once('/').map(|(d, _)| format!("{d}/"))
-        }));
+        let dirs = list_dirs(repo);
         let bytes = self.python(repo, LIST_SCRIPT, &{
             let mut a = vec![repo.root.clone()];
             a.extend(dirs);
@@ -220,6 +217,27 @@ fn tail(s: &str, n: usize) -> String {
 }
 
 /// argv: ROOT DIR... → out.json: the sorted `.py` files under ROOT/DIR, relative to ROOT.
+/// The directories (under `root`) whose files [`Runner::list_files`] lists: the code, the
+/// listed modules' directories and, since tests may live outside the code (`tests/` beside
+/// `src/`), the directory of the select glob's literal prefix.
+pub fn list_dirs(repo: &RepoSpec) -> Vec<String> {
+    let mut dirs: Vec<String> = repo.code.clone();
+    dirs.extend(
+        repo.modules
+            .iter()
+            .filter_map(|m| m.rsplit_once('/').map(|(d, _)| format!("{d}/"))),
+    );
+    if let Some(sel) = &repo.select {
+        let lit = sel.glob.split(['*', '?']).next().unwrap_or("");
+        if let Some((d, _)) = lit.rsplit_once('/') {
+            dirs.push(format!("{d}/"));
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
 const LIST_SCRIPT: &str = r#"
 import json, os, sys
 root, dirs = sys.argv[1].rstrip("/"), sys.argv[2:]
@@ -254,3 +272,22 @@ for p in sys.argv[1:]:
 with open("/flux/run/out.json", "w") as fh:
     json.dump(out, fh, separators=(",", ":"))
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A select glob over `tests/` beside `src/` listed nothing before: only the code's and the
+    /// listed modules' directories were read.
+    #[test]
+    fn select_glob_outside_the_code_is_listed() {
+        let text = crate::spec::tests::GOOD.replace(
+            "split = \"test\"",
+            "split = \"test\"\nselect = { glob = \"tests/test_*.py\", count = 2 }",
+        );
+        let spec = crate::spec::parse(&text, std::path::Path::new("gen.toml")).unwrap();
+        let dirs = list_dirs(&spec.repositories[0]);
+        assert!(dirs.contains(&"tests/".to_string()), "{dirs:?}");
+        assert!(dirs.contains(&"sympy/".to_string()), "{dirs:?}");
+    }
+}
