@@ -199,13 +199,25 @@ impl Prose<'_> {
         (vars, parts.join("; "))
     }
 
-    fn def_use_note(&self) -> &'static str {
-        "A variable is defined at the function's `def` line for its arguments, and at a line L \
-         when executing L changes its value (its repr): an assignment that leaves the value \
-         unchanged is not a new definition, and the earlier one stays current. Each execution \
-         of a use line pairs the variable with its current definition line; a line's uses are \
-         taken before its own definitions, so `x += 1` uses the previous definition of `x` and \
-         then defines it."
+    /// Arguments are defined at the code object's first line: for a decorated function that
+    /// is its first decorator's line, not the `def` line the question names it by.
+    fn def_use_note(&self) -> String {
+        let at = if self.func.first_line != self.func.def_line && self.func.first_line > 0 {
+            format!(
+                "at line {} for its arguments (the first line of its definition: its first \
+                 decorator's, not the `def` line)",
+                self.func.first_line
+            )
+        } else {
+            "at the function's `def` line for its arguments".to_string()
+        };
+        format!(
+            "A variable is defined {at}, and at a line L when executing L changes its value (its \
+             repr): an assignment that leaves the value unchanged is not a new definition, and \
+             the earlier one stays current. Each execution of a use line pairs the variable with \
+             its current definition line; a line's uses are taken before its own definitions, so \
+             `x += 1` uses the previous definition of `x` and then defines it."
+        )
     }
 
     fn invariants_note(&self) -> &'static str {
@@ -265,11 +277,14 @@ impl Prose<'_> {
                     .collect();
                 let occ = int(p, "occurrence");
                 format!(
-                    "In {} of {f}, what are the values of the local variables {} right after \
-                     line {} executes for the {} time (the frame's state when its next line \
-                     starts, or when it returns)? {} {}",
+                    "In {} of {f}, what {} right after line {} executes for the {} time (the \
+                     frame's state when its next line starts, or when it returns)? {} {}",
                     self.invocation(p, true),
-                    list_and(&vars),
+                    if vars.len() == 1 {
+                        format!("is the value of the local variable {}", vars[0])
+                    } else {
+                        format!("are the values of the local variables {}", list_and(&vars))
+                    },
                     int(p, "line"),
                     if occ == 1 { "first".to_string() } else { ordinal(occ) },
                     self.values_note(),
@@ -562,5 +577,67 @@ mod tests {
         assert!(id.starts_with("sympy-poly-inner-s2-"), "{id}");
         assert_eq!(id, instance_id("sympy", &d, "sympy/m.py"));
         assert_ne!(id, instance_id("sympy", &d, "sympy/n.py"));
+    }
+
+    /// The audit found def-use gold pairing arguments with line 604 of a question about a
+    /// function "defined at line 605": a decorated function's code starts at its decorator.
+    #[test]
+    fn def_use_of_a_decorated_function_names_its_first_line() {
+        let doc: crate::facts::FactsDoc =
+            serde_json::from_str(crate::facts::tests::DOC).unwrap();
+        let ff = &doc.files["/r/pkg/m.py"];
+        let func = ff.function("C.f").unwrap();
+        let spec =
+            crate::spec::parse(crate::spec::tests::GOOD, std::path::Path::new("gen.toml")).unwrap();
+        let target = Target {
+            fid: 0,
+            file: "pkg/m.py".into(),
+            abs_file: "/r/pkg/m.py".into(),
+            qualname: "C.f".into(),
+            first_line: 2,
+            def_line: 3,
+            last_line: 9,
+            tests: vec!["t.py::t".into()],
+            calls: 1,
+            repo_callees: 0,
+            loops: 1,
+            branches: 1,
+            handlers: 0,
+            write_lines: 1,
+            statements: 4,
+            estimated_events: 10,
+        };
+        let prose = Prose {
+            repo: &spec.repositories[0],
+            target: &target,
+            func,
+            file: ff,
+        };
+        let mut p = Map::new();
+        p.insert("invocation".into(), 1.into());
+        p.insert("uses".into(), serde_json::json!({"5": ["n"]}));
+        let d = Draft {
+            kind: K::S4,
+            extractor: "def_use_pairs",
+            params: p.clone(),
+            tests: vec!["t.py::t".into()],
+            functions: vec!["C.f".into()],
+            key: "k".into(),
+        };
+        let q = prose.question(&d).replace('\n', " ");
+        assert!(q.contains("defined at line 3 of"), "{q}");
+        assert!(q.contains("defined at line 2 for its arguments"), "{q}");
+        // One variable reads as one.
+        p.insert("variables".into(), serde_json::json!(["t"]));
+        p.insert("line".into(), 4.into());
+        p.insert("occurrence".into(), 1.into());
+        let d = Draft {
+            kind: K::S3,
+            extractor: "state_at",
+            params: p,
+            ..d
+        };
+        let q = prose.question(&d).replace('\n', " ");
+        assert!(q.contains("what is the value of the local variable `t` right after"), "{q}");
     }
 }

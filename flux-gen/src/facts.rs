@@ -201,10 +201,10 @@ impl FunctionFacts {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    const DOC: &str = r#"{"version":1,"python":"3.11","files":{"/r/pkg/m.py":{"file":"/r/pkg/m.py","sha256":"ab","python":"3.11","lines":12,
+    pub(crate) const DOC: &str = r#"{"version":1,"python":"3.11","files":{"/r/pkg/m.py":{"file":"/r/pkg/m.py","sha256":"ab","python":"3.11","lines":12,
       "functions":[
         {"qualname":"<module>","name":"<module>","kind":"module","code":true,"def_line":1,"first_line":1,"body_line":1,"last_line":12,"statements":[[1,1]],"writes":{},"reads":{},"nested_reads":{},"calls":{}},
         {"qualname":"C.f","name":"f","kind":"function","code":true,"def_line":3,"first_line":2,"body_line":4,"last_line":9,"params":["self","n"],"parent":"C",
