@@ -137,8 +137,10 @@ impl Prose<'_> {
         format!(
             "Line numbers are absolute line numbers of {}. Lines are the ones Python's line \
              tracing reports: a statement spanning several lines may report more than one of \
-             them, and lines of the functions it calls are not its lines (nor are those of \
-             {}, which run in frames of their own).",
+             them, and the same line again (a call spanning lines reports its first line, then \
+             its argument lines, then its first line again as the call is made); lines of the \
+             functions it calls are not its lines (nor are those of {}, which run in frames of \
+             their own).",
             code(&self.target.file),
             if python_version(&self.repo.interpreter) == "3.11" {
                 "lambdas, generator expressions and comprehensions"
@@ -151,7 +153,8 @@ impl Prose<'_> {
     fn values_note(&self) -> &'static str {
         "Values are given as `repr()` strings, as a bounded tracer renders them: a repr longer \
          than 200 characters is cut to 200 and ends in `...`, containers nested deeper than 3 \
-         levels show `...`, and dict keys keep insertion order."
+         levels show `...`, dict keys keep insertion order, and memory addresses show as `0x?` \
+         (`<Foo object at 0x?>`)."
     }
 
     fn loop_clause(&self, p: &Map<String, Value>) -> String {
@@ -308,8 +311,8 @@ impl Prose<'_> {
                 let occ = int(p, "occurrence");
                 format!(
                     "During that test, consider the {} exception of type {} raised in {f}. What \
-                     is its type, its message (`str()` of the exception), the function it is \
-                     raised in and the line of the raise, the function that handles it and the \
+                     is its type, its message (`str()` of the exception; a message longer than 200 \
+                     characters is cut to 200 and ends in `...`), the function it is raised in and the line of the raise, the function that handles it and the \
                      line of the matching `except` clause, and the functions whose frames it \
                      exits on the way? {} {}",
                     if occ == 1 { "first".to_string() } else { ordinal(occ) },
