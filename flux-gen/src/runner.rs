@@ -140,19 +140,35 @@ impl Runner {
         timeout_s: u64,
         max_events: usize,
     ) -> Result<TracedRun> {
-        let dir = self.scratch(id)?;
-        std::fs::write(
-            dir.join("README.md"),
-            "A run of the repository's own tests by flux gen; the tests live in the image.\n",
-        )?;
-        let inst = run_instance(repo, id, paths, config, timeout_s, &dir);
         let mut opts = self.opts.clone();
         opts.tracer.max_events = max_events;
-        let r = flux_harvest::run_traced(&self.rt, &inst, &opts).await;
-        let _ = std::fs::remove_dir_all(&dir);
-        r
+        let mut attempt = 1;
+        loop {
+            let dir = self.scratch(id)?;
+            std::fs::write(
+                dir.join("README.md"),
+                "A run of the repository's own tests by flux gen; the tests live in the image.\n",
+            )?;
+            let inst = run_instance(repo, id, paths, config.clone(), timeout_s, &dir);
+            let r = flux_harvest::run_traced(&self.rt, &inst, &opts).await;
+            let _ = std::fs::remove_dir_all(&dir);
+            match r {
+                Err(e) if attempt < RUN_ATTEMPTS => {
+                    eprintln!("flux gen: run {id} could not be made (attempt {attempt}), again: {e:#}");
+                    tokio::time::sleep(Duration::from_secs(2 * attempt as u64)).await;
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
     }
 }
+
+/// Attempts at one run. An `Err` from a run is the machinery's (the container did not start,
+/// the daemon answered 500), never the tests' (a failing, hanging or killed test is a result):
+/// on a shared machine it passes, and a set must not lose an instance to it — a regeneration
+/// would differ.
+const RUN_ATTEMPTS: u32 = 3;
 
 /// The (unused) template of a run's instance: `call_graph`'s.
 const RUN_TEMPLATE: &str = r#"{"call_graph": {"*": ["str"]}}"#;
