@@ -97,23 +97,24 @@ pub fn hook_env(
             "FLUX_HOOK_CONFIG".to_string(),
             serde_json::to_string(config).expect("config serialises"),
         ),
-        // The same run twice must give the same answer: no per-process hash randomisation (set
-        // and dict-of-str iteration orders would otherwise differ between two runs).
+        // The determinism policy (17.4, flux-hook/README.md "Determinism"): no per-process
+        // hash randomisation (set and dict-of-str orders), which only the environment can fix;
+        // the hook seeds the program's `random` generators itself (FLUX_HOOK_SEED, default 0).
         ("PYTHONHASHSEED".to_string(), "0".to_string()),
     ];
     if config.tests {
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
-    if config.scope.windows() {
-        env.extend(semaphores_var(interp, plan.probes));
-    }
+    // Scopes with windows zero the semaphores outside them; every scope lowers them while the
+    // hook renders values in a single-threaded process (17.13, flux-hook `Hook.vrepr`).
+    env.extend(semaphores_var(interp, plan.probes));
     env
 }
 
-/// `FLUX_HOOK_SEMAPHORES` for a run scoped to tests (`scope = "tests"`): the file name and
-/// file offset of the semaphore of every probe the plan attaches. The hook zeroes them in its
-/// process outside test windows, so CPython skips the probes there (no trap at all), and
-/// restores the kernel's count inside. `None` when no attached probe has a semaphore.
+/// `FLUX_HOOK_SEMAPHORES`: the file name and file offset of the semaphore of every probe the
+/// plan attaches. The hook zeroes them in its process outside test windows (scopes with
+/// windows) and while it renders values in a single-threaded process, so CPython skips the
+/// probes there (no trap at all), and restores the kernel's count after. `None` when no attached probe has a semaphore.
 fn semaphores_var(
     interp: &crate::interp::Interpreter,
     probes: crate::tracer::ProbeSet,
@@ -185,6 +186,8 @@ pub struct HookServer {
     listener: tokio::net::UnixListener,
     path: PathBuf,
     record: bool,
+    /// The program's user, when it is not the owner of the socket's directory.
+    user: Option<(u32, u32)>,
 }
 
 impl HookServer {
@@ -200,7 +203,16 @@ impl HookServer {
             listener,
             path: path.to_path_buf(),
             record: false,
+            user: None,
         })
+    }
+
+    /// The traced program runs as `uid:gid` (a container's user, or `nobody` on the host) in
+    /// a directory it must not own: give the socket to that user instead of the directory's
+    /// owner (0600 stays, so nobody else connects).
+    pub fn for_user(mut self, uid: u32, gid: u32) -> HookServer {
+        self.user = Some((uid, gid));
+        self
     }
 
     /// Keep every line each stream sent ([`Stream::raw`]), to record merge fixtures.
@@ -218,7 +230,11 @@ impl HookServer {
     /// its directory (the run directory belongs to the program's user by now). Only peers in
     /// the namespace given to [`HookCollector::restrict_to`] are read.
     pub fn spawn(self) -> HookCollector {
-        let owner = give_to_dir_owner(&self.path).err();
+        let owner = match self.user {
+            Some((uid, gid)) => give_to(&self.path, uid, gid),
+            None => give_to_dir_owner(&self.path),
+        }
+        .err();
         let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
         let allowed: Arc<OnceLock<(u64, u64)>> = Arc::new(OnceLock::new());
         let path = self.path.clone();
@@ -257,14 +273,19 @@ fn give_to_dir_owner(path: &Path) -> Result<(), String> {
     let d = std::fs::metadata(dir).map_err(|e| format!("reading {}: {e}", dir.display()))?;
     let me = std::fs::metadata(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     if (d.uid(), d.gid()) != (me.uid(), me.gid()) {
-        std::os::unix::fs::chown(path, Some(d.uid()), Some(d.gid())).map_err(|e| {
-            format!(
-                "giving the hook socket {} to its directory's owner: {e}",
-                path.display()
-            )
-        })?;
+        give_to(path, d.uid(), d.gid())?;
     }
     Ok(())
+}
+
+/// Give the socket at `path` to `uid:gid`.
+fn give_to(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid)).map_err(|e| {
+        format!(
+            "giving the hook socket {} to {uid}:{gid}: {e}",
+            path.display()
+        )
+    })
 }
 
 /// Whether the peer of `conn` is a process of the traced PID namespace `allowed`.

@@ -103,10 +103,18 @@ pub fn spawn_gated(mut cmd: Command) -> Result<Gated, SpawnError> {
     let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let gate_fd = rd.as_raw_fd();
     let gate_wr = wr.as_raw_fd();
-    // SAFETY: the closure only makes async-signal-safe calls (setsid, unshare, fork, read,
-    // waitpid, close_range, fcntl, _exit).
+    // SAFETY: the closure only makes async-signal-safe calls (personality, setsid, unshare,
+    // fork, read, waitpid, close_range, fcntl, _exit).
     unsafe {
         cmd.pre_exec(move || {
+            // Determinism (17.4, flux-hook/README.md "Determinism"): without address-space
+            // randomisation the same run lays out its objects at the same addresses, so sets
+            // and dicts of objects hashed by identity (types, functions: SymPy's multiple
+            // dispatch) iterate in the same order from run to run. Inherited across exec.
+            let persona = libc::personality(0xffff_ffff);
+            if persona >= 0 {
+                libc::personality((persona | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong);
+            }
             if libc::setsid() < 0 {
                 return Err(std::io::Error::last_os_error());
             }

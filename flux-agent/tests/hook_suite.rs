@@ -36,7 +36,7 @@ fn report(what: &str, out: std::process::Output) {
 fn hook_suite_on_bookworm_python311() {
     let py = "/usr/bin/python3.11";
     if !Path::new(py).exists() {
-        eprintln!("skipping: {py} missing");
+        flux_skip::skip("hook_suite_on_bookworm_python311", &format!("{py} missing"));
         return;
     }
     let out = Command::new(py)
@@ -52,13 +52,13 @@ fn in_rootfs(rootfs: &str, py: &str) {
     let root = Path::new("/var/cache/flux/rootfs").join(rootfs);
     // SAFETY: trivial syscall.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping hook suite on {py}: chroot needs root");
+        flux_skip::skip(&format!("hook suite on {py}"), "chroot needs root");
         return;
     }
     if !root.join("usr/bin").join(py).exists() {
-        eprintln!(
-            "skipping hook suite on {py}: no rootfs at {} (run `cargo xtask images`)",
-            root.display()
+        flux_skip::skip(
+            &format!("hook suite on {py}"),
+            &format!("no rootfs at {} (run `cargo xtask images`)", root.display()),
         );
         return;
     }

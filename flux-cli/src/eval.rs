@@ -160,12 +160,13 @@ fn options(a: Args, default_out_under: Option<&str>) -> Result<EvalOptions> {
     };
     o.mode = if a.tools { Mode::ContextTools } else { a.mode };
     o.max_tool_rounds = a.max_tool_rounds;
-    let temperature = match a.temperature.as_str() {
-        "default" | "none" => None,
-        t => Some(t.parse::<f64>().with_context(|| {
-            format!("--temperature {t}: a number, or `default` to send none")
-        })?),
-    };
+    let temperature =
+        match a.temperature.as_str() {
+            "default" | "none" => None,
+            t => Some(t.parse::<f64>().with_context(|| {
+                format!("--temperature {t}: a number, or `default` to send none")
+            })?),
+        };
     o.params = GenParams {
         temperature,
         max_tokens: a.max_tokens,

@@ -71,7 +71,11 @@ fn hf(dirs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
     println!(
         "exported a Hugging Face dataset to {} ({}; card {}); {} skipped, {} error(s)",
         out.display(),
-        if splits.is_empty() { "no rows".to_string() } else { splits.join(", ") },
+        if splits.is_empty() {
+            "no rows".to_string()
+        } else {
+            splits.join(", ")
+        },
         out.join("README.md").display(),
         report.skipped.len(),
         report.errors.len()

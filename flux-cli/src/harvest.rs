@@ -1,7 +1,8 @@
 //! `flux harvest [--check] [--replace] [--runtime docker|host] [PATH…]`: glue over
 //! `flux_harvest::harvest`. One line per instance on stderr as it finishes (and, with `--json`,
 //! one JSON object per instance on stdout), a summary at the end. Exit status: 0 when every
-//! instance was harvested (or reproduced), 1 when any failed, 2 when nothing could run.
+//! instance was harvested (or reproduced), 1 when any failed, 2 when nothing could run, 130 or
+//! 143 when SIGINT or SIGTERM stopped it (the running test's container is removed first).
 use anyhow::Result;
 use flux_harvest::{HarvestOptions, InstanceReport, Runtime, Status};
 use std::path::{Path, PathBuf};
@@ -22,9 +23,14 @@ pub struct Args {
     /// written to the instance); any difference fails with a diff.
     #[arg(long, conflicts_with = "replace")]
     check: bool,
-    /// Replace a stored oracle.json / callgraph.json that holds a different answer.
+    /// Replace a stored oracle.json / callgraph.json that holds a different answer (the
+    /// replaced files are kept in the instance's history/).
     #[arg(long)]
     replace: bool,
+    /// Run each test twice from clean containers: answers that differ are refused, a call
+    /// graph that differs is not written.
+    #[arg(long)]
+    twice: bool,
     #[arg(long, value_enum, default_value = "auto")]
     runtime: RuntimeArg,
     #[command(flatten)]
@@ -51,10 +57,17 @@ fn line(r: &InstanceReport) -> String {
     } else {
         format!(" [{}]", r.labels.join(", "))
     };
+    let verdicts = flux_harvest::verdicts(r);
+    let verdicts = if verdicts.is_empty() {
+        String::new()
+    } else {
+        format!("{verdicts}; ")
+    };
+    let warnings: String = r.warnings.iter().map(|w| format!("\n  warning: {w}")).collect();
     match (&r.status, &r.error) {
-        (Status::Failed, Some(e)) => format!("FAILED     {}: {e}", r.name),
+        (Status::Failed, Some(e)) => format!("FAILED     {}: {e}{warnings}", r.name),
         (s, _) => format!(
-            "{:<10} {} ({kind}, {}, {} events, {:.1}s){labels}",
+            "{:<10} {} ({verdicts}{kind}, {}, {} events, {:.1}s){labels}{warnings}",
             s.as_str(),
             r.name,
             r.runtime,
@@ -69,6 +82,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     opts.check = a.check;
     opts.replace = a.replace;
     opts.tracer.max_events = a.max_events.max(1);
+    opts.twice = a.twice;
     opts.runtime = match a.runtime {
         RuntimeArg::Auto => Runtime::Auto,
         RuntimeArg::Docker => Runtime::Docker,
@@ -113,6 +127,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         count(Status::Reproduced),
         count(Status::Failed),
     );
+    if let Some(sig) = report.interrupted {
+        eprintln!("flux: interrupted by {sig}; the instances after it were not harvested");
+        return Ok(ExitCode::from(sig.exit_code()));
+    }
     Ok(if report.ok() {
         ExitCode::SUCCESS
     } else {

@@ -1,8 +1,12 @@
-//! `flux images build` and `flux images list`: the reproducible images of `images/images.toml`
-//! (flux-container's builder, the same function `cargo xtask images` drives) and their
-//! manifests in `<cache>/images/*.json`.
+//! `flux images build|list|test`: the reproducible images of `images.toml` (flux-container's
+//! builder, the same functions `cargo xtask images` drives), their manifests in
+//! `<cache>/images/*.json` and the runs of their repositories' own test suites.
+//!
+//! The definitions are `--images-toml PATH`, else the nearest `images/images.toml` at or above
+//! the current directory, else the copy compiled into this binary — so `flux images build
+//! sympy` works outside a checkout. The cache is `--cache` as for every command.
 use anyhow::{Context, Result};
-use flux_container::images::{self, Action, BuildConfig, Manifest};
+use flux_container::images::{self, suite, Action, BuildConfig, Definitions, Manifest, Target};
 use flux_container::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,61 +19,104 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Cmd {
-    /// Build images (incremental: up-to-date images are skipped).
+    /// Build images (incremental: up-to-date images are skipped). Each repository image holds
+    /// its package's source at /testbed (imported from there) and the same tree is unpacked
+    /// into <cache>/src/<package>-<version>/, where `flux eval` finds it.
     Build(BuildArgs),
-    /// List the built images from their manifests.
-    List(ListArgs),
+    /// List the defined images: built or not, content identity, source layout, test results.
+    List(Common),
+    /// Run repositories' own test suites in their images, offline; write
+    /// <cache>/images/<image>.tests.json and print how many test modules collect and pass.
+    Test(TestArgs),
+    /// Resolve requirements (any specifiers) into the `==` pins a `[[repo]]` stanza wants, as
+    /// the builder would download them (wheels only, CPython on x86-64 Linux).
+    Pin(PinArgs),
+}
+
+#[derive(clap::Args)]
+struct PinArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The image's Python (`X.Y`).
+    #[arg(long, default_value = "3.11")]
+    python: String,
+    /// The package at its version first, then its test dependencies: `flask==3.1.3 pytest
+    /// asgiref`.
+    #[arg(required = true)]
+    requirements: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Image definitions (default: the nearest images/images.toml, else the built-in copy).
+    #[arg(long = "images-toml", alias = "definitions", value_name = "PATH")]
+    images_toml: Option<PathBuf>,
+    /// Manifests go to <cache>/images/, wheelhouses to <cache>/wheelhouse/, package sources to
+    /// <cache>/src/.
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
 }
 
 #[derive(clap::Args)]
 struct BuildArgs {
+    #[command(flatten)]
+    common: Common,
     /// Rebuild even if an image's manifest matches its definition (the rootfs cache is reused).
     #[arg(long)]
     rebuild: bool,
-    /// Image definitions.
-    #[arg(long, default_value = "images/images.toml")]
-    definitions: PathBuf,
-    /// Manifests go to <cache>/images/, package sources to <cache>/src/.
-    #[command(flatten)]
-    cache: crate::cache::CacheArg,
-    /// Images to build: a repo name (`sympy`), a base name (`py3.13-trixie`) or a full reference
-    /// (`flux/base:py3.15-sid`). None: the default bases and every repo.
+    /// Images to build: a repo name (`sympy`), a group (`swe-flux`), a base name
+    /// (`py3.13-trixie`) or a full reference (`flux/sympy:1.13.3-py3.11`). None: the default
+    /// bases and repos.
     names: Vec<String>,
 }
 
 #[derive(clap::Args)]
-struct ListArgs {
-    /// Manifests are read from <cache>/images/.
+struct TestArgs {
     #[command(flatten)]
-    cache: crate::cache::CacheArg,
+    common: Common,
+    /// Repositories (names, groups or image references) whose suites to run; they must be
+    /// built.
+    #[arg(required = true)]
+    names: Vec<String>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.cmd {
         Cmd::Build(b) => build(b),
-        Cmd::List(l) => list(&l.cache.dir()),
+        Cmd::List(l) => list(&l),
+        Cmd::Test(t) => test(t),
+        Cmd::Pin(p) => pin(p),
     }
 }
 
-fn build(a: BuildArgs) -> Result<ExitCode> {
-    if !a.definitions.is_file() {
-        anyhow::bail!(
-            "image definitions {}: no such file",
-            a.definitions.display()
-        );
-    }
+fn setup(c: &Common, rebuild: bool) -> Result<(Definitions, BuildConfig)> {
+    let cwd = std::env::current_dir().context("the current directory")?;
+    let (defs, path) = Definitions::find(c.images_toml.as_deref(), &cwd)?;
     let config = BuildConfig {
-        definitions: a.definitions,
-        cache_dir: a.cache.dir(),
-        rebuild: a.rebuild,
+        definitions: path,
+        cache_dir: c.cache.dir(),
+        rebuild,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    Ok((defs, config))
+}
+
+fn tokio() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("start the tokio runtime")?;
-    let results = rt.block_on(async {
+        .context("start the tokio runtime")
+}
+
+fn build(a: BuildArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, a.rebuild)?;
+    eprintln!(
+        "flux images: definitions {}, cache {}",
+        config.definitions.display(),
+        config.cache_dir.display()
+    );
+    let results = tokio()?.block_on(async {
         let runtime = Runtime::connect().await?;
-        images::build(&runtime, &config, &a.names, &mut |line| {
+        images::build_with(&runtime, &config, &defs, &a.names, &mut |line| {
             eprintln!("  .. {line}")
         })
         .await
@@ -82,9 +129,21 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
                     Action::Built => "built  ",
                     Action::Skipped => "skipped",
                 };
+                let source = r
+                    .manifest
+                    .source
+                    .as_ref()
+                    .map(|s| {
+                        format!(
+                            ", source {} (also {})",
+                            s.import_root,
+                            config.cache_dir.join(&s.cache_tree).display()
+                        )
+                    })
+                    .unwrap_or_default();
                 println!(
-                    "{verb} {image} ({}, python {}) in {:.1}s; manifest {}",
-                    short_id(r.manifest.image_id.as_deref()),
+                    "{verb} {image} ({}, python {}{source}) in {:.1}s; manifest {}",
+                    short(&r.manifest.identity),
                     r.manifest.interpreter.version,
                     r.seconds,
                     r.manifest_path.display()
@@ -103,51 +162,200 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
     })
 }
 
-fn short_id(id: Option<&str>) -> &str {
-    let id = id.unwrap_or("?");
-    id.trim_start_matches("sha256:").get(..12).unwrap_or(id)
+fn test(a: TestArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, false)?;
+    let targets = defs.select(&a.names, &config.definitions)?;
+    let mut failed = 0;
+    tokio()?.block_on(async {
+        let runtime = Runtime::connect().await?;
+        for t in &targets {
+            let Target::Repo(r, b) = t else { continue };
+            match suite::run(&runtime, &config, r, b, &mut |l| eprintln!("  .. {l}")).await {
+                Ok((rep, path)) => println!(
+                    "{}: {} test modules collect, {} pass ({} fail to collect); tests: {} \
+                     collected, {} passed, {} failed, {} errors, {} skipped, {} not run{} in \
+                     {:.0}s; {}",
+                    rep.image,
+                    rep.modules_collected,
+                    rep.modules_passing,
+                    rep.modules_collect_errors,
+                    rep.tests_collected,
+                    rep.tests_passed,
+                    rep.tests_failed,
+                    rep.tests_errors,
+                    rep.tests_skipped,
+                    rep.tests_not_run,
+                    if rep.timed_out { " (deadline hit)" } else { "" },
+                    rep.seconds,
+                    path.display()
+                ),
+                Err(e) => {
+                    failed += 1;
+                    println!("FAILED  {}: {e}", t.image());
+                }
+            }
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
-/// Print one line per manifest; unreadable manifests are reported and make the exit code 1.
-fn list(cache_dir: &Path) -> Result<ExitCode> {
-    let dir = cache_dir.join("images");
-    let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+fn pin(a: PinArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, false)?;
+    let name_of = |r: &str| {
+        r.split(['=', '<', '>', '!', '~', '[', ' ', ';'])
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    };
+    let mut reqs = a.requirements.clone();
+    if !reqs.iter().any(|r| name_of(r) == "pip") {
+        reqs.push("pip".into());
+    }
+    std::fs::create_dir_all(&config.cache_dir)
+        .with_context(|| format!("creating {}", config.cache_dir.display()))?;
+    let pins = images::resolve_pins(&defs.settings, &config.cache_dir, &a.python, &reqs)?;
+    let (pip, others): (Vec<String>, Vec<String>) =
+        pins.into_iter().partition(|p| p.starts_with("pip=="));
+    let first = name_of(&a.requirements[0]);
+    let (mut head, rest): (Vec<String>, Vec<String>) = others
+        .into_iter()
+        .partition(|p| p.split("==").next() == Some(first.as_str()));
+    head.extend(rest);
+    println!("requirements = [");
+    for p in &head {
+        println!("    \"{p}\",");
+    }
+    println!("]");
+    if let Some(p) = pip.first() {
+        println!("pip = \"{p}\"");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `flux-id:0123456789ab…` → `0123456789ab`; `-` when empty.
+fn short(id: &str) -> String {
+    let hex = id
+        .trim_start_matches("flux-id:")
+        .trim_start_matches("sha256:");
+    if hex.is_empty() {
+        "-".into()
+    } else {
+        hex.get(..12).unwrap_or(hex).to_owned()
+    }
+}
+
+/// One line per defined image (and per manifest of an image no longer defined); unreadable
+/// manifests are reported and make the exit code 1.
+fn list(c: &Common) -> Result<ExitCode> {
+    let (defs, config) = setup(c, false)?;
+    let dir = config.cache_dir.join("images");
+    let mut bad = 0;
+    let mut rows = Vec::new();
+    let mut listed = Vec::new();
+    let row = |image: &str, kind: &str, select: String, m: Option<&Manifest>| {
+        let tests = m
+            .and_then(|m| suite::load_report(&config.cache_dir, &m.image).map(|r| (r, m)))
+            .map(|(r, m)| {
+                let stale = if suite::report_is_current(&r, m) {
+                    ""
+                } else {
+                    " (stale)"
+                };
+                format!(
+                    "{}/{} modules pass{stale}",
+                    r.modules_passing, r.modules_collected
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        [
+            image.to_owned(),
+            kind.to_owned(),
+            select,
+            m.map(|m| {
+                if m.identity.is_empty() {
+                    format!("none (schema {})", m.schema)
+                } else {
+                    short(&m.identity)
+                }
+            })
+            .unwrap_or_else(|| "not built".into()),
+            m.map(|m| m.interpreter.version.clone())
+                .unwrap_or_else(|| "-".into()),
+            m.and_then(|m| m.source.as_ref())
+                .map(|s| s.import_root.clone())
+                .unwrap_or_else(|| "-".into()),
+            tests,
+        ]
+    };
+    let mut load = |image: &str| -> Option<Manifest> {
+        let p = images::manifest_path(&config.cache_dir, image);
+        if !p.exists() {
+            return None;
+        }
+        match Manifest::load(&p) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                bad += 1;
+                eprintln!("flux: {}: {e}", p.display());
+                None
+            }
+        }
+    };
+    for t in defs.all() {
+        let image = t.image();
+        let (kind, select) = match &t {
+            Target::Base(b) => (
+                "base",
+                if b.default { "default" } else { "on demand" }.to_owned(),
+            ),
+            Target::Repo(r, _) => (
+                "repo",
+                match (r.default, r.groups.is_empty()) {
+                    (true, _) => "default".to_owned(),
+                    (false, true) => "on demand".to_owned(),
+                    (false, false) => format!("on demand: {}", r.groups.join(",")),
+                },
+            ),
+        };
+        let m = load(&image);
+        rows.push(row(&image, kind, select, m.as_ref()));
+        listed.push(images::manifest_path(&config.cache_dir, &image));
+    }
+    let mut others: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(rd) => rd
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+            .filter(|p| is_manifest(p) && !listed.contains(p))
             .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(e).with_context(|| dir.display().to_string()),
+        Err(_) => Vec::new(),
     };
-    paths.sort();
-    if paths.is_empty() {
-        println!(
-            "no images built yet (no manifests in {}); run `flux images build`",
-            dir.display()
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut bad = 0;
-    let mut rows = Vec::new();
-    for p in &paths {
-        match Manifest::load(p) {
-            Ok(m) => rows.push([
-                m.image.clone(),
-                m.kind.clone(),
-                short_id(m.image_id.as_deref()).to_string(),
-                m.interpreter.version.clone(),
-                m.pip_freeze.len().to_string(),
-                m.built_at.clone(),
-            ]),
+    others.sort();
+    for p in others {
+        match Manifest::load(&p) {
+            Ok(m) => rows.push(row(&m.image, &m.kind, "not defined".into(), Some(&m))),
             Err(e) => {
                 bad += 1;
                 eprintln!("flux: {}: {e}", p.display());
             }
         }
     }
-    let header = ["IMAGE", "KIND", "ID", "PYTHON", "PKGS", "BUILT"].map(String::from);
-    let mut width = [0usize; 6];
+    println!(
+        "definitions {}, cache {}",
+        config.definitions.display(),
+        config.cache_dir.display()
+    );
+    let header = [
+        "IMAGE", "KIND", "BUILT BY", "IDENTITY", "PYTHON", "SOURCE", "TESTS",
+    ]
+    .map(String::from);
+    let mut width = [0usize; 7];
     for r in std::iter::once(&header).chain(&rows) {
         for (w, cell) in width.iter_mut().zip(r) {
             *w = (*w).max(cell.len());
@@ -166,4 +374,10 @@ fn list(cache_dir: &Path) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `<cache>/images/<image>.json`, not a suite report (`*.tests.json`).
+fn is_manifest(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+    name.is_some_and(|n| n.ends_with(".json") && !n.ends_with(".tests.json")) && p.is_file()
 }

@@ -3,9 +3,31 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// std's print macros panic on a closed stream (`flux harvest --json | head`); these shadow them
+// in every module of the binary (textual scope: defined before the `mod`s) and write through
+// `out`, which drops output to a closed stream and goes on.
+macro_rules! println {
+    () => { $crate::out::write($crate::out::Stream::Stdout, format_args!(""), true) };
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stdout, format_args!($($t)*), true) };
+}
+macro_rules! print {
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stdout, format_args!($($t)*), false) };
+}
+macro_rules! eprintln {
+    () => { $crate::out::write($crate::out::Stream::Stderr, format_args!(""), true) };
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), true) };
+}
+#[allow(unused_macros)] // none today; std's would panic
+macro_rules! eprint {
+    ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), false) };
+}
+
+mod out;
+
 mod cache;
 mod eval;
 mod export;
+mod gc;
 mod gen;
 mod harvest;
 mod images;
@@ -45,6 +67,8 @@ enum Cmd {
     Export(export::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
+    /// Remove run directories, stale build scratch and orphaned containers from the cache.
+    Gc(gc::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
     Perturb(perturb::Args),
     /// Generate a benchmark set from repositories' own test suites (`sets/<name>/gen.toml`).
@@ -68,6 +92,7 @@ fn main() -> ExitCode {
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
         Cmd::Harvest(a) => harvest::run(a),
+        Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),
         Cmd::Gen(a) => gen::run(a),
         Cmd::Stats(a) => gen::run_stats(a),
@@ -75,6 +100,9 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // Output to a closed pipe (`flux trace … | head`): what the reader wanted it has; end
+        // quietly with the status a SIGPIPE death would give.
+        Err(e) if out::is_broken_pipe(&e) => ExitCode::from(128 + 13),
         Err(e) => {
             eprintln!("flux: error: {e:#}");
             ExitCode::from(2)

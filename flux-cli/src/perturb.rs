@@ -89,7 +89,6 @@ pub struct Args {
     instances: Vec<PathBuf>,
 }
 
-
 pub fn run(a: Args) -> Result<ExitCode> {
     let harvest = if a.no_harvest {
         None

@@ -7,13 +7,13 @@
 //! Witnesses: `flux` (USDT + hook, `--calls`), `none` (the same container and command, no
 //! tracer), `reference` (a settrace tracer file given by `--reference-tracer`, injected as flux's
 //! hook is: put in the run directory, on `PYTHONPATH`, loaded by `PYTEST_PLUGINS`, configured
-//! from the instance's `[tracing]` table through `FLUX_REF_CONFIG`, logging into the run
-//! directory through `FLUX_REF_LOG`).
+//! from the instance's `[tracing]` table through `FLUX_REF_CONFIG`, logging through
+//! `FLUX_REF_LOG` into `<run dir>/out`, the one directory of the host the container may write,
+//! whose files are read back as untrusted: no link followed, no FIFO opened).
 use anyhow::{bail, Context, Result};
 use flux_agent::merge::CallsMode;
 use flux_container::runtime::RUN_DIR_IN_CONTAINER;
-use flux_harvest::{HarvestOptions, Witness};
-use std::io::Read;
+use flux_harvest::{HarvestOptions, Witness, OUT_IN_CONTAINER};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -98,7 +98,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                         "FLUX_REF_CONFIG".into(),
                         serde_json::to_string(&inst.spec.tracing)?,
                     ),
-                    ("FLUX_REF_LOG".into(), RUN_DIR_IN_CONTAINER.into()),
+                    ("FLUX_REF_LOG".into(), OUT_IN_CONTAINER.into()),
                 ],
                 files: vec![(format!("{dir}/reference_tracer.py"), text)],
             }
@@ -139,28 +139,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-
-/// (files, lines, bytes) of the reference tracer's logs in a run directory.
+/// (files, lines, bytes) of the reference tracer's logs in a run directory's `out/`.
 fn reference_logs(run_dir: &Path) -> Result<(u64, u64, u64)> {
-    let (mut files, mut lines, mut bytes) = (0u64, 0u64, 0u64);
-    for e in std::fs::read_dir(run_dir)? {
-        let e = e?;
-        let n = e.file_name();
-        let n = n.to_string_lossy();
-        if !(n.starts_with("reference-") && n.ends_with(".log")) {
-            continue;
-        }
-        files += 1;
-        let mut f = std::fs::File::open(e.path())?;
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let k = f.read(&mut buf)?;
-            if k == 0 {
-                break;
-            }
-            bytes += k as u64;
-            lines += buf[..k].iter().filter(|b| **b == b'\n').count() as u64;
-        }
-    }
+    let (mut lines, mut bytes) = (0u64, 0u64);
+    let keep = |n: &str| n.starts_with("reference-") && n.ends_with(".log");
+    let files = flux_harvest::read_untrusted(&run_dir.join("out"), keep, |piece| {
+        bytes += piece.len() as u64;
+        lines += piece.iter().filter(|b| **b == b'\n').count() as u64;
+    })?;
     Ok((files, lines, bytes))
 }

@@ -46,7 +46,9 @@ pub fn wall_offset_ns() -> i128 {
 pub fn write_log(trace: &Trace, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let cfg = log_config();
     if !cfg.on {
-        eprintln!("flux: note: TRACE_ON is not 1: the log is empty, as SWE-Flux's tracer leaves it");
+        eprintln!(
+            "flux: note: TRACE_ON is not 1: the log is empty, as SWE-Flux's tracer leaves it"
+        );
     }
     let stats = sweflux_log::write_log(trace, &cfg, wall_offset_ns(), w).map_err(|e| match e {
         sweflux_log::LogError::Io(e) => e,

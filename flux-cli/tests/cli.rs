@@ -582,16 +582,34 @@ fn eval_without_source_fails_naming_the_path_and_the_build_command() {
             "--no-source",
         ]);
     // --cache names another cache; the message follows it.
-    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--cache", "elsewhere"])
-        .code(2)
-        .stderr_has(&["elsewhere/src/demo-1.0 does not exist"]);
+    s.flux(&[
+        "eval",
+        "--model",
+        "static-baseline",
+        "--quiet",
+        "--cache",
+        "elsewhere",
+    ])
+    .code(2)
+    .stderr_has(&["elsewhere/src/demo-1.0 does not exist"]);
     // On purpose, without source; and with the source in place.
-    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--no-source"]).ok();
+    s.flux(&[
+        "eval",
+        "--model",
+        "static-baseline",
+        "--quiet",
+        "--no-source",
+    ])
+    .ok();
     sources(&s);
-    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--force"]).ok();
+    s.flux(&["eval", "--model", "static-baseline", "--quiet", "--force"])
+        .ok();
     let m = s.json("answers/static-baseline/demo/demo-loop/meta.json");
     assert!(
-        m["source"].as_str().unwrap_or("").ends_with(".flux-cache/src/demo-1.0"),
+        m["source"]
+            .as_str()
+            .unwrap_or("")
+            .ends_with(".flux-cache/src/demo-1.0"),
         "{m:#}"
     );
 }
@@ -780,27 +798,48 @@ fn eval_exits_non_zero_while_any_answer_is_an_infrastructure_error() {
     };
     let a = args(&down.url);
     let run = s.flux(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    let run = run.code(1).stderr_has(&[
-        "1 answer(s) still an infrastructure error after retries",
-    ]);
+    let run = run
+        .code(1)
+        .stderr_has(&["1 answer(s) still an infrastructure error after retries"]);
     assert!(
-        run.stdout().contains("infra error (after retries): demo/demo-loop: HTTP 500"),
+        run.stdout()
+            .contains("infra error (after retries): demo/demo-loop: HTTP 500"),
         "{}",
         run.describe()
     );
     // First try + one retry for the failing instance, one request for each other.
     assert_eq!(down.seen.lock().unwrap().len(), 4);
-    assert!(down.seen.lock().unwrap().iter().all(|(_, auth)| auth.is_empty()), "no key sent");
+    assert!(
+        down.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(_, auth)| auth.is_empty()),
+        "no key sent"
+    );
     // The targeted source went with the question.
     let bodies = down.bodies.lock().unwrap().clone();
-    assert!(bodies.iter().all(|b| b.contains("def count(n):")), "{bodies:?}");
+    assert!(
+        bodies.iter().all(|b| b.contains("def count(n):")),
+        "{bodies:?}"
+    );
     let t = s.json("answers/local/demo/demo-loop/transcript.json");
-    assert_eq!(t["samples"][0]["attempts"][0]["http"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        t["samples"][0]["attempts"][0]["http"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
 
     let up = fake_openai(&[("demo/demo-loop", r#"{"loop_iteration_count": 5}"#)]);
     let a = args(&up.url);
-    s.flux(&a.iter().map(String::as_str).collect::<Vec<_>>()).ok();
-    assert_eq!(up.seen.lock().unwrap().len(), 1, "only the failed one is asked again");
+    s.flux(&a.iter().map(String::as_str).collect::<Vec<_>>())
+        .ok();
+    assert_eq!(
+        up.seen.lock().unwrap().len(),
+        1,
+        "only the failed one is asked again"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -929,7 +968,11 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
     let count = |dir: &Path| {
         let mut n = 0;
         for repo in std::fs::read_dir(dir).unwrap().flatten() {
-            for i in std::fs::read_dir(repo.path()).into_iter().flatten().flatten() {
+            for i in std::fs::read_dir(repo.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 n += usize::from(i.path().join("oracle.json").is_file());
             }
         }
@@ -938,18 +981,37 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
     let (n_test, n_var) = (count(&inst), count(&var));
     assert!(n_test >= 30 && n_var >= 30, "{n_test} {n_var}");
     assert!(
-        run.stdout().contains(&format!("test {n_test}, variants {n_var}")),
+        run.stdout()
+            .contains(&format!("test {n_test}, variants {n_var}")),
         "{}",
         run.describe()
     );
     let features = [
-        "id", "repository", "package", "image", "interpreter", "kind", "question", "template",
-        "gold", "order_insensitive", "test_files", "test_command", "expect", "tracing",
-        "extractor", "extractor_params", "variant_of", "provenance",
+        "id",
+        "repository",
+        "package",
+        "image",
+        "interpreter",
+        "kind",
+        "question",
+        "template",
+        "gold",
+        "order_insensitive",
+        "test_files",
+        "test_command",
+        "expect",
+        "tracing",
+        "extractor",
+        "extractor_params",
+        "variant_of",
+        "provenance",
     ];
     for (split, n, dir) in [("test", n_test, &inst), ("variants", n_var, &var)] {
         let text = s.read(&format!("ds/data/{split}.jsonl"));
-        let rows: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let rows: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(rows.len(), n, "{split}");
         for r in &rows {
             let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
@@ -984,7 +1046,10 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
         "task_categories:",
         "  - name: gold\n    dtype: string\n",
     ] {
-        assert!(header.contains(needle), "card header lacks {needle:?}:\n{header}");
+        assert!(
+            header.contains(needle),
+            "card header lacks {needle:?}:\n{header}"
+        );
     }
     assert!(card.contains("## Fields") && card.contains("## Scoring"));
 }

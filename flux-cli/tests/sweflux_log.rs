@@ -38,17 +38,27 @@ fn skip(what: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !has_pytest {
-        eprintln!("skipping {what}: {PY311} with pytest is missing (apt-get install python3-pytest)");
+        eprintln!(
+            "skipping {what}: {PY311} with pytest is missing (apt-get install python3-pytest)"
+        );
     }
     !has_pytest
 }
 
 /// The pytest command both tracers run.
 fn pytest(target: &str) -> Vec<String> {
-    [PY311, "-m", "pytest", "-q", "-p", "no:cacheprovider", target]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+    [
+        PY311,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        target,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 fn with_vars(c: &mut Command, vars: &[(&str, &str)]) {
@@ -149,7 +159,10 @@ fn scrub(s: &str) -> String {
     while let Some(i) = rest.find(" at 0x") {
         out.push_str(&rest[..i + 6]);
         rest = &rest[i + 6..];
-        let n = rest.bytes().take_while(|b| b.is_ascii_hexdigit() || *b == b'?').count();
+        let n = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_hexdigit() || *b == b'?')
+            .count();
         out.push('?');
         rest = &rest[n..];
     }
@@ -223,9 +236,15 @@ fn flux_writes_swe_fluxs_log_as_its_tracer_does_every_event_every_line() {
         .lines()
         .find(|l| l.contains("'long_text': "))
         .expect("the long string");
-    assert!(long.contains(&format!("'long_text': \"'{}...\"", "x".repeat(499))), "{long}");
+    assert!(
+        long.contains(&format!("'long_text': \"'{}...\"", "x".repeat(499))),
+        "{long}"
+    );
     let threads = log.matches("pkg.shapes.lookups event=call").count();
-    assert_eq!(threads, 1, "the other thread's call is not the test thread's");
+    assert_eq!(
+        threads, 1,
+        "the other thread's call is not the test thread's"
+    );
 }
 
 #[test]
@@ -239,15 +258,27 @@ fn flux_writes_swe_fluxs_log_under_their_other_settings() {
         &[
             ("TRACE_ON", "1"),
             ("TRACE_FILE", "pkg/shapes.py"),
-            ("TRACE_FUNC", "lookups,pkg.shapes.Shape,counter.nothing,pkg.shapes.counter"),
+            (
+                "TRACE_FUNC",
+                "lookups,pkg.shapes.Shape,counter.nothing,pkg.shapes.counter",
+            ),
             ("TRACE_NO_UNDERSCORE", "0"),
         ],
     );
     assert!(log.contains("event=line"), "{log}");
-    assert!(!log.contains("event=call"), "TRACE_EVENTS defaults to line:\n{log}");
+    assert!(
+        !log.contains("event=call"),
+        "TRACE_EVENTS defaults to line:\n{log}"
+    );
     assert!(log.contains("'_hidden'"), "{log}");
-    assert!(log.contains("pkg.shapes.Shape.describe"), "a dotted prefix matches");
-    assert!(log.contains("pkg.shapes.lookups"), "the last component matches");
+    assert!(
+        log.contains("pkg.shapes.Shape.describe"),
+        "a dotted prefix matches"
+    );
+    assert!(
+        log.contains("pkg.shapes.lookups"),
+        "the last component matches"
+    );
     assert!(!log.contains("pkg.shapes.wide"), "not matched");
     let log = same_logs(
         "calls and returns, cut reprs, few locals, no times",
@@ -262,9 +293,15 @@ fn flux_writes_swe_fluxs_log_under_their_other_settings() {
             ("TRACE_TIME", "0"),
         ],
     );
-    assert!(log.contains("'...': '<truncated locals: first 3>'"), "{log}");
+    assert!(
+        log.contains("'...': '<truncated locals: first 3>'"),
+        "{log}"
+    );
     // chain() returns `(12, {1: '1', 2: '2', 3: '3'})`: cut after 20 characters.
-    assert!(log.contains("event=return retval=(12, {1: '1', 2: '2'... locals="), "{log}");
+    assert!(
+        log.contains("event=return retval=(12, {1: '1', 2: '2'... locals="),
+        "{log}"
+    );
     assert!(!log.contains("event=line"), "{log}");
     let off = flux_log(&tempdir(), DIALECT, &[("TRACE_FILE", "pkg/shapes.py")]);
     assert!(off.is_empty(), "TRACE_ON unset: no log");
@@ -285,8 +322,14 @@ fn flux_writes_swe_fluxs_log_of_the_witness_corpus() {
             ("TRACE_LOG_ALL_LINES", "1"),
         ],
     );
-    let programs = std::fs::read_dir(tests_dir().join("witness")).unwrap().count();
-    assert_eq!(log.matches("[TRACE][START]").count(), programs, "one test per program");
+    let programs = std::fs::read_dir(tests_dir().join("witness"))
+        .unwrap()
+        .count();
+    assert_eq!(
+        log.matches("[TRACE][START]").count(),
+        programs,
+        "one test per program"
+    );
     assert!(log.lines().count() > 2000, "{} lines", log.lines().count());
 }
 
@@ -318,9 +361,13 @@ fn parsers_in_swe_fluxs_layout_read_fluxs_log() {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(st.status.success(), "{parser}: {}", String::from_utf8_lossy(&st.stderr));
-        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&out).unwrap())
-            .unwrap()["oracle_answer"]
+        assert!(
+            st.status.success(),
+            "{parser}: {}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+        serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&out).unwrap()).unwrap()
+            ["oracle_answer"]
             .clone()
     };
     // `lookups(["a", "b", "c", "a"], ...)` runs its loop body 4 times and misses "b" once.

@@ -26,8 +26,10 @@ fn skip311(what: &str) -> bool {
         return true;
     }
     if !Path::new(PY311).exists() {
-        eprintln!("skipping {what}: {PY311} (Debian bookworm python3.11 with USDT) is missing");
-        return true;
+        return flux_skip::skip(
+            what,
+            &format!("{PY311} (Debian bookworm python3.11 with USDT) is missing"),
+        );
     }
     false
 }
@@ -42,9 +44,12 @@ fn skip311_pytest(what: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !has_pytest {
-        eprintln!("skipping: {what}: pytest is not importable by {PY311} (apt-get install python3-pytest)");
+        return flux_skip::skip(
+            what,
+            &format!("pytest is not importable by {PY311} (apt-get install python3-pytest)"),
+        );
     }
-    !has_pytest
+    false
 }
 
 fn skip315(what: &str) -> bool {
@@ -52,11 +57,13 @@ fn skip315(what: &str) -> bool {
         return true;
     }
     if !sid_root().join("usr/bin/python3.15").exists() {
-        eprintln!(
-            "skipping {what}: no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
-            sid_root().display()
+        return flux_skip::skip(
+            what,
+            &format!(
+                "no sid rootfs with python3.15 at {} (run `cargo xtask images`)",
+                sid_root().display()
+            ),
         );
-        return true;
     }
     false
 }
@@ -386,7 +393,7 @@ fn exit_status_is_the_commands() {
 #[test]
 fn probes_reports_what_each_interpreter_can_do() {
     if !Path::new(PY311).exists() {
-        eprintln!("skipping probes_reports: {PY311} missing");
+        flux_skip::skip("probes_reports", &format!("{PY311} missing"));
         return;
     }
     let o = run_flux(&["probes", PY311]);
@@ -719,6 +726,153 @@ fn a_program_over_the_event_budget_is_stopped_and_the_trace_is_incomplete() {
         stderr(&t).contains("over the event budget"),
         "{}",
         stderr(&t)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 17.4: a run must take the same path every time. A program drawing from a `random.Random()`
+/// of its own (SymPy's assumption shuffle), the `random` module, and iterating a set of objects
+/// hashed by identity (their addresses: SymPy's multiple dispatch) made other calls at each run;
+/// the hook seeds the generators and the launcher turns address randomisation off.
+#[test]
+fn python311_two_runs_of_a_program_make_the_same_calls() {
+    if skip311("python311_two_runs_of_a_program_make_the_same_calls") {
+        return;
+    }
+    let dir = tempdir();
+    let prog = dir.join("det.py");
+    std::fs::write(
+        &prog,
+        r#"import random
+
+class A: pass
+class B: pass
+class C: pass
+class D: pass
+
+def a(): return 1
+def b(): return 2
+def c(): return 3
+def d(): return 4
+
+rng = random.Random()
+fs = [a, b, c, d]
+rng.shuffle(fs)
+for f in fs:
+    f()
+random.choice(fs)()
+for t in {A, B, C, D, type(a), type(rng)}:
+    {A: a, B: b, C: c, D: d}.get(t, len)(*([] if t in (A, B, C, D) else [()]))
+
+class O:
+    def __init__(self, i):
+        self.i = i
+
+# Large enough for the set's order to depend on address bits above the page offset.
+for o in set([O(i) for i in range(2000)]):
+    fs[o.i % 4]()
+"#,
+    )
+    .unwrap();
+    let run = || {
+        let out = dir.join("t.jsonl");
+        let o = run_flux(&[
+            "trace",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            PY311,
+            prog.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let f = std::io::BufReader::new(std::fs::File::open(&out).unwrap());
+        flux_trace::Trace::read_jsonl(f, "t.jsonl").unwrap()
+    };
+    let first = run();
+    for _ in 0..3 {
+        if let Some(d) = flux_trace::compare::call_divergence(&first, &run()) {
+            panic!("two runs of det.py made other calls: {d}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// 17.13: the hook renders a targeted frame's locals at every line, and a local whose
+/// `__repr__` runs Python code (here 200 frames: a linked list) made the probes fire for each
+/// frame, at every line: events the agent drops, traps the program pays, and an event budget
+/// spent on the hook's own work. In a single-threaded process the hook lowers the semaphores
+/// while it renders: the local costs (almost) no USDT event more than an int would.
+#[test]
+fn python311_rendering_a_local_fires_no_probes() {
+    if skip311("python311_rendering_a_local_fires_no_probes") {
+        return;
+    }
+    let dir = tempdir();
+    let prog = |local: &str| {
+        format!(
+            r#"class Node:
+    def __init__(self, nxt):
+        self.nxt = nxt
+
+    def __repr__(self):
+        return "N" + (repr(self.nxt) if self.nxt is not None else "")
+
+
+def chain(n):
+    node = None
+    for _ in range(n):
+        node = Node(node)
+    return node
+
+
+def loop(n):
+    v = {local}
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+print(loop(50))
+"#
+        )
+    };
+    let dropped = |name: &str, local: &str| -> u64 {
+        let p = dir.join(name);
+        std::fs::write(&p, prog(local)).unwrap();
+        let cfg = dir.join(format!("{name}.json"));
+        std::fs::write(&cfg, format!(r#"{{"files": ["{name}"], "functions": ["loop"]}}"#)).unwrap();
+        let stats = dir.join(format!("{name}.stats"));
+        let out = dir.join(format!("{name}.jsonl"));
+        let o = run_flux(&[
+            "trace",
+            "--calls",
+            "usdt",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--stats-json",
+            stats.to_str().unwrap(),
+            "--",
+            PY311,
+            p.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let s: Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        s["counts"]["merge.usdt_events_of_hook_internals_dropped"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // The same calls (chain's), the local an int.
+    let plain = dropped("plain.py", "chain(200) and 0");
+    let chained = dropped("chained.py", "chain(200)");
+    // 53 line events, each rendering `v` (200 nested __repr__ frames) when it is rendered
+    // visibly: ≥ 10,000 more events. (chain() itself fires its 200 calls' returns once.)
+    assert!(
+        chained < plain + 2000,
+        "rendering the chain cost {} more USDT events than an int ({plain} vs {chained})",
+        chained.saturating_sub(plain)
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

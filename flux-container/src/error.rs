@@ -34,11 +34,9 @@ pub enum Error {
         source: bollard::errors::Error,
     },
 
-    #[error("image {image} is missing; build it with `{build_command}`")]
-    ImageMissing {
-        image: String,
-        build_command: String,
-    },
+    /// `hint` is [`crate::images::build_hint`]'s.
+    #[error("image {image} is missing; {hint}")]
+    ImageMissing { image: String, hint: String },
 
     #[error("container {container} timed out after {after:?} and was killed")]
     TimedOut { container: String, after: Duration },
@@ -81,6 +79,9 @@ pub enum Error {
 
     #[error("building image {image} failed: {message}")]
     Build { image: String, message: String },
+
+    #[error("the test suite of image {image} did not run: {message}")]
+    Suite { image: String, message: String },
 
     #[error("container {container} exited right after start (exit code {exit_code:?}): {message}")]
     ExitedEarly {

@@ -2,16 +2,37 @@
 //!
 //! The order matters: the tracer must be attached (and filtering on the container's PID
 //! namespace) before the first line of the test runs. So the container's command is wrapped in
-//! a gate: `sh -c 'read _ < /flux/run/.flux-gate; exec "$@"' sh CMD…`. The FIFO lives in the
-//! run directory on the host; [`Container::start`] returns the init pid, its PID-namespace
-//! (dev, ino) and the rootfs while the shell is blocked on the FIFO, and [`Container::release`]
-//! writes one line into it. `exec` keeps the pid, so `init_pid` is the test process.
+//! a gate: `sh -c 'g=$(timeout -s KILL 120 head -n1 /flux/run/.flux-gate); [ "$g" = go ] ||
+//! exit 125; timeout -s KILL T "$@"; exit $?' sh CMD…`. The FIFO lives in the run directory on
+//! the host; [`Container::start`] returns the init pid, its PID-namespace (dev, ino) and the
+//! rootfs while the shell is blocked on the FIFO, and [`Container::release`] writes one line
+//! into it. The shell stays PID 1 (`init_pid`) for the container's whole life; its child is
+//! `timeout`, whose child is the command. (Not `exec timeout`: coreutils 9.10's `timeout`, in
+//! sid's images, exits 125 at once as PID 1; the trailing `exit $?` keeps dash from exec'ing
+//! its last command.) A gate never released (flux gone) ends the container after
+//! [`GATE_DEADLINE`] without running the command.
+//!
+//! Deadlines of its own: the host kills a container whose [`Container::wait`] expires, but a
+//! host process can die (SIGKILL, a crash) while its container runs on. So the container kills
+//! itself: coreutils' `timeout` SIGKILLs the command [`ContainerSpec::timeout`] +
+//! [`DEADLINE_GRACE`] after the gate opened, and PID 1 (the shell) exits with it, which ends
+//! every process of the namespace. PID 1 of a namespace cannot be killed from inside it; test
+//! code that kills `timeout` only ends the container sooner. The container then sits exited
+//! until [`Runtime::remove_orphans`] removes it (its creating process is gone).
+//!
+//! What the container may write ([`Writes`]): a test's container ([`Writes::Tmp`], the default)
+//! sees its run directory read-only (root's, so nothing in it can be created, replaced or linked
+//! by test code: whatever the host reads or writes there afterwards is the host's own), its root
+//! filesystem read-only, and gets `/tmp` and `/var/tmp` as size-capped tmpfs, charged to its
+//! memory limit: a run's disk use is bounded. Image builds ([`Writes::Everything`]) write their
+//! root filesystem and run directory.
 //!
 //! Removal: [`Container::remove`] removes explicitly; if a `Container` is dropped without it, its
 //! `Drop` removes it (synchronously, on a helper thread with its own client). Every container
 //! carries the labels `flux.managed=1`, `flux.run=<run id>` and `flux.pid=<creating pid>`;
 //! [`Runtime::remove_orphans`] (call it at the start of every run) removes those whose creating
-//! process is gone, and [`Runtime::remove_labelled`] those of one run id.
+//! process is gone, [`Runtime::remove_labelled`] those of one run id, and
+//! [`Runtime::remove_own`] those of this process (on SIGINT/SIGTERM).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -40,10 +61,16 @@ pub const LABEL_PID: &str = "flux.pid";
 pub const RUN_DIR_IN_CONTAINER: &str = "/flux/run";
 /// Name of the gate FIFO inside the run directory.
 pub const GATE_NAME: &str = ".flux-gate";
+/// How long a started container waits for its gate before it exits (125) without running its
+/// command: the tracer attaches in seconds, and a flux killed before releasing leaves nothing.
+pub const GATE_DEADLINE: Duration = Duration::from_secs(120);
+/// How long after [`ContainerSpec::timeout`] the container's own deadline kills its command:
+/// the host's timer ([`Container::wait`]) normally comes first and reports the timeout.
+pub const DEADLINE_GRACE: Duration = Duration::from_secs(10);
 
 const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
 /// Logs kept per stream; the rest is dropped (and `Outcome::*_truncated` set).
-const LOG_CAP: usize = 64 << 20;
+pub const LOG_CAP: usize = 64 << 20;
 
 /// A bind mount of a host path into the container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,6 +116,24 @@ impl Default for Limits {
     }
 }
 
+/// What a container may write besides its pipes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// A test's container: the run directory is mounted read-only (the host's, root's: test
+    /// code can plant nothing in it), the root filesystem is read-only, and `/tmp` and
+    /// `/var/tmp` are tmpfs of at most `bytes` each (charged to the memory limit).
+    Tmp { bytes: u64 },
+    /// An image build: the run directory (chowned to a numeric `user` when the caller is root)
+    /// and the root filesystem are writable.
+    Everything,
+}
+
+impl Default for Writes {
+    fn default() -> Self {
+        Writes::Tmp { bytes: 1 << 30 }
+    }
+}
+
 /// What to run. The network is always disabled (`--network none`).
 #[derive(Debug, Clone)]
 pub struct ContainerSpec {
@@ -97,11 +142,15 @@ pub struct ContainerSpec {
     pub env: BTreeMap<String, String>,
     pub workdir: Option<String>,
     pub mounts: Vec<Mount>,
-    /// Host directory mounted read-write at `/flux/run`; holds the gate FIFO and outputs.
-    /// If the caller is root and `user` is numeric, it is chowned to that user.
+    /// Host directory mounted at `/flux/run`; holds the gate FIFO. Read-only in the
+    /// container unless `writes` is [`Writes::Everything`].
     pub run_dir: PathBuf,
     pub limits: Limits,
-    /// Used by [`Runtime::run`]; [`Container::wait`] takes its own.
+    /// What the container may write (default: [`Writes::Tmp`], 1 GiB).
+    pub writes: Writes,
+    /// Used by [`Runtime::run`] ([`Container::wait`] takes its own), and the container's own
+    /// deadline: its command is SIGKILLed by its PID 1 `timeout + DEADLINE_GRACE` after the
+    /// gate opened, even if no host process is left to do it.
     pub timeout: Duration,
     /// `uid:gid` (default `1000:1000`) or a user name known to the image.
     pub user: String,
@@ -121,6 +170,7 @@ impl ContainerSpec {
             mounts: Vec::new(),
             run_dir: run_dir.into(),
             limits: Limits::default(),
+            writes: Writes::default(),
             timeout: Duration::from_secs(30 * 60),
             user: "1000:1000".to_owned(),
             run_id: new_run_id(),
@@ -155,7 +205,7 @@ pub struct PidNs {
 /// What the tracer needs once the container runs (still blocked on its gate).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Started {
-    /// Host pid of the container's init (the gate shell, then, after `exec`, the command).
+    /// Host pid of the container's init (the gate shell, PID 1 for the container's life).
     pub init_pid: u32,
     pub pidns: PidNs,
     /// Host path of the merged rootfs (`GraphDriver.Data.MergedDir`).
@@ -303,8 +353,12 @@ impl Runtime {
         }
         let gate = prepare_run_dir(&spec)?;
 
+        let run_dir_mode = match spec.writes {
+            Writes::Tmp { .. } => "ro",
+            Writes::Everything => "rw",
+        };
         let mut binds = vec![format!(
-            "{}:{RUN_DIR_IN_CONTAINER}:rw",
+            "{}:{RUN_DIR_IN_CONTAINER}:{run_dir_mode}",
             spec.run_dir.display()
         )];
         for m in &spec.mounts {
@@ -326,17 +380,24 @@ impl Runtime {
             pids_limit: spec.limits.pids,
             nano_cpus: spec.limits.cpus.map(|c| (c * 1e9) as i64),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            readonly_rootfs: Some(matches!(spec.writes, Writes::Tmp { .. })),
+            tmpfs: match spec.writes {
+                Writes::Tmp { bytes } => Some(
+                    ["/tmp", "/var/tmp"]
+                        .iter()
+                        .map(|d| {
+                            let opts = format!("rw,nosuid,nodev,size={bytes},mode=1777");
+                            ((*d).to_owned(), opts)
+                        })
+                        .collect(),
+                ),
+                Writes::Everything => None,
+            },
             ..Default::default()
         };
-        let gate_in = format!("{RUN_DIR_IN_CONTAINER}/{GATE_NAME}");
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
-            entrypoint: Some(vec![
-                "/bin/sh".to_owned(),
-                "-c".to_owned(),
-                format!("read _ < {gate_in}; exec \"$@\""),
-                "sh".to_owned(),
-            ]),
+            entrypoint: Some(entrypoint(spec.timeout)),
             cmd: Some(spec.cmd.clone()),
             env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
             working_dir: spec.workdir.clone(),
@@ -395,17 +456,7 @@ impl Runtime {
     /// run or build left behind. Containers of live processes (concurrent runs) stay. Call it
     /// at the start of every run. Returns how many were removed.
     pub async fn remove_orphans(&self) -> Result<usize> {
-        let mut filters = std::collections::HashMap::new();
-        filters.insert("label".to_owned(), vec![LABEL_PID.to_owned()]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| Error::docker("list containers", e))?;
+        let list = self.with_label(LABEL_PID.to_owned()).await?;
         let mut removed = 0;
         for c in list {
             // Containers of flux images made elsewhere inherit the label blanked: skip them.
@@ -427,6 +478,37 @@ impl Runtime {
         Ok(removed)
     }
 
+    /// Removes (force) every flux container this process created: what SIGINT/SIGTERM leave
+    /// running while a run is interrupted. Returns how many were removed.
+    pub async fn remove_own(&self) -> Result<usize> {
+        let list = self
+            .with_label(format!("{LABEL_PID}={}", std::process::id()))
+            .await?;
+        let mut removed = 0;
+        for id in list.into_iter().filter_map(|c| c.id) {
+            remove_container(&self.docker, &id).await?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    /// Containers (any state) matching a `label` filter (`key` or `key=value`).
+    async fn with_label(
+        &self,
+        filter: String,
+    ) -> Result<Vec<bollard::models::ContainerSummary>> {
+        let mut filters = std::collections::HashMap::new();
+        filters.insert("label".to_owned(), vec![filter]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        self.docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| Error::docker("list containers", e))
+    }
+
     /// Removes one container by id or name (force); a missing one is not an error.
     pub async fn remove_container(&self, id: &str) -> Result<()> {
         remove_container(&self.docker, id).await
@@ -439,17 +521,7 @@ impl Runtime {
             Some(id) => format!("{LABEL_RUN}={id}"),
             None => LABEL_RUN.to_owned(),
         };
-        let mut filters = std::collections::HashMap::new();
-        filters.insert("label".to_owned(), vec![filter]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filters)
-            .build();
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| Error::docker("list containers", e))?;
+        let list = self.with_label(filter).await?;
         Ok(list
             .into_iter()
             .filter(|c| {
@@ -462,10 +534,9 @@ impl Runtime {
 }
 
 pub(crate) fn missing_image(image: &str) -> Error {
-    let build_command = crate::images::build_command(image);
     Error::ImageMissing {
         image: image.to_owned(),
-        build_command,
+        hint: crate::images::build_hint(image),
     }
 }
 
@@ -497,12 +568,33 @@ fn validate(spec: &ContainerSpec) -> Result<()> {
     Ok(())
 }
 
+/// The gate and the deadlines around the command (see the module docs): `sh` waits for the
+/// gate's line `go` at most [`GATE_DEADLINE`] (anything else, an EOF or the deadline exits 125:
+/// never run ungated), then runs `timeout`, which runs the command and SIGKILLs it at
+/// `timeout + DEADLINE_GRACE`, and exits with its status.
+fn entrypoint(timeout: Duration) -> Vec<String> {
+    let gate_in = format!("{RUN_DIR_IN_CONTAINER}/{GATE_NAME}");
+    let deadline = (timeout + DEADLINE_GRACE).as_secs().max(1);
+    vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        format!(
+            "g=$(timeout -s KILL {gate} head -n1 {gate_in}); [ \"$g\" = go ] || exit 125; \
+             timeout -s KILL {deadline} \"$@\"; exit $?",
+            gate = GATE_DEADLINE.as_secs()
+        ),
+        "sh".to_owned(),
+    ]
+}
+
 fn parse_user(user: &str) -> Option<(u32, u32)> {
     let (u, g) = user.split_once(':').unwrap_or((user, user));
     Some((u.parse().ok()?, g.parse().ok()?))
 }
 
-/// Creates `run_dir` (owned by the container user when we can) and a fresh gate FIFO in it.
+/// Creates `run_dir` and a fresh gate FIFO in it, readable by the container's user (the gate
+/// owned by it when we are root and `user` is numeric; the directory too, with
+/// [`Writes::Everything`]).
 fn prepare_run_dir(spec: &ContainerSpec) -> Result<PathBuf> {
     let dir = &spec.run_dir;
     std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
@@ -523,7 +615,11 @@ fn prepare_run_dir(spec: &ContainerSpec) -> Result<PathBuf> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if let (true, Some((uid, gid))) = (root, parse_user(&spec.user)) {
-        for p in [dir.as_path(), gate.as_path()] {
+        let owned: &[&Path] = match spec.writes {
+            Writes::Tmp { .. } => &[gate.as_path()],
+            Writes::Everything => &[dir.as_path(), gate.as_path()],
+        };
+        for p in owned {
             std::os::unix::fs::chown(p, Some(uid), Some(gid))
                 .map_err(|e| Error::io(format!("chown {}", p.display()), e))?;
         }
@@ -651,7 +747,7 @@ impl Container {
         Ok(started)
     }
 
-    /// Opens the gate: the wrapped command `exec`s. Waits (up to 30 s) for the container's shell
+    /// Opens the gate: the wrapped command runs. Waits (up to 30 s) for the container's shell
     /// to be blocked on the FIFO first.
     pub async fn release(&mut self) -> Result<()> {
         use std::io::Write;
@@ -804,7 +900,10 @@ impl Drop for Container {
         })
         .join();
         if !matches!(done, Ok(Some(()))) {
-            eprintln!(
+            // Not eprintln!: a closed stderr must not turn a drop into a panic.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "flux-container: could not remove container {} on drop",
                 self.name
             );

@@ -10,9 +10,14 @@ use std::time::Duration;
 
 use flux_container::images::{self, BuildConfig};
 use flux_container::runtime::{default_socket, new_run_id};
-use flux_container::{ContainerSpec, Error, KillReason, Mount, Runtime};
+use flux_container::{ContainerSpec, Error, KillReason, Mount, Runtime, Writes};
 
-const BASE: &str = "flux/base:py3.11-bookworm";
+/// `flux/base:py3.11-bookworm`, in `$FLUX_IMAGE_NAMESPACE` when that is set (as the builder
+/// names it then).
+static BASE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let ns = std::env::var("FLUX_IMAGE_NAMESPACE").unwrap_or_else(|_| "flux".into());
+    format!("{ns}/base:py3.11-bookworm")
+});
 const PY: &str = "/usr/bin/python3.11";
 
 fn workspace_root() -> PathBuf {
@@ -28,13 +33,16 @@ static BASE_READY: tokio::sync::OnceCell<Result<(), String>> = tokio::sync::Once
 async fn setup() -> Option<Runtime> {
     let socket = default_socket();
     if !Path::new(&socket).exists() {
-        eprintln!("skipping: no Docker socket at {socket} (start dockerd)");
+        flux_skip::skip(
+            "container runtime test",
+            &format!("no Docker socket at {socket} (start dockerd)"),
+        );
         return None;
     }
     let rt = match Runtime::connect().await {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("skipping: {e}");
+            flux_skip::skip("container runtime test", &e.to_string());
             return None;
         }
     };
@@ -57,7 +65,7 @@ async fn setup() -> Option<Runtime> {
         })
         .await;
     if let Err(e) = ready {
-        panic!("building {BASE} failed: {e}");
+        panic!("building {} failed: {e}", *BASE);
     }
     Some(rt)
 }
@@ -75,8 +83,11 @@ impl RunGuard {
     }
 
     fn spec(&self, cmd: &[&str], run_dir: &Path) -> ContainerSpec {
-        let mut spec =
-            ContainerSpec::new(BASE, cmd.iter().map(|s| s.to_string()).collect(), run_dir);
+        let mut spec = ContainerSpec::new(
+            BASE.as_str(),
+            cmd.iter().map(|s| s.to_string()).collect(),
+            run_dir,
+        );
         spec.run_id = format!("{}-{}", self.run_id, flux_container::runtime::new_run_id());
         spec.labels.insert("flux.test".into(), self.run_id.clone());
         spec
@@ -125,6 +136,14 @@ fn run_dir() -> tempfile::TempDir {
         .unwrap()
 }
 
+/// A directory the container's user can write, for a `Mount::read_write`.
+fn writable_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = run_dir();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    d
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_command_in_base_image_with_output_and_exit_code() {
     let Some(rt) = setup().await else { return };
@@ -151,10 +170,9 @@ async fn gate_holds_the_command_until_release() {
     let Some(rt) = setup().await else { return };
     let guard = RunGuard::new();
     let dir = run_dir();
-    let spec = guard.spec(
-        &["sh", "-c", "touch /flux/run/marker; echo ran"],
-        dir.path(),
-    );
+    let out = writable_dir();
+    let mut spec = guard.spec(&["sh", "-c", "touch /out/marker; echo ran"], dir.path());
+    spec.mounts.push(Mount::read_write(out.path(), "/out"));
     let mut c = rt.create(spec).await.unwrap();
     let python = c.host_path(PY).await.unwrap();
     let started = c.start().await.unwrap();
@@ -162,7 +180,7 @@ async fn gate_holds_the_command_until_release() {
     // Running, blocked on the gate: the command has not run.
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(
-        !dir.path().join("marker").exists(),
+        !out.path().join("marker").exists(),
         "command ran before release"
     );
     assert!(Path::new(&format!("/proc/{}", started.init_pid)).exists());
@@ -186,7 +204,7 @@ async fn gate_holds_the_command_until_release() {
     assert_eq!(outcome.exit_code, 0);
     assert_eq!(outcome.stdout_lossy(), "ran\n");
     assert!(
-        dir.path().join("marker").exists(),
+        out.path().join("marker").exists(),
         "command did not run after release"
     );
     c.remove().await.unwrap();
@@ -280,7 +298,7 @@ async fn read_only_mounts_are_read_only() {
         &[
             "sh",
             "-c",
-            "cat /data/input.txt; touch /data/new && echo WROTE; echo out > /flux/run/out.txt",
+            "cat /data/input.txt; touch /data/new && echo WROTE",
         ],
         dir.path(),
     );
@@ -293,11 +311,129 @@ async fn read_only_mounts_are_read_only() {
         outcome.stderr_lossy()
     );
     assert!(!data.path().join("new").exists());
-    // The run dir is writable by the container user.
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+/// 17.6 and 17.12: the run directory was the container user's and writable, so test code could
+/// plant links where the host writes afterwards, and its root filesystem was writable, so a
+/// run's disk use had no bound. A test's container now writes only its size-capped tmpfs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_container_writes_only_its_capped_tmpfs() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let script = "for p in /flux/run/out.txt /flux/run/.flux-gate.x /usr/x /x; do \
+                  if touch $p 2>/dev/null; then echo wrote $p; else echo refused $p; fi; done; \
+                  ln -s /etc/passwd /flux/run/link 2>/dev/null && echo linked; \
+                  echo small > /tmp/ok && echo tmp ok; echo small > /var/tmp/ok && echo var ok; \
+                  head -c 2097152 /dev/zero > /tmp/big || echo tmp full";
+    let mut spec = guard.spec(&["sh", "-c", script], dir.path());
+    spec.writes = Writes::Tmp { bytes: 1 << 20 };
+    let outcome = rt.run(spec).await.unwrap();
+    assert_eq!(
+        outcome.stdout_lossy(),
+        "refused /flux/run/out.txt\nrefused /flux/run/.flux-gate.x\nrefused /usr/x\n\
+         refused /x\ntmp ok\nvar ok\ntmp full\n",
+        "{}",
+        outcome.stderr_lossy()
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, [".flux-gate"], "only the gate is in the run directory");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(dir.path()).unwrap().uid(), 0, "root's");
+
+    // An image build writes its run directory and root filesystem.
+    let mut spec = guard.spec(
+        &["sh", "-c", "echo out > /flux/run/out.txt && touch /x && echo built"],
+        dir.path(),
+    );
+    spec.user = "0:0".into();
+    spec.writes = Writes::Everything;
+    let outcome = rt.run(spec).await.unwrap();
+    assert_eq!(outcome.stdout_lossy(), "built\n", "{}", outcome.stderr_lossy());
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
         "out\n"
     );
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+/// 17.8: a killed flux left its container running past its timeout (only the host's timer
+/// could stop it). Now the container's PID 1 kills the command at its own deadline: here no
+/// host process waits for it at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_nobody_waits_for_dies_at_its_own_deadline() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let mut spec = guard.spec(&["sleep", "600"], dir.path());
+    spec.timeout = Duration::from_secs(1);
+    let mut c = rt.create(spec).await.unwrap();
+    c.start().await.unwrap();
+    c.release().await.unwrap();
+    let released = std::time::Instant::now();
+    let id = c.id().to_owned();
+    // As a SIGKILLed flux would: no wait, no kill, no removal.
+    std::mem::forget(c);
+    let limit = Duration::from_secs(1) + flux_container::runtime::DEADLINE_GRACE;
+    let running = |id: &str| {
+        let o = std::process::Command::new("docker")
+            .args(["inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}", id])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    };
+    let mut state = running(&id);
+    while state.starts_with("true") && released.elapsed() < limit + Duration::from_secs(20) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        state = running(&id);
+    }
+    let took = released.elapsed();
+    assert_eq!(state, "false 137", "the command was SIGKILLed");
+    assert!(
+        took >= Duration::from_secs(1) && took < limit + Duration::from_secs(5),
+        "stopped after {took:?}; its deadline is {limit:?}"
+    );
+    assert_eq!(rt.remove_labelled(Some(&guard.run_id)).await.unwrap(), 0);
+    rt.remove_container(&id).await.unwrap();
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}
+
+/// A gate closed without its line (a flux gone half-way through releasing) never runs the
+/// command: the container exits 125.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_closed_without_its_line_never_runs_the_command() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    let mut c = rt
+        .create(guard.spec(&["sh", "-c", "echo ran"], dir.path()))
+        .await
+        .unwrap();
+    c.start().await.unwrap();
+    let gate = dir.path().join(flux_container::runtime::GATE_NAME);
+    let t0 = std::time::Instant::now();
+    loop {
+        use std::os::unix::fs::OpenOptionsExt;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&gate)
+        {
+            Ok(f) => break drop(f),
+            Err(_) if t0.elapsed() < Duration::from_secs(30) => {
+                tokio::time::sleep(Duration::from_millis(10)).await
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let outcome = c.wait(Duration::from_secs(30)).await.unwrap();
+    assert_eq!(outcome.exit_code, 125);
+    assert_eq!(outcome.stdout_lossy(), "");
+    c.remove().await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
 
@@ -378,7 +514,8 @@ async fn missing_image_names_the_build_command() {
     assert!(matches!(err, Error::ImageMissing { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "image flux/nosuchrepo:0.0-py3.11 is missing; build it with `flux images build flux/nosuchrepo:0.0-py3.11`"
+        "image flux/nosuchrepo:0.0-py3.11 is missing; build it with \
+         `flux images build flux/nosuchrepo:0.0-py3.11`"
     );
 }
 
@@ -386,17 +523,17 @@ async fn missing_image_names_the_build_command() {
 async fn image_file_resolves_symlinked_dirs_to_the_layer_file() {
     let Some(rt) = setup().await else { return };
     // /bin is a symlink to usr/bin in bookworm: the lookup follows it inside the image.
-    let sh = rt.image_file(BASE, "/bin/sh").await.unwrap();
+    let sh = rt.image_file(&BASE, "/bin/sh").await.unwrap();
     assert!(sh.is_file(), "{}", sh.display());
     assert!(
         sh.to_string_lossy().contains("/usr/bin/dash"),
         "{}",
         sh.display()
     );
-    let py = rt.image_file(BASE, PY).await.unwrap();
+    let py = rt.image_file(&BASE, PY).await.unwrap();
     assert!(py.starts_with("/var/lib/docker"), "{}", py.display());
     let err = rt
-        .image_file(BASE, "/usr/bin/nonexistent")
+        .image_file(&BASE, "/usr/bin/nonexistent")
         .await
         .unwrap_err();
     assert!(matches!(err, Error::FileNotInImage { .. }), "{err}");
@@ -438,16 +575,33 @@ async fn released_command_keeps_the_init_pid_and_streams_output() {
         "init is pid 1 in its namespace: {nspid}"
     );
     c.release().await.unwrap();
-    // `exec` replaces the gate shell in place: same host pid, now the interpreter.
-    let mut exe = PathBuf::new();
+    // The gate shell stays init; its child is the container's deadline (`timeout`), whose one
+    // child is the interpreter.
+    let child_of = |pid: u32| -> Option<u32> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    let exe_of = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+    let (mut deadline_exe, mut python_exe) = (PathBuf::new(), PathBuf::new());
     for _ in 0..200 {
-        exe = std::fs::read_link(format!("/proc/{}/exe", started.init_pid)).unwrap_or_default();
-        if exe.ends_with("python3.11") {
+        if let Some(t) = child_of(started.init_pid) {
+            deadline_exe = exe_of(t);
+            if let Some(p) = child_of(t) {
+                python_exe = exe_of(p);
+            }
+        }
+        if deadline_exe.ends_with("timeout") && python_exe.ends_with("python3.11") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(exe.ends_with("python3.11"), "{}", exe.display());
+    assert!(exe_of(started.init_pid).ends_with("dash"), "init is the shell");
+    assert!(deadline_exe.ends_with("timeout"), "{}", deadline_exe.display());
+    assert!(python_exe.ends_with("python3.11"), "{}", python_exe.display());
     let mut chunks: Vec<(flux_container::LogStream, String, std::time::Instant)> = Vec::new();
     let outcome = c
         .wait_streaming(Duration::from_secs(30), |s, b| {
@@ -479,7 +633,7 @@ async fn containers_of_flux_images_made_elsewhere_are_not_taken_for_runs() {
     let mut labels = std::collections::HashMap::new();
     labels.insert("flux.test".to_owned(), guard.run_id.clone());
     let body = bollard::models::ContainerCreateBody {
-        image: Some(BASE.into()),
+        image: Some(BASE.clone()),
         cmd: Some(vec!["true".into()]),
         labels: Some(labels),
         ..Default::default()
@@ -506,7 +660,7 @@ async fn base_build_is_incremental_and_manifest_matches_the_image() {
         cache_dir: root.join(".flux-cache"),
         rebuild: false,
     };
-    let names = vec![BASE.to_owned()];
+    let names = vec![BASE.clone()];
     let results = images::build(&rt, &config, &names, &mut |_| {})
         .await
         .unwrap();
@@ -519,10 +673,10 @@ async fn base_build_is_incremental_and_manifest_matches_the_image() {
     );
     assert_eq!(
         report.manifest_path,
-        images::manifest_path(&config.cache_dir, BASE)
+        images::manifest_path(&config.cache_dir, &BASE)
     );
     let on_disk = images::Manifest::load(&report.manifest_path).unwrap();
-    assert_eq!(on_disk.image_id, rt.image_id(BASE).await.unwrap());
+    assert_eq!(on_disk.image_id, rt.image_id(&BASE).await.unwrap());
     assert_eq!(on_disk.interpreter.path, PY);
     assert!(
         on_disk.interpreter.version.starts_with("3.11."),
@@ -534,18 +688,29 @@ async fn base_build_is_incremental_and_manifest_matches_the_image() {
         .debian_packages
         .iter()
         .any(|p| p.starts_with("python3.11=")));
-    // The image carries the same manifest as a label, less the id it cannot know.
-    let label = images::image_manifest(&rt, BASE)
+    // The image carries the same manifest as a label, less the id it cannot know — or, for a
+    // base built by an older builder and since probed for what a newer manifest schema holds
+    // (not rebuilt), the older manifest: the same image, definition and packages.
+    let label = images::image_manifest(&rt, &BASE)
         .await
         .unwrap()
         .expect("flux.manifest label");
-    assert_eq!(
-        images::Manifest {
-            image_id: on_disk.image_id.clone(),
-            ..label
-        },
-        on_disk
-    );
+    assert!(on_disk.identity.starts_with("flux-id:"), "{on_disk:?}");
+    if label.schema == on_disk.schema {
+        assert_eq!(
+            images::Manifest {
+                image_id: on_disk.image_id.clone(),
+                ..label
+            },
+            on_disk
+        );
+    } else {
+        assert!(label.schema < on_disk.schema);
+        assert_eq!(label.image, on_disk.image);
+        assert_eq!(label.definition_hash, on_disk.definition_hash);
+        assert_eq!(label.interpreter, on_disk.interpreter);
+        assert_eq!(label.debian_packages, on_disk.debian_packages);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -561,7 +726,7 @@ async fn orphans_of_dead_processes_are_removed_and_live_ones_kept() {
     let orphan_run = new_run_id();
     // The runtime labels its containers with its own pid: make the orphan by hand.
     let body = bollard::models::ContainerCreateBody {
-        image: Some(BASE.into()),
+        image: Some(BASE.clone()),
         cmd: Some(vec!["true".into()]),
         labels: Some(
             [

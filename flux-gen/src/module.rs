@@ -501,6 +501,8 @@ async fn run_module_inner(
             provenance: Provenance {
                 image: repo.image.clone(),
                 image_id: run.image_id.clone(),
+                // Not recorded by flux gen yet (the sets made before it existed have none).
+                image_identity: String::new(),
                 interpreter: run.interpreter_version.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
                 trace_sha256: digest.clone(),

@@ -43,13 +43,10 @@ impl Runner {
     pub async fn image_id(&self, image: &str) -> Result<String> {
         match self.rt.image_id(image).await? {
             Some(id) => Ok(id),
-            None => {
-                let build = match flux_container::images::xtask_name_for(image) {
-                    Some(n) => format!("cargo xtask images {n}"),
-                    None => "cargo xtask images".into(),
-                };
-                bail!("image {image} is missing; build it with `{build}`")
-            }
+            None => bail!(
+                "image {image} is missing; {}",
+                flux_container::images::build_hint(image)
+            ),
         }
     }
 

@@ -323,6 +323,7 @@ pub(crate) mod tests {
                 provenance: Provenance {
                     image: "i".into(),
                     image_id: String::new(),
+                    image_identity: String::new(),
                     interpreter: "3.11".into(),
                     flux_version: "0".into(),
                     trace_sha256: String::new(),

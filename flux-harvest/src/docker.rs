@@ -47,7 +47,7 @@ impl Launched for ContainerRun<'_> {
         self.pidns
     }
 
-    /// Open the gate FIFO and write a line; the shell `exec`s the test command. (The same as
+    /// Open the gate FIFO and write a line; the shell runs the test command. (The same as
     /// `Container::release`, without await: the shell may not have opened the FIFO yet, ENXIO.)
     fn release(&mut self) -> Result<()> {
         use std::io::Write;
@@ -91,8 +91,8 @@ impl Launched for ContainerRun<'_> {
     }
 
     fn kill(&mut self) {
-        // The container's init is the test process (the gate shell `exec`s it); its death ends
-        // the container. We are root on the host, outside the container's namespaces.
+        // The container's init is the gate shell (the test runs under it); its death ends the
+        // container. We are root on the host, outside the container's namespaces.
         // SAFETY: plain syscall on a pid we were given by the daemon.
         unsafe {
             libc::kill(self.init_pid as libc::pid_t, libc::SIGKILL);
@@ -131,16 +131,46 @@ pub(crate) async fn run(
 /// The id of `image`; an error naming the command that builds it when it is missing.
 pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Result<String> {
     let Some(image_id) = rt.image_id(image).await? else {
-        let build = flux_container::images::build_command(image);
-        anyhow::bail!("image {image} is missing; build it with `{build}`");
+        anyhow::bail!(
+            "image {image} is missing; {}",
+            flux_container::images::build_hint(image)
+        );
     };
     Ok(image_id)
 }
 
+/// The id and content identity of the instance's image, after checking the instance's
+/// `package` and `interpreter` against the image's manifest (its `flux.manifest` label): a
+/// mismatch, or an image without a manifest, is refused naming both sides.
+pub(crate) async fn checked_image(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+) -> Result<(String, String)> {
+    let image = &inst.spec.image;
+    let id = image_id(rt, image).await?;
+    let Some(m) = flux_container::images::image_manifest(rt, image).await? else {
+        anyhow::bail!(
+            "image {image} carries no flux manifest (label {}), so the instance's `package` and \
+             `interpreter` cannot be checked against it; {}",
+            flux_container::images::LABEL_MANIFEST,
+            flux_container::images::build_hint(image)
+        );
+    };
+    flux_container::images::check_pins(&m, &inst.spec.package, &inst.spec.interpreter)
+        .map_err(|e| anyhow!("instance.toml does not describe image {image}: {e}"))?;
+    Ok((id, m.identity))
+}
+
 /// The container of an instance's test: its image and command, the instance copy mounted
 /// read-only as the working directory, the run directory, `env`.
+/// The run directory's `shared/` is the container's (read-only) `/flux/run`; nothing of the
+/// host is writable in the container (`flux_container::Writes::Tmp`).
 fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> ContainerSpec {
-    let mut spec = ContainerSpec::new(&inst.spec.image, inst.spec.test.command.clone(), run_dir);
+    let mut spec = ContainerSpec::new(
+        &inst.spec.image,
+        inst.spec.test.command.clone(),
+        crate::rundir::shared(run_dir),
+    );
     spec.mounts.push(Mount::read_only(
         run_dir.join("instance"),
         INSTANCE_IN_CONTAINER,
@@ -164,7 +194,20 @@ pub(crate) async fn run_untraced(
     env: &[(String, String)],
 ) -> Result<(Outcome, Duration)> {
     image_id(rt, &inst.spec.image).await?;
-    let spec = container_spec(inst, run_dir, env);
+    let mut spec = container_spec(inst, run_dir, env);
+    // The one place a container writes on the host: `<run dir>/out`, read back as untrusted.
+    let out = run_dir.join("out");
+    std::fs::create_dir(&out).with_context(|| format!("creating {}", out.display()))?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&out, Some(1000), Some(1000))
+            .with_context(|| format!("chown {}", out.display()))?;
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777))?;
+    }
+    spec.mounts
+        .push(Mount::read_write(&out, crate::run_test::OUT_IN_CONTAINER));
     let timeout = spec.timeout;
     let mut container = rt.create(spec).await?;
     let result = async {
@@ -172,7 +215,7 @@ pub(crate) async fn run_untraced(
         let mut launched = ContainerRun {
             pidns: (started.pidns.dev, started.pidns.ino),
             init_pid: started.init_pid,
-            gate: run_dir.join(GATE_NAME),
+            gate: crate::rundir::shared(run_dir).join(GATE_NAME),
             timeout,
             outcome: None,
             released: None,
@@ -207,7 +250,7 @@ pub(crate) async fn run_timed(
     opts: &HarvestOptions,
 ) -> Result<(RunOutput, Duration)> {
     let image = &inst.spec.image;
-    let image_id = image_id(rt, image).await?;
+    let (image_id, image_identity) = checked_image(rt, inst).await?;
     let interpreter = &inst.spec.interpreter;
     let exe = rt.image_file(image, interpreter).await.with_context(|| {
         format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
@@ -217,10 +260,12 @@ pub(crate) async fn run_timed(
     let prepared = crate::tracing::prepare(
         &interp,
         &inst.spec.tracing,
-        run_dir,
+        &crate::rundir::shared(run_dir),
         flux_container::runtime::RUN_DIR_IN_CONTAINER,
         opts.calls,
         opts.scope,
+        // The container's default user (flux_container::ContainerSpec).
+        Some((1000, 1000)),
     )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     let spec = container_spec(inst, run_dir, &prepared.env);
@@ -239,7 +284,7 @@ pub(crate) async fn run_timed(
         let mut launched = ContainerRun {
             pidns: (started.pidns.dev, started.pidns.ino),
             init_pid: started.init_pid,
-            gate: run_dir.join(GATE_NAME),
+            gate: crate::rundir::shared(run_dir).join(GATE_NAME),
             timeout,
             outcome: None,
             released: None,
@@ -272,7 +317,10 @@ pub(crate) async fn run_timed(
         killed,
         stdout: outcome.stdout,
         stderr: outcome.stderr,
+        stdout_truncated: outcome.stdout_truncated,
+        stderr_truncated: outcome.stderr_truncated,
         image_id,
+        image_identity,
         interpreter_version: interp.version_string(),
         labels,
     };

@@ -5,6 +5,13 @@
 //!
 //! Whatever it produces is labelled "not reproducible": the host's interpreter build, its
 //! Debian packages and the working directory's path are not pinned the way an image is.
+//!
+//! Test code is hostile: when flux is root, the test runs as `nobody` (65534, through
+//! util-linux's `setpriv`), so it can write nothing flux owns; its stdout and stderr come to
+//! flux through pipes (at most [`flux_container::runtime::LOG_CAP`] bytes each are kept, the
+//! rest is drained and the truncation recorded); and, as in a container, coreutils' `timeout`
+//! (a child of the namespace's PID 1, a shell) kills it at the instance's timeout plus
+//! [`flux_container::runtime::DEADLINE_GRACE`] even if flux is gone.
 use crate::{HarvestOptions, RunOutput, NOT_REPRODUCIBLE};
 use anyhow::{bail, Context, Result};
 use flux_agent::interp::Interpreter;
@@ -12,15 +19,19 @@ use flux_agent::run::Launched;
 use flux_agent::spawn::Gated;
 use flux_container::Manifest;
 use flux_instance::Instance;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+/// Who the test runs as on the host when flux is root.
+const NOBODY: u32 = 65534;
 
 struct HostRun {
     gated: Gated,
     timeout: Duration,
     timed_out: bool,
-    exit: Option<i32>,
+    exited: bool,
 }
 
 impl Launched for HostRun {
@@ -33,30 +44,16 @@ impl Launched for HostRun {
     }
 
     async fn wait(&mut self) -> Result<i32> {
-        if let Some(code) = self.exit {
-            return Ok(code);
-        }
-        let mut child = self
-            .gated
-            .take_child()
-            .context("the test command was already waited for")?;
-        let group = self.gated.pid();
-        let waiter = tokio::task::spawn_blocking(move || child.wait());
-        tokio::pin!(waiter);
-        let status = tokio::select! {
-            r = &mut waiter => r??,
-            _ = tokio::time::sleep(self.timeout) => {
+        let timeout = self.timeout;
+        let code = match tokio::time::timeout(timeout, Launched::wait(&mut self.gated)).await {
+            Ok(r) => r?,
+            Err(_) => {
                 self.timed_out = true;
-                // SAFETY: plain syscall; the group is our child's (it called setsid).
-                unsafe { libc::killpg(group as libc::pid_t, libc::SIGKILL); }
-                waiter.await??
+                self.gated.kill();
+                Launched::wait(&mut self.gated).await?
             }
         };
-        use std::os::unix::process::ExitStatusExt;
-        let code = status
-            .code()
-            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-        self.exit = Some(code);
+        self.exited = true;
         Ok(code)
     }
 
@@ -65,15 +62,46 @@ impl Launched for HostRun {
     }
 }
 
+impl Drop for HostRun {
+    /// A run abandoned half-way (an error, SIGINT) leaves no process behind.
+    fn drop(&mut self) {
+        if !self.exited {
+            self.gated.kill();
+        }
+    }
+}
+
+/// Read `r` to its end, keeping the first `cap` bytes; whether anything was dropped.
+fn read_capped(mut r: impl Read, cap: usize) -> (Vec<u8>, bool) {
+    let mut kept = Vec::new();
+    let mut truncated = false;
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                if n > room {
+                    truncated = true;
+                }
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    (kept, truncated)
+}
+
 /// The image's manifest, which names its wheelhouse and pins.
 fn manifest(cache_dir: &Path, image: &str) -> Result<Manifest> {
     let path = flux_container::images::manifest_path(cache_dir, image);
     if !path.exists() {
-        let build = flux_container::images::build_command(image);
         bail!(
             "no manifest for image {image} at {} (the host runtime installs that image's pinned \
-             wheels); build it with `{build}`",
-            path.display()
+             wheels); {}",
+            path.display(),
+            flux_container::images::build_hint(image)
         );
     }
     Ok(Manifest::load(&path)?)
@@ -97,6 +125,12 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         );
     }
     let m = manifest(cache_dir, &inst.spec.image)?;
+    flux_container::images::check_pins(&m, &inst.spec.package, interpreter).map_err(|e| {
+        anyhow::anyhow!(
+            "instance.toml does not describe image {}: {e}",
+            inst.spec.image
+        )
+    })?;
     if m.kind != "repo" {
         bail!(
             "image {} is a base image: it has no wheels to install",
@@ -112,9 +146,9 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     let wheelhouse = std::path::absolute(cache_dir.join("wheelhouse").join(&name))?;
     if !wheelhouse.is_dir() {
         bail!(
-            "wheelhouse {} is missing; `{}` downloads it",
+            "wheelhouse {} is missing; `flux images build {}` downloads it",
             wheelhouse.display(),
-            flux_container::images::build_command(&m.image)
+            m.image
         );
     }
     let venv = std::path::absolute(cache_dir.join("venvs").join(&name))?;
@@ -123,6 +157,7 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         "interpreter": interpreter,
         "definition_hash": m.definition_hash,
         "pip_freeze": m.pip_freeze,
+        "identity": m.identity,
     })
     .to_string();
     if std::fs::read_to_string(&stamp).ok().as_deref() == Some(want.as_str()) {
@@ -160,6 +195,13 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
         .args(&m.pip_freeze)
         .env("PIP_NO_INPUT", "1");
     run(&mut install)?;
+    // As in the image: the package imports from its unpacked source (the cache's tree, which
+    // `flux eval` shows), not from the venv's site-packages.
+    if let Some(src) = &m.source {
+        let tree = std::path::absolute(cache_dir.join(&src.cache_tree))?;
+        flux_container::images::source::adopt(&python, &src.info.package, &tree)
+            .with_context(|| format!("importing {} from {}", src.info.package, tree.display()))?;
+    }
     std::fs::write(&stamp, want)?;
     Ok(venv)
 }
@@ -188,13 +230,16 @@ pub(crate) async fn run_host(
     let python = std::fs::canonicalize(bin.join("python"))?;
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
+    let shared = crate::rundir::shared(run_dir);
     let prepared = crate::tracing::prepare(
         &interp,
         &inst.spec.tracing,
-        run_dir,
-        &run_dir.display().to_string(),
+        &shared,
+        &shared.display().to_string(),
         opts.calls,
         opts.scope,
+        // SAFETY: geteuid has no preconditions.
+        (unsafe { libc::geteuid() } == 0).then_some((NOBODY, NOBODY)),
     )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
@@ -206,29 +251,67 @@ pub(crate) async fn run_host(
         cmd[0] = bin.join(prog).display().to_string();
     }
     let workdir = run_dir.join("instance");
+    let timeout = Duration::from_secs(inst.spec.test.timeout_s);
+    let deadline = (timeout + flux_container::runtime::DEADLINE_GRACE).as_secs();
     let mut wrapped: Vec<String> = vec![
         "/bin/sh".into(),
         "-c".into(),
-        "cd \"$1\" && out=$2 && err=$3 && shift 3 && exec \"$@\" </dev/null >\"$out\" 2>\"$err\""
-            .into(),
+        // Not `exec`: `timeout` must not be PID 1 (see `flux_container::runtime`).
+        "cd \"$1\" && shift && \"$@\" </dev/null; exit $?".into(),
         "sh".into(),
         workdir.display().to_string(),
-        run_dir.join("stdout.txt").display().to_string(),
-        run_dir.join("stderr.txt").display().to_string(),
+        "timeout".into(),
+        "-s".into(),
+        "KILL".into(),
+        deadline.to_string(),
     ];
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        if flux_agent::spawn::resolve("setpriv").is_none() {
+            bail!(
+                "the host runtime runs tests as nobody when flux is root, with setpriv \
+                 (util-linux), which is not on PATH"
+            );
+        }
+        wrapped.extend(
+            [
+                "setpriv",
+                &format!("--reuid={NOBODY}"),
+                &format!("--regid={NOBODY}"),
+                "--clear-groups",
+                "--no-new-privs",
+                "--",
+            ]
+            .map(String::from),
+        );
+    }
     wrapped.extend(cmd);
-    let mut env = prepared.env.clone();
+    // Pipes of our own (the gated spawn keeps its `Child`): the write ends go to the command,
+    // the read ends to a reader thread each.
+    let (out_r, out_w) = std::io::pipe().context("a pipe for the test's stdout")?;
+    let (err_r, err_w) = std::io::pipe().context("a pipe for the test's stderr")?;
+    let mut command = Command::new(&wrapped[0]);
+    command
+        .args(&wrapped[1..])
+        .envs(prepared.env.iter().cloned())
+        .stdin(Stdio::null())
+        .stdout(out_w)
+        .stderr(err_w);
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-    env.push(("PATH".into(), format!("{}:{path}", bin.display())));
-    env.push(("VIRTUAL_ENV".into(), venv.display().to_string()));
-    let gated = flux_agent::run::launch_host(&wrapped, &env)?;
+    command.env("PATH", format!("{}:{path}", bin.display()));
+    command.env("VIRTUAL_ENV", venv.display().to_string());
+    // `command` (holding our copies of the write ends) is dropped by the spawn: EOF comes when
+    // the test's side is done.
+    let gated = flux_agent::spawn::spawn_gated(command)?;
+    let cap = flux_container::runtime::LOG_CAP;
+    let out_reader = Some(std::thread::spawn(move || read_capped(out_r, cap)));
+    let err_reader = Some(std::thread::spawn(move || read_capped(err_r, cap)));
     let (plan, collector) = prepared.listen();
-    let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     let mut launched = HostRun {
         gated,
         timeout,
         timed_out: false,
-        exit: None,
+        exited: false,
     };
     let (mut trace, exit_code) =
         crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer).await?;
@@ -238,15 +321,36 @@ pub(crate) async fn run_host(
     let killed = (!launched.timed_out && exit_code > 128 && exit_code <= 128 + 64)
         .then(|| format!("signal {}", exit_code - 128));
     let labels = trace.meta.labels.clone();
+    let joined = |h: Option<std::thread::JoinHandle<(Vec<u8>, bool)>>| {
+        h.and_then(|h| h.join().ok()).unwrap_or_default()
+    };
+    let (stdout, stdout_truncated) = joined(out_reader);
+    let (stderr, stderr_truncated) = joined(err_reader);
     Ok(RunOutput {
         trace,
         exit_code,
         timed_out: launched.timed_out.then_some(timeout),
         killed,
-        stdout: std::fs::read(run_dir.join("stdout.txt")).unwrap_or_default(),
-        stderr: std::fs::read(run_dir.join("stderr.txt")).unwrap_or_default(),
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
         image_id: String::new(),
+        image_identity: String::new(),
         interpreter_version: interp.version_string(),
         labels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// 17.12: a host run's logs were read whole from files the test wrote (a size bomb);
+    /// they come through pipes now, the first `cap` bytes kept and the rest drained.
+    #[test]
+    fn logs_are_kept_up_to_the_cap_and_drained_beyond() {
+        let big = vec![b'x'; 300_000];
+        assert_eq!(super::read_capped(&big[..], 1000), (vec![b'x'; 1000], true));
+        assert_eq!(super::read_capped(&b"ok"[..], 1000), (b"ok".to_vec(), false));
+        assert_eq!(super::read_capped(&big[..], 300_000), (big.clone(), false));
+    }
 }

@@ -15,8 +15,9 @@
 //!    in a venv of the instance's interpreter holding the image's pinned wheels installed offline
 //!    from `<cache>/wheelhouse/` ([`Runtime::Host`]; every output is labelled
 //!    [`NOT_REPRODUCIBLE`]);
-//! 4. screening gates: the test ended as expected (exit 0 for `expect = "pass"`, non-zero for
-//!    `"fail"`; a timeout or a kill is an error), the trace is complete with 0 lost events, the
+//! 4. screening gates: the test ended as expected (exit 0 for `expect = "pass"`; for `"fail"`
+//!    pytest's exit 1 with a failed test in its records, see `outcome`; a timeout or a kill is
+//!    an error), the trace is complete with 0 lost events, the
 //!    extractor succeeded, the answer fits the template, the answer is at least the kind's
 //!    minimum size;
 //! 5. write `oracle.json` (provenance: image id, interpreter version, flux version, trace digest,
@@ -31,7 +32,7 @@
 //! `flux-extract` through `flux-instance`) and nothing about how events are captured (that is
 //! `flux-agent`); it sequences them and owns the gates.
 use flux_extract::QuestionKind;
-use flux_instance::{Instance, OnConflict, Oracle, WriteOutcome};
+use flux_instance::{Instance, Oracle};
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -39,13 +40,21 @@ use std::time::{Duration, Instant};
 
 mod diff;
 mod docker;
+mod gc;
+mod gold;
 mod host;
+mod outcome;
 mod run_test;
 mod rundir;
+mod signals;
 mod tracing;
 
 pub use diff::json_diff;
-pub use run_test::{run_test, run_traced, TestRun, TracedRun, Witness};
+pub use gc::{gc, GcOptions, GcReport};
+pub use gold::{verdicts, Verdict};
+pub use signals::Interrupted;
+pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
+pub use run_test::{read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
@@ -91,6 +100,12 @@ pub struct HarvestOptions {
     /// Benchmarks only: trace with this scope instead of the instance's `[tracing] scope`
     /// (`cargo xtask bench harvest` measures what test windows save).
     pub scope: Option<flux_trace::Scope>,
+    /// Run each test twice from clean containers; answers that differ are refused, a call
+    /// graph that differs is not written (`gold`).
+    pub twice: bool,
+    /// Run directories under `<cache>/runs` are pruned, oldest first, to stay under this many
+    /// bytes in all (besides [`KEEP_RUNS`] per instance and [`KEEP_RUNS_TOTAL`]).
+    pub runs_max_bytes: u64,
 }
 
 impl HarvestOptions {
@@ -103,6 +118,8 @@ impl HarvestOptions {
             tracer: flux_agent::tracer::TracerOptions::default(),
             calls: flux_agent::merge::CallsMode::Auto,
             scope: None,
+            twice: false,
+            runs_max_bytes: RUNS_MAX_BYTES,
         }
     }
 }
@@ -155,6 +172,14 @@ pub struct InstanceReport {
     /// The runtime the test ran in.
     pub runtime: Runtime,
     pub labels: Vec<String>,
+    /// What the user should know about a run that did not fail it (e.g. a truncated log).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// What happened to `oracle.json` and to `callgraph.json`, each on its own (see `gold`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<Verdict>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_graph: Option<Verdict>,
     /// Events in the merged trace, when a run was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<usize>,
@@ -173,6 +198,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     pub instances: Vec<InstanceReport>,
+    /// The harvest was stopped by this signal (the instances after it were not run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
 }
 
 impl Report {
@@ -216,6 +244,8 @@ pub async fn harvest(
 ) -> Result<Report, FatalError> {
     flux_agent::tracer::can_trace()
         .map_err(|e| FatalError(anyhow::anyhow!("cannot trace here: {e}")))?;
+    let mut signals = signals::Signals::install()
+        .map_err(|e| FatalError(anyhow::anyhow!("catching SIGINT/SIGTERM: {e}")))?;
     let (backend, runtime, note) = match opts.runtime {
         Runtime::Docker => {
             let rt = flux_container::Runtime::connect()
@@ -254,6 +284,7 @@ pub async fn harvest(
     }
     let mut seen = std::collections::BTreeSet::new();
     let mut instances = Vec::new();
+    let mut interrupted = None;
     for d in dirs {
         let r = match d {
             Err(r) => r,
@@ -262,16 +293,32 @@ pub async fn harvest(
                 if !seen.insert(key) {
                     continue;
                 }
-                harvest_one(&dir, opts, &backend, runtime).await
+                tokio::select! {
+                    r = harvest_one(&dir, opts, &backend, runtime) => r,
+                    sig = signals.recv() => {
+                        // The instance's run was dropped with its future (see `signals`).
+                        if let Backend::Docker(rt) = &backend {
+                            let _ = rt.remove_own().await;
+                        }
+                        interrupted = Some(sig);
+                        failed_report(&dir, runtime, anyhow::anyhow!(
+                            "interrupted by {sig}: the test was stopped and nothing was written"
+                        ))
+                    }
+                }
             }
         };
         progress(&r);
         instances.push(r);
+        if interrupted.is_some() {
+            break;
+        }
     }
     Ok(Report {
         runtime,
         note,
         instances,
+        interrupted,
     })
 }
 
@@ -291,15 +338,26 @@ pub fn harvest_blocking(
 
 fn failed_report(dir: &Path, runtime: Runtime, e: anyhow::Error) -> InstanceReport {
     InstanceReport {
+        error: Some(format!("{e:#}")),
+        ..new_report(dir, runtime)
+    }
+}
+
+/// The report of an instance in `dir` before anything is known (failed until it is not).
+pub(crate) fn new_report(dir: &Path, runtime: Runtime) -> InstanceReport {
+    InstanceReport {
         dir: dir.to_path_buf(),
         name: dir.display().to_string(),
         repository: None,
         kind: None,
         status: Status::Failed,
-        error: Some(format!("{e:#}")),
+        error: None,
         run_dir: None,
         runtime,
         labels: Vec::new(),
+        warnings: Vec::new(),
+        oracle: None,
+        call_graph: None,
         events: None,
         run_seconds: None,
         seconds: 0.0,
@@ -319,18 +377,10 @@ async fn harvest_one(
     };
     let name = format!("{}/{}", inst.spec.repository, inst.id());
     let mut report = InstanceReport {
-        dir: dir.to_path_buf(),
         name: name.clone(),
         repository: Some(inst.spec.repository.clone()),
         kind: Some(inst.kind()),
-        status: Status::Failed,
-        error: None,
-        run_dir: None,
-        runtime,
-        labels: Vec::new(),
-        events: None,
-        run_seconds: None,
-        seconds: 0.0,
+        ..new_report(dir, runtime)
     };
     match harvest_instance(&inst, opts, backend, &mut report).await {
         Ok(status) => report.status = status,
@@ -351,10 +401,16 @@ pub(crate) struct RunOutput {
     pub timed_out: Option<Duration>,
     /// Why the program was killed (OOM, signal), if it was.
     pub killed: Option<String>,
+    /// What the test wrote, its first `flux_container::runtime::LOG_CAP` bytes each.
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
+    /// The test wrote more than the cap: the rest was dropped.
+    pub stdout_truncated: bool,
+    pub stderr_truncated: bool,
     /// `sha256:…` of the image, when the run was in a container.
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`, from its manifest), when it has one.
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced.
     pub interpreter_version: String,
     /// Labels every output must carry.
@@ -367,7 +423,6 @@ async fn harvest_instance(
     backend: &Backend,
     report: &mut InstanceReport,
 ) -> anyhow::Result<Status> {
-    use anyhow::Context;
     // Fail before running anything if there is nothing to check against.
     let stored = if opts.check {
         let path = inst.oracle_path();
@@ -383,11 +438,44 @@ async fn harvest_instance(
         None
     };
     if let Backend::Docker(rt) = backend {
-        // Before anything is made for the run.
-        docker::image_id(rt, &inst.spec.image).await?;
+        // Before anything is made for the run: the image exists and is the one the instance
+        // pins (its `package` and `interpreter` against the image's manifest).
+        docker::checked_image(rt, inst).await?;
     }
-    let run_dir = rundir::make(&opts.cache_dir, inst)?;
-    report.run_dir = Some(run_dir.clone());
+    let first = run_once(inst, opts, backend, report).await?;
+    let fresh = if opts.twice {
+        let second = run_once(inst, opts, backend, report)
+            .await
+            .map_err(|e| e.context("the second run (--twice)"))?;
+        gold::agree(first, second, report)?
+    } else {
+        first.into()
+    };
+    match stored {
+        Some(stored) => gold::check_against(inst, &stored, &fresh, report),
+        None => gold::write_outputs(inst, &fresh, opts.replace, report),
+    }
+}
+
+/// One traced run of the instance's test, screened, with its gold answer and call graph.
+pub(crate) struct Harvested {
+    pub run_dir: PathBuf,
+    pub oracle: Oracle,
+    /// `None` with scope "targets" (its trace holds no call graph of the test).
+    pub graph: Option<Value>,
+}
+
+async fn run_once(
+    inst: &Instance,
+    opts: &HarvestOptions,
+    backend: &Backend,
+    report: &mut InstanceReport,
+) -> anyhow::Result<Harvested> {
+    use anyhow::Context;
+    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    if report.run_dir.is_none() {
+        report.run_dir = Some(run_dir.clone());
+    }
     let t_run = Instant::now();
     let out = match backend {
         Backend::Docker(rt) => docker::run(rt, inst, &run_dir, opts).await?,
@@ -396,9 +484,16 @@ async fn harvest_instance(
     report.run_seconds = Some(t_run.elapsed().as_secs_f64());
     report.events = Some(out.trace.events.len());
     report.labels = out.labels.clone();
+    for w in run_warnings(&out) {
+        if !report.warnings.contains(&w) {
+            report.warnings.push(w);
+        }
+    }
     let phase = |what: &str, t: Instant| {
         if std::env::var_os("FLUX_HARVEST_TIMINGS").is_some() {
-            eprintln!(
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "flux-harvest: {}: {what} {:.2}s",
                 inst.id(),
                 t.elapsed().as_secs_f64()
@@ -411,7 +506,17 @@ async fn harvest_instance(
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
-    let oracle = build_oracle(inst, &out, trace_sha256)?;
+    let facts = flux_instance::RunFacts {
+        harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
+        image_id: out.image_id.clone(),
+        image_identity: out.image_identity.clone(),
+        interpreter: out.interpreter_version.clone(),
+        trace_sha256: Some(trace_sha256),
+        labels: out.labels.clone(),
+    };
+    let oracle = inst
+        .build_oracle(&out.trace, &facts)
+        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
     phase("extract", t);
     let t = Instant::now();
     // Scope "targets": the trace holds only what runs inside targeted code, not a call graph
@@ -425,61 +530,24 @@ async fn harvest_instance(
             })?)
         };
     phase("call graph", t);
-    std::fs::write(
-        run_dir.join("oracle.json"),
-        serde_json::to_string_pretty(&oracle)? + "\n",
+    rundir::write_new(
+        &run_dir,
+        flux_instance::ORACLE_FILE,
+        (serde_json::to_string_pretty(&oracle)? + "\n").as_bytes(),
     )
     .context("keeping the harvested oracle in the run directory")?;
-    match stored {
-        Some(stored) => {
-            check_against(inst, &stored, &oracle, graph.as_ref())?;
-            Ok(Status::Reproduced)
-        }
-        None => write_outputs(inst, &oracle, graph.as_ref(), opts.replace, &run_dir),
+    if let Some(g) = &graph {
+        rundir::write_new(
+            &run_dir,
+            flux_instance::CALL_GRAPH_FILE,
+            (serde_json::to_string_pretty(g)? + "\n").as_bytes(),
+        )
+        .context("keeping the harvested call graph in the run directory")?;
     }
-}
-
-/// The gates after the run: extract, check the answer against the template, screen by size;
-/// then the oracle with its provenance. (What `Instance::build_oracle` does, with the trace's
-/// digest taken while `trace.jsonl` was written instead of serialising the trace once more:
-/// a sympy test's trace holds millions of events.)
-fn build_oracle(inst: &Instance, out: &RunOutput, trace_sha256: String) -> anyhow::Result<Oracle> {
-    let answer = inst
-        .extract(&out.trace)
-        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
-    let size = flux_extract::answer_size(&answer);
-    let min = inst.min_answer_size();
-    if size < min {
-        anyhow::bail!(
-            "screened out: answer size {size} is below the minimum {min} for {}",
-            inst.kind()
-        );
-    }
-    let template_answer: Value = serde_json::from_str(&inst.spec.template)?;
-    let mut labels = out.trace.meta.labels.clone();
-    for l in &out.labels {
-        if !labels.contains(l) {
-            labels.push(l.clone());
-        }
-    }
-    Ok(Oracle {
-        question_kind: inst.kind(),
-        question: inst.spec.question.clone(),
-        template_answer,
-        oracle_answer: answer,
-        provenance: flux_instance::Provenance {
-            image: inst.spec.image.clone(),
-            image_id: out.image_id.clone(),
-            interpreter: out.interpreter_version.clone(),
-            flux_version: env!("CARGO_PKG_VERSION").to_string(),
-            trace_sha256,
-            harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
-            complete: out.trace.meta.complete,
-            labels,
-            extractor: inst.spec.extractor.name.clone(),
-            params: inst.spec.extractor.params.clone(),
-            order_insensitive: inst.spec.order_insensitive.clone(),
-        },
+    Ok(Harvested {
+        run_dir,
+        oracle,
+        graph,
     })
 }
 
@@ -488,6 +556,16 @@ fn strip_id(msg: &str, id: &str) -> String {
     msg.strip_prefix(&format!("{id}: "))
         .unwrap_or(msg)
         .to_string()
+}
+
+/// What a run that is not failed for it should still tell: logs cut at the cap.
+fn run_warnings(out: &RunOutput) -> Vec<String> {
+    let cap = flux_container::runtime::LOG_CAP >> 20;
+    [("stdout", out.stdout_truncated), ("stderr", out.stderr_truncated)]
+        .iter()
+        .filter(|(_, t)| *t)
+        .map(|(s, _)| format!("the test's {s} was truncated at {cap} MiB (the rest was dropped)"))
+        .collect()
 }
 
 /// The gates that come before the extractor: how the test ended, and whether the trace is whole.
@@ -501,10 +579,13 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
             .map(|l| format!("\n    | {l}"))
             .collect()
     };
+    let cut = |t: bool| if t { " (truncated at the cap)" } else { "" };
     let logs = || {
         format!(
-            "\n  stdout (end):{}\n  stderr (end):{}\n  (full logs and trace in {})",
+            "\n  stdout (end{}):{}\n  stderr (end{}):{}\n  (logs and trace in {})",
+            cut(out.stdout_truncated),
             tail(&out.stdout),
+            cut(out.stderr_truncated),
             tail(&out.stderr),
             run_dir.display()
         )
@@ -524,17 +605,8 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
     if let Some(why) = &out.killed {
         anyhow::bail!("the test was killed: {why}{}", logs());
     }
-    match inst.spec.test.expect {
-        flux_instance::Expect::Pass if out.exit_code != 0 => anyhow::bail!(
-            "the test was expected to pass but exited with code {}{}",
-            out.exit_code,
-            logs()
-        ),
-        flux_instance::Expect::Fail if out.exit_code == 0 => anyhow::bail!(
-            "the test was expected to fail but exited with code 0{}",
-            logs()
-        ),
-        _ => {}
+    if let Err(why) = outcome::check_expected(inst.spec.test.expect, out.exit_code, &out.trace) {
+        anyhow::bail!("{why}{}", logs());
     }
     let m = &out.trace.meta;
     if !m.complete || m.lost_events > 0 {
@@ -552,124 +624,28 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
     Ok(())
 }
 
-/// `--check`: the fresh answer (and call graph, if one is stored) must equal the stored ones.
-fn check_against(
-    inst: &Instance,
-    stored: &Oracle,
-    fresh: &Oracle,
-    graph: Option<&Value>,
-) -> anyhow::Result<()> {
-    let mut problems = Vec::new();
-    if stored.oracle_answer != fresh.oracle_answer {
-        problems.push(format!(
-            "oracle_answer differs from {}:\n{}",
-            inst.oracle_path().display(),
-            json_diff(
-                &stored.oracle_answer,
-                &fresh.oracle_answer,
-                "stored",
-                "harvested"
-            )
-        ));
+#[cfg(test)]
+mod tests {
+    /// 17.12: a log cut at the 64 MiB cap was kept silently (the outcome knew, nobody said).
+    #[test]
+    fn truncated_logs_are_reported() {
+        let out = crate::RunOutput {
+            trace: flux_trace::Trace::default(),
+            exit_code: 0,
+            timed_out: None,
+            killed: None,
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            stdout_truncated: true,
+            stderr_truncated: false,
+            image_id: String::new(),
+            image_identity: String::new(),
+            interpreter_version: "3.11.2".into(),
+            labels: Vec::new(),
+        };
+        assert_eq!(
+            super::run_warnings(&out),
+            ["the test's stdout was truncated at 64 MiB (the rest was dropped)"]
+        );
     }
-    if stored.question_kind != fresh.question_kind
-        || stored.template_answer != fresh.template_answer
-    {
-        problems.push(format!(
-            "question_kind/template_answer differ: stored {} {}, instance {} {}",
-            stored.question_kind,
-            stored.template_answer,
-            fresh.question_kind,
-            fresh.template_answer
-        ));
-    }
-    let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
-    if let (true, Some(graph)) = (graph_path.exists(), graph) {
-        let old = flux_instance::read_call_graph(&inst.dir)?;
-        if &old != graph {
-            problems.push(format!(
-                "call graph differs from {}:\n{}",
-                graph_path.display(),
-                json_diff(&old, graph, "stored", "harvested")
-            ));
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        anyhow::bail!("--check: not reproduced\n{}", problems.join("\n"))
-    }
-}
-
-/// Write the oracle and the call graph, checking both for conflicts first so that a refusal
-/// leaves both files as they were. With `replace`, the files replaced are kept in the run
-/// directory as `replaced-oracle.json` / `replaced-callgraph.json`.
-fn write_outputs(
-    inst: &Instance,
-    oracle: &Oracle,
-    graph: Option<&Value>,
-    replace: bool,
-    run_dir: &Path,
-) -> anyhow::Result<Status> {
-    if replace {
-        for name in [flux_instance::ORACLE_FILE, flux_instance::CALL_GRAPH_FILE] {
-            let p = inst.dir.join(name);
-            if p.exists() {
-                std::fs::copy(&p, run_dir.join(format!("replaced-{name}")))
-                    .map_err(|e| anyhow::anyhow!("keeping a copy of {}: {e}", p.display()))?;
-            }
-        }
-    }
-    let on_conflict = if replace {
-        OnConflict::Replace
-    } else {
-        OnConflict::Refuse
-    };
-    if !replace {
-        let mut conflicts = Vec::new();
-        if inst.oracle_path().exists() {
-            match flux_instance::read_oracle(&inst.dir) {
-                Ok(old) if old.oracle_answer == oracle.oracle_answer => {}
-                Ok(old) => conflicts.push(format!(
-                    "{} holds a different answer:\n{}",
-                    inst.oracle_path().display(),
-                    json_diff(
-                        &old.oracle_answer,
-                        &oracle.oracle_answer,
-                        "stored",
-                        "harvested"
-                    )
-                )),
-                Err(e) => conflicts.push(format!("{e} (the file is kept)")),
-            }
-        }
-        let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
-        if let (true, Some(graph)) = (graph_path.exists(), graph) {
-            match flux_instance::read_call_graph(&inst.dir) {
-                Ok(old) if &old == graph => {}
-                Ok(old) => conflicts.push(format!(
-                    "{} holds a different call graph:\n{}",
-                    graph_path.display(),
-                    json_diff(&old, graph, "stored", "harvested")
-                )),
-                Err(e) => conflicts.push(format!("{e} (the file is kept)")),
-            }
-        }
-        if !conflicts.is_empty() {
-            anyhow::bail!(
-                "not written: {} (use --replace to replace it)",
-                conflicts.join("\n")
-            );
-        }
-    }
-    let o = flux_instance::write_oracle(&inst.dir, oracle, on_conflict)?;
-    let g = match graph {
-        Some(graph) => flux_instance::write_call_graph(&inst.dir, graph, on_conflict)?,
-        None => WriteOutcome::Unchanged,
-    };
-    Ok(match (o, g) {
-        (WriteOutcome::Replaced, _) | (_, WriteOutcome::Replaced) => Status::Replaced,
-        (WriteOutcome::Created, _) | (_, WriteOutcome::Created) => Status::Created,
-        _ => Status::Unchanged,
-    })
 }

@@ -12,15 +12,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// Where an untraced run's container may write what the host reads afterwards (a reference
+/// tracer's logs): `<run dir>/out` on the host. Read it as untrusted ([`read_untrusted`]).
+pub const OUT_IN_CONTAINER: &str = "/flux/out";
+
 /// What watches the program in [`run_test`].
 #[derive(Clone, Debug)]
 pub enum Witness {
     /// flux's tracer: USDT and the hook as [`HarvestOptions::calls`] plans them.
     Flux,
-    /// No flux tracer. `files` (path relative to the run directory, contents) are written into
-    /// the run directory, readable by everyone, before the container is created; `env` is added
-    /// to the container's environment. The run directory is at
-    /// [`flux_container::runtime::RUN_DIR_IN_CONTAINER`] in the container.
+    /// No flux tracer. `files` (path relative to the run directory's `shared/`, contents) are
+    /// written there, readable by everyone, before the container is created; `env` is added
+    /// to the container's environment. `shared/` is at
+    /// [`flux_container::runtime::RUN_DIR_IN_CONTAINER`] in the container (read-only), and
+    /// `<run dir>/out` at [`OUT_IN_CONTAINER`] (writable).
     Untraced {
         env: Vec<(String, String)>,
         files: Vec<(String, Vec<u8>)>,
@@ -68,19 +73,20 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     let rt = flux_container::Runtime::connect()
         .await
         .context("run_test runs in Docker only")?;
-    let run_dir = rundir::make(&opts.cache_dir, &inst)?;
+    let run_dir = rundir::make(&opts.cache_dir, &inst, opts.runs_max_bytes)?;
     match witness {
         Witness::Flux => {
             flux_agent::tracer::can_trace()
                 .map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
             let (out, took) = docker::run_timed(&rt, &inst, &run_dir, opts).await?;
             let total_seconds = t0.elapsed().as_secs_f64();
-            std::fs::write(run_dir.join("stdout.txt"), &out.stdout)?;
-            std::fs::write(run_dir.join("stderr.txt"), &out.stderr)?;
+            rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
+            rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
             let m = &out.trace.meta;
-            std::fs::write(
-                run_dir.join("trace-meta.json"),
-                serde_json::to_string_pretty(m)? + "\n",
+            rundir::write_new(
+                &run_dir,
+                "trace-meta.json",
+                (serde_json::to_string_pretty(m)? + "\n").as_bytes(),
             )?;
             Ok(TestRun {
                 name,
@@ -98,13 +104,13 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
             })
         }
         Witness::Untraced { env, files } => {
-            write_files(&run_dir, files)?;
+            write_files(&rundir::shared(&run_dir), files)?;
             let mut env = env.clone();
             // As traced runs have it (the instance is mounted read-only).
             env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
             let (outcome, took) = docker::run_untraced(&rt, &inst, &run_dir, &env).await?;
-            std::fs::write(run_dir.join("stdout.txt"), &outcome.stdout)?;
-            std::fs::write(run_dir.join("stderr.txt"), &outcome.stderr)?;
+            rundir::write_new(&run_dir, "stdout.txt", &outcome.stdout)?;
+            rundir::write_new(&run_dir, "stderr.txt", &outcome.stderr)?;
             Ok(TestRun {
                 name,
                 run_dir,
@@ -157,13 +163,14 @@ pub async fn run_traced(
     opts: &HarvestOptions,
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
-    let run_dir = rundir::make(&opts.cache_dir, inst)?;
+    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
     let (out, took) = docker::run_timed(rt, inst, &run_dir, opts).await?;
-    std::fs::write(run_dir.join("stdout.txt"), &out.stdout)?;
-    std::fs::write(run_dir.join("stderr.txt"), &out.stderr)?;
-    std::fs::write(
-        run_dir.join("trace-meta.json"),
-        serde_json::to_string_pretty(&out.trace.meta)? + "\n",
+    rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
+    rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
+    rundir::write_new(
+        &run_dir,
+        "trace-meta.json",
+        (serde_json::to_string_pretty(&out.trace.meta)? + "\n").as_bytes(),
     )?;
     Ok(TracedRun {
         trace: out.trace,
@@ -205,6 +212,46 @@ fn events_in_tests(trace: &flux_trace::Trace) -> u64 {
         .count() as u64
 }
 
+/// The regular files directly in `dir` (made writable for a container) whose name passes
+/// `keep`, read as hostile: nothing followed (`O_NOFOLLOW`), nothing but regular files (a FIFO
+/// is opened non-blocking and refused), each read through a callback in pieces rather than
+/// held. Returns how many files were read.
+pub fn read_untrusted(
+    dir: &Path,
+    keep: impl Fn(&str) -> bool,
+    mut piece: impl FnMut(&[u8]),
+) -> Result<u64> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut files = 0;
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !keep(&name) {
+            continue;
+        }
+        let p = e.path();
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&p)
+            .with_context(|| format!("{} (links are not followed)", p.display()))?;
+        if !f.metadata()?.is_file() {
+            anyhow::bail!("{} is not a regular file", p.display());
+        }
+        files += 1;
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let k = f.read(&mut buf).with_context(|| format!("{}", p.display()))?;
+            if k == 0 {
+                break;
+            }
+            piece(&buf[..k]);
+        }
+    }
+    Ok(files)
+}
+
 /// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.
 fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -227,8 +274,9 @@ fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
             std::fs::create_dir(x).with_context(|| format!("creating {}", x.display()))?;
             std::fs::set_permissions(x, std::fs::Permissions::from_mode(0o755))?;
         }
-        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))?;
+        let dir = p.parent().unwrap_or(run_dir);
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or(rel);
+        rundir::write_new(dir, name, bytes)?;
     }
     Ok(())
 }
@@ -271,6 +319,27 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// 17.6: what a container wrote is read back without following links or blocking on FIFOs.
+    #[test]
+    fn untrusted_files_are_read_without_following_links_or_fifos() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("reference-1.log"), "a\nb\n").unwrap();
+        let mut all = Vec::new();
+        let n = super::read_untrusted(d.path(), |n| n.starts_with("reference-"), |b| {
+            all.extend_from_slice(b)
+        })
+        .unwrap();
+        assert_eq!((n, all.as_slice()), (1, &b"a\nb\n"[..]));
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("reference-2.log")).unwrap();
+        let e = super::read_untrusted(d.path(), |n| n == "reference-2.log", |_| {}).unwrap_err();
+        assert!(format!("{e:#}").contains("links are not followed"), "{e:#}");
+        let c = std::ffi::CString::new(d.path().join("reference-3.log").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let e = super::read_untrusted(d.path(), |n| n == "reference-3.log", |_| {}).unwrap_err();
+        assert!(format!("{e:#}").contains("is not a regular file"), "{e:#}");
     }
 
     #[test]

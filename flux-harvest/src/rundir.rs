@@ -3,22 +3,75 @@
 //! - `instance/`: a copy of the instance directory without its gold files (the program under
 //!   test never sees `oracle.json`), readable by the container's user; this is what is mounted
 //!   read-only at `/flux/instance` (and the working directory of host runs);
-//! - `hook/`, `hook.sock`: the in-process hook and its socket;
+//! - `shared/`: what the test's side needs from flux — the gate FIFO, the in-process hook
+//!   (`hook/`) and its socket (`hook.sock`) — mounted **read-only** at `/flux/run`;
 //! - `trace.jsonl`, `trace-meta.json`, `stdout.txt`, `stderr.txt`, `oracle.json`: kept for
 //!   inspection.
+//!
+//! Rule (17.6): test code can create nothing flux later writes through or reads. Every
+//! directory here is root's (flux's) and mode 0755, nothing of it is mounted writable, and
+//! every output is created with `O_CREAT | O_EXCL | O_NOFOLLOW` ([`write_new`]): something
+//! already there — a link, a FIFO, a file — is an error naming it, never followed or truncated.
+//! (It once was the container user's directory, mounted read-write, and a test planted links
+//! named `stdout.txt` and `oracle.json` to a host file and to another instance's gold answer.)
 use crate::RunOutput;
 use anyhow::{Context, Result};
 use flux_instance::Instance;
 use sha2::{Digest, Sha256};
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Files of an instance directory that are not copied into a run.
-const GOLD_FILES: &[&str] = &[flux_instance::ORACLE_FILE, flux_instance::CALL_GRAPH_FILE];
+/// The directory of a run shared (read-only) with the program under test: `/flux/run` in a
+/// container.
+pub(crate) fn shared(run_dir: &Path) -> PathBuf {
+    run_dir.join("shared")
+}
 
-/// Make a fresh run directory for `inst` and copy the instance into `instance/`.
-pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
+/// Create `dir/name` for writing: it must not exist, and nothing is followed (`O_EXCL`,
+/// `O_NOFOLLOW`); mode 0644.
+pub(crate) fn create_new(dir: &Path, name: &str) -> Result<std::fs::File> {
+    let p = dir.join(name);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&p)
+        .map_err(|e| {
+            let what = match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.file_type().is_symlink() => format!(
+                    "a symbolic link to {} is already there",
+                    std::fs::read_link(&p)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_else(|_| "?".into())
+                ),
+                Ok(_) => "something is already there".to_string(),
+                Err(_) => e.to_string(),
+            };
+            anyhow::anyhow!("refusing to write {}: {what} (never followed)", p.display())
+        })
+}
+
+/// [`create_new`] `dir/name` and write `bytes` into it.
+pub(crate) fn write_new(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut f = create_new(dir, name)?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", dir.join(name).display()))
+}
+
+/// Files of an instance directory that are not copied into a run: the gold files and their
+/// history.
+const GOLD_FILES: &[&str] = &[
+    flux_instance::ORACLE_FILE,
+    flux_instance::CALL_GRAPH_FILE,
+    flux_instance::HISTORY_DIR,
+];
+
+/// Make a fresh run directory for `inst` and copy the instance into `instance/`; older run
+/// directories are pruned first (per instance, in number, in bytes: at most `max_bytes` in
+/// all besides the new one).
+pub(crate) fn make(cache_dir: &Path, inst: &Instance, max_bytes: u64) -> Result<PathBuf> {
     let runs = std::path::absolute(cache_dir.join("runs"))
         .with_context(|| format!("{}/runs", cache_dir.display()))?;
     std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
@@ -41,9 +94,78 @@ pub(crate) fn make(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     set_mode(&dir, 0o755)?;
     copy_instance(&inst.dir, &dir.join("instance"))?;
+    let shared = shared(&dir);
+    std::fs::create_dir(&shared).with_context(|| format!("creating {}", shared.display()))?;
+    set_mode(&shared, 0o755)?;
     prune(&runs, inst.id(), KEEP_RUNS);
     prune_total(&runs, KEEP_RUNS_TOTAL);
+    prune_bytes(&runs, max_bytes, &dir);
     Ok(dir)
+}
+
+/// Run directories kept in all, in bytes (a sympy trace is ~0.5 GB; 40 of them filled disks).
+pub const RUNS_MAX_BYTES: u64 = 20 << 30;
+
+/// Bytes under `p`, links not followed, unreadable entries counted as 0.
+pub(crate) fn dir_size(p: &Path) -> u64 {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
+    if !m.is_dir() {
+        return m.len();
+    }
+    std::fs::read_dir(p)
+        .map(|es| es.filter_map(|e| e.ok()).map(|e| dir_size(&e.path())).sum())
+        .unwrap_or(0)
+}
+
+/// Run directories under `runs` with their last modification, oldest first.
+pub(crate) fn runs_by_age(runs: &Path) -> Vec<(std::time::SystemTime, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(runs) else {
+        return Vec::new();
+    };
+    let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    all.sort();
+    all
+}
+
+/// Remove the oldest run directories until the rest (`current` aside) fits in `max` bytes.
+fn prune_bytes(runs: &Path, max: u64, current: &Path) {
+    let all: Vec<(PathBuf, u64)> = runs_by_age(runs)
+        .into_iter()
+        .filter(|(_, p)| p != current)
+        .map(|(_, p)| {
+            let n = dir_size(&p);
+            (p, n)
+        })
+        .collect();
+    let mut total: u64 = all.iter().map(|(_, n)| n).sum();
+    for (p, n) in all {
+        if total <= max {
+            break;
+        }
+        if std::fs::remove_dir_all(&p).is_ok() {
+            total -= n;
+        }
+    }
+}
+
+/// `(instance id, stamp)` of a run directory's name `<id>-<YYYYMMDD>T<hhmmss>Z[.mmm-n]`.
+pub(crate) fn split_run_name(name: &str) -> Option<(&str, &str)> {
+    let mut from = name.len();
+    while let Some(i) = name[..from].rfind('-') {
+        let stamp = &name[i + 1..];
+        let b = stamp.as_bytes();
+        if b.len() >= 16 && b[..8].iter().all(u8::is_ascii_digit) && b[8] == b'T' {
+            return Some((&name[..i], stamp));
+        }
+        from = i;
+    }
+    None
 }
 
 /// Run directories kept per instance (the newest; a sympy trace is ~0.5 GB).
@@ -55,15 +177,7 @@ pub const KEEP_RUNS_TOTAL: usize = 40;
 
 /// Remove all but the `keep` most recently modified run directories.
 fn prune_total(runs: &Path, keep: usize) {
-    let Ok(entries) = std::fs::read_dir(runs) else {
-        return;
-    };
-    let mut all: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
-    all.sort();
+    let all = runs_by_age(runs);
     let drop = all.len().saturating_sub(keep);
     for (_, p) in all.into_iter().take(drop) {
         let _ = std::fs::remove_dir_all(p);
@@ -100,9 +214,11 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
 }
 
 /// Copy `from` into `to` recursively (regular files and directories; symlinks are followed
-/// only when they point to files), readable by everyone, without the gold files at the top.
+/// only when they point to files inside `from`: a link leaving the instance directory is an
+/// error naming it, so an instance cannot show the test a host file), readable by everyone,
+/// without the gold files at the top.
 fn copy_instance(from: &Path, to: &Path) -> Result<()> {
-    fn copy_dir(from: &Path, to: &Path, top: bool) -> Result<()> {
+    fn copy_dir(root: &Path, from: &Path, to: &Path, top: bool) -> Result<()> {
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         set_mode(to, 0o755)?;
         let entries =
@@ -114,14 +230,26 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
             if top && GOLD_FILES.contains(&n.as_ref()) {
                 continue;
             }
-            if n == "__pycache__" || n == ".pytest_cache" || n.starts_with(".oracle.json.tmp") {
+            let temporary = n.starts_with(".oracle.json.tmp") || n.starts_with(".callgraph.json.tmp");
+            if n == "__pycache__" || n == ".pytest_cache" || temporary {
                 continue;
             }
             let src = e.path();
             let dst = to.join(&name);
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                let target = std::fs::canonicalize(&src)
+                    .with_context(|| format!("{} is a dangling link", src.display()))?;
+                if !target.starts_with(root) {
+                    anyhow::bail!(
+                        "{} is a link leaving the instance directory (to {}): not shown to the test",
+                        src.display(),
+                        target.display()
+                    );
+                }
+            }
             let meta = std::fs::metadata(&src).with_context(|| format!("{}", src.display()))?;
             if meta.is_dir() {
-                copy_dir(&src, &dst, false)?;
+                copy_dir(root, &src, &dst, false)?;
             } else if meta.is_file() {
                 std::fs::copy(&src, &dst)
                     .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -131,7 +259,8 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
         }
         Ok(())
     }
-    copy_dir(from, to, true)
+    let root = std::fs::canonicalize(from).with_context(|| format!("{}", from.display()))?;
+    copy_dir(&root, from, to, true)
 }
 
 /// Writes to a file and hashes what it wrote.
@@ -154,7 +283,7 @@ impl<W: Write> Write for HashingWriter<W> {
 /// Keep the trace, its meta, the logs of a run. Returns the sha256 (hex) of `trace.jsonl`,
 /// which is `flux_instance::trace_digest` of the trace.
 pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
-    let f = std::fs::File::create(dir.join("trace.jsonl"))?;
+    let f = create_new(dir, "trace.jsonl")?;
     let mut w = HashingWriter {
         inner: std::io::BufWriter::with_capacity(1 << 20, f),
         hash: Sha256::new(),
@@ -176,13 +305,16 @@ pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
             out.timed_out.map(|d| d.as_secs()).into(),
         );
         m.insert("killed".into(), out.killed.clone().into());
+        m.insert("stdout_truncated".into(), out.stdout_truncated.into());
+        m.insert("stderr_truncated".into(), out.stderr_truncated.into());
     }
-    std::fs::write(
-        dir.join("trace-meta.json"),
-        serde_json::to_string_pretty(&meta)? + "\n",
+    write_new(
+        dir,
+        "trace-meta.json",
+        (serde_json::to_string_pretty(&meta)? + "\n").as_bytes(),
     )?;
-    std::fs::write(dir.join("stdout.txt"), &out.stdout)?;
-    std::fs::write(dir.join("stderr.txt"), &out.stderr)?;
+    write_new(dir, "stdout.txt", &out.stdout)?;
+    write_new(dir, "stderr.txt", &out.stderr)?;
     Ok(digest)
 }
 
@@ -220,6 +352,72 @@ mod tests {
         );
     }
 
+    /// 14.9: run directories were capped only in number (3 per instance, 40 in all), and 40
+    /// sympy runs of ~0.5 GB each filled disks; they are capped in bytes too.
+    #[test]
+    fn run_directories_are_capped_in_bytes_oldest_first_never_the_current() {
+        let t = tempfile::tempdir().unwrap();
+        for (i, n) in ["a-old", "b-mid", "c-new", "d-current"].iter().enumerate() {
+            let d = t.path().join(n);
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+            std::fs::write(d.join("sub/trace.jsonl"), vec![b'x'; 1000]).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_secs(1_000_000 * (i as u64 + 1));
+            std::fs::File::open(&d).unwrap().set_modified(at).unwrap();
+        }
+        assert_eq!(super::dir_size(&t.path().join("a-old")), 1000);
+        super::prune_bytes(t.path(), 2500, &t.path().join("d-current"));
+        let mut left: Vec<String> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["b-mid", "c-new", "d-current"]);
+        super::prune_bytes(t.path(), 0, &t.path().join("d-current"));
+        assert!(t.path().join("d-current").is_dir());
+        assert!(!t.path().join("c-new").exists());
+    }
+
+    /// An instance directory holding a link to a host file would have shown that file to the
+    /// test (copied into its read-only mount); links inside the instance are still followed.
+    #[test]
+    fn links_leaving_the_instance_directory_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let inst = t.path().join("repo/id");
+        std::fs::create_dir_all(inst.join("data")).unwrap();
+        std::fs::write(inst.join("data/input.txt"), "in").unwrap();
+        std::fs::write(inst.join("oracle.json"), "gold").unwrap();
+        std::fs::create_dir(inst.join("history")).unwrap();
+        std::os::unix::fs::symlink("data/input.txt", inst.join("alias.txt")).unwrap();
+        let out = t.path().join("run/instance");
+        super::copy_instance(&inst, &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("alias.txt")).unwrap(), "in");
+        assert!(!out.join("oracle.json").exists() && !out.join("history").exists());
+        std::fs::write(t.path().join("secret"), "host").unwrap();
+        std::os::unix::fs::symlink(t.path().join("secret"), inst.join("leak.txt")).unwrap();
+        let e = super::copy_instance(&inst, &t.path().join("run2/instance")).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("leak.txt is a link leaving the instance directory"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn run_names_split_into_instance_and_stamp() {
+        for (name, want) in [
+            ("a-20261129T090000Z", Some(("a", "20261129T090000Z"))),
+            ("a--v1-20261129T080000Z", Some(("a--v1", "20261129T080000Z"))),
+            (
+                "x-y-20261129T090100Z.123-1",
+                Some(("x-y", "20261129T090100Z.123-1")),
+            ),
+            ("plain", None),
+            ("a-2026", None),
+        ] {
+            assert_eq!(super::split_run_name(name), want, "{name}");
+        }
+    }
+
     #[test]
     fn prune_total_keeps_the_most_recently_modified_runs() {
         let t = tempfile::tempdir().unwrap();
@@ -239,6 +437,39 @@ mod tests {
         assert_eq!(left, ["a-mid", "m-new"]);
     }
 
+    /// 17.6: flux wrote its outputs through links planted where it writes. Whatever is already
+    /// there is an error naming it, and what it points to is untouched.
+    #[test]
+    fn outputs_are_never_written_through_what_is_already_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("stdout.txt")).unwrap();
+        std::os::unix::fs::symlink("/nonexistent/x", dir.path().join("dangling")).unwrap();
+        std::fs::hard_link(&victim, dir.path().join("hard")).unwrap();
+        let c = std::ffi::CString::new(dir.path().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        for name in ["stdout.txt", "dangling", "hard", "fifo"] {
+            let e = super::write_new(dir.path(), name, b"overwritten").unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(
+                msg.starts_with(&format!(
+                    "refusing to write {}: ",
+                    dir.path().join(name).display()
+                )),
+                "{msg}"
+            );
+            if name == "stdout.txt" {
+                assert!(msg.contains("a symbolic link to"), "{msg}");
+            }
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!std::path::Path::new("/nonexistent/x").exists());
+        super::write_new(dir.path(), "fresh", b"ok").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("fresh")).unwrap(), b"ok");
+    }
+
     #[test]
     fn the_digest_of_trace_jsonl_is_flux_instance_trace_digest() {
         let mut trace = Trace::default();
@@ -254,7 +485,10 @@ mod tests {
             killed: None,
             stdout: b"out".to_vec(),
             stderr: Vec::new(),
+            stdout_truncated: false,
+            stderr_truncated: true,
             image_id: String::new(),
+            image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
         };

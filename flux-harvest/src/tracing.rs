@@ -15,16 +15,19 @@ pub(crate) struct Prepared {
     server: HookServer,
 }
 
-/// Plan for `interp`, install the hook in `<run_dir>/hook`, listen on `<run_dir>/hook.sock`.
-/// `run_dir_seen` is where the traced program sees the run directory (`/flux/run` in a
-/// container). Must be called inside a tokio runtime.
+/// Plan for `interp`, install the hook in `<shared>/hook`, listen on `<shared>/hook.sock`.
+/// `shared` is the run directory's part the traced program sees (read-only), at
+/// `shared_seen` (`/flux/run` in a container); the program runs as `user` (`uid:gid`) when
+/// that is not the owner of `shared` (it must not own what it only reads). Must be called
+/// inside a tokio runtime.
 pub(crate) fn prepare(
     interp: &Interpreter,
     config: &TracingConfig,
-    run_dir: &Path,
-    run_dir_seen: &str,
+    shared: &Path,
+    shared_seen: &str,
     calls: CallsMode,
     scope: Option<flux_trace::Scope>,
+    user: Option<(u32, u32)>,
 ) -> Result<Prepared> {
     let mut config = config.clone();
     if let Some(s) = scope {
@@ -33,15 +36,18 @@ pub(crate) fn prepare(
     let config = &config;
     // (No USDT `line` probe: `plan` leaves it out whenever the hook records lines.)
     let plan = flux_agent::merge::plan(interp, calls, config.scope)?;
-    flux_agent::hook::install(&run_dir.join("hook"))
-        .with_context(|| format!("installing the hook in {}", run_dir.display()))?;
-    let server = HookServer::bind(&run_dir.join("hook.sock"))?;
+    flux_agent::hook::install(&shared.join("hook"))
+        .with_context(|| format!("installing the hook in {}", shared.display()))?;
+    let mut server = HookServer::bind(&shared.join("hook.sock"))?;
+    if let Some((uid, gid)) = user {
+        server = server.for_user(uid, gid);
+    }
     let mut env = flux_agent::hook::hook_env(
         interp,
         &plan,
         config,
-        &format!("{run_dir_seen}/hook.sock"),
-        &format!("{run_dir_seen}/hook"),
+        &format!("{shared_seen}/hook.sock"),
+        &format!("{shared_seen}/hook"),
         None,
     );
     // The instance is read-only in a container; keep host runs from writing into it too.

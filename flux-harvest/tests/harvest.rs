@@ -5,152 +5,12 @@
 //!
 //! Needs root (eBPF), a uprobe-capable kernel, a Docker daemon and the image (`cargo xtask
 //! images sympy`). Where one is missing the test says `skipping: …` and returns.
-use flux_harvest::{harvest_blocking, HarvestOptions, InstanceReport, Report, Runtime, Status};
+mod common;
+
+use common::*;
+use flux_harvest::Status;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
-
-const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
-
-fn cache_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.flux-cache")
-}
-
-fn docker_has(image: &str) -> Result<bool, String> {
-    let out = std::process::Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", image])
-        .output()
-        .map_err(|e| format!("docker CLI not runnable: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("No such image") {
-            return Ok(false);
-        }
-        return Err(format!("docker does not answer: {}", err.trim()));
-    }
-    Ok(true)
-}
-
-fn skip(what: &str) -> bool {
-    if let Err(why) = flux_agent::tracer::can_trace() {
-        eprintln!("skipping: {what}: {why}");
-        return true;
-    }
-    match docker_has(IMAGE) {
-        Ok(true) => false,
-        Ok(false) => {
-            eprintln!("skipping: {what}: image {IMAGE} is missing (cargo xtask images sympy)");
-            true
-        }
-        Err(why) => {
-            eprintln!("skipping: {what}: {why}");
-            true
-        }
-    }
-}
-
-/// `ibin(2, 4)` in sympy 1.13.3 (`sympy/utilities/iterables.py`, def at line 310):
-///   354 `if n < 0:` false; 356 `n = as_int(n)`; 358 `if bits is None:` false → else:
-///   361 `try:`; 362 `bits = as_int(bits)` succeeds → the try's else: 366 `if n.bit_length() >
-///   bits:` (2 > 4 false); 370 `if not str:` true; 371 `if bits >= 0:` true; 372 `return [...]`
-///   (the list comprehension runs in a frame of its own on 3.11 and returning to line 372 from
-///   it is not a new line event).
-const IBIN_PATH: [u32; 9] = [354, 356, 358, 361, 362, 366, 370, 371, 372];
-
-struct Inst<'a> {
-    id: &'a str,
-    image: &'a str,
-    test_body: &'a str,
-    timeout_s: u64,
-    extra_top: &'a str,
-}
-
-impl Default for Inst<'_> {
-    fn default() -> Self {
-        Inst {
-            id: "sympy-ibin-width-path",
-            image: IMAGE,
-            test_body: "    assert ibin(2, 4) == [0, 0, 1, 0]\n",
-            timeout_s: 120,
-            extra_top: "",
-        }
-    }
-}
-
-/// Write `<root>/sympy/<id>/` with an S1 `executed_path` question about `ibin`.
-fn make(root: &Path, i: &Inst) -> PathBuf {
-    let dir = root.join("sympy").join(i.id);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("test_ibin_width.py"),
-        format!(
-            "import time\nfrom sympy.utilities.iterables import ibin\n\n\ndef test_ibin_fixed_width():\n{}",
-            i.test_body
-        ),
-    )
-    .unwrap();
-    let toml = format!(
-        r#"id = "{id}"
-repository = "sympy"
-package = "sympy==1.13.3"
-image = "{image}"
-interpreter = "/usr/bin/python3.11"
-kind = "S1_IntraProceduralCFG"
-{extra}question = """
-Running test_ibin_width.py, which lines of `ibin` (sympy/utilities/iterables.py) execute during its
-first invocation, in execution order? Absolute line numbers; lines of comprehensions and called
-functions are not included.
-"""
-template = '{{"executed_path": [{{"line": "int"}}]}}'
-
-[test]
-files = ["test_ibin_width.py"]
-command = ["python3.11", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_ibin_width.py"]
-expect = "pass"
-timeout_s = {timeout}
-
-[tracing]
-files = ["sympy/utilities/iterables.py"]
-functions = ["ibin"]
-
-[extractor]
-name = "executed_path"
-params = {{ function = "ibin", invocation = 1 }}
-"#,
-        id = i.id,
-        image = i.image,
-        extra = i.extra_top,
-        timeout = i.timeout_s
-    );
-    std::fs::write(dir.join("instance.toml"), toml).unwrap();
-    dir
-}
-
-fn opts() -> HarvestOptions {
-    let mut o = HarvestOptions::new(cache_dir());
-    o.runtime = Runtime::Docker;
-    o
-}
-
-fn run(paths: &[PathBuf], o: &HarvestOptions) -> Report {
-    let mut progress = |r: &InstanceReport| {
-        eprintln!(
-            "{} {}: {:?} {}",
-            r.status.as_str(),
-            r.name,
-            r.run_dir,
-            r.error.as_deref().unwrap_or("")
-        );
-    };
-    harvest_blocking(paths, o, &mut progress).expect("harvest runs")
-}
-
-fn expected_answer() -> Value {
-    json!({"executed_path": IBIN_PATH.iter().map(|l| json!({"line": l})).collect::<Vec<_>>()})
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
+use std::path::PathBuf;
 
 #[test]
 fn harvests_ibin_then_check_reproduces_it_and_diffs_a_different_one() {
@@ -226,9 +86,18 @@ fn harvests_ibin_then_check_reproduces_it_and_diffs_a_different_one() {
     let r = run(std::slice::from_ref(&dir), &o);
     let err = r.instances[0].error.as_deref().unwrap_or("");
     assert_eq!(r.instances[0].status, Status::Failed);
+    // 17.4: each file has its verdict; the call graph reproduced while the answer did not.
     assert!(
-        err.starts_with("instance sympy/sympy-ibin-width-path: --check: not reproduced"),
+        err.starts_with(
+            "instance sympy/sympy-ibin-width-path: --check: not reproduced \
+             (oracle differs, call graph reproduced)\noracle: oracle_answer differs from "
+        ),
         "{err}"
+    );
+    assert_eq!(r.instances[0].oracle, Some(flux_harvest::Verdict::Differs));
+    assert_eq!(
+        r.instances[0].call_graph,
+        Some(flux_harvest::Verdict::Reproduced)
     );
     assert!(
         err.contains("at /executed_path/3/line: stored 360, harvested 361"),
@@ -360,7 +229,7 @@ fn broken_instances_are_reported_and_the_others_still_harvested() {
     assert_eq!(differs.status, Status::Failed);
     let err = differs.error.as_deref().unwrap();
     assert!(
-        err.starts_with("instance sympy/d-stored-differs: not written: "),
+        err.starts_with("instance sympy/d-stored-differs: not written (oracle differs): oracle: "),
         "{err}"
     );
     assert!(
@@ -496,20 +365,6 @@ while True:\n    for k in range(200):\n        flux_intruder(k % 16)\n    i += 1
     assert_eq!(ibin_calls, 1, "the test calls ibin once");
 }
 
-/// Copy a starter instance (with its gold answer) into `root`.
-fn copy_starter(root: &Path, rel: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../instances")
-        .join(rel);
-    let dst = root.join(rel);
-    std::fs::create_dir_all(&dst).unwrap();
-    for e in std::fs::read_dir(&src).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
-    }
-    dst
-}
-
 /// `scope = "targets"` (tracing only inside targeted code) reproduces the gold answers that the
 /// starter instances harvested with `scope = "tests"`, on 3.11 (hook entries, USDT returns) and
 /// 3.15 (USDT entries and returns), from far fewer events.
@@ -524,7 +379,12 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
     ];
     match docker_has("flux/yt-dlp:2025.10.22-py3.15") {
         Ok(true) => rels.extend(["yt-dlp/ytdlp-jsinterp-throw", "yt-dlp/ytdlp-parse-codecs-loop"]),
-        _ => eprintln!("skipping the 3.15 part: image flux/yt-dlp:2025.10.22-py3.15 is missing (cargo xtask images)"),
+        _ => {
+            flux_skip::skip(
+                "scope_targets_reproduces…: the 3.15 part",
+                "image flux/yt-dlp:2025.10.22-py3.15 is missing (flux images build)",
+            );
+        }
     }
     let tmp = tempfile::tempdir().unwrap();
     let dirs: Vec<PathBuf> = rels.iter().map(|r| copy_starter(tmp.path(), r)).collect();
@@ -565,7 +425,10 @@ fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
         return;
     }
     if docker_has(YT) != Ok(true) {
-        eprintln!("skipping: scope_targets_on_315_names_same_named_closures: image {YT} is missing (cargo xtask images)");
+        flux_skip::skip(
+            "scope_targets_on_315_names_same_named_closures",
+            &format!("image {YT} is missing (flux images build)"),
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -629,4 +492,62 @@ params = { function = "target" }
         meta.contains("merge.usdt_genexpr_resumptions_named"),
         "{meta}"
     );
+}
+
+/// 17.10: `expect = "fail"` took any non-zero exit for the expected failure: a test file that
+/// does not even import (pytest's exit 2, a collection error) harvested a gold answer from a
+/// run in which no test failed. Now only pytest's own "a test failed" counts. The failing one
+/// is harvested `--twice` (17.4): two clean runs agree, and the answer is written.
+#[test]
+fn expect_fail_needs_a_failed_test_not_a_broken_run() {
+    if skip("expect_fail_needs_a_failed_test_not_a_broken_run") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let broken = make(
+        tmp.path(),
+        &Inst {
+            id: "a-collection-error",
+            expect: "fail",
+            test_top: "import no_such_module_anywhere\n",
+            tracing_extra: "scope = \"tests\"\n",
+            ..Inst::default()
+        },
+    );
+    let failing = make(
+        tmp.path(),
+        &Inst {
+            id: "b-fails",
+            expect: "fail",
+            test_body: "    assert ibin(2, 4) == [1]\n",
+            tracing_extra: "scope = \"tests\"\n",
+            ..Inst::default()
+        },
+    );
+    let r = run(std::slice::from_ref(&broken), &opts());
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Failed);
+    let err = i.error.as_deref().unwrap();
+    assert!(
+        err.starts_with(
+            "instance sympy/a-collection-error: the test was expected to fail (pytest's exit \
+             code 1, a test failed) but exited with code 2 (pytest was interrupted"
+        ),
+        "{err}"
+    );
+    assert!(!broken.join("oracle.json").exists());
+
+    let mut o = opts();
+    o.twice = true;
+    // A cache of its own, to count the runs (a Docker run needs nothing else from it).
+    o.cache_dir = tmp.path().join("cache");
+    let r = run(std::slice::from_ref(&failing), &o);
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+    assert_eq!(
+        read_json(&failing.join("oracle.json"))["oracle_answer"],
+        expected_answer()
+    );
+    let runs = std::fs::read_dir(tmp.path().join("cache/runs")).unwrap().count();
+    assert_eq!(runs, 2, "two runs were made");
 }

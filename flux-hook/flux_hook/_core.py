@@ -15,6 +15,7 @@ import socket
 import sys
 import threading
 import time
+import _thread
 
 # Code kinds, stored in Hook.codes[id(code)] = [code_id, kind, code, extra...]
 EXCLUDED = 0  # flux_hook's own code: never recorded
@@ -223,6 +224,17 @@ class BoundedRepr(reprlib.Repr):
             return "<repr failed: %s>" % type(x).__name__
 
 
+def runs_python(f):
+    """Whether calling f runs Python code of its own (a function, a bound method, an instance
+    of a class with a Python `__call__`), rather than C (cProfile's profiler, a C tracer)."""
+    try:
+        if hasattr(f, "__code__"):
+            return True
+        return hasattr(getattr(type(f), "__call__", None), "__code__")
+    except Exception:
+        return True
+
+
 def clean(s):
     """A str that encodes to UTF-8: lone surrogates (undecodable file names, odd messages) would
     become JSON escapes that strict parsers (serde_json) reject."""
@@ -313,6 +325,8 @@ class Hook:
         self.enable_tracing = None  # set by the back-end
         self.pause_tracing = None  # set by the back-end
         self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
+        self.active = False  # the back-end is tracing (scope "tests": inside a window)
+        self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
         self.connect()
 
     # ---- transport -------------------------------------------------------------------
@@ -390,11 +404,11 @@ class Hook:
         self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), jstr(clean(reason))))
 
     # ---- test windows (scope "tests") ------------------------------------------------
-    def take_semaphores(self, spec):
-        """Zero the USDT semaphores named by FLUX_HOOK_SEMAPHORES ("<file name>:<file offset
-        hex>,..."; the agent attached with them) in this process, keeping the kernel's counts
-        to restore inside test windows. CPython tests a probe's semaphore before firing it: at
-        zero the probe costs nothing."""
+    def take_semaphores(self, spec, zero=True):
+        """Find the USDT semaphores named by FLUX_HOOK_SEMAPHORES ("<file name>:<file offset
+        hex>,..."; the agent attached with them) in this process, keeping the kernel's counts,
+        and (`zero`: scopes with windows) zero them until a test window opens. CPython tests a
+        probe's semaphore before firing it: at zero the probe costs nothing."""
         import ctypes
 
         want = []
@@ -414,7 +428,8 @@ class Hook:
                 if base == name and moff <= off < moff + (hi - lo):
                     c = ctypes.c_uint16.from_address(lo + off - moff)
                     self.semaphores.append([c, c.value])
-                    c.value = 0
+                    if zero:
+                        c.value = 0
                     break
             else:
                 raise RuntimeError("no writable mapping of %s holds file offset %#x" % (name, off))
@@ -509,6 +524,58 @@ class Hook:
         switched off behind the hook's back."""
         if self.check is not None:
             self.check()
+        if self.active:
+            self.check_program_tracers()
+
+    # ---- the program's own tracers -------------------------------------------------------
+    # A trace or profile function the program installs runs Python code that no tracer sees:
+    # CPython runs it with tracing off (3.11's settrace, 3.12+'s sys.monitoring callbacks
+    # alike), and on 3.11 the program's sys.settrace also replaces the hook's in its thread.
+    # Its calls (3.11, 3.13, 3.14), or its lines and values (3.15, whose USDT probes still see
+    # its calls), would be missing from a trace that says nothing (17.2): it is a loss. An audit
+    # hook sees every sys.settrace / sys.setprofile (the C ones included); it runs untraced (no
+    # `__cantrace__`), so the program's own tracer never sees a frame of the hook's.
+    def watch_program_tracers(self, settrace_replaces_hook):
+        """Install the audit hook. settrace_replaces_hook: the back-end traces with
+        sys.settrace (3.11), which any program call of it replaces in its thread."""
+        tl = self.tl
+
+        def audit(event, args):
+            if event != "sys.settrace" and event != "sys.setprofile":
+                return
+            if not self.active or getattr(tl, "own", False):
+                return
+            try:
+                if event == "sys.settrace" and settrace_replaces_hook:
+                    self.lost(
+                        "the program called sys.settrace in thread %d: its own tracer replaces "
+                        "flux's there, and calls until flux's is back are not traced"
+                        % _native_id()
+                    )
+                else:
+                    # Called before the change: the function now installed, or the one a new
+                    # thread of threading installs (its bootstrap calls sys.settrace/setprofile).
+                    self.check_program_tracers()
+            except Exception:
+                pass  # an audit hook that raises would fail the program's call
+
+        sys.addaudithook(audit)
+
+    def check_program_tracers(self):
+        """Report a trace or profile function of the program's that runs Python code, installed
+        in this thread or for new threads."""
+        for what, f in (
+            ("trace", sys.gettrace()),
+            ("profile", sys.getprofile()),
+            ("trace", threading.gettrace()),
+            ("profile", threading.getprofile()),
+        ):
+            if f is None or f is self.own_tracer or not runs_python(f):
+                continue
+            self.lost(
+                "the program installed a %s function that runs Python code (%s) in thread %d: "
+                "what it runs is not traced" % (what, clean(type(f).__name__), _native_id())
+            )
 
     def finish(self):
         """Normal end of the process: stop tracing, flush, say bye."""
@@ -685,13 +752,56 @@ class Hook:
         if t is str:
             s = repr(v[: lim + 1])
         else:
-            try:
-                s = self.reprer.repr(v)
-            except Exception:
-                s = "<repr failed: %s>" % t.__name__
+            s = None
+            if t is list or t is tuple or t is dict:
+                s = self.flat_repr(v, t)
+            if s is None:
+                # Rendering runs Python code (reprlib, the object's own __repr__: thousands of
+                # frames for a SymPy expression), which the probes would see (17.13): while no
+                # other thread can run, their semaphores are lowered, so it costs no trap and
+                # leaves no event for the agent to drop.
+                sems = self.semaphores
+                quiet = (
+                    sems and not _thread._count() and len(threading._active) == 1
+                    and not threading._limbo
+                )
+                if quiet:
+                    saved = [c[0].value for c in sems]
+                    for c in sems:
+                        c[0].value = 0
+                try:
+                    s = self.reprer.repr(v)
+                except Exception:
+                    s = "<repr failed: %s>" % t.__name__
+                finally:
+                    if quiet:
+                        for c, old in zip(sems, saved):
+                            c[0].value = old
         if len(s) > lim:
             s = s[: max(lim - 3, 0)] + "..."
         return [clean(s), clean(t.__name__)]
+
+    def flat_repr(self, v, t):
+        """The repr of a list, tuple or dict of scalars (int, float, bool, None, str of at most
+        the limit) that BoundedRepr would print, by the C repr (no Python frame per element),
+        or None when it would print something else (nested, too many items, a subclass)."""
+        n = len(v)
+        if n > self.reprer.maxlist:
+            return None
+        items = v.items() if t is dict else ((None, x) for x in v)
+        lim = self.cfg.repr_limit
+        for k, x in items:
+            for y in (k, x) if t is dict else (x,):
+                ty = type(y)
+                if ty is str:
+                    if len(y) > lim:
+                        return None
+                elif not (ty is int or ty is float or ty is bool or y is None):
+                    return None
+        try:
+            return repr(v)
+        except Exception:  # an int too long to print: BoundedRepr says so per element
+            return None
 
     def exc_message(self, e):
         try:
@@ -815,6 +925,33 @@ class Hook:
         return "reraise"
 
 
+def seed_randomness(spec):
+    """The determinism policy (17.4): a gold answer is a function of the program, so two runs
+    of it must take the same path. `spec` is FLUX_HOOK_SEED: an integer (default 0) that seeds
+    the `random` module's generator and becomes the default seed of every `random.Random` the
+    program creates without one (SymPy's assumption system shuffles with such a generator of
+    its own, `sympy.core.random._assumptions_rng`, seeded from os.urandom at import), or `off`.
+
+    Done by changing the defaults of `Random.__init__` and `Random.seed` (`x=None`, `a=None`
+    become the seed), not by wrapping them: no frame of the hook's runs in the program's calls.
+    An explicit `Random(None)` / `seed(None)` still reads the OS; `SystemRandom`, `os.urandom`,
+    `secrets`, numpy's generators, time and addresses (`id()`-ordered sets) are not covered.
+    Hash randomisation cannot be changed from inside a running interpreter: the agent sets
+    PYTHONHASHSEED=0 in the environment it starts the program with."""
+    if spec == "off":
+        return
+    seed = int(spec)
+    import random
+
+    init = random.Random.__init__
+    if init.__defaults__ == (None,):
+        init.__defaults__ = (seed,)
+    sd = random.Random.seed
+    if sd.__defaults__ == (None, 2):
+        sd.__defaults__ = (seed, 2)
+    random.seed(seed)
+
+
 HOOK = None
 
 
@@ -838,6 +975,11 @@ def install_hook():
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
     except Exception as e:
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CONFIG: %s\n" % e)
+        _real_exit(97)
+    try:
+        seed_randomness(os.environ.get("FLUX_HOOK_SEED", "0").strip() or "0")
+    except ValueError:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_SEED=%r (an integer, or off)\n" % os.environ["FLUX_HOOK_SEED"])
         _real_exit(97)
     if sys.version_info >= (3, 12):
         from . import _sysmon as backend
@@ -872,13 +1014,19 @@ def install_hook():
         _real(status)
 
     os._exit = _exit_with_flush
-    if hook.window:
-        spec = os.environ.get("FLUX_HOOK_SEMAPHORES", "")
-        if spec:
-            try:
-                hook.take_semaphores(spec)
-            except Exception as e:
-                sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
-                _real_exit(97)
+    spec = os.environ.get("FLUX_HOOK_SEMAPHORES", "")
+    if spec and hook.window:
+        try:
+            hook.take_semaphores(spec)
+        except Exception as e:
+            sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
+            _real_exit(97)
+    elif spec:
+        # Scope "run": only to quiet the probes while the hook renders values (vrepr); without
+        # them (no /proc) rendering is merely visible to the probes, as before.
+        try:
+            hook.take_semaphores(spec, zero=False)
+        except Exception:
+            hook.semaphores = []
     backend.start(hook)
     return hook

@@ -1,4 +1,4 @@
-"""Back-end for Python 3.11: sys.settrace / threading.settrace.
+"""Back-end for Python 3.11: sys.settrace, in every thread started from Python.
 
 One global trace function sees every frame start and resume ('call'). It returns:
 - nothing for untargeted code unless every return is wanted (calls=all); then a small local
@@ -21,6 +21,7 @@ first sight of a code object, its definition — the time span is sent as
 entries, 3.11's returns of such code would otherwise close the program's activation of the same
 function: a class's `__repr__` called by the hook while the program is in that `__repr__`.)
 """
+import _thread
 import dis
 import inspect
 import sys
@@ -238,9 +239,10 @@ def start(hook):
                     )
             elif event == "exception":
                 exc = arg[1]
-                if type(exc) is StopIteration and info[3][frame.f_lasti] == SEND:
-                    # 3.11 artefact: a `yield from`/await whose iterator finished reports its
-                    # StopIteration to the tracer only (3.12+ does not raise it). Not an exception
+                if type(exc) is StopIteration and (arg[2] is None or info[3][frame.f_lasti] == SEND):
+                    # 3.11 artefact: a generator that returned a value, ending a `for` loop or a
+                    # `yield from`/await, reports its StopIteration to the tracer only (never
+                    # raised by a frame: no traceback; 3.12+ does not raise it). Not an exception
                     # (SWE-Flux's tracer logs it: the dialect records it, flagged).
                     if swe and want_exc:
                         p = (id(exc), exc_typename(exc), exc_message(exc))
@@ -392,17 +394,83 @@ def start(hook):
                 f.f_trace_lines = False
                 f.f_trace = plain_local
 
-    # threading.settrace is Python code that USDT sees: the hook's work (`hx`).
+    # Threads. threading.settrace reaches only threading.Thread, from inside its bootstrap
+    # (after Event.set and other calls of threading's own); a thread started with
+    # `_thread.start_new_thread` was never traced, and USDT's returns of its code were taken
+    # for the hook's own (17.2). Every thread started from Python goes through the function
+    # below instead (threading's own alias included), and traces from its first frame.
+    real_settrace = sys.settrace
+    real_start = _thread.start_new_thread
+    on = [False]  # tracing is on (scope "tests": inside a window)
+
+    def own_settrace(func):
+        """sys.settrace by the hook itself (not a loss: see the audit hook below)."""
+        tl.own = True
+        try:
+            real_settrace(func)
+        finally:
+            tl.own = False
+
+    def strip_me(e, code):
+        """Leave the hook's frame (running `code`) out of e's traceback: re-raised bare, e
+        keeps the traceback as set (3.11 adds no entry for a re-raise), so the program's
+        tracebacks read as untraced."""
+        tb = e.__traceback__
+        if tb is not None and tb.tb_frame.f_code is code:
+            e.__traceback__ = tb.tb_next
+
+    class Boot:
+        """What a new thread runs: `f`, traced from its first frame. Its repr is f's, for
+        `_thread` names it in "Exception ignored in thread started by: ..."."""
+
+        __slots__ = ("f",)
+
+        def __init__(self, f):
+            self.f = f
+
+        def __repr__(self):
+            return repr(self.f)
+
+        def __call__(self, *args, **kwargs):
+            if on[0]:
+                own_settrace(gtrace)
+            try:
+                return self.f(*args, **kwargs)
+            except BaseException as e:
+                strip_me(e, Boot.__call__.__code__)
+                raise
+
+    def start_new_thread(function, args, kwargs=None):
+        try:
+            if callable(function):
+                function = Boot(function)
+            if kwargs is None:
+                return real_start(function, args)
+            return real_start(function, args, kwargs)
+        except BaseException as e:
+            strip_me(e, start_new_thread.__code__)
+            raise
+
+    start_new_thread.__doc__ = real_start.__doc__
+    _thread.start_new_thread = start_new_thread
+    if getattr(_thread, "start_new", None) is real_start:
+        _thread.start_new = start_new_thread
+    threading._start_new_thread = start_new_thread
+
+    hook.own_tracer = gtrace
+    hook.watch_program_tracers(settrace_replaces_hook=True)
+
+    # Switching is the hook's work (`hx`: USDT sees own_settrace, Python code of the hook's).
     def stop():
         t0 = now()
-        sys.settrace(None)
-        threading.settrace(None)
+        on[0] = hook.active = False
+        own_settrace(None)
         hx(t0)
 
     def enable():
         t0 = now()
-        threading.settrace(gtrace)
-        sys.settrace(gtrace)
+        on[0] = hook.active = True
+        own_settrace(gtrace)
         hx(t0)
 
     def check():
@@ -422,7 +490,7 @@ def start(hook):
                 "function, or another tracer); records of that thread until now are missing"
                 % threading.get_native_id()
             )
-            sys.settrace(gtrace)
+            own_settrace(gtrace)
 
     hook.stop_tracing = stop
     hook.pause_tracing = stop

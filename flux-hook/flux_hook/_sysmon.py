@@ -3,7 +3,8 @@
 Global events: PY_START (always: it is how targeted code objects are found; untargeted code gets
 DISABLE when no calls are wanted), PY_RESUME / PY_THROW when calls are wanted, PY_RETURN /
 PY_YIELD when every return is wanted (calls=all), PY_UNWIND, RAISE and RERAISE.
-Local events on targeted code objects only: LINE, PY_RETURN, PY_YIELD, PY_RESUME.
+Local events on targeted code objects only: LINE, JUMP (settrace's line events at backward
+jumps within a line), PY_RETURN, PY_YIELD, PY_RESUME.
 """
 import sys
 import time
@@ -144,7 +145,7 @@ def start(hook):
 
     local_ev = E.PY_RETURN | E.PY_YIELD
     if want_line or want_vars or want_exc:
-        local_ev |= E.LINE
+        local_ev |= E.LINE | E.JUMP
     if not want_c:
         local_ev |= E.PY_RESUME
     instrumented = []
@@ -478,6 +479,11 @@ def start(hook):
             info = codes.get(id(code)) or register(code)
             if info[1] != TARGET:
                 return
+            if type(exc) is StopIteration and exc.__traceback__ is None:
+                # A generator or coroutine returned (a value) into this frame's `for`, `yield
+                # from` or `await`: CPython reports the StopIteration it never raised in a frame
+                # (no traceback). Not an exception, as on 3.11 (and settrace's view).
+                return
             f = getframe(1)
             fs = _state(code, f)
             _x(info, f, fs, exc, hook.classify_raise(exc, f))
@@ -508,44 +514,74 @@ def start(hook):
             info = codes.get(id(code)) or register(code)
             if info[1] != TARGET:
                 return DISABLE
-            f = getframe(1)
-            fs = _state(code, f)
-            p = fs.pending
-            if p is not None and want_exc:
-                hi = info[5]
-                if hi is None:
-                    hi = info[5] = hook.handler_info(code.co_filename)
-                hline = hi[0].get(line)
-                if hline is not None:
-                    if not info[4]:
-                        define(info)
-                    emit(
-                        '["h",%d,%d,%d,%d,%d,%s,%s]'
-                        % (
-                            now(),
-                            tidf(),
-                            info[0],
-                            id(f),
-                            hline,
-                            jval(p[1]),
-                            jval(p[2]),
-                        )
-                    )
-                    fs.handled = p
-                    fs.pending = None
-            if want_line:
-                changed = changed_locals(fs, f) if want_vars else None
-                if not info[4]:
-                    define(info)
-                emit(
-                    '["l",%d,%d,%d,%d,%d,%s]'
-                    % (now(), tidf(), info[0], id(f), line, jval(changed))
-                )
-            return None
+            return _line(info, code, line, getframe(1))
         except RecursionError:
             hook.recursion_hit = True
         except Exception:
             internal_error("LINE")
+
+    # settrace's line events, which 3.11's back-end records and which a line-count answer
+    # means, are LINE's plus one at every backward jump to an instruction of the same line (a
+    # loop on one line, 3.12+'s inlined comprehensions): LINE alone counts such a line once.
+    jump_lines = {}  # id(code) -> {instruction offset: line}
+
+    def on_jump(code, src, dst):
+        try:
+            if dst >= src:
+                return DISABLE
+            m = jump_lines.get(id(code))
+            if m is None:
+                m = jump_lines[id(code)] = {}
+                for start, end, ln in code.co_lines():
+                    for o in range(start, end, 2):
+                        m[o] = ln
+            line = m.get(dst)
+            if line is None or m.get(src) != line:
+                return DISABLE  # another line: LINE fires for it
+            info = codes.get(id(code)) or register(code)
+            if info[1] != TARGET:
+                return DISABLE
+            return _line(info, code, line, getframe(1))
+        except RecursionError:
+            hook.recursion_hit = True
+        except Exception:
+            internal_error("JUMP")
+
+    def _line(info, code, line, f):
+        """The line record (and handler entry) of a line event of targeted frame f."""
+        fs = _state(code, f)
+        p = fs.pending
+        if p is not None and want_exc:
+            hi = info[5]
+            if hi is None:
+                hi = info[5] = hook.handler_info(code.co_filename)
+            hline = hi[0].get(line)
+            if hline is not None:
+                if not info[4]:
+                    define(info)
+                emit(
+                    '["h",%d,%d,%d,%d,%d,%s,%s]'
+                    % (
+                        now(),
+                        tidf(),
+                        info[0],
+                        id(f),
+                        hline,
+                        jval(p[1]),
+                        jval(p[2]),
+                    )
+                )
+                fs.handled = p
+                fs.pending = None
+        if want_line:
+            changed = changed_locals(fs, f) if want_vars else None
+            if not info[4]:
+                define(info)
+            emit(
+                '["l",%d,%d,%d,%d,%d,%s]'
+                % (now(), tidf(), info[0], id(f), line, jval(changed))
+            )
+        return None
 
     reg = M.register_callback
     reg(tool, E.PY_START, on_start)
@@ -557,6 +593,7 @@ def start(hook):
     reg(tool, E.RAISE, on_raise)
     reg(tool, E.RERAISE, on_reraise)
     reg(tool, E.LINE, on_line)
+    reg(tool, E.JUMP, on_jump)
 
     glob = E.PY_START | E.PY_UNWIND
     if want_c or gen_only:
@@ -580,6 +617,7 @@ def start(hook):
                 emit_c(info, f, f.f_lineno)
 
     def stop():
+        hook.active = False
         M.set_events(tool, 0)
         for code in instrumented:
             try:
@@ -596,17 +634,20 @@ def start(hook):
             E.RAISE,
             E.RERAISE,
             E.LINE,
+            E.JUMP,
         ):
             reg(tool, ev, None)
         M.free_tool_id(tool)
 
     def pause():
         """Outside a test window (scope "tests"): no events at all, targeted code included."""
+        hook.active = False
         M.set_events(tool, 0)
         for code in instrumented:
             set_local_events(tool, code, 0)
 
     def enable():
+        hook.active = True
         for code in instrumented:
             set_local_events(tool, code, local_ev)
         M.set_events(tool, glob)
@@ -636,5 +677,7 @@ def start(hook):
             except TypeError:
                 continue
         define_gens(roots)
+    hook.watch_program_tracers(settrace_replaces_hook=False)
     if not hook.window:
+        hook.active = True
         M.set_events(tool, glob)

@@ -97,6 +97,38 @@ class TestCalls(HookTestCase):
         self.assertEqual([e[6] for e in ev if e[0] == "l"][:2], [{"n": ["3", "int"]}, None])
         check_balanced(self, r)
 
+    def test_line_events_are_settraces_a_loop_on_one_line_included(self):
+        # The witness's settrace reference found 3.12+ counting a line once where settrace (and
+        # 3.11's back-end) count it at every iteration: a loop on one line, an inlined
+        # comprehension. The expected lines are the interpreter's own settrace's, untraced.
+        body = """\
+        def f(xs):
+            t = 0
+            for x in xs: t += x
+            n = 0
+            while n < 2: n += 1
+            return [x * 2 for x in xs], t
+        """
+        import textwrap
+        body = textwrap.dedent(body)
+        probe = body + textwrap.dedent("""\
+        import sys
+        out = []
+        def tr(frame, ev, arg):
+            if frame.f_code.co_name == "f":
+                if ev == "line":
+                    out.append(frame.f_lineno)
+                return tr
+        sys.settrace(tr)
+        f([1, 2, 3])
+        sys.settrace(None)
+        print(out)
+        """)
+        want = subprocess.run(harness.PYTHON + ["-c", probe], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        r = self.run_ok(body + "f([1, 2, 3])\n", config={"files": ["prog.py"], "functions": ["f"]})
+        self.assertEqual(str([x[2] for x in seq(r, kinds="l", names={"f"})]), want)
+
     def test_calls_all_is_balanced_and_covers_untargeted_code(self):
         r = self.run_ok(FACT + "import json\njson.dumps({'a': [1]})\n", files=["nothing_matches.py"])
         names = {c[4] for c in r.codes().values()}
@@ -544,6 +576,36 @@ class TestExit(HookTestCase):
         check_balanced(self, r)
 
 
+class TestDeterminism(HookTestCase):
+    def test_unseeded_random_generators_are_seeded(self):
+        # 17.4: SymPy's assumption system shuffles with a random.Random() of its own, seeded
+        # from the OS: every run of a test touching symbols took another path. Under the hook
+        # the module generator and every Random() made without a seed start from FLUX_HOOK_SEED
+        # (default 0), exactly as if the program had seeded them; an explicit seed is kept.
+        src = """\
+        import random
+        r = random.Random()
+        r2 = random.Random()
+        print(random.random(), r.random(), r2.random(), random.Random(5).random())
+        """
+        want = subprocess.run(harness.PYTHON + ["-c", "import random; random.seed(0); "
+                              "print(random.random(), random.Random(0).random(), "
+                              "random.Random(0).random(), random.Random(5).random())"],
+                              capture_output=True, text=True, check=True).stdout
+        a = self.run_ok(src)
+        b = self.run_ok(src)
+        self.assertEqual(a.proc.stdout, want)
+        self.assertEqual(b.proc.stdout, want)
+        seven = self.run_ok(src, env={"FLUX_HOOK_SEED": "7"}).proc.stdout
+        self.assertNotEqual(seven, want)
+        self.assertEqual(seven, self.run_ok(src, env={"FLUX_HOOK_SEED": "7"}).proc.stdout)
+        off = {self.run_ok(src, env={"FLUX_HOOK_SEED": "off"}).proc.stdout for _ in range(2)}
+        self.assertEqual(len(off), 2, "with FLUX_HOOK_SEED=off the OS seeds them")
+        bad = harness.run(self, src, env={"FLUX_HOOK_SEED": "zero"})
+        self.assertEqual(bad.proc.returncode, 97)
+        self.assertIn("bad FLUX_HOOK_SEED", bad.proc.stderr)
+
+
 class TestLocals(HookTestCase):
     def test_changed_locals_limits_and_failed_repr(self):
         src = """\
@@ -604,6 +666,34 @@ class TestLocals(HookTestCase):
         self.assertTrue(any(a <= seen <= b for a, b in spans), (seen, spans))
 
 
+class TestFlatRepr(unittest.TestCase):
+    def test_the_c_repr_of_flat_containers_is_exactly_the_bounded_one(self):
+        # 17.13: lists, tuples and dicts of scalars are rendered by the C repr (no Python frame
+        # per element for the probes to see); it must print what BoundedRepr prints, or decline.
+        sys.path.insert(0, harness.HOOK_DIR)
+        from flux_hook import _core
+
+        class Cfg:
+            repr_limit, depth, locals_limit = 200, 3, 50
+
+        h = object.__new__(_core.Hook)
+        h.cfg = Cfg()
+        h.reprer = _core.BoundedRepr(200, 3)
+        values = [
+            [], (), {}, [1], (1,), (1, 2.5, None, True, "a'b"), {"k": 1, 2: [3][0], None: "x"},
+            list(range(100)), list(range(101)), ["x" * 200], ["x" * 201], [[1]], [1, [2]],
+            {"a": {"b": 1}}, [float("nan"), -0.0, 1e300], [10 ** 50], (False,),
+        ]
+        for v in values:
+            flat = h.flat_repr(v, type(v))
+            if flat is not None:
+                self.assertEqual(flat, h.reprer.repr(v), v)
+        self.assertIsNone(h.flat_repr(list(range(101)), list))
+        self.assertIsNone(h.flat_repr(["x" * 201], list))
+        self.assertIsNone(h.flat_repr([[1]], list))
+        self.assertEqual(h.flat_repr((1,), tuple), "(1,)")
+
+
 class TestText(HookTestCase):
     def test_non_ascii_and_lone_surrogates(self):
         src = """\
@@ -642,6 +732,7 @@ class TestCoexistence(HookTestCase):
         r = self.run_ok(src, config={"files": ["prog.py"], "functions": ["f"]})
         self.assertEqual(r.proc.stdout, "profiled\n")
         self.assertEqual(seq(r, kinds="cr", names={"f"}), [("c", "f", 3), ("r", "f", 4, "return")])
+        self.assertEqual([x for x in r.records() if x[0] == "lost"], [])
 
 
 class TestThreadsAndProcesses(HookTestCase):
@@ -671,6 +762,119 @@ class TestThreadsAndProcesses(HookTestCase):
         for tid in tids:
             self.assertEqual([e[0] for e in ev if e[3] == tid][0], "c")
         check_balanced(self, r)
+
+    def test_raw_thread_is_traced(self):
+        # 17.2: a thread started with _thread.start_new_thread (not threading) ran untraced on
+        # 3.11. Its calls are recorded on every interpreter; an exception it lets escape is
+        # reported by _thread exactly as untraced (no hook frame in the traceback).
+        src = """\
+        import _thread
+        import sys
+        import time
+        import traceback
+
+        done = []
+
+        def square(x):
+            return x * x
+
+        def work(n):
+            total = 0
+            for i in range(n):
+                total += square(i)
+            done.append(total)
+
+        def boom():
+            raise ValueError("in thread")
+
+        def report(u):
+            files = [f.filename.rsplit("/", 1)[-1] for f in traceback.extract_tb(u.exc_traceback)]
+            # (3.11 names the function in `object`; 3.15 in the message itself.)
+            msg = u.err_msg if u.object is None else "%s %r" % (u.err_msg, u.object)
+            done.append((msg.split(" at 0x")[0], files))
+
+        sys.unraisablehook = report
+        _thread.start_new_thread(work, (4,))
+        _thread.start_new_thread(boom, ())
+        while len(done) < 2:
+            time.sleep(0.001)
+        print(sorted(done, key=str))
+        """
+        r = self.run_ok(src)
+        self.assertEqual(
+            r.proc.stdout,
+            "[('Exception ignored in thread started by <function boom', ['prog.py']), 14]\n",
+        )
+        self.assertNotIn("lost", [x[0] for x in r.records()])
+        ev = r.events(file_suffix="prog.py")
+        by_tid = {}
+        for e in ev:
+            by_tid.setdefault(e[3], []).append(e)
+        work = [t for t, es in by_tid.items() if any(e[1] == "work" for e in es)]
+        self.assertEqual(len(work), 1)
+        w = [(e[0], e[1]) for e in by_tid[work[0]] if e[0] in "cr"]
+        self.assertEqual(w, [("c", "work")] + [("c", "square"), ("r", "square")] * 4 + [("r", "work")])
+        boom = [t for t, es in by_tid.items() if any(e[1] == "boom" for e in es)]
+        self.assertEqual(len(boom), 1)
+        self.assertEqual([(e[0], e[1], e[5]) for e in by_tid[boom[0]] if e[0] in "xr" and e[1] == "boom"],
+                         [("x", "boom", 18), ("r", "boom", 18)])
+        check_balanced(self, r)
+
+    def test_program_own_tracers_are_a_loss_never_silence(self):
+        # 17.2: while the program's own sys.settrace replaced the hook's (3.11), its calls were
+        # missing from a trace that said nothing. A trace or profile function of the program's
+        # runs Python code no tracer sees, on every version (3.12+: sys.monitoring callbacks
+        # do not fire inside it): a `lost` record names it. A C profiler (cProfile) is no loss.
+        src = """\
+        import sys
+        import threading
+
+        seen = []
+
+        def mine(frame, event, arg):
+            if event == "call":
+                seen.append(frame.f_code.co_name)
+            return None
+
+        def square(x):
+            return x * x
+
+        def main():
+            old = sys.gettrace()
+            sys.settrace(mine)
+            try:
+                v = square(3)
+            finally:
+                sys.settrace(old)
+            return v + square(2)
+
+        print(main(), seen)
+        """
+        r = self.run_ok(src)
+        self.assertEqual(r.proc.stdout, "13 ['square']\n")
+        lost = [x for x in r.records() if x[0] == "lost"]
+        self.assertEqual(len(lost), 1, lost)
+        self.assertIn("records lost", r.proc.stderr)
+        if VERSION < (3, 12):
+            self.assertIn("the program called sys.settrace in thread", lost[0][3])
+        else:
+            self.assertIn("installed a trace function that runs Python code (function)", lost[0][3])
+        # A profile function, installed for new threads too, and never removed.
+        r = self.run_ok("""\
+        import sys, threading
+        calls = []
+        def prof(frame, event, arg):
+            calls.append(event)
+        threading.setprofile(prof)
+        t = threading.Thread(target=len, args=((),))
+        t.start()
+        t.join()
+        print(bool(calls))
+        """)
+        self.assertEqual(r.proc.stdout, "True\n")
+        lost = [x[3] for x in r.records() if x[0] == "lost"]
+        self.assertTrue(lost, r.main)
+        self.assertTrue(all("installed a profile function that runs Python code" in m for m in lost), lost)
 
     def test_many_threads_lose_nothing(self):
         src = """\

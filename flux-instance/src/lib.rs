@@ -10,9 +10,10 @@
 //! everything that can be checked without running the test (ids match directories, the
 //! package is pinned, the template parses, the extractor exists, serves the kind, accepts the
 //! parameters and answers in the template's shape, the test files exist); [`Instance::build_oracle`]
-//! then turns a merged trace into an [`Oracle`] (extract, validate against the template,
-//! screen by answer size), and [`write_oracle`] stores it atomically without silently changing
-//! an existing gold answer. The schema is documented in `instances/README.md`.
+//! then turns a merged trace and the run's [`RunFacts`] into an [`Oracle`] (extract, validate
+//! against the template, screen by answer size), and [`write_oracle`] stores it atomically
+//! without silently changing an existing gold answer (a replaced one is kept in the instance's
+//! `history/`). The schema is documented in `instances/README.md`.
 use flux_extract::{ExtractError, Params, QuestionKind};
 use flux_trace::TracingConfig;
 use serde::{Deserialize, Serialize};
@@ -25,8 +26,9 @@ mod oracle;
 pub mod template;
 
 pub use oracle::{
-    question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp, write_call_graph,
-    write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, ORACLE_FILE,
+    parse_oracle, question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp, write_call_graph,
+    write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, HISTORY_DIR,
+    ORACLE_FILE,
 };
 pub use template::{Template, TemplateError};
 
@@ -299,7 +301,15 @@ pub fn load_instance(dir: impl AsRef<Path>) -> Result<Instance, InstanceError> {
         path: path.clone(),
         source,
     })?;
-    let spec: InstanceSpec = toml::from_str(&text).map_err(|e| toml_error(&path, &text, &e))?;
+    parse_instance(dir, &text)
+}
+
+/// Parse and validate `text` as the `instance.toml` of the instance directory `dir` (what
+/// [`load_instance`] does once it has read the file; the fuzz target `instance_loader` feeds
+/// it arbitrary text: it must return an error, never panic).
+pub fn parse_instance(dir: &Path, text: &str) -> Result<Instance, InstanceError> {
+    let path = dir.join(INSTANCE_FILE);
+    let spec: InstanceSpec = toml::from_str(text).map_err(|e| toml_error(&path, text, &e))?;
     validate(dir, &path, spec).map_err(|e| match e {
         InstanceError::Invalid {
             path,
@@ -307,7 +317,7 @@ pub fn load_instance(dir: impl AsRef<Path>) -> Result<Instance, InstanceError> {
             field,
             problem,
         } if at.is_empty() => InstanceError::Invalid {
-            at: locate(&text, &field)
+            at: locate(text, &field)
                 .map(|(l, c)| format!(":{l}:{c}"))
                 .unwrap_or_default(),
             path,
@@ -512,6 +522,14 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
     if spec.test.timeout_s == 0 {
         return Err(invalid(path, "test.timeout_s", "must be at least 1"));
     }
+    if spec.test.expect == Expect::Fail && !spec.tracing.tests {
+        return Err(invalid(
+            path,
+            "test.expect",
+            "\"fail\" is told from a broken run by pytest's test records: it needs \
+             `[tracing] tests = true`",
+        ));
+    }
     let params = Params::new(spec.extractor.params.clone());
     let ex = flux_extract::check_params(&spec.extractor.name, &params).map_err(|e| {
         let field = match &e {
@@ -691,12 +709,12 @@ impl Instance {
     }
 
     /// Harvest: extract the answer from a complete trace, validate it, screen it by answer
-    /// size, and build the oracle with its provenance. `harvested_at` is an RFC 3339 UTC time
-    /// (see [`utc_timestamp`]); the caller may fill `provenance.image_id`.
+    /// size, and build the oracle with its provenance from the trace and `facts` (what the run
+    /// knows that the trace does not). The one oracle builder: `flux harvest` calls it.
     pub fn build_oracle(
         &self,
         trace: &flux_trace::Trace,
-        harvested_at: &str,
+        facts: &RunFacts,
     ) -> Result<Oracle, InstanceError> {
         let answer = self.extract(trace)?;
         let size = flux_extract::answer_size(&answer);
@@ -712,6 +730,12 @@ impl Instance {
         }
         let template_answer: Value = serde_json::from_str(&self.spec.template)
             .map_err(|e| invalid(&self.dir.join(INSTANCE_FILE), "template", e.to_string()))?;
+        let mut labels = trace.meta.labels.clone();
+        for l in &facts.labels {
+            if !labels.contains(l) {
+                labels.push(l.clone());
+            }
+        }
         Ok(Oracle {
             question_kind: self.spec.kind,
             question: self.spec.question.clone(),
@@ -719,19 +743,44 @@ impl Instance {
             oracle_answer: answer,
             provenance: Provenance {
                 image: self.spec.image.clone(),
-                image_id: String::new(),
-                interpreter: trace.meta.interpreter.clone(),
+                image_id: facts.image_id.clone(),
+                image_identity: facts.image_identity.clone(),
+                interpreter: facts.interpreter.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
-                trace_sha256: trace_digest(trace),
-                harvested_at: harvested_at.to_string(),
+                trace_sha256: facts
+                    .trace_sha256
+                    .clone()
+                    .unwrap_or_else(|| trace_digest(trace)),
+                harvested_at: facts.harvested_at.clone(),
                 complete: trace.meta.complete,
-                labels: trace.meta.labels.clone(),
+                labels,
                 extractor: self.spec.extractor.name.clone(),
                 params: self.spec.extractor.params.clone(),
                 order_insensitive: self.spec.order_insensitive.clone(),
             },
         })
     }
+}
+
+/// What a run knows about itself that its trace does not, for an oracle's provenance
+/// ([`Instance::build_oracle`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunFacts {
+    /// RFC 3339 UTC ([`utc_timestamp`]).
+    pub harvested_at: String,
+    /// `sha256:…` of the image the test ran in; empty when there was none (a host run).
+    pub image_id: String,
+    /// The image's content identity (flux_container's identity of packages and trees); empty
+    /// when there was none (a host run).
+    pub image_identity: String,
+    /// `X.Y.Z` of the interpreter traced (the trace's `meta.interpreter` also names its path).
+    pub interpreter: String,
+    /// sha256 (hex) of the trace's JSONL when the caller has it already (the harvest hashes
+    /// `trace.jsonl` while writing it: a sympy trace holds millions of events); else computed
+    /// ([`trace_digest`]).
+    pub trace_sha256: Option<String>,
+    /// Labels of the run, added to the trace's own (e.g. "not reproducible").
+    pub labels: Vec<String>,
 }
 
 #[cfg(test)]

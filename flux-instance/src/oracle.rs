@@ -31,6 +31,10 @@ pub struct Provenance {
     /// The image's content id (`sha256:…`), set by the harvest when it knows it.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`), which, unlike `image_id`, two builds of one
+    /// image definition share (flux-container's `images::identity`); set by the harvest.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image_identity: String,
     /// The interpreter version the trace reports.
     pub interpreter: String,
     pub flux_version: String,
@@ -122,7 +126,14 @@ pub fn read_oracle(dir: impl AsRef<Path>) -> Result<Oracle, InstanceError> {
         path: path.clone(),
         source,
     })?;
-    let oracle: Oracle = serde_json::from_str(&text).map_err(|e| {
+    parse_oracle(&path, &text)
+}
+
+/// Parse `text` as the oracle file `path`, checking its answer against its own template
+/// (what [`read_oracle`] does once it has read the file).
+pub fn parse_oracle(path: &Path, text: &str) -> Result<Oracle, InstanceError> {
+    let path = path.to_path_buf();
+    let oracle: Oracle = serde_json::from_str(text).map_err(|e| {
         let msg = e.to_string();
         let field = msg
             .split('`')
@@ -155,10 +166,52 @@ pub fn read_oracle(dir: impl AsRef<Path>) -> Result<Oracle, InstanceError> {
     Ok(oracle)
 }
 
+/// The directory of an instance holding the gold files it once had: `history/<UTC time>-<file>`,
+/// one per replacement (`flux harvest --replace`). Run directories are pruned; this is not.
+pub const HISTORY_DIR: &str = "history";
+
+/// Copy `dir/name` into `dir/history/<now>-<name>` (a `-1`, `-2`, … suffix when that exists)
+/// before it is replaced. Returns the copy's path.
+fn keep_in_history(dir: &Path, name: &str) -> Result<std::path::PathBuf, InstanceError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let history = dir.join(HISTORY_DIR);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| InstanceError::Io { path, source }
+    };
+    std::fs::create_dir_all(&history).map_err(io(&history))?;
+    let old = std::fs::read(dir.join(name)).map_err(io(&dir.join(name)))?;
+    let stamp: String = utc_timestamp(std::time::SystemTime::now())
+        .chars()
+        .filter(|c| *c != '-' && *c != ':')
+        .collect();
+    for n in 0.. {
+        let file = match n {
+            0 => format!("{stamp}-{name}"),
+            n => format!("{stamp}-{n}-{name}"),
+        };
+        let p = history.join(file);
+        let opened = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&p);
+        match opened {
+            Ok(mut f) => {
+                f.write_all(&old).and_then(|_| f.sync_all()).map_err(io(&p))?;
+                return Ok(p);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&p)(e)),
+        }
+    }
+    unreachable!("an unbounded range ends only by returning")
+}
+
 /// Write `dir/oracle.json` atomically (a temporary file in `dir`, then rename). An existing
 /// oracle with the same `oracle_answer` is left untouched; one with a different answer is kept
-/// and reported as a conflict unless `on_conflict` is [`OnConflict::Replace`]. An existing file
-/// that cannot be read as an oracle counts as different.
+/// and reported as a conflict unless `on_conflict` is [`OnConflict::Replace`], and then kept in
+/// [`HISTORY_DIR`]. An existing file that cannot be read as an oracle counts as different.
 pub fn write_oracle(
     dir: impl AsRef<Path>,
     oracle: &Oracle,
@@ -181,6 +234,7 @@ pub fn write_oracle(
                 new: oracle.oracle_answer.to_string(),
             });
         }
+        keep_in_history(dir, ORACLE_FILE)?;
         outcome = WriteOutcome::Replaced;
     }
     write_json_atomically(dir, ORACLE_FILE, oracle)?;
@@ -202,7 +256,19 @@ fn write_json_atomically(
     text.push('\n');
     let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // A stale temporary file of a crashed process with this pid is removed, never written
+        // through (`O_NOFOLLOW`, `O_EXCL`).
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)
@@ -268,6 +334,7 @@ pub fn write_call_graph(
                 new: graph.to_string(),
             });
         }
+        keep_in_history(dir, CALL_GRAPH_FILE)?;
         outcome = WriteOutcome::Replaced;
     }
     write_json_atomically(dir, CALL_GRAPH_FILE, graph)?;

@@ -265,9 +265,11 @@ impl Template {
 impl fmt::Display for Template {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // Strings as JSON writes them (not Rust's `{:?}`, whose `\u{7f}` is no JSON): the
+            // text shown in an error parses back as the same template.
             Template::Leaf(ls) => {
                 let names: Vec<&str> = ls.iter().map(|l| l.name()).collect();
-                write!(f, "{:?}", names.join("|"))
+                f.write_str(&Value::String(names.join("|")).to_string())
             }
             Template::List(item) => write!(f, "[{item}]"),
             Template::Map(item) => write!(f, "{{\"*\": {item}}}"),
@@ -277,7 +279,7 @@ impl fmt::Display for Template {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{k:?}: {t}")?;
+                    write!(f, "{}: {t}", Value::String(k.clone()))?;
                 }
                 f.write_str("}")
             }

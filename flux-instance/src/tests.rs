@@ -196,6 +196,8 @@ fn semantic_checks_name_the_field() {
         (GOOD.replace(r#"'{"executed_path": [{"line": "int"}]}'"#, r#"'{"executed_path": [{"line": "integer"}]}'"#), "field `template`: at /executed_path/0/line: unknown type name"),
         (GOOD.replace("order_insensitive = []", "order_insensitive = [\"/executed_path/*/line\"]"), "field `order_insensitive`: `/executed_path/*/line` is not a list"),
         (GOOD.replace("order_insensitive = []", "order_insensitive = [\"/covered\"]"), "field `order_insensitive`: `/covered` is not a path"),
+        // 17.10: a failure is told from a broken run by pytest's test records.
+        (GOOD.replace("expect = \"pass\"", "expect = \"fail\"").replace("functions = [\"Add.flatten\"]", "functions = [\"Add.flatten\"]\ntests = false"), "instance.toml:14:1: field `test.expect`: \"fail\" is told from a broken run by pytest's test records"),
     ];
     for (toml, want) in cases {
         let e = err_of(&s.0, &toml);
@@ -212,6 +214,48 @@ fn ev(ev: Kind, line: u32) -> Event {
     e.func = "flatten".into();
     e.line = line;
     e
+}
+
+/// What a container run of the harvest knows: its image and interpreter version.
+fn facts(harvested_at: &str) -> RunFacts {
+    RunFacts {
+        harvested_at: harvested_at.into(),
+        image_id: "sha256:abc".into(),
+        image_identity: "flux-identity-v1:abc".into(),
+        interpreter: "3.11.9".into(),
+        trace_sha256: None,
+        labels: Vec::new(),
+    }
+}
+
+/// 15.4: the harvest built its oracles with a function of its own, not this tested one, and the
+/// two differed: labels (the run's were lost), interpreter (the trace's `<path> (X.Y.Z)` instead
+/// of `X.Y.Z`) and digest (computed again instead of taken while writing `trace.jsonl`).
+#[test]
+fn the_one_oracle_builder_takes_the_runs_facts() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    let mut t = trace(&[101, 102, 104]);
+    t.meta.interpreter = "/var/lib/docker/overlay2/x/diff/usr/bin/python3.11 (3.11.2)".into();
+    let f = RunFacts {
+        harvested_at: "2026-12-01T00:00:00Z".into(),
+        image_id: "sha256:abc".into(),
+        image_identity: "flux-identity-v1:abc".into(),
+        interpreter: "3.11.2".into(),
+        trace_sha256: Some("d".repeat(64)),
+        labels: vec!["not reproducible".into(), "host run".into()],
+    };
+    let o = inst.build_oracle(&t, &f).unwrap();
+    let p = &o.provenance;
+    assert_eq!(p.interpreter, "3.11.2");
+    assert_eq!(p.image_id, "sha256:abc");
+    assert_eq!(p.trace_sha256, "d".repeat(64));
+    assert_eq!(p.labels, ["not reproducible", "host run"], "the trace's, then the run's");
+    assert_eq!(p.harvested_at, "2026-12-01T00:00:00Z");
+    let computed = inst
+        .build_oracle(&t, &RunFacts { trace_sha256: None, ..f })
+        .unwrap();
+    assert_eq!(computed.provenance.trace_sha256, trace_digest(&t));
 }
 
 fn trace(lines: &[u32]) -> Trace {
@@ -234,13 +278,14 @@ fn harvest_write_read_and_conflicts() {
     let s = Scratch::new();
     let inst = load_instance(good(&s.0)).unwrap();
     let oracle = inst
-        .build_oracle(&trace(&[101, 102, 104]), "2026-11-29T09:00:00Z")
+        .build_oracle(&trace(&[101, 102, 104]), &facts("2026-11-29T09:00:00Z"))
         .unwrap();
     assert_eq!(
         oracle.oracle_answer,
         json!({"executed_path": [{"line": 101}, {"line": 102}, {"line": 104}]})
     );
     assert_eq!(oracle.provenance.interpreter, "3.11.9");
+    assert_eq!(oracle.provenance.image_id, "sha256:abc");
     assert_eq!(
         oracle.provenance.labels,
         vec!["not reproducible".to_string()]
@@ -267,7 +312,7 @@ fn harvest_write_read_and_conflicts() {
     );
     // A different answer is refused unless replacing is asked for.
     let other = inst
-        .build_oracle(&trace(&[101, 103, 104]), "2026-11-30T00:00:00Z")
+        .build_oracle(&trace(&[101, 103, 104]), &facts("2026-11-30T00:00:00Z"))
         .unwrap();
     let e = write_oracle(&inst.dir, &other, OnConflict::Refuse)
         .unwrap_err()
@@ -279,6 +324,24 @@ fn harvest_write_read_and_conflicts() {
         WriteOutcome::Replaced
     );
     assert_eq!(read_oracle(&inst.dir).unwrap(), other);
+    // 14.9: the replaced answer was kept only in a run directory, which is pruned; now it is in
+    // the instance's history.
+    let history: Vec<PathBuf> = std::fs::read_dir(inst.dir.join(HISTORY_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(history.len(), 1, "{history:?}");
+    let name = history[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.ends_with("Z-oracle.json"), "{name}");
+    let kept: Oracle = serde_json::from_str(&std::fs::read_to_string(&history[0]).unwrap()).unwrap();
+    assert_eq!(kept, oracle);
+    // Replaced again within the same second: a second file, the first kept.
+    let third = inst
+        .build_oracle(&trace(&[101, 102, 103, 104]), &facts("2026-12-01T00:00:00Z"))
+        .unwrap();
+    write_oracle(&inst.dir, &third, OnConflict::Replace).unwrap();
+    write_oracle(&inst.dir, &oracle, OnConflict::Replace).unwrap();
+    assert_eq!(std::fs::read_dir(inst.dir.join(HISTORY_DIR)).unwrap().count(), 3);
     // No temporary file is left behind.
     let names: Vec<_> = std::fs::read_dir(&inst.dir)
         .unwrap()
@@ -302,7 +365,7 @@ fn harvest_refuses_small_incomplete_and_missing() {
     let s = Scratch::new();
     let inst = load_instance(good(&s.0)).unwrap();
     let e = inst
-        .build_oracle(&trace(&[101, 102]), "t")
+        .build_oracle(&trace(&[101, 102]), &facts("t"))
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -311,13 +374,13 @@ fn harvest_refuses_small_incomplete_and_missing() {
     );
     let mut t = trace(&[101, 102, 103]);
     t.meta.complete = false;
-    let e = inst.build_oracle(&t, "t").unwrap_err().to_string();
+    let e = inst.build_oracle(&t, &facts("t")).unwrap_err().to_string();
     assert!(e.contains("incomplete"), "{e}");
     let mut t = trace(&[101, 102, 103]);
     for e in &mut t.events {
         e.qualname = "Mul.flatten".into();
     }
-    let e = inst.build_oracle(&t, "t").unwrap_err().to_string();
+    let e = inst.build_oracle(&t, &facts("t")).unwrap_err().to_string();
     assert!(
         e.contains("function `Add.flatten` has 0 invocation(s)"),
         "{e}"
@@ -354,7 +417,7 @@ fn read_oracle_reports_bad_files() {
     assert!(e.contains("field `oracle_answer`: does not fit template_answer at /loop_iteration_count: expected int"), "{e}");
     // An unreadable existing oracle is never silently replaced.
     let inst = load_instance(&d).unwrap();
-    let o = inst.build_oracle(&trace(&[101, 102, 104]), "t").unwrap();
+    let o = inst.build_oracle(&trace(&[101, 102, 104]), &facts("t")).unwrap();
     assert!(write_oracle(&d, &o, OnConflict::Refuse).is_err());
 }
 
@@ -616,4 +679,18 @@ fn image_files_and_a_generated_table() {
     assert!(e.contains("lists no test file"), "{e}");
     let e = err_of(&s.0, &format!("{in_image}\n[generated]\nset = \"s\"\ncolour = 1\n"));
     assert!(e.contains("generated.colour"), "{e}");
+}
+
+/// 17.15 (found by the `template` fuzz target): a template printed itself with Rust's string
+/// escapes (`"\u{7f}"`), which are no JSON, so the template an error message showed did not
+/// parse back.
+#[test]
+fn a_template_prints_as_the_json_it_parses_from() {
+    for text in [
+        "{\"executed\\u007fpath\": [{\"line\": \"int\"}]}",
+        "{\"a\\\"b\": \"str|null\", \"c\": {\"*\": [\"float\"]}}",
+    ] {
+        let t = Template::parse(text).unwrap();
+        assert_eq!(Template::parse(&t.to_string()).unwrap(), t, "{t}");
+    }
 }

@@ -467,6 +467,9 @@ impl Stream {
             )),
             _ => {}
         }
+        if let Some(p2) = self.out_of_order() {
+            p.push(p2);
+        }
         for l in self.lost.iter().take(3) {
             p.push(format!("hook of pid {} lost records: {l}", self.pid));
         }
@@ -481,6 +484,30 @@ impl Stream {
             ));
         }
         p
+    }
+
+    /// Rule `stream-order`: the hook writes each thread's records in program order, stamped
+    /// as they happen, so their times never go back; the merge orders by time, and a record
+    /// stamped out of that order would be placed silently elsewhere (a handler after the line
+    /// it precedes). `hx` is written after the work it spans, stamped with its start: it is
+    /// the one record exempt.
+    fn out_of_order(&self) -> Option<String> {
+        let mut last: HashMap<u32, u64> = HashMap::new();
+        for (i, r) in self.records.iter().enumerate() {
+            if matches!(r, Rec::Internal { .. }) {
+                continue;
+            }
+            let prev = last.insert(r.tid(), r.ts()).unwrap_or(0);
+            if r.ts() < prev {
+                return Some(format!(
+                    "hook stream of pid {}: record {i} of thread {} is stamped {} after one stamped {prev}: records out of program order",
+                    self.pid,
+                    r.tid(),
+                    r.ts()
+                ));
+            }
+        }
+        None
     }
 
     /// Decode one line of the protocol into this stream.

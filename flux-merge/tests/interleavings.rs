@@ -78,6 +78,22 @@ fn threads(f: &Fixture) -> Vec<Vec<At>> {
     out
 }
 
+/// A record, briefly: `U<kind> func:line@file` or the hook line's start.
+fn describe(f: &Fixture, a: At) -> String {
+    match a {
+        At::Usdt(i) => {
+            let r = &f.usdt[i];
+            let file = &f.strings[r.file as usize];
+            let file = file.rsplit('/').next().unwrap_or(file);
+            format!(
+                "U{} {}:{}@{file}",
+                r.kind, f.strings[r.func as usize], r.line
+            )
+        }
+        At::Hook(s, l) => f.hook[s][l].chars().take(60).collect(),
+    }
+}
+
 fn strip_counts(t: &str) -> String {
     t.lines()
         .filter(|l| !l.starts_with("count "))
@@ -91,16 +107,37 @@ fn swapped_records_never_give_a_complete_trace_that_differs_from_the_reference()
     let mut rng = Rng(0x9E3779B97F4A7C15);
     let mut wrong = Vec::new();
     let mut tried = 0;
-    // 3.11 only for now: on 3.15, 5 of 120 such perturbations of recursion, deep_unwind and
-    // generators merge complete and wrong (a return swapped before the next entry is reconciled
-    // as an unwind and the real return then counted as a frame started before the hook): the
-    // 3.15 `unmatched-returns` rule is still too trusting. Open, see the branch's report.
-    for name in [
+    // `FLUX_PERTURBATIONS=N` tries N perturbations per fixture (40 by default) and
+    // `FLUX_PERTURB_FIXTURES=all` every fixture of the 3.11/3.15 `run` directories.
+    let rounds: usize = std::env::var("FLUX_PERTURBATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let mut names: Vec<String> = [
         "3.11-run/recursion",
         "3.11-run/exc_caught",
         "3.11-run/generators",
         "3.11-run/deep_unwind",
-    ] {
+        "3.15-run/recursion",
+        "3.15-run/exc_caught",
+        "3.15-run/generators",
+        "3.15-run/deep_unwind",
+    ]
+    .map(String::from)
+    .to_vec();
+    if std::env::var("FLUX_PERTURB_FIXTURES").is_ok_and(|v| v == "all") {
+        names.clear();
+        for d in ["3.11-run", "3.15-run"] {
+            for f in std::fs::read_dir(dir.join(d)).unwrap() {
+                let n = f.unwrap().file_name().to_string_lossy().into_owned();
+                if let Some(stem) = n.strip_suffix(".jsonl.gz") {
+                    names.push(format!("{d}/{stem}"));
+                }
+            }
+        }
+        names.sort();
+    }
+    for name in &names {
         let path = dir.join(format!("{name}.jsonl.gz"));
         if !path.exists() {
             continue;
@@ -109,16 +146,22 @@ fn swapped_records_never_give_a_complete_trace_that_differs_from_the_reference()
         let file = format!("/{}.py", name.rsplit('/').next().unwrap());
         let reference = strip_counts(&render(&base.merged(), &file));
         let ths = threads(&base);
-        for _ in 0..40 {
+        for _ in 0..rounds {
             let mut f = base.clone();
             let t = &ths[rng.below(ths.len())];
             if t.len() < 2 {
                 continue;
             }
             // A few adjacent swaps in one thread.
+            let mut swaps = String::new();
             for _ in 0..1 + rng.below(3) {
                 let i = rng.below(t.len() - 1);
                 let (a, b) = (t[i], t[i + 1]);
+                swaps.push_str(&format!(
+                    "[{}] <-> [{}]\n",
+                    describe(&f, a),
+                    describe(&f, b)
+                ));
                 let (ta, tb) = (ts_of(&f, a), ts_of(&f, b));
                 set_ts(&mut f, a, tb);
                 set_ts(&mut f, b, ta);
@@ -126,6 +169,16 @@ fn swapped_records_never_give_a_complete_trace_that_differs_from_the_reference()
             tried += 1;
             let merged = f.merged();
             if merged.meta.complete && strip_counts(&render(&merged, &file)) != reference {
+                // `SHOW=dir` writes each such case: reference, merged, and the swaps made.
+                if let Some(d) = std::env::var_os("SHOW") {
+                    let d = std::path::Path::new(&d);
+                    let n = wrong.len();
+                    let got = strip_counts(&render(&merged, &file));
+                    std::fs::write(d.join(format!("{n}.ref")), &reference).unwrap();
+                    std::fs::write(d.join(format!("{n}.got")), got).unwrap();
+                    std::fs::write(d.join(format!("{n}.swaps")), format!("{name}\n{swaps}"))
+                        .unwrap();
+                }
                 wrong.push(name.to_string());
             }
         }
@@ -136,4 +189,129 @@ fn swapped_records_never_give_a_complete_trace_that_differs_from_the_reference()
         "{} of {tried} perturbed merges were complete and wrong: {wrong:?}",
         wrong.len()
     );
+}
+
+/// `fixture` with the first adjacent pair of one thread's records whose descriptions (see
+/// [`describe`]) start with `a` then `b` swapped in time, and the reference trace of `fixture`'s program.
+fn swapped(fixture: &str, a: &str, b: &str) -> (Fixture, String, String) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let base = load(&dir.join(format!("{fixture}.jsonl.gz")));
+    let file = format!("/{}.py", fixture.rsplit('/').next().unwrap());
+    let reference = strip_counts(&render(&base.merged(), &file));
+    let mut f = base.clone();
+    for t in threads(&base) {
+        if let Some(w) = t
+            .windows(2)
+            .find(|w| describe(&base, w[0]).starts_with(a) && describe(&base, w[1]).starts_with(b))
+        {
+            let (ta, tb) = (ts_of(&f, w[0]), ts_of(&f, w[1]));
+            set_ts(&mut f, w[0], tb);
+            set_ts(&mut f, w[1], ta);
+            return (f, reference, file);
+        }
+    }
+    panic!("{fixture}: no adjacent [{a}] [{b}]");
+}
+
+/// A program's call that lands inside the hook's bracket (3.15) was taken for the hook's work;
+/// its return, after the bracket, matched nothing while activations were open and was counted
+/// as a frame started before the hook: the call vanished from a complete trace. Rules
+/// `unmatched-returns` (only nothing open, an entry an entry rule dropped, or the entryless
+/// `__init__` shim explain a lone return) and `bracket-returns` (an entry the bracket took and
+/// did not see return) now refuse such a return.
+#[test]
+fn a_call_taken_into_the_hooks_bracket_is_not_a_frame_started_before_the_hook() {
+    let (f, reference, file) = swapped(
+        "3.15-run/generators",
+        "U2 on_start:225@_sysmon.py",
+        "U1 _call_with_frames_removed:483@<frozen importlib._bootstrap>",
+    );
+    let t = f.merged();
+    assert!(
+        !t.meta.complete || strip_counts(&render(&t, &file)) == reference,
+        "complete and wrong"
+    );
+    assert!(
+        t.meta
+            .problems
+            .iter()
+            .any(|p| p.contains("its activation is missing")),
+        "{:?}",
+        t.meta.problems
+    );
+}
+
+/// A program's return that lands inside the hook's bracket (3.15) was dropped as the hook's
+/// work, and the hook's record of that end stood in for USDT's unchecked. Rule
+/// `bracket-returns` (part of `hook-own-work`): a return of other code in the bracket is the
+/// hook's only if its entry came in the bracket too; this one is the program's and joins.
+#[test]
+fn a_return_swapped_into_the_hooks_bracket_is_not_the_hooks_work() {
+    let (f, reference, file) = swapped(
+        "3.15-run/recursion",
+        "U2 fact:4@recursion.py",
+        "U1 on_return:-1@_sysmon.py",
+    );
+    let t = f.merged();
+    assert!(t.meta.complete, "{:?}", t.meta.problems);
+    assert_eq!(strip_counts(&render(&t, &file)), reference);
+}
+
+/// Two hook records of one thread swapped in time (a handler and the line after it, 3.11): the
+/// merge orders by time and placed the handler after the line, complete. Rule `stream-order`:
+/// a thread's hook records are written in program order, so a stream whose times go back is
+/// refused.
+#[test]
+fn hook_records_stamped_out_of_stream_order_are_refused() {
+    let (f, _, _) = swapped("3.11-run/try_else", r#"["h","#, r#"["l","#);
+    let t = f.merged();
+    assert!(!t.meta.complete, "complete");
+    assert!(
+        t.meta
+            .problems
+            .iter()
+            .any(|p| p.contains("out of program order")),
+        "{:?}",
+        t.meta.problems
+    );
+}
+
+/// The same with nothing open (3.15, interpreter shutdown): `threading._shutdown`'s entry
+/// swapped after the hook callback's entry was taken for the hook's work, and its return, with
+/// no activation open, passed for a frame started before the hook. Rule `bracket-returns`: an
+/// entry of other code that had not returned when the bracket closed makes its lone return a
+/// problem.
+#[test]
+fn an_entry_taken_into_the_hooks_bracket_makes_its_lone_return_a_problem() {
+    let (f, _, _) = swapped(
+        "3.15-run/lambdas",
+        "U1 _shutdown:1696@threading.py",
+        "U1 on_start:-1@_sysmon.py",
+    );
+    let t = f.merged();
+    assert!(!t.meta.complete, "complete");
+    assert!(
+        t.meta
+            .problems
+            .iter()
+            .any(|p| p.contains("whose entry came inside the hook's own work")),
+        "{:?}",
+        t.meta.problems
+    );
+}
+
+/// 3.11: a program's return swapped into a span of the hook's own work (`hx`) was claimed as
+/// the hook's, and the hook's record of that end stood in for USDT's unchecked. Rule
+/// `join-returns`: a USDT return of the top activation whose end the hook reported is the
+/// program's even inside such a span (the probe fires after the trace function's work).
+#[test]
+fn an_awaited_return_inside_the_hooks_work_span_is_the_programs() {
+    let (f, reference, file) = swapped(
+        "3.11-run/mutual_recursion",
+        "U2 is_even:4@mutual_recursion.py",
+        r#"["hx","#,
+    );
+    let t = f.merged();
+    assert!(t.meta.complete, "{:?}", t.meta.problems);
+    assert_eq!(strip_counts(&render(&t, &file)), reference);
 }

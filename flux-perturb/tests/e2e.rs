@@ -55,8 +55,9 @@ fn copy_dir(from: &Path, to: &Path) {
 #[test]
 fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     if let Some(why) = skip_reason() {
-        eprintln!(
-            "skipping: perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces: {why}"
+        flux_skip::skip(
+            "perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces",
+            &why,
         );
         return;
     }
@@ -84,7 +85,7 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
     )) {
         Ok(r) => r,
         Err(e) if format!("{e:#}").contains("cannot trace here") => {
-            eprintln!("skipping: cannot trace here: {e:#}");
+            flux_skip::skip("perturbs_reharvests…", &format!("cannot trace here: {e:#}"));
             return;
         }
         Err(e) => panic!("{e:#}"),

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 
+pub mod compare;
 pub mod config;
 pub mod perfetto;
 pub mod query;

@@ -79,6 +79,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut programs: Vec<PathBuf> = std::fs::read_dir(ws.join("flux-cli/tests/witness"))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        // A frozen program's fixture pins a rule for inputs today's hook no longer makes (its
+        // header says which hook recorded it): recording it again would lose that.
+        .filter(|p| {
+            !std::fs::read_to_string(p).is_ok_and(|t| t.lines().any(|l| l.starts_with("# frozen:")))
+        })
         .filter(|p| {
             args.only.is_empty()
                 || args

@@ -102,14 +102,19 @@ fn build_missing_images(root: &Path, dirs: &[PathBuf]) -> Result<()> {
                 return Ok(());
             }
         };
+        let definitions = root.join("images/images.toml");
+        let defined: Vec<String> = images::Definitions::load(&definitions)?
+            .all()
+            .iter()
+            .map(images::Target::image)
+            .collect();
         let mut names = Vec::new();
         for image in &wanted {
             if runtime.image_id(image).await?.is_none() {
-                match images::xtask_name_for(image) {
-                    Some(n) => names.push(n),
-                    None => {
-                        eprintln!("xtask harvest: {image} is not a flux image; not building it")
-                    }
+                if defined.contains(image) {
+                    names.push(image.clone());
+                } else {
+                    eprintln!("xtask harvest: {image} is not defined in images/images.toml; not building it")
                 }
             }
         }
@@ -123,7 +128,7 @@ fn build_missing_images(root: &Path, dirs: &[PathBuf]) -> Result<()> {
             names.join(", ")
         );
         let config = BuildConfig {
-            definitions: root.join("images/images.toml"),
+            definitions,
             cache_dir: root.join(".flux-cache"),
             rebuild: false,
         };

@@ -1,5 +1,6 @@
 //! `cargo xtask images [--rebuild] [NAME…]`: builds the images of `images/images.toml` through
-//! `flux_container::images::build`, printing what was built or skipped and the manifests' paths.
+//! `flux_container::images::build` (what `flux images build` runs too), printing what was built
+//! or skipped, each image's content identity and its manifest's path.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -17,7 +18,7 @@ pub struct Args {
     #[arg(long)]
     definitions: Option<PathBuf>,
     /// Images to build: a repo name (`sympy`), a base name (`py3.13-trixie`) or a full reference
-    /// (`flux/base:py3.15-sid`). None: the default bases and every repo.
+    /// (`flux/base:py3.15-sid`) or a group (`swe-flux`). None: the default bases and repos.
     names: Vec<String>,
 }
 
@@ -46,8 +47,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Action::Built => "built  ",
                     Action::Skipped => "skipped",
                 };
-                let id = r.manifest.image_id.as_deref().unwrap_or("?");
-                let short = id.trim_start_matches("sha256:").get(..12).unwrap_or(id);
+                let id = r.manifest.identity.trim_start_matches("flux-id:");
+                let short = id.get(..12).unwrap_or(id);
                 println!(
                     "{verb} {image} ({short}, python {}) in {:.1}s; manifest {}",
                     r.manifest.interpreter.version,
@@ -68,7 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Build what the tests and the harvest use: the default bases and every repository image,
+/// Build what the tests and the harvest use: the default bases and repository images,
 /// then the hook-only bases (3.13, 3.14) the witness tests run on.
 pub fn build_default() -> anyhow::Result<()> {
     for names in [

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod corpus;
+mod fuzz;
 mod harvest;
 mod images;
 mod setup;
@@ -32,6 +33,8 @@ enum Command {
     Test(setup::TestArgs),
     /// Side-by-side measurements (ratios in one run; never asserted in tests).
     Bench(bench::Args),
+    /// Run each cargo-fuzz target of fuzz/ for a few seconds (nightly + cargo-fuzz).
+    Fuzz(fuzz::Args),
     /// Harvest every instance under instances/ with the release flux (building what is missing),
     /// then a summary per kind and repository.
     Harvest(harvest::Args),
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
         Command::RecordMergeCorpus(args) => corpus::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),
     };

@@ -99,14 +99,11 @@ pub fn ensure() -> Result<()> {
                 .env("LLVM_PREFIX", "/usr/lib/llvm-22"),
         )?;
     }
-    if !ok(Command::new("cargo").args(["+nightly", "fuzz", "--version"])) {
-        step("cargo install cargo-fuzz (the fuzz targets of fuzz/)");
+    if !crate::fuzz::available() {
+        step("cargo install cargo-fuzz (the fuzz targets run briefly in `cargo xtask test`)");
         if let Err(e) = run(
-            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
-                "install",
-                "cargo-fuzz",
-                "--locked",
-            ]),
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["install", "cargo-fuzz", "--locked"]),
         ) {
             // Fuzzing is skipped (loudly) without it; the rest of the setup still holds.
             eprintln!("xtask setup: installing cargo-fuzz failed: {e:#}");
@@ -151,64 +148,34 @@ pub struct TestArgs {
 pub fn test(a: TestArgs) -> Result<ExitCode> {
     ensure()?;
     let root = crate::workspace_root();
-    if ok(Command::new("docker").arg("info")) {
+    let docker = ok(Command::new("docker").arg("info"));
+    if docker {
         step("images");
         crate::images::build_default()?;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let st = Command::new(cargo)
-        .current_dir(&root)
-        .arg("test")
-        .args(&a.cargo_args)
-        .status()?;
-    let fuzzed = fuzz_briefly(&root, 5)?;
-    Ok(if st.success() && fuzzed {
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root).arg("test").args(&a.cargo_args);
+    // Setup proved root, eBPF (the uprobe PMU), Docker and the images: from here a test that
+    // skips for lack of one of them fails instead (flux-skip). An explicit value is kept.
+    let uprobes = Path::new("/sys/bus/event_source/devices/uprobe/type").exists();
+    if is_root() && docker && uprobes && std::env::var_os("FLUX_REQUIRE_ALL").is_none() {
+        step("FLUX_REQUIRE_ALL=1: a test skipped for lack of root, eBPF or Docker fails");
+        cmd.env("FLUX_REQUIRE_ALL", "1");
+    }
+    let st = cmd.status()?;
+    // The fuzz targets, briefly (seconds each), where nightly and cargo-fuzz are.
+    if crate::fuzz::available() {
+        step("fuzz targets, 10 s each");
+        crate::fuzz::run(crate::fuzz::Args::brief())?;
+    } else {
+        eprintln!("xtask test: skipping the fuzz targets: cargo +nightly fuzz does not run here");
+    }
+    Ok(if st.success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// Run every cargo-fuzz target of `fuzz/` for `seconds` each, where nightly and cargo-fuzz are
-/// installed (`cargo xtask setup` installs cargo-fuzz); elsewhere say so and pass. False when a
-/// target crashed.
-pub fn fuzz_briefly(root: &Path, seconds: u32) -> Result<bool> {
-    if !ok(Command::new("cargo").args(["+nightly", "fuzz", "--version"])) {
-        eprintln!("skipping: fuzzing (no cargo-fuzz for nightly: cargo install cargo-fuzz)");
-        return Ok(true);
-    }
-    let mut targets: Vec<String> = std::fs::read_dir(root.join("fuzz/fuzz_targets"))?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_suffix(".rs")
-                .map(String::from)
-        })
-        .collect();
-    targets.sort();
-    let mut all_ok = true;
-    for t in targets {
-        step(&format!("fuzz {t} ({seconds}s)"));
-        let st = Command::new("cargo")
-            .current_dir(root.join("fuzz"))
-            .args([
-                "+nightly",
-                "fuzz",
-                "run",
-                &t,
-                "--",
-                &format!("-max_total_time={seconds}"),
-            ])
-            // The targets link flux-agent; its eBPF object is not needed to fuzz parsers.
-            .env("AYA_BUILD_SKIP", "1")
-            .status()?;
-        if !st.success() {
-            eprintln!("fuzz target {t} failed (its crash input is under fuzz/artifacts/{t}/)");
-            all_ok = false;
-        }
-    }
-    Ok(all_ok)
 }
 
 pub fn setup() -> Result<ExitCode> {

@@ -34,10 +34,7 @@ pub fn cannot_trace() -> Option<&'static str> {
 
 pub fn skip(what: &str) -> bool {
     match cannot_trace() {
-        Some(why) => {
-            eprintln!("skipping {what}: {why}");
-            true
-        }
+        Some(why) => flux_skip::skip(what, why),
         None => false,
     }
 }
@@ -62,13 +59,22 @@ pub fn run_flux(args: &[&str]) -> Output {
 
 /// `flux trace --out FILE EXTRA -- CMD`, and the events it wrote.
 pub fn trace_with(extra: &[&str], cmd: &[&str]) -> Traced {
+    trace_with_env(extra, cmd, &[])
+}
+
+/// [`trace_with`] with extra environment variables for flux (and so for the program).
+pub fn trace_with_env(extra: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> Traced {
     let dir = tempdir();
     let out_path = dir.join("t.jsonl");
     let mut args = vec!["trace", "--out", out_path.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.push("--");
     args.extend_from_slice(cmd);
-    let out = run_flux(&args);
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(&args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run flux");
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let events = text
         .lines()

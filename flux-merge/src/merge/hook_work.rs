@@ -7,17 +7,27 @@
 //!   return is dropped (the bracket counts only that code's own calls and returns: a generator
 //!   created in there fires an entry and no return, so a plain depth count would never come
 //!   back to zero);
+//!   a return of other code in there is the hook's only if that code's entry came inside the
+//!   bracket too (`bracket-returns`): the program's return never runs inside a callback, and
+//!   dropping it would let the hook's record of that end stand in unchecked;
 //! - without (3.11), everything inside a span the hook reports as its own work (`hx`) is dropped.
 //!
 //! Nothing else is the hook's: an event this module does not claim is the program's, and the
 //! merge must place it or report it.
 use flux_trace::{Event, Kind};
+use std::collections::HashMap;
 
 /// The state of one thread's bracket.
 #[derive(Default)]
 pub(super) struct HookWork {
     /// (file, func, nesting) of the outermost hook frame USDT is inside (3.15).
     frame: Option<(String, String, u32)>,
+    /// (file, func) of the frames of other code USDT entered inside the bracket (3.15), in
+    /// order: a return of other code in there is the hook's only if it closes one of them.
+    inner: Vec<(String, String)>,
+    /// (file, func) of the entries of other code inside a bracket that had not returned when
+    /// it closed, with how many (`bracket-returns`).
+    escaped: HashMap<(String, String), u32>,
     /// The end of the latest span the hook reported as its own work (`hx`, 3.11).
     busy_until: u64,
 }
@@ -42,6 +52,7 @@ impl HookWork {
     /// their returns (entries) only, so no bracket crosses an edge.
     pub(super) fn reset_bracket(&mut self) {
         self.frame = None;
+        self.inner.clear();
     }
 
     /// Whether `e` is the hook's own work; if so the bracket is updated and it must be
@@ -62,8 +73,28 @@ impl HookWork {
             (Some(h), Kind::Return) if same(h) => {
                 h.2 -= 1;
                 if h.2 == 0 {
-                    self.frame = None;
+                    for k in self.inner.drain(..) {
+                        *self.escaped.entry(k).or_default() += 1;
+                    }
+                    self.reset_bracket();
                 }
+            }
+            (Some(_), Kind::Call) if !is_hook_file(&e.file) => {
+                self.inner.push((e.file.clone(), e.func.clone()))
+            }
+            (Some(_), Kind::Return) if !is_hook_file(&e.file) && !is_entryless_shim(e) => {
+                // `bracket-returns`: a return of other code is the hook's only if its entry
+                // came inside the bracket too; any other is the program's (a frame that
+                // returned across the hook's callback would otherwise vanish, and the hook's
+                // record of its end stand in for it unchecked).
+                let Some(pos) = self
+                    .inner
+                    .iter()
+                    .rposition(|(f, n)| *f == e.file && *n == e.func)
+                else {
+                    return false;
+                };
+                self.inner.truncate(pos);
             }
             _ => {}
         }
@@ -71,7 +102,29 @@ impl HookWork {
     }
 }
 
+impl HookWork {
+    /// `bracket-returns`: a return no activation matches, of code that entered inside the
+    /// hook's bracket and had not returned when it closed: that entry was the program's (taken
+    /// for the hook's work), its activation is missing. Consumes one such entry.
+    pub(super) fn escaped_entry(&mut self, e: &Event) -> bool {
+        let k = (e.file.clone(), e.func.clone());
+        match self.escaped.get_mut(&k) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// The hook's own files (the `flux_hook` package and its `sitecustomize`).
 pub(crate) fn is_hook_file(file: &str) -> bool {
     file.contains("/flux_hook/") || file.ends_with("/hook/sitecustomize.py")
+}
+
+/// The interpreter's frame that fires a return probe and no entry (3.13+: the `__init__`
+/// cleanup shim, whose code has the file name `__init__` and line 0).
+pub(super) fn is_entryless_shim(e: &Event) -> bool {
+    e.file == "__init__" && e.func == "__init__"
 }

@@ -14,6 +14,7 @@
 //!
 //! | rule | home | what it says |
 //! |---|---|---|
+//! | `stream-order` | [`crate::protocol`] | a thread's hook records are written in program order: a stream whose times go back (`hx` aside, stamped with its start) is a problem |
 //! | `timeline` | [`scopes`] | per thread, both sources by time, the hook's record first at equal times |
 //! | `before-hook` | [`scopes`] | USDT events of a process before its hook's first record are left out (counted); USDT events of a process with no hook stream are a problem |
 //! | `test-windows` | [`scopes`] | scope `tests`: only what lies inside a process's test windows |
@@ -21,14 +22,16 @@
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
 //! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
-//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it |
+//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span |
+//! | `hook-end-closes` | [`thread`] | an activation only the hook saw end is closed by the hook's record; a suspension keeps its frame for the resumption as a joined return does (17.3) |
 //! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
-//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15, a frame started before the hook (counted), or of an activation inferred unwound (a problem) |
+//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15: with nothing open, a frame started before the hook (counted); with something open, only of a code whose entry an entry rule dropped in this thread, or of the entryless `__init__` shim (counted), any other is a lost entry (a problem); of an activation inferred unwound (a problem) |
 //! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |
 //! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
 //! | `never-returned` | [`thread`] | an activation still open when its thread's timeline ends is a problem |
 //! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped |
+//! | `bracket-returns` | [`hook_work`] | 3.15: inside the hook's frames a return of other code is the hook's only if its entry came inside them too, any other is the program's; an entry of other code still unreturned when the bracket closes makes a later return of that code no activation matches a problem |
 //! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
 //! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
@@ -278,6 +281,59 @@ fn assign_tests(events: &mut [Event]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::{CallsMode, Capabilities};
+    use crate::protocol::Stream;
+
+    /// 17.3, rule `hook-end-closes`: with scope "targets" the extent closes right after a
+    /// targeted generator's yield, before USDT's return could join the hook's; the resumption
+    /// (a @contextmanager's `finally` after its `with` body) must still be the same frame.
+    #[test]
+    fn scope_targets_keeps_a_resumed_generators_frame() {
+        let mut st = Stream::default();
+        for l in [
+            r#"{"hello":1,"pid":7,"python":"3.15.0","mode":"monitoring","calls":"generators","scope":"targets","leave":["lineless","genexpr"],"clock":"monotonic_ns"}"#,
+            r#"["wo",1,7]"#,
+            r#"["C",1,"/t.py","tag","tag",6,12,5]"#,
+            r#"["xo",10,7]"#,
+            r#"["c",11,7,1,500,6]"#,
+            r#"["r",20,7,1,500,10,"yield",["'A'","str"],null]"#,
+            r#"["xc",21,7]"#,
+            r#"["xo",30,7]"#,
+            r#"["c",31,7,1,500,10]"#,
+            r#"["r",40,7,1,500,12,"return",["None","NoneType"],null]"#,
+            r#"["xc",41,7]"#,
+            r#"["wc",50,7]"#,
+            r#"["bye",11]"#,
+        ] {
+            st.feed(l);
+        }
+        let cap = HookCapture {
+            streams: vec![st],
+            problems: Vec::new(),
+        };
+        let caps = Capabilities {
+            entry: true,
+            ret: true,
+            line: true,
+        };
+        let plan = crate::plan::plan(caps, CallsMode::Usdt, flux_trace::Scope::Targets).unwrap();
+        let t = merge(None, &cap, "/usr/bin/python3.15 (3.15.0)", &plan);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        let acts: Vec<(Kind, u64, u64, bool)> = t
+            .events
+            .iter()
+            .filter(|e| e.func == "tag")
+            .map(|e| (e.ev, e.activation, e.frame, e.suspended))
+            .collect();
+        assert_eq!(acts.len(), 4, "{acts:?}");
+        let (first, second) = (acts[0].1, acts[2].1);
+        assert_ne!(first, second, "two activations");
+        assert!(acts[1].3, "the first ends suspended");
+        assert!(
+            acts.iter().all(|a| a.2 == first),
+            "one frame for both activations: {acts:?}"
+        );
+    }
 
     #[test]
     fn addresses_are_scrubbed_from_reprs() {

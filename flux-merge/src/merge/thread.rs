@@ -1,12 +1,12 @@
 //! One thread's timeline turned into events: the stack of activations.
 //!
 //! Rules (names as in the merge's module doc): `activation-stack`, `unwind-reconcile`,
-//! `join-returns`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
+//! `join-returns`, `hook-end-closes`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
 //! `extent-edges`, `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
 //! [`super::hook_work`].
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
 use super::counters::Counters;
-use super::hook_work::{is_hook_file, HookWork};
+use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
 use super::scopes::Item;
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
@@ -31,6 +31,9 @@ pub(super) struct Thread<'a, 'o> {
     /// (file, func) of activations closed by `unwind-reconcile`, with how many: a later USDT
     /// return of one of them means the inference was wrong.
     inferred: HashMap<(String, String), u32>,
+    /// (file, func) of USDT entries an entry rule dropped (3.15), with how many: the return
+    /// of such a frame matches no activation and is expected (`unmatched-returns`).
+    dropped_entries: HashMap<(String, String), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
     c: &'o mut Counters,
@@ -52,6 +55,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             suspended: HashMap::new(),
             work: HookWork::default(),
             inferred: HashMap::new(),
+            dropped_entries: HashMap::new(),
             next_act,
             out,
             c,
@@ -106,12 +110,28 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         if !keep_waiting {
             let top = self.stack.pop().expect("non-empty");
-            self.out.push(top.hook_end.expect("checked"));
+            self.close_by_hook_end(top);
         }
     }
 
+    /// `hook-end-closes`: an activation whose end only the hook reported (USDT's return did not
+    /// fire, or fired outside the extent: scope "targets" closes an extent right after a
+    /// targeted generator's yield) is closed by the hook's record, and a suspension keeps its
+    /// frame for the resumption exactly as a return joined with USDT's does. (17.3: with scope
+    /// "targets" the `finally` of a @contextmanager after its `with` body got a frame of its
+    /// own.)
+    fn close_by_hook_end(&mut self, o: Open) {
+        let Some(ev) = o.hook_end else { return };
+        if ev.suspended {
+            if let Some(k) = o.frame_key {
+                self.suspended.insert(k, (o.frame, o.file, o.func));
+            }
+        }
+        self.out.push(ev);
+    }
+
     fn usdt(&mut self, e: &Event) {
-        if self.work.claims(e) {
+        if !self.awaited_return(e) && self.work.claims(e) {
             self.c.hook_internal_dropped += 1;
             return;
         }
@@ -123,8 +143,29 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
     }
 
+    /// `join-returns` (3.11): the hook reported the top activation's end and USDT's return of
+    /// that code is awaited; inside a span of the hook's own work it would be claimed and the
+    /// hook's record stand in unchecked, but the interpreter fires the return probe after the
+    /// trace function's work, never inside it: it is the program's return.
+    fn awaited_return(&self, e: &Event) -> bool {
+        self.sh.plan.hook_entries()
+            && e.ev == Kind::Return
+            && !is_hook_file(&e.file)
+            && self
+                .stack
+                .last()
+                .is_some_and(|o| o.hook_end.is_some() && o.file == e.file && o.func == e.func)
+    }
+
     fn usdt_call(&mut self, e: &Event) {
-        match self.sh.codes.entry(self.sh.plan, &self.stack, e) {
+        let entry = self.sh.codes.entry(self.sh.plan, &self.stack, e);
+        if let Entry::Drop(_) = entry {
+            *self
+                .dropped_entries
+                .entry((e.file.clone(), e.func.clone()))
+                .or_default() += 1;
+        }
+        match entry {
             Entry::Drop(Dropped::Generator) => self.c.generator_entries_dropped += 1,
             Entry::Drop(Dropped::Lineless) => self.c.lineless_dropped += 1,
             Entry::Drop(Dropped::Target) => self.c.target_entries_dropped += 1,
@@ -283,9 +324,30 @@ impl<'a, 'o> Thread<'a, 'o> {
                     e.func, e.file, e.line
                 ));
             }
-            // With USDT entries: a frame that started before the hook was installed (its
-            // entry was left out), or an interpreter shim frame that fires no entry (3.13+'s
-            // `__init__` cleanup frame).
+            // With USDT entries, a return no activation matches is expected in three cases:
+            // nothing is open (a frame below the traced ones, started before the hook was
+            // installed: its entry was left out), its entry was dropped by an entry rule in
+            // this thread (`generator-entries`, `target-entries`, `line0-naming`), or it is the
+            // interpreter's shim frame that fires no entry (3.13+'s `__init__` cleanup frame,
+            // file `__init__`). Anything else with activations open is a frame whose entry was
+            // lost or misplaced: its activation is missing, the trace cannot be complete.
+            if self.work.escaped_entry(e) {
+                let (pid, tid) = (self.pid, self.tid);
+                return self.problem(format!(
+                    "USDT return of {} ({}:{}) in thread {pid}/{tid} whose entry came inside the hook's own work: its activation is missing",
+                    e.func, e.file, e.line
+                ));
+            }
+            if let Some(n) = self.dropped_entries.get_mut(&key).filter(|n| **n > 0) {
+                *n -= 1;
+            } else if !self.stack.is_empty() && !is_entryless_shim(e) {
+                let top = self.stack.last().expect("non-empty");
+                let p = format!(
+                    "USDT return of {} ({}:{}) in thread {}/{} while {} runs, with no entry to match: its activation is missing",
+                    e.func, e.file, e.line, self.pid, self.tid, top.func
+                );
+                return self.problem(p);
+            }
             self.c.pre_hook_returns += 1;
         } else {
             self.problem(format!(
@@ -552,9 +614,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 "activation of {} ({}) still open at the {edge} of a target extent in thread {pid}/{tid}",
                 o.func, o.file
             ));
-            if let Some(ev) = o.hook_end {
-                self.out.push(ev);
-            }
+            self.close_by_hook_end(o);
         }
     }
 
@@ -563,7 +623,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn finish(mut self) {
         while let Some(top) = self.stack.pop() {
             match top.hook_end {
-                Some(ev) => self.out.push(ev),
+                Some(_) => self.close_by_hook_end(top),
                 None => {
                     // Frames still open at exit (the interpreter's own bottom frames when the
                     // process ended in os._exit, or a thread killed at exit).

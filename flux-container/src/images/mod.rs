@@ -3,21 +3,33 @@
 //!
 //! * A base image per interpreter: `debootstrap --variant=minbase --include=<packages>` into a
 //!   cached rootfs (`/var/cache/flux/rootfs/<rootfs>`), `tar | docker import`, then one probe
-//!   container (interpreter version, Debian package list) committed with the manifest label.
-//! * A layer per repository: wheels resolved and downloaded on the host (`pip download`, pinned
-//!   `==` requirements, sha256 recorded) into `.flux-cache/wheelhouse/<repo>-<version>-py<X.Y>/`,
-//!   installed offline in a container of the base (network off, `--no-index`, pip run from its
-//!   own wheel since Debian's `python3.X` may have no pip), user `flux` (uid 1000) added, then
-//!   `docker commit`.
+//!   container (interpreter version, Debian package list, stdlib digest) committed with the
+//!   manifest label ([`base`]).
+//! * A layer per repository ([`repo`]): wheels resolved and downloaded on the host (`pip
+//!   download`, pinned `==` requirements, sha256 recorded) into
+//!   `.flux-cache/wheelhouse/<repo>-<version>-py<X.Y>/`; the package's source (its sdist, else
+//!   a pure-Python wheel's files) fetched and unpacked on the host into
+//!   `.flux-cache/src/<package>-<version>/` ([`source`]); in a container of the base (network
+//!   off) the wheels installed offline (pip run from its own wheel, since Debian's `python3.X`
+//!   may have no pip), the source tree copied to `/testbed` ([`source::TESTBED`]), the
+//!   package's importable files removed from site-packages once checked byte-identical to the
+//!   tree's and a `.pth` put in their place, so that the package imports from `/testbed` (or
+//!   `/testbed/src`) — the files a trace names are the files a model is shown — the tree
+//!   byte-compiled and made read-only, user `flux` (uid 1000) added, then `docker commit`.
+//! * A repository's own test suite runs in its image offline ([`suite`], `flux images test`).
 //!
-//! Each image's manifest (image id, interpreter path and version, `pip freeze`, suite,
-//! debootstrap date, wheel hashes, definition hash) is written to
+//! Each image's manifest (image id, content identity, interpreter path and version, `pip
+//! freeze`, suite, debootstrap date, wheel and source hashes, definition hash) is written to
 //! `.flux-cache/images/<name>.json` and carried by the image as label `flux.manifest` (without
-//! the image id, which cannot be known before the image exists). Building is incremental: an
-//! image is skipped while its manifest matches its definition and its image id still exists.
+//! the image id, which cannot be known before the image exists). The identity ([`identity`]) is
+//! a digest of the image's content that two builds of one definition share, unlike Docker's id.
+//! Building is incremental: an image is skipped while its manifest matches its definition and
+//! this builder's schema, and its image id still exists.
 //!
 //! Architecture invariant: this module shells out only to `debootstrap`, `tar`, `docker import`
-//! and the host's `python3 -m pip`; everything else goes through [`Runtime`].
+//! and the host's Python (`-m pip download`, and `py/fetch_source.py`); everything else goes
+//! through [`Runtime`]. The Python helpers are compiled into the binary, so `flux images build`
+//! works outside a checkout.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,12 +42,33 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::runtime::{ContainerSpec, Mount, Runtime};
 
+mod base;
+pub mod identity;
+mod repo;
+pub mod source;
+pub mod suite;
+
+pub use identity::{check_pins, IdentityInputs, PinMismatch, TreeDigest};
+pub use repo::resolve_pins;
+pub use source::{SourceInfo, TESTBED};
+
 /// Label carrying the manifest JSON (without `image_id`).
 pub const LABEL_MANIFEST: &str = "flux.manifest";
 /// Label carrying the definition hash.
 pub const LABEL_DEFINITION: &str = "flux.definition";
-const MANIFEST_SCHEMA: u32 = 1;
+/// Label carrying the content identity (`flux-id:…`).
+pub const LABEL_IDENTITY: &str = "flux.identity";
+/// 2: content identity, source tree at /testbed, test suites.
+const MANIFEST_SCHEMA: u32 = 2;
 const PATH_ENV: &str = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// The project's image definitions, compiled in: what `flux images build` uses when no
+/// `images/images.toml` is at hand (outside a checkout).
+pub const BUILTIN_DEFINITIONS: &str = include_str!("../../../images/images.toml");
+/// Helpers run in images (`digest`, `adopt`), mounted at [`TOOLS_IN_CONTAINER`].
+pub(crate) const IMAGE_TOOLS: &str = include_str!("py/image_tools.py");
+/// The pytest plugin of [`suite`].
+pub(crate) const TESTREPORT_PLUGIN: &str = include_str!("py/flux_testreport.py");
+pub(crate) const TOOLS_IN_CONTAINER: &str = "/flux/tools";
 
 fn default_mirror() -> String {
     "http://deb.debian.org/debian".to_owned()
@@ -45,6 +78,9 @@ fn default_rootfs_cache() -> PathBuf {
 }
 fn default_host_python() -> String {
     "python3".to_owned()
+}
+fn default_namespace() -> String {
+    "flux".to_owned()
 }
 fn default_true() -> bool {
     true
@@ -72,6 +108,10 @@ pub struct Settings {
     /// Host interpreter whose pip resolves and downloads wheels.
     #[serde(default = "default_host_python")]
     pub host_python: String,
+    /// Docker repository namespace of every image (`flux/base:…`, `flux/<repo>:…`). Another
+    /// namespace builds the same definitions side by side without touching `flux/` images.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
 }
 
 impl Default for Settings {
@@ -80,11 +120,12 @@ impl Default for Settings {
             mirror: default_mirror(),
             rootfs_cache: default_rootfs_cache(),
             host_python: default_host_python(),
+            namespace: default_namespace(),
         }
     }
 }
 
-/// A base image `flux/base:<name>`.
+/// A base image `<namespace>/base:<name>`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BaseDef {
@@ -98,17 +139,25 @@ pub struct BaseDef {
     pub packages: Vec<String>,
     /// Directory name under `settings.rootfs_cache`.
     pub rootfs: String,
-    /// Built by `cargo xtask images` without names; otherwise only when named.
+    /// Built by `flux images build` without names; otherwise only when named.
     #[serde(default = "default_true")]
     pub default: bool,
+    /// `settings.namespace`, filled in by [`Definitions::parse`].
+    #[serde(skip)]
+    pub namespace: String,
 }
 
-/// A repository layer `flux/<name>:<version>-py<X.Y>`.
+/// A repository layer `<namespace>/<name>:<version>-py<X.Y>`.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RepoDef {
     pub name: String,
     pub version: String,
+    /// The distribution under test, one of `requirements` pinned at `version` (default:
+    /// `name`). Its source is unpacked at `/testbed` and imported from there; an instance's
+    /// `package` names it.
+    #[serde(default)]
+    pub package: Option<String>,
     /// Name of a `[[base]]`.
     pub base: String,
     /// Pinned requirements (`name==version` each): package, test deps, pytest.
@@ -118,28 +167,91 @@ pub struct RepoDef {
     /// Python statements run in the image after install, e.g. `import sympy, pytest`.
     #[serde(default)]
     pub smoke: Option<String>,
+    /// Built by `flux images build` without names (and by CI); otherwise only when named,
+    /// alone or through one of its `groups`.
+    #[serde(default = "default_true")]
+    pub default: bool,
+    /// Names that select several repositories at once (`flux images build swe-flux`).
+    #[serde(default)]
+    pub groups: Vec<String>,
+    /// How to run the repository's own test suite in the image (`flux images test`).
+    #[serde(default)]
+    pub tests: Option<TestsDef>,
+    /// Directories of `/testbed` that the test suite writes into (scrapy's conftest generates
+    /// TLS keys in `tests/keys`): owned by uid 1000 and writable, the rest stays read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
+    /// `settings.namespace`, filled in by [`Definitions::parse`].
+    #[serde(skip)]
+    pub namespace: String,
+}
+
+/// A repository's own test suite: `python -m pytest -p no:cacheprovider <args> <paths>` in
+/// `/testbed`, as uid 1000, network off.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TestsDef {
+    /// Test files or directories, relative to `/testbed`.
+    pub paths: Vec<String>,
+    /// Extra pytest arguments (`--ignore=…`, `-o addopts=`, `-m "not slow"`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Deadline of the whole run (default 3600 s); tests not reached are reported as such.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
 }
 
 impl BaseDef {
     pub fn image(&self) -> String {
-        format!("flux/base:{}", self.name)
+        let ns = if self.namespace.is_empty() {
+            "flux"
+        } else {
+            &self.namespace
+        };
+        format!("{ns}/base:{}", self.name)
     }
 }
 
 impl RepoDef {
     pub fn image(&self, base: &BaseDef) -> String {
-        format!("flux/{}:{}-py{}", self.name, self.version, base.python)
+        let ns = if self.namespace.is_empty() {
+            "flux"
+        } else {
+            &self.namespace
+        };
+        format!("{ns}/{}:{}-py{}", self.name, self.version, base.python)
     }
     fn wheelhouse_name(&self, base: &BaseDef) -> String {
         format!("{}-{}-py{}", self.name, self.version, base.python)
     }
+    /// The distribution under test.
+    pub fn package(&self) -> &str {
+        self.package.as_deref().unwrap_or(&self.name)
+    }
 }
 
 impl Definitions {
+    /// Reads and [`parse`](Self::parse)s `path`. `$FLUX_IMAGE_NAMESPACE`, when set, replaces
+    /// `settings.namespace` (build the same definitions beside the `flux/` images, e.g. to try
+    /// a builder change on a machine others use).
     pub fn load(path: &Path) -> Result<Definitions> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
-        Self::parse(&text, path)
+        Self::parse_with_env(&text, path)
+    }
+
+    fn parse_with_env(text: &str, path: &Path) -> Result<Definitions> {
+        let mut defs = Self::parse(text, path)?;
+        if let Some(ns) = std::env::var_os("FLUX_IMAGE_NAMESPACE") {
+            let ns = ns.to_string_lossy().into_owned();
+            defs.settings.namespace = ns.clone();
+            let text = toml::to_string(&defs).map_err(|e| Error::Definition {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+            defs = Self::parse(&text, path)?;
+        }
+        Ok(defs)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Definitions> {
@@ -147,7 +259,23 @@ impl Definitions {
             path: path.to_owned(),
             message,
         };
-        let defs: Definitions = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut defs: Definitions = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let ns = defs.settings.namespace.clone();
+        let ns_ok = !ns.is_empty()
+            && ns
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+        if !ns_ok {
+            return Err(bad(format!(
+                "settings.namespace {ns:?} is not a Docker repository name (a-z, 0-9, . _ -)"
+            )));
+        }
+        for b in &mut defs.bases {
+            b.namespace = ns.clone();
+        }
+        for r in &mut defs.repos {
+            r.namespace = ns.clone();
+        }
         let mut seen = std::collections::BTreeSet::new();
         for b in &defs.bases {
             if !seen.insert(b.image()) {
@@ -160,6 +288,12 @@ impl Definitions {
                 )));
             }
         }
+        let names: std::collections::BTreeSet<&str> = defs
+            .bases
+            .iter()
+            .map(|b| b.name.as_str())
+            .chain(defs.repos.iter().map(|r| r.name.as_str()))
+            .collect();
         for r in &defs.repos {
             let base = defs
                 .base(&r.base)
@@ -178,6 +312,51 @@ impl Definitions {
                     )));
                 }
             }
+            let package = r.package();
+            let pin = r.requirements.iter().find_map(|q| {
+                let (n, v) = q.split_once("==")?;
+                (repo::normalize_project(n) == repo::normalize_project(package)).then(|| v.trim())
+            });
+            match pin {
+                Some(v) if v == r.version => {}
+                Some(v) => {
+                    return Err(bad(format!(
+                        "repo {}: version {} but its package {package} is pinned =={v}",
+                        r.name, r.version
+                    )))
+                }
+                None => {
+                    return Err(bad(format!(
+                        "repo {}: its package {package} is not among its requirements \
+                         (set `package` to the distribution under test)",
+                        r.name
+                    )))
+                }
+            }
+            if let Some(g) = r.groups.iter().find(|g| names.contains(g.as_str())) {
+                return Err(bad(format!(
+                    "repo {}: group {g:?} is also the name of an image",
+                    r.name
+                )));
+            }
+            if r.writable.iter().any(|p| p.is_empty() || p.starts_with('/') || p.contains("..")) {
+                return Err(bad(format!(
+                    "repo {}: writable must be relative paths inside /testbed",
+                    r.name
+                )));
+            }
+            if let Some(t) = &r.tests {
+                if t.paths.is_empty()
+                    || t.paths
+                        .iter()
+                        .any(|p| p.starts_with('/') || p.contains(".."))
+                {
+                    return Err(bad(format!(
+                        "repo {}: tests.paths must be relative paths inside /testbed",
+                        r.name
+                    )));
+                }
+            }
         }
         Ok(defs)
     }
@@ -186,9 +365,10 @@ impl Definitions {
         self.bases.iter().find(|b| b.name == name)
     }
 
-    /// Resolves names (`sympy`, `flux/sympy:1.13.3-py3.11`, `py3.11-bookworm`,
-    /// `base:py3.11-bookworm`, `flux/base:py3.11-bookworm`) to build targets, bases first; a
-    /// repo brings its base. No names: default bases and every repo.
+    /// Resolves names to build targets, bases first; a repo brings its base. A name is a repo
+    /// (`sympy`: every image of it), an image (`flux/sympy:1.13.3-py3.11`), a base
+    /// (`py3.11-bookworm`, `base:py3.11-bookworm`, `flux/base:py3.11-bookworm`) or a group of
+    /// repos (`swe-flux`). No names: the default bases and the default repos.
     pub fn select(&self, names: &[String], path: &Path) -> Result<Vec<Target>> {
         let mut bases: Vec<&BaseDef> = Vec::new();
         let mut repos: Vec<&RepoDef> = Vec::new();
@@ -201,27 +381,38 @@ impl Definitions {
             for b in self.bases.iter().filter(|b| b.default) {
                 add_base(&mut bases, b);
             }
-            repos.extend(self.repos.iter());
+            repos.extend(self.repos.iter().filter(|r| r.default));
         }
+        let ns_prefix = format!("{}/", self.settings.namespace);
         for name in names {
-            let n = name.strip_prefix("flux/").unwrap_or(name);
+            let n = name.strip_prefix(&ns_prefix).unwrap_or(name);
             let n = n.strip_prefix("base:").unwrap_or(n);
-            if let Some(b) = self.bases.iter().find(|b| b.name == n) {
+            if let Some(b) = self
+                .bases
+                .iter()
+                .find(|b| b.name == n || b.image() == *name)
+            {
                 add_base(&mut bases, b);
                 continue;
             }
             let matching: Vec<&RepoDef> = self
                 .repos
                 .iter()
-                .filter(|r| r.name == n || self.base(&r.base).is_some_and(|b| r.image(b) == *name))
+                .filter(|r| {
+                    r.name == n
+                        || r.groups.iter().any(|g| g == n)
+                        || self.base(&r.base).is_some_and(|b| r.image(b) == *name)
+                })
                 .collect();
             if matching.is_empty() {
-                let known: Vec<String> = self
+                let mut known: Vec<String> = self
                     .bases
                     .iter()
                     .map(|b| b.name.clone())
                     .chain(self.repos.iter().map(|r| r.name.clone()))
+                    .chain(self.repos.iter().flat_map(|r| r.groups.iter().cloned()))
                     .collect();
+                known.dedup();
                 return Err(Error::Definition {
                     path: path.to_owned(),
                     message: format!("no image named {name:?}; known: {}", known.join(", ")),
@@ -244,25 +435,32 @@ impl Definitions {
         }));
         Ok(targets)
     }
-}
 
-/// The command a user runs to build `image` (works outside the checkout, unlike `cargo xtask`).
-pub fn build_command(image: &str) -> String {
-    if image.starts_with("flux/") {
-        format!("flux images build {image}")
-    } else {
-        "flux images build".to_owned()
+    /// Every image the definitions describe, bases first.
+    pub fn all(&self) -> Vec<Target> {
+        let mut targets: Vec<Target> = self.bases.iter().cloned().map(Target::Base).collect();
+        for r in &self.repos {
+            let base = self.base(&r.base).expect("validated in parse").clone();
+            targets.push(Target::Repo(r.clone(), base));
+        }
+        targets
     }
 }
 
-/// The name `cargo xtask images` accepts for a flux image reference, if it is one.
-pub fn xtask_name_for(image: &str) -> Option<String> {
-    let rest = image.strip_prefix("flux/")?;
-    let (repo, tag) = rest.split_once(':').unwrap_or((rest, ""));
-    match repo {
-        "base" if !tag.is_empty() => Some(tag.to_owned()),
-        "base" => None,
-        _ => Some(repo.to_owned()),
+/// The one "how to build this image" hint, naming the user-facing command: `flux images build
+/// <image>` for an image of flux's namespace, a note that flux does not build it otherwise.
+pub fn build_hint(image: &str) -> String {
+    let ours = image.strip_prefix("flux/").is_some_and(|rest| {
+        rest.split_once(':')
+            .is_some_and(|(r, t)| !r.is_empty() && !t.is_empty())
+    });
+    if ours {
+        format!("build it with `flux images build {image}`")
+    } else {
+        format!(
+            "flux builds only the images of images/images.toml (`flux images list`); {image} is \
+             not one of them: define it there or make it available to Docker yourself"
+        )
     }
 }
 
@@ -291,6 +489,27 @@ pub struct BuildConfig {
     pub cache_dir: PathBuf,
     /// Rebuild images even if their manifest matches (the debootstrap rootfs cache is reused).
     pub rebuild: bool,
+}
+
+impl Definitions {
+    /// The definitions a user command uses: `explicit` if given; else the nearest
+    /// `images/images.toml` in `start` or above it (a checkout); else the copy compiled into
+    /// the binary ([`BUILTIN_DEFINITIONS`]). Returns them with the path they came from (for a
+    /// compiled-in copy, `<builtin>/images/images.toml`, which is never read).
+    pub fn find(explicit: Option<&Path>, start: &Path) -> Result<(Definitions, PathBuf)> {
+        if let Some(p) = explicit {
+            return Ok((Definitions::load(p)?, p.to_owned()));
+        }
+        if let Some(p) = start
+            .ancestors()
+            .map(|d| d.join("images/images.toml"))
+            .find(|p| p.is_file())
+        {
+            return Ok((Definitions::load(&p)?, p));
+        }
+        let p = PathBuf::from("<builtin>/images/images.toml");
+        Ok((Definitions::parse_with_env(BUILTIN_DEFINITIONS, &p)?, p))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -335,6 +554,15 @@ pub struct Manifest {
     /// `package=version` of every Debian package (bases only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub debian_packages: Vec<String>,
+    /// The content identity (`flux-id:…`, see [`identity`]); empty in manifests of schema 1.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub identity: String,
+    /// The tree digests the identity is computed from.
+    #[serde(default)]
+    pub identity_inputs: IdentityInputs,
+    /// The package source at `/testbed` (repos).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ImageSource>,
     pub built_at: String,
     pub build_seconds: f64,
 }
@@ -348,6 +576,21 @@ impl Manifest {
             message: format!("bad manifest: {e}"),
         })
     }
+}
+
+/// Where an image holds its package's source, and where it came from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ImageSource {
+    /// [`TESTBED`].
+    pub testbed: String,
+    /// The directory the package imports from (`/testbed`, or `/testbed/src` for a src layout).
+    pub import_root: String,
+    /// Its top-level modules.
+    pub modules: Vec<String>,
+    /// The same tree on the host, relative to the cache directory (`src/<package>-<version>`).
+    pub cache_tree: String,
+    #[serde(flatten)]
+    pub info: SourceInfo,
 }
 
 /// Whether an image was built or found up to date.
@@ -373,8 +616,7 @@ pub fn manifest_path(cache_dir: &Path, image: &str) -> PathBuf {
         .join(format!("{}.json", image.replace(['/', ':'], "_")))
 }
 
-/// Builds the selected images in order. An image that fails is reported and its dependents
-/// fail too; the others still build. `progress` receives one line per step.
+/// Builds the selected images of `config.definitions` in order (see [`build_with`]).
 pub async fn build(
     rt: &Runtime,
     config: &BuildConfig,
@@ -382,7 +624,25 @@ pub async fn build(
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<(String, Result<Report>)>> {
     let defs = Definitions::load(&config.definitions)?;
+    build_with(rt, config, &defs, names, progress).await
+}
+
+/// Builds the selected images of `defs` in order. An image that fails is reported and its
+/// dependents fail too; the others still build. `progress` receives one line per step.
+pub async fn build_with(
+    rt: &Runtime,
+    config: &BuildConfig,
+    defs: &Definitions,
+    names: &[String],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<(String, Result<Report>)>> {
     let targets = defs.select(names, &config.definitions)?;
+    // Bind mounts need absolute host paths.
+    let config = &BuildConfig {
+        cache_dir: std::path::absolute(&config.cache_dir)
+            .map_err(|e| Error::io(format!("resolve {}", config.cache_dir.display()), e))?,
+        ..config.clone()
+    };
     // Build containers of builds that were killed; concurrent builds keep theirs.
     rt.remove_orphans().await?;
     let mut results: Vec<(String, Result<Report>)> = Vec::new();
@@ -390,7 +650,7 @@ pub async fn build(
         let image = t.image();
         let started = Instant::now();
         let result = match t {
-            Target::Base(b) => build_base(rt, config, &defs.settings, b, progress).await,
+            Target::Base(b) => base::build(rt, config, &defs.settings, b, progress).await,
             Target::Repo(r, b) => {
                 let failed_base = results
                     .iter()
@@ -401,7 +661,7 @@ pub async fn build(
                         message: format!("base {} failed", b.image()),
                     })
                 } else {
-                    build_repo(rt, config, &defs.settings, r, b, progress).await
+                    repo::build(rt, config, &defs.settings, r, b, progress).await
                 }
             }
         };
@@ -446,11 +706,18 @@ fn base_definition(settings: &Settings, b: &BaseDef) -> serde_json::Value {
     })
 }
 
+/// What a repo image is built from. `layout` names the builder's way of laying the image out
+/// (source at /testbed, imported from there); changing it rebuilds every repo image.
 fn repo_definition(settings: &Settings, r: &RepoDef, b: &BaseDef) -> serde_json::Value {
-    serde_json::json!({
-        "name": r.name, "version": r.version, "requirements": r.requirements, "pip": r.pip,
-        "smoke": r.smoke, "base": base_definition(settings, b),
-    })
+    let mut d = serde_json::json!({
+        "name": r.name, "version": r.version, "package": r.package(),
+        "requirements": r.requirements, "pip": r.pip, "smoke": r.smoke,
+        "layout": "testbed-v1", "base": base_definition(settings, b),
+    });
+    if !r.writable.is_empty() {
+        d["writable"] = serde_json::json!(r.writable);
+    }
+    d
 }
 
 fn hash_json(v: &serde_json::Value) -> String {
@@ -473,7 +740,8 @@ async fn up_to_date(
         return Ok(None);
     };
     let current = rt.image_id(image).await?;
-    let fresh = m.definition_hash == definition_hash
+    let fresh = m.schema == MANIFEST_SCHEMA
+        && m.definition_hash == definition_hash
         && current.is_some()
         && current == m.image_id
         && (base_image_id.is_none() || m.base_image_id.as_deref() == base_image_id);
@@ -530,145 +798,9 @@ fn run_cmd(cmd: &mut Command, what: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-struct RootfsStamp {
-    suite: String,
-    packages: Vec<String>,
-    mirror: String,
-    debootstrap_date: String,
-}
-
-/// Ensures the debootstrapped rootfs exists and matches the definition.
-fn ensure_rootfs(
-    settings: &Settings,
-    b: &BaseDef,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(PathBuf, RootfsStamp)> {
-    let dir = settings.rootfs_cache.join(&b.rootfs);
-    let stamp_path = settings
-        .rootfs_cache
-        .join(format!("{}.stamp.json", b.rootfs));
-    let wanted = |date: String| RootfsStamp {
-        suite: b.suite.clone(),
-        packages: b.packages.clone(),
-        mirror: settings.mirror.clone(),
-        debootstrap_date: date,
-    };
-    let interp = dir.join(b.interpreter.trim_start_matches('/'));
-    // debootstrap removes DIR/debootstrap when it succeeds.
-    let complete = interp.exists() && !dir.join("debootstrap").exists();
-    if complete {
-        match std::fs::read_to_string(&stamp_path)
-            .ok()
-            .and_then(|t| serde_json::from_str::<RootfsStamp>(&t).ok())
-        {
-            Some(s) if s == wanted(s.debootstrap_date.clone()) => return Ok((dir, s)),
-            Some(_) => progress(&format!(
-                "rootfs {} has other packages; debootstrapping again",
-                dir.display()
-            )),
-            None => {
-                // A rootfs made by hand with the same command (no stamp): adopt it, dated by
-                // its apt lists.
-                let date = std::fs::metadata(dir.join("var/lib/apt/lists"))
-                    .and_then(|m| m.modified())
-                    .map(|t| humantime::format_rfc3339_seconds(t).to_string())
-                    .unwrap_or_else(|_| now_rfc3339());
-                progress(&format!(
-                    "adopting existing rootfs {} (debootstrapped {date})",
-                    dir.display()
-                ));
-                let s = wanted(date);
-                write_json(&stamp_path, &s)?;
-                return Ok((dir, s));
-            }
-        }
-    }
-    let tmp = settings.rootfs_cache.join(format!("{}.tmp", b.rootfs));
-    for d in [&tmp, &dir] {
-        if d.exists() {
-            std::fs::remove_dir_all(d)
-                .map_err(|e| Error::io(format!("remove {}", d.display()), e))?;
-        }
-    }
-    std::fs::create_dir_all(&settings.rootfs_cache)
-        .map_err(|e| Error::io(format!("create {}", settings.rootfs_cache.display()), e))?;
-    progress(&format!(
-        "debootstrap {} ({}) into {} (1-2 min)",
-        b.suite,
-        b.packages.join(","),
-        dir.display()
-    ));
-    let date = now_rfc3339();
-    let mut cmd = Command::new("debootstrap");
-    cmd.arg("--variant=minbase")
-        .arg(format!("--include={}", b.packages.join(",")))
-        .arg(&b.suite)
-        .arg(&tmp)
-        .arg(&settings.mirror);
-    run_cmd(
-        &mut cmd,
-        &format!("debootstrap {} {}", b.suite, tmp.display()),
-    )?;
-    std::fs::rename(&tmp, &dir)
-        .map_err(|e| Error::io(format!("rename to {}", dir.display()), e))?;
-    let s = wanted(date);
-    write_json(&stamp_path, &s)?;
-    Ok((dir, s))
-}
-
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).expect("serializable") + "\n";
     std::fs::write(path, text).map_err(|e| Error::io(format!("write {}", path.display()), e))
-}
-
-fn release_date(rootfs: &Path, suite: &str) -> Option<String> {
-    let lists = rootfs.join("var/lib/apt/lists");
-    let entry = std::fs::read_dir(&lists).ok()?.flatten().find(|e| {
-        let n = e.file_name().to_string_lossy().into_owned();
-        n.ends_with(&format!("_dists_{suite}_Release"))
-    })?;
-    let text = std::fs::read_to_string(entry.path()).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("Date:").map(|d| d.trim().to_owned()))
-}
-
-/// `tar -C rootfs -c . | docker import -`; returns the new (untagged) image id.
-fn docker_import(rootfs: &Path) -> Result<String> {
-    let mut tar = Command::new("tar")
-        // The .debs debootstrap leaves in apt's cache are not part of the image.
-        .args([
-            "--numeric-owner",
-            "--xattrs",
-            "--exclude=./var/cache/apt/archives/*.deb",
-            "-C",
-        ])
-        .arg(rootfs)
-        .args(["-c", "."])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::io("run tar", e))?;
-    let tar_out = tar.stdout.take().expect("piped");
-    let import = Command::new("docker")
-        .args(["import", "-"])
-        .stdin(tar_out)
-        .output()
-        .map_err(|e| Error::io("run docker import", e))?;
-    let tar_status = tar.wait().map_err(|e| Error::io("wait for tar", e))?;
-    if !import.status.success() || !tar_status.success() {
-        let mut stderr = String::from_utf8_lossy(&import.stderr).into_owned();
-        if let Some(mut e) = tar.stderr.take() {
-            use std::io::Read;
-            let _ = e.read_to_string(&mut stderr);
-        }
-        return Err(Error::Command {
-            command: format!("tar -C {} -c . | docker import -", rootfs.display()),
-            status: format!("tar {tar_status}, docker import {}", import.status),
-            stderr,
-        });
-    }
-    Ok(String::from_utf8_lossy(&import.stdout).trim().to_owned())
 }
 
 /// Runs `script` with `sh -c` as root in a container of `image` (network off), with the given
@@ -690,6 +822,7 @@ async fn run_build_container(
         run_dir,
     );
     spec.user = "0:0".into();
+    spec.writes = crate::runtime::Writes::Everything;
     spec.run_id = format!("build-{}", crate::runtime::new_run_id());
     spec.mounts = mounts;
     spec.env
@@ -740,6 +873,7 @@ async fn commit(
         LABEL_DEFINITION.to_owned(),
         manifest.definition_hash.clone(),
     );
+    labels.insert(LABEL_IDENTITY.to_owned(), manifest.identity.clone());
     // Docker merges the container's labels into the image; blank the run labels so that
     // containers of this image are not taken for flux runs.
     labels.insert(crate::runtime::LABEL_RUN.to_owned(), String::new());
@@ -771,6 +905,46 @@ async fn commit(
     Ok(id)
 }
 
+/// `<cache>/build/tools-<digest>/`: the helpers run in build containers ([`IMAGE_TOOLS`],
+/// [`TESTREPORT_PLUGIN`]), written once per content (atomically, so concurrent builds agree).
+fn tools_dir(cache_dir: &Path) -> Result<PathBuf> {
+    let files = [
+        ("image_tools.py", IMAGE_TOOLS),
+        ("flux_testreport.py", TESTREPORT_PLUGIN),
+    ];
+    let mut h = Sha256::new();
+    for (name, text) in files {
+        h.update(name.as_bytes());
+        h.update(text.as_bytes());
+    }
+    let digest = source::hex(&h.finalize());
+    let dir = cache_dir
+        .join("build")
+        .join(format!("tools-{}", &digest[..16]));
+    if dir.is_dir() {
+        return Ok(dir);
+    }
+    let tmp = cache_dir.join("build").join(format!(
+        "tools-{}.{}.tmp",
+        &digest[..16],
+        std::process::id()
+    ));
+    let io = |p: &Path, e| Error::io(format!("write {}", p.display()), e);
+    std::fs::create_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+    for (name, text) in files {
+        std::fs::write(tmp.join(name), text).map_err(|e| io(&tmp.join(name), e))?;
+    }
+    match std::fs::rename(&tmp, &dir) {
+        Ok(()) => Ok(dir),
+        // Another build got there first with the same content.
+        Err(_) if dir.is_dir() => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(dir)
+        }
+        Err(e) => Err(io(&dir, e)),
+    }
+}
+
 fn read_run_file(run_dir: &Path, name: &str) -> Result<String> {
     let p = run_dir.join(name);
     std::fs::read_to_string(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))
@@ -782,291 +956,6 @@ fn lines(s: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-async fn build_base(
-    rt: &Runtime,
-    config: &BuildConfig,
-    settings: &Settings,
-    b: &BaseDef,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(Action, Manifest)> {
-    let image = b.image();
-    let definition = base_definition(settings, b);
-    let definition_hash = hash_json(&definition);
-    if let Some(m) = up_to_date(rt, config, &image, &definition_hash, None).await? {
-        return Ok((Action::Skipped, m));
-    }
-    let started = Instant::now();
-    let (rootfs, stamp) = ensure_rootfs(settings, b, progress)?;
-    progress(&format!("{image}: docker import {}", rootfs.display()));
-    let imported = docker_import(&rootfs)?;
-    progress(&format!("{image}: probing interpreter and packages"));
-    let run_dir = config
-        .cache_dir
-        .join("build")
-        .join(image.replace(['/', ':'], "_"));
-    let script = format!(
-        "set -eu\n\
-         {interp} -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
-         dpkg-query -W -f '${{Package}}=${{Version}}\\n' > /flux/run/dpkg\n\
-         mkdir -p /flux/run\n",
-        interp = b.interpreter
-    );
-    let c = run_build_container(rt, &imported, &script, &run_dir, Vec::new()).await?;
-    let version = read_run_file(&run_dir, "python-version")?.trim().to_owned();
-    let mut manifest = Manifest {
-        schema: MANIFEST_SCHEMA,
-        image: image.clone(),
-        kind: "base".into(),
-        image_id: None,
-        definition_hash,
-        definition,
-        base_image: None,
-        base_image_id: None,
-        suite: b.suite.clone(),
-        mirror: settings.mirror.clone(),
-        debootstrap_date: stamp.debootstrap_date.clone(),
-        suite_release_date: release_date(&rootfs, &b.suite),
-        interpreter: Interpreter {
-            path: b.interpreter.clone(),
-            version,
-        },
-        pip_freeze: Vec::new(),
-        wheels: Vec::new(),
-        debian_packages: lines(&read_run_file(&run_dir, "dpkg")?),
-        built_at: now_rfc3339(),
-        build_seconds: 0.0,
-    };
-    manifest.build_seconds = started.elapsed().as_secs_f64();
-    let id = commit(rt, c, &image, "root", &manifest).await?;
-    // The imported image stays as the committed one's parent; drop only its dangling reference.
-    remove_replaced(rt, config, &image, &id).await;
-    manifest.image_id = Some(id);
-    write_manifest(config, &manifest)?;
-    Ok((Action::Built, manifest))
-}
-
-/// Downloads the repo's wheels on the host (unless the wheelhouse already matches) and returns
-/// their hashes.
-fn ensure_wheelhouse(
-    config: &BuildConfig,
-    settings: &Settings,
-    r: &RepoDef,
-    b: &BaseDef,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(PathBuf, Vec<Wheel>)> {
-    let dir = config
-        .cache_dir
-        .join("wheelhouse")
-        .join(r.wheelhouse_name(b));
-    let stamp_path = dir.join("wheelhouse.json");
-    let key = serde_json::json!({"requirements": r.requirements, "pip": r.pip, "python": b.python});
-    if let Ok(text) = std::fs::read_to_string(&stamp_path) {
-        if let Ok(stamp) = serde_json::from_str::<serde_json::Value>(&text) {
-            if stamp.get("key") == Some(&key) {
-                let wheels: Vec<Wheel> =
-                    serde_json::from_value(stamp["wheels"].clone()).unwrap_or_default();
-                if !wheels.is_empty() && hashes_match(&dir, &wheels) {
-                    return Ok((dir, wheels));
-                }
-            }
-        }
-    }
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir)
-            .map_err(|e| Error::io(format!("remove {}", dir.display()), e))?;
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("create {}", dir.display()), e))?;
-    progress(&format!(
-        "{}: pip download {} (python {})",
-        r.image(b),
-        r.requirements.join(" "),
-        b.python
-    ));
-    let mut cmd = Command::new(&settings.host_python);
-    cmd.args([
-        "-m",
-        "pip",
-        "download",
-        "--disable-pip-version-check",
-        "--no-cache-dir",
-        "--only-binary=:all:",
-    ])
-    .args(["--python-version", &b.python, "--implementation", "cp"])
-    .args([
-        "--platform",
-        "manylinux2014_x86_64",
-        "--platform",
-        "manylinux_2_28_x86_64",
-    ])
-    .arg("-d")
-    .arg(&dir)
-    .args(&r.requirements)
-    .arg(&r.pip);
-    // The host reaches PyPI through a TLS chain only the system CA bundle has.
-    let ca = Path::new("/etc/ssl/certs/ca-certificates.crt");
-    if std::env::var_os("PIP_CERT").is_none() && ca.exists() {
-        cmd.env("PIP_CERT", ca);
-    }
-    run_cmd(
-        &mut cmd,
-        &format!(
-            "{} -m pip download into {}",
-            settings.host_python,
-            dir.display()
-        ),
-    )?;
-    let mut wheels = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .map_err(|e| Error::io(format!("list {}", dir.display()), e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let bytes = std::fs::read(&p).map_err(|e| Error::io(format!("read {}", p.display()), e))?;
-        let file = p.file_name().expect("file").to_string_lossy().into_owned();
-        wheels.push(Wheel {
-            file,
-            sha256: sha256_hex(&bytes),
-        });
-    }
-    let pinned: Vec<String> = r
-        .requirements
-        .iter()
-        .chain(std::iter::once(&r.pip))
-        .filter_map(|q| q.split_once("==").map(|(n, _)| normalize_project(n)))
-        .collect();
-    for w in &wheels {
-        let project = normalize_project(w.file.split('-').next().unwrap_or(""));
-        if !pinned.contains(&project) {
-            progress(&format!(
-                "{}: warning: {} came in as an unpinned dependency; pin it in images.toml",
-                r.image(b),
-                w.file
-            ));
-        }
-    }
-    write_json(
-        &stamp_path,
-        &serde_json::json!({"key": key, "wheels": wheels}),
-    )?;
-    Ok((dir, wheels))
-}
-
-/// PEP 503 normalization (wheel file names use `_` where requirements may use `-` or `.`).
-fn normalize_project(name: &str) -> String {
-    name.trim().to_ascii_lowercase().replace(['-', '.'], "_")
-}
-
-fn hashes_match(dir: &Path, wheels: &[Wheel]) -> bool {
-    wheels
-        .iter()
-        .all(|w| std::fs::read(dir.join(&w.file)).is_ok_and(|bytes| sha256_hex(&bytes) == w.sha256))
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-async fn build_repo(
-    rt: &Runtime,
-    config: &BuildConfig,
-    settings: &Settings,
-    r: &RepoDef,
-    b: &BaseDef,
-    progress: &mut dyn FnMut(&str),
-) -> Result<(Action, Manifest)> {
-    let image = r.image(b);
-    let base_image = b.image();
-    let base_id = rt
-        .image_id(&base_image)
-        .await?
-        .ok_or_else(|| crate::runtime::missing_image(&base_image))?;
-    let definition = repo_definition(settings, r, b);
-    let definition_hash = hash_json(&definition);
-    if let Some(m) = up_to_date(rt, config, &image, &definition_hash, Some(&base_id)).await? {
-        return Ok((Action::Skipped, m));
-    }
-    let base_manifest = Manifest::load(&manifest_path(&config.cache_dir, &base_image))?;
-    let started = Instant::now();
-    let (wheelhouse, wheels) = ensure_wheelhouse(config, settings, r, b, progress)?;
-    let pip_name = r
-        .pip
-        .split_once("==")
-        .map(|(n, _)| n.trim())
-        .unwrap_or("pip");
-    let pip_wheel = wheels
-        .iter()
-        .find(|w| w.file.starts_with(&format!("{pip_name}-")))
-        .ok_or_else(|| Error::Build {
-            image: image.clone(),
-            message: "no pip wheel in the wheelhouse".into(),
-        })?;
-    let reqs: Vec<String> = r.requirements.iter().map(|s| shell_quote(s)).collect();
-    let smoke = match &r.smoke {
-        Some(code) => format!("{} -c {}\n", b.interpreter, shell_quote(code)),
-        None => String::new(),
-    };
-    // pip runs from its own wheel (a zip on sys.path): Debian's python3.X may have no pip.
-    let script = format!(
-        "set -eu\n\
-         PY={py}\n\
-         PIP=/wheels/{pip}/pip\n\
-         \"$PY\" \"$PIP\" install --disable-pip-version-check --no-index --find-links /wheels \
-           --no-cache-dir --root-user-action=ignore --break-system-packages {reqs}\n\
-         \"$PY\" \"$PIP\" freeze --all --disable-pip-version-check > /flux/run/pip-freeze\n\
-         \"$PY\" -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
-         {smoke}\
-         grep -q '^flux:' /etc/group || echo 'flux:x:1000:' >> /etc/group\n\
-         grep -q '^flux:' /etc/passwd || echo 'flux:x:1000:1000:flux:/home/flux:/bin/sh' >> /etc/passwd\n\
-         mkdir -p /home/flux /flux/run\n\
-         chown 1000:1000 /home/flux\n",
-        py = b.interpreter,
-        pip = pip_wheel.file,
-        reqs = reqs.join(" "),
-    );
-    progress(&format!(
-        "{image}: installing {} wheels offline in {base_image}",
-        wheels.len()
-    ));
-    let run_dir = config
-        .cache_dir
-        .join("build")
-        .join(image.replace(['/', ':'], "_"));
-    let mounts = vec![Mount::read_only(&wheelhouse, "/wheels")];
-    let c = run_build_container(rt, &base_image, &script, &run_dir, mounts).await?;
-    let mut manifest = Manifest {
-        schema: MANIFEST_SCHEMA,
-        image: image.clone(),
-        kind: "repo".into(),
-        image_id: None,
-        definition_hash,
-        definition,
-        base_image: Some(base_image),
-        base_image_id: Some(base_id),
-        suite: b.suite.clone(),
-        mirror: settings.mirror.clone(),
-        debootstrap_date: base_manifest.debootstrap_date.clone(),
-        suite_release_date: base_manifest.suite_release_date.clone(),
-        interpreter: Interpreter {
-            path: b.interpreter.clone(),
-            version: read_run_file(&run_dir, "python-version")?.trim().to_owned(),
-        },
-        pip_freeze: lines(&read_run_file(&run_dir, "pip-freeze")?),
-        wheels,
-        debian_packages: Vec::new(),
-        built_at: now_rfc3339(),
-        build_seconds: 0.0,
-    };
-    manifest.build_seconds = started.elapsed().as_secs_f64();
-    let id = commit(rt, c, &image, "flux", &manifest).await?;
-    remove_replaced(rt, config, &image, &id).await;
-    manifest.image_id = Some(id);
-    write_manifest(config, &manifest)?;
-    Ok((Action::Built, manifest))
 }
 
 /// Reads the manifest label of a local image (no `image_id` in it).
@@ -1229,22 +1118,87 @@ pip = "pip==25.3"
     }
 
     #[test]
-    fn image_names_and_xtask_names() {
+    fn image_names_and_the_one_build_hint() {
         let d = defs();
         assert_eq!(d.repos[0].image(&d.bases[0]), "flux/sympy:1.13.3-py3.11");
         assert_eq!(
-            xtask_name_for("flux/sympy:1.13.3-py3.11").as_deref(),
-            Some("sympy")
+            build_hint("flux/sympy:1.13.3-py3.11"),
+            "build it with `flux images build flux/sympy:1.13.3-py3.11`"
         );
         assert_eq!(
-            xtask_name_for("flux/base:py3.15-sid").as_deref(),
-            Some("py3.15-sid")
+            build_hint("flux/base:py3.15-sid"),
+            "build it with `flux images build flux/base:py3.15-sid`"
         );
-        assert_eq!(xtask_name_for("debian:bookworm"), None);
+        let other = build_hint("debian:bookworm");
+        assert!(
+            other.contains("flux builds only") && !other.contains("flux images build"),
+            "{other}"
+        );
+        // Every hint names a spelling `select` accepts.
+        let p = Path::new("x");
+        for image in ["flux/sympy:1.13.3-py3.11", "flux/base:py3.13-trixie"] {
+            let picked = names(&d.select(&strings(&[image]), p).unwrap());
+            assert_eq!(picked.last().map(String::as_str), Some(image));
+        }
         assert_eq!(
             manifest_path(Path::new("/c"), "flux/sympy:1.13.3-py3.11"),
             Path::new("/c/images/flux_sympy_1.13.3-py3.11.json")
         );
+    }
+
+    #[test]
+    fn namespace_groups_defaults_and_package_pins() {
+        let text = format!(
+            "[settings]\nnamespace = \"fluxtest\"\n{}\n{}",
+            TOML,
+            r#"
+[[repo]]
+name = "haystack"
+package = "haystack-ai"
+version = "2.18.0"
+base = "py3.11-bookworm"
+requirements = ["haystack-ai==2.18.0"]
+pip = "pip==25.3"
+default = false
+groups = ["swe-flux"]
+"#
+        );
+        let d = Definitions::parse(&text, Path::new("i.toml")).unwrap();
+        let p = Path::new("i.toml");
+        let all = names(&d.select(&[], p).unwrap());
+        assert!(all.iter().all(|i| i.starts_with("fluxtest/")), "{all:?}");
+        assert!(
+            !all.iter().any(|i| i.contains("haystack")),
+            "not a default: {all:?}"
+        );
+        assert_eq!(
+            names(&d.select(&strings(&["swe-flux"]), p).unwrap()),
+            [
+                "fluxtest/base:py3.11-bookworm",
+                "fluxtest/haystack:2.18.0-py3.11"
+            ]
+        );
+        assert_eq!(d.repos[2].package(), "haystack-ai");
+        let wrong = text.replace("version = \"2.18.0\"", "version = \"2.17.0\"");
+        let e = Definitions::parse(&wrong, p).unwrap_err().to_string();
+        assert!(e.contains("pinned ==2.18.0"), "{e}");
+        let missing = text.replace("package = \"haystack-ai\"\n", "");
+        let e = Definitions::parse(&missing, p).unwrap_err().to_string();
+        assert!(e.contains("not among its requirements"), "{e}");
+        let bad_ns = text.replace("fluxtest", "Flux Test");
+        let e = Definitions::parse(&bad_ns, p).unwrap_err().to_string();
+        assert!(e.contains("namespace"), "{e}");
+    }
+
+    #[test]
+    fn the_builtin_definitions_are_the_project_file() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/images.toml");
+        assert_eq!(std::fs::read_to_string(path).unwrap(), BUILTIN_DEFINITIONS);
+        // Outside a checkout, `find` falls back to them.
+        let t = tempfile::tempdir().unwrap();
+        let (d, from) = Definitions::find(None, t.path()).unwrap();
+        assert_eq!(from, Path::new("<builtin>/images/images.toml"));
+        assert!(d.repos.iter().any(|r| r.name == "sympy"));
     }
 
     #[test]

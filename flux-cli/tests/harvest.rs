@@ -1,0 +1,328 @@
+//! `flux harvest` as a user runs it, stopped the ways a user stops it: Ctrl-C, `kill`,
+//! `kill -9`, a closed pipe. The real binary, real Docker, the `flux/sympy:1.13.3-py3.11`
+//! image; each test says `skipping: …` where one is missing.
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
+
+/// Why this machine cannot run a traced harvest in Docker, if it cannot.
+fn cannot_harvest() -> Option<String> {
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root to load eBPF programs".into());
+    }
+    match Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
+        .output()
+    {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "image {IMAGE} or Docker missing: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("docker CLI not runnable: {e}")),
+    }
+}
+
+fn skip(what: &str) -> bool {
+    match cannot_harvest() {
+        Some(why) => flux_skip::skip(what, &why),
+        None => false,
+    }
+}
+
+/// `<root>/sympy/<id>/`: a test that calls `ibin` and then sleeps `sleep_s` seconds, with
+/// `/tmp/sleeping` in its container while it does.
+fn sleeper(root: &Path, id: &str, sleep_s: u64, timeout_s: u64) -> PathBuf {
+    let dir = root.join("sympy").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("test_sleep.py"),
+        format!(
+            "import time\nfrom sympy.utilities.iterables import ibin\n\n\ndef test_sleeps():\n    \
+             assert ibin(2, 4) == [0, 0, 1, 0]\n    open('/tmp/sleeping', 'w').close()\n    \
+             time.sleep({sleep_s})\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("instance.toml"),
+        format!(
+            r#"id = "{id}"
+repository = "sympy"
+package = "sympy==1.13.3"
+image = "{IMAGE}"
+interpreter = "/usr/bin/python3.11"
+kind = "S1_IntraProceduralCFG"
+question = "Which lines of `ibin` run?"
+template = '{{"executed_path": [{{"line": "int"}}]}}'
+
+[test]
+files = ["test_sleep.py"]
+command = ["python3.11", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_sleep.py"]
+expect = "pass"
+timeout_s = {timeout_s}
+
+[tracing]
+files = ["sympy/utilities/iterables.py"]
+functions = ["ibin"]
+scope = "tests"
+
+[extractor]
+name = "executed_path"
+params = {{ function = "ibin", invocation = 1 }}
+"#
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn harvest(cache: &Path, dir: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["harvest", "--runtime", "docker", "--cache"])
+        .arg(cache)
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run flux")
+}
+
+/// Ids of containers (any state) of instance `name` (`sympy/<id>`).
+fn containers(name: &str, running_only: bool) -> Vec<String> {
+    let mut c = Command::new("docker");
+    c.args(["ps", "-q", "--filter", &format!("label=flux.instance={name}")]);
+    if !running_only {
+        c.arg("-a");
+    }
+    let o = c.output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+/// Wait until the instance's test is past its gate and running: a process of the container
+/// *is* the interpreter (the gate shell's arguments name it before the gate opens).
+fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = flux.try_wait().unwrap() {
+            let mut err = String::new();
+            flux.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("flux ended before its test ran ({st}):\n{err}");
+        }
+        if let Some(id) = containers(name, true).into_iter().next() {
+            let top = Command::new("docker")
+                .args(["top", &id, "-o", "pid,args"])
+                .output()
+                .unwrap();
+            let top = String::from_utf8_lossy(&top.stdout);
+            let python = top.lines().any(|l| {
+                l.trim_start()
+                    .split_once(' ')
+                    .is_some_and(|(_, a)| a.trim_start().starts_with("python3.11 -m pytest"))
+            });
+            if python {
+                return id;
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the test never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The tests here start harvests, and every harvest removes the containers of dead flux
+/// processes: one at a time, so that none sweeps away what another is watching.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Removes the instance's containers however the test ends.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for id in containers(&self.0, false) {
+            let _ = Command::new("docker").args(["rm", "-f", &id]).output();
+        }
+    }
+}
+
+/// 17.8: SIGINT or SIGTERM ended flux at once and left its container running (past its
+/// timeout). Now flux removes the container, says why it stopped, and exits 130 / 143.
+#[test]
+fn sigint_and_sigterm_remove_the_running_container() {
+    if skip("sigint_and_sigterm_remove_the_running_container") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    for (signal, code, id) in [
+        (libc::SIGINT, 130, "sleeps-then-sigint"),
+        (libc::SIGTERM, 143, "sleeps-then-sigterm"),
+    ] {
+        let name = format!("sympy/{id}");
+        let _cleanup = Cleanup(name.clone());
+        let dir = sleeper(tmp.path(), id, 600, 900);
+        let mut flux = harvest(&tmp.path().join("cache"), &dir);
+        wait_until_the_test_runs(&name, &mut flux);
+        // SAFETY: a plain syscall on our own child.
+        assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = flux.try_wait().unwrap() {
+                break st;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "flux did not stop on signal {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let mut err = String::new();
+        flux.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.code(), Some(code), "{err}");
+        assert!(err.contains("interrupted by SIG"), "{err}");
+        assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");
+        assert!(!dir.join("oracle.json").exists());
+    }
+}
+
+/// 17.8: a SIGKILLed flux can remove nothing; its container ran on past its timeout. Now the
+/// container's own deadline kills the test (the instance's timeout plus 10 s of grace), and
+/// `flux gc` removes what is left of it.
+#[test]
+fn a_sigkilled_flux_leaves_no_container_running_past_its_deadline() {
+    if skip("a_sigkilled_flux_leaves_no_container_running_past_its_deadline") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "sympy/sleeps-then-sigkill";
+    let _cleanup = Cleanup(name.into());
+    // Long enough that flux is killed well before its own timer would fire.
+    let timeout_s = 20;
+    let dir = sleeper(tmp.path(), "sleeps-then-sigkill", 600, timeout_s);
+    let cache = tmp.path().join("cache");
+    let mut flux = harvest(&cache, &dir);
+    let id = wait_until_the_test_runs(name, &mut flux);
+    // Killed while the test sleeps: the hook has nothing to send (it would find the agent
+    // gone and exit 97), so only the container's own deadline can end it.
+    let t0 = Instant::now();
+    while !Command::new("docker")
+        .args(["exec", &id, "test", "-e", "/tmp/sleeping"])
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the test never slept"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    flux.kill().unwrap();
+    flux.wait().unwrap();
+    let killed = Instant::now();
+    // The test started at most a moment before we saw pytest: its deadline (timeout + 10 s
+    // grace) is at most that far away; 20 s more for a loaded machine.
+    let limit = Duration::from_secs(timeout_s + 10 + 20);
+    while !containers(name, true).is_empty() {
+        assert!(
+            killed.elapsed() < limit,
+            "container {id} still runs {:?} after flux was killed",
+            killed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Ended by its deadline's SIGKILL (the hook had nothing to send while the test slept) —
+    // unless some other flux on this machine removed the orphan first (every harvest does).
+    let code = Command::new("docker")
+        .args(["inspect", "-f", "{{.State.ExitCode}}", &id])
+        .output()
+        .unwrap();
+    let code = String::from_utf8_lossy(&code.stdout).trim().to_owned();
+    if code.is_empty() {
+        eprintln!("note: container {id} was removed by another flux's orphan sweep");
+    } else {
+        assert_eq!(code, "137", "the container's exit code");
+    }
+    let gc = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["gc", "--cache"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&gc.stderr);
+    assert!(gc.status.success(), "{err}");
+    assert!(err.contains("orphaned container(s) removed"), "{err}");
+    assert_eq!(containers(name, false), Vec::<String>::new(), "{err}");
+}
+
+/// 17.12: `flux harvest --json | head` panicked ("failed printing to stdout") when `head` went
+/// away, ending the batch. Output to a closed stdout is dropped; every instance is still
+/// harvested (here: reported), and nothing panics.
+#[test]
+fn a_closed_stdout_neither_panics_nor_stops_the_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    for id in ["a-broken", "b-broken"] {
+        let d = tmp.path().join("sympy").join(id);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("instance.toml"), format!("id = \"{id}\"\nbogus = 1\n")).unwrap();
+    }
+    // Commands that print to stdout; `harvest` needs to be able to trace.
+    let mut cases: Vec<Vec<String>> = vec![vec![
+        "gc".into(),
+        "--dry-run".into(),
+        "--cache".into(),
+        tmp.path().display().to_string(),
+    ]];
+    if Path::new("/usr/bin/python3.11").exists() {
+        cases.push(vec!["probes".into(), "/usr/bin/python3.11".into()]);
+    }
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } == 0 {
+        cases.push(vec![
+            "harvest".into(),
+            "--json".into(),
+            "--runtime".into(),
+            "host".into(),
+            tmp.path().join("sympy").display().to_string(),
+        ]);
+    } else {
+        flux_skip::skip(
+            "a_closed_stdout…: the harvest case",
+            "needs root to load eBPF programs",
+        );
+    }
+    for args in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end at once: every write to stdout is EPIPE.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        if args[0] == "harvest" {
+            assert!(err.contains("sympy/a-broken"), "{err}");
+            assert!(err.contains("sympy/b-broken"), "the batch went on: {err}");
+            assert!(err.contains("2 failed"), "{err}");
+            assert_eq!(out.status.code(), Some(1), "{err}");
+        } else {
+            assert!(
+                out.status.success() || out.status.code() == Some(141),
+                "{args:?}: {:?} {err}",
+                out.status
+            );
+        }
+    }
+}
