@@ -61,7 +61,7 @@ impl Runner {
     }
 
     /// Run `script` (Python source) with the repository's interpreter in its image, with
-    /// `static_facts` importable; it writes `/flux/run/out.json`, which is returned.
+    /// `static_facts` importable; it writes `/flux/out/out.json`, which is returned.
     async fn python(&self, repo: &RepoSpec, script: &str, args: &[String]) -> Result<Vec<u8>> {
         let dir = self.scratch("py")?;
         for (name, text) in [("script.py", script), ("static_facts.py", STATIC_FACTS)] {
@@ -70,6 +70,11 @@ impl Runner {
         }
         let run = dir.join("run");
         std::fs::create_dir_all(&run)?;
+        // The run directory is read-only in a test's container: the script writes to `out/`,
+        // read back as untrusted (no links followed), as harvest reads a reference's logs.
+        let outd = dir.join("out");
+        std::fs::create_dir_all(&outd)?;
+        set_mode(&outd, 0o777)?;
         let mut cmd = vec![
             repo.interpreter.clone(),
             "/flux/gen/script.py".to_string(),
@@ -77,6 +82,7 @@ impl Runner {
         cmd.extend(args.iter().cloned());
         let mut spec = ContainerSpec::new(&repo.image, cmd, &run);
         spec.mounts.push(Mount::read_only(&dir, "/flux/gen"));
+        spec.mounts.push(Mount::read_write(&outd, "/flux/out"));
         spec.env = BTreeMap::from([
             ("PYTHONPATH".into(), "/flux/gen".into()),
             ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
@@ -96,7 +102,8 @@ impl Runner {
                 tail(&out.stderr_lossy(), 20)
             );
         }
-        let bytes = std::fs::read(run.join("out.json"))
+        let mut bytes = Vec::new();
+        flux_harvest::read_untrusted(&outd, |n| n == "out.json", |b| bytes.extend_from_slice(b))
             .with_context(|| format!("the output of a script in {}", repo.image))?;
         let _ = std::fs::remove_dir_all(&dir);
         Ok(bytes)
@@ -265,7 +272,7 @@ for d in dirs:
         for f in fns:
             if f.endswith(".py"):
                 out.add(os.path.relpath(os.path.join(dp, f), root))
-with open("/flux/run/out.json", "w") as fh:
+with open("/flux/out/out.json", "w") as fh:
     json.dump(sorted(out), fh)
 "#;
 
@@ -282,7 +289,7 @@ for p in sys.argv[1:]:
         out["files"][p] = static_facts.facts_for_file(p)
     except (OSError, SyntaxError, ValueError) as e:
         out["errors"][p] = "%s: %s" % (type(e).__name__, e)
-with open("/flux/run/out.json", "w") as fh:
+with open("/flux/out/out.json", "w") as fh:
     json.dump(out, fh, separators=(",", ":"))
 "#;
 
