@@ -149,3 +149,42 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
     assert!(o.status.success(), "flux harvest --check of a sample");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// The committed set (no Docker needed): its spec loads, every instance in `index.json` is in
+/// `instances/` and loads as `flux harvest` loads it, refers to its test in the image (nothing
+/// copied), carries a gold answer; `flux stats --json` counts the same instances and every
+/// repository of the spec.
+#[test]
+fn the_committed_set_loads_and_flux_stats_describes_it() {
+    let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/flux-gen-v1");
+    let spec = flux_gen::spec::load(&set).expect("sets/flux-gen-v1/gen.toml loads");
+    let index: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(set.join("index.json")).unwrap()).unwrap();
+    assert!(!index.is_empty());
+    let dirs = flux_instance::discover(&[set.join("instances")]).unwrap();
+    assert_eq!(dirs.len(), index.len(), "index.json and instances/ disagree");
+    for r in &index {
+        let d = set
+            .join("instances")
+            .join(r["repository"].as_str().unwrap())
+            .join(r["id"].as_str().unwrap());
+        let inst = flux_instance::load_instance(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        assert!(inst.spec.test.files.is_empty(), "{}", d.display());
+        assert!(!inst.spec.test.image_files.is_empty(), "{}", d.display());
+        let oracle = flux_instance::read_oracle(&d).unwrap();
+        assert!(oracle.provenance.complete, "{}", d.display());
+        assert_eq!(inst.spec.generated.as_ref().unwrap().set, spec.name);
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["stats", "--json"])
+        .arg(set.join("instances"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(st["instances"].as_u64().unwrap() as usize, index.len());
+    let repos = st["repositories"].as_object().unwrap();
+    for r in &spec.repositories {
+        assert!(repos.contains_key(&r.name), "no instance of {}", r.name);
+    }
+}
