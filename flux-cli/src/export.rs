@@ -27,7 +27,8 @@ impl std::str::FromStr for Format {
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// swe-flux (`<out>/<repo>__<id>/` with oracle.json, question.json, files/, eval.sh),
+    /// swe-flux (`<out>/<repo>_qa/<id>/` with oracle.json, question.json, files/, eval.sh and
+    /// flux/, which `flux import swe-flux` reads back),
     /// traceeval (`<out>/<repo>/<id>/callgraph.json` and `<out>/splits.json`) or hf (a
     /// Hugging Face dataset: `data/<split>.jsonl` and a dataset card `README.md`).
     #[arg(long)]

@@ -31,6 +31,7 @@ mod gc;
 mod gen;
 mod harvest;
 mod images;
+mod import;
 mod perturb;
 mod probes;
 mod run_instance;
@@ -65,6 +66,8 @@ enum Cmd {
     Images(images::Args),
     /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
     Export(export::Args),
+    /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
+    Import(import::Args),
     /// Run instances' tests traced in their pinned images and write their gold oracle.json.
     Harvest(harvest::Args),
     /// Remove run directories, stale build scratch and orphaned containers from the cache.
@@ -91,6 +94,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => eval::run_validate(a),
         Cmd::Images(a) => images::run(a),
         Cmd::Export(a) => export::run(a),
+        Cmd::Import(a) => import::run(a),
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),

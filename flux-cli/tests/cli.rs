@@ -854,19 +854,26 @@ fn export_swe_flux_layout() {
         .stderr_has(&["skipped", "demo-unharvested", "not harvested"]);
     assert_text(
         "exported files",
-        "demo__demo-loop/eval.sh
-demo__demo-loop/files/testcase.py
-demo__demo-loop/oracle.json
-demo__demo-loop/question.json
-demo__demo-path/eval.sh
-demo__demo-path/files/helpers/conftest.py
-demo__demo-path/files/testcase.py
-demo__demo-path/oracle.json
-demo__demo-path/question.json
-other__other-graph/eval.sh
-other__other-graph/files/testcase.py
-other__other-graph/oracle.json
-other__other-graph/question.json",
+        "demo_qa/demo-loop/eval.sh
+demo_qa/demo-loop/files/testcase.py
+demo_qa/demo-loop/flux/callgraph.json
+demo_qa/demo-loop/flux/instance.toml
+demo_qa/demo-loop/flux/oracle.json
+demo_qa/demo-loop/oracle.json
+demo_qa/demo-loop/question.json
+demo_qa/demo-path/eval.sh
+demo_qa/demo-path/files/helpers/conftest.py
+demo_qa/demo-path/files/testcase.py
+demo_qa/demo-path/flux/instance.toml
+demo_qa/demo-path/flux/oracle.json
+demo_qa/demo-path/oracle.json
+demo_qa/demo-path/question.json
+other_qa/other-graph/eval.sh
+other_qa/other-graph/files/testcase.py
+other_qa/other-graph/flux/instance.toml
+other_qa/other-graph/flux/oracle.json
+other_qa/other-graph/oracle.json
+other_qa/other-graph/question.json",
         &s.files_under("out").join("\n"),
     );
     assert_json(
@@ -877,7 +884,7 @@ other__other-graph/question.json",
             "template_answer": {"loop_iteration_count": "int"},
             "oracle_answer": {"loop_iteration_count": 5},
         }),
-        &s.json("out/demo__demo-loop/oracle.json"),
+        &s.json("out/demo_qa/demo-loop/oracle.json"),
     );
     assert_json(
         "question.json",
@@ -886,21 +893,22 @@ other__other-graph/question.json",
             "question": "A hand-made question.",
             "template_answer": {"loop_iteration_count": "int"},
         }),
-        &s.json("out/demo__demo-loop/question.json"),
+        &s.json("out/demo_qa/demo-loop/question.json"),
     );
     assert_text(
         "testcase.py",
         "def test_walk():\n    pass\n",
-        &s.read("out/demo__demo-path/files/testcase.py"),
+        &s.read("out/demo_qa/demo-path/files/testcase.py"),
     );
-    let eval = s.read("out/demo__demo-path/eval.sh");
+    let eval = s.read("out/demo_qa/demo-path/eval.sh");
     let last = eval.lines().last().unwrap_or("");
     assert_text(
         "eval.sh command",
-        "exec python3.11 -m pytest -q testcase.py::test_walk",
+        "python3.11 -m pytest -q demo_qa/demo-path/files/testcase.py::test_walk",
         last,
     );
-    assert!(eval.starts_with("#!/bin/sh\n"), "{eval}");
+    assert!(eval.starts_with("#!/bin/bash\n"), "{eval}");
+    assert!(eval.contains("TEST_ID=demo_qa/demo-path/files/testcase.py\n"), "{eval}");
 }
 
 #[test]
@@ -1097,10 +1105,11 @@ fn malformed_instance_fails_export_after_exporting_the_rest() {
         .files_under("out")
         .iter()
         .filter_map(|f| f.strip_suffix("/oracle.json").map(str::to_string))
+        .filter(|d| !d.ends_with("/flux"))
         .collect();
     assert_eq!(
         dirs,
-        ["demo__demo-path", "other__other-graph"],
+        ["demo_qa/demo-path", "other_qa/other-graph"],
         "{}",
         s.tree()
     );

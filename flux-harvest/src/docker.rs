@@ -176,6 +176,15 @@ fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> 
         INSTANCE_IN_CONTAINER,
     ));
     spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
+    if let Some(ext) = inst.external_parser() {
+        // Hook point (flux-interop): an instance imported from SWE-Flux runs from their root
+        // with its files where their harness puts them (`<root>/<repo>_qa/<id>/files/`).
+        spec.mounts.push(Mount::read_only(
+            run_dir.join("instance"),
+            format!("{}/{}", ext.root, ext.qa_dir),
+        ));
+        spec.workdir = Some(ext.root);
+    }
     spec.env = env.iter().cloned().collect();
     spec.timeout = Duration::from_secs(inst.spec.test.timeout_s);
     spec.labels.insert(

@@ -423,17 +423,29 @@ async fn harvest_instance(
     backend: &Backend,
     report: &mut InstanceReport,
 ) -> anyhow::Result<Status> {
-    // Fail before running anything if there is nothing to check against.
+    // Fail before running anything if there is nothing to check against. (An instance
+    // imported from SWE-Flux may be checked against their stored answer alone.)
+    let external = inst.external_parser().is_some();
+    if external && matches!(backend, Backend::Host) {
+        anyhow::bail!(
+            "this instance is answered by SWE-Flux's parser, third-party code that runs only in \
+             the instance's container (use --runtime docker)"
+        );
+    }
+    let reference = external && flux_instance::external::read_reference(&inst.dir)?.is_some();
     let stored = if opts.check {
         let path = inst.oracle_path();
-        if !path.exists() {
+        if path.exists() {
+            Some(flux_instance::read_oracle(&inst.dir)?)
+        } else if reference {
+            None
+        } else {
             anyhow::bail!(
                 "--check: {} does not exist (harvest it first with `flux harvest {}`)",
                 path.display(),
                 inst.dir.display()
             );
         }
-        Some(flux_instance::read_oracle(&inst.dir)?)
     } else {
         None
     };
@@ -451,8 +463,18 @@ async fn harvest_instance(
     } else {
         first.into()
     };
+    if opts.check && reference {
+        // Hook point (flux-interop): SWE-Flux's stored answer, under their scoring rules.
+        flux_interop::external::check_reference(inst, &fresh.oracle.oracle_answer)
+            .map_err(|e| anyhow::anyhow!("--check: {e:#}"))?;
+    }
     match stored {
         Some(stored) => gold::check_against(inst, &stored, &fresh, report),
+        None if opts.check => {
+            // Checked against their stored answer alone (an imported instance not harvested).
+            report.oracle = Some(Verdict::Reproduced);
+            Ok(Status::Reproduced)
+        }
         None => gold::write_outputs(inst, &fresh, opts.replace, report),
     }
 }
@@ -506,7 +528,17 @@ async fn run_once(
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
-    let facts = flux_instance::RunFacts {
+    // Hook point (flux-interop): SWE-Flux's parser answers on flux's trace, in the container.
+    let external = inst.external_parser().is_some();
+    let parsed = match backend {
+        Backend::Docker(rt) if external => Some(
+            flux_interop::external::run_parser(rt, inst, &out.trace, &run_dir)
+                .await?
+                .answer,
+        ),
+        _ => None,
+    };
+    let mut facts = flux_instance::RunFacts {
         harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
         image_id: out.image_id.clone(),
         image_identity: out.image_identity.clone(),
@@ -514,9 +546,16 @@ async fn run_once(
         trace_sha256: Some(trace_sha256),
         labels: out.labels.clone(),
     };
-    let oracle = inst
-        .build_oracle(&out.trace, &facts)
-        .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
+    let oracle = match parsed {
+        Some(answer) => {
+            facts
+                .labels
+                .push(flux_interop::external::EXTERNAL_LABEL.to_string());
+            inst.oracle_for(answer, &out.trace, &facts)
+        }
+        None => inst.build_oracle(&out.trace, &facts),
+    }
+    .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
     phase("extract", t);
     let t = Instant::now();
     // Scope "targets": the trace holds only what runs inside targeted code, not a call graph

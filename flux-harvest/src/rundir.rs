@@ -66,6 +66,8 @@ const GOLD_FILES: &[&str] = &[
     flux_instance::ORACLE_FILE,
     flux_instance::CALL_GRAPH_FILE,
     flux_instance::HISTORY_DIR,
+    // SWE-Flux's stored answer of an imported instance.
+    flux_instance::external::REFERENCE_DIR,
 ];
 
 /// Make a fresh run directory for `inst` and copy the instance into `instance/`; older run

@@ -1,11 +1,24 @@
 //! Export instances into peer benchmarks' layouts (see `benchmark-formats` notes).
 //!
-//! * SWE-Flux: `<out>/<repo>__<id>/` with `oracle.json` (exactly the four SWE-Flux keys),
-//!   `question.json` (the same without `oracle_answer`), `files/testcase.py` (the instance's
-//!   first test file; further test files beside it under `files/`, at their relative paths) and
-//!   `eval.sh`, which runs the instance's test command in `files/` (arguments naming the first
-//!   test file are rewritten to `testcase.py`). flux has no `parser.py`: the gold is harvested by
-//!   flux's own tracer, so none is written.
+//! * SWE-Flux: `<out>/<repo>_qa/<id>/`, their harness's layout (`<repo>_qa/<id>/files/…`
+//!   under the directory their `eval.sh` runs from, here `<out>`), with
+//!   - `files/testcase.py` (the instance's first test file; further test files beside it under
+//!     `files/`, at their relative paths);
+//!   - `eval.sh` in their skeleton: `TEST_ID`, their tracer's variables for the instance's
+//!     targets (`TRACE_FILE`, `TRACE_FUNC`, every event, every line), and the test command run
+//!     from `<out>` with the test file named by its new path (`<repo>_qa/<id>/files/testcase.py`);
+//!   - `oracle.json` (exactly the four SWE-Flux keys) and `question.json` (without
+//!     `oracle_answer`), where the question's mentions of the test file and the answer's test
+//!     ids (`test_x.py::test_a`) follow the rename (`<repo>_qa/<id>/files/testcase.py::test_a`),
+//!     as pytest names the tests when `eval.sh` runs them;
+//!   - `flux/`: the instance as flux has it (`instance.toml`, the harvested `oracle.json` with
+//!     its provenance, `callgraph.json`), so that `flux import swe-flux` gives it back
+//!     unchanged ([`FLUX_DIR`]).
+//!
+//!   flux has no `parser.py` of its own: the gold is harvested by flux's tracer and extractor,
+//!   and `eval.sh` runs no parser. An instance imported from SWE-Flux (answered by their parser,
+//!   `crate::external`) is exported as it came: its parser, their `eval.sh`, and flux's
+//!   harvested answer.
 //! * TraceEval: `<out>/<repo>/<id>/callgraph.json` (`{caller: [callees]}`) from the instance's
 //!   harvested `callgraph.json`, else from a `call_graph` oracle answer; plus `<out>/splits.json`
 //!   = `{"python": ["<repo>/<id>", …]}` (program directories relative to `<out>`).
@@ -67,6 +80,8 @@ pub struct ExportReport {
 
 /// The SWE-Flux name of the first test file in `files/`.
 pub const SWE_FLUX_TESTCASE: &str = "testcase.py";
+/// The directory of an exported instance that holds flux's own files (round trip).
+pub const FLUX_DIR: &str = "flux";
 /// TraceEval's splits file in the output directory.
 pub const SPLITS_FILE: &str = "splits.json";
 
@@ -145,28 +160,51 @@ pub fn swe_flux_oracle(oracle: &Oracle) -> Value {
 }
 
 fn swe_flux(inst: &Instance, oracle: &Oracle, out: &Path) -> Result<String, InstanceError> {
-    let rel = format!("{}__{}", inst.spec.repository, inst.spec.id);
+    let rel = format!("{}_qa/{}", inst.spec.repository, inst.spec.id);
     let dir = out.join(&rel);
     let files = dir.join("files");
     mkdir(&files)?;
-    write_json(&dir.join(ORACLE_FILE), &swe_flux_oracle(oracle))?;
-    write_json(&dir.join("question.json"), &question_json(oracle))?;
+    let names = Renames::new(inst);
+    let theirs = names.oracle(oracle);
+    write_json(&dir.join(ORACLE_FILE), &swe_flux_oracle(&theirs))?;
+    write_json(&dir.join("question.json"), &question_json(&theirs))?;
     for (i, f) in inst.spec.test.files.iter().enumerate() {
         let dest = if i == 0 {
             files.join(SWE_FLUX_TESTCASE)
         } else {
             files.join(f)
         };
-        if let Some(p) = dest.parent() {
-            mkdir(p)?;
+        copy(&inst.dir.join(f), &dest)?;
+    }
+    let external = inst.external_parser();
+    if let Some(ext) = &external {
+        copy(&inst.dir.join(&ext.parser), &files.join(&ext.parser))?;
+    }
+    // flux's own files: what import needs to give the instance back.
+    let flux = dir.join(FLUX_DIR);
+    mkdir(&flux)?;
+    for f in [crate::INSTANCE_FILE, ORACLE_FILE, CALL_GRAPH_FILE] {
+        if inst.dir.join(f).is_file() {
+            copy(&inst.dir.join(f), &flux.join(f))?;
         }
-        std::fs::copy(inst.dir.join(f), &dest).map_err(|source| InstanceError::Io {
-            path: inst.dir.join(f),
-            source,
-        })?;
+    }
+    let reference = inst.dir.join(crate::external::REFERENCE_DIR);
+    for f in ["eval.sh", ORACLE_FILE] {
+        if reference.join(f).is_file() {
+            let to = flux.join(crate::external::REFERENCE_DIR).join(f);
+            copy(&reference.join(f), &to)?;
+        }
     }
     let eval = dir.join("eval.sh");
-    write_text(&eval, &eval_sh(inst))?;
+    let their_eval = inst
+        .dir
+        .join(crate::external::REFERENCE_DIR)
+        .join("eval.sh");
+    if external.is_some() && their_eval.is_file() {
+        copy(&their_eval, &eval)?;
+    } else {
+        write_text(&eval, &eval_sh(inst))?;
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -175,40 +213,143 @@ fn swe_flux(inst: &Instance, oracle: &Oracle, out: &Path) -> Result<String, Inst
     Ok(rel)
 }
 
-/// `eval.sh`: run the test command from `files/`, with the first test file renamed.
+/// Where an instance's test files go in SWE-Flux's layout, and the renames that follow: the
+/// first test file becomes `<repo>_qa/<id>/files/testcase.py`, the others
+/// `<repo>_qa/<id>/files/<their path>` (paths as pytest names them from the layout's root).
+pub struct Renames {
+    pairs: Vec<(String, String)>,
+}
+
+impl Renames {
+    pub fn new(inst: &Instance) -> Renames {
+        let qa = format!("{}_qa/{}/files", inst.spec.repository, inst.spec.id);
+        let pairs = inst
+            .spec
+            .test
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let to = if i == 0 {
+                    format!("{qa}/{SWE_FLUX_TESTCASE}")
+                } else {
+                    format!("{qa}/{f}")
+                };
+                (f.clone(), to)
+            })
+            .collect();
+        Renames { pairs }
+    }
+
+    /// A command argument or test id: `test_x.py` or `test_x.py::sel` renamed.
+    pub fn arg(&self, a: &str) -> String {
+        for (from, to) in &self.pairs {
+            if a == from {
+                return to.clone();
+            }
+            if let Some(rest) = a.strip_prefix(from.as_str()).filter(|r| r.starts_with("::")) {
+                return format!("{to}{rest}");
+            }
+        }
+        a.to_string()
+    }
+
+    /// Prose: every mention of a test file (as a whole path: not inside a longer name).
+    pub fn text(&self, t: &str) -> String {
+        let mut out = t.to_string();
+        for (from, to) in &self.pairs {
+            out = replace_whole(&out, from, to);
+        }
+        out
+    }
+
+    /// A JSON answer: every string that is a test id (or a test file) renamed.
+    pub fn value(&self, v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(self.arg(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| self.value(x)).collect()),
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, x)| (self.arg(k), self.value(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// The oracle as SWE-Flux's layout names things.
+    pub fn oracle(&self, o: &Oracle) -> Oracle {
+        let mut o = o.clone();
+        o.question = self.text(&o.question);
+        o.oracle_answer = self.value(&o.oracle_answer);
+        o
+    }
+}
+
+/// `from` replaced by `to` where it stands as a whole path: the character before it is not
+/// part of a file name, nor the one after it (a `.` that ends a sentence is not).
+fn replace_whole(text: &str, from: &str, to: &str) -> String {
+    if from.is_empty() {
+        return text.to_string();
+    }
+    let part = |c: char| c.is_alphanumeric() || "_-./".contains(c);
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let tail = &rest[i + from.len()..];
+        let mut after = tail.chars();
+        let whole_before = !rest[..i].chars().next_back().is_some_and(part);
+        let whole_after = match after.next() {
+            None => true,
+            Some('.') => !after.next().is_some_and(|c| c.is_alphanumeric()),
+            Some(c) => !part(c),
+        };
+        out.push_str(&rest[..i]);
+        out.push_str(if whole_before && whole_after { to } else { from });
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `eval.sh` in SWE-Flux's skeleton for a flux instance: their tracer's variables for the
+/// instance's targets, and its test command run from the layout's root with the test files
+/// renamed. It runs no parser: flux harvests the gold.
 pub fn eval_sh(inst: &Instance) -> String {
-    let first = inst
-        .spec
-        .test
-        .files
-        .first()
-        .map(String::as_str)
-        .unwrap_or("");
+    let names = Renames::new(inst);
     let argv: Vec<String> = inst
         .spec
         .test
         .command
         .iter()
-        .map(|a| {
-            let renamed = if !first.is_empty() && a == first {
-                SWE_FLUX_TESTCASE.to_string()
-            } else if let Some(rest) = a.strip_prefix(first).filter(|r| r.starts_with("::")) {
-                format!("{SWE_FLUX_TESTCASE}{rest}")
-            } else {
-                a.clone()
-            };
-            shell_quote(&renamed)
-        })
+        .map(|a| shell_quote(&names.arg(a)))
         .collect();
+    let test_id = names.arg(inst.spec.test.files.first().map_or("", String::as_str));
+    let t = &inst.spec.tracing;
+    let trace_file = t.files.first().map_or("", String::as_str);
     format!(
-        "#!/bin/sh\n\
-         # flux instance {repo}/{id} ({kind}), exported in SWE-Flux layout.\n\
-         # Runs in image {image} with {interp}; the test is expected to {expect}.\n\
-         set -e\n\
-         cd \"$(dirname \"$0\")/files\"\n\
-         exec {cmd}\n",
+        "#!/bin/bash\n\
+         # flux instance {repo}/{id} ({kind}), exported in SWE-Flux's layout by `flux export`.\n\
+         # Runs in image {image} with {interp}; the test is expected to {expect}. Its gold answer\n\
+         # was harvested by flux (flux/oracle.json, with its provenance): there is no parser.py.\n\
+         set -euo pipefail\n\
+         \n\
+         ROOT_DIR=\"${{1:-$(cd \"$(dirname \"$0\")/../..\" && pwd)}}\"\n\
+         INSTANCE_ID={id_q}\n\
+         TEST_ID={test_id}\n\
+         \n\
+         cd \"$ROOT_DIR\"\n\
+         \n\
+         export TRACE_ON=\"1\"\n\
+         export TRACE_FILE={trace_file}\n\
+         export TRACE_FUNC={trace_func}\n\
+         export TRACE_EVENTS=\"line,call,return,exception\"\n\
+         export TRACE_LOG_ALL_LINES=\"1\"\n\
+         \n\
+         {cmd}\n",
         repo = inst.spec.repository,
         id = inst.spec.id,
+        id_q = shell_quote(&inst.spec.id),
         kind = inst.spec.kind,
         image = inst.spec.image,
         interp = inst.spec.interpreter,
@@ -216,8 +357,22 @@ pub fn eval_sh(inst: &Instance) -> String {
             crate::Expect::Pass => "pass",
             crate::Expect::Fail => "fail",
         },
+        test_id = shell_quote(&test_id),
+        trace_file = shell_quote(trace_file),
+        trace_func = shell_quote(&t.functions.join(",")),
         cmd = argv.join(" "),
     )
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), InstanceError> {
+    if let Some(p) = to.parent() {
+        mkdir(p)?;
+    }
+    std::fs::copy(from, to).map_err(|source| InstanceError::Io {
+        path: from.to_path_buf(),
+        source,
+    })?;
+    Ok(())
 }
 
 fn shell_quote(s: &str) -> String {
@@ -293,6 +448,19 @@ mod tests {
             ("$HOME", "'$HOME'"),
         ] {
             assert_eq!(shell_quote(arg), quoted, "{arg:?}");
+        }
+    }
+
+    #[test]
+    fn mentions_of_test_files_are_renamed_as_whole_paths() {
+        for (text, want) in [
+            ("Running test_x.py, which lines", "Running Q/testcase.py, which lines"),
+            ("`test_x.py::test_a` ends.", "`Q/testcase.py::test_a` ends."),
+            ("in test_x.py.", "in Q/testcase.py."),
+            ("mytest_x.py and test_x.pyc and test_x.py.bak", "mytest_x.py and test_x.pyc and test_x.py.bak"),
+            ("dir/test_x.py", "dir/test_x.py"),
+        ] {
+            assert_eq!(replace_whole(text, "test_x.py", "Q/testcase.py"), want, "{text}");
         }
     }
 

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 pub mod export;
+pub mod external;
 pub mod hf;
 mod oracle;
 pub mod template;
@@ -531,6 +532,16 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
         ));
     }
     let params = Params::new(spec.extractor.params.clone());
+    if spec.extractor.name == external::SWE_FLUX_PARSER {
+        // Answered by SWE-Flux's parser in the container: its template is its own.
+        external::validate(dir, path, &spec)?;
+        return Ok(Instance {
+            dir: dir.to_path_buf(),
+            spec,
+            template,
+            params,
+        });
+    }
     let ex = flux_extract::check_params(&spec.extractor.name, &params).map_err(|e| {
         let field = match &e {
             ExtractError::UnknownExtractor { .. } => "extractor.name",
@@ -653,8 +664,27 @@ impl Instance {
         self.dir.join(ORACLE_FILE)
     }
 
+    /// The external parser that answers this instance, if it is one of SWE-Flux's
+    /// ([`external::SWE_FLUX_PARSER`]; checked at load).
+    pub fn external_parser(&self) -> Option<external::ExternalParser> {
+        (self.spec.extractor.name == external::SWE_FLUX_PARSER)
+            .then(|| external::ExternalParser::from_params(&self.spec.extractor.params).ok())
+            .flatten()
+    }
+
     /// Run the instance's extractor on `trace` and check the answer against the template.
     pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
+        if self.spec.extractor.name == external::SWE_FLUX_PARSER {
+            return Err(InstanceError::Invalid {
+                path: self.dir.join(INSTANCE_FILE),
+                at: String::new(),
+                field: "extractor.name".into(),
+                problem: format!(
+                    "{} runs SWE-Flux's parser in the instance's container (flux harvest), not in process",
+                    external::SWE_FLUX_PARSER
+                ),
+            });
+        }
         let answer = flux_extract::extract(trace, &self.spec.extractor.name, &self.params)
             .map_err(|source| InstanceError::Extract {
                 id: self.spec.id.clone(),
@@ -717,6 +747,18 @@ impl Instance {
         facts: &RunFacts,
     ) -> Result<Oracle, InstanceError> {
         let answer = self.extract(trace)?;
+        self.oracle_for(answer, trace, facts)
+    }
+
+    /// The oracle of `answer` computed for this instance from `trace` by something other than
+    /// its extractor (an imported SWE-Flux instance: their parser on flux's log), through the
+    /// same gates as [`Instance::build_oracle`]: screened by size, with its provenance.
+    pub fn oracle_for(
+        &self,
+        answer: Value,
+        trace: &flux_trace::Trace,
+        facts: &RunFacts,
+    ) -> Result<Oracle, InstanceError> {
         let size = flux_extract::answer_size(&answer);
         let min = self.min_answer_size();
         if size < min {

@@ -258,6 +258,23 @@ fn the_one_oracle_builder_takes_the_runs_facts() {
     assert_eq!(computed.provenance.trace_sha256, trace_digest(&t));
 }
 
+/// An answer made by something other than the extractor (an imported SWE-Flux instance: their
+/// parser on flux's log) passes the same gates: a small one is screened out, and a kept one
+/// carries the run's provenance exactly as the extractor's would.
+#[test]
+fn an_answer_from_elsewhere_goes_through_the_oracle_builders_gates() {
+    let s = Scratch::new();
+    let inst = load_instance(good(&s.0)).unwrap();
+    let t = trace(&[101, 102, 104]);
+    let f = facts("2026-12-01T00:00:00Z");
+    let small = json!({"executed_path": [101, 102]});
+    let e = inst.oracle_for(small, &t, &f).unwrap_err().to_string();
+    assert!(e.contains("screened out: answer size 2"), "{e}");
+    let mine = inst.build_oracle(&t, &f).unwrap();
+    let theirs = inst.oracle_for(mine.oracle_answer.clone(), &t, &f).unwrap();
+    assert_eq!(theirs, mine);
+}
+
 fn trace(lines: &[u32]) -> Trace {
     let mut events = vec![ev(Kind::Call, 100)];
     events.extend(lines.iter().map(|&l| ev(Kind::Line, l)));

@@ -108,13 +108,8 @@ fn every_witness_program_has_fixtures_on_both_interpreters() {
         }
         let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
         for py in ["3.11", "3.15"] {
-            // The 17.2 programs (incomplete on 3.11 by design) are recorded under `-regress`.
-            let has = ["run", "regress"].iter().any(|d| {
-                corpus_dir()
-                    .join(format!("{py}-{d}/{stem}.jsonl.gz"))
-                    .exists()
-            });
-            if !has {
+            let f = corpus_dir().join(format!("{py}-run/{stem}.jsonl.gz"));
+            if !f.exists() {
                 missing.push(format!("{py}-run/{stem}"));
             }
         }

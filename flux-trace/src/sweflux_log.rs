@@ -250,6 +250,7 @@ impl LogConfig {
                     "...".into(),
                     Local {
                         repr: format!("<truncated locals: first {}>", self.max_locals),
+                        ty: String::new(),
                         version: 0,
                     },
                 ));
@@ -286,6 +287,8 @@ impl LogConfig {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Local {
     pub repr: String,
+    /// Its type's name (to tell a type-only change, which their repr comparison ignores).
+    pub ty: String,
     pub version: u64,
 }
 
@@ -382,7 +385,10 @@ pub fn changed(prev: Option<&[(String, Local)]>, curr: &[(String, Local)]) -> Ve
         Some(p) if !p.is_empty() => {
             let p: HashMap<&str, &Local> = p.iter().map(|(k, v)| (k.as_str(), v)).collect();
             curr.iter()
-                .filter(|(k, v)| p.get(k.as_str()) != Some(&v))
+                .filter(|(k, v)| {
+                    p.get(k.as_str())
+                        .is_none_or(|o| o.repr != v.repr || o.version != v.version)
+                })
                 .cloned()
                 .collect()
         }
@@ -481,11 +487,23 @@ pub fn write_log(
     let mut apply = |full: &mut HashMap<u64, BTreeMap<String, Local>>, e: &Event| {
         let f = full.entry(e.frame).or_default();
         for (k, v) in &e.locals {
-            version += 1;
+            // The hook reports a local whose raw repr or type changed. Same scrubbed repr and
+            // another type: a type-only change (`p = Rational(p)` of an int), which their repr
+            // comparison does not see; same type: the raw repr changed where flux scrubbed it.
+            let old = f.get(k);
+            let type_only = old.is_some_and(|o| o.repr == v.repr && o.ty != v.ty);
+            let version = match old {
+                Some(o) if type_only => o.version,
+                _ => {
+                    version += 1;
+                    version
+                }
+            };
             f.insert(
                 k.clone(),
                 Local {
                     repr: v.repr.clone(),
+                    ty: v.ty.clone(),
                     version,
                 },
             );
@@ -937,6 +955,21 @@ mod tests {
         assert!(got[2].ends_with(&format!("event=line locals={{'f': '{f}'}}")), "{}", got[2]);
     }
 
+    /// `p = Rational(p)` of an int: the hook reports `p` (its type changed), its repr is the
+    /// same, and their tracer, comparing reprs, logs nothing (found on sympy's multiplicity).
+    #[test]
+    fn a_type_only_change_is_not_logged_as_a_change() {
+        let mut b = B::new();
+        b.test(true).call_l(3, None, &[("p", "3")]).line(4, &[]);
+        b.line(5, &[("p", "3")]);
+        b.events.last_mut().unwrap().locals[0].1.ty = "Integer".into();
+        b.line(6, &[("p", "4")]);
+        let got = log(&b.trace(), &cfg(&[]));
+        let tails: Vec<&str> = got.iter().skip(1).map(|l| l.split(' ').next().unwrap()).collect();
+        // (Line 4 is the frame's first logged event: TRACE_EVENTS is `line`, no call.)
+        assert_eq!(tails, ["/testbed/src/pkg/mod.py:4", "/testbed/src/pkg/mod.py:6"], "{got:#?}");
+    }
+
     #[test]
     fn a_call_only_usdt_saw_takes_a_fresh_frames_locals_from_its_first_event() {
         let mut b = B::new();
@@ -952,7 +985,7 @@ mod tests {
         let c = cfg(&[("TRACE_MAXLOCALS", "2")]);
         let full: BTreeMap<String, Local> = [("b", "2"), ("a", "1"), ("c", "3")]
             .iter()
-            .map(|(k, v)| (k.to_string(), Local { repr: v.to_string(), version: 1 }))
+            .map(|(k, v)| (k.to_string(), Local { repr: v.to_string(), ty: "int".into(), version: 1 }))
             .collect();
         let s = c.snapshot(&full);
         assert_eq!(

@@ -14,6 +14,7 @@ mod fuzz;
 mod harvest;
 mod images;
 mod setup;
+mod swe_flux;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "flux project tasks")]
@@ -41,6 +42,10 @@ enum Command {
     /// Record the merge's inputs of every witness-corpus program as fixtures of the offline merge
     /// corpus (flux-merge/tests/corpus/) and refresh their snapshots. Needs root and eBPF.
     RecordMergeCorpus(corpus::Args),
+    /// Check flux against SWE-Flux's own instances (copies of their store in DIR, never in this
+    /// repository): import each, harvest it in an image of their repository at their commit,
+    /// compare with their stored answer; a table per instance and the figures.
+    SweFluxValidate(swe_flux::Args),
 }
 
 /// The workspace root (xtask lives one level below it).
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Harvest(args) => harvest::run(args),
         Command::RecordMergeCorpus(args) => corpus::run(args),
+        Command::SweFluxValidate(args) => swe_flux::run_validate(args),
         Command::Fuzz(args) => fuzz::run(args),
         Command::Setup => setup::setup(),
         Command::Test(args) => setup::test(args),

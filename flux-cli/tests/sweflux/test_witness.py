@@ -10,10 +10,13 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(os.path.dirname(HERE), "witness")
 ONLY = [n.strip() for n in os.environ.get("WITNESS_ONLY", "").split(",") if n.strip()]
+# Programs that install their own tracer: flux's trace of them is incomplete by design (the
+# program's tracer replaces flux's; a loss flux reports), so their logs cannot be compared.
+OWN_TRACERS = {"own_settrace"}
 PROGRAMS = sorted(
     f[:-3]
     for f in os.listdir(CORPUS)
-    if f.endswith(".py") and (not ONLY or f[:-3] in ONLY)
+    if f.endswith(".py") and f[:-3] not in OWN_TRACERS and (not ONLY or f[:-3] in ONLY)
 )
 
 

@@ -1,0 +1,300 @@
+//! SWE-Flux's `eval.sh`, read (never run): the tracer's variables it exports, the test it runs,
+//! and where its files live under `/testbed`.
+//!
+//! Their `eval.sh` follows one skeleton (their generation contract): plain assignments
+//! (`INSTANCE_ID="…"`, `TEST_ID="<repo>_qa/<id>/files/testcase.py::Class::test"`,
+//! `LOG_DIR="$ROOT_DIR/logs/…"`), `export TRACE_…="…"` lines, `cd "$ROOT_DIR"`, one
+//! `pytest -rA -s "$TEST_ID"` and one `python <qa dir>/parser.py --trace-log … --out …`.
+//! This reader understands assignments with double or single quotes or none, `$NAME`,
+//! `${NAME}` and `${1:-default}` (the first argument: the root, `/testbed` by default), and
+//! refuses a script that does not have the skeleton's parts, naming what is missing.
+use std::collections::BTreeMap;
+
+/// What an `eval.sh` says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvalSh {
+    /// The directory it works in (`${1:-/testbed}` → `/testbed`).
+    pub root: String,
+    /// The pytest node id it runs (`flask_qa/<id>/files/testcase.py::C::test`).
+    pub test_id: String,
+    /// Every `export`ed variable, expanded, in order.
+    pub exports: Vec<(String, String)>,
+    /// The arguments of its `pytest` line after `pytest`, expanded.
+    pub pytest_args: Vec<String>,
+    /// The parser it runs, relative to the root (`flask_qa/<id>/files/parser.py`).
+    pub parser: String,
+}
+
+impl EvalSh {
+    /// The TRACE_* variables among the exports.
+    pub fn trace_vars(&self) -> Vec<(String, String)> {
+        self.exports
+            .iter()
+            .filter(|(k, _)| k.starts_with("TRACE_"))
+            .cloned()
+            .collect()
+    }
+
+    /// The directory of the test file under the root (`flask_qa/<id>/files`).
+    pub fn qa_dir(&self) -> &str {
+        let file = self.test_id.split("::").next().unwrap_or("");
+        file.rsplit_once('/').map_or("", |(d, _)| d)
+    }
+
+    /// The test file's name (`testcase.py`).
+    pub fn test_file(&self) -> &str {
+        let file = self.test_id.split("::").next().unwrap_or("");
+        file.rsplit('/').next().unwrap_or(file)
+    }
+}
+
+/// Shell words of one line (quotes removed, variables expanded from `vars`); `#` starts a
+/// comment outside quotes.
+fn words(line: &str, vars: &BTreeMap<String, String>) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut has = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                has = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated '".into()),
+                    }
+                }
+            }
+            '"' => {
+                has = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => {
+                            if let Some(x) = chars.next() {
+                                if !matches!(x, '"' | '\\' | '$' | '`') {
+                                    cur.push('\\');
+                                }
+                                cur.push(x);
+                            }
+                        }
+                        Some('$') => cur.push_str(&expand(&mut chars, vars)?),
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated \"".into()),
+                    }
+                }
+            }
+            '\\' => {
+                has = true;
+                if let Some(x) = chars.next() {
+                    cur.push(x);
+                }
+            }
+            '$' => {
+                has = true;
+                cur.push_str(&expand(&mut chars, vars)?);
+            }
+            '#' if !has && cur.is_empty() => break,
+            c if c.is_whitespace() => {
+                if has || !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                    has = false;
+                }
+            }
+            c => {
+                has = true;
+                cur.push(c);
+            }
+        }
+    }
+    if has || !cur.is_empty() {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// After a `$`: `NAME`, `{NAME}`, `{1:-default}`, `1`.
+fn expand(
+    chars: &mut std::iter::Peekable<std::str::Chars>,
+    vars: &BTreeMap<String, String>,
+) -> Result<String, String> {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if chars.peek() == Some(&'{') {
+        chars.next();
+        let mut inner = String::new();
+        loop {
+            match chars.next() {
+                Some('}') => break,
+                Some(c) => inner.push(c),
+                None => return Err("unterminated ${".into()),
+            }
+        }
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n.to_string(), Some(d.to_string())),
+            None => (inner.clone(), None),
+        };
+        return match (vars.get(&name), default) {
+            (Some(v), _) if !v.is_empty() => Ok(v.clone()),
+            (_, Some(d)) => Ok(d),
+            (Some(v), None) => Ok(v.clone()),
+            (None, None) => Err(format!("${{{name}}} is not set")),
+        };
+    }
+    let mut name = String::new();
+    while let Some(&c) = chars.peek() {
+        if !name_char(c) {
+            break;
+        }
+        name.push(c);
+        chars.next();
+        if name.chars().all(|c| c.is_ascii_digit()) {
+            break; // $1 is one digit
+        }
+    }
+    if name.is_empty() {
+        return Ok("$".into());
+    }
+    vars.get(&name)
+        .cloned()
+        .ok_or_else(|| format!("${name} is not set"))
+}
+
+/// Read an `eval.sh` in SWE-Flux's skeleton.
+pub fn parse(text: &str) -> Result<EvalSh, String> {
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    let mut exports = Vec::new();
+    let mut pytest_args = None;
+    let mut parser = None;
+    let mut root = None;
+    // Join continuation lines first.
+    let mut lines = Vec::new();
+    let mut acc = String::new();
+    for l in text.lines() {
+        if let Some(head) = l.strip_suffix('\\') {
+            acc.push_str(head);
+            acc.push(' ');
+            continue;
+        }
+        acc.push_str(l);
+        lines.push(std::mem::take(&mut acc));
+    }
+    for (n, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let ctx = |e: String| format!("eval.sh line {}: {e}: {t}", n + 1);
+        // The first pipeline stage only (`pytest … | tee …`).
+        let head = t.split(" | ").next().unwrap_or(t);
+        let (is_export, rest) = match head.strip_prefix("export ") {
+            Some(r) => (true, r.trim()),
+            None => (false, head),
+        };
+        if let Some((name, value)) = rest.split_once('=') {
+            if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                let w = words(value, &vars).map_err(ctx)?;
+                let v = w.join(" ");
+                if name == "ROOT_DIR" {
+                    root = Some(v.clone());
+                }
+                vars.insert(name.to_string(), v.clone());
+                if is_export {
+                    exports.push((name.to_string(), v));
+                }
+                continue;
+            }
+        }
+        let w = match words(head, &vars) {
+            Ok(w) => w,
+            Err(_) => continue, // a line of no interest that uses an unset variable
+        };
+        match w.first().map(String::as_str) {
+            Some("pytest") => {
+                // Without redirections (`2>&1`).
+                let redirect = |a: &str| {
+                    let a = a.trim_start_matches(|c: char| c.is_ascii_digit());
+                    a.starts_with('>') || a.starts_with('<')
+                };
+                pytest_args = Some(w[1..].iter().filter(|a| !redirect(a)).cloned().collect())
+            }
+            Some(p) if p.starts_with("python") && w.get(1).is_some_and(|a| a.ends_with("parser.py")) => {
+                parser = Some(w[1].clone())
+            }
+            _ => {}
+        }
+    }
+    let test_id = vars
+        .get("TEST_ID")
+        .cloned()
+        .ok_or("eval.sh sets no TEST_ID")?;
+    Ok(EvalSh {
+        root: root.unwrap_or_else(|| "/testbed".into()),
+        test_id,
+        exports,
+        pytest_args: pytest_args.ok_or("eval.sh runs no `pytest` line")?,
+        parser: parser.ok_or("eval.sh runs no `python …/parser.py` line")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An eval.sh in their skeleton, written for this test.
+    pub const SAMPLE: &str = r#"#!/bin/bash
+set -euo pipefail
+
+ROOT_DIR="${1:-/testbed}"
+INSTANCE_ID="pkg_f_s2_loops"
+TEST_ID="pkg_qa/pkg_f_s2_loops/files/testcase.py::TestF::test_loop"
+LOG_DIR="$ROOT_DIR/logs/pkg_qa/$INSTANCE_ID"
+
+TRACE_LOG="$LOG_DIR/trace.log"
+
+mkdir -p "$LOG_DIR"
+cd "$ROOT_DIR"
+
+export TRACE_ON="1"
+export TRACE_FILE="src/pkg/mod.py"
+export TRACE_FUNC='f,C.g'
+export TRACE_EVENTS="line,call,return,exception"
+export TRACE_LOG_ALL_LINES=1
+export TRACE_OUT="$TRACE_LOG"
+
+pytest -rA -s "$TEST_ID" 2>&1 | tee "$LOG_DIR/pytest.log"
+
+python pkg_qa/pkg_f_s2_loops/files/parser.py \
+  --trace-log "$TRACE_LOG" \
+  --out "$LOG_DIR/oracle.json" | tee "$LOG_DIR/oracle.log"
+"#;
+
+    #[test]
+    fn the_skeleton_is_read_and_expanded() {
+        let e = parse(SAMPLE).unwrap();
+        assert_eq!(e.root, "/testbed");
+        assert_eq!(e.test_id, "pkg_qa/pkg_f_s2_loops/files/testcase.py::TestF::test_loop");
+        assert_eq!(e.qa_dir(), "pkg_qa/pkg_f_s2_loops/files");
+        assert_eq!(e.test_file(), "testcase.py");
+        assert_eq!(e.parser, "pkg_qa/pkg_f_s2_loops/files/parser.py");
+        assert_eq!(e.pytest_args, ["-rA", "-s", e.test_id.as_str()]);
+        let vars = e.trace_vars();
+        assert_eq!(vars.len(), 6);
+        assert_eq!(vars[2], ("TRACE_FUNC".into(), "f,C.g".into()));
+        assert_eq!(vars[4], ("TRACE_LOG_ALL_LINES".into(), "1".into()));
+        assert_eq!(
+            vars[5],
+            ("TRACE_OUT".into(), "/testbed/logs/pkg_qa/pkg_f_s2_loops/trace.log".into())
+        );
+    }
+
+    #[test]
+    fn a_script_without_the_skeleton_is_refused_naming_what_is_missing() {
+        let no_parser = SAMPLE.replace("python pkg_qa", "echo pkg_qa");
+        assert!(parse(&no_parser).unwrap_err().contains("parser.py"));
+        let no_test = SAMPLE.replace("TEST_ID=", "TEST=");
+        assert!(parse(&no_test).unwrap_err().contains("TEST_ID"));
+        assert!(parse("export TRACE_ON=\"1").unwrap_err().contains("unterminated"));
+    }
+}

@@ -1,0 +1,191 @@
+//! Import of instances in SWE-Flux's layout (fixtures written for these tests in
+//! `tests/fixtures/store/`, never their files), and the round trip through SWE-Flux's layout
+//! of a real starter instance: `import(export(x)) == x`.
+use flux_instance::export::{export, ExportFormat};
+use flux_interop::import::{discover, import, order_insensitive, package_from_image, ImportOptions};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store")
+}
+
+fn opts(out: &Path) -> ImportOptions {
+    ImportOptions {
+        repository: "sympy".into(),
+        image: "flux/sympy:1.13.3-py3.11".into(),
+        interpreter: "/usr/bin/python3.11".into(),
+        package: None,
+        out: out.to_path_buf(),
+        replace: false,
+        timeout_s: 600,
+    }
+}
+
+#[test]
+fn their_instances_are_found_and_the_screened_out_left_alone() {
+    let found = discover(&[fixtures()]).unwrap();
+    let names: Vec<String> = found
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["factor_multiplicity_m5_exceptions", "factor_untraced_s2_loops"]);
+    assert!(discover(&[fixtures().join("nope")]).unwrap_err().contains("no such directory"));
+}
+
+#[test]
+fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser() {
+    let out = tempfile::tempdir().unwrap();
+    let found = discover(&[fixtures()]).unwrap();
+    let report = import(&found, &opts(out.path()));
+    assert_eq!(report.imported.len(), 1, "{:?}", report.errors);
+    assert_eq!(report.errors.len(), 1);
+    assert!(report.errors[0].1.contains("TRACE_ON=1"), "{:?}", report.errors);
+    let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
+    let inst = flux_instance::load_instance(&dir).unwrap();
+    let s = &inst.spec;
+    assert_eq!(s.package, "sympy==1.13.3");
+    assert_eq!(s.kind.as_str(), "M5_Exceptions");
+    assert!(s.question.starts_with("Run the two tests"));
+    let template: Value = serde_json::from_str(&s.template).unwrap();
+    assert_eq!(template["crashing_tests"], json!(["str"]));
+    assert_eq!(s.order_insensitive, ["/crashing_tests", "/safe_tests"], "their set-like keys");
+    assert_eq!(
+        s.test.command,
+        [
+            "/usr/bin/python3.11",
+            "-m",
+            "pytest",
+            "-rA",
+            "-s",
+            "sympy_qa/factor_multiplicity_m5_exceptions/files/testcase.py::TestMultiplicity"
+        ]
+    );
+    assert_eq!(s.test.files, ["testcase.py"]);
+    assert_eq!(s.tracing.files, ["*sympy/ntheory/factor_.py*"]);
+    assert_eq!(s.tracing.dialect, flux_trace::Dialect::SweFlux);
+    assert_eq!(s.tracing.limits.repr, 500);
+    let ext = inst.external_parser().expect("answered by their parser");
+    assert_eq!(ext.parser, "parser.py");
+    assert_eq!(ext.root, "/tmp");
+    assert_eq!(ext.qa_dir, "sympy_qa/factor_multiplicity_m5_exceptions/files");
+    assert!(ext.log.contains(&("TRACE_FUNC".into(), "multiplicity".into())));
+    assert!(dir.join("parser.py").is_file() && dir.join("testcase.py").is_file());
+    assert!(dir.join("swe-flux/eval.sh").is_file());
+    let theirs = flux_instance::external::read_reference(&dir).unwrap().unwrap();
+    assert_eq!(theirs["invocation_counts"], json!([4, 4]));
+    assert!(!dir.join("oracle.json").exists(), "no gold is written by an import");
+    assert!(inst.extract(&flux_trace::Trace::default()).is_err(), "not an in-process extractor");
+    // --check against their answer, under their rules: set-like lists in any order pass, a
+    // wrong count fails with its path.
+    let mut fresh = theirs.clone();
+    fresh["crashing_tests"] = json!(["x"]);
+    let err = flux_interop::external::check_reference(&inst, &fresh).unwrap_err();
+    assert!(err.to_string().contains("crashing_tests"), "{err}");
+    assert!(flux_interop::external::check_reference(&inst, &theirs).unwrap().is_some());
+    let mut two = theirs.clone();
+    two["invocation_counts"] = json!([4, 5]);
+    assert!(flux_interop::external::check_reference(&inst, &two).is_err());
+    // An instance directory is never replaced unless asked.
+    let again = import(&found[..1], &opts(out.path()));
+    assert!(again.errors[0].1.contains("exists"), "{:?}", again.errors);
+    let mut replace = opts(out.path());
+    replace.replace = true;
+    assert_eq!(import(&found[..1], &replace).imported.len(), 1);
+    assert!(
+        !std::fs::read_dir(out.path())
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".flux-import")),
+        "no scratch left behind"
+    );
+}
+
+#[test]
+fn helpers_package_pins_and_order_insensitive_paths() {
+    assert_eq!(
+        package_from_image("flux/flask:3.2.0.dev0-py3.11").as_deref(),
+        Some("flask==3.2.0.dev0")
+    );
+    assert_eq!(package_from_image("nothing"), None);
+    let t = json!({"covered_lines": ["int"], "calls": [{"unique_values": ["str"], "seq": ["int"]}],
+                   "executed_path": [{"line": "int"}]});
+    assert_eq!(order_insensitive(&t), ["/calls/*/unique_values", "/covered_lines"]);
+}
+
+/// Copy a directory tree (the starter instance, into a scratch instance root).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let (s, d) = (e.path(), to.join(e.file_name()));
+        if s.is_dir() {
+            copy_dir(&s, &d);
+        } else {
+            std::fs::copy(&s, &d).unwrap();
+        }
+    }
+}
+
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v = Vec::new();
+    fn walk(root: &Path, d: &Path, v: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(root, &p, v);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                v.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    walk(dir, dir, &mut v);
+    v.sort();
+    v
+}
+
+#[test]
+fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() {
+    let starter = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../instances/sympy/sympy-multiplicity-raising");
+    let work = tempfile::tempdir().unwrap();
+    let x = work.path().join("instances/sympy/sympy-multiplicity-raising");
+    copy_dir(&starter, &x);
+    let out = work.path().join("swe-flux");
+    let r = export(ExportFormat::SweFlux, std::slice::from_ref(&x), &out);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.exported, ["sympy_qa/sympy-multiplicity-raising"]);
+    let e = out.join("sympy_qa/sympy-multiplicity-raising");
+    let theirs: Value =
+        serde_json::from_str(&std::fs::read_to_string(e.join("oracle.json")).unwrap()).unwrap();
+    let keys: Vec<&String> = theirs.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 4, "their four keys: {keys:?}");
+    // The test ids follow the rename, as pytest names them when eval.sh runs the test.
+    let new = "sympy_qa/sympy-multiplicity-raising/files/testcase.py";
+    assert_eq!(
+        theirs["oracle_answer"]["crashing_tests"],
+        json!([format!("{new}::test_zero_argument"), format!("{new}::test_float_base")])
+    );
+    let q = theirs["question"].as_str().unwrap();
+    assert!(q.starts_with(&format!("Running {new} (five tests)")), "{q}");
+    assert!(q.contains(&format!("`{new}::test_integers`")), "{q}");
+    assert!(!q.contains(" test_multiplicity.py"), "{q}");
+    let eval = std::fs::read_to_string(e.join("eval.sh")).unwrap();
+    assert!(eval.contains(&format!("TEST_ID={new}\n")), "{eval}");
+    assert!(eval.contains("export TRACE_FILE=sympy/ntheory/factor_.py\n"), "{eval}");
+    assert!(eval.contains(&format!("-p no:cacheprovider {new}\n")), "{eval}");
+    assert_eq!(
+        std::fs::read(e.join("files/testcase.py")).unwrap(),
+        std::fs::read(x.join("test_multiplicity.py")).unwrap()
+    );
+    // Their eval.sh reads as their skeleton does (it runs no parser: flux harvests the gold).
+    let back = work.path().join("back");
+    let found = discover(&[out.clone()]).unwrap();
+    assert_eq!(found, [e.clone()]);
+    let report = import(&found, &opts(&back));
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let y = back.join("sympy/sympy-multiplicity-raising");
+    assert_eq!(files_of(&y), files_of(&x), "import(export(x)) == x, file for file");
+    let provenance = flux_instance::read_oracle(&y).unwrap().provenance;
+    assert_eq!(provenance.extractor, "raising_tests", "provenance kept");
+}
