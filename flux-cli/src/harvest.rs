@@ -42,6 +42,10 @@ pub struct Args {
     /// Also print one JSON object per instance on stdout.
     #[arg(long)]
     json: bool,
+    /// Harvest only the K-th of N disjoint parts of the instances (by `<repository>/<id>`),
+    /// e.g. one per Kubernetes Indexed Job pod; the N parts together are every instance once.
+    #[arg(long, value_parser = crate::gen::parse_shard)]
+    shard: Option<flux_gen::Shard>,
     /// Instance directories, or directories to search for them (default: `instances`).
     paths: Vec<PathBuf>,
 }
@@ -88,6 +92,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         vec![Path::new("instances").to_path_buf()]
     } else {
         a.paths.clone()
+    };
+    let paths = match a.shard {
+        Some(shard) => flux_gen::set::shard_instances(&paths, shard)?,
+        None => paths,
     };
     let json = a.json;
     let mut progress = |r: &InstanceReport| {

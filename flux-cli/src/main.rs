@@ -30,6 +30,7 @@ mod eval;
 mod export;
 mod extractors;
 mod gc;
+mod gen;
 mod harvest;
 mod images;
 mod import;
@@ -77,6 +78,10 @@ enum Cmd {
     Gc(gc::Args),
     /// Perturb instances' test inputs, re-harvest, keep variants whose gold answer changed.
     Perturb(perturb::Args),
+    /// Generate a benchmark set from repositories' own test suites (`sets/<name>/gen.toml`).
+    Gen(gen::Args),
+    /// Count instances per kind and repository, and their difficulty features.
+    Stats(gen::StatsArgs),
     /// Run one instance's test once (flux, untraced or a reference tracer) and print its cost
     /// as JSON (for `cargo xtask bench harvest`).
     #[command(hide = true)]
@@ -102,6 +107,8 @@ fn main() -> ExitCode {
         Cmd::Harvest(a) => harvest::run(a),
         Cmd::Gc(a) => gc::run(a),
         Cmd::Perturb(a) => perturb::run(a),
+        Cmd::Gen(a) => gen::run(a),
+        Cmd::Stats(a) => gen::run_stats(a),
         Cmd::BenchRun(a) => run_instance::run(a),
         Cmd::BenchExtract(a) => bench_extract::run(a),
     };

@@ -54,7 +54,7 @@ pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
 pub use signals::Interrupted;
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
-pub use run_test::{read_untrusted, run_test, TestRun, Witness, OUT_IN_CONTAINER};
+pub use run_test::{read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";

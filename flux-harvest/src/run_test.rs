@@ -133,6 +133,59 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     }
 }
 
+/// What [`run_traced`] returns: the merged trace of one traced run and how the program ended.
+pub struct TracedRun {
+    pub trace: flux_trace::Trace,
+    /// The run directory (`stdout.txt`, `stderr.txt`, `trace-meta.json` are kept there).
+    pub run_dir: PathBuf,
+    /// The test command's exit code (128 + signal when killed).
+    pub exit_code: i32,
+    pub timed_out: bool,
+    /// Why the program was killed (OOM, signal), if it was.
+    pub killed: Option<String>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// `sha256:…` of the image.
+    pub image_id: String,
+    /// `X.Y.Z` of the interpreter traced.
+    pub interpreter_version: String,
+    /// The program's wall time: from the gate's release to its exit.
+    pub program_seconds: f64,
+}
+
+/// Run `inst`'s test once in its image (Docker only) under flux's tracer, exactly as a harvest
+/// does, and hand back the merged trace without extracting, screening or writing anything to
+/// the instance: what `flux gen` builds its scout profiles and shared module traces from.
+/// The instance need not be on disk as loaded; `inst.dir` is copied into the run directory.
+pub async fn run_traced(
+    rt: &flux_container::Runtime,
+    inst: &flux_instance::Instance,
+    opts: &HarvestOptions,
+) -> Result<TracedRun> {
+    flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
+    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    let (out, took) = docker::run_timed(rt, inst, &run_dir, opts).await?;
+    rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
+    rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
+    rundir::write_new(
+        &run_dir,
+        "trace-meta.json",
+        (serde_json::to_string_pretty(&out.trace.meta)? + "\n").as_bytes(),
+    )?;
+    Ok(TracedRun {
+        trace: out.trace,
+        run_dir,
+        exit_code: out.exit_code,
+        timed_out: out.timed_out.is_some(),
+        killed: out.killed,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        image_id: out.image_id,
+        interpreter_version: out.interpreter_version,
+        program_seconds: took.as_secs_f64(),
+    })
+}
+
 /// Events of `trace` (test boundaries aside) with a timestamp inside a test's window.
 fn events_in_tests(trace: &flux_trace::Trace) -> u64 {
     use flux_trace::Kind;

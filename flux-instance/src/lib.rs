@@ -67,6 +67,50 @@ pub struct InstanceSpec {
     /// Present when this instance is a perturbation variant of another (`flux perturb`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<VariantSpec>,
+    /// Present when `flux gen` made this instance (informational, like `[variant]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedSpec>,
+}
+
+/// `[generated]`: where a generated instance comes from, and how hard it is. Informational:
+/// nothing here is read when the instance runs; `flux stats` reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratedSpec {
+    /// The set (`sets/<name>/`) it belongs to.
+    pub set: String,
+    /// `train` or `test` (the set's split is by repository).
+    pub split: String,
+    /// The repository's test module its test comes from (path relative to the test root).
+    pub module: String,
+    /// The trace artifact its gold was taken from (`<repository>/<module>`), before its own
+    /// harvest reproduced it with the narrowed `[tracing]` config.
+    pub trace: String,
+    /// The static-baseline solver answers it right (kept, marked easy).
+    #[serde(default)]
+    pub easy: bool,
+    /// Difficulty features of the instance's test run (see `Difficulty`).
+    pub difficulty: Difficulty,
+}
+
+/// How much runs in an instance's test, SWE-Flux's paper's measures (its median instance: 603
+/// calls, 28 functions, 192 lines, 7 files, 5.5 classes, depth 8). Counted over the repository's
+/// own code (the package under test, not its tests or third-party code) in the test's run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Difficulty {
+    /// Calls of the repository's functions (fresh activations, generator resumptions excluded).
+    pub calls: u64,
+    /// Distinct functions (code objects) of the repository called.
+    pub functions: u64,
+    /// Source lines of those functions (from each one's first to its last line).
+    pub lines: u64,
+    /// Distinct source files of those functions.
+    pub files: u64,
+    /// Distinct classes whose methods were called.
+    pub classes: u64,
+    /// Deepest nesting of repository calls below the test function (1 = called by the test).
+    pub depth: u64,
 }
 
 /// `[variant]`: where a perturbation variant comes from and what was changed. Informational:
@@ -99,7 +143,13 @@ fn default_proposer() -> String {
 #[serde(deny_unknown_fields)]
 pub struct TestSpec {
     /// Test files, relative to the instance directory.
+    #[serde(default)]
     pub files: Vec<String>,
+    /// Test files that live in the image (absolute paths inside it, such as the repository's
+    /// own test modules): `command` runs them where they are; they are not copied into the
+    /// instance. At least one of `files` and `image_files` is given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_files: Vec<String>,
     /// The command that runs the test inside the image (argv).
     pub command: Vec<String>,
     /// Whether the test is expected to pass or fail.
@@ -532,8 +582,29 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             }
         }
     }
-    if spec.test.files.is_empty() {
-        return Err(invalid(path, "test.files", "lists no test file"));
+    if spec.test.files.is_empty() && spec.test.image_files.is_empty() {
+        return Err(invalid(
+            path,
+            "test.files",
+            "lists no test file (and there is no test.image_files)",
+        ));
+    }
+    for f in &spec.test.image_files {
+        let p = Path::new(f);
+        let clean = p.is_absolute()
+            && p.components().all(|c| {
+                matches!(
+                    c,
+                    std::path::Component::RootDir | std::path::Component::Normal(_)
+                )
+            });
+        if !clean || f.ends_with('/') || f.contains("/./") {
+            return Err(invalid(
+                path,
+                "test.image_files",
+                format!("`{f}` must be an absolute path of a file in the image, without `.` or `..`"),
+            ));
+        }
     }
     for f in &spec.test.files {
         let rel = Path::new(f);

@@ -254,8 +254,9 @@ impl Compiler<'_> {
 }
 
 impl Projection {
-    /// The answer is the output unchanged (instances answered outside flux's extractors).
-    pub(crate) fn identity() -> Projection {
+    /// The answer is the output unchanged (instances answered outside flux's extractors, and
+    /// flux gen's call-graph runs).
+    pub fn identity() -> Projection {
         Projection {
             plan: Plan::Copy { src: Vec::new() },
             identity: true,

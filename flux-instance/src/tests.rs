@@ -882,6 +882,45 @@ fn predicate_reports_need_configured_predicates() {
     .is_ok());
 }
 
+/// A generated instance's test lives in the image: `image_files` instead of `files`, absolute
+/// clean paths only; `[generated]` is optional, informational and checked for unknown fields.
+#[test]
+fn image_files_and_a_generated_table() {
+    let s = Scratch::new();
+    let in_image = GOOD.replace(
+        "files = [\"test_flatten.py\"]",
+        "image_files = [\"/usr/lib/python3/dist-packages/sympy/core/tests/test_arit.py\"]",
+    );
+    let gen = format!(
+        "{in_image}\n[generated]\nset = \"s\"\nsplit = \"test\"\nmodule = \"sympy/core/tests/test_arit.py\"\n\
+         trace = \"sympy/sympy/core/tests/test_arit.py\"\n\
+         difficulty = {{ calls = 603, functions = 28, lines = 192, files = 7, classes = 5, depth = 8 }}\n"
+    );
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &gen);
+    let inst = load_instance(&d).unwrap();
+    assert!(inst.spec.test.files.is_empty());
+    assert_eq!(inst.spec.test.image_files.len(), 1);
+    let g = inst.spec.generated.as_ref().unwrap();
+    assert_eq!((g.difficulty.calls, g.easy), (603, false));
+    // Round trip: what gen writes is what loads.
+    let back: InstanceSpec = toml::from_str(&toml::to_string(&inst.spec).unwrap()).unwrap();
+    assert_eq!(back, inst.spec);
+    for bad in ["sympy/x.py", "/usr/../etc/x.py", "/usr/./x.py", "/usr/lib/"] {
+        let e = err_of(
+            &s.0,
+            &GOOD.replace(
+                "files = [\"test_flatten.py\"]",
+                &format!("image_files = [\"{bad}\"]"),
+            ),
+        );
+        assert!(e.contains("field `test.image_files`"), "{bad}: {e}");
+    }
+    let e = err_of(&s.0, &GOOD.replace("files = [\"test_flatten.py\"]", "files = []"));
+    assert!(e.contains("lists no test file"), "{e}");
+    let e = err_of(&s.0, &format!("{in_image}\n[generated]\nset = \"s\"\ncolour = 1\n"));
+    assert!(e.contains("generated.colour"), "{e}");
+}
+
 /// 17.15 (found by the `template` fuzz target): a template printed itself with Rust's string
 /// escapes (`"\u{7f}"`), which are no JSON, so the template an error message showed did not
 /// parse back.

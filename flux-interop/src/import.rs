@@ -244,6 +244,7 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
         min_answer_size: Some(1),
         test: TestSpec {
             files: vec![test_file],
+            image_files: Vec::new(),
             command,
             expect: flux_instance::Expect::Pass,
             timeout_s: opts.timeout_s,
@@ -255,6 +256,7 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
             answer: Default::default(),
         },
         variant: None,
+        generated: None,
     })
 }
 

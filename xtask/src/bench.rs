@@ -27,6 +27,8 @@ use std::process::Command;
 
 #[path = "bench_extract.rs"]
 mod bench_extract;
+#[path = "bench_gen.rs"]
+mod bench_gen;
 #[path = "bench_harvest.rs"]
 mod bench_harvest;
 #[path = "bench_hook.rs"]
@@ -69,6 +71,18 @@ enum What {
     Harvest(bench_harvest::Args),
     /// Answering many questions of one big trace: per question versus one trace index.
     Extract(bench_extract::Args),
+    /// `flux gen` on a repository slice: screened instances per hour, where the time goes.
+    Gen {
+        /// Print JSON (`instances_per_hour`, `screened`, ...) instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The set directory or spec (default: xtask/bench/gen/gen.toml).
+        #[arg(long)]
+        spec: Option<PathBuf>,
+        /// Re-harvest this many of the generated instances with `flux harvest --check`.
+        #[arg(long, default_value_t = 0)]
+        check_sample: usize,
+    },
 }
 
 const WORKLOAD: &str = r#"
@@ -253,6 +267,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         } => return bench_hook::run(json, calls, rounds),
         What::Harvest(h) => return bench_harvest::run(h),
         What::Extract(e) => return bench_extract::run(e),
+        What::Gen {
+            json,
+            spec,
+            check_sample,
+        } => return bench_gen::run(json, spec, check_sample),
     };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();

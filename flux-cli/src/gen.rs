@@ -1,0 +1,115 @@
+//! `flux gen SET [--shard K/N] [--merge] [--resume] [--check] [--out DIR]` and
+//! `flux stats [--json] PATH…`: glue over `flux_gen`.
+//!
+//! Exit status of `flux gen`: 0 when the set (or the shard's module results) was written, or
+//! `--check` found the set equal to its regeneration; 1 when `--check` found differences; 2
+//! when nothing could run (a bad spec, no Docker, a missing image).
+use anyhow::Result;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The set directory (holding gen.toml) or the spec file.
+    set: PathBuf,
+    /// Run only the K-th of N disjoint parts of the modules (writes module results to --out;
+    /// assemble them afterwards with --merge).
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<flux_gen::Shard>,
+    /// Assemble the set from the module results in --out without running anything.
+    #[arg(long, conflicts_with = "shard")]
+    merge: bool,
+    /// Keep module results already in --out instead of running those modules again.
+    #[arg(long)]
+    resume: bool,
+    /// Regenerate and compare with the set on disk instead of writing it.
+    #[arg(long)]
+    check: bool,
+    /// Where module results and the run report go (default: <cache>/gen/<set name>/).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
+    /// Print the run report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn parse_shard(s: &str) -> Result<flux_gen::Shard, String> {
+    flux_gen::Shard::parse(s)
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let cache = a.cache.dir();
+    let opts = flux_gen::GenOptions {
+        spec: a.set.clone(),
+        shard: a.shard.unwrap_or(flux_gen::Shard::ALL),
+        out: a.out.clone(),
+        merge: a.merge,
+        resume: a.resume,
+        check: a.check,
+        harvest: flux_harvest::HarvestOptions::new(cache),
+    };
+    let report = match flux_gen::generate_blocking(&opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flux: error: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    for (m, why) in &report.modules_skipped {
+        eprintln!("flux gen: skipped {m}: {why}");
+    }
+    eprintln!(
+        "flux gen: {} ({}): {} module(s), {} run, {} skipped; {} screened candidate(s); {} instance(s) in the set; {:.0}s",
+        report.set,
+        report.shard,
+        report.modules,
+        report.modules_run,
+        report.modules_skipped.len(),
+        report.candidates,
+        report.instances,
+        report.wall_seconds
+    );
+    if a.check {
+        for d in &report.differences {
+            eprintln!("flux gen: --check: {d}");
+        }
+        if !report.differences.is_empty() {
+            return Ok(ExitCode::from(1));
+        }
+        eprintln!("flux gen: --check: the set is what its spec regenerates");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    /// Print JSON (keys `instances`, `repositories`, `by_kind`, `median`, ...).
+    #[arg(long)]
+    json: bool,
+    /// Instance directories or directories to search (default: `instances`).
+    paths: Vec<PathBuf>,
+}
+
+pub fn run_stats(a: StatsArgs) -> Result<ExitCode> {
+    let paths = if a.paths.is_empty() {
+        vec![PathBuf::from("instances")]
+    } else {
+        a.paths
+    };
+    let s = flux_gen::stats::stats(&paths)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&s)?);
+    } else {
+        print!("{}", flux_gen::stats::render(&s));
+    }
+    Ok(if s.invalid.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,59 @@
+//! `flux gen`: benchmark instances mined from repositories' own test suites, without an LLM.
+//!
+//! Why: a gold answer is a pure function of a trace, so one traced run of a test module answers
+//! hundreds of questions, and where the interesting behaviour is (loops that iterate, exceptions
+//! that cross frames, calls into the repository, state that changes) can be read from the run
+//! instead of guessed from source.
+//!
+//! Data flows one way (repository → scouted trace → planned questions → instances), and reuses
+//! the harvest's run and the extractors unchanged:
+//!
+//! ```text
+//! gen.toml ─► modules of each image (seeded) ─► per module (a shard's unit):
+//!   scout run (calls only, scope "tests")      → profile: calls per test, callers, callees, depth
+//!   static facts (flux_hook.static_facts in the image) → loops, branches, handlers, writes/reads
+//!   plan (rules + budgets, seeded)             → targets
+//!   shared trace (scope "targets", all events) → the trace artifact
+//!   drafts per kind from what the trace shows  → params + tests; gold from the tests' sub-trace
+//!   screens (size, same answer, loads, static baseline → easy)
+//!   module selection, then each instance's own run (its tests alone, narrowed config) = gold?
+//! ─► every module's screened candidates ─► the set's selection ─► sets/<name>/
+//! ```
+//!
+//! Module map: [`spec`] (gen.toml), [`keyed`] (seeded choices and shards), [`runner`] (what runs
+//! in images), [`profile`] (the scout's reading), [`facts`] (static facts), [`plan`] (targets),
+//! [`draft`] (questions from the trace), [`author`] (prose and instance), [`features`]
+//! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
+//! [`module`] (one module end to end), [`set`] (the work list, phase 2, the set on disk),
+//! [`stats`] (`flux stats`).
+//!
+//! Architecture invariants: every seeded choice is a function of the seed and a stable key of
+//! what is chosen (never of processing order), so shards merge into the unsharded set; nothing
+//! is kept whose own run does not reproduce its gold; an instance refers to its test in the
+//! image (`[test] image_files`), never copies it.
+pub mod artifact;
+pub mod author;
+pub mod draft;
+pub mod facts;
+pub mod features;
+pub mod keyed;
+pub mod module;
+pub mod plan;
+pub mod profile;
+pub mod runner;
+pub mod screen;
+pub mod set;
+pub mod spec;
+pub mod stats;
+
+pub use keyed::Shard;
+pub use set::{generate, GenOptions, Report};
+
+/// [`generate`] on a runtime of its own.
+pub fn generate_blocking(opts: &GenOptions) -> anyhow::Result<Report> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(generate(opts))
+}

@@ -1,0 +1,588 @@
+//! One test module, start to end (phase 1 of `flux gen`, the unit a shard runs):
+//! scout → static facts → plan → the shared targeted trace (the artifact) → drafts with gold
+//! answers from the sub-traces of their tests → screens → the instances' own runs (the
+//! cross-check of each narrowed config) → screened candidates, written to
+//! `<out>/modules/<repository>/<module>.json` for the set's selection (phase 2).
+//!
+//! Screening rules, each counted under its name in [`ModuleResult::left_out`]:
+//! - `not-observed`: the extractor could not answer on the sub-trace (a generator bug when it
+//!   happens often: drafts are made from what the trace shows);
+//! - `address-in-answer`: a value shows a memory address (`<X object at 0x7f…>`), which another
+//!   run would not reproduce;
+//! - `small-answer` / `large-answer`: below the kind's minimum, above `budget.max_answer_size`;
+//! - `same-answer`: another question about the same function and kind has the same answer;
+//! - `invalid`: the authored instance does not load (a generator bug; the message is kept);
+//! - `module-quota`: left out by the module's selection (kinds in turn, `per_function`,
+//!   `per_file`, `per_module`);
+//! - `not-reproduced`: the instance's own run (its tests alone, its narrowed config) gave a
+//!   different answer, did not pass, or made an incomplete trace — tests that depend on each
+//!   other, or a config that misses something the answer needs.
+//!
+//! `easy` is recorded, not screened out: the static-baseline solver answers it right.
+use crate::artifact::{self, TestOutcome, TraceArtifact};
+use crate::author::{instance_id, Prose};
+use crate::draft::{self, Ctx, Draft};
+use crate::facts::FileFacts;
+use crate::profile::ModuleProfile;
+use crate::runner::{pytest_command, Runner};
+use crate::spec::{GenSpec, RepoSpec};
+use crate::{features, plan};
+use anyhow::{Context, Result};
+use flux_extract::QuestionKind;
+use flux_instance::{GeneratedSpec, InstanceSpec, Oracle, Provenance};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// A screened instance, before the set's selection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub id: String,
+    pub kind: QuestionKind,
+    pub extractor: String,
+    /// The target's qualname and file (relative to the repository's root).
+    pub function: String,
+    pub file: String,
+    pub tests: Vec<String>,
+    /// Its place in the set's seeded order.
+    pub priority: u64,
+    pub spec: InstanceSpec,
+    pub oracle: Oracle,
+}
+
+/// What one module gave.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModuleResult {
+    pub repository: String,
+    pub module: String,
+    /// Why the module gave nothing, when it did not run through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<TraceArtifact>,
+    /// Functions, drafts and instances left out, per rule (plan and screens).
+    pub left_out: BTreeMap<String, usize>,
+    /// Drafts made, per kind.
+    pub drafted: BTreeMap<String, usize>,
+    pub candidates: Vec<Candidate>,
+    /// Seconds per phase.
+    pub seconds: BTreeMap<String, f64>,
+    /// Events of the scout trace.
+    pub scout_events: usize,
+    /// Runs made for the cross-check.
+    pub check_runs: usize,
+}
+
+impl ModuleResult {
+    pub(crate) fn count(&mut self, rule: &str) {
+        *self.left_out.entry(rule.to_string()).or_insert(0) += 1;
+    }
+
+    fn time(&mut self, phase: &str, t: Instant) {
+        *self.seconds.entry(phase.to_string()).or_insert(0.0) += t.elapsed().as_secs_f64();
+    }
+}
+
+/// The file name of a module's result in `<out>/modules/<repository>/`.
+pub fn result_file(module: &str) -> String {
+    format!("{}.json", module.replace('/', "__"))
+}
+
+/// Shared state of a generation run.
+pub struct Gen<'a> {
+    pub spec: &'a GenSpec,
+    pub runner: &'a Runner,
+    /// The artifacts' root for this set.
+    pub artifacts: PathBuf,
+    /// Static facts already computed, per (image id, file).
+    pub facts: tokio::sync::Mutex<BTreeMap<(String, String), FileFacts>>,
+}
+
+impl Gen<'_> {
+    /// Facts of `files` (paths under the repository's root), computing the missing ones in
+    /// one container run; files whose facts cannot be computed are left out.
+    async fn facts_for(
+        &self,
+        repo: &RepoSpec,
+        image_id: &str,
+        files: &[String],
+    ) -> Result<BTreeMap<String, FileFacts>> {
+        let cache_dir = self
+            .runner
+            .work
+            .join("facts")
+            .join(image_id.trim_start_matches("sha256:").get(..16).unwrap_or("image"));
+        let mut have = self.facts.lock().await;
+        let mut missing = Vec::new();
+        for f in files {
+            let k = (image_id.to_string(), f.clone());
+            if have.contains_key(&k) {
+                continue;
+            }
+            let on_disk = cache_dir.join(format!("{}.json", f.replace('/', "__")));
+            match std::fs::read(&on_disk)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<FileFacts>(&b).ok())
+            {
+                Some(ff) => {
+                    have.insert(k, ff);
+                }
+                None => missing.push(f.clone()),
+            }
+        }
+        if !missing.is_empty() {
+            let doc = self.runner.static_facts(repo, &missing).await?;
+            std::fs::create_dir_all(&cache_dir)?;
+            for f in &missing {
+                if let Some(ff) = doc.files.get(&repo.in_image(f)) {
+                    let on_disk = cache_dir.join(format!("{}.json", f.replace('/', "__")));
+                    std::fs::write(&on_disk, serde_json::to_vec(ff)?)?;
+                    have.insert((image_id.to_string(), f.clone()), ff.clone());
+                }
+            }
+        }
+        Ok(files
+            .iter()
+            .filter_map(|f| {
+                have.get(&(image_id.to_string(), f.clone()))
+                    .map(|ff| (f.clone(), ff.clone()))
+            })
+            .collect())
+    }
+}
+
+/// Run `module` of `repo` through phase 1.
+pub async fn run_module(g: &Gen<'_>, repo: &RepoSpec, module: &str) -> ModuleResult {
+    let mut r = ModuleResult {
+        repository: repo.name.clone(),
+        module: module.to_string(),
+        ..ModuleResult::default()
+    };
+    if let Err(e) = run_module_inner(g, repo, module, &mut r).await {
+        r.skipped = Some(format!("{e:#}"));
+        r.candidates.clear();
+    }
+    r
+}
+
+/// Call-graph questions from the scout's trace: up to two passed tests (seeded) that call the
+/// repository's code a moderate number of times, when every such call carries its qualname.
+fn call_graphs(
+    spec: &GenSpec,
+    repo: &RepoSpec,
+    scope: &str,
+    profile: &ModuleProfile,
+    trace: &flux_trace::Trace,
+    r: &mut ModuleResult,
+) -> Vec<(Draft, Value)> {
+    let within = repo.code.first().cloned().unwrap_or_default();
+    let named = trace.events.iter().all(|e| {
+        e.ev != flux_trace::Kind::Call
+            || !e.qualname.is_empty()
+            || repo.relative(&e.file).is_none_or(|f| !repo.is_target_file(f))
+    });
+    if !named {
+        return Vec::new();
+    }
+    let mut pool: Vec<&str> = profile
+        .tests
+        .iter()
+        .filter(|t| t.outcome == "passed" && !repo.skips(&t.nodeid))
+        .filter(|t| {
+            let repo_calls: u64 = t
+                .functions
+                .iter()
+                .filter(|(f, _)| {
+                    repo.relative(&profile.functions[**f].file)
+                        .is_some_and(|rel| repo.is_target_file(rel))
+                })
+                .map(|(_, c)| c.calls)
+                .sum();
+            (2..=300).contains(&repo_calls)
+        })
+        .map(|t| t.nodeid.as_str())
+        .collect();
+    crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
+    let mut out = Vec::new();
+    for test in pool.into_iter().take(2) {
+        let d = draft::call_graph(test, &within);
+        *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
+        let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
+            continue;
+        };
+        match flux_extract::extract(trace, d.extractor, &params) {
+            Ok(gold) => {
+                let size = flux_extract::answer_size(&gold);
+                if size < d.kind.min_answer_size() {
+                    r.count("small-answer");
+                } else if size > spec.budget.max_answer_size {
+                    r.count("large-answer");
+                } else {
+                    out.push((d, gold));
+                }
+            }
+            Err(_) => r.count("not-observed"),
+        }
+    }
+    out
+}
+
+/// Why a run's trace cannot give gold answers (a timeout, a kill, an incomplete trace).
+pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
+    if run.timed_out {
+        return Some("timed out".into());
+    }
+    if let Some(k) = &run.killed {
+        return Some(format!("killed: {k}"));
+    }
+    let m = &run.trace.meta;
+    if !m.complete || m.lost_events > 0 {
+        return Some(format!(
+            "incomplete trace ({} lost{}{})",
+            m.lost_events,
+            if m.problems.is_empty() { "" } else { ": " },
+            m.problems.join("; ")
+        ));
+    }
+    None
+}
+
+fn outcomes(trace: &flux_trace::Trace) -> BTreeMap<String, String> {
+    flux_trace::query::tests(trace)
+        .into_iter()
+        .map(|t| (t.id, t.outcome))
+        .collect()
+}
+
+async fn run_module_inner(
+    g: &Gen<'_>,
+    repo: &RepoSpec,
+    module: &str,
+    r: &mut ModuleResult,
+) -> Result<()> {
+    let spec = g.spec;
+    let budget = &spec.budget;
+    let scope = format!("{}/{module}", repo.name);
+    let slug = module.replace('/', "__").replace(".py", "");
+    let image_id = g.runner.image_id(&repo.image).await?;
+    // 1. Scout.
+    let t = Instant::now();
+    let scout = g
+        .runner
+        .trace(
+            repo,
+            &format!("gen-scout-{slug}"),
+            &[module.to_string()],
+            plan::scout_config(),
+            budget.module_timeout_s,
+            budget.scout_events,
+        )
+        .await
+        .context("the scout run")?;
+    r.time("scout", t);
+    r.scout_events = scout.trace.events.len();
+    if let Some(e) = run_problem(&scout) {
+        anyhow::bail!("the scout run of {module}: {e}");
+    }
+    let t = Instant::now();
+    let profile = ModuleProfile::from_trace(&scout.trace);
+    let scout_outcomes = outcomes(&scout.trace);
+    let graphs = call_graphs(spec, repo, &scope, &profile, &scout.trace, r);
+    drop(scout);
+    r.time("profile", t);
+    // 2. Static facts of the repository's files that ran.
+    let t = Instant::now();
+    let files: BTreeSet<String> = profile
+        .functions
+        .iter()
+        .filter_map(|k| repo.relative(&k.file))
+        .filter(|rel| repo.is_target_file(rel))
+        .map(String::from)
+        .collect();
+    let files: Vec<String> = files.into_iter().collect();
+    let facts = g.facts_for(repo, &image_id, &files).await?;
+    r.time("facts", t);
+    // 3. Plan.
+    let plan = plan::plan_module(spec, repo, module, &profile, &facts);
+    for (rule, n) in &plan.left_out {
+        *r.left_out.entry(format!("plan:{rule}")).or_insert(0) += n;
+    }
+    if plan.targets.is_empty() {
+        anyhow::bail!("no target function passed the plan's rules");
+    }
+    // 4. The shared trace.
+    let t = Instant::now();
+    let config = plan.config();
+    let run = g
+        .runner
+        .trace(
+            repo,
+            &format!("gen-trace-{slug}"),
+            &[module.to_string()],
+            config.clone(),
+            budget.module_timeout_s,
+            budget.trace_events * 4,
+        )
+        .await
+        .context("the shared trace")?;
+    r.time("trace", t);
+    if let Some(e) = run_problem(&run) {
+        anyhow::bail!("the shared trace of {module}: {e}");
+    }
+    let t = Instant::now();
+    let trace_outcomes = outcomes(&run.trace);
+    let tests: Vec<TestOutcome> = profile
+        .tests
+        .iter()
+        .map(|tp| TestOutcome {
+            nodeid: tp.nodeid.clone(),
+            scout: scout_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
+            trace: trace_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
+        })
+        .collect();
+    let kept: BTreeSet<String> = tests
+        .iter()
+        .filter(|t| t.kept() && !repo.skips(&t.nodeid))
+        .map(|t| t.nodeid.clone())
+        .collect();
+    let dir = artifact::dir_of(&g.artifacts, &scope);
+    let digest = artifact::write_trace(&dir, &run.trace)?;
+    let art = TraceArtifact {
+        id: scope.clone(),
+        image: repo.image.clone(),
+        image_id: run.image_id.clone(),
+        interpreter: run.interpreter_version.clone(),
+        command: pytest_command(repo, &[module.to_string()]),
+        config,
+        plan: plan
+            .targets
+            .iter()
+            .map(|t| (t.file.clone(), t.qualname.clone()))
+            .collect(),
+        trace_sha256: digest.clone(),
+        events: run.trace.events.len(),
+        complete: run.trace.meta.complete,
+        tests,
+        program_seconds: run.program_seconds,
+    };
+    artifact::write_artifact(&dir, &art)?;
+    artifact::prune_traces(&g.artifacts, artifact::KEEP_TRACES);
+    r.time("artifact", t);
+    // 5. Drafts and their gold answers.
+    let t = Instant::now();
+    let targeted: BTreeMap<String, String> = plan
+        .targets
+        .iter()
+        .map(|t| (t.qualname.clone(), t.file.clone()))
+        .collect();
+    let within = repo.code.first().cloned().unwrap_or_default();
+    let mut authored: Vec<(Draft, Value, Option<usize>)> = graphs
+        .into_iter()
+        .filter(|(d, _)| kept.contains(&d.tests[0]))
+        .map(|(d, g)| (d, g, None))
+        .collect();
+    for (ti, target) in plan.targets.iter().enumerate() {
+        let ff = &facts[&target.file];
+        let Some(func) = ff.function(&target.qualname) else {
+            continue;
+        };
+        let ctx = Ctx {
+            seed: spec.seed,
+            scope: &scope,
+            target,
+            func,
+            file: ff,
+            within: &within,
+            max_answer_size: budget.max_answer_size,
+            max_tests: budget.max_tests,
+            targeted: &targeted,
+        };
+        let running = draft::tests_running(&run.trace, target, &kept);
+        let mut subs: Vec<flux_trace::Trace> = Vec::new();
+        let mut drafts: Vec<(Draft, usize)> = Vec::new();
+        if let Some(test) = draft::choose_test(&ctx, &run.trace, &running) {
+            subs.push(draft::sub_trace(&run.trace, std::slice::from_ref(&test)));
+            let i = subs.len() - 1;
+            drafts.extend(draft::single_test(&ctx, &subs[i], &test).into_iter().map(|d| (d, i)));
+        }
+        let m_tests = draft::choose_tests(&ctx, &running);
+        if m_tests.len() >= 2 {
+            subs.push(draft::sub_trace(&run.trace, &m_tests));
+            let i = subs.len() - 1;
+            drafts.extend(draft::multi_test(&ctx, &subs[i], &m_tests).into_iter().map(|d| (d, i)));
+        }
+        for (mut d, si) in drafts {
+            let sub = &subs[si];
+            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
+            let params = flux_extract::params(Value::Object(d.params.clone()))?;
+            let gold = match flux_extract::extract(sub, d.extractor, &params) {
+                Ok(v) => v,
+                Err(_) => {
+                    r.count("not-observed");
+                    continue;
+                }
+            };
+            if has_address(&gold) {
+                r.count("address-in-answer");
+                continue;
+            }
+            let size = flux_extract::answer_size(&gold);
+            if size < d.kind.min_answer_size() {
+                r.count("small-answer");
+                continue;
+            }
+            if size > budget.max_answer_size {
+                r.count("large-answer");
+                continue;
+            }
+            if d.kind == QuestionKind::S5 {
+                draft::exception_functions(&mut d, &gold, &targeted);
+            }
+            authored.push((d, gold, Some(ti)));
+        }
+    }
+    // No two questions about one function and kind with the same answer.
+    let mut seen: BTreeSet<(String, QuestionKind, String)> = BTreeSet::new();
+    authored.sort_by_cached_key(|(d, _, _)| crate::keyed::hash64(spec.seed, &format!("{scope}/{}", d.key)));
+    authored.retain(|(d, gold, _)| {
+        let who = d.functions.first().cloned().unwrap_or_else(|| d.tests.join(" "));
+        let fresh = seen.insert((who, d.kind, gold.to_string()));
+        if !fresh {
+            *r.left_out.entry("same-answer".into()).or_insert(0) += 1;
+        }
+        fresh
+    });
+    r.time("draft", t);
+    // 6. Author, validate, baseline.
+    let t = Instant::now();
+    let mut cands = Vec::new();
+    for (d, gold, ti) in authored {
+        let id = instance_id(&repo.name, &d, &scope);
+        let ex = flux_extract::find(d.extractor).expect("a registered extractor");
+        let params = flux_extract::params(Value::Object(d.params.clone()))?;
+        let template = (ex.template)(&params).to_string();
+        let (question, function, file) = match ti {
+            Some(ti) => {
+                let target = &plan.targets[ti];
+                let ff = &facts[&target.file];
+                let func = ff.function(&target.qualname).expect("drafted from its facts");
+                let prose = Prose {
+                    repo,
+                    target,
+                    func,
+                    file: ff,
+                };
+                (prose.question(&d), target.qualname.clone(), target.file.clone())
+            }
+            // A call graph is about a test: it counts against the test's function.
+            None => (
+                crate::author::call_graph_question(repo, &d),
+                d.tests[0].clone(),
+                module.to_string(),
+            ),
+        };
+        let mut ispec =
+            crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
+        ispec.generated = Some(GeneratedSpec {
+            set: spec.name.clone(),
+            split: repo.split.as_str().to_string(),
+            module: module.to_string(),
+            trace: scope.clone(),
+            easy: false,
+            difficulty: features::difficulty(repo, &profile, &facts, &d.tests),
+        });
+        let oracle = Oracle {
+            question_kind: d.kind,
+            question: ispec.question.clone(),
+            template_answer: serde_json::from_str(&template)?,
+            oracle_answer: gold,
+            provenance: Provenance {
+                image: repo.image.clone(),
+                image_id: run.image_id.clone(),
+                // Not recorded by flux gen yet (the sets made before it existed have none).
+                image_identity: String::new(),
+                interpreter: run.interpreter_version.clone(),
+                flux_version: env!("CARGO_PKG_VERSION").to_string(),
+                trace_sha256: digest.clone(),
+                harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
+                complete: true,
+                labels: run.trace.meta.labels.clone(),
+                extractor: d.extractor.to_string(),
+                params: d.params.clone(),
+                order_insensitive: Vec::new(),
+            },
+        };
+        let mut c = Candidate {
+            priority: crate::keyed::hash64(spec.seed, &id),
+            id,
+            kind: d.kind,
+            extractor: d.extractor.to_string(),
+            function,
+            file,
+            tests: d.tests.clone(),
+            spec: ispec,
+            oracle,
+        };
+        match crate::screen::baseline(g.runner, repo, &c).await {
+            Ok(easy) => {
+                if let Some(gen) = c.spec.generated.as_mut() {
+                    gen.easy = easy;
+                }
+            }
+            Err(e) => {
+                r.count("invalid");
+                eprintln!("flux gen: {}: does not load: {e:#}", c.id);
+                continue;
+            }
+        }
+        cands.push(c);
+    }
+    r.time("author", t);
+    // 7. The module's selection, then each instance's own run.
+    let chosen = crate::screen::select_module(spec, cands, r);
+    let t = Instant::now();
+    let kept = crate::screen::cross_check(g.runner, repo, budget, chosen, r).await;
+    r.time("check", t);
+    r.artifact = Some(art);
+    r.candidates = kept;
+    Ok(())
+}
+
+/// Does the answer show a memory address (`<object at 0x7f3a…>`)? Another run puts the
+/// object elsewhere: such an answer is not reproducible.
+pub fn has_address(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.match_indices(" at 0x").any(|(i, _)| {
+            s[i + 6..].chars().take(4).all(|c| c.is_ascii_hexdigit()) && s.len() >= i + 10
+        }),
+        Value::Array(a) => a.iter().any(has_address),
+        Value::Object(m) => m.values().any(has_address),
+        _ => false,
+    }
+}
+
+/// Write `r` to `<out>/modules/<repository>/<module>.json`.
+pub fn write_result(out: &Path, r: &ModuleResult) -> Result<PathBuf> {
+    let dir = out.join("modules").join(&r.repository);
+    std::fs::create_dir_all(&dir)?;
+    let p = dir.join(result_file(&r.module));
+    let tmp = p.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(r)? + "\n")?;
+    std::fs::rename(&tmp, &p)?;
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn addresses_in_answers_are_found() {
+        assert!(has_address(&json!({"v": [{"value": "<Foo object at 0x7f3a9c1d2e80>"}]})));
+        assert!(!has_address(&json!({"v": "0x10 at 0xZZ", "n": 3})));
+        assert!(!has_address(&json!({"v": "look at 0x1"})));
+    }
+}

@@ -1,0 +1,377 @@
+//! The screens after drafting: does the authored instance load, does the static baseline get
+//! it right (`easy`), the module's selection, and the cross-check — each instance's own run
+//! (its tests alone, its narrowed config, a fresh container) must give the gold answer the
+//! shared trace gave.
+use crate::module::{Candidate, ModuleResult};
+use crate::runner::Runner;
+use crate::spec::{Budget, GenSpec, RepoSpec};
+use anyhow::{Context, Result};
+use flux_extract::QuestionKind;
+use futures_util::stream::StreamExt;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+/// `instance.toml` text of `spec` (what the set holds; deterministic).
+pub fn instance_toml(spec: &flux_instance::InstanceSpec) -> Result<String> {
+    Ok(toml::to_string(spec)?)
+}
+
+/// `oracle.json` text of `oracle`.
+pub fn oracle_json(oracle: &flux_instance::Oracle) -> Result<String> {
+    Ok(serde_json::to_string_pretty(oracle)? + "\n")
+}
+
+/// Write `c` as an instance directory `<root>/<repository>/<id>/`.
+pub fn write_instance(root: &Path, c: &Candidate) -> Result<PathBuf> {
+    let dir = root.join(&c.spec.repository).join(&c.id);
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(flux_instance::INSTANCE_FILE), instance_toml(&c.spec)?)?;
+    std::fs::write(dir.join(flux_instance::ORACLE_FILE), oracle_json(&c.oracle)?)?;
+    Ok(dir)
+}
+
+/// Where the static baseline reads the repository's source: the unpacked source tree in the
+/// cache (`<cache>/src/<name>-<version>/`) when there is one, else the image's own files
+/// (the layer that holds the repository's code under `root`).
+pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
+    let (n, v) = repo.name_version();
+    let cached = runner.opts.cache_dir.join("src").join(format!("{n}-{v}"));
+    if cached.is_dir() {
+        return Some(cached);
+    }
+    let code = repo.code.first()?.trim_end_matches('/');
+    let host = runner
+        .rt
+        .image_file(&repo.image, &repo.in_image(code))
+        .await
+        .ok()?;
+    let mut root = host;
+    for _ in code.split('/') {
+        root.pop();
+    }
+    Some(root)
+}
+
+/// Does the instance load (the same checks `flux harvest` makes), and does the static-baseline
+/// solver answer it right? Ok(easy), or the load error.
+pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result<bool> {
+    let root = runner.work.join("baseline");
+    let dir = write_instance(&root, c)?;
+    let result = async {
+        flux_instance::load_instance(&dir)?;
+        let inst = flux_score::instance::load(&dir).context("reading it as the scorer does")?;
+        let src = source_root(runner, repo).await;
+        let answer = flux_eval::solvers::static_baseline_answer(&inst, src.as_deref());
+        let opts = flux_score::compare::CompareOptions {
+            order_insensitive: c.spec.order_insensitive.clone(),
+        };
+        Ok(flux_score::compare::matches(
+            &c.oracle.oracle_answer,
+            &answer,
+            &opts,
+        ))
+    }
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Kinds take turns, rarest first (fewest candidates), each taking its best remaining
+/// candidate (not easy before easy, then the seeded order) that keeps within `per_function`
+/// and `per_file`, until `per_module`; what is not taken is counted as `module-quota`. Among
+/// a kind's next few candidates, one whose own run is already needed by a candidate taken
+/// (the same tests and config: one run checks both) goes first, so the cross-check makes
+/// fewer runs.
+pub fn select_module(
+    spec: &GenSpec,
+    cands: Vec<Candidate>,
+    r: &mut ModuleResult,
+) -> Vec<Candidate> {
+    let q = &spec.quotas;
+    select(
+        cands,
+        q.per_module,
+        q.per_function,
+        q.per_file,
+        &q.kinds,
+        &mut |_| *r.left_out.entry("module-quota".into()).or_insert(0) += 1,
+    )
+}
+
+/// The selection rule of [`select_module`], also the set's per repository.
+pub fn select(
+    mut cands: Vec<Candidate>,
+    total: usize,
+    per_function: usize,
+    per_file: usize,
+    kinds: &[QuestionKind],
+    dropped: &mut dyn FnMut(&Candidate),
+) -> Vec<Candidate> {
+    cands.sort_by_key(|c| (easy(c), c.priority, c.id.clone()));
+    let mut by_kind: BTreeMap<QuestionKind, VecDeque<Candidate>> = BTreeMap::new();
+    for c in cands {
+        if kinds.contains(&c.kind) {
+            by_kind.entry(c.kind).or_default().push_back(c);
+        } else {
+            dropped(&c);
+        }
+    }
+    let mut order: Vec<QuestionKind> = by_kind.keys().copied().collect();
+    order.sort_by_key(|k| (by_kind[k].len(), *k));
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut per_f: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut per_file_n: BTreeMap<String, usize> = BTreeMap::new();
+    let mut open: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    loop {
+        let mut took = false;
+        for k in &order {
+            if out.len() >= total {
+                break;
+            }
+            let q = by_kind.get_mut(k).expect("a kind with candidates");
+            let fits = |c: &Candidate| {
+                per_f.get(&(c.file.clone(), c.function.clone())).copied().unwrap_or(0)
+                    < per_function
+                    && per_file_n.get(&c.file).copied().unwrap_or(0) < per_file
+            };
+            if let Some(i) = q
+                .iter()
+                .take(LOOKAHEAD)
+                .position(|c| open.contains(&run_key(c)) && fits(c))
+            {
+                let c = q.remove(i).expect("a position in the queue");
+                q.push_front(c);
+            }
+            while let Some(c) = q.pop_front() {
+                let fk = (c.file.clone(), c.function.clone());
+                let nf = per_f.get(&fk).copied().unwrap_or(0);
+                let nfile = per_file_n.get(&c.file).copied().unwrap_or(0);
+                if nf >= per_function || nfile >= per_file {
+                    dropped(&c);
+                    continue;
+                }
+                per_f.insert(fk, nf + 1);
+                per_file_n.insert(c.file.clone(), nfile + 1);
+                open.insert(run_key(&c));
+                out.push(c);
+                took = true;
+                break;
+            }
+        }
+        if !took || out.len() >= total {
+            break;
+        }
+    }
+    for q in by_kind.into_values() {
+        for c in q {
+            dropped(&c);
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
+}
+
+/// How far down a kind's queue [`select`] looks for a candidate whose run is already needed.
+const LOOKAHEAD: usize = 12;
+
+/// Candidates with the same key are checked by one run: the same tests, the same config.
+pub fn run_key(c: &Candidate) -> String {
+    format!(
+        "{}\n{}",
+        c.tests.join(" "),
+        serde_json::to_string(&c.spec.tracing).unwrap_or_default()
+    )
+}
+
+fn easy(c: &Candidate) -> bool {
+    c.spec.generated.as_ref().is_some_and(|g| g.easy)
+}
+
+/// Run every chosen instance's test alone with its narrowed config (instances with the same
+/// tests and config share one run: the same command and config make the same run), and keep
+/// those whose answer there equals the gold.
+pub async fn cross_check(
+    runner: &Runner,
+    repo: &RepoSpec,
+    budget: &Budget,
+    chosen: Vec<Candidate>,
+    r: &mut ModuleResult,
+) -> Vec<Candidate> {
+    let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+    for c in chosen {
+        groups.entry(run_key(&c)).or_default().push(c);
+    }
+    r.check_runs += groups.len();
+    let runs = futures_util::stream::iter(groups.into_values().enumerate().map(|(i, group)| async move {
+        let first = &group[0];
+        let run = runner
+            .trace(
+                repo,
+                &format!("gen-check-{i}"),
+                &first.tests,
+                first.spec.tracing.clone(),
+                first.spec.test.timeout_s,
+                flux_agent::tracer::TracerOptions::default().max_events,
+            )
+            .await;
+        (group, run)
+    }))
+    .buffer_unordered(budget.jobs.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let mut kept = Vec::new();
+    for (group, run) in runs {
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                eprintln!("flux gen: the own run of {} failed: {e:#}", group[0].id);
+                for _ in &group {
+                    r.count("not-reproduced");
+                }
+                continue;
+            }
+        };
+        let why_not = if run.exit_code != 0 {
+            Some(format!("its tests exited with {}", run.exit_code))
+        } else {
+            crate::module::run_problem(&run)
+        };
+        for c in group {
+            let verdict = match &why_not {
+                Some(w) => Err(w.clone()),
+                None => check_one(&run.trace, &c),
+            };
+            match verdict {
+                Ok(()) => kept.push(c),
+                Err(why) => {
+                    r.count("not-reproduced");
+                    if std::env::var_os("FLUX_GEN_VERBOSE").is_some() {
+                        eprintln!("flux gen: {} not reproduced: {why}", c.id);
+                    }
+                }
+            }
+        }
+    }
+    kept.sort_by(|a, b| a.id.cmp(&b.id));
+    kept
+}
+
+fn check_one(trace: &flux_trace::Trace, c: &Candidate) -> Result<(), String> {
+    let params = flux_extract::params(Value::Object(c.spec.extractor.params.clone()))
+        .map_err(|e| e.to_string())?;
+    let got = flux_extract::extract(trace, &c.extractor, &params).map_err(|e| e.to_string())?;
+    if got == c.oracle.oracle_answer {
+        Ok(())
+    } else {
+        Err(flux_harvest::json_diff(
+            &c.oracle.oracle_answer,
+            &got,
+            "shared trace",
+            "own run",
+        ))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use flux_instance::{Expect, ExtractorSpec, InstanceSpec, Oracle, Provenance, TestSpec};
+
+    /// A candidate for selection tests: `function` in `file`, run by `tests`.
+    pub(crate) fn fake(id: &str, kind: QuestionKind, function: &str, tests: &[&str]) -> Candidate {
+        let tests: Vec<String> = tests.iter().map(|t| t.to_string()).collect();
+        let spec = InstanceSpec {
+            id: id.into(),
+            repository: "r".into(),
+            package: "r==1".into(),
+            image: "i".into(),
+            interpreter: "/usr/bin/python3.11".into(),
+            kind,
+            question: "q".into(),
+            template: "{}".into(),
+            order_insensitive: vec![],
+            min_answer_size: None,
+            test: TestSpec {
+                files: vec![],
+                image_files: vec!["/r/t.py".into()],
+                command: vec!["python".into()],
+                expect: Expect::Pass,
+                timeout_s: 300,
+            },
+            tracing: crate::plan::narrowed(vec!["m.py".into()], vec![function.into()]),
+            extractor: ExtractorSpec {
+                name: "x".into(),
+                params: Default::default(),
+                answer: Default::default(),
+            },
+            variant: None,
+            generated: None,
+        };
+        Candidate {
+            id: id.into(),
+            kind,
+            extractor: "x".into(),
+            function: function.into(),
+            file: "m.py".into(),
+            tests,
+            priority: crate::keyed::hash64(1, id),
+            oracle: Oracle {
+                question_kind: kind,
+                question: "q".into(),
+                template_answer: Value::Null,
+                oracle_answer: Value::Null,
+                provenance: Provenance {
+                    image: "i".into(),
+                    image_id: String::new(),
+                    image_identity: String::new(),
+                    interpreter: "3.11".into(),
+                    flux_version: "0".into(),
+                    trace_sha256: String::new(),
+                    harvested_at: String::new(),
+                    complete: true,
+                    labels: vec![],
+                    extractor: "x".into(),
+                    params: Default::default(),
+                    order_insensitive: vec![],
+                },
+            },
+            spec,
+        }
+    }
+
+    #[test]
+    fn selection_takes_kinds_in_turn_within_caps_and_shares_runs() {
+        use QuestionKind as K;
+        let mut cands = Vec::new();
+        // Many S1 about f, one S5 about g (the rare kind), S2 about f and h.
+        for i in 0..6 {
+            cands.push(fake(&format!("s1-{i}"), K::S1, "f", &["t::a"]));
+        }
+        cands.push(fake("s5", K::S5, "g", &["t::b"]));
+        cands.push(fake("s2-f", K::S2, "f", &["t::a"]));
+        cands.push(fake("s2-h", K::S2, "h", &["t::c"]));
+        let mut dropped = Vec::new();
+        let out = select(cands, 4, 3, 10, &K::ALL, &mut |c| dropped.push(c.id.clone()));
+        let ids: Vec<&str> = out.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(out.len(), 4, "{ids:?}");
+        // The rare kind is in; no function beyond its cap of 3.
+        assert!(ids.contains(&"s5"), "{ids:?}");
+        assert!(out.iter().filter(|c| c.function == "f").count() <= 3);
+        // Both S2 candidates wait behind the kinds' turns; the one sharing f's run goes first.
+        assert!(ids.contains(&"s2-f"), "{ids:?}");
+        assert_eq!(dropped.len(), 5);
+        // Kinds not asked for are dropped.
+        let mut n = 0;
+        let out = select(
+            vec![fake("m", K::M1, "f", &["t::a", "t::b"])],
+            4,
+            3,
+            10,
+            &[K::S1],
+            &mut |_| n += 1,
+        );
+        assert!(out.is_empty());
+        assert_eq!(n, 1);
+    }
+}

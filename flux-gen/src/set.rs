@@ -1,0 +1,507 @@
+//! The benchmark set: which modules a spec names, running them (all, or one shard), and
+//! assembling the screened candidates of every module into `sets/<name>/` (phase 2), which
+//! depends on nothing but the module results — so shards merged give the unsharded set.
+//!
+//! Layout of a set directory:
+//! ```text
+//! sets/<name>/gen.toml                       the generation spec
+//! sets/<name>/index.json                     every instance: kind, module, split, easy, features
+//! sets/<name>/instances/<repository>/<id>/   instance.toml + oracle.json (flux's layout)
+//! ```
+//! and of a run's output directory (`--out`, default `<cache>/gen/<name>/`):
+//! ```text
+//! modules/<repository>/<module>.json         each module's result (what a shard writes)
+//! report.json                                the last run's summary: counts, left-out rules, times
+//! ```
+use crate::keyed::{seeded_order, Shard};
+use crate::module::{self, Candidate, Gen, ModuleResult};
+use crate::runner::Runner;
+use crate::screen;
+use crate::spec::{self, GenSpec, RepoSpec};
+use anyhow::{bail, Context, Result};
+use futures_util::stream::StreamExt;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// What to do.
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    /// `sets/<name>/` (holding `gen.toml`), or the spec file.
+    pub spec: PathBuf,
+    pub shard: Shard,
+    /// Module results and the run report; default `<cache>/gen/<name>/`.
+    pub out: Option<PathBuf>,
+    /// Only assemble the set from the module results in `out` (every module must have one).
+    pub merge: bool,
+    /// Reuse module results already in `out` instead of running those modules again.
+    pub resume: bool,
+    /// Assemble into a scratch directory and compare with the set instead of writing it.
+    pub check: bool,
+    pub harvest: flux_harvest::HarvestOptions,
+}
+
+/// One module of the work list.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Work {
+    pub repository: String,
+    pub module: String,
+}
+
+impl Work {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.repository, self.module)
+    }
+}
+
+/// The modules of `repo`: `modules`, then `select.count` more chosen with the seed among the
+/// image's files matching `select.glob` (none of `select.exclude`).
+pub fn modules_of(spec: &GenSpec, repo: &RepoSpec, files: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = repo.modules.clone();
+    if let Some(sel) = &repo.select {
+        let mut pool: Vec<String> = files
+            .iter()
+            .filter(|f| spec::glob_match(&sel.glob, f))
+            .filter(|f| !sel.exclude.iter().any(|x| spec::glob_match(x, f)))
+            .filter(|f| !out.contains(f))
+            .cloned()
+            .collect();
+        seeded_order(spec.seed, &mut pool, |f| format!("{}/{f}", repo.name));
+        out.extend(pool.into_iter().take(sel.count));
+    }
+    out
+}
+
+/// The run's summary (`<out>/report.json`, printed by `flux gen`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub set: String,
+    pub shard: String,
+    pub modules: usize,
+    pub modules_run: usize,
+    pub modules_skipped: Vec<(String, String)>,
+    /// Screened candidates of the modules (before the set's selection).
+    pub candidates: usize,
+    /// Instances in the set (after phase 2; 0 for a shard).
+    pub instances: usize,
+    pub by_kind: BTreeMap<String, usize>,
+    pub repositories: BTreeMap<String, usize>,
+    pub drafted: BTreeMap<String, usize>,
+    pub left_out: BTreeMap<String, usize>,
+    pub seconds: BTreeMap<String, f64>,
+    pub check_runs: usize,
+    pub wall_seconds: f64,
+    /// `--check`: what differs between the set and its regeneration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+}
+
+fn default_out(spec: &GenSpec, harvest: &flux_harvest::HarvestOptions) -> PathBuf {
+    harvest.cache_dir.join("gen").join(&spec.name)
+}
+
+/// The set directory of a spec path (`sets/<name>/gen.toml` → `sets/<name>/`).
+fn set_dir(spec_path: &Path) -> PathBuf {
+    if spec_path.is_dir() {
+        spec_path.to_path_buf()
+    } else {
+        spec_path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+}
+
+/// `flux gen`: see the crate docs. Progress goes to stderr; the report is returned.
+pub async fn generate(opts: &GenOptions) -> Result<Report> {
+    let t0 = std::time::Instant::now();
+    let spec = spec::load(&opts.spec)?;
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_out(&spec, &opts.harvest));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let runner = Runner::connect(opts.harvest.clone()).await?;
+    // The work list: every repository's modules (the image's files are listed once).
+    let mut work = Vec::new();
+    for repo in &spec.repositories {
+        runner.image_id(&repo.image).await?;
+        let files = if repo.select.is_some() {
+            runner.list_files(repo).await?
+        } else {
+            Vec::new()
+        };
+        for m in modules_of(&spec, repo, &files) {
+            work.push(Work {
+                repository: repo.name.clone(),
+                module: m,
+            });
+        }
+    }
+    let mut report = Report {
+        set: spec.name.clone(),
+        shard: opts.shard.to_string(),
+        modules: work.len(),
+        ..Report::default()
+    };
+    let mine = opts.shard.select(work.clone(), Work::key);
+    let g = Gen {
+        spec: &spec,
+        runner: &runner,
+        artifacts: runner.work.join("artifacts").join(&spec.name),
+        facts: tokio::sync::Mutex::new(BTreeMap::new()),
+    };
+    if !opts.merge {
+        let todo: Vec<(usize, &Work)> = mine
+            .iter()
+            .enumerate()
+            .filter(|(i, w)| {
+                let path = out
+                    .join("modules")
+                    .join(&w.repository)
+                    .join(module::result_file(&w.module));
+                let keep = opts.resume && read_result(&path).is_ok();
+                if keep {
+                    eprintln!("flux gen: [{}/{}] {}: kept from {}", i + 1, mine.len(), w.key(), path.display());
+                }
+                !keep
+            })
+            .collect();
+        let n = mine.len();
+        let g = &g;
+        let out_dir = &out;
+        let spec = &spec;
+        // Modules run side by side (`budget.modules`): one's container runs while another's
+        // trace is merged and read. Each result is written as soon as it is done.
+        let mut runs = futures_util::stream::iter(todo.into_iter().map(|(i, w)| async move {
+            let repo = spec
+                .repositories
+                .iter()
+                .find(|r| r.name == w.repository)
+                .expect("work comes from the spec");
+            (i, module::run_module(g, repo, &w.module).await)
+        }))
+        .buffer_unordered(spec.budget.modules.max(1));
+        while let Some((i, r)) = runs.next().await {
+            module::write_result(out_dir, &r)?;
+            eprintln!("flux gen: [{}/{n}] {}", i + 1, line(&r));
+            report.modules_run += 1;
+        }
+    }
+    // Read back this shard's (or every) module result.
+    let wanted = if opts.shard.count > 1 && !opts.merge {
+        mine
+    } else {
+        work
+    };
+    let mut results = Vec::new();
+    let mut missing = Vec::new();
+    for w in &wanted {
+        let path = out
+            .join("modules")
+            .join(&w.repository)
+            .join(module::result_file(&w.module));
+        match read_result(&path) {
+            Ok(r) => results.push(r),
+            Err(_) => missing.push(w.key()),
+        }
+    }
+    if !missing.is_empty() {
+        bail!(
+            "no result for {} module(s) in {} (run their shards first): {}",
+            missing.len(),
+            out.display(),
+            missing.join(", ")
+        );
+    }
+    for r in &results {
+        report.candidates += r.candidates.len();
+        report.check_runs += r.check_runs;
+        for (k, v) in &r.left_out {
+            *report.left_out.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &r.drafted {
+            *report.drafted.entry(k.clone()).or_insert(0) += v;
+        }
+        for (k, v) in &r.seconds {
+            *report.seconds.entry(k.clone()).or_insert(0.0) += v;
+        }
+        if let Some(why) = &r.skipped {
+            report.modules_skipped.push((format!("{}/{}", r.repository, r.module), why.clone()));
+        }
+    }
+    if opts.shard.count == 1 || opts.merge {
+        let chosen = assemble(&spec, results);
+        for c in &chosen {
+            *report.by_kind.entry(c.kind.as_str().to_string()).or_insert(0) += 1;
+            *report.repositories.entry(c.spec.repository.clone()).or_insert(0) += 1;
+        }
+        report.instances = chosen.len();
+        let dir = set_dir(&opts.spec);
+        if opts.check {
+            report.differences = check_set(&dir, &chosen)?;
+        } else {
+            write_set(&dir, &chosen)?;
+        }
+    }
+    report.wall_seconds = t0.elapsed().as_secs_f64();
+    std::fs::write(
+        out.join(if opts.shard.count > 1 && !opts.merge {
+            format!("report-shard-{}-of-{}.json", opts.shard.index, opts.shard.count)
+        } else {
+            "report.json".to_string()
+        }),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    Ok(report)
+}
+
+fn line(r: &ModuleResult) -> String {
+    match &r.skipped {
+        Some(why) => format!("{}/{}: skipped: {why}", r.repository, r.module),
+        None => format!(
+            "{}/{}: {} instance(s) ({} drafted, {} own runs, {:.0}s)",
+            r.repository,
+            r.module,
+            r.candidates.len(),
+            r.drafted.values().sum::<usize>(),
+            r.check_runs,
+            r.seconds.values().sum::<f64>()
+        ),
+    }
+}
+
+fn read_result(path: &Path) -> Result<ModuleResult> {
+    let b = std::fs::read(path)?;
+    Ok(serde_json::from_slice(&b)?)
+}
+
+/// Phase 2: the set's selection over every module's candidates, per repository (kinds in turn,
+/// `per_repository`, `per_function`, `per_file` across modules). A pure function of the
+/// results, whatever order they come in.
+pub fn assemble(spec: &GenSpec, mut results: Vec<ModuleResult>) -> Vec<Candidate> {
+    results.sort_by(|a, b| (&a.repository, &a.module).cmp(&(&b.repository, &b.module)));
+    let q = &spec.quotas;
+    let mut out = Vec::new();
+    for repo in &spec.repositories {
+        let cands: Vec<Candidate> = results
+            .iter()
+            .filter(|r| r.repository == repo.name)
+            .flat_map(|r| r.candidates.iter().cloned())
+            .collect();
+        out.extend(screen::select(
+            cands,
+            q.per_repository,
+            q.per_function,
+            q.per_file,
+            &q.kinds,
+            &mut |_| {},
+        ));
+    }
+    out.sort_by(|a, b| (&a.spec.repository, &a.id).cmp(&(&b.spec.repository, &b.id)));
+    out
+}
+
+/// `index.json`: one row per instance.
+#[derive(Serialize)]
+struct IndexRow<'a> {
+    id: &'a str,
+    repository: &'a str,
+    kind: &'a str,
+    extractor: &'a str,
+    module: &'a str,
+    split: &'a str,
+    easy: bool,
+    difficulty: &'a flux_instance::Difficulty,
+}
+
+fn index_json(chosen: &[Candidate]) -> Result<String> {
+    let rows: Vec<IndexRow> = chosen
+        .iter()
+        .filter_map(|c| {
+            let g = c.spec.generated.as_ref()?;
+            Some(IndexRow {
+                id: &c.id,
+                repository: &c.spec.repository,
+                kind: c.kind.as_str(),
+                extractor: &c.extractor,
+                module: &g.module,
+                split: &g.split,
+                easy: g.easy,
+                difficulty: &g.difficulty,
+            })
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+}
+
+/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle holds
+/// the same answer keeps its file as it is, so a regeneration that changes nothing changes no
+/// byte), and `index.json`.
+pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
+    let inst_root = dir.join("instances");
+    let staging = dir.join(".instances.new");
+    let _ = std::fs::remove_dir_all(&staging);
+    for c in chosen {
+        let d = screen::write_instance(&staging, c)?;
+        let old = inst_root.join(&c.spec.repository).join(&c.id);
+        if let Ok(prev) = flux_instance::read_oracle(&old) {
+            if prev.oracle_answer == c.oracle.oracle_answer && prev.question == c.oracle.question
+            {
+                std::fs::copy(old.join(flux_instance::ORACLE_FILE), d.join(flux_instance::ORACLE_FILE))?;
+            }
+        }
+    }
+    std::fs::create_dir_all(&staging)?;
+    let old = dir.join(".instances.old");
+    let _ = std::fs::remove_dir_all(&old);
+    if inst_root.exists() {
+        std::fs::rename(&inst_root, &old)?;
+    }
+    std::fs::rename(&staging, &inst_root)?;
+    let _ = std::fs::remove_dir_all(&old);
+    std::fs::write(dir.join("index.json"), index_json(chosen)?)?;
+    Ok(())
+}
+
+/// Provenance fields that name the run that made a gold answer (when, and the digest of that
+/// run's trace): the only bytes a regeneration may change.
+const RUN_FIELDS: [&str; 2] = ["harvested_at", "trace_sha256"];
+
+fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
+    let mut v: serde_json::Value = serde_json::from_str(oracle_json).ok()?;
+    if let Some(p) = v.get_mut("provenance").and_then(|p| p.as_object_mut()) {
+        for f in RUN_FIELDS {
+            p.remove(f);
+        }
+    }
+    Some(v)
+}
+
+/// `--check`: what differs between the set in `dir` and `chosen` (instance.toml byte for byte,
+/// oracle.json byte for byte save [`RUN_FIELDS`], index.json, and which instances there are).
+pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
+    let mut diffs = Vec::new();
+    let inst_root = dir.join("instances");
+    let have: BTreeSet<PathBuf> = flux_instance::discover(&[&inst_root])
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let mut want = BTreeSet::new();
+    for c in chosen {
+        let d = inst_root.join(&c.spec.repository).join(&c.id);
+        want.insert(d.clone());
+        let toml_now = screen::instance_toml(&c.spec)?;
+        match std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)) {
+            Ok(t) if t == toml_now => {}
+            Ok(_) => diffs.push(format!("{}: instance.toml differs", d.display())),
+            Err(_) => {
+                diffs.push(format!("{}: missing from the set", d.display()));
+                continue;
+            }
+        }
+        let oracle_now = screen::oracle_json(&c.oracle)?;
+        let old = std::fs::read_to_string(d.join(flux_instance::ORACLE_FILE)).unwrap_or_default();
+        if without_run_fields(&old) != without_run_fields(&oracle_now) {
+            diffs.push(format!("{}: oracle.json differs", d.display()));
+        }
+    }
+    for d in have.difference(&want) {
+        diffs.push(format!("{}: in the set, not regenerated", d.display()));
+    }
+    let index_now = index_json(chosen)?;
+    if std::fs::read_to_string(dir.join("index.json")).unwrap_or_default() != index_now {
+        diffs.push(format!("{}: index.json differs", dir.join("index.json").display()));
+    }
+    Ok(diffs)
+}
+
+/// Harvest paths of `--shard K/N`: the instance directories at or under `paths` that fall in
+/// the shard (keyed by `<repository>/<id>`, as the directories name them).
+pub fn shard_instances(paths: &[PathBuf], shard: Shard) -> Result<Vec<PathBuf>> {
+    let dirs = flux_instance::discover(paths)?;
+    Ok(shard.select(dirs, |d| {
+        let id = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let repo = d
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("{repo}/{id}")
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::screen::tests::fake;
+    use flux_extract::QuestionKind as K;
+
+    fn result(repo: &str, module: &str, ids: &[(&str, K, &str)]) -> ModuleResult {
+        ModuleResult {
+            repository: repo.into(),
+            module: module.into(),
+            candidates: ids
+                .iter()
+                .map(|(id, k, f)| {
+                    let mut c = fake(id, *k, f, &["t::a"]);
+                    c.spec.repository = repo.into();
+                    c
+                })
+                .collect(),
+            ..ModuleResult::default()
+        }
+    }
+
+    /// Phase 2 depends on the module results alone: in any order (shards finish in any
+    /// order, and each writes its own modules), the set is the same.
+    #[test]
+    fn assembly_is_the_same_whatever_order_the_modules_come_in() {
+        let mut spec =
+            crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();
+        spec.repositories[0].name = "r".into();
+        spec.quotas.per_repository = 5;
+        spec.quotas.per_function = 2;
+        let a = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "f"), ("a3", K::S3, "f")]);
+        let b = result("r", "m2.py", &[("b1", K::S1, "g"), ("b2", K::M1, "g"), ("b3", K::S5, "h")]);
+        let c = result("x", "m3.py", &[("c1", K::S1, "k")]);
+        let one = assemble(&spec, vec![a.clone(), b.clone(), c.clone()]);
+        let two = assemble(&spec, vec![c, b, a]);
+        assert_eq!(one, two);
+        let ids: Vec<&str> = one.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(one.len(), 5, "{ids:?}");
+        // Repository `x` is not in the spec: none of its candidates.
+        assert!(!ids.contains(&"c1"));
+        // f is capped at 2 across the modules.
+        assert!(one.iter().filter(|c| c.function == "f").count() <= 2);
+    }
+
+    #[test]
+    fn module_selection_is_seeded_and_keeps_the_listed_ones_first() {
+        let spec = crate::spec::parse(
+            &crate::spec::tests::GOOD.replace(
+                "split = \"test\"",
+                "split = \"test\"\nselect = { glob = \"sympy/*/tests/test_*.py\", count = 2 }",
+            ),
+            Path::new("gen.toml"),
+        )
+        .unwrap();
+        let repo = &spec.repositories[0];
+        let files: Vec<String> = [
+            "sympy/core/tests/test_arit.py",
+            "sympy/core/add.py",
+            "sympy/ntheory/tests/test_factor_.py",
+            "sympy/sets/tests/test_sets.py",
+            "sympy/logic/tests/test_boolalg.py",
+        ]
+        .map(String::from)
+        .into();
+        let m = modules_of(&spec, repo, &files);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0], "sympy/ntheory/tests/test_factor_.py");
+        assert!(m[1..].iter().all(|f| f.contains("/tests/test_") && f != &m[0]));
+        let mut rev = files.clone();
+        rev.reverse();
+        assert_eq!(modules_of(&spec, repo, &rev), m);
+    }
+}

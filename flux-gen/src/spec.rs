@@ -1,0 +1,471 @@
+//! The generation spec, `sets/<name>/gen.toml`: which repositories (image, pins, where their
+//! tests live), the seed, the quotas and the budgets. `flux gen` regenerates the set from it.
+//!
+//! Two stages as everywhere in flux: [`load`] parses and checks everything that can be checked
+//! without running anything (names, pins, paths, quotas), so a bad spec fails before a
+//! container starts, with the file and the field in the message.
+use flux_extract::QuestionKind;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The file name of a set's spec.
+pub const SPEC_FILE: &str = "gen.toml";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenSpec {
+    /// The set's name: `sets/<name>/`, and `[generated] set` of every instance.
+    pub name: String,
+    /// Every seeded choice (modules, targets, parameters, which of equals is kept) derives
+    /// from this and a stable key of the thing chosen, never from processing order.
+    pub seed: u64,
+    #[serde(default)]
+    pub quotas: Quotas,
+    #[serde(default)]
+    pub budget: Budget,
+    #[serde(rename = "repository")]
+    pub repositories: Vec<RepoSpec>,
+}
+
+/// How many instances of what the set keeps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Quotas {
+    /// Instances kept per repository.
+    pub per_repository: usize,
+    /// Instances kept per test module.
+    pub per_module: usize,
+    /// Instances kept per source file of the targets.
+    pub per_file: usize,
+    /// Instances whose target is one function ("a function is the target of a few").
+    pub per_function: usize,
+    /// Planned questions per target function in one module (before screening).
+    pub plan_per_function: usize,
+    /// Target functions of one module's shared trace.
+    pub targets_per_module: usize,
+    /// The kinds generated (default: all 14).
+    pub kinds: Vec<QuestionKind>,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Quotas {
+            per_repository: 300,
+            per_module: 40,
+            per_file: 40,
+            per_function: 4,
+            plan_per_function: 8,
+            targets_per_module: 24,
+            kinds: QuestionKind::ALL.to_vec(),
+        }
+    }
+}
+
+/// Limits that keep one module's runs cheap and its answers readable.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Budget {
+    /// Each run of a test module (scout, shared trace) must end within this.
+    pub module_timeout_s: u64,
+    /// Events a scout may record; a module over it is skipped (and reported).
+    pub scout_events: usize,
+    /// Estimated events of a module's shared trace: targets are added while under it.
+    pub trace_events: usize,
+    /// A function called more often than this in one module is not a target there.
+    pub max_invocations: u64,
+    /// Calls made under a target's frames (its subtree) in one module, at most.
+    pub max_subtree_calls: u64,
+    /// Largest answer kept (`flux_extract::answer_size`, scalar leaves).
+    pub max_answer_size: usize,
+    /// Tests named by one multi-test (M) question, at most.
+    pub max_tests: usize,
+    /// Instance runs at a time (the cross-check harvests), per module.
+    pub jobs: usize,
+    /// Modules in progress at a time.
+    pub modules: usize,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            module_timeout_s: 900,
+            scout_events: 3_000_000,
+            trace_events: 2_000_000,
+            max_invocations: 400,
+            max_subtree_calls: 20_000,
+            max_answer_size: 120,
+            max_tests: 4,
+            jobs: 2,
+            modules: 2,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Split {
+    Train,
+    Test,
+}
+
+impl Split {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Test => "test",
+        }
+    }
+}
+
+/// One repository at a pinned version, in its image.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoSpec {
+    /// `instances/<name>/`: the instances' `repository`.
+    pub name: String,
+    /// The package under test, `name==version`.
+    pub package: String,
+    pub image: String,
+    /// The interpreter inside the image (by path).
+    pub interpreter: String,
+    /// The directory in the image pytest runs from as its rootdir: module paths and node ids
+    /// are relative to it (`sympy/core/tests/test_arit.py::test_bug1`).
+    pub root: String,
+    /// The repository's own code, paths under `root` (`sympy/`): targets are functions there,
+    /// and difficulty features count calls into it.
+    pub code: Vec<String>,
+    /// Globs (over paths under `root`) of files that are not targets: the tests themselves,
+    /// conftest, testing helpers.
+    #[serde(default = "default_not_targets")]
+    pub not_targets: Vec<String>,
+    /// Test modules (paths under `root`), in addition to `select`.
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// A seeded choice of test modules from the image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<Select>,
+    /// Which side of the train/test split its instances fall on.
+    pub split: Split,
+    /// Arguments given to pytest before the test paths.
+    #[serde(default = "default_pytest_args")]
+    pub pytest_args: Vec<String>,
+    /// Tests (node ids, or node-id suffixes after `::`) never used: known to hang, to need the
+    /// network, or to be too heavy to trace.
+    #[serde(default)]
+    pub skip_tests: Vec<String>,
+}
+
+/// `select = { glob = "sympy/*/tests/test_*.py", count = 20 }`: `count` modules matching
+/// `glob` (and none of `exclude`), chosen with the seed from the image's files.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Select {
+    pub glob: String,
+    pub count: usize,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+fn default_not_targets() -> Vec<String> {
+    vec![
+        "*/tests/*".into(),
+        "*/test_*.py".into(),
+        "*/conftest.py".into(),
+        "*/testing/*".into(),
+    ]
+}
+
+fn default_pytest_args() -> Vec<String> {
+    vec!["-q".into(), "-p".into(), "no:cacheprovider".into()]
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {msg}")]
+    Parse { path: PathBuf, msg: String },
+    #[error("{path}: field `{field}`: {problem}")]
+    Invalid {
+        path: PathBuf,
+        field: String,
+        problem: String,
+    },
+}
+
+/// Read and check `gen.toml` (a file, or a set directory holding one).
+pub fn load(path: &Path) -> Result<GenSpec, SpecError> {
+    let file = if path.is_dir() {
+        path.join(SPEC_FILE)
+    } else {
+        path.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).map_err(|source| SpecError::Io {
+        path: file.clone(),
+        source,
+    })?;
+    parse(&text, &file)
+}
+
+/// Parse and check spec text (`path` names it in errors).
+pub fn parse(text: &str, path: &Path) -> Result<GenSpec, SpecError> {
+    let spec: GenSpec = toml::from_str(text).map_err(|e| SpecError::Parse {
+        path: path.to_path_buf(),
+        msg: e.to_string().trim_end().to_string(),
+    })?;
+    check(&spec, path)?;
+    Ok(spec)
+}
+
+fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
+    let bad = |field: String, problem: String| SpecError::Invalid {
+        path: path.to_path_buf(),
+        field,
+        problem,
+    };
+    if !plain_name(&spec.name) {
+        return Err(bad(
+            "name".into(),
+            format!("`{}` must be a plain directory name", spec.name),
+        ));
+    }
+    if spec.repositories.is_empty() {
+        return Err(bad("repository".into(), "lists no repository".into()));
+    }
+    let q = &spec.quotas;
+    for (field, v) in [
+        ("quotas.per_repository", q.per_repository),
+        ("quotas.per_module", q.per_module),
+        ("quotas.per_file", q.per_file),
+        ("quotas.per_function", q.per_function),
+        ("quotas.plan_per_function", q.plan_per_function),
+        ("quotas.targets_per_module", q.targets_per_module),
+        ("budget.max_answer_size", spec.budget.max_answer_size),
+        ("budget.jobs", spec.budget.jobs),
+        ("budget.modules", spec.budget.modules),
+        ("budget.scout_events", spec.budget.scout_events),
+        ("budget.trace_events", spec.budget.trace_events),
+    ] {
+        if v == 0 {
+            return Err(bad(field.into(), "must be at least 1".into()));
+        }
+    }
+    if spec.budget.max_tests < 2 {
+        return Err(bad(
+            "budget.max_tests".into(),
+            "must be at least 2 (a multi-test question names two tests or more)".into(),
+        ));
+    }
+    if q.kinds.is_empty() {
+        return Err(bad("quotas.kinds".into(), "lists no kind".into()));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (i, r) in spec.repositories.iter().enumerate() {
+        let f = |k: &str| format!("repository[{i}].{k}");
+        if !plain_name(&r.name) {
+            return Err(bad(
+                f("name"),
+                format!("`{}` must be a plain directory name", r.name),
+            ));
+        }
+        if !names.insert(r.name.clone()) {
+            return Err(bad(f("name"), format!("`{}` appears twice", r.name)));
+        }
+        match r.package.split_once("==") {
+            Some((n, v)) if !n.trim().is_empty() && !v.trim().is_empty() => {}
+            _ => {
+                return Err(bad(
+                    f("package"),
+                    format!("`{}` is not pinned as name==version", r.package),
+                ))
+            }
+        }
+        for (k, v) in [("image", &r.image), ("interpreter", &r.interpreter)] {
+            if v.trim().is_empty() {
+                return Err(bad(f(k), "must not be empty".into()));
+            }
+        }
+        if !r.root.starts_with('/') || r.root.contains("/..") {
+            return Err(bad(
+                f("root"),
+                format!("`{}` must be an absolute path in the image", r.root),
+            ));
+        }
+        if r.code.is_empty() {
+            return Err(bad(f("code"), "lists no path of the repository's code".into()));
+        }
+        for m in r.code.iter().chain(&r.modules) {
+            if m.starts_with('/') || m.split('/').any(|c| c == "..") {
+                return Err(bad(
+                    f("modules"),
+                    format!("`{m}` must be a path under `root`, without `..`"),
+                ));
+            }
+        }
+        if r.modules.is_empty() && r.select.is_none() {
+            return Err(bad(
+                f("modules"),
+                "no test module: give `modules` or `select`".into(),
+            ));
+        }
+        if let Some(s) = &r.select {
+            if s.count == 0 || s.glob.trim().is_empty() {
+                return Err(bad(
+                    f("select"),
+                    "needs a glob and a count of at least 1".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('.')
+        && s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+}
+
+impl RepoSpec {
+    /// `(name, version)` of the package.
+    pub fn name_version(&self) -> (&str, &str) {
+        let (n, v) = self.package.split_once("==").unwrap_or((&self.package, ""));
+        (n.trim(), v.trim())
+    }
+
+    /// The path of `rel` (under `root`) in the image.
+    pub fn in_image(&self, rel: &str) -> String {
+        format!("{}/{}", self.root.trim_end_matches('/'), rel)
+    }
+
+    /// Is `rel` (a path under `root`) the repository's own code, and not a test?
+    pub fn is_target_file(&self, rel: &str) -> bool {
+        self.code.iter().any(|c| rel.starts_with(c.as_str()))
+            && !self
+                .not_targets
+                .iter()
+                .any(|g| glob_match(g, rel) || glob_match(g, &format!("/{rel}")))
+    }
+
+    /// `abs` (a file path as the interpreter saw it) relative to `root`, if it lies there.
+    pub fn relative<'a>(&self, abs: &'a str) -> Option<&'a str> {
+        let root = self.root.trim_end_matches('/');
+        abs.strip_prefix(root)?.strip_prefix('/')
+    }
+
+    /// Should the test `nodeid` be left out?
+    pub fn skips(&self, nodeid: &str) -> bool {
+        self.skip_tests
+            .iter()
+            .any(|s| flux_trace::query::test_matches(nodeid, s))
+    }
+}
+
+/// `*` matches any run of characters (`/` included), `?` one character.
+pub fn glob_match(pat: &str, s: &str) -> bool {
+    let (p, s) = (pat.as_bytes(), s.as_bytes());
+    let (mut pi, mut si) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == b'?' || (p[pi] != b'*' && p[pi] == s[si])) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == b'*' {
+            star = Some(pi);
+            pi += 1;
+            mark = si;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == b'*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) const GOOD: &str = r#"
+name = "mini"
+seed = 7
+
+[quotas]
+per_module = 10
+
+[[repository]]
+name = "sympy"
+package = "sympy==1.13.3"
+image = "flux/sympy:1.13.3-py3.11"
+interpreter = "/usr/bin/python3.11"
+root = "/usr/local/lib/python3.11/dist-packages"
+code = ["sympy/"]
+modules = ["sympy/ntheory/tests/test_factor_.py"]
+split = "test"
+"#;
+
+    #[test]
+    fn a_good_spec_loads_with_defaults() {
+        let s = parse(GOOD, Path::new("gen.toml")).unwrap();
+        assert_eq!(s.quotas.per_module, 10);
+        assert_eq!(s.quotas.per_function, Quotas::default().per_function);
+        assert_eq!(s.quotas.kinds.len(), 14);
+        let r = &s.repositories[0];
+        assert_eq!(r.name_version(), ("sympy", "1.13.3"));
+        assert_eq!(r.pytest_args, ["-q", "-p", "no:cacheprovider"]);
+        assert!(r.is_target_file("sympy/ntheory/factor_.py"));
+        assert!(!r.is_target_file("sympy/ntheory/tests/test_factor_.py"));
+        assert!(!r.is_target_file("sympy/testing/pytest.py"));
+        assert!(!r.is_target_file("mpmath/ctx_base.py"));
+        assert_eq!(
+            r.relative("/usr/local/lib/python3.11/dist-packages/sympy/core/add.py"),
+            Some("sympy/core/add.py")
+        );
+        assert_eq!(r.relative("/usr/lib/python3.11/os.py"), None);
+    }
+
+    #[test]
+    fn bad_specs_name_the_field() {
+        let cases = [
+            (GOOD.replace("seed = 7", "seed = 7\ncolour = 1"), "unknown field `colour`"),
+            (GOOD.replace("sympy==1.13.3", "sympy"), "field `repository[0].package`"),
+            (GOOD.replace("per_module = 10", "per_module = 0"), "field `quotas.per_module`"),
+            (
+                GOOD.replace("/usr/local/lib/python3.11/dist-packages", "lib"),
+                "field `repository[0].root`",
+            ),
+            (
+                GOOD.replace("modules = [\"sympy/ntheory/tests/test_factor_.py\"]", ""),
+                "no test module",
+            ),
+            (GOOD.replace("name = \"mini\"", "name = \"a/b\""), "field `name`"),
+            (GOOD.replace("split = \"test\"", "split = \"dev\""), "unknown variant `dev`"),
+        ];
+        for (text, want) in cases {
+            let e = parse(&text, Path::new("sets/x/gen.toml")).unwrap_err().to_string();
+            assert!(e.starts_with("sets/x/gen.toml: "), "{e}");
+            assert!(e.contains(want), "want {want:?} in {e}");
+        }
+    }
+
+    #[test]
+    fn globs_match_paths() {
+        assert!(glob_match("sympy/*/tests/test_*.py", "sympy/core/tests/test_arit.py"));
+        assert!(!glob_match("sympy/*/tests/test_*.py", "sympy/core/add.py"));
+        assert!(glob_match("*/tests/*", "/sympy/core/tests/x.py"));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("a?c", "ac"));
+    }
+}

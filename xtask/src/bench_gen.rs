@@ -1,0 +1,184 @@
+//! `cargo xtask bench gen [--json] [--spec SET] [--check-sample N]`: screened instances per hour
+//! of `flux gen` (which includes each instance's own harvest, its cross-check) on one repository
+//! slice, and where the time goes.
+//!
+//! The slice is `xtask/bench/gen/gen.toml` (a few modules of SymPy's own test suite, python3.11)
+//! unless `--spec` names another. It runs the release `flux gen SET --out <fresh dir> --json`
+//! (no resume: every scout, shared trace and own run is made), then, as the ratio a shared
+//! machine cannot spoil, the same modules untraced once each in the same image
+//! (`untraced_seconds`): `gen_over_untraced` is gen's wall time over that. With
+//! `--check-sample N`, `flux harvest --check` re-harvests N of the instances (seeded) from
+//! clean containers and the time and result are reported beside.
+//!
+//! Phase seconds are summed over modules, which run side by side (`budget.modules`), so they add
+//! up to more than the wall time. The load average before and after is printed: figures from a
+//! busy machine are for ratios only. Nothing here is asserted in tests.
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const DEFAULT_SPEC: &str = "xtask/bench/gen/gen.toml";
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// `(image, interpreter, root, pytest args, modules)` of each repository of the spec.
+fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, Vec<String>)>> {
+    let text = std::fs::read_to_string(spec).with_context(|| spec.display().to_string())?;
+    let v: toml::Value = toml::from_str(&text)?;
+    let mut out = Vec::new();
+    for r in v.get("repository").and_then(|r| r.as_array()).into_iter().flatten() {
+        let s = |k: &str| r.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+        let list = |k: &str| -> Vec<String> {
+            r.get(k)
+                .and_then(|x| x.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        };
+        let mut args = list("pytest_args");
+        if args.is_empty() {
+            args = vec!["-q".into(), "-p".into(), "no:cacheprovider".into()];
+        }
+        out.push((s("image"), s("interpreter"), s("root"), args, list("modules")));
+    }
+    Ok(out)
+}
+
+/// Each listed module run once, untraced, in its image (the same command flux gen runs).
+fn untraced_seconds(spec: &Path) -> Result<f64> {
+    let mut total = 0.0;
+    for (image, interp, root, args, modules) in modules_of(spec)? {
+        for m in modules {
+            let t = std::time::Instant::now();
+            let st = Command::new("docker")
+                .args(["run", "--rm", "--network", "none", "-u", "1000:1000"])
+                .args(["-e", "PYTHONDONTWRITEBYTECODE=1", "-e", "PYTHONHASHSEED=0", "-w", "/tmp"])
+                .arg(&image)
+                .arg(&interp)
+                .args(["-m", "pytest"])
+                .args(&args)
+                .arg(format!("--rootdir={root}"))
+                .arg(format!("{}/{m}", root.trim_end_matches('/')))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .context("docker run")?;
+            total += t.elapsed().as_secs_f64();
+            let _ = st;
+        }
+    }
+    Ok(total)
+}
+
+pub fn run(json_out: bool, spec: Option<PathBuf>, check_sample: usize) -> Result<std::process::ExitCode> {
+    let root = crate::workspace_root();
+    let spec = spec.unwrap_or_else(|| root.join(DEFAULT_SPEC));
+    let flux = crate::build_flux_release()?;
+    let out = std::env::temp_dir().join(format!("flux-bench-gen-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    // The set is written beside a copy of the spec, not into the repository.
+    let set = out.join("set");
+    std::fs::create_dir_all(&set)?;
+    std::fs::copy(&spec, set.join("gen.toml"))?;
+    let load_before = loadavg();
+    let t = std::time::Instant::now();
+    let o = Command::new(&flux)
+        .arg("gen")
+        .arg(&set)
+        .arg("--out")
+        .arg(out.join("work"))
+        .arg("--json")
+        .current_dir(&root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("running flux gen")?;
+    let wall = t.elapsed().as_secs_f64();
+    if !o.status.success() {
+        bail!("flux gen failed ({})", o.status);
+    }
+    let report: Value = serde_json::from_slice(&o.stdout).context("flux gen --json")?;
+    let screened = report["instances"].as_u64().unwrap_or(0);
+    let untraced = untraced_seconds(&spec)?;
+    let mut check = Value::Null;
+    if check_sample > 0 {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let inst = set.join("instances");
+        for repo in std::fs::read_dir(&inst).into_iter().flatten().flatten() {
+            for d in std::fs::read_dir(repo.path()).into_iter().flatten().flatten() {
+                dirs.push(d.path());
+            }
+        }
+        dirs.sort();
+        // A fixed stride: the same sample for the same set.
+        let step = (dirs.len() / check_sample.max(1)).max(1);
+        let sample: Vec<PathBuf> = dirs.iter().step_by(step).take(check_sample).cloned().collect();
+        let t = std::time::Instant::now();
+        let st = Command::new(&flux)
+            .args(["harvest", "--check"])
+            .args(&sample)
+            .current_dir(&root)
+            .status()?;
+        check = json!({
+            "instances": sample.len(),
+            "seconds": t.elapsed().as_secs_f64(),
+            "all_reproduced": st.success(),
+        });
+    }
+    let load_after = loadavg();
+    let per_hour = screened as f64 / (wall / 3600.0);
+    let j = json!({
+        "spec": spec.display().to_string(),
+        "screened": screened,
+        "instances_per_hour": per_hour,
+        "wall_seconds": wall,
+        "untraced_seconds": untraced,
+        "gen_over_untraced": wall / untraced.max(1e-9),
+        "seconds_per_instance": wall / (screened.max(1) as f64),
+        "modules": report["modules"],
+        "candidates": report["candidates"],
+        "check_runs": report["check_runs"],
+        "phase_seconds": report["seconds"],
+        "by_kind": report["by_kind"],
+        "left_out": report["left_out"],
+        "harvest_check_sample": check,
+        "load_before": load_before,
+        "load_after": load_after,
+    });
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else {
+        println!("bench gen: {}", spec.display());
+        println!(
+            "  {screened} screened instances in {wall:.0}s: {per_hour:.0} an hour ({:.1}s each; target >= 1000/h)",
+            wall / (screened.max(1) as f64)
+        );
+        println!(
+            "  untraced run of the same modules: {untraced:.1}s; gen / untraced = {:.1}x",
+            wall / untraced.max(1e-9)
+        );
+        println!(
+            "  own runs (cross-check): {}; candidates before the set's selection: {}",
+            report["check_runs"], report["candidates"]
+        );
+        println!("  phase seconds (summed over modules run side by side):");
+        if let Some(m) = report["seconds"].as_object() {
+            let total: f64 = m.values().filter_map(Value::as_f64).sum();
+            for (k, v) in m {
+                let v = v.as_f64().unwrap_or(0.0);
+                println!("    {k:<10} {v:>8.1}s {:>5.1}%", 100.0 * v / total.max(1e-9));
+            }
+        }
+        if !check.is_null() {
+            println!("  flux harvest --check on a sample: {check}");
+        }
+        println!("  load average: before {load_before}, after {load_after}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(std::process::ExitCode::SUCCESS)
+}
