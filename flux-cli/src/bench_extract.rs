@@ -105,7 +105,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         plan.extend(questions(&ix, q, f));
     }
     if plan.is_empty() {
-        bail!("{}: no function with a qualname to ask about", a.trace.display());
+        bail!(
+            "{}: no function with a qualname to ask about",
+            a.trace.display()
+        );
     }
     // Indexed: one index (built above), every question.
     let t2 = Instant::now();

@@ -63,7 +63,11 @@ fn line(r: &InstanceReport) -> String {
     } else {
         format!("{verdicts}; ")
     };
-    let warnings: String = r.warnings.iter().map(|w| format!("\n  warning: {w}")).collect();
+    let warnings: String = r
+        .warnings
+        .iter()
+        .map(|w| format!("\n  warning: {w}"))
+        .collect();
     match (&r.status, &r.error) {
         (Status::Failed, Some(e)) => format!("FAILED     {}: {e}{warnings}", r.name),
         (s, _) => format!(

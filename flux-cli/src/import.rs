@@ -47,7 +47,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let Format::SweFlux = a.format;
     let sources = import::discover(&a.sources).map_err(anyhow::Error::msg)?;
     if sources.is_empty() {
-        anyhow::bail!("no SWE-Flux instance (a directory with eval.sh and files/) under the sources");
+        anyhow::bail!(
+            "no SWE-Flux instance (a directory with eval.sh and files/) under the sources"
+        );
     }
     let opts = ImportOptions {
         repository: a.repository,
@@ -60,7 +62,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let report = import::import(&sources, &opts);
     for i in &report.imported {
-        println!("imported {} ({}) -> {}", i.source.display(), i.kind, i.dir.display());
+        println!(
+            "imported {} ({}) -> {}",
+            i.source.display(),
+            i.kind,
+            i.dir.display()
+        );
     }
     for (src, why) in &report.errors {
         eprintln!("flux: error: {}: {why}", src.display());

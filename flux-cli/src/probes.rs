@@ -1,3 +1,5 @@
+//! `flux probes PYTHON`: the USDT probes an interpreter has and what flux can trust of them
+//! (entry, return, line), as the planner sees them.
 use anyhow::{Context, Result};
 use flux_agent::interp::Interpreter;
 use std::path::PathBuf;

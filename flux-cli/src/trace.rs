@@ -1,3 +1,5 @@
+//! `flux trace [--config F] [--format F] -- CMD…`: trace a program on the host with both
+//! witnesses and write the merged trace (JSONL, Perfetto or SWE-Flux's log).
 use anyhow::{Context, Result};
 use flux_agent::merge::CallsMode;
 use flux_agent::run::{trace_command, trace_host, HostTrace, Record, RunOptions};

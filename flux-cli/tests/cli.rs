@@ -908,7 +908,10 @@ other_qa/other-graph/question.json",
         last,
     );
     assert!(eval.starts_with("#!/bin/bash\n"), "{eval}");
-    assert!(eval.contains("TEST_ID=demo_qa/demo-path/files/testcase.py\n"), "{eval}");
+    assert!(
+        eval.contains("TEST_ID=demo_qa/demo-path/files/testcase.py\n"),
+        "{eval}"
+    );
 }
 
 #[test]

@@ -85,17 +85,22 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
     let set = tmp.join("sets/ci-sample");
     std::fs::create_dir_all(&set).unwrap();
     std::fs::write(set.join("gen.toml"), SPEC).unwrap();
-    let (s, w1, w2) = (
-        set.to_str().unwrap(),
-        tmp.join("work1"),
-        tmp.join("work2"),
-    );
+    let (s, w1, w2) = (set.to_str().unwrap(), tmp.join("work1"), tmp.join("work2"));
     for shard in ["1/2", "2/2"] {
-        let o = flux(&["gen", s, "--shard", shard, "--out", w1.to_str().unwrap()], &cache);
+        let o = flux(
+            &["gen", s, "--shard", shard, "--out", w1.to_str().unwrap()],
+            &cache,
+        );
         assert!(o.status.success(), "shard {shard}");
     }
-    assert!(!set.join("instances").exists(), "a shard does not write the set");
-    let o = flux(&["gen", s, "--merge", "--out", w1.to_str().unwrap()], &cache);
+    assert!(
+        !set.join("instances").exists(),
+        "a shard does not write the set"
+    );
+    let o = flux(
+        &["gen", s, "--merge", "--out", w1.to_str().unwrap()],
+        &cache,
+    );
     assert!(o.status.success());
     let index: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(set.join("index.json")).unwrap()).unwrap();
@@ -113,22 +118,34 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
         assert!(inst.spec.test.files.is_empty());
         assert!(inst.spec.test.image_files[0].starts_with("/usr/local/lib/python3.11/"));
         assert_eq!(inst.spec.tracing.scope, flux_trace::Scope::Targets);
-        let names: Vec<_> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 2, "{names:?}");
     }
     // One unsharded run, from scratch, regenerates the same set.
-    let o = flux(&["gen", s, "--check", "--out", w2.to_str().unwrap()], &cache);
+    let o = flux(
+        &["gen", s, "--check", "--out", w2.to_str().unwrap()],
+        &cache,
+    );
     assert!(
         o.status.success(),
         "the regeneration differs: {}",
         String::from_utf8_lossy(&o.stderr)
     );
     // flux stats describes it.
-    let o = flux(&["stats", "--json", set.join("instances").to_str().unwrap()], &cache);
+    let o = flux(
+        &["stats", "--json", set.join("instances").to_str().unwrap()],
+        &cache,
+    );
     assert!(o.status.success());
     let st: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(st["instances"].as_u64().unwrap() as usize, index.len());
-    assert_eq!(st["repositories"]["sympy"].as_u64().unwrap() as usize, index.len());
+    assert_eq!(
+        st["repositories"]["sympy"].as_u64().unwrap() as usize,
+        index.len()
+    );
     assert!(st["median"]["calls"].as_f64().unwrap() > 0.0);
     assert!(st["by_kind"].as_object().unwrap().len() >= 5);
     // A sample re-harvested from clean containers gives the stored gold.
@@ -162,13 +179,18 @@ fn the_committed_set_loads_and_flux_stats_describes_it() {
         serde_json::from_str(&std::fs::read_to_string(set.join("index.json")).unwrap()).unwrap();
     assert!(!index.is_empty());
     let dirs = flux_instance::discover(&[set.join("instances")]).unwrap();
-    assert_eq!(dirs.len(), index.len(), "index.json and instances/ disagree");
+    assert_eq!(
+        dirs.len(),
+        index.len(),
+        "index.json and instances/ disagree"
+    );
     for r in &index {
         let d = set
             .join("instances")
             .join(r["repository"].as_str().unwrap())
             .join(r["id"].as_str().unwrap());
-        let inst = flux_instance::load_instance(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+        let inst =
+            flux_instance::load_instance(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
         assert!(inst.spec.test.files.is_empty(), "{}", d.display());
         assert!(!inst.spec.test.image_files.is_empty(), "{}", d.display());
         let oracle = flux_instance::read_oracle(&d).unwrap();

@@ -95,7 +95,12 @@ fn harvest(cache: &Path, dir: &Path) -> Child {
 /// Ids of containers (any state) of instance `name` (`sympy/<id>`).
 fn containers(name: &str, running_only: bool) -> Vec<String> {
     let mut c = Command::new("docker");
-    c.args(["ps", "-q", "--filter", &format!("label=flux.instance={name}")]);
+    c.args([
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=flux.instance={name}"),
+    ]);
     if !running_only {
         c.arg("-a");
     }
@@ -113,7 +118,11 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
     loop {
         if let Some(st) = flux.try_wait().unwrap() {
             let mut err = String::new();
-            flux.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            flux.stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             panic!("flux ended before its test ran ({st}):\n{err}");
         }
         if let Some(id) = containers(name, true).into_iter().next() {
@@ -186,7 +195,11 @@ fn sigint_and_sigterm_remove_the_running_container() {
             std::thread::sleep(Duration::from_millis(100));
         };
         let mut err = String::new();
-        flux.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        flux.stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         assert_eq!(status.code(), Some(code), "{err}");
         assert!(err.contains("interrupted by SIG"), "{err}");
         assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");
@@ -273,7 +286,11 @@ fn a_closed_stdout_neither_panics_nor_stops_the_batch() {
     for id in ["a-broken", "b-broken"] {
         let d = tmp.path().join("sympy").join(id);
         std::fs::create_dir_all(&d).unwrap();
-        std::fs::write(d.join("instance.toml"), format!("id = \"{id}\"\nbogus = 1\n")).unwrap();
+        std::fs::write(
+            d.join("instance.toml"),
+            format!("id = \"{id}\"\nbogus = 1\n"),
+        )
+        .unwrap();
     }
     // Commands that print to stdout; `harvest` needs to be able to trace.
     let mut cases: Vec<Vec<String>> = vec![vec![

@@ -65,7 +65,17 @@ fn an_imported_instance_is_answered_by_their_parser_on_fluxs_log_and_checked_aga
     let c = c.to_str().unwrap();
     ok(
         "import",
-        &flux(&["import", "swe-flux", store.to_str().unwrap(), "--repository", "sympy", "--image", IMAGE, "--out", o]),
+        &flux(&[
+            "import",
+            "swe-flux",
+            store.to_str().unwrap(),
+            "--repository",
+            "sympy",
+            "--image",
+            IMAGE,
+            "--out",
+            o,
+        ]),
     );
     let dir = out.join("sympy").join(ID);
     let d = dir.to_str().unwrap();
@@ -74,19 +84,32 @@ fn an_imported_instance_is_answered_by_their_parser_on_fluxs_log_and_checked_aga
     ok("harvest", &flux(&["harvest", "--cache", c, d]));
     let oracle = json(&dir.join("oracle.json"));
     let theirs = json(&dir.join("swe-flux/oracle.json"));
-    assert_eq!(oracle["oracle_answer"], theirs["oracle_answer"], "their answer from flux's run");
+    assert_eq!(
+        oracle["oracle_answer"], theirs["oracle_answer"],
+        "their answer from flux's run"
+    );
     let p = &oracle["provenance"];
     assert_eq!(p["extractor"], "swe-flux-parser");
     assert!(
         p["labels"].to_string().contains("external parser"),
         "labelled as an external parser: {p}"
     );
-    ok("harvest --check", &flux(&["harvest", "--check", "--cache", c, d]));
+    ok(
+        "harvest --check",
+        &flux(&["harvest", "--check", "--cache", c, d]),
+    );
     // Exported as it came: their parser and eval.sh, flux's harvested answer.
     let exported = work.join("export");
     ok(
         "export",
-        &flux(&["export", "--format", "swe-flux", "--instances", o, exported.to_str().unwrap()]),
+        &flux(&[
+            "export",
+            "--format",
+            "swe-flux",
+            "--instances",
+            o,
+            exported.to_str().unwrap(),
+        ]),
     );
     let e = exported.join("sympy_qa").join(ID);
     assert_eq!(
@@ -94,6 +117,9 @@ fn an_imported_instance_is_answered_by_their_parser_on_fluxs_log_and_checked_aga
         std::fs::read(store.join("eval.sh")).unwrap()
     );
     assert!(e.join("files/parser.py").is_file() && e.join("files/testcase.py").is_file());
-    assert_eq!(json(&e.join("oracle.json"))["oracle_answer"], theirs["oracle_answer"]);
+    assert_eq!(
+        json(&e.join("oracle.json"))["oracle_answer"],
+        theirs["oracle_answer"]
+    );
     let _ = std::fs::remove_dir_all(&work);
 }

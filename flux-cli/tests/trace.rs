@@ -841,7 +841,11 @@ print(loop(50))
         let p = dir.join(name);
         std::fs::write(&p, prog(local)).unwrap();
         let cfg = dir.join(format!("{name}.json"));
-        std::fs::write(&cfg, format!(r#"{{"files": ["{name}"], "functions": ["loop"]}}"#)).unwrap();
+        std::fs::write(
+            &cfg,
+            format!(r#"{{"files": ["{name}"], "functions": ["loop"]}}"#),
+        )
+        .unwrap();
         let stats = dir.join(format!("{name}.stats"));
         let out = dir.join(format!("{name}.jsonl"));
         let o = run_flux(&[

@@ -111,7 +111,10 @@ fn header(prog: &Path) -> Header {
 #[derive(Clone, Copy, PartialEq)]
 enum Run<'a> {
     Script,
-    Pytest { scope: &'a str, functions: &'a [String] },
+    Pytest {
+        scope: &'a str,
+        functions: &'a [String],
+    },
 }
 
 impl Run<'_> {
@@ -156,7 +159,11 @@ fn vendored_pytest() -> Option<&'static Path> {
         dirs.sort();
         for d in dirs {
             let mut wheels: Vec<PathBuf> = Vec::new();
-            let files: Vec<PathBuf> = std::fs::read_dir(&d).ok()?.flatten().map(|e| e.path()).collect();
+            let files: Vec<PathBuf> = std::fs::read_dir(&d)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .collect();
             let find = |w: &str| {
                 files.iter().find(|p| {
                     let n = p.file_name().unwrap().to_string_lossy();
@@ -168,7 +175,8 @@ fn vendored_pytest() -> Option<&'static Path> {
                 continue;
             }
             wheels.extend(optional.iter().filter_map(|w| find(w)).cloned());
-            let out = std::env::temp_dir().join(format!("flux-witness-pytest-{}", std::process::id()));
+            let out =
+                std::env::temp_dir().join(format!("flux-witness-pytest-{}", std::process::id()));
             for w in &wheels {
                 let st = Command::new(PY311)
                     .args(["-m", "zipfile", "-e"])
@@ -321,8 +329,16 @@ impl Python {
             Run::Pytest { .. } => {
                 let dir = placed.path.rsplit_once('/').unwrap().0;
                 cmd.extend(
-                    ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", dir]
-                        .map(String::from),
+                    [
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "--rootdir",
+                        dir,
+                    ]
+                    .map(String::from),
                 );
                 cmd.push(placed.path.clone());
             }
@@ -545,7 +561,11 @@ fn reference_view(events: &[Value], scope: &str, usdt: bool) -> Vec<Vec<String>>
         if !kept {
             continue;
         }
-        let seg = if scope == "targets" { e["xn"].as_u64().unwrap() } else { 0 };
+        let seg = if scope == "targets" {
+            e["xn"].as_u64().unwrap()
+        } else {
+            0
+        };
         let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
         let (ev, q, how) = (s("ev"), s("q"), s("how"));
         let (ty, msg, kind) = (s("exc"), s("msg"), s("kind"));
@@ -555,9 +575,7 @@ fn reference_view(events: &[Value], scope: &str, usdt: bool) -> Vec<Vec<String>>
         seqs.entry((0, tid)).or_default().push((
             seg,
             e["d"].as_i64().unwrap(),
-            Box::new(move |d| {
-                ref_line(&ev, &q, line, d, known, resume, &how, (&ty, &msg, &kind))
-            }),
+            Box::new(move |d| ref_line(&ev, &q, line, d, known, resume, &how, (&ty, &msg, &kind))),
         ));
     }
     relative(seqs)
@@ -604,9 +622,7 @@ fn flux_view(events: &[Value], file: &str, functions: &[String], usdt: bool) -> 
         seqs.entry(key).or_default().push((
             0,
             depth,
-            Box::new(move |d| {
-                ref_line(&ev, &q, line, d, known, resume, how, (&ty, &msg, &kind))
-            }),
+            Box::new(move |d| ref_line(&ev, &q, line, d, known, resume, how, (&ty, &msg, &kind))),
         ));
     }
     relative(seqs)
@@ -786,10 +802,7 @@ fn three_witnesses(py: Python) {
         }
         results.push((name, bad));
     }
-    report(
-        &format!("python{} usdt=hook=reference", py.label),
-        &results,
-    );
+    report(&format!("python{} usdt=hook=reference", py.label), &results);
 }
 
 #[test]

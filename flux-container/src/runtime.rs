@@ -493,10 +493,7 @@ impl Runtime {
     }
 
     /// Containers (any state) matching a `label` filter (`key` or `key=value`).
-    async fn with_label(
-        &self,
-        filter: String,
-    ) -> Result<Vec<bollard::models::ContainerSummary>> {
+    async fn with_label(&self, filter: String) -> Result<Vec<bollard::models::ContainerSummary>> {
         let mut filters = std::collections::HashMap::new();
         filters.insert("label".to_owned(), vec![filter]);
         let options = ListContainersOptionsBuilder::default()

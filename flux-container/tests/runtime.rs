@@ -341,19 +341,32 @@ async fn a_test_container_writes_only_its_capped_tmpfs() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, [".flux-gate"], "only the gate is in the run directory");
+    assert_eq!(
+        names,
+        [".flux-gate"],
+        "only the gate is in the run directory"
+    );
     use std::os::unix::fs::MetadataExt;
     assert_eq!(std::fs::metadata(dir.path()).unwrap().uid(), 0, "root's");
 
     // An image build writes its run directory and root filesystem.
     let mut spec = guard.spec(
-        &["sh", "-c", "echo out > /flux/run/out.txt && touch /x && echo built"],
+        &[
+            "sh",
+            "-c",
+            "echo out > /flux/run/out.txt && touch /x && echo built",
+        ],
         dir.path(),
     );
     spec.user = "0:0".into();
     spec.writes = Writes::Everything;
     let outcome = rt.run(spec).await.unwrap();
-    assert_eq!(outcome.stdout_lossy(), "built\n", "{}", outcome.stderr_lossy());
+    assert_eq!(
+        outcome.stdout_lossy(),
+        "built\n",
+        "{}",
+        outcome.stderr_lossy()
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("out.txt")).unwrap(),
         "out\n"
@@ -381,7 +394,12 @@ async fn a_container_nobody_waits_for_dies_at_its_own_deadline() {
     let limit = Duration::from_secs(1) + flux_container::runtime::DEADLINE_GRACE;
     let running = |id: &str| {
         let o = std::process::Command::new("docker")
-            .args(["inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}", id])
+            .args([
+                "inspect",
+                "-f",
+                "{{.State.Running}} {{.State.ExitCode}}",
+                id,
+            ])
             .output()
             .unwrap();
         String::from_utf8_lossy(&o.stdout).trim().to_owned()
@@ -599,9 +617,20 @@ async fn released_command_keeps_the_init_pid_and_streams_output() {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(exe_of(started.init_pid).ends_with("dash"), "init is the shell");
-    assert!(deadline_exe.ends_with("timeout"), "{}", deadline_exe.display());
-    assert!(python_exe.ends_with("python3.11"), "{}", python_exe.display());
+    assert!(
+        exe_of(started.init_pid).ends_with("dash"),
+        "init is the shell"
+    );
+    assert!(
+        deadline_exe.ends_with("timeout"),
+        "{}",
+        deadline_exe.display()
+    );
+    assert!(
+        python_exe.ends_with("python3.11"),
+        "{}",
+        python_exe.display()
+    );
     let mut chunks: Vec<(flux_container::LogStream, String, std::time::Instant)> = Vec::new();
     let outcome = c
         .wait_streaming(Duration::from_secs(30), |s, b| {

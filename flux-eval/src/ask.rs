@@ -43,7 +43,11 @@ impl Run<'_> {
     ) -> Result<Completion, String> {
         let started_at = now();
         self.meta.attempts += 1;
-        match self.c.complete_with(self.system, &self.messages, specs).await {
+        match self
+            .c
+            .complete_with(self.system, &self.messages, specs)
+            .await
+        {
             Ok(r) => {
                 self.meta.tokens_in += r.tokens_in;
                 self.meta.tokens_out += r.tokens_out;
@@ -120,7 +124,11 @@ pub(crate) async fn ask_sample(
         .to_value()],
     };
     let tools_on = o.mode.tools() && source.is_some();
-    let specs = if tools_on { crate::tools::specs() } else { Vec::new() };
+    let specs = if tools_on {
+        crate::tools::specs()
+    } else {
+        Vec::new()
+    };
     let mut toolbox = tools_on.then(|| {
         let used = (p.user.len() + p.system.len()) / crate::prompt::CHARS_PER_TOKEN;
         Toolbox::new(
@@ -163,7 +171,10 @@ async fn converse(
                     return None;
                 }
             };
-            let Some(tb) = toolbox.as_deref_mut().filter(|_| !reply.tool_calls.is_empty()) else {
+            let Some(tb) = toolbox
+                .as_deref_mut()
+                .filter(|_| !reply.tool_calls.is_empty())
+            else {
                 break reply;
             };
             if tool_rounds >= o.max_tool_rounds + 2 {
@@ -186,8 +197,10 @@ async fn converse(
                     result: out,
                 });
             }
-            let results: Vec<(String, String)> =
-                uses.iter().map(|u| (u.id.clone(), u.result.clone())).collect();
+            let results: Vec<(String, String)> = uses
+                .iter()
+                .map(|u| (u.id.clone(), u.result.clone()))
+                .collect();
             run.record_tools(uses);
             run.messages.push(reply.assistant.clone());
             run.messages.extend(run.c.tool_results(&results));
@@ -229,9 +242,15 @@ async fn converse(
                 let results: Vec<(String, String)> = reply
                     .tool_calls
                     .iter()
-                    .map(|c| (c.id.clone(), "error: no more tool calls allowed".to_string()))
+                    .map(|c| {
+                        (
+                            c.id.clone(),
+                            "error: no more tool calls allowed".to_string(),
+                        )
+                    })
                     .collect();
-                run.messages.extend(run.c.tool_results_then(&results, &again));
+                run.messages
+                    .extend(run.c.tool_results_then(&results, &again));
             } else {
                 run.messages.push(
                     Message {

@@ -117,17 +117,24 @@ impl GenParams {
         match api {
             Api::Anthropic => {
                 if self.reasoning_effort.is_some() {
-                    return Err("--reasoning-effort is OpenAI's; for Anthropic use --thinking-budget".into());
+                    return Err(
+                        "--reasoning-effort is OpenAI's; for Anthropic use --thinking-budget"
+                            .into(),
+                    );
                 }
                 if let Some(b) = self.thinking_budget {
                     if b < 1024 {
-                        return Err(format!("thinking budget {b}: Anthropic needs at least 1024 tokens"));
+                        return Err(format!(
+                            "thinking budget {b}: Anthropic needs at least 1024 tokens"
+                        ));
                     }
                     if self.temperature.is_some_and(|t| t != 1.0) {
                         return Err("Anthropic's extended thinking does not allow a temperature: pass --temperature default".into());
                     }
                     if self.max_tokens.is_some_and(|m| m <= b) {
-                        return Err(format!("--max-tokens must exceed the thinking budget ({b})"));
+                        return Err(format!(
+                            "--max-tokens must exceed the thinking budget ({b})"
+                        ));
                     }
                 }
             }
@@ -542,7 +549,10 @@ impl ChatClient {
                     tool_calls,
                     assistant: json!({"role": "assistant", "content": parts}),
                     raw: v.clone(),
-                    stop_reason: v.get("stop_reason").and_then(Value::as_str).map(String::from),
+                    stop_reason: v
+                        .get("stop_reason")
+                        .and_then(Value::as_str)
+                        .map(String::from),
                     ..Default::default()
                 })
             }
@@ -572,68 +582,69 @@ impl ChatClient {
         let mut http: Vec<HttpTry> = Vec::new();
         loop {
             let tt = std::time::Instant::now();
-            let (err, retry_after, status) = match self.request(system, messages, tools).send().await {
-                Ok(resp) => {
-                    let status = resp.status();
-                    let retry_after = resp
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|h| h.to_str().ok())
-                        .and_then(|s| s.trim().parse::<f64>().ok())
-                        .filter(|s| s.is_finite() && *s >= 0.0)
-                        .map(Duration::from_secs_f64);
-                    let body = resp.text().await.unwrap_or_default();
-                    if status.is_success() {
-                        let parsed = serde_json::from_str::<Value>(&body)
-                            .map_err(|e| format!("response body is not JSON: {e}"))
-                            .and_then(|v| self.parse(&v));
-                        http.push(HttpTry {
-                            status: Some(status.as_u16()),
-                            error: parsed.as_ref().err().cloned(),
-                            seconds: tt.elapsed().as_secs_f64(),
-                            backoff_seconds: 0.0,
-                        });
-                        return match parsed {
-                            Ok(mut c) => {
-                                c.retries = attempt;
-                                c.http = http;
-                                c.seconds = t0.elapsed().as_secs_f64();
-                                Ok(c)
-                            }
-                            Err(e) => Err(InfraError {
-                                message: format!("bad response: {e}"),
+            let (err, retry_after, status) =
+                match self.request(system, messages, tools).send().await {
+                    Ok(resp) => {
+                        let status = resp.status();
+                        let retry_after = resp
+                            .headers()
+                            .get(reqwest::header::RETRY_AFTER)
+                            .and_then(|h| h.to_str().ok())
+                            .and_then(|s| s.trim().parse::<f64>().ok())
+                            .filter(|s| s.is_finite() && *s >= 0.0)
+                            .map(Duration::from_secs_f64);
+                        let body = resp.text().await.unwrap_or_default();
+                        if status.is_success() {
+                            let parsed = serde_json::from_str::<Value>(&body)
+                                .map_err(|e| format!("response body is not JSON: {e}"))
+                                .and_then(|v| self.parse(&v));
+                            http.push(HttpTry {
+                                status: Some(status.as_u16()),
+                                error: parsed.as_ref().err().cloned(),
+                                seconds: tt.elapsed().as_secs_f64(),
+                                backoff_seconds: 0.0,
+                            });
+                            return match parsed {
+                                Ok(mut c) => {
+                                    c.retries = attempt;
+                                    c.http = http;
+                                    c.seconds = t0.elapsed().as_secs_f64();
+                                    Ok(c)
+                                }
+                                Err(e) => Err(InfraError {
+                                    message: format!("bad response: {e}"),
+                                    requests: attempt + 1,
+                                    http,
+                                    seconds: t0.elapsed().as_secs_f64(),
+                                }),
+                            };
+                        }
+                        let snippet: String = body.chars().take(300).collect();
+                        let msg = format!("HTTP {}: {}", status.as_u16(), snippet);
+                        let transient = status.as_u16() == 429
+                            || status.as_u16() == 408
+                            || status.is_server_error();
+                        if !transient {
+                            http.push(HttpTry {
+                                status: Some(status.as_u16()),
+                                error: Some(msg.clone()),
+                                seconds: tt.elapsed().as_secs_f64(),
+                                backoff_seconds: 0.0,
+                            });
+                            return Err(InfraError {
+                                message: msg,
                                 requests: attempt + 1,
                                 http,
                                 seconds: t0.elapsed().as_secs_f64(),
-                            }),
-                        };
+                            });
+                        }
+                        (msg, retry_after, Some(status.as_u16()))
                     }
-                    let snippet: String = body.chars().take(300).collect();
-                    let msg = format!("HTTP {}: {}", status.as_u16(), snippet);
-                    let transient = status.as_u16() == 429
-                        || status.as_u16() == 408
-                        || status.is_server_error();
-                    if !transient {
-                        http.push(HttpTry {
-                            status: Some(status.as_u16()),
-                            error: Some(msg.clone()),
-                            seconds: tt.elapsed().as_secs_f64(),
-                            backoff_seconds: 0.0,
-                        });
-                        return Err(InfraError {
-                            message: msg,
-                            requests: attempt + 1,
-                            http,
-                            seconds: t0.elapsed().as_secs_f64(),
-                        });
+                    Err(e) => {
+                        // reqwest errors carry the URL but never our headers.
+                        (format!("request failed: {e}"), None, None)
                     }
-                    (msg, retry_after, Some(status.as_u16()))
-                }
-                Err(e) => {
-                    // reqwest errors carry the URL but never our headers.
-                    (format!("request failed: {e}"), None, None)
-                }
-            };
+                };
             let mut tried = HttpTry {
                 status,
                 error: Some(err.clone()),

@@ -88,7 +88,9 @@ impl<'a> Src<'a> {
             .min()
             .unwrap_or(class.end + 1);
         Def {
-            end: (first_member - 1).min(class.def_line + 40).max(class.def_line),
+            end: (first_member - 1)
+                .min(class.def_line + 40)
+                .max(class.def_line),
             ..class.clone()
         }
     }
@@ -117,7 +119,13 @@ impl<'a> Src<'a> {
     }
 
     /// The definition a call by `name` from `caller` (in `file`) runs, when it can be told.
-    fn resolve(&mut self, file: &str, caller: &Def, name: &str, hops: usize) -> Option<(String, Def)> {
+    fn resolve(
+        &mut self,
+        file: &str,
+        caller: &Def,
+        name: &str,
+        hops: usize,
+    ) -> Option<(String, Def)> {
         if hops > 3 {
             return None;
         }
@@ -125,7 +133,10 @@ impl<'a> Src<'a> {
         let module = self.module(file)?.0.clone();
         let top = |q: &str| module.defs.iter().find(|d| d.qualname == q).cloned();
         if parts.len() == 2 && (parts[0] == "self" || parts[0] == "cls") {
-            let class = caller.qualname.rsplit_once('.').map(|(c, _)| c.to_string())?;
+            let class = caller
+                .qualname
+                .rsplit_once('.')
+                .map(|(c, _)| c.to_string())?;
             if class.ends_with("<locals>") {
                 return None;
             }
@@ -135,7 +146,11 @@ impl<'a> Src<'a> {
             let n = parts[0];
             let nested = format!("{}.<locals>.{n}", caller.qualname);
             if let Some(d) = top(&nested).or_else(|| top(n)) {
-                let d = if d.is_class { self.constructor(file, &d) } else { d };
+                let d = if d.is_class {
+                    self.constructor(file, &d)
+                } else {
+                    d
+                };
                 return Some((file.to_string(), d));
             }
             let (f, q) = self.imported(file, n)?;
@@ -143,7 +158,11 @@ impl<'a> Src<'a> {
                 return None;
             }
             let d = self.defs(&f, &q).into_iter().find(|d| d.qualname == q)?;
-            let d = if d.is_class { self.constructor(&f, &d) } else { d };
+            let d = if d.is_class {
+                self.constructor(&f, &d)
+            } else {
+                d
+            };
             return Some((f, d));
         }
         // `Class.m`, `module.f`, `module.Class.m`.
@@ -153,9 +172,20 @@ impl<'a> Src<'a> {
             return self.method(file, head, &rest, hops);
         }
         let (f, q) = self.imported(file, head)?;
-        let qual = if q.is_empty() { rest } else { format!("{q}.{rest}") };
-        let d = self.defs(&f, &qual).into_iter().find(|d| d.qualname == qual)?;
-        let d = if d.is_class { self.constructor(&f, &d) } else { d };
+        let qual = if q.is_empty() {
+            rest
+        } else {
+            format!("{q}.{rest}")
+        };
+        let d = self
+            .defs(&f, &qual)
+            .into_iter()
+            .find(|d| d.qualname == qual)?;
+        let d = if d.is_class {
+            self.constructor(&f, &d)
+        } else {
+            d
+        };
         Some((f, d))
     }
 
@@ -175,7 +205,9 @@ impl<'a> Src<'a> {
                 }
             } else if let Some((f, q)) = self.imported(file, b.split('.').next().unwrap_or(b)) {
                 let bq = if q.is_empty() {
-                    b.split_once('.').map(|(_, r)| r.to_string()).unwrap_or_default()
+                    b.split_once('.')
+                        .map(|(_, r)| r.to_string())
+                        .unwrap_or_default()
                 } else {
                     q
                 };
@@ -193,7 +225,12 @@ impl<'a> Src<'a> {
 /// Qualname candidates for a configured name: `pkg.mod:Class.f` / `pkg.mod.Class.f` → itself,
 /// then without leading components (`mod.Class.f`, `Class.f`, `f`).
 fn name_forms(name: &str) -> Vec<String> {
-    let n = name.rsplit(':').next().unwrap_or(name).trim().trim_end_matches("()");
+    let n = name
+        .rsplit(':')
+        .next()
+        .unwrap_or(name)
+        .trim()
+        .trim_end_matches("()");
     let parts: Vec<&str> = n.split('.').collect();
     (0..parts.len()).map(|i| parts[i..].join(".")).collect()
 }
@@ -210,16 +247,18 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     let mut named: Vec<String> = inst.tracing_files.clone();
     named.extend(inst.extractor_file.iter().cloned());
     // Files the question names, except the instance's own tests (they are shown already).
-    named.extend(
-        mentioned_files(&inst.question)
-            .into_iter()
-            .filter(|m| !inst.test_files.iter().any(|t| t == m || t.ends_with(&format!("/{m}")))),
-    );
+    named.extend(mentioned_files(&inst.question).into_iter().filter(|m| {
+        !inst
+            .test_files
+            .iter()
+            .any(|t| t == m || t.ends_with(&format!("/{m}")))
+    }));
     let mut targeted: Vec<String> = Vec::new();
     for n in &named {
         let found = resolve_all(n, &src.files);
         if found.is_empty() {
-            out.notes.push(format!("named file {n} not found in the source"));
+            out.notes
+                .push(format!("named file {n} not found in the source"));
         }
         for f in found {
             if !targeted.contains(&f) {
@@ -257,7 +296,8 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
             }
         }
         if found.is_empty() {
-            out.notes.push(format!("target `{name}` not found in the targeted files"));
+            out.notes
+                .push(format!("target `{name}` not found in the targeted files"));
         } else if found.len() > 1 {
             out.notes.push(format!(
                 "target `{name}` matches {} definitions; all are shown: {}",
@@ -297,11 +337,18 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     let mut callee_items = Vec::new();
     let mut near_items = Vec::new();
     let mut depth2 = Vec::new();
-    let mut seen: Vec<(String, usize)> = targets.iter().map(|(f, d)| (f.clone(), d.def_line)).collect();
+    let mut seen: Vec<(String, usize)> = targets
+        .iter()
+        .map(|(f, d)| (f.clone(), d.def_line))
+        .collect();
     for (f, d) in &targets {
         // The class of a method: its header up to its first member definition.
         if let Some((class_q, _)) = d.qualname.rsplit_once('.') {
-            if let Some(c) = src.defs(f, class_q).into_iter().find(|c| c.is_class && c.qualname == class_q) {
+            if let Some(c) = src
+                .defs(f, class_q)
+                .into_iter()
+                .find(|c| c.is_class && c.qualname == class_q)
+            {
                 let first_member = src
                     .module(f)
                     .and_then(|(m, _)| {
@@ -320,7 +367,10 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
                 });
             }
         }
-        let calls = src.module(f).map(|(m, _)| m.calls_in(d)).unwrap_or_default();
+        let calls = src
+            .module(f)
+            .map(|(m, _)| m.calls_in(d))
+            .unwrap_or_default();
         for call in calls {
             let Some((cf, cd)) = src.resolve(f, d, &call, 0) else {
                 continue;
@@ -336,7 +386,10 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
                 label: format!("`{}` (called by `{}`)", cd.qualname, d.qualname),
             });
             // Depth 2.
-            let calls2 = src.module(&cf).map(|(m, _)| m.calls_in(&cd)).unwrap_or_default();
+            let calls2 = src
+                .module(&cf)
+                .map(|(m, _)| m.calls_in(&cd))
+                .unwrap_or_default();
             for c2 in calls2 {
                 if let Some((f2, d2)) = src.resolve(&cf, &cd, &c2, 0) {
                     if !seen.contains(&(f2.clone(), d2.def_line)) {
@@ -424,7 +477,8 @@ fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Ch
     let mut left_out = Vec::new();
     for it in items {
         let Some((_, lines)) = src.module(&it.file) else {
-            out.notes.push(format!("source file {} could not be read", it.file));
+            out.notes
+                .push(format!("source file {} could not be read", it.file));
             continue;
         };
         let n = lines.len();
@@ -507,7 +561,13 @@ fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Ch
         }
         let spans = merged
             .iter()
-            .map(|(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+            .map(|(a, b)| {
+                if a == b {
+                    a.to_string()
+                } else {
+                    format!("{a}-{b}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ");
         out.files.push(format!("{f}:{spans}"));

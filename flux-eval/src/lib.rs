@@ -514,10 +514,9 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
                     AnswerStatus::Ok => summary.ok += 1,
                     AnswerStatus::InfraError => {
                         summary.infra_errors += 1;
-                        summary.infra_error_instances.push(format!(
-                            "{key}: {}",
-                            m.error.as_deref().unwrap_or("")
-                        ));
+                        summary
+                            .infra_error_instances
+                            .push(format!("{key}: {}", m.error.as_deref().unwrap_or("")));
                     }
                     AnswerStatus::Unparseable => summary.unparseable += 1,
                 }
@@ -665,8 +664,7 @@ pub async fn answer_instance(
                 samples: Vec::new(),
             };
             for k in 1..=o.samples.max(1) {
-                let (a, sm, st) =
-                    ask::ask_sample(inst, o, c, &p, source.dir(), k, price).await;
+                let (a, sm, st) = ask::ask_sample(inst, o, c, &p, source.dir(), k, price).await;
                 answers.push(a);
                 meta.samples.push(sm);
                 t.samples.push(st);

@@ -214,7 +214,9 @@ impl std::str::FromStr for Mode {
             "context" => Ok(Mode::Context),
             "agent" | "tools" => Ok(Mode::Agent),
             "context+tools" | "both" => Ok(Mode::ContextTools),
-            o => Err(format!("unknown mode {o:?} (context, agent, context+tools)")),
+            o => Err(format!(
+                "unknown mode {o:?} (context, agent, context+tools)"
+            )),
         }
     }
 }

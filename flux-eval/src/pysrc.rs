@@ -169,7 +169,9 @@ fn logical_lines(text: &str) -> Vec<Logical> {
                         }
                         line += 1;
                     }
-                    if b[i] == c && (!triple || (b.get(i + 1) == Some(&c) && b.get(i + 2) == Some(&c))) {
+                    if b[i] == c
+                        && (!triple || (b.get(i + 1) == Some(&c) && b.get(i + 2) == Some(&c)))
+                    {
                         i += q;
                         break;
                     }
@@ -362,7 +364,9 @@ impl Module {
                 if code.starts_with("import ") || code.starts_with("from ") {
                     parse_import(code, l.first, &mut m.imports);
                 } else if let Some(name) = assigned_name(code) {
-                    m.assigns.entry(name.to_string()).or_insert((l.first, l.last));
+                    m.assigns
+                        .entry(name.to_string())
+                        .or_insert((l.first, l.last));
                 }
             }
         }
@@ -380,11 +384,7 @@ impl Module {
         }
         self.defs
             .iter()
-            .filter(|d| {
-                d.qualname
-                    .strip_suffix(q)
-                    .is_some_and(|h| h.ends_with('.'))
-            })
+            .filter(|d| d.qualname.strip_suffix(q).is_some_and(|h| h.ends_with('.')))
             .collect()
     }
 
@@ -428,7 +428,8 @@ impl Module {
             let mut i = 0;
             while i < cs.len() {
                 if (cs[i].is_alphabetic() || cs[i] == '_')
-                    && (i == 0 || !(cs[i - 1].is_alphanumeric() || cs[i - 1] == '_' || cs[i - 1] == '.'))
+                    && (i == 0
+                        || !(cs[i - 1].is_alphanumeric() || cs[i - 1] == '_' || cs[i - 1] == '.'))
                 {
                     let s = i;
                     while i < cs.len() && (cs[i].is_alphanumeric() || cs[i] == '_') {
@@ -456,7 +457,9 @@ fn assigned_name(code: &str) -> Option<&str> {
     let rest = code[name.len()..].trim_start();
     let is_assign = (rest.starts_with('=') && !rest.starts_with("=="))
         || rest.starts_with(':')
-        || ["+=", "-=", "|=", "*="].iter().any(|op| rest.starts_with(op));
+        || ["+=", "-=", "|=", "*="]
+            .iter()
+            .any(|op| rest.starts_with(op));
     is_assign.then_some(name)
 }
 
@@ -492,8 +495,18 @@ pub fn calls_in_code(code: &str) -> Vec<String> {
                 && cs[k] == '('
                 && !KEYWORDS.contains(&head)
                 && !w.ends_with('.')
-                && !(s >= 4 && cs[..s].iter().collect::<String>().trim_end().ends_with("def"))
-                && !(s >= 6 && cs[..s].iter().collect::<String>().trim_end().ends_with("class"))
+                && !(s >= 4
+                    && cs[..s]
+                        .iter()
+                        .collect::<String>()
+                        .trim_end()
+                        .ends_with("def"))
+                && !(s >= 6
+                    && cs[..s]
+                        .iter()
+                        .collect::<String>()
+                        .trim_end()
+                        .ends_with("class"))
             {
                 out.push(w);
             }
@@ -612,7 +625,14 @@ def helper(x):
         let imp: Vec<(&str, &str, Option<&str>, usize)> = m
             .imports
             .iter()
-            .map(|i| (i.local.as_str(), i.module.as_str(), i.name.as_deref(), i.level))
+            .map(|i| {
+                (
+                    i.local.as_str(),
+                    i.module.as_str(),
+                    i.name.as_deref(),
+                    i.level,
+                )
+            })
             .collect();
         assert_eq!(
             imp,
@@ -623,19 +643,35 @@ def helper(x):
                 ("numbers", "core", Some("numbers"), 2)
             ]
         );
-        assert_eq!(import_target(&m.imports[1], "sympy/core/add.py"), "sympy.core.mul");
-        assert_eq!(import_target(&m.imports[3], "sympy/core/add.py"), "sympy.core");
+        assert_eq!(
+            import_target(&m.imports[1], "sympy/core/add.py"),
+            "sympy.core.mul"
+        );
+        assert_eq!(
+            import_target(&m.imports[3], "sympy/core/add.py"),
+            "sympy.core"
+        );
         assert_eq!(m.enclosing(20).unwrap().qualname, "Add.flatten");
     }
 
     #[test]
     fn module_files() {
-        let files: Vec<String> = ["sympy/core/mul.py", "sympy/core/__init__.py", "x/sympy/core/mul.py"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(module_file("sympy.core.mul", &files).as_deref(), Some("sympy/core/mul.py"));
-        assert_eq!(module_file("sympy.core", &files).as_deref(), Some("sympy/core/__init__.py"));
+        let files: Vec<String> = [
+            "sympy/core/mul.py",
+            "sympy/core/__init__.py",
+            "x/sympy/core/mul.py",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            module_file("sympy.core.mul", &files).as_deref(),
+            Some("sympy/core/mul.py")
+        );
+        assert_eq!(
+            module_file("sympy.core", &files).as_deref(),
+            Some("sympy/core/__init__.py")
+        );
         assert_eq!(module_file("sympy.nope", &files), None);
     }
 }

@@ -209,7 +209,11 @@ pub fn calls_with_lines(f: &FuncInfo) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (ln, l) in &f.body {
         for code in crate::pysrc::code_of(l.trim_start()) {
-            out.extend(crate::pysrc::calls_in_code(&code).into_iter().map(|n| (*ln, n)));
+            out.extend(
+                crate::pysrc::calls_in_code(&code)
+                    .into_iter()
+                    .map(|n| (*ln, n)),
+            );
         }
     }
     out

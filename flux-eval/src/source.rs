@@ -30,7 +30,10 @@ pub enum Located {
     Dir(PathBuf),
     Off,
     /// Not there: where it was looked for and what makes it.
-    Missing { path: PathBuf, hint: String },
+    Missing {
+        path: PathBuf,
+        hint: String,
+    },
 }
 
 impl Located {
@@ -56,9 +59,7 @@ pub fn build_hint(inst: &Instance) -> String {
 
 /// Find the source of one instance.
 pub fn locate(inst: &Instance, source: &Source) -> Located {
-    let named = inst
-        .package_name_version()
-        .map(|(n, v)| format!("{n}-{v}"));
+    let named = inst.package_name_version().map(|(n, v)| format!("{n}-{v}"));
     match source {
         Source::Off => Located::Off,
         Source::Root(r) => {
@@ -108,7 +109,10 @@ pub fn missing_report(missing: &[(String, PathBuf, String)]) -> String {
         missing.len()
     );
     for (key, path, hint) in missing {
-        s.push_str(&format!("  {key}: {} does not exist or is empty; {hint}\n", path.display()));
+        s.push_str(&format!(
+            "  {key}: {} does not exist or is empty; {hint}\n",
+            path.display()
+        ));
     }
     s.push_str("(pass --no-source to ask without any source on purpose)");
     s

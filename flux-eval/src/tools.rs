@@ -95,7 +95,9 @@ impl Toolbox {
                 }
             },
             "search" => match arg("query").and_then(Value::as_str) {
-                None | Some("") => "error: search needs a non-empty \"query\" string argument".into(),
+                None | Some("") => {
+                    "error: search needs a non-empty \"query\" string argument".into()
+                }
                 Some(q) => {
                     let under = arg("path").and_then(Value::as_str).unwrap_or("");
                     let ic = arg("ignore_case").and_then(Value::as_bool).unwrap_or(false);
@@ -139,10 +141,16 @@ impl Toolbox {
             (Ok(r), Ok(x)) => x.starts_with(r),
             _ => false,
         };
-        if let Ok(rd) = std::fs::read_dir(root.join(d)).map_err(|_| ()).and_then(|rd| if inside { Ok(rd) } else { Err(()) }) {
+        if let Ok(rd) = std::fs::read_dir(root.join(d))
+            .map_err(|_| ())
+            .and_then(|rd| if inside { Ok(rd) } else { Err(()) })
+        {
             for e in rd.flatten() {
                 let n = e.file_name().to_string_lossy().into_owned();
-                if e.file_type().is_ok_and(|t| t.is_file()) && !n.ends_with(".py") && !n.starts_with('.') {
+                if e.file_type().is_ok_and(|t| t.is_file())
+                    && !n.ends_with(".py")
+                    && !n.starts_with('.')
+                {
                     others.push(format!("{prefix}{n}"));
                 }
             }
@@ -175,7 +183,11 @@ impl Toolbox {
         let Ok(canon_root) = root.canonicalize() else {
             return "error: the source root cannot be opened".into();
         };
-        let needle = if ignore_case { query.to_lowercase() } else { query.to_string() };
+        let needle = if ignore_case {
+            query.to_lowercase()
+        } else {
+            query.to_string()
+        };
         let mut hits = Vec::new();
         let mut total = 0usize;
         for f in self.files.iter().filter(|f| f.starts_with(&prefix)) {
@@ -190,7 +202,11 @@ impl Toolbox {
             };
             let text = String::from_utf8_lossy(&bytes);
             for (i, line) in text.lines().enumerate() {
-                let hay = if ignore_case { line.to_lowercase() } else { line.to_string() };
+                let hay = if ignore_case {
+                    line.to_lowercase()
+                } else {
+                    line.to_string()
+                };
                 if hay.contains(&needle) {
                     total += 1;
                     if hits.len() < 100 {

@@ -722,7 +722,10 @@ function = "target"
 "#
         ),
     );
-    write(&d.join("test_big.py"), "from big.core import target\n\ndef test_t():\n    target(3)\n");
+    write(
+        &d.join("test_big.py"),
+        "from big.core import target\n\ndef test_t():\n    target(3)\n",
+    );
     write(
         &d.join("oracle.json"),
         &json!({"question_kind": "S2_Loops", "question": "q",
@@ -739,11 +742,15 @@ function = "target"
 fn big_source(src: &Path) {
     let mut core = String::from("# FILLER_TOP: the top of the module\nfrom big import util\nfrom big.util import scale as sc\n\nLIMIT = 3\n");
     for i in 0..300 {
-        core.push_str(&format!("def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"));
+        core.push_str(&format!(
+            "def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"
+        ));
     }
     core.push_str("def helper(x):\n    return x * 2  # HELPER_BODY\n\n");
     for i in 300..600 {
-        core.push_str(&format!("def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"));
+        core.push_str(&format!(
+            "def filler_{i}(x):\n    return x + {i}  # FILLER_BODY\n\n"
+        ));
     }
     core.push_str(
         "def target(n):\n    total = 0\n    for i in range(min(n, LIMIT)):\n        total += helper(i) + util.fmt(i) + sc(i)\n    return total\n",
@@ -786,14 +793,26 @@ async fn targeted_source_reaches_the_server_by_default_and_replies_land_in_trans
     assert_eq!(log.len(), 1);
     let body = user_text(&log[0]);
     // The target whole, with its own line numbers; what it calls; the constant it reads.
-    assert!(body.contains(" 1809  def target(n):"), "target with its line number");
+    assert!(
+        body.contains(" 1809  def target(n):"),
+        "target with its line number"
+    );
     assert!(body.contains("HELPER_BODY"), "same-module callee");
     assert!(body.contains("FMT_BODY"), "callee through `import util`");
-    assert!(body.contains("SCALE_BODY"), "callee through `from … import … as`");
+    assert!(
+        body.contains("SCALE_BODY"),
+        "callee through `from … import … as`"
+    );
     assert!(body.contains("LIMIT = 3"), "module-level name it reads");
     // Not the rest of the module, nor same-named files elsewhere, nor unused code.
-    assert!(!body.contains("FILLER_BODY"), "filler functions are not context");
-    assert!(!body.contains("ELSEWHERE_BODY"), "same-named file elsewhere");
+    assert!(
+        !body.contains("FILLER_BODY"),
+        "filler functions are not context"
+    );
+    assert!(
+        !body.contains("ELSEWHERE_BODY"),
+        "same-named file elsewhere"
+    );
     assert!(!body.contains("UNUSED_BODY") && !body.contains("UTIL_TOP"));
     // No key was configured and none is needed by a server other than the vendor's.
     assert!(!log[0].headers.contains_key("authorization"));
@@ -805,8 +824,14 @@ async fn targeted_source_reaches_the_server_by_default_and_replies_land_in_trans
         Some(cache.join("src/big-2.0").to_str().unwrap())
     );
     let files: Vec<String> = serde_json::from_value(m["context_files"].clone()).unwrap();
-    assert!(files.iter().any(|f| f.starts_with("big/core.py:")), "{files:?}");
-    assert!(files.iter().any(|f| f.starts_with("big/util.py:")), "{files:?}");
+    assert!(
+        files.iter().any(|f| f.starts_with("big/core.py:")),
+        "{files:?}"
+    );
+    assert!(
+        files.iter().any(|f| f.starts_with("big/util.py:")),
+        "{files:?}"
+    );
 
     // The transcript: the request's messages, the raw reply, usage, latency, cost.
     let t: Value = serde_json::from_str(
@@ -822,7 +847,10 @@ async fn targeted_source_reaches_the_server_by_default_and_replies_land_in_trans
     let a = &s1["attempts"][0];
     assert_eq!(a["status"], "ok");
     assert_eq!(a["messages_sent"], 1);
-    assert_eq!((a["tokens_in"].as_u64(), a["tokens_out"].as_u64()), (Some(100), Some(10)));
+    assert_eq!(
+        (a["tokens_in"].as_u64(), a["tokens_out"].as_u64()),
+        (Some(100), Some(10))
+    );
     assert!(a["seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(a["http"][0]["status"], 200);
     assert_eq!(a["response"]["choices"][0]["message"]["role"], "assistant");
@@ -849,8 +877,14 @@ async fn missing_source_is_an_error_naming_the_path_and_the_command_unless_no_so
     let e = run_eval(&o).await.unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, EvalError::NoSource(_)), "{msg}");
-    assert!(msg.contains(cache.join("src/big-2.0").to_str().unwrap()), "{msg}");
-    assert!(msg.contains("flux images build flux/big:2.0-py3.11"), "{msg}");
+    assert!(
+        msg.contains(cache.join("src/big-2.0").to_str().unwrap()),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("flux images build flux/big:2.0-py3.11"),
+        "{msg}"
+    );
     assert!(msg.contains("--no-source"), "{msg}");
     assert!(server.log().is_empty(), "no request without source");
     // The static baseline needs the source too.
@@ -888,12 +922,20 @@ async fn samples_and_sampling_settings_reach_the_server() {
     assert_eq!(log.len(), 3, "one request per sample");
     for r in &log {
         assert_eq!(r.body["temperature"].as_f64(), Some(0.7));
-        assert_eq!(r.body["max_tokens"], 123, "a non-OpenAI server reads max_tokens");
+        assert_eq!(
+            r.body["max_tokens"], 123,
+            "a non-OpenAI server reads max_tokens"
+        );
         assert_eq!(r.body["reasoning_effort"], "low");
         assert_eq!(r.body["messages"][0]["content"], "You are terse.");
         assert!(!r.headers.contains_key("authorization"));
     }
-    for f in ["answer.json", "answer-2.json", "answer-3.json", "transcript.json"] {
+    for f in [
+        "answer.json",
+        "answer-2.json",
+        "answer-3.json",
+        "transcript.json",
+    ] {
         assert!(out.join("toy/sampled").join(f).is_file(), "{f}");
     }
     let m = meta(&out, "sampled");
@@ -919,8 +961,13 @@ async fn infrastructure_errors_keep_every_http_try_in_the_transcript() {
     let s = run_eval(&o).await.unwrap();
     assert_eq!(s.infra_errors, 1);
     assert_eq!(s.infra_error_instances.len(), 1);
-    assert!(s.infra_error_instances[0].starts_with("toy/down: HTTP 500"), "{s:?}");
-    assert!(s.to_text().contains("infra error (after retries): toy/down"));
+    assert!(
+        s.infra_error_instances[0].starts_with("toy/down: HTTP 500"),
+        "{s:?}"
+    );
+    assert!(s
+        .to_text()
+        .contains("infra error (after retries): toy/down"));
     let t: Value = serde_json::from_str(
         &std::fs::read_to_string(out.join("toy/down/transcript.json")).unwrap(),
     )
@@ -931,15 +978,23 @@ async fn infrastructure_errors_keep_every_http_try_in_the_transcript() {
     assert_eq!(http.len(), 3, "first try and two retries");
     assert!(http.iter().all(|h| h["status"] == 500));
     assert!(http[0]["backoff_seconds"].as_f64().unwrap() > 0.0);
-    assert_eq!(http[2]["backoff_seconds"], 0.0, "no backoff after the last try");
+    assert_eq!(
+        http[2]["backoff_seconds"], 0.0,
+        "no backoff after the last try"
+    );
     // A 429 then a success: both tries recorded in the one attempt.
     let t: Value = serde_json::from_str(
         &std::fs::read_to_string(out.join("toy/ratelimit/transcript.json")).unwrap(),
     )
     .unwrap();
-    let http = t["samples"][0]["attempts"][0]["http"].as_array().unwrap().clone();
+    let http = t["samples"][0]["attempts"][0]["http"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(
-        http.iter().map(|h| h["status"].as_u64().unwrap()).collect::<Vec<_>>(),
+        http.iter()
+            .map(|h| h["status"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
         vec![429, 200]
     );
 }

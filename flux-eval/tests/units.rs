@@ -142,11 +142,27 @@ fn prompt_respects_the_budget_and_says_what_was_cut() {
         p.user.len()
     );
     // Tracing file first, then the question's file; b.py is cut, a.py left out.
-    assert!(p.files.first().is_some_and(|f| f.starts_with("pkg/b.py:1-")), "{:?}", p.files);
-    let has = |p: &prompt::Prompt, a: &str, b: &str| p.notes.iter().any(|n| n.contains(a) && n.contains(b));
-    assert!(has(&p, "whole file in pkg/b.py cut", "lines 1-"), "{:?}", p.notes);
+    assert!(
+        p.files
+            .first()
+            .is_some_and(|f| f.starts_with("pkg/b.py:1-")),
+        "{:?}",
+        p.files
+    );
+    let has = |p: &prompt::Prompt, a: &str, b: &str| {
+        p.notes.iter().any(|n| n.contains(a) && n.contains(b))
+    };
+    assert!(
+        has(&p, "whole file in pkg/b.py cut", "lines 1-"),
+        "{:?}",
+        p.notes
+    );
     assert!(has(&p, "left out", "pkg/a.py"), "{:?}", p.notes);
-    assert!(has(&p, "no target function could be located", ""), "{:?}", p.notes);
+    assert!(
+        has(&p, "no target function could be located", ""),
+        "{:?}",
+        p.notes
+    );
     assert!(p.user.contains("## Context notes"));
     assert!(p.user.contains("def test(): pass"));
     assert!(

@@ -1,3 +1,4 @@
+//! Unit tests of the extractor registry, parameters and shapes on hand-built traces.
 use super::*;
 use crate::testkit::TraceBuilder;
 use serde_json::json;

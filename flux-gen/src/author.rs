@@ -50,7 +50,6 @@ fn run_clause(repo: &RepoSpec, d: &Draft) -> String {
     }
 }
 
-
 fn callee_note(within: &str) -> String {
     format!(
         "Only functions defined in files under {} count. A direct call is a call made by \
@@ -62,7 +61,6 @@ fn callee_note(within: &str) -> String {
         code(within)
     )
 }
-
 
 fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -166,7 +164,10 @@ impl Prose<'_> {
             Some("async_for") => "async for",
             _ => "for",
         };
-        let first = l.map(|l| l.body_first_line).filter(|&b| b > 0).unwrap_or(header + 1);
+        let first = l
+            .map(|l| l.body_first_line)
+            .filter(|&b| b > 0)
+            .unwrap_or(header + 1);
         format!(
             "the `{kw}` loop whose header is line {header} (its body: lines {first} to \
              {body_end}, not counting any `else:` clause)"
@@ -184,7 +185,12 @@ impl Prose<'_> {
         if let Some(Value::Object(m)) = p.get("uses") {
             for (line, names) in m {
                 let l: u64 = line.parse().unwrap_or(0);
-                for n in names.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                for n in names
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                {
                     by_var.entry(n.to_string()).or_default().push(l);
                 }
             }
@@ -196,7 +202,12 @@ impl Prose<'_> {
                 let mut ls = ls.clone();
                 ls.sort();
                 let ls: Vec<String> = ls.iter().map(u64::to_string).collect();
-                format!("{} is read at line{} {}", code(v), if ls.len() > 1 { "s" } else { "" }, list_and(&ls))
+                format!(
+                    "{} is read at line{} {}",
+                    code(v),
+                    if ls.len() > 1 { "s" } else { "" },
+                    list_and(&ls)
+                )
             })
             .collect();
         (vars, parts.join("; "))
@@ -289,7 +300,11 @@ impl Prose<'_> {
                         format!("are the values of the local variables {}", list_and(&vars))
                     },
                     int(p, "line"),
-                    if occ == 1 { "first".to_string() } else { ordinal(occ) },
+                    if occ == 1 {
+                        "first".to_string()
+                    } else {
+                        ordinal(occ)
+                    },
                     self.values_note(),
                     self.lines_note()
                 )
@@ -535,7 +550,13 @@ pub fn instance_id(repo: &str, d: &Draft, scope: &str) -> String {
         .unwrap_or("f")
         .replace(".<locals>.", ".")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect::<String>()
         .split('-')
         .filter(|s| !s.is_empty())
@@ -561,7 +582,10 @@ mod tests {
             [1, 2, 3, 4, 11, 12, 13, 21, 22, 101].map(ordinal),
             ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st"]
         );
-        assert_eq!(list_and(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+        assert_eq!(
+            list_and(&["a".into(), "b".into(), "c".into()]),
+            "a, b and c"
+        );
         let w = wrap("aaa bbb ccc ddd", 7);
         assert_eq!(w, "aaa bbb\nccc ddd\n");
         assert_eq!(python_version("/usr/bin/python3.11"), "3.11");
@@ -587,8 +611,7 @@ mod tests {
     /// function "defined at line 605": a decorated function's code starts at its decorator.
     #[test]
     fn def_use_of_a_decorated_function_names_its_first_line() {
-        let doc: crate::facts::FactsDoc =
-            serde_json::from_str(crate::facts::tests::DOC).unwrap();
+        let doc: crate::facts::FactsDoc = serde_json::from_str(crate::facts::tests::DOC).unwrap();
         let ff = &doc.files["/r/pkg/m.py"];
         let func = ff.function("C.f").unwrap();
         let spec =
@@ -642,6 +665,9 @@ mod tests {
             ..d
         };
         let q = prose.question(&d).replace('\n', " ");
-        assert!(q.contains("what is the value of the local variable `t` right after"), "{q}");
+        assert!(
+            q.contains("what is the value of the local variable `t` right after"),
+            "{q}"
+        );
     }
 }

@@ -131,7 +131,13 @@ fn key_of(kind: K, extractor: &str, p: &Map<String, Value>, tests: &[String]) ->
     )
 }
 
-fn draft(kind: K, extractor: &'static str, p: Map<String, Value>, tests: &[String], f: &str) -> Draft {
+fn draft(
+    kind: K,
+    extractor: &'static str,
+    p: Map<String, Value>,
+    tests: &[String],
+    f: &str,
+) -> Draft {
     Draft {
         key: key_of(kind, extractor, &p, tests),
         kind,
@@ -205,10 +211,7 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
             (3..=ctx.max_answer_size).contains(&n)
         })
         .collect();
-    let n = rng
-        .pick(&readable)
-        .copied()
-        .unwrap_or(0);
+    let n = rng.pick(&readable).copied().unwrap_or(0);
     let inv = &invs[n];
     let with_inv = |mut p: Map<String, Value>| {
         p.insert("invocation".into(), json!(n + 1));
@@ -217,13 +220,29 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
     let lines = lines_of(sub, inv);
     // S1
     if t.branches >= 2 && (3..=ctx.max_answer_size).contains(&lines.len()) {
-        out.push(draft(K::S1, "executed_path", with_inv(with_test(ctx.base())), &tests, &t.qualname));
+        out.push(draft(
+            K::S1,
+            "executed_path",
+            with_inv(with_test(ctx.base())),
+            &tests,
+            &t.qualname,
+        ));
     }
     if t.branches >= 1 || t.statements >= 5 {
-        out.push(draft(K::S1, "covered_lines", with_test(ctx.base()), &tests, &t.qualname));
+        out.push(draft(
+            K::S1,
+            "covered_lines",
+            with_test(ctx.base()),
+            &tests,
+            &t.qualname,
+        ));
     }
     // S2: a loop that iterates at least twice in some invocation (the first such).
-    let mut loops: Vec<_> = ctx.file.loops_of(&t.qualname).filter(|l| l.body.is_some()).collect();
+    let mut loops: Vec<_> = ctx
+        .file
+        .loops_of(&t.qualname)
+        .filter(|l| l.body.is_some())
+        .collect();
     rng.shuffle(&mut loops);
     'loops: for l in &loops {
         let body_end = l.body.map(|b| b[1]).unwrap_or(l.end_line);
@@ -301,15 +320,19 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
     if t.repo_callees >= 2 {
         let mut p = with_inv(with_test(ctx.base()));
         p.insert("within".into(), json!(ctx.within));
-        out.push(draft(K::S6, "call_sequence", p.clone(), &tests, &t.qualname));
+        out.push(draft(
+            K::S6,
+            "call_sequence",
+            p.clone(),
+            &tests,
+            &t.qualname,
+        ));
         out.push(draft(K::S6, "callees_count", p, &tests, &t.qualname));
     }
     // S7: a (line, variable) with at least 3 observations over the test's invocations.
     let obs = observations(sub, &invs, ctx.func);
-    let mut cands: Vec<(&(u32, String), &Vec<(String, String, String)>)> = obs
-        .iter()
-        .filter(|(_, v)| v.len() >= 3)
-        .collect();
+    let mut cands: Vec<(&(u32, String), &Vec<(String, String, String)>)> =
+        obs.iter().filter(|(_, v)| v.len() >= 3).collect();
     // Numbers first: what the invariants say most about.
     cands.sort_by_key(|(k, v)| (!v.iter().all(|o| numeric(&o.2)), k.0, k.1.clone()));
     let numeric_first: Vec<_> = if cands.iter().any(|(_, v)| v.iter().all(|o| numeric(&o.2))) {
@@ -360,9 +383,11 @@ fn observations(
                     .map(|(_, v)| (v.repr.clone(), v.ty.clone()))
                     .or_else(|| state.get(var).cloned());
                 if let Some((repr, ty)) = v {
-                    out.entry((e.line, var.clone()))
-                        .or_default()
-                        .push((inv.test.clone(), repr, ty));
+                    out.entry((e.line, var.clone())).or_default().push((
+                        inv.test.clone(),
+                        repr,
+                        ty,
+                    ));
                 }
             }
         }
@@ -432,7 +457,11 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
     }
     out.push(draft(K::M1, "coverage_across_tests", p, tests, &t.qualname));
     // M2
-    let mut loops: Vec<_> = ctx.file.loops_of(&t.qualname).filter(|l| l.body.is_some()).collect();
+    let mut loops: Vec<_> = ctx
+        .file
+        .loops_of(&t.qualname)
+        .filter(|l| l.body.is_some())
+        .collect();
     rng.shuffle(&mut loops);
     for l in loops {
         let body_end = l.body.map(|b| b[1]).unwrap_or(l.end_line);
@@ -450,14 +479,23 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
             let mut p = ctx.base();
             p.insert("header".into(), json!(l.line));
             p.insert("body_end".into(), json!(body_end));
-            out.push(draft(K::M2, "loop_iterations_across_tests", p, tests, &t.qualname));
+            out.push(draft(
+                K::M2,
+                "loop_iterations_across_tests",
+                p,
+                tests,
+                &t.qualname,
+            ));
             break;
         }
     }
     // M3 and M7 from the observations of (line, variable).
     let obs = observations(sub, &invs, ctx.func);
     let in_tests = |v: &Vec<(String, String, String)>| {
-        v.iter().map(|o| o.0.as_str()).collect::<BTreeSet<&str>>().len()
+        v.iter()
+            .map(|o| o.0.as_str())
+            .collect::<BTreeSet<&str>>()
+            .len()
     };
     let differing: Vec<&(u32, String)> = obs
         .iter()
@@ -488,7 +526,13 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
         let mut p = ctx.base();
         p.insert("line".into(), json!(line));
         p.insert("variable".into(), json!(var));
-        out.push(draft(K::M7, "invariants_across_tests", p, tests, &t.qualname));
+        out.push(draft(
+            K::M7,
+            "invariants_across_tests",
+            p,
+            tests,
+            &t.qualname,
+        ));
     }
     // M4
     if let Some(uses) = def_use_uses(ctx, &mut rng) {
@@ -503,7 +547,10 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
             let e = &sub.events[i];
             if let (Kind::Exception, Some(x)) = (e.ev, &e.exc) {
                 if !signal(&x.ty) {
-                    raised.entry(x.ty.clone()).or_default().insert(inv.test.as_str());
+                    raised
+                        .entry(x.ty.clone())
+                        .or_default()
+                        .insert(inv.test.as_str());
                 }
             }
         }
@@ -551,7 +598,11 @@ pub fn choose_tests(ctx: &Ctx, running: &[String]) -> Vec<String> {
     let mut pool = running.to_vec();
     ctx.rng("tests").shuffle(&mut pool);
     pool.truncate(ctx.max_tests);
-    let mut out: Vec<String> = running.iter().filter(|t| pool.contains(t)).cloned().collect();
+    let mut out: Vec<String> = running
+        .iter()
+        .filter(|t| pool.contains(t))
+        .cloned()
+        .collect();
     out.dedup();
     out
 }
@@ -568,7 +619,11 @@ pub fn choose_test(ctx: &Ctx, trace: &Trace, running: &[String]) -> Option<Strin
         .iter()
         .filter(|t| per.get(t.as_str()).is_some_and(|&n| n <= 5))
         .collect();
-    let pool: Vec<&String> = if few.is_empty() { running.iter().collect() } else { few };
+    let pool: Vec<&String> = if few.is_empty() {
+        running.iter().collect()
+    } else {
+        few
+    };
     ctx.rng("test").pick(&pool).map(|t| t.to_string())
 }
 
@@ -588,7 +643,12 @@ pub fn exception_functions(draft: &mut Draft, gold: &Value, targeted: &BTreeMap<
         }
     };
     add(x.get("raised_in").and_then(Value::as_str));
-    for u in x.get("unwound").and_then(Value::as_array).into_iter().flatten() {
+    for u in x
+        .get("unwound")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         add(u.as_str());
     }
     add(x.get("handled_in").and_then(Value::as_str));
@@ -688,18 +748,29 @@ mod tests {
         let s2 = s.iter().find(|d| d.kind == K::S2).unwrap();
         assert_eq!(s2.params["header"], json!(3));
         assert_eq!(s2.params["body_end"], json!(4));
-        let gold = flux_extract::extract(&sub, s2.extractor, &flux_extract::params(Value::Object(s2.params.clone())).unwrap()).unwrap();
+        let gold = flux_extract::extract(
+            &sub,
+            s2.extractor,
+            &flux_extract::params(Value::Object(s2.params.clone())).unwrap(),
+        )
+        .unwrap();
         assert_eq!(gold, json!({"loop_iteration_count": 3}));
         let m = multi_test(&ctx, &sub_trace(&trace, &running), &running);
         let kinds: Vec<K> = m.iter().map(|d| d.kind).collect();
-        assert!(kinds.contains(&K::M1) && kinds.contains(&K::M2), "{kinds:?}");
+        assert!(
+            kinds.contains(&K::M1) && kinds.contains(&K::M2),
+            "{kinds:?}"
+        );
         // Test b runs 1 iteration, still a loop question across tests (3 in a). `i` takes the
         // same first values after each of its lines in both tests: no M3 question.
         assert!(!kinds.contains(&K::M3), "{kinds:?}");
         // Every draft's parameters are accepted by its extractor.
         for d in s.iter().chain(&m) {
-            flux_extract::check_params(d.extractor, &flux_extract::params(Value::Object(d.params.clone())).unwrap())
-                .unwrap_or_else(|e| panic!("{}: {e}", d.key));
+            flux_extract::check_params(
+                d.extractor,
+                &flux_extract::params(Value::Object(d.params.clone())).unwrap(),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", d.key));
         }
     }
 }

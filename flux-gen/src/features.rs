@@ -57,8 +57,7 @@ mod tests {
 
     #[test]
     fn features_count_the_repositorys_code_in_the_tests_run() {
-        let spec =
-            crate::spec::parse(crate::spec::tests::GOOD, std::path::Path::new("g")).unwrap();
+        let spec = crate::spec::parse(crate::spec::tests::GOOD, std::path::Path::new("g")).unwrap();
         let repo = &spec.repositories[0];
         let root = "/usr/local/lib/python3.11/dist-packages";
         let mut p = ModuleProfile::default();
@@ -75,7 +74,10 @@ mod tests {
             });
             p.profiles.push(FunctionProfile::default());
         }
-        let calls = |c, d| TestCalls { calls: c, max_depth: d };
+        let calls = |c, d| TestCalls {
+            calls: c,
+            max_depth: d,
+        };
         p.tests.push(TestProfile {
             nodeid: "t::a".into(),
             functions: BTreeMap::from([(0, calls(3, 2)), (2, calls(1, 0)), (3, calls(9, 5))]),
@@ -103,12 +105,26 @@ mod tests {
         let a = difficulty(repo, &p, &facts, &["t::a".into()]);
         assert_eq!(
             a,
-            Difficulty { calls: 3, functions: 1, lines: 31, files: 1, classes: 1, depth: 2 }
+            Difficulty {
+                calls: 3,
+                functions: 1,
+                lines: 31,
+                files: 1,
+                classes: 1,
+                depth: 2
+            }
         );
         let ab = difficulty(repo, &p, &facts, &["t::a".into(), "t::b".into()]);
         assert_eq!(
             ab,
-            Difficulty { calls: 6, functions: 2, lines: 36, files: 1, classes: 1, depth: 3 }
+            Difficulty {
+                calls: 6,
+                functions: 2,
+                lines: 36,
+                files: 1,
+                classes: 1,
+                depth: 3
+            }
         );
     }
 }

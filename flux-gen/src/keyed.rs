@@ -108,7 +108,10 @@ impl Shard {
 
     /// The items of `items` in this shard, in their order.
     pub fn select<T>(&self, items: Vec<T>, key_of: impl Fn(&T) -> String) -> Vec<T> {
-        items.into_iter().filter(|t| self.holds(&key_of(t))).collect()
+        items
+            .into_iter()
+            .filter(|t| self.holds(&key_of(t)))
+            .collect()
     }
 }
 

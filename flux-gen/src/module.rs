@@ -109,11 +109,12 @@ impl Gen<'_> {
         image_id: &str,
         files: &[String],
     ) -> Result<BTreeMap<String, FileFacts>> {
-        let cache_dir = self
-            .runner
-            .work
-            .join("facts")
-            .join(image_id.trim_start_matches("sha256:").get(..16).unwrap_or("image"));
+        let cache_dir = self.runner.work.join("facts").join(
+            image_id
+                .trim_start_matches("sha256:")
+                .get(..16)
+                .unwrap_or("image"),
+        );
         let mut have = self.facts.lock().await;
         let mut missing = Vec::new();
         for f in files {
@@ -181,7 +182,9 @@ fn call_graphs(
     let named = trace.events.iter().all(|e| {
         e.ev != flux_trace::Kind::Call
             || !e.qualname.is_empty()
-            || repo.relative(&e.file).is_none_or(|f| !repo.is_target_file(f))
+            || repo
+                .relative(&e.file)
+                .is_none_or(|f| !repo.is_target_file(f))
     });
     if !named {
         return Vec::new();
@@ -405,13 +408,21 @@ async fn run_module_inner(
         if let Some(test) = draft::choose_test(&ctx, &run.trace, &running) {
             subs.push(draft::sub_trace(&run.trace, std::slice::from_ref(&test)));
             let i = subs.len() - 1;
-            drafts.extend(draft::single_test(&ctx, &subs[i], &test).into_iter().map(|d| (d, i)));
+            drafts.extend(
+                draft::single_test(&ctx, &subs[i], &test)
+                    .into_iter()
+                    .map(|d| (d, i)),
+            );
         }
         let m_tests = draft::choose_tests(&ctx, &running);
         if m_tests.len() >= 2 {
             subs.push(draft::sub_trace(&run.trace, &m_tests));
             let i = subs.len() - 1;
-            drafts.extend(draft::multi_test(&ctx, &subs[i], &m_tests).into_iter().map(|d| (d, i)));
+            drafts.extend(
+                draft::multi_test(&ctx, &subs[i], &m_tests)
+                    .into_iter()
+                    .map(|d| (d, i)),
+            );
         }
         for (mut d, si) in drafts {
             let sub = &subs[si];
@@ -445,9 +456,15 @@ async fn run_module_inner(
     }
     // No two questions about one function and kind with the same answer.
     let mut seen: BTreeSet<(String, QuestionKind, String)> = BTreeSet::new();
-    authored.sort_by_cached_key(|(d, _, _)| crate::keyed::hash64(spec.seed, &format!("{scope}/{}", d.key)));
+    authored.sort_by_cached_key(|(d, _, _)| {
+        crate::keyed::hash64(spec.seed, &format!("{scope}/{}", d.key))
+    });
     authored.retain(|(d, gold, _)| {
-        let who = d.functions.first().cloned().unwrap_or_else(|| d.tests.join(" "));
+        let who = d
+            .functions
+            .first()
+            .cloned()
+            .unwrap_or_else(|| d.tests.join(" "));
         let fresh = seen.insert((who, d.kind, gold.to_string()));
         if !fresh {
             *r.left_out.entry("same-answer".into()).or_insert(0) += 1;
@@ -467,14 +484,20 @@ async fn run_module_inner(
             Some(ti) => {
                 let target = &plan.targets[ti];
                 let ff = &facts[&target.file];
-                let func = ff.function(&target.qualname).expect("drafted from its facts");
+                let func = ff
+                    .function(&target.qualname)
+                    .expect("drafted from its facts");
                 let prose = Prose {
                     repo,
                     target,
                     func,
                     file: ff,
                 };
-                (prose.question(&d), target.qualname.clone(), target.file.clone())
+                (
+                    prose.question(&d),
+                    target.qualname.clone(),
+                    target.file.clone(),
+                )
             }
             // A call graph is about a test: it counts against the test's function.
             None => (
@@ -483,8 +506,7 @@ async fn run_module_inner(
                 module.to_string(),
             ),
         };
-        let mut ispec =
-            crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
+        let mut ispec = crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
         ispec.generated = Some(GeneratedSpec {
             set: spec.name.clone(),
             split: repo.split.as_str().to_string(),
@@ -581,7 +603,9 @@ mod tests {
 
     #[test]
     fn addresses_in_answers_are_found() {
-        assert!(has_address(&json!({"v": [{"value": "<Foo object at 0x7f3a9c1d2e80>"}]})));
+        assert!(has_address(
+            &json!({"v": [{"value": "<Foo object at 0x7f3a9c1d2e80>"}]})
+        ));
         assert!(!has_address(&json!({"v": "0x10 at 0xZZ", "n": 3})));
         assert!(!has_address(&json!({"v": "look at 0x1"})));
     }

@@ -173,8 +173,7 @@ fn why_not(
         handlers: ff.handlers_of(&f.qualname).count(),
         write_lines,
         statements: f.statement_count(),
-        estimated_events: p.calls * (f.statement_count().min(40) as u64 + 2)
-            + 2 * p.subtree_calls,
+        estimated_events: p.calls * (f.statement_count().min(40) as u64 + 2) + 2 * p.subtree_calls,
     };
     if t.statements < 3 && t.loops == 0 && t.branches == 0 && t.repo_callees < 2 {
         return Err("trivial");
@@ -223,7 +222,9 @@ pub fn plan_module(
     // question could not say which.
     let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
     for t in &ok {
-        *seen.entry((t.file.clone(), t.qualname.clone())).or_insert(0) += 1;
+        *seen
+            .entry((t.file.clone(), t.qualname.clone()))
+            .or_insert(0) += 1;
     }
     ok.retain(|t| {
         let unique = seen[&(t.file.clone(), t.qualname.clone())] == 1;
@@ -344,7 +345,10 @@ mod tests {
         let names: Vec<&str> = plan.targets.iter().map(|t| t.qualname.as_str()).collect();
         assert_eq!(names, ["multiplicity"]);
         let t = &plan.targets[0];
-        assert_eq!((t.loops, t.statements, t.file.as_str()), (1, 12, "sympy/ntheory/factor_.py"));
+        assert_eq!(
+            (t.loops, t.statements, t.file.as_str()),
+            (1, 12, "sympy/ntheory/factor_.py")
+        );
         assert_eq!(
             plan.left_out,
             BTreeMap::from([

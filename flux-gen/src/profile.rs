@@ -193,8 +193,7 @@ impl ModuleProfile {
                     let Some(stack) = stacks.get_mut(&(e.pid, e.tid)) else {
                         continue;
                     };
-                    let Some(pos) = stack.iter().rposition(|o| o.activation == e.activation)
-                    else {
+                    let Some(pos) = stack.iter().rposition(|o| o.activation == e.activation) else {
                         continue;
                     };
                     // Frames above it that never returned (lost to the test window's edge)
@@ -342,7 +341,10 @@ mod tests {
         assert_eq!(p.tests[1].outcome, "failed");
         assert_eq!(p.tests[0].calls, 4);
         assert_eq!(p.tests[0].max_depth, 2);
-        assert_eq!(p.passed().into_iter().collect::<Vec<_>>(), ["pkg/tests/test_m.py::test_a"]);
+        assert_eq!(
+            p.passed().into_iter().collect::<Vec<_>>(),
+            ["pkg/tests/test_m.py::test_a"]
+        );
     }
 
     #[test]

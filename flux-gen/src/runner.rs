@@ -75,10 +75,7 @@ impl Runner {
         let outd = dir.join("out");
         std::fs::create_dir_all(&outd)?;
         set_mode(&outd, 0o777)?;
-        let mut cmd = vec![
-            repo.interpreter.clone(),
-            "/flux/gen/script.py".to_string(),
-        ];
+        let mut cmd = vec![repo.interpreter.clone(), "/flux/gen/script.py".to_string()];
         cmd.extend(args.iter().cloned());
         let mut spec = ContainerSpec::new(&repo.image, cmd, &run);
         spec.mounts.push(Mount::read_only(&dir, "/flux/gen"));
@@ -113,12 +110,13 @@ impl Runner {
     /// sorted.
     pub async fn list_files(&self, repo: &RepoSpec) -> Result<Vec<String>> {
         let dirs = list_dirs(repo);
-        let bytes = self.python(repo, LIST_SCRIPT, &{
-            let mut a = vec![repo.root.clone()];
-            a.extend(dirs);
-            a
-        })
-        .await?;
+        let bytes = self
+            .python(repo, LIST_SCRIPT, &{
+                let mut a = vec![repo.root.clone()];
+                a.extend(dirs);
+                a
+            })
+            .await?;
         let files: Vec<String> = serde_json::from_slice(&bytes).context("file list")?;
         Ok(files)
     }
@@ -158,7 +156,9 @@ impl Runner {
             let _ = std::fs::remove_dir_all(&dir);
             match r {
                 Err(e) if attempt < RUN_ATTEMPTS => {
-                    eprintln!("flux gen: run {id} could not be made (attempt {attempt}), again: {e:#}");
+                    eprintln!(
+                        "flux gen: run {id} could not be made (attempt {attempt}), again: {e:#}"
+                    );
                     tokio::time::sleep(Duration::from_secs(2 * attempt as u64)).await;
                     attempt += 1;
                 }

@@ -26,8 +26,14 @@ pub fn oracle_json(oracle: &flux_instance::Oracle) -> Result<String> {
 pub fn write_instance(root: &Path, c: &Candidate) -> Result<PathBuf> {
     let dir = root.join(&c.spec.repository).join(&c.id);
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(flux_instance::INSTANCE_FILE), instance_toml(&c.spec)?)?;
-    std::fs::write(dir.join(flux_instance::ORACLE_FILE), oracle_json(&c.oracle)?)?;
+    std::fs::write(
+        dir.join(flux_instance::INSTANCE_FILE),
+        instance_toml(&c.spec)?,
+    )?;
+    std::fs::write(
+        dir.join(flux_instance::ORACLE_FILE),
+        oracle_json(&c.oracle)?,
+    )?;
     Ok(dir)
 }
 
@@ -131,7 +137,10 @@ pub fn select(
             }
             let q = by_kind.get_mut(k).expect("a kind with candidates");
             let fits = |c: &Candidate| {
-                per_f.get(&(c.file.clone(), c.function.clone())).copied().unwrap_or(0)
+                per_f
+                    .get(&(c.file.clone(), c.function.clone()))
+                    .copied()
+                    .unwrap_or(0)
                     < per_function
                     && per_file_n.get(&c.file).copied().unwrap_or(0) < per_file
             };
@@ -203,20 +212,22 @@ pub async fn cross_check(
         groups.entry(run_key(&c)).or_default().push(c);
     }
     r.check_runs += groups.len();
-    let runs = futures_util::stream::iter(groups.into_values().enumerate().map(|(i, group)| async move {
-        let first = &group[0];
-        let run = runner
-            .trace(
-                repo,
-                &format!("gen-check-{i}"),
-                &first.tests,
-                first.spec.tracing.clone(),
-                first.spec.test.timeout_s,
-                flux_agent::tracer::TracerOptions::default().max_events,
-            )
-            .await;
-        (group, run)
-    }))
+    let runs = futures_util::stream::iter(groups.into_values().enumerate().map(
+        |(i, group)| async move {
+            let first = &group[0];
+            let run = runner
+                .trace(
+                    repo,
+                    &format!("gen-check-{i}"),
+                    &first.tests,
+                    first.spec.tracing.clone(),
+                    first.spec.test.timeout_s,
+                    flux_agent::tracer::TracerOptions::default().max_events,
+                )
+                .await;
+            (group, run)
+        },
+    ))
     .buffer_unordered(budget.jobs.max(1))
     .collect::<Vec<_>>()
     .await;
@@ -352,7 +363,9 @@ pub(crate) mod tests {
         cands.push(fake("s2-f", K::S2, "f", &["t::a"]));
         cands.push(fake("s2-h", K::S2, "h", &["t::c"]));
         let mut dropped = Vec::new();
-        let out = select(cands, 4, 3, 10, &K::ALL, &mut |c| dropped.push(c.id.clone()));
+        let out = select(cands, 4, 3, 10, &K::ALL, &mut |c| {
+            dropped.push(c.id.clone())
+        });
         let ids: Vec<&str> = out.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(out.len(), 4, "{ids:?}");
         // The rare kind is in; no function beyond its cap of 3.

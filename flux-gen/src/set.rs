@@ -162,7 +162,13 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
                     .join(module::result_file(&w.module));
                 let keep = opts.resume && read_result(&path).is_ok();
                 if keep {
-                    eprintln!("flux gen: [{}/{}] {}: kept from {}", i + 1, mine.len(), w.key(), path.display());
+                    eprintln!(
+                        "flux gen: [{}/{}] {}: kept from {}",
+                        i + 1,
+                        mine.len(),
+                        w.key(),
+                        path.display()
+                    );
                 }
                 !keep
             })
@@ -227,14 +233,22 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             *report.seconds.entry(k.clone()).or_insert(0.0) += v;
         }
         if let Some(why) = &r.skipped {
-            report.modules_skipped.push((format!("{}/{}", r.repository, r.module), why.clone()));
+            report
+                .modules_skipped
+                .push((format!("{}/{}", r.repository, r.module), why.clone()));
         }
     }
     if opts.shard.count == 1 || opts.merge {
         let chosen = assemble(&spec, results);
         for c in &chosen {
-            *report.by_kind.entry(c.kind.as_str().to_string()).or_insert(0) += 1;
-            *report.repositories.entry(c.spec.repository.clone()).or_insert(0) += 1;
+            *report
+                .by_kind
+                .entry(c.kind.as_str().to_string())
+                .or_insert(0) += 1;
+            *report
+                .repositories
+                .entry(c.spec.repository.clone())
+                .or_insert(0) += 1;
         }
         report.instances = chosen.len();
         let dir = set_dir(&opts.spec);
@@ -247,7 +261,10 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
     report.wall_seconds = t0.elapsed().as_secs_f64();
     std::fs::write(
         out.join(if opts.shard.count > 1 && !opts.merge {
-            format!("report-shard-{}-of-{}.json", opts.shard.index, opts.shard.count)
+            format!(
+                "report-shard-{}-of-{}.json",
+                opts.shard.index, opts.shard.count
+            )
         } else {
             "report.json".to_string()
         }),
@@ -346,9 +363,11 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
         let d = screen::write_instance(&staging, c)?;
         let old = inst_root.join(&c.spec.repository).join(&c.id);
         if let Ok(prev) = flux_instance::read_oracle(&old) {
-            if prev.oracle_answer == c.oracle.oracle_answer && prev.question == c.oracle.question
-            {
-                std::fs::copy(old.join(flux_instance::ORACLE_FILE), d.join(flux_instance::ORACLE_FILE))?;
+            if prev.oracle_answer == c.oracle.oracle_answer && prev.question == c.oracle.question {
+                std::fs::copy(
+                    old.join(flux_instance::ORACLE_FILE),
+                    d.join(flux_instance::ORACLE_FILE),
+                )?;
             }
         }
     }
@@ -411,7 +430,10 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
     }
     let index_now = index_json(chosen)?;
     if std::fs::read_to_string(dir.join("index.json")).unwrap_or_default() != index_now {
-        diffs.push(format!("{}: index.json differs", dir.join("index.json").display()));
+        diffs.push(format!(
+            "{}: index.json differs",
+            dir.join("index.json").display()
+        ));
     }
     Ok(diffs)
 }
@@ -421,7 +443,10 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
 pub fn shard_instances(paths: &[PathBuf], shard: Shard) -> Result<Vec<PathBuf>> {
     let dirs = flux_instance::discover(paths)?;
     Ok(shard.select(dirs, |d| {
-        let id = d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = d
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let repo = d
             .parent()
             .and_then(|p| p.file_name())
@@ -457,13 +482,20 @@ mod tests {
     /// order, and each writes its own modules), the set is the same.
     #[test]
     fn assembly_is_the_same_whatever_order_the_modules_come_in() {
-        let mut spec =
-            crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();
+        let mut spec = crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();
         spec.repositories[0].name = "r".into();
         spec.quotas.per_repository = 5;
         spec.quotas.per_function = 2;
-        let a = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "f"), ("a3", K::S3, "f")]);
-        let b = result("r", "m2.py", &[("b1", K::S1, "g"), ("b2", K::M1, "g"), ("b3", K::S5, "h")]);
+        let a = result(
+            "r",
+            "m1.py",
+            &[("a1", K::S1, "f"), ("a2", K::S2, "f"), ("a3", K::S3, "f")],
+        );
+        let b = result(
+            "r",
+            "m2.py",
+            &[("b1", K::S1, "g"), ("b2", K::M1, "g"), ("b3", K::S5, "h")],
+        );
         let c = result("x", "m3.py", &[("c1", K::S1, "k")]);
         let one = assemble(&spec, vec![a.clone(), b.clone(), c.clone()]);
         let two = assemble(&spec, vec![c, b, a]);
@@ -499,7 +531,9 @@ mod tests {
         let m = modules_of(&spec, repo, &files);
         assert_eq!(m.len(), 3);
         assert_eq!(m[0], "sympy/ntheory/tests/test_factor_.py");
-        assert!(m[1..].iter().all(|f| f.contains("/tests/test_") && f != &m[0]));
+        assert!(m[1..]
+            .iter()
+            .all(|f| f.contains("/tests/test_") && f != &m[0]));
         let mut rev = files.clone();
         rev.reverse();
         assert_eq!(modules_of(&spec, repo, &rev), m);

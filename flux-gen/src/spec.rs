@@ -296,7 +296,10 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
             ));
         }
         if r.code.is_empty() {
-            return Err(bad(f("code"), "lists no path of the repository's code".into()));
+            return Err(bad(
+                f("code"),
+                "lists no path of the repository's code".into(),
+            ));
         }
         for m in r.code.iter().chain(&r.modules) {
             if m.starts_with('/') || m.split('/').any(|c| c == "..") {
@@ -327,8 +330,7 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
 fn plain_name(s: &str) -> bool {
     !s.is_empty()
         && !s.starts_with('.')
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
 }
 
@@ -439,9 +441,18 @@ split = "test"
     #[test]
     fn bad_specs_name_the_field() {
         let cases = [
-            (GOOD.replace("seed = 7", "seed = 7\ncolour = 1"), "unknown field `colour`"),
-            (GOOD.replace("sympy==1.13.3", "sympy"), "field `repository[0].package`"),
-            (GOOD.replace("per_module = 10", "per_module = 0"), "field `quotas.per_module`"),
+            (
+                GOOD.replace("seed = 7", "seed = 7\ncolour = 1"),
+                "unknown field `colour`",
+            ),
+            (
+                GOOD.replace("sympy==1.13.3", "sympy"),
+                "field `repository[0].package`",
+            ),
+            (
+                GOOD.replace("per_module = 10", "per_module = 0"),
+                "field `quotas.per_module`",
+            ),
             (
                 GOOD.replace("/usr/local/lib/python3.11/dist-packages", "lib"),
                 "field `repository[0].root`",
@@ -450,11 +461,19 @@ split = "test"
                 GOOD.replace("modules = [\"sympy/ntheory/tests/test_factor_.py\"]", ""),
                 "no test module",
             ),
-            (GOOD.replace("name = \"mini\"", "name = \"a/b\""), "field `name`"),
-            (GOOD.replace("split = \"test\"", "split = \"dev\""), "unknown variant `dev`"),
+            (
+                GOOD.replace("name = \"mini\"", "name = \"a/b\""),
+                "field `name`",
+            ),
+            (
+                GOOD.replace("split = \"test\"", "split = \"dev\""),
+                "unknown variant `dev`",
+            ),
         ];
         for (text, want) in cases {
-            let e = parse(&text, Path::new("sets/x/gen.toml")).unwrap_err().to_string();
+            let e = parse(&text, Path::new("sets/x/gen.toml"))
+                .unwrap_err()
+                .to_string();
             assert!(e.starts_with("sets/x/gen.toml: "), "{e}");
             assert!(e.contains(want), "want {want:?} in {e}");
         }
@@ -462,7 +481,10 @@ split = "test"
 
     #[test]
     fn globs_match_paths() {
-        assert!(glob_match("sympy/*/tests/test_*.py", "sympy/core/tests/test_arit.py"));
+        assert!(glob_match(
+            "sympy/*/tests/test_*.py",
+            "sympy/core/tests/test_arit.py"
+        ));
         assert!(!glob_match("sympy/*/tests/test_*.py", "sympy/core/add.py"));
         assert!(glob_match("*/tests/*", "/sympy/core/tests/x.py"));
         assert!(glob_match("a?c", "abc"));

@@ -69,7 +69,10 @@ pub fn quantile(v: &[f64], q: f64) -> f64 {
 pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
     let dirs = flux_instance::discover(paths)?;
     let mut s = Stats {
-        paper_median: PAPER_MEDIAN.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        paper_median: PAPER_MEDIAN
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
         ..Stats::default()
     };
     let mut values: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
@@ -83,8 +86,12 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
             }
         };
         s.instances += 1;
-        *s.repositories.entry(inst.spec.repository.clone()).or_insert(0) += 1;
-        *s.by_kind.entry(inst.kind().as_str().to_string()).or_insert(0) += 1;
+        *s.repositories
+            .entry(inst.spec.repository.clone())
+            .or_insert(0) += 1;
+        *s.by_kind
+            .entry(inst.kind().as_str().to_string())
+            .or_insert(0) += 1;
         if let Some(g) = &inst.spec.generated {
             *s.splits.entry(g.split.clone()).or_insert(0) += 1;
             split_repos

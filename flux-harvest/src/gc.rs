@@ -166,7 +166,10 @@ mod tests {
             std::fs::create_dir_all(d).unwrap();
         }
         let old = SystemTime::now() - Duration::from_secs(7200);
-        std::fs::File::open(&stale_build).unwrap().set_modified(old).unwrap();
+        std::fs::File::open(&stale_build)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         let mut opts = GcOptions {
             cache_dir: t.path().to_path_buf(),
             keep: 1,
@@ -175,13 +178,21 @@ mod tests {
         };
         let r = gc(&opts).await.unwrap();
         assert_eq!(r.removed.len(), 3, "{:?}", r.removed);
-        assert_eq!(names(&t.path().join("runs")).len(), 5, "a dry run removes nothing");
+        assert_eq!(
+            names(&t.path().join("runs")).len(),
+            5,
+            "a dry run removes nothing"
+        );
         opts.dry_run = false;
         let r = gc(&opts).await.unwrap();
         assert_eq!(r.bytes(), 200);
         assert_eq!(
             names(&t.path().join("runs")),
-            ["a-20261129T100000Z", "b--v1-20261129T090000Z", "b-20261129T100000Z"]
+            [
+                "a-20261129T100000Z",
+                "b--v1-20261129T090000Z",
+                "b-20261129T100000Z"
+            ]
         );
         assert_eq!(names(&t.path().join("build")), ["flux_x_1"]);
         // Within 150 bytes: the newest run only.

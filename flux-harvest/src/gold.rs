@@ -112,8 +112,8 @@ pub(crate) fn check_against(
 ) -> Result<Status> {
     let mut problems = Vec::new();
     let o = &fresh.oracle;
-    let same_question = stored.question_kind == o.question_kind
-        && stored.template_answer == o.template_answer;
+    let same_question =
+        stored.question_kind == o.question_kind && stored.template_answer == o.template_answer;
     if stored.oracle_answer == o.oracle_answer && same_question {
         report.oracle = Some(Verdict::Reproduced);
     } else {
@@ -122,7 +122,12 @@ pub(crate) fn check_against(
             problems.push(format!(
                 "oracle: oracle_answer differs from {}:\n{}",
                 inst.oracle_path().display(),
-                json_diff(&stored.oracle_answer, &o.oracle_answer, "stored", "harvested")
+                json_diff(
+                    &stored.oracle_answer,
+                    &o.oracle_answer,
+                    "stored",
+                    "harvested"
+                )
             ));
         }
         if !same_question {
@@ -317,9 +322,15 @@ mod tests {
         .err()
         .unwrap()
         .to_string();
-        assert!(e.starts_with("not deterministic: two runs gave different answers"), "{e}");
+        assert!(
+            e.starts_with("not deterministic: two runs gave different answers"),
+            "{e}"
+        );
         assert!(e.contains("(runs in /runs/1 and /runs/2)"), "{e}");
-        assert!(e.contains("at /executed_path/0/line: first 1, second 2"), "{e}");
+        assert!(
+            e.contains("at /executed_path/0/line: first 1, second 2"),
+            "{e}"
+        );
         assert_eq!(r.oracle, Some(Verdict::Unstable));
 
         let mut r = report();

@@ -350,7 +350,10 @@ mod tests {
     fn logs_are_kept_up_to_the_cap_and_drained_beyond() {
         let big = vec![b'x'; 300_000];
         assert_eq!(super::read_capped(&big[..], 1000), (vec![b'x'; 1000], true));
-        assert_eq!(super::read_capped(&b"ok"[..], 1000), (b"ok".to_vec(), false));
+        assert_eq!(
+            super::read_capped(&b"ok"[..], 1000),
+            (b"ok".to_vec(), false)
+        );
         assert_eq!(super::read_capped(&big[..], 300_000), (big.clone(), false));
     }
 }

@@ -52,9 +52,11 @@ mod tracing;
 pub use diff::json_diff;
 pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
-pub use signals::Interrupted;
+pub use run_test::{
+    read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
+};
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
-pub use run_test::{read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER};
+pub use signals::Interrupted;
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
@@ -600,11 +602,14 @@ fn strip_id(msg: &str, id: &str) -> String {
 /// What a run that is not failed for it should still tell: logs cut at the cap.
 fn run_warnings(out: &RunOutput) -> Vec<String> {
     let cap = flux_container::runtime::LOG_CAP >> 20;
-    [("stdout", out.stdout_truncated), ("stderr", out.stderr_truncated)]
-        .iter()
-        .filter(|(_, t)| *t)
-        .map(|(s, _)| format!("the test's {s} was truncated at {cap} MiB (the rest was dropped)"))
-        .collect()
+    [
+        ("stdout", out.stdout_truncated),
+        ("stderr", out.stderr_truncated),
+    ]
+    .iter()
+    .filter(|(_, t)| *t)
+    .map(|(s, _)| format!("the test's {s} was truncated at {cap} MiB (the rest was dropped)"))
+    .collect()
 }
 
 /// The gates that come before the extractor: how the test ended, and whether the trace is whole.
@@ -638,7 +643,13 @@ fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Resul
     }
     // The event budget stops the program with SIGKILL: name the budget, not the signal.
     let budget = flux_merge::usdt::BUDGET_PROBLEM;
-    if let Some(p) = out.trace.meta.problems.iter().find(|p| p.starts_with(budget)) {
+    if let Some(p) = out
+        .trace
+        .meta
+        .problems
+        .iter()
+        .find(|p| p.starts_with(budget))
+    {
         anyhow::bail!("{p} (raise it with flux harvest --max-events){}", logs());
     }
     if let Some(why) = &out.killed {

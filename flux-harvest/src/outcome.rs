@@ -116,7 +116,10 @@ mod tests {
         let e = check_expected(Expect::Fail, 1, &trace(&[])).unwrap_err();
         assert!(e.contains("no failed test (0 test(s) ran)"), "{e}");
         let e = check_expected(Expect::Fail, 1, &trace(&["failed", "error"])).unwrap_err();
-        assert!(e.contains("1 errored in setup or teardown: test_x.py::t1"), "{e}");
+        assert!(
+            e.contains("1 errored in setup or teardown: test_x.py::t1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -242,7 +242,9 @@ pub fn read_untrusted(
         files += 1;
         let mut buf = vec![0u8; 1 << 20];
         loop {
-            let k = f.read(&mut buf).with_context(|| format!("{}", p.display()))?;
+            let k = f
+                .read(&mut buf)
+                .with_context(|| format!("{}", p.display()))?;
             if k == 0 {
                 break;
             }
@@ -327,9 +329,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("reference-1.log"), "a\nb\n").unwrap();
         let mut all = Vec::new();
-        let n = super::read_untrusted(d.path(), |n| n.starts_with("reference-"), |b| {
-            all.extend_from_slice(b)
-        })
+        let n = super::read_untrusted(
+            d.path(),
+            |n| n.starts_with("reference-"),
+            |b| all.extend_from_slice(b),
+        )
         .unwrap();
         assert_eq!((n, all.as_slice()), (1, &b"a\nb\n"[..]));
         std::os::unix::fs::symlink("/etc/passwd", d.path().join("reference-2.log")).unwrap();

@@ -232,7 +232,8 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
             if top && GOLD_FILES.contains(&n.as_ref()) {
                 continue;
             }
-            let temporary = n.starts_with(".oracle.json.tmp") || n.starts_with(".callgraph.json.tmp");
+            let temporary =
+                n.starts_with(".oracle.json.tmp") || n.starts_with(".callgraph.json.tmp");
             if n == "__pycache__" || n == ".pytest_cache" || temporary {
                 continue;
             }
@@ -393,7 +394,10 @@ mod tests {
         std::os::unix::fs::symlink("data/input.txt", inst.join("alias.txt")).unwrap();
         let out = t.path().join("run/instance");
         super::copy_instance(&inst, &out).unwrap();
-        assert_eq!(std::fs::read_to_string(out.join("alias.txt")).unwrap(), "in");
+        assert_eq!(
+            std::fs::read_to_string(out.join("alias.txt")).unwrap(),
+            "in"
+        );
         assert!(!out.join("oracle.json").exists() && !out.join("history").exists());
         std::fs::write(t.path().join("secret"), "host").unwrap();
         std::os::unix::fs::symlink(t.path().join("secret"), inst.join("leak.txt")).unwrap();
@@ -408,7 +412,10 @@ mod tests {
     fn run_names_split_into_instance_and_stamp() {
         for (name, want) in [
             ("a-20261129T090000Z", Some(("a", "20261129T090000Z"))),
-            ("a--v1-20261129T080000Z", Some(("a--v1", "20261129T080000Z"))),
+            (
+                "a--v1-20261129T080000Z",
+                Some(("a--v1", "20261129T080000Z")),
+            ),
             (
                 "x-y-20261129T090100Z.123-1",
                 Some(("x-y", "20261129T090100Z.123-1")),

@@ -378,7 +378,10 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
         "sympy/sympy-multiplicity-raising",
     ];
     match docker_has("flux/yt-dlp:2025.10.22-py3.15") {
-        Ok(true) => rels.extend(["yt-dlp/ytdlp-jsinterp-throw", "yt-dlp/ytdlp-parse-codecs-loop"]),
+        Ok(true) => rels.extend([
+            "yt-dlp/ytdlp-jsinterp-throw",
+            "yt-dlp/ytdlp-parse-codecs-loop",
+        ]),
         _ => {
             flux_skip::skip(
                 "scope_targets_reproduces…: the 3.15 part",
@@ -548,6 +551,8 @@ fn expect_fail_needs_a_failed_test_not_a_broken_run() {
         read_json(&failing.join("oracle.json"))["oracle_answer"],
         expected_answer()
     );
-    let runs = std::fs::read_dir(tmp.path().join("cache/runs")).unwrap().count();
+    let runs = std::fs::read_dir(tmp.path().join("cache/runs"))
+        .unwrap()
+        .count();
     assert_eq!(runs, 2, "two runs were made");
 }

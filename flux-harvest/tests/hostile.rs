@@ -162,7 +162,11 @@ fn host_runs_run_the_test_as_nobody() {
     let r = run(std::slice::from_ref(&dir), &o);
     let i = &r.instances[0];
     assert_eq!(i.status, Status::Created, "{:?}", i.error);
-    assert!(i.labels.iter().any(|l| l == "not reproducible"), "{:?}", i.labels);
+    assert!(
+        i.labels.iter().any(|l| l == "not reproducible"),
+        "{:?}",
+        i.labels
+    );
     assert_eq!(
         read_json(&dir.join("oracle.json"))["oracle_answer"],
         expected_answer()

@@ -247,7 +247,10 @@ impl Renames {
             if a == from {
                 return to.clone();
             }
-            if let Some(rest) = a.strip_prefix(from.as_str()).filter(|r| r.starts_with("::")) {
+            if let Some(rest) = a
+                .strip_prefix(from.as_str())
+                .filter(|r| r.starts_with("::"))
+            {
                 return format!("{to}{rest}");
             }
         }
@@ -305,7 +308,11 @@ fn replace_whole(text: &str, from: &str, to: &str) -> String {
             Some(c) => !part(c),
         };
         out.push_str(&rest[..i]);
-        out.push_str(if whole_before && whole_after { to } else { from });
+        out.push_str(if whole_before && whole_after {
+            to
+        } else {
+            from
+        });
         rest = tail;
     }
     out.push_str(rest);
@@ -454,13 +461,23 @@ mod tests {
     #[test]
     fn mentions_of_test_files_are_renamed_as_whole_paths() {
         for (text, want) in [
-            ("Running test_x.py, which lines", "Running Q/testcase.py, which lines"),
+            (
+                "Running test_x.py, which lines",
+                "Running Q/testcase.py, which lines",
+            ),
             ("`test_x.py::test_a` ends.", "`Q/testcase.py::test_a` ends."),
             ("in test_x.py.", "in Q/testcase.py."),
-            ("mytest_x.py and test_x.pyc and test_x.py.bak", "mytest_x.py and test_x.pyc and test_x.py.bak"),
+            (
+                "mytest_x.py and test_x.pyc and test_x.py.bak",
+                "mytest_x.py and test_x.pyc and test_x.py.bak",
+            ),
             ("dir/test_x.py", "dir/test_x.py"),
         ] {
-            assert_eq!(replace_whole(text, "test_x.py", "Q/testcase.py"), want, "{text}");
+            assert_eq!(
+                replace_whole(text, "test_x.py", "Q/testcase.py"),
+                want,
+                "{text}"
+            );
         }
     }
 

@@ -66,7 +66,9 @@ impl ExternalParser {
                 Some(Value::String(v)) if !v.trim().is_empty() => Ok(v.clone()),
                 None if !required => Ok(String::new()),
                 None => Err(format!("parameter `{k}` is required")),
-                Some(other) => Err(format!("parameter `{k}` must be a non-empty string, not {other}")),
+                Some(other) => Err(format!(
+                    "parameter `{k}` must be a non-empty string, not {other}"
+                )),
             }
         };
         let parser = s("parser", true)?;
@@ -79,11 +81,16 @@ impl ExternalParser {
             return Err(format!("parameter `root` must be absolute, not {root:?}"));
         }
         let rel_ok = |v: &str| {
-            !v.starts_with('/') && !Path::new(v).components().any(|c| c == std::path::Component::ParentDir)
+            !v.starts_with('/')
+                && !Path::new(v)
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir)
         };
         for (k, v) in [("parser", &parser), ("qa_dir", &qa_dir)] {
             if !rel_ok(v) {
-                return Err(format!("parameter `{k}` must be a relative path without `..`, not {v:?}"));
+                return Err(format!(
+                    "parameter `{k}` must be a relative path without `..`, not {v:?}"
+                ));
             }
         }
         let log = match p.get("log") {
@@ -91,7 +98,9 @@ impl ExternalParser {
                 .iter()
                 .map(|(k, v)| match v {
                     Value::String(s) if k.starts_with("TRACE_") => Ok((k.clone(), s.clone())),
-                    _ => Err(format!("parameter `log.{k}` must be a TRACE_* variable with a string value")),
+                    _ => Err(format!(
+                        "parameter `log.{k}` must be a TRACE_* variable with a string value"
+                    )),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
             None => return Err("parameter `log` (SWE-Flux's TRACE_* variables) is required".into()),
@@ -133,7 +142,11 @@ pub(crate) fn validate(dir: &Path, path: &Path, spec: &InstanceSpec) -> Result<(
         return Err(invalid(
             path,
             "extractor.params",
-            format!("parameter `parser`: `{}` does not exist in {}", ext.parser, dir.display()),
+            format!(
+                "parameter `parser`: `{}` does not exist in {}",
+                ext.parser,
+                dir.display()
+            ),
         ));
     }
     if spec.tracing.dialect != flux_trace::Dialect::SweFlux || !spec.tracing.tests {
@@ -176,15 +189,29 @@ mod tests {
                        "log": {"TRACE_ON": "1", "TRACE_FILE": "src/a.py"}, "origin": "o"});
         let e = ExternalParser::from_params(p.as_object().unwrap()).unwrap();
         assert_eq!(e.root, "/testbed");
-        assert!(e.log.contains(&("TRACE_FILE".to_string(), "src/a.py".to_string())));
+        assert!(e
+            .log
+            .contains(&("TRACE_FILE".to_string(), "src/a.py".to_string())));
         assert_eq!(ExternalParser::from_params(&e.to_params()).unwrap(), e);
         for (bad, says) in [
             (json!({"qa_dir": "q", "log": {}}), "`parser` is required"),
-            (json!({"parser": "../p.py", "qa_dir": "q", "log": {}}), "without `..`"),
-            (json!({"parser": "p.py", "qa_dir": "q", "log": {"HOME": "x"}}), "log.HOME"),
+            (
+                json!({"parser": "../p.py", "qa_dir": "q", "log": {}}),
+                "without `..`",
+            ),
+            (
+                json!({"parser": "p.py", "qa_dir": "q", "log": {"HOME": "x"}}),
+                "log.HOME",
+            ),
             (json!({"parser": "p.py", "qa_dir": "q"}), "`log`"),
-            (json!({"parser": "p.py", "qa_dir": "q", "log": {}, "root": "rel"}), "absolute"),
-            (json!({"parser": "p.py", "qa_dir": "q", "log": {}, "extra": 1}), "unknown parameter `extra`"),
+            (
+                json!({"parser": "p.py", "qa_dir": "q", "log": {}, "root": "rel"}),
+                "absolute",
+            ),
+            (
+                json!({"parser": "p.py", "qa_dir": "q", "log": {}, "extra": 1}),
+                "unknown parameter `extra`",
+            ),
         ] {
             let err = ExternalParser::from_params(bad.as_object().unwrap()).unwrap_err();
             assert!(err.contains(says), "{bad}: {err}");

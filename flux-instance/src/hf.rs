@@ -119,7 +119,11 @@ pub fn export(dirs: &[PathBuf], out: &Path) -> HfReport {
         let r = read_oracle(dir).and_then(|o| row(&inst, &o).map(|r| (r, o)));
         match r {
             Ok((r, o)) => {
-                let split = if inst.spec.variant.is_some() { "variants" } else { "test" };
+                let split = if inst.spec.variant.is_some() {
+                    "variants"
+                } else {
+                    "test"
+                };
                 let key = format!("{}/{}", inst.spec.repository, inst.spec.id);
                 let kind = serde_json::to_value(o.question_kind)
                     .ok()
@@ -160,10 +164,6 @@ pub fn export(dirs: &[PathBuf], out: &Path) -> HfReport {
     report
 }
 
-fn yaml_str(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
-}
-
 fn feature_yaml(name: &str, dtype: &str) -> String {
     match dtype {
         "string" => format!("  - name: {name}\n    dtype: string\n"),
@@ -191,7 +191,9 @@ fn card(rows: &BTreeMap<&'static str, Vec<(String, Value, String, String)>>) -> 
     y.push_str(&format!("size_categories:\n- {size}\n"));
     y.push_str("configs:\n- config_name: default\n  data_files:\n");
     for split in rows.keys() {
-        y.push_str(&format!("  - split: {split}\n    path: data/{split}.jsonl\n"));
+        y.push_str(&format!(
+            "  - split: {split}\n    path: data/{split}.jsonl\n"
+        ));
     }
     y.push_str("dataset_info:\n  features:\n");
     for (name, dtype) in FEATURES {
@@ -199,7 +201,10 @@ fn card(rows: &BTreeMap<&'static str, Vec<(String, Value, String, String)>>) -> 
     }
     y.push_str("  splits:\n");
     for (split, rs) in rows {
-        y.push_str(&format!("  - name: {split}\n    num_examples: {}\n", rs.len()));
+        y.push_str(&format!(
+            "  - name: {split}\n    num_examples: {}\n",
+            rs.len()
+        ));
     }
     y.push_str("---\n\n");
 

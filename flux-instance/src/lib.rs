@@ -27,9 +27,9 @@ mod oracle;
 pub mod template;
 
 pub use oracle::{
-    parse_oracle, question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp, write_call_graph,
-    write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE, HISTORY_DIR,
-    ORACLE_FILE,
+    parse_oracle, question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp,
+    write_call_graph, write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE,
+    HISTORY_DIR, ORACLE_FILE,
 };
 pub use template::{Projection, Template, TemplateError};
 
@@ -602,7 +602,9 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
             return Err(invalid(
                 path,
                 "test.image_files",
-                format!("`{f}` must be an absolute path of a file in the image, without `.` or `..`"),
+                format!(
+                    "`{f}` must be an absolute path of a file in the image, without `.` or `..`"
+                ),
             ));
         }
     }

@@ -198,7 +198,9 @@ fn keep_in_history(dir: &Path, name: &str) -> Result<std::path::PathBuf, Instanc
             .open(&p);
         match opened {
             Ok(mut f) => {
-                f.write_all(&old).and_then(|_| f.sync_all()).map_err(io(&p))?;
+                f.write_all(&old)
+                    .and_then(|_| f.sync_all())
+                    .map_err(io(&p))?;
                 return Ok(p);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

@@ -1,3 +1,4 @@
+//! Unit tests of instance loading, static checks at load and the one oracle builder.
 use super::*;
 use flux_trace::{Event, Kind, Meta, Source, Trace};
 use serde_json::json;
@@ -257,10 +258,20 @@ fn the_one_oracle_builder_takes_the_runs_facts() {
     assert_eq!(p.interpreter, "3.11.2");
     assert_eq!(p.image_id, "sha256:abc");
     assert_eq!(p.trace_sha256, "d".repeat(64));
-    assert_eq!(p.labels, ["not reproducible", "host run"], "the trace's, then the run's");
+    assert_eq!(
+        p.labels,
+        ["not reproducible", "host run"],
+        "the trace's, then the run's"
+    );
     assert_eq!(p.harvested_at, "2026-12-01T00:00:00Z");
     let computed = inst
-        .build_oracle(&t, &RunFacts { trace_sha256: None, ..f })
+        .build_oracle(
+            &t,
+            &RunFacts {
+                trace_sha256: None,
+                ..f
+            },
+        )
         .unwrap();
     assert_eq!(computed.provenance.trace_sha256, trace_digest(&t));
 }
@@ -356,17 +367,30 @@ fn harvest_write_read_and_conflicts() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(history.len(), 1, "{history:?}");
-    let name = history[0].file_name().unwrap().to_string_lossy().into_owned();
+    let name = history[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     assert!(name.ends_with("Z-oracle.json"), "{name}");
-    let kept: Oracle = serde_json::from_str(&std::fs::read_to_string(&history[0]).unwrap()).unwrap();
+    let kept: Oracle =
+        serde_json::from_str(&std::fs::read_to_string(&history[0]).unwrap()).unwrap();
     assert_eq!(kept, oracle);
     // Replaced again within the same second: a second file, the first kept.
     let third = inst
-        .build_oracle(&trace(&[101, 102, 103, 104]), &facts("2026-12-01T00:00:00Z"))
+        .build_oracle(
+            &trace(&[101, 102, 103, 104]),
+            &facts("2026-12-01T00:00:00Z"),
+        )
         .unwrap();
     write_oracle(&inst.dir, &third, OnConflict::Replace).unwrap();
     write_oracle(&inst.dir, &oracle, OnConflict::Replace).unwrap();
-    assert_eq!(std::fs::read_dir(inst.dir.join(HISTORY_DIR)).unwrap().count(), 3);
+    assert_eq!(
+        std::fs::read_dir(inst.dir.join(HISTORY_DIR))
+            .unwrap()
+            .count(),
+        3
+    );
     // No temporary file is left behind.
     let names: Vec<_> = std::fs::read_dir(&inst.dir)
         .unwrap()
@@ -442,7 +466,9 @@ fn read_oracle_reports_bad_files() {
     assert!(e.contains("field `oracle_answer`: does not fit template_answer at /loop_iteration_count: expected int"), "{e}");
     // An unreadable existing oracle is never silently replaced.
     let inst = load_instance(&d).unwrap();
-    let o = inst.build_oracle(&trace(&[101, 102, 104]), &facts("t")).unwrap();
+    let o = inst
+        .build_oracle(&trace(&[101, 102, 104]), &facts("t"))
+        .unwrap();
     assert!(write_oracle(&d, &o, OnConflict::Refuse).is_err());
 }
 
@@ -724,7 +750,9 @@ fn answer_bindings_shape_the_oracle() {
         )
         + "\n[extractor.answer]\n\"/lines\" = \"/executed_path\"\n\"/lines/*\" = \"/executed_path/*/line\"\n\"/function\" = \"/executed_path/0/qualname\"\n";
     let inst = load_instance(make(&s.0, "sympy", "sympy-add-flatten-path", &toml)).unwrap();
-    let o = inst.build_oracle(&trace(&[101, 102, 104]), &facts("t")).unwrap();
+    let o = inst
+        .build_oracle(&trace(&[101, 102, 104]), &facts("t"))
+        .unwrap();
     assert_eq!(
         o.oracle_answer,
         json!({"lines": [101, 102, 104], "function": "Add.flatten"})
@@ -915,9 +943,15 @@ fn image_files_and_a_generated_table() {
         );
         assert!(e.contains("field `test.image_files`"), "{bad}: {e}");
     }
-    let e = err_of(&s.0, &GOOD.replace("files = [\"test_flatten.py\"]", "files = []"));
+    let e = err_of(
+        &s.0,
+        &GOOD.replace("files = [\"test_flatten.py\"]", "files = []"),
+    );
     assert!(e.contains("lists no test file"), "{e}");
-    let e = err_of(&s.0, &format!("{in_image}\n[generated]\nset = \"s\"\ncolour = 1\n"));
+    let e = err_of(
+        &s.0,
+        &format!("{in_image}\n[generated]\nset = \"s\"\ncolour = 1\n"),
+    );
     assert!(e.contains("generated.colour"), "{e}");
 }
 

@@ -574,7 +574,13 @@ fn candidates_enumerate_loops_branches_exceptions_callees_values() {
     assert_eq!((b(36).taken_true, b(36).taken_false), (2, 2));
     let e = &c.exceptions[0];
     assert_eq!(
-        (e.exception_type.as_str(), e.events, e.caught, e.crossed_in, e.crossed_out),
+        (
+            e.exception_type.as_str(),
+            e.events,
+            e.caught,
+            e.crossed_in,
+            e.crossed_out
+        ),
         ("ValueError", 1, 1, 0, 0)
     );
     assert_eq!(c.callees.len(), 1);

@@ -219,7 +219,10 @@ pub fn parse(text: &str) -> Result<EvalSh, String> {
                 };
                 pytest_args = Some(w[1..].iter().filter(|a| !redirect(a)).cloned().collect())
             }
-            Some(p) if p.starts_with("python") && w.get(1).is_some_and(|a| a.ends_with("parser.py")) => {
+            Some(p)
+                if p.starts_with("python")
+                    && w.get(1).is_some_and(|a| a.ends_with("parser.py")) =>
+            {
                 parser = Some(w[1].clone())
             }
             _ => {}
@@ -274,7 +277,10 @@ python pkg_qa/pkg_f_s2_loops/files/parser.py \
     fn the_skeleton_is_read_and_expanded() {
         let e = parse(SAMPLE).unwrap();
         assert_eq!(e.root, "/testbed");
-        assert_eq!(e.test_id, "pkg_qa/pkg_f_s2_loops/files/testcase.py::TestF::test_loop");
+        assert_eq!(
+            e.test_id,
+            "pkg_qa/pkg_f_s2_loops/files/testcase.py::TestF::test_loop"
+        );
         assert_eq!(e.qa_dir(), "pkg_qa/pkg_f_s2_loops/files");
         assert_eq!(e.test_file(), "testcase.py");
         assert_eq!(e.parser, "pkg_qa/pkg_f_s2_loops/files/parser.py");
@@ -285,7 +291,10 @@ python pkg_qa/pkg_f_s2_loops/files/parser.py \
         assert_eq!(vars[4], ("TRACE_LOG_ALL_LINES".into(), "1".into()));
         assert_eq!(
             vars[5],
-            ("TRACE_OUT".into(), "/testbed/logs/pkg_qa/pkg_f_s2_loops/trace.log".into())
+            (
+                "TRACE_OUT".into(),
+                "/testbed/logs/pkg_qa/pkg_f_s2_loops/trace.log".into()
+            )
         );
     }
 
@@ -295,6 +304,8 @@ python pkg_qa/pkg_f_s2_loops/files/parser.py \
         assert!(parse(&no_parser).unwrap_err().contains("parser.py"));
         let no_test = SAMPLE.replace("TEST_ID=", "TEST=");
         assert!(parse(&no_test).unwrap_err().contains("TEST_ID"));
-        assert!(parse("export TRACE_ON=\"1").unwrap_err().contains("unterminated"));
+        assert!(parse("export TRACE_ON=\"1")
+            .unwrap_err()
+            .contains("unterminated"));
     }
 }

@@ -36,7 +36,8 @@ pub const OUT_IN_CONTAINER: &str = "/flux/out";
 pub const PARSER_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The label every answer made by an external parser carries.
-pub const EXTERNAL_LABEL: &str = "external parser: SWE-Flux's parser.py (third-party code, run in the container)";
+pub const EXTERNAL_LABEL: &str =
+    "external parser: SWE-Flux's parser.py (third-party code, run in the container)";
 
 /// What the parser produced.
 #[derive(Clone, Debug)]
@@ -118,7 +119,8 @@ pub async fn run_parser(
         std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777))?;
     }
     let mut spec = ContainerSpec::new(&inst.spec.image, cmd, &dir);
-    spec.mounts.push(Mount::read_write(&out_dir, OUT_IN_CONTAINER));
+    spec.mounts
+        .push(Mount::read_write(&out_dir, OUT_IN_CONTAINER));
     spec.mounts.push(Mount::read_only(
         run_dir.join("instance"),
         format!("{}/{}", ext.root, ext.qa_dir),
@@ -153,7 +155,10 @@ pub async fn run_parser(
     }
     let out = out_dir.join(OUT_FILE);
     if std::fs::symlink_metadata(&out).is_ok_and(|m| !m.file_type().is_file()) {
-        bail!("{} is not a plain file (refused, never followed)", out.display());
+        bail!(
+            "{} is not a plain file (refused, never followed)",
+            out.display()
+        );
     }
     let text = std::fs::read_to_string(&out)
         .with_context(|| format!("SWE-Flux's parser exited 0 but wrote no {}", out.display()))?;

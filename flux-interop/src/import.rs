@@ -201,7 +201,9 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
     }
     let test_file = eval.test_file().to_string();
     if !src.join("files").join(&test_file).is_file() {
-        return Err(format!("files/{test_file} (the file TEST_ID names) is missing"));
+        return Err(format!(
+            "files/{test_file} (the file TEST_ID names) is missing"
+        ));
     }
     let parser_rel = eval
         .parser
@@ -209,7 +211,9 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
         .ok_or_else(|| format!("the parser {} is not in {qa_dir}/", eval.parser))?
         .to_string();
     if !src.join("files").join(&parser_rel).is_file() {
-        return Err(format!("files/{parser_rel} (the parser eval.sh runs) is missing"));
+        return Err(format!(
+            "files/{parser_rel} (the parser eval.sh runs) is missing"
+        ));
     }
     let vars = eval.trace_vars();
     let log = LogConfig::from_pairs(&vars);
@@ -218,8 +222,12 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
     }
     let package = match &opts.package {
         Some(p) => p.clone(),
-        None => package_from_image(&opts.image)
-            .ok_or_else(|| format!("cannot tell the package from image {} (give --package)", opts.image))?,
+        None => package_from_image(&opts.image).ok_or_else(|| {
+            format!(
+                "cannot tell the package from image {} (give --package)",
+                opts.image
+            )
+        })?,
     };
     let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
     command.extend(eval.pytest_args.iter().cloned());
@@ -283,7 +291,9 @@ fn import_one(src: &Path, opts: &ImportOptions) -> Result<Imported, String> {
     // checked, then moved into place: a failure leaves no half instance.
     let parent = dir.parent().expect("has a parent");
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    let scratch = opts.out.join(format!(".flux-import-{}", std::process::id()));
+    let scratch = opts
+        .out
+        .join(format!(".flux-import-{}", std::process::id()));
     let tmp = scratch.join(&spec.repository).join(&spec.id);
     let _ = std::fs::remove_dir_all(&tmp);
     let written = if exported {
@@ -363,7 +373,8 @@ fn write_instance(src: &Path, spec: &InstanceSpec, dir: &Path) -> Result<(), Str
     std::fs::create_dir_all(dir.join(REFERENCE_DIR)).map_err(|e| io(dir, e))?;
     copy_tree(&src.join("files"), dir)?;
     for f in ["eval.sh", ORACLE_FILE] {
-        std::fs::copy(src.join(f), dir.join(REFERENCE_DIR).join(f)).map_err(|e| io(&src.join(f), e))?;
+        std::fs::copy(src.join(f), dir.join(REFERENCE_DIR).join(f))
+            .map_err(|e| io(&src.join(f), e))?;
     }
     let text = toml::to_string(spec).map_err(|e| format!("instance.toml: {e}"))?;
     let head = format!(
@@ -371,7 +382,11 @@ fn write_instance(src: &Path, spec: &InstanceSpec, dir: &Path) -> Result<(), Str
          # Gold: `flux harvest` runs the test traced by flux and their parser ({}) on flux's\n\
          # swe-flux-log, in the container; swe-flux/oracle.json is their stored answer.\n",
         src.display(),
-        spec.extractor.params.get("parser").and_then(|p| p.as_str()).unwrap_or("parser.py")
+        spec.extractor
+            .params
+            .get("parser")
+            .and_then(|p| p.as_str())
+            .unwrap_or("parser.py")
     );
     std::fs::write(dir.join(INSTANCE_FILE), head + &text).map_err(|e| io(dir, e))
 }

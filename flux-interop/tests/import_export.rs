@@ -2,7 +2,9 @@
 //! `tests/fixtures/store/`, never their files), and the round trip through SWE-Flux's layout
 //! of a real starter instance: `import(export(x)) == x`.
 use flux_instance::export::{export, ExportFormat};
-use flux_interop::import::{discover, import, order_insensitive, package_from_image, ImportOptions};
+use flux_interop::import::{
+    discover, import, order_insensitive, package_from_image, ImportOptions,
+};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -29,8 +31,16 @@ fn their_instances_are_found_and_the_screened_out_left_alone() {
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["factor_multiplicity_m5_exceptions", "factor_untraced_s2_loops"]);
-    assert!(discover(&[fixtures().join("nope")]).unwrap_err().contains("no such directory"));
+    assert_eq!(
+        names,
+        [
+            "factor_multiplicity_m5_exceptions",
+            "factor_untraced_s2_loops"
+        ]
+    );
+    assert!(discover(&[fixtures().join("nope")])
+        .unwrap_err()
+        .contains("no such directory"));
 }
 
 #[test]
@@ -40,7 +50,11 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     let report = import(&found, &opts(out.path()));
     assert_eq!(report.imported.len(), 1, "{:?}", report.errors);
     assert_eq!(report.errors.len(), 1);
-    assert!(report.errors[0].1.contains("TRACE_ON=1"), "{:?}", report.errors);
+    assert!(
+        report.errors[0].1.contains("TRACE_ON=1"),
+        "{:?}",
+        report.errors
+    );
     let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
     let inst = flux_instance::load_instance(&dir).unwrap();
     let s = &inst.spec;
@@ -49,7 +63,11 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     assert!(s.question.starts_with("Run the two tests"));
     let template: Value = serde_json::from_str(&s.template).unwrap();
     assert_eq!(template["crashing_tests"], json!(["str"]));
-    assert_eq!(s.order_insensitive, ["/crashing_tests", "/safe_tests"], "their set-like keys");
+    assert_eq!(
+        s.order_insensitive,
+        ["/crashing_tests", "/safe_tests"],
+        "their set-like keys"
+    );
     assert_eq!(
         s.test.command,
         [
@@ -68,21 +86,36 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     let ext = inst.external_parser().expect("answered by their parser");
     assert_eq!(ext.parser, "parser.py");
     assert_eq!(ext.root, "/tmp");
-    assert_eq!(ext.qa_dir, "sympy_qa/factor_multiplicity_m5_exceptions/files");
-    assert!(ext.log.contains(&("TRACE_FUNC".into(), "multiplicity".into())));
+    assert_eq!(
+        ext.qa_dir,
+        "sympy_qa/factor_multiplicity_m5_exceptions/files"
+    );
+    assert!(ext
+        .log
+        .contains(&("TRACE_FUNC".into(), "multiplicity".into())));
     assert!(dir.join("parser.py").is_file() && dir.join("testcase.py").is_file());
     assert!(dir.join("swe-flux/eval.sh").is_file());
-    let theirs = flux_instance::external::read_reference(&dir).unwrap().unwrap();
+    let theirs = flux_instance::external::read_reference(&dir)
+        .unwrap()
+        .unwrap();
     assert_eq!(theirs["invocation_counts"], json!([4, 4]));
-    assert!(!dir.join("oracle.json").exists(), "no gold is written by an import");
-    assert!(inst.extract(&flux_trace::Trace::default()).is_err(), "not an in-process extractor");
+    assert!(
+        !dir.join("oracle.json").exists(),
+        "no gold is written by an import"
+    );
+    assert!(
+        inst.extract(&flux_trace::Trace::default()).is_err(),
+        "not an in-process extractor"
+    );
     // --check against their answer, under their rules: set-like lists in any order pass, a
     // wrong count fails with its path.
     let mut fresh = theirs.clone();
     fresh["crashing_tests"] = json!(["x"]);
     let err = flux_interop::external::check_reference(&inst, &fresh).unwrap_err();
     assert!(err.to_string().contains("crashing_tests"), "{err}");
-    assert!(flux_interop::external::check_reference(&inst, &theirs).unwrap().is_some());
+    assert!(flux_interop::external::check_reference(&inst, &theirs)
+        .unwrap()
+        .is_some());
     let mut two = theirs.clone();
     two["invocation_counts"] = json!([4, 5]);
     assert!(flux_interop::external::check_reference(&inst, &two).is_err());
@@ -93,9 +126,11 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     replace.replace = true;
     assert_eq!(import(&found[..1], &replace).imported.len(), 1);
     assert!(
-        !std::fs::read_dir(out.path())
+        !std::fs::read_dir(out.path()).unwrap().any(|e| e
             .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with(".flux-import")),
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".flux-import")),
         "no scratch left behind"
     );
 }
@@ -109,7 +144,10 @@ fn helpers_package_pins_and_order_insensitive_paths() {
     assert_eq!(package_from_image("nothing"), None);
     let t = json!({"covered_lines": ["int"], "calls": [{"unique_values": ["str"], "seq": ["int"]}],
                    "executed_path": [{"line": "int"}]});
-    assert_eq!(order_insensitive(&t), ["/calls/*/unique_values", "/covered_lines"]);
+    assert_eq!(
+        order_insensitive(&t),
+        ["/calls/*/unique_values", "/covered_lines"]
+    );
 }
 
 /// Copy a directory tree (the starter instance, into a scratch instance root).
@@ -146,10 +184,12 @@ fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 #[test]
 fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() {
-    let starter = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../instances/sympy/sympy-multiplicity-raising");
+    let starter =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances/sympy/sympy-multiplicity-raising");
     let work = tempfile::tempdir().unwrap();
-    let x = work.path().join("instances/sympy/sympy-multiplicity-raising");
+    let x = work
+        .path()
+        .join("instances/sympy/sympy-multiplicity-raising");
     copy_dir(&starter, &x);
     let out = work.path().join("swe-flux");
     let r = export(ExportFormat::SweFlux, std::slice::from_ref(&x), &out);
@@ -164,7 +204,10 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     let new = "sympy_qa/sympy-multiplicity-raising/files/testcase.py";
     assert_eq!(
         theirs["oracle_answer"]["crashing_tests"],
-        json!([format!("{new}::test_zero_argument"), format!("{new}::test_float_base")])
+        json!([
+            format!("{new}::test_zero_argument"),
+            format!("{new}::test_float_base")
+        ])
     );
     let q = theirs["question"].as_str().unwrap();
     assert!(q.starts_with(&format!("Running {new} (five tests)")), "{q}");
@@ -172,8 +215,14 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     assert!(!q.contains(" test_multiplicity.py"), "{q}");
     let eval = std::fs::read_to_string(e.join("eval.sh")).unwrap();
     assert!(eval.contains(&format!("TEST_ID={new}\n")), "{eval}");
-    assert!(eval.contains("export TRACE_FILE=sympy/ntheory/factor_.py\n"), "{eval}");
-    assert!(eval.contains(&format!("-p no:cacheprovider {new}\n")), "{eval}");
+    assert!(
+        eval.contains("export TRACE_FILE=sympy/ntheory/factor_.py\n"),
+        "{eval}"
+    );
+    assert!(
+        eval.contains(&format!("-p no:cacheprovider {new}\n")),
+        "{eval}"
+    );
     assert_eq!(
         std::fs::read(e.join("files/testcase.py")).unwrap(),
         std::fs::read(x.join("test_multiplicity.py")).unwrap()
@@ -185,7 +234,11 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     let report = import(&found, &opts(&back));
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let y = back.join("sympy/sympy-multiplicity-raising");
-    assert_eq!(files_of(&y), files_of(&x), "import(export(x)) == x, file for file");
+    assert_eq!(
+        files_of(&y),
+        files_of(&x),
+        "import(export(x)) == x, file for file"
+    );
     let provenance = flux_instance::read_oracle(&y).unwrap().provenance;
     assert_eq!(provenance.extractor, "raising_tests", "provenance kept");
 }

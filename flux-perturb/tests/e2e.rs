@@ -21,6 +21,7 @@ fn workspace() -> PathBuf {
 }
 
 fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc_geteuid() } != 0 {
         return Some("needs root (eBPF)".into());
     }

@@ -262,7 +262,10 @@ fn stale_assertions_are_relaxed_the_rest_kept() {
     // comparisons against literals keep only what they compute; the old values are gone
     assert!(src.contains("\n    (got)\n"), "{src}");
     assert!(src.contains("\n    (parse('1:02:04.5'))\n"), "{src}");
-    assert!(src.contains("\n    (parse(TEXT))\n"), "message dropped:\n{src}");
+    assert!(
+        src.contains("\n    (parse(TEXT))\n"),
+        "message dropped:\n{src}"
+    );
     assert!(src.contains("\n    (f([10, 20, 30], 98))\n"), "{src}");
     assert!(src.contains("\n    (max(4, 9))\n"), "{src}");
     for stale in ["{2: 3, 3: 2}", "3723.5", "== 5", "> 0\n", "is None"] {

@@ -20,7 +20,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-
 /// A failure class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,15 +60,33 @@ impl FailureClass {
             FailureClass::StoppedEarly => "stopped early: a prefix of what ran, or a count too low",
             FailureClass::WrongPath => "followed a path that did not run",
             FailureClass::RightPathWrongValues => "right path, wrong values",
-            FailureClass::Aggregation => "aggregation error: the right steps counted or ordered wrongly",
+            FailureClass::Aggregation => {
+                "aggregation error: the right steps counted or ordered wrongly"
+            }
             FailureClass::WrongValue => "a wrong value the gold cannot explain further",
         }
     }
 }
 
 const IDENTITY: &[&str] = &[
-    "line", "lineno", "file", "filename", "path", "func", "function", "qualname", "callee",
-    "caller", "variable", "name", "def_line", "use_line", "test", "exception", "type", "event",
+    "line",
+    "lineno",
+    "file",
+    "filename",
+    "path",
+    "func",
+    "function",
+    "qualname",
+    "callee",
+    "caller",
+    "variable",
+    "name",
+    "def_line",
+    "use_line",
+    "test",
+    "exception",
+    "type",
+    "event",
     "header",
 ];
 
@@ -206,23 +223,42 @@ mod tests {
         let vals = json!({"observed_state": [{"variable": "x", "value": "1"}, {"variable": "y", "value": "2"}]});
         let wrong = json!({"observed_state": [{"variable": "x", "value": "1"}, {"variable": "y", "value": "3"}]});
         let m = crate::compare::compare(&vals, &wrong, &Default::default()).unwrap_err();
-        assert_eq!(classify(&vals, &wrong, &m.path), FailureClass::RightPathWrongValues);
+        assert_eq!(
+            classify(&vals, &wrong, &m.path),
+            FailureClass::RightPathWrongValues
+        );
     }
 
     #[test]
     fn classes_of_scalars() {
         let gold = json!({"loop_iteration_count": 6, "raised": true});
         for (a, want) in [
-            (json!({"loop_iteration_count": 4, "raised": true}), FailureClass::StoppedEarly),
-            (json!({"loop_iteration_count": 7, "raised": true}), FailureClass::Aggregation),
-            (json!({"loop_iteration_count": 6, "raised": false}), FailureClass::WrongValue),
-            (json!({"loop_iteration_count": [6], "raised": true}), FailureClass::Format),
+            (
+                json!({"loop_iteration_count": 4, "raised": true}),
+                FailureClass::StoppedEarly,
+            ),
+            (
+                json!({"loop_iteration_count": 7, "raised": true}),
+                FailureClass::Aggregation,
+            ),
+            (
+                json!({"loop_iteration_count": 6, "raised": false}),
+                FailureClass::WrongValue,
+            ),
+            (
+                json!({"loop_iteration_count": [6], "raised": true}),
+                FailureClass::Format,
+            ),
         ] {
             let m = crate::compare::compare(&gold, &a, &Default::default()).unwrap_err();
             assert_eq!(classify(&gold, &a, &m.path), want, "{a}");
         }
-        let m = crate::compare::compare(&gold, &json!({"raised": true}), &Default::default()).unwrap_err();
-        assert_eq!(classify(&gold, &json!({"raised": true}), &m.path), FailureClass::Format);
+        let m = crate::compare::compare(&gold, &json!({"raised": true}), &Default::default())
+            .unwrap_err();
+        assert_eq!(
+            classify(&gold, &json!({"raised": true}), &m.path),
+            FailureClass::Format
+        );
         assert_eq!(classify_call_graph(1, 0), FailureClass::WrongPath);
         assert_eq!(classify_call_graph(0, 2), FailureClass::StoppedEarly);
     }

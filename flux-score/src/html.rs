@@ -56,7 +56,12 @@ fn legend(s: &mut String, names: &[String]) {
     }
     s.push_str("<div class=\"legend\">");
     for (i, n) in names.iter().enumerate() {
-        let _ = write!(s, "<span><i style=\"background:{}\"></i>{}</span>", color(i), esc(n));
+        let _ = write!(
+            s,
+            "<span><i style=\"background:{}\"></i>{}</span>",
+            color(i),
+            esc(n)
+        );
     }
     s.push_str("</div>");
 }
@@ -70,7 +75,11 @@ fn label(k: &str) -> String {
 }
 
 /// Horizontal bars, one group per row key and one bar per run, each with its Wilson whisker.
-fn grouped_bars(title: &str, rows: &BTreeMap<String, BTreeMap<String, Bucket>>, runs: &[String]) -> String {
+fn grouped_bars(
+    title: &str,
+    rows: &BTreeMap<String, BTreeMap<String, Bucket>>,
+    runs: &[String],
+) -> String {
     let bar_h = 14;
     let group_h = bar_h * runs.len().max(1) + 10;
     let label_w = 230;
@@ -93,7 +102,10 @@ fn grouped_bars(title: &str, rows: &BTreeMap<String, BTreeMap<String, Bucket>>, 
         );
     }
     if rows.is_empty() {
-        let _ = write!(s, r##"<text x="{label_w}" y="46" font-size="13" fill="#666">no scored instances</text>"##);
+        let _ = write!(
+            s,
+            r##"<text x="{label_w}" y="46" font-size="13" fill="#666">no scored instances</text>"##
+        );
     }
     let x_of = |v: f64| label_w as f64 + v.clamp(0.0, 1.0) * bar_w as f64;
     for (gi, (k, by_run)) in rows.iter().enumerate() {
@@ -227,7 +239,8 @@ fn failure_bars(runs: &[&Report]) -> String {
 
 /// pass@k curves (k on a log-like index axis), one line per run, bootstrap band as whiskers.
 fn pass_at_k_chart(runs: &[&Report]) -> String {
-    let all: Vec<Vec<(usize, crate::Estimate)>> = runs.iter().map(|r| pass_at_k_sorted(r)).collect();
+    let all: Vec<Vec<(usize, crate::Estimate)>> =
+        runs.iter().map(|r| pass_at_k_sorted(r)).collect();
     let ks: Vec<usize> = {
         let mut v: Vec<usize> = all.iter().flatten().map(|(k, _)| *k).collect();
         v.sort();
@@ -240,7 +253,12 @@ fn pass_at_k_chart(runs: &[&Report]) -> String {
     let (w, h, left, top, pw, ph) = (640, 260, 50, 20, 560, 200);
     let x_of = |k: usize| {
         let i = ks.iter().position(|x| *x == k).unwrap_or(0);
-        left as f64 + if ks.len() == 1 { pw as f64 / 2.0 } else { i as f64 * pw as f64 / (ks.len() - 1) as f64 }
+        left as f64
+            + if ks.len() == 1 {
+                pw as f64 / 2.0
+            } else {
+                i as f64 * pw as f64 / (ks.len() - 1) as f64
+            }
     };
     let y_of = |v: f64| top as f64 + (1.0 - v.clamp(0.0, 1.0)) * ph as f64;
     let mut s = String::new();
@@ -350,19 +368,35 @@ fn cards(s: &mut String, r: &Report) {
     let mut items = vec![
         (pct(r.accuracy), "accuracy".to_string()),
         (ci(r.accuracy_ci), "95% Wilson interval".to_string()),
-        (format!("{}/{}", r.passed, r.total), "passed / scored".to_string()),
-        (format!("{:.3}", p.mean), format!("partial credit [{:.3}–{:.3}]", p.low, p.high)),
+        (
+            format!("{}/{}", r.passed, r.total),
+            "passed / scored".to_string(),
+        ),
+        (
+            format!("{:.3}", p.mean),
+            format!("partial credit [{:.3}–{:.3}]", p.low, p.high),
+        ),
         (r.failed.to_string(), "failed".to_string()),
-        (r.infra_errors.to_string(), "infra errors (excluded)".to_string()),
+        (
+            r.infra_errors.to_string(),
+            "infra errors (excluded)".to_string(),
+        ),
         (r.not_harvested.to_string(), "not harvested".to_string()),
     ];
     for (k, e) in pass_at_k_sorted(r) {
-        items.push((pct(e.mean), format!("pass@{k} [{:.1}–{:.1}]", e.low * 100.0, e.high * 100.0)));
+        items.push((
+            pct(e.mean),
+            format!("pass@{k} [{:.1}–{:.1}]", e.low * 100.0, e.high * 100.0),
+        ));
     }
     if r.usage.with_meta > 0 {
         items.push((format!("${:.2}", r.usage.cost), "cost".into()));
         items.push((
-            format!("{}k / {}k", r.usage.tokens_in / 1000, r.usage.tokens_out / 1000),
+            format!(
+                "{}k / {}k",
+                r.usage.tokens_in / 1000,
+                r.usage.tokens_out / 1000
+            ),
             "tokens in / out".into(),
         ));
     }
@@ -382,7 +416,11 @@ fn pretty(v: Option<&serde_json::Value>) -> String {
         .map(|v| serde_json::to_string_pretty(v).unwrap_or_default())
         .unwrap_or_else(|| "(none)".into());
     if t.chars().count() > 6000 {
-        format!("{}\n… ({} characters in all)", t.chars().take(6000).collect::<String>(), t.chars().count())
+        format!(
+            "{}\n… ({} characters in all)",
+            t.chars().take(6000).collect::<String>(),
+            t.chars().count()
+        )
     } else {
         t
     }
@@ -390,7 +428,11 @@ fn pretty(v: Option<&serde_json::Value>) -> String {
 
 /// Every instance that did not pass: a line each, opening to question, gold and answer.
 fn failures(s: &mut String, r: &Report) {
-    let failures: Vec<_> = r.instances.iter().filter(|i| i.status != Status::Pass).collect();
+    let failures: Vec<_> = r
+        .instances
+        .iter()
+        .filter(|i| i.status != Status::Pass)
+        .collect();
     let _ = write!(s, "<h2>Not passed ({})</h2>", failures.len());
     if failures.is_empty() {
         s.push_str("<p>Every scored instance passed.</p>");
@@ -441,7 +483,12 @@ fn invalid(s: &mut String, r: &Report) {
         r.invalid_instances.len()
     );
     for i in &r.invalid_instances {
-        let _ = write!(s, "<tr><td>{}</td><td class=\"r\">{}</td></tr>", esc(&i.path), esc(&i.error));
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td class=\"r\">{}</td></tr>",
+            esc(&i.path),
+            esc(&i.error)
+        );
     }
     s.push_str("</table>");
 }
@@ -455,7 +502,12 @@ fn one_run(m: &BTreeMap<String, Bucket>, name: &str) -> BTreeMap<String, BTreeMa
 fn class_legend(s: &mut String) {
     s.push_str("<table><tr><th>class</th><th>meaning</th></tr>");
     for c in FailureClass::ALL {
-        let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", c.as_str(), esc(c.describe()));
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td></tr>",
+            c.as_str(),
+            esc(c.describe())
+        );
     }
     s.push_str("</table>");
 }
@@ -477,9 +529,17 @@ pub fn html(r: &Report) -> String {
     cards(&mut s, r);
     let name = vec![r.name.clone()];
     s.push_str("<h2>Accuracy by kind</h2>");
-    s.push_str(&grouped_bars("Accuracy by kind", &one_run(&r.by_kind, &r.name), &name));
+    s.push_str(&grouped_bars(
+        "Accuracy by kind",
+        &one_run(&r.by_kind, &r.name),
+        &name,
+    ));
     s.push_str("<h2>Accuracy by repository</h2>");
-    s.push_str(&grouped_bars("Accuracy by repository", &one_run(&r.by_repository, &r.name), &name));
+    s.push_str(&grouped_bars(
+        "Accuracy by repository",
+        &one_run(&r.by_repository, &r.name),
+        &name,
+    ));
     if !r.pass_at_k.is_empty() {
         s.push_str("<h2>pass@k</h2>");
         s.push_str(&pass_at_k_chart(&[r]));
@@ -530,7 +590,12 @@ pub fn html_multi(m: &MultiReport) -> String {
         s,
         "<h1>flux score: {} runs compared</h1><div class=\"sub\">{}</div>",
         m.runs.len(),
-        esc(&m.runs.iter().map(|r| format!("{} ({})", r.name, r.answers)).collect::<Vec<_>>().join(" · "))
+        esc(&m
+            .runs
+            .iter()
+            .map(|r| format!("{} ({})", r.name, r.answers))
+            .collect::<Vec<_>>()
+            .join(" · "))
     );
     s.push_str("<h2>Runs</h2><table><tr><th>run</th><th>passed</th><th>scored</th><th>accuracy</th><th>95% Wilson</th><th>partial credit [bootstrap 95%]</th><th>infra</th><th>cost</th></tr>");
     for (i, r) in m.runs.iter().enumerate() {
@@ -554,10 +619,18 @@ pub fn html_multi(m: &MultiReport) -> String {
     s.push_str("</table>");
     s.push_str("<h2>Accuracy by kind</h2>");
     legend(&mut s, &names);
-    s.push_str(&grouped_bars("Accuracy by kind and run", &m.by_kind, &names));
+    s.push_str(&grouped_bars(
+        "Accuracy by kind and run",
+        &m.by_kind,
+        &names,
+    ));
     s.push_str("<h2>Accuracy by repository</h2>");
     legend(&mut s, &names);
-    s.push_str(&grouped_bars("Accuracy by repository and run", &m.by_repository, &names));
+    s.push_str(&grouped_bars(
+        "Accuracy by repository and run",
+        &m.by_repository,
+        &names,
+    ));
     let runs: Vec<&Report> = m.runs.iter().collect();
     if runs.iter().any(|r| !r.pass_at_k.is_empty()) {
         s.push_str("<h2>pass@k</h2>");

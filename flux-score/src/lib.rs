@@ -41,8 +41,8 @@ use std::path::{Path, PathBuf};
 pub use callgraph::EdgeCounts;
 pub use compare::{compare, CompareOptions, Mismatch};
 pub use failure::FailureClass;
-pub use multi::{Comparison, MultiReport};
 pub use instance::{discover, discover_all, Discovered, Instance, InvalidInstance};
+pub use multi::{Comparison, MultiReport};
 
 /// Errors of the scorer. Problems with one answer are verdicts, not errors; these are only
 /// for inputs the scorer cannot read at all.
@@ -234,7 +234,9 @@ impl Bucket {
             Status::NotHarvested => {}
         }
         if self.total > scored_before {
-            let p = r.partial.unwrap_or(if r.status == Status::Pass { 1.0 } else { 0.0 });
+            let p = r
+                .partial
+                .unwrap_or(if r.status == Status::Pass { 1.0 } else { 0.0 });
             self.partial += (p - self.partial) / self.total as f64;
         }
         self.accuracy = if self.total == 0 {
@@ -460,7 +462,10 @@ fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
         .metadata()
         .map_err(|e| ReadError::Unreadable(format!("{}: {e}", path.display())))?;
     if meta.is_dir() {
-        return Err(ReadError::Unreadable(format!("{}: is a directory", path.display())));
+        return Err(ReadError::Unreadable(format!(
+            "{}: is a directory",
+            path.display()
+        )));
     }
     if meta.len() > limit {
         return Err(ReadError::TooLarge(meta.len()));
@@ -482,7 +487,10 @@ fn read_json_limited(path: &Path, limit: u64) -> Result<Option<Value>, String> {
             .map(Some)
             .map_err(|e| format!("{}: not JSON: {e}", path.display())),
         Err(ReadError::Unreadable(e)) => Err(e),
-        Err(ReadError::TooLarge(n)) => Err(format!("{}: {n} bytes, over the limit {limit}", path.display())),
+        Err(ReadError::TooLarge(n)) => Err(format!(
+            "{}: {n} bytes, over the limit {limit}",
+            path.display()
+        )),
     }
 }
 
@@ -531,7 +539,9 @@ pub fn load_answer_file(dir: &Path, file: &str, limit: u64) -> LoadedAnswer {
     let path = dir.join(file);
     match read_limited(&path, limit) {
         Ok(None) => LoadedAnswer::Missing,
-        Err(ReadError::Unreadable(e)) => LoadedAnswer::InfraError(format!("answer unreadable: {e}")),
+        Err(ReadError::Unreadable(e)) => {
+            LoadedAnswer::InfraError(format!("answer unreadable: {e}"))
+        }
         Err(ReadError::TooLarge(n)) => LoadedAnswer::TooLarge(n),
         Ok(Some(b)) => match serde_json::from_slice::<Value>(&b) {
             Ok(v) => LoadedAnswer::Answer(v),
@@ -570,8 +580,16 @@ pub fn score_one_with(inst: &Instance, answer_dir: &Path, cfg: &ScoreConfig) -> 
     if n > 1 && inst.oracle.is_some() {
         let mut c = SampleCount { n: 0, passed: 0 };
         for k in 1..=n {
-            let file = if k == 1 { "answer.json".to_string() } else { format!("answer-{k}.json") };
-            let v = if k == 1 { r.status } else { score_file(inst, answer_dir, &file, cfg).status };
+            let file = if k == 1 {
+                "answer.json".to_string()
+            } else {
+                format!("answer-{k}.json")
+            };
+            let v = if k == 1 {
+                r.status
+            } else {
+                score_file(inst, answer_dir, &file, cfg).status
+            };
             match v {
                 Status::Pass => {
                     c.n += 1;

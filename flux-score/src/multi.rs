@@ -33,7 +33,12 @@ impl Comparison {
     /// `-40.0 [-70.0, -10.0]`: the accuracy difference in points with its interval.
     pub fn accuracy_text(&self) -> String {
         let d = &self.accuracy_diff;
-        format!("{:+.1} [{:+.1}, {:+.1}]", d.mean * 100.0, d.low * 100.0, d.high * 100.0)
+        format!(
+            "{:+.1} [{:+.1}, {:+.1}]",
+            d.mean * 100.0,
+            d.low * 100.0,
+            d.high * 100.0
+        )
     }
     /// The partial-credit difference with its interval.
     pub fn partial_text(&self) -> String {
@@ -95,7 +100,10 @@ pub fn compare_pair(a: &Report, b: &Report) -> Comparison {
     let both: Vec<(&(String, String), &(bool, f64))> =
         sa.iter().filter(|(k, _)| sb.contains_key(*k)).collect();
     let pa: Vec<f64> = both.iter().map(|(_, v)| f64::from(u8::from(v.0))).collect();
-    let pb: Vec<f64> = both.iter().map(|(k, _)| f64::from(u8::from(sb[*k].0))).collect();
+    let pb: Vec<f64> = both
+        .iter()
+        .map(|(k, _)| f64::from(u8::from(sb[*k].0)))
+        .collect();
     let qa: Vec<f64> = both.iter().map(|(_, v)| v.1).collect();
     let qb: Vec<f64> = both.iter().map(|(k, _)| sb[*k].1).collect();
     let only_a = pa.iter().zip(&pb).filter(|(x, y)| **x > **y).count();
@@ -135,7 +143,10 @@ pub fn compare_runs(runs: Vec<Report>) -> MultiReport {
     let mut by_repository: BTreeMap<String, BTreeMap<String, Bucket>> = BTreeMap::new();
     for r in &runs {
         for (k, b) in &r.by_kind {
-            by_kind.entry(k.clone()).or_default().insert(r.name.clone(), b.clone());
+            by_kind
+                .entry(k.clone())
+                .or_default()
+                .insert(r.name.clone(), b.clone());
         }
         for (k, b) in &r.by_repository {
             by_repository

@@ -9,7 +9,8 @@ pub use crate::html::{html, html_multi};
 use crate::{Bucket, Format, MultiReport, Report, ScoreError, Status};
 
 fn json<T: serde::Serialize>(v: &T) -> Result<String, ScoreError> {
-    let mut s = serde_json::to_string_pretty(v).map_err(|e| ScoreError::Serialize(e.to_string()))?;
+    let mut s =
+        serde_json::to_string_pretty(v).map_err(|e| ScoreError::Serialize(e.to_string()))?;
     s.push('\n');
     Ok(s)
 }
@@ -94,7 +95,14 @@ pub fn text(r: &Report) -> String {
     if !r.pass_at_k.is_empty() {
         let parts: Vec<String> = pass_at_k_sorted(r)
             .iter()
-            .map(|(k, e)| format!("pass@{k} {} [{:.1}–{:.1}]", pct(e.mean), e.low * 100.0, e.high * 100.0))
+            .map(|(k, e)| {
+                format!(
+                    "pass@{k} {} [{:.1}–{:.1}]",
+                    pct(e.mean),
+                    e.low * 100.0,
+                    e.high * 100.0
+                )
+            })
             .collect();
         let _ = writeln!(out, "{}\n", parts.join(", "));
     }
@@ -227,7 +235,12 @@ pub fn text_multi(m: &MultiReport) -> String {
         .collect();
     table_rows(&mut out, "run", &runs);
     for (title, table) in [("kind", &m.by_kind), ("repository", &m.by_repository)] {
-        let kw = table.keys().map(|k| k.chars().count()).max().unwrap_or(0).max(title.len());
+        let kw = table
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(title.len());
         let mut head = format!("{title:<kw$}");
         for r in &m.runs {
             let _ = write!(head, "  {:>22}", r.name);
@@ -247,7 +260,10 @@ pub fn text_multi(m: &MultiReport) -> String {
         out.push('\n');
     }
     if !m.comparisons.is_empty() {
-        let _ = writeln!(out, "paired comparisons (b − a on instances scored by both):");
+        let _ = writeln!(
+            out,
+            "paired comparisons (b − a on instances scored by both):"
+        );
         for c in &m.comparisons {
             let _ = writeln!(
                 out,

@@ -76,7 +76,11 @@ pub fn bootstrap_mean(v: &[f64]) -> (f64, f64, f64) {
         .map(|_| (0..n).map(|_| v[rng.below(n)]).sum::<f64>() / n as f64)
         .collect();
     means.sort_by(f64::total_cmp);
-    (mean(v), percentile(&means, 0.025), percentile(&means, 0.975))
+    (
+        mean(v),
+        percentile(&means, 0.025),
+        percentile(&means, 0.975),
+    )
 }
 
 /// Mean of `b - a` over pairs and its 95 % paired-bootstrap interval (pairs resampled
@@ -135,7 +139,10 @@ mod tests {
     fn wilson_known_values() {
         // 8 of 10: (0.4902, 0.9433) — the textbook Wilson interval.
         let (lo, hi) = wilson(8, 10);
-        assert!(close(lo, 0.4902, 1e-4) && close(hi, 0.9433, 1e-4), "{lo} {hi}");
+        assert!(
+            close(lo, 0.4902, 1e-4) && close(hi, 0.9433, 1e-4),
+            "{lo} {hi}"
+        );
         let (lo, hi) = wilson(0, 10);
         assert!(close(lo, 0.0, 1e-12) && close(hi, 0.2775, 1e-4), "{hi}");
         let (lo, hi) = wilson(10, 10);
@@ -164,7 +171,9 @@ mod tests {
 
     #[test]
     fn bootstrap_is_reproducible_and_brackets_the_mean() {
-        let v: Vec<f64> = (0..50).map(|i| if i % 4 == 0 { 1.0 } else { 0.25 }).collect();
+        let v: Vec<f64> = (0..50)
+            .map(|i| if i % 4 == 0 { 1.0 } else { 0.25 })
+            .collect();
         let (m, lo, hi) = bootstrap_mean(&v);
         assert!(lo < m && m < hi, "{lo} {m} {hi}");
         assert_eq!(bootstrap_mean(&v), (m, lo, hi), "seeded");

@@ -24,7 +24,10 @@ fn instance(root: &Path, repo: &str, id: &str, kind: &str, gold: Value) {
 }
 
 fn answer(root: &Path, repo: &str, id: &str, a: &Value) {
-    write(&root.join(repo).join(id).join("answer.json"), &a.to_string());
+    write(
+        &root.join(repo).join(id).join("answer.json"),
+        &a.to_string(),
+    );
 }
 
 fn path(lines: &[i64]) -> Value {
@@ -37,13 +40,30 @@ fn two_runs(root: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::
     let (a, b) = (root.join("answers/a"), root.join("answers/b"));
     for i in 0..10 {
         let repo = if i < 6 { "alpha" } else { "beta" };
-        let kind = if i % 2 == 0 { "S2_Loops" } else { "S1_IntraProceduralCFG" };
+        let kind = if i % 2 == 0 {
+            "S2_Loops"
+        } else {
+            "S1_IntraProceduralCFG"
+        };
         instance(&inst, repo, &format!("i{i}"), kind, json!({"n": i}));
-        answer(&a, repo, &format!("i{i}"), &json!({"n": if i < 8 { i } else { -1 }}));
+        answer(
+            &a,
+            repo,
+            &format!("i{i}"),
+            &json!({"n": if i < 8 { i } else { -1 }}),
+        );
         // B passes i0..i2 and i9.
-        answer(&b, repo, &format!("i{i}"), &json!({"n": if i < 3 || i == 9 { i } else { -1 }}));
+        answer(
+            &b,
+            repo,
+            &format!("i{i}"),
+            &json!({"n": if i < 3 || i == 9 { i } else { -1 }}),
+        );
     }
-    write(&a.join("alpha/i0/meta.json"), &json!({"status": "ok", "model": "model-a"}).to_string());
+    write(
+        &a.join("alpha/i0/meta.json"),
+        &json!({"status": "ok", "model": "model-a"}).to_string(),
+    );
     (inst, a, b)
 }
 
@@ -53,11 +73,28 @@ fn partial_credit_list_f1_and_per_field_accuracy() {
     let inst = tmp.path().join("i");
     let ans = tmp.path().join("a");
     // Gold 4 lines, answer 3 of them + 1 wrong: multiset F1 = 2*3/(4+4) = 0.75.
-    instance(&inst, "r", "path", "S1_IntraProceduralCFG", path(&[1, 2, 3, 4]));
+    instance(
+        &inst,
+        "r",
+        "path",
+        "S1_IntraProceduralCFG",
+        path(&[1, 2, 3, 4]),
+    );
     answer(&ans, "r", "path", &path(&[1, 2, 3, 9]));
     // Two fields: one right (1), one list with F1 2*1/(2+1) = 2/3 → mean 5/6.
-    instance(&inst, "r", "fields", "S3_ProgramState", json!({"raised": true, "names": ["a", "b"]}));
-    answer(&ans, "r", "fields", &json!({"raised": "True", "names": ["b"]}));
+    instance(
+        &inst,
+        "r",
+        "fields",
+        "S3_ProgramState",
+        json!({"raised": true, "names": ["a", "b"]}),
+    );
+    answer(
+        &ans,
+        "r",
+        "fields",
+        &json!({"raised": "True", "names": ["b"]}),
+    );
     // Repeats count: gold [1, 1, 2] vs [1, 2, 2]: matching 2 → F1 2*2/6.
     instance(&inst, "r", "multi", "S2_Loops", json!({"seq": [1, 1, 2]}));
     answer(&ans, "r", "multi", &json!({"seq": [1, 2, 2]}));
@@ -92,13 +129,23 @@ fn wilson_intervals_per_group_and_overall() {
     let r = &out.report;
     assert_eq!((r.passed, r.total), (8, 10));
     // Wilson 95 % of 8/10: [0.4902, 0.9433].
-    assert!((r.accuracy_ci[0] - 0.4902).abs() < 1e-4, "{:?}", r.accuracy_ci);
+    assert!(
+        (r.accuracy_ci[0] - 0.4902).abs() < 1e-4,
+        "{:?}",
+        r.accuracy_ci
+    );
     assert!((r.accuracy_ci[1] - 0.9433).abs() < 1e-4);
     // alpha: 6/6 → [0.6097, 1]; beta: 2/4 → [0.1500, 0.8500].
     let alpha = &r.by_repository["alpha"];
-    assert!((alpha.ci[0] - 0.6097).abs() < 1e-4 && (alpha.ci[1] - 1.0).abs() < 1e-9, "{alpha:?}");
+    assert!(
+        (alpha.ci[0] - 0.6097).abs() < 1e-4 && (alpha.ci[1] - 1.0).abs() < 1e-9,
+        "{alpha:?}"
+    );
     let beta = &r.by_repository["beta"];
-    assert!((beta.ci[0] - 0.1500).abs() < 1e-4 && (beta.ci[1] - 0.8500).abs() < 1e-4, "{beta:?}");
+    assert!(
+        (beta.ci[0] - 0.1500).abs() < 1e-4 && (beta.ci[1] - 0.8500).abs() < 1e-4,
+        "{beta:?}"
+    );
     assert!(out.rendered.contains("\"accuracy_ci\""));
     assert_eq!(r.name, "model-a", "the run is named by its model");
 }
@@ -120,7 +167,11 @@ fn several_runs_compared_pairwise() {
     assert!((c.accuracy_a - 0.8).abs() < 1e-12 && (c.accuracy_b - 0.4).abs() < 1e-12);
     assert!((c.accuracy_diff.mean + 0.4).abs() < 1e-12);
     assert!(c.accuracy_diff.low <= -0.4 && -0.4 <= c.accuracy_diff.high);
-    assert!(c.accuracy_diff.low < -0.4 && -0.4 < c.accuracy_diff.high, "{:?}", c.accuracy_diff);
+    assert!(
+        c.accuracy_diff.low < -0.4 && -0.4 < c.accuracy_diff.high,
+        "{:?}",
+        c.accuracy_diff
+    );
     // McNemar exact, b = 5, c = 1: 2 * (1 + 6) / 64.
     assert!((c.mcnemar_p - 14.0 / 64.0).abs() < 1e-12, "{}", c.mcnemar_p);
     // Tables per kind × run and repository × run.
@@ -183,9 +234,21 @@ fn html_report_has_plots_with_intervals_and_failures_side_by_side() {
     let tmp = tempfile::tempdir().unwrap();
     let inst = tmp.path().join("i");
     let ans = tmp.path().join("a");
-    instance(&inst, "r", "early", "S1_IntraProceduralCFG", path(&[10, 11, 12, 11, 12, 13]));
+    instance(
+        &inst,
+        "r",
+        "early",
+        "S1_IntraProceduralCFG",
+        path(&[10, 11, 12, 11, 12, 13]),
+    );
     answer(&ans, "r", "early", &path(&[10, 11, 12]));
-    instance(&inst, "r", "ok", "S2_Loops", json!({"loop_iteration_count": 3}));
+    instance(
+        &inst,
+        "r",
+        "ok",
+        "S2_Loops",
+        json!({"loop_iteration_count": 3}),
+    );
     answer(&ans, "r", "ok", &json!({"loop_iteration_count": 3}));
     let mut o = ScoreOptions::new(&ans);
     o.instances = vec![inst];
@@ -193,14 +256,23 @@ fn html_report_has_plots_with_intervals_and_failures_side_by_side() {
     let h = run_score(&o).unwrap().rendered;
     // Plots: bars with Wilson whiskers, failure classes.
     assert!(h.matches("<svg").count() >= 3, "{h}");
-    assert!(h.contains("[9.5–90.5]") || h.contains("[9.4–90.6]") || h.contains("[9.5–90.6]"), "Wilson of 1/2 in a title");
+    assert!(
+        h.contains("[9.5–90.5]") || h.contains("[9.4–90.6]") || h.contains("[9.5–90.6]"),
+        "Wilson of 1/2 in a title"
+    );
     assert!(h.contains("aria-label=\"failure classes\""));
     // The failure: class, then question, gold and answer side by side.
     assert!(h.contains("<b>stopped_early</b>"), "{h}");
-    let sbs = h.split("class=\"sbs\"").nth(1).expect("a side-by-side block");
+    let sbs = h
+        .split("class=\"sbs\"")
+        .nth(1)
+        .expect("a side-by-side block");
     assert!(sbs.contains("What does early do?"));
     assert!(sbs.contains("&quot;line&quot;: 13"), "gold shown");
-    assert!(!sbs.split("<h4>answer</h4>").nth(1).unwrap().contains("13"), "answer shown");
+    assert!(
+        !sbs.split("<h4>answer</h4>").nth(1).unwrap().contains("13"),
+        "answer shown"
+    );
     // Self-contained.
     assert!(!h.contains("<script") && !h.contains("<link") && !h.contains("https://"));
 }
@@ -214,18 +286,27 @@ fn score_reads_answers_with_a_size_limit() {
     let ans = tmp.path().join("a");
     instance(&inst, "r", "huge", "S2_Loops", json!({"n": 1}));
     let pad = "x".repeat(9 << 20);
-    write(&ans.join("r/huge/answer.json"), &format!("{{\"n\": 1, \"pad\": \"{pad}\"}}"));
+    write(
+        &ans.join("r/huge/answer.json"),
+        &format!("{{\"n\": 1, \"pad\": \"{pad}\"}}"),
+    );
     let mut o = ScoreOptions::new(&ans);
     o.instances = vec![inst];
     let r = run_score(&o).unwrap().report;
     let i = &r.instances[0];
     assert_eq!(i.status, Status::Fail);
     let reason = i.reason.as_deref().unwrap();
-    assert!(reason.contains("over the limit of 8388608 (--max-answer-bytes); not read"), "{reason}");
+    assert!(
+        reason.contains("over the limit of 8388608 (--max-answer-bytes); not read"),
+        "{reason}"
+    );
     assert_eq!(i.failure, Some(FailureClass::Format));
     // A larger limit reads it (extra keys are ignored: it passes).
     o.max_answer_bytes = 16 << 20;
-    assert_eq!(run_score(&o).unwrap().report.instances[0].status, Status::Pass);
+    assert_eq!(
+        run_score(&o).unwrap().report.instances[0].status,
+        Status::Pass
+    );
 }
 
 /// 17.12: an answer file that exists but cannot be read said "no answer" (a wrong answer);
@@ -246,8 +327,16 @@ fn unreadable_answer_file_is_an_infrastructure_error() {
     let r = run_score(&o).unwrap().report;
     let get = |id: &str| r.instances.iter().find(|i| i.id == id).unwrap().clone();
     assert_eq!(get("dir").status, Status::InfraError);
-    assert!(get("dir").reason.unwrap().contains("answer unreadable"), "{:?}", get("dir").reason);
+    assert!(
+        get("dir").reason.unwrap().contains("answer unreadable"),
+        "{:?}",
+        get("dir").reason
+    );
     assert_eq!(get("meta").status, Status::InfraError);
-    assert_eq!(get("missing").status, Status::Fail, "no file at all is no answer");
+    assert_eq!(
+        get("missing").status,
+        Status::Fail,
+        "no file at all is no answer"
+    );
     assert_eq!((r.total, r.infra_errors), (1, 2));
 }

@@ -45,6 +45,9 @@ mod tests {
         let r = std::panic::catch_unwind(|| super::skip("t", "no Docker"));
         std::env::remove_var(super::REQUIRE_ALL);
         let msg = *r.unwrap_err().downcast::<String>().unwrap();
-        assert!(msg.starts_with("t: no Docker — but FLUX_REQUIRE_ALL=1"), "{msg}");
+        assert!(
+            msg.starts_with("t: no Docker — but FLUX_REQUIRE_ALL=1"),
+            "{msg}"
+        );
     }
 }

@@ -171,6 +171,9 @@ mod tests {
         let a = trace(vec![ev(1, Kind::Call, "f", 1, 0), r.clone()]);
         r.unwind = true;
         let b = trace(vec![ev(1, Kind::Call, "f", 1, 0), r]);
-        assert_eq!(call_divergence(&a, &b).unwrap().right[1], "return f /m.py:2 d0 unwind");
+        assert_eq!(
+            call_divergence(&a, &b).unwrap().right[1],
+            "return f /m.py:2 d0 unwind"
+        );
     }
 }

@@ -219,7 +219,9 @@ mod tests {
         assert!(serde_json::from_str::<TracingConfig>(r#"{"scope":"imports"}"#).is_err());
         let d: TracingConfig = serde_json::from_str(r#"{"dialect":"swe-flux"}"#).unwrap();
         assert_eq!(d.dialect, Dialect::SweFlux);
-        assert!(serde_json::to_string(&d).unwrap().contains(r#""dialect":"swe-flux""#));
+        assert!(serde_json::to_string(&d)
+            .unwrap()
+            .contains(r#""dialect":"swe-flux""#));
         assert!(!serde_json::to_string(&c).unwrap().contains("dialect"));
         let err = serde_json::from_str::<TracingConfig>(r#"{"file":["a.py"]}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `file`"), "{err}");

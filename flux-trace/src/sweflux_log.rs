@@ -155,8 +155,7 @@ impl LogConfig {
             no_underscore: get("TRACE_NO_UNDERSCORE").unwrap_or("1").trim() != "0",
             with_time: get("TRACE_TIME").unwrap_or("1").trim() == "1",
             log_all_lines: get("TRACE_LOG_ALL_LINES").unwrap_or("0").trim() == "1",
-            full_locals_on_return: get("TRACE_FULL_LOCALS_ON_RETURN").unwrap_or("1").trim()
-                != "0",
+            full_locals_on_return: get("TRACE_FULL_LOCALS_ON_RETURN").unwrap_or("1").trim() != "0",
         }
     }
 
@@ -269,9 +268,7 @@ impl LogConfig {
         };
         format!(
             "[TRACE][START] pid={pid} TRACE_OUT={} TRACE_FILE={} TRACE_FUNCS={} TRACE_EVENTS={}",
-            self.out
-                .as_deref()
-                .map_or("None".to_string(), py_str_repr),
+            self.out.as_deref().map_or("None".to_string(), py_str_repr),
             py_str_repr(&self.file),
             if self.funcs.is_empty() {
                 "ALL".to_string()
@@ -636,7 +633,10 @@ fn log_event(
             } else {
                 &diff
             };
-            Some(format!("{head} retval={retval} locals={}", locals_repr(shown)))
+            Some(format!(
+                "{head} retval={retval} locals={}",
+                locals_repr(shown)
+            ))
         }
         Kind::Call => Some(format!("{head} locals={}", locals_repr(&diff))),
         _ if !diff.is_empty() || cfg.log_all_lines => {
@@ -700,7 +700,14 @@ mod tests {
             self.events.last_mut().unwrap()
         }
         fn test(&mut self, start: bool) -> &mut B {
-            let e = self.ev(if start { Kind::TestStart } else { Kind::TestEnd }, 0);
+            let e = self.ev(
+                if start {
+                    Kind::TestStart
+                } else {
+                    Kind::TestEnd
+                },
+                0,
+            );
             e.test = "t.py::test_a".into();
             e.activation = 0;
             e.frame = 0;
@@ -771,7 +778,11 @@ mod tests {
     fn log(t: &Trace, c: &LogConfig) -> Vec<String> {
         let mut out = Vec::new();
         write_log(t, c, 0, &mut out).unwrap();
-        String::from_utf8(out).unwrap().lines().map(str::to_string).collect()
+        String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     const ALL: (&str, &str) = ("TRACE_EVENTS", "line,call,return,exception");
@@ -795,7 +806,11 @@ mod tests {
         ]);
         assert_eq!(c.file, "src/pkg/mod.py");
         assert_eq!(c.funcs.iter().collect::<Vec<_>>(), ["C.g", "f"]);
-        assert_eq!(c.events.iter().collect::<Vec<_>>(), ["line"], "empty means line");
+        assert_eq!(
+            c.events.iter().collect::<Vec<_>>(),
+            ["line"],
+            "empty means line"
+        );
         assert_eq!((c.limit, c.max_locals), (40, 200));
         assert!(!c.no_underscore && c.log_all_lines && !c.full_locals_on_return && !c.with_time);
     }
@@ -807,10 +822,22 @@ mod tests {
         assert!(c.func_matches("pkg.mod.C"), "exact");
         assert!(c.func_matches("x.App._find"), "last component / suffix");
         assert!(c.func_matches("a.b.helper"), "dotted suffix");
-        assert!(!c.func_matches("pkg.mod.Cx.method"), "not a prefix at a dot");
-        assert!(!c.func_matches("x.App._find_error"), "not a suffix at a dot");
-        assert!(!c.func_matches("ab.helper"), "b.helper is not a suffix of ab.helper at a dot");
-        assert!(cfg(&[]).func_matches("anything"), "no TRACE_FUNC: every function");
+        assert!(
+            !c.func_matches("pkg.mod.Cx.method"),
+            "not a prefix at a dot"
+        );
+        assert!(
+            !c.func_matches("x.App._find_error"),
+            "not a suffix at a dot"
+        );
+        assert!(
+            !c.func_matches("ab.helper"),
+            "b.helper is not a suffix of ab.helper at a dot"
+        );
+        assert!(
+            cfg(&[]).func_matches("anything"),
+            "no TRACE_FUNC: every function"
+        );
         let f = cfg(&[("TRACE_FILE", "src/pkg/mod.py")]);
         assert!(f.file_matches("/testbed/src/pkg/mod.py"));
         assert!(!f.file_matches("/testbed/src/pkg/mod2.py"));
@@ -838,12 +865,18 @@ mod tests {
             ("a\\b", "'a\\\\b'"),
             ("\t\n\r\x01\x7f", "'\\t\\n\\r\\x01\\x7f'"),
             ("é€😀", "'é€😀'"),
-            ("\u{a0}\u{ad}\u{2028}\u{e000}\u{10ffff}", "'\\xa0\\xad\\u2028\\ue000\\U0010ffff'"),
+            (
+                "\u{a0}\u{ad}\u{2028}\u{e000}\u{10ffff}",
+                "'\\xa0\\xad\\u2028\\ue000\\U0010ffff'",
+            ),
             ("", "''"),
         ] {
             assert_eq!(py_str_repr(s), r, "{s:?}");
         }
-        assert_eq!(py_dict_repr([("s", "'x'"), ("n", "1")]), "{'s': \"'x'\", 'n': '1'}");
+        assert_eq!(
+            py_dict_repr([("s", "'x'"), ("n", "1")]),
+            "{'s': \"'x'\", 'n': '1'}"
+        );
         assert_eq!(py_dict_repr([]), "{}");
     }
 
@@ -880,10 +913,25 @@ mod tests {
             ],
             "line 4 and 6 changed nothing (the call had n); _p is left out"
         );
-        let all = log(&t, &cfg(&[ALL, ("TRACE_LOG_ALL_LINES", "1"), ("TRACE_NO_UNDERSCORE", "0")]));
+        let all = log(
+            &t,
+            &cfg(&[
+                ALL,
+                ("TRACE_LOG_ALL_LINES", "1"),
+                ("TRACE_NO_UNDERSCORE", "0"),
+            ]),
+        );
         assert_eq!(all.len(), 7, "{all:#?}");
-        assert!(all[1].ends_with("event=call locals={'_p': '0', 'n': '2'}"), "{}", all[1]);
-        assert!(all[2].ends_with(":4 pkg.mod.C.f event=line locals={}"), "{}", all[2]);
+        assert!(
+            all[1].ends_with("event=call locals={'_p': '0', 'n': '2'}"),
+            "{}",
+            all[1]
+        );
+        assert!(
+            all[2].ends_with(":4 pkg.mod.C.f event=line locals={}"),
+            "{}",
+            all[2]
+        );
     }
 
     #[test]
@@ -899,8 +947,14 @@ mod tests {
             .exc(7, "ValueError", "ValueError()", &[])
             .ret(7, None, false)
             .test(false);
-        let got = log(&b.trace(), &cfg(&[ALL, ("TRACE_FULL_LOCALS_ON_RETURN", "0")]));
-        let tails: Vec<&str> = got.iter().map(|l| l.split(" event=").nth(1).unwrap_or(l)).collect();
+        let got = log(
+            &b.trace(),
+            &cfg(&[ALL, ("TRACE_FULL_LOCALS_ON_RETURN", "0")]),
+        );
+        let tails: Vec<&str> = got
+            .iter()
+            .map(|l| l.split(" event=").nth(1).unwrap_or(l))
+            .collect();
         assert_eq!(
             tails,
             [
@@ -919,15 +973,29 @@ mod tests {
     #[test]
     fn generators_resume_with_all_locals_and_events_outside_the_window_or_filters_are_left_out() {
         let mut b = B::new();
-        b.call(1, None).line(2, &[("early", "1")]).ret(2, Some("None"), false);
-        b.test(true).call(3, Some(100)).line(4, &[]).line(5, &[("i", "0")]).ret(5, Some("0"), true);
-        b.call(5, Some(100)).line(4, &[]).line(5, &[("i", "1")]).ret(5, Some("1"), true);
+        b.call(1, None)
+            .line(2, &[("early", "1")])
+            .ret(2, Some("None"), false);
+        b.test(true)
+            .call(3, Some(100))
+            .line(4, &[])
+            .line(5, &[("i", "0")])
+            .ret(5, Some("0"), true);
+        b.call(5, Some(100))
+            .line(4, &[])
+            .line(5, &[("i", "1")])
+            .ret(5, Some("1"), true);
         b.test(false).test(true);
-        b.call(5, Some(100)).line(4, &[]).ret(4, Some("None"), false);
+        b.call(5, Some(100))
+            .line(4, &[])
+            .ret(4, Some("None"), false);
         b.test(false);
         let t = b.trace();
         let got = log(&t, &cfg(&[("TRACE_EVENTS", "call,return")]));
-        let tails: Vec<&str> = got.iter().map(|l| l.split(" event=").nth(1).unwrap_or("START")).collect();
+        let tails: Vec<&str> = got
+            .iter()
+            .map(|l| l.split(" event=").nth(1).unwrap_or("START"))
+            .collect();
         assert_eq!(
             tails,
             [
@@ -951,10 +1019,22 @@ mod tests {
     fn a_local_the_hook_reported_changed_is_logged_though_its_scrubbed_repr_is_the_same() {
         let f = "<function <lambda> at 0x?>";
         let mut b = B::new();
-        b.test(true).call(3, None).line(4, &[("f", f)]).line(4, &[("f", f)]).line(5, &[]);
+        b.test(true)
+            .call(3, None)
+            .line(4, &[("f", f)])
+            .line(4, &[("f", f)])
+            .line(5, &[]);
         let got = log(&b.trace(), &cfg(&[]));
-        assert_eq!(got.len(), 3, "START and both lines of a new lambda: {got:#?}");
-        assert!(got[2].ends_with(&format!("event=line locals={{'f': '{f}'}}")), "{}", got[2]);
+        assert_eq!(
+            got.len(),
+            3,
+            "START and both lines of a new lambda: {got:#?}"
+        );
+        assert!(
+            got[2].ends_with(&format!("event=line locals={{'f': '{f}'}}")),
+            "{}",
+            got[2]
+        );
     }
 
     /// `p = Rational(p)` of an int: the hook reports `p` (its type changed), its repr is the
@@ -967,15 +1047,26 @@ mod tests {
         b.events.last_mut().unwrap().locals[0].1.ty = "Integer".into();
         b.line(6, &[("p", "4")]);
         let got = log(&b.trace(), &cfg(&[]));
-        let tails: Vec<&str> = got.iter().skip(1).map(|l| l.split(' ').next().unwrap()).collect();
+        let tails: Vec<&str> = got
+            .iter()
+            .skip(1)
+            .map(|l| l.split(' ').next().unwrap())
+            .collect();
         // (Line 4 is the frame's first logged event: TRACE_EVENTS is `line`, no call.)
-        assert_eq!(tails, ["/testbed/src/pkg/mod.py:4", "/testbed/src/pkg/mod.py:6"], "{got:#?}");
+        assert_eq!(
+            tails,
+            ["/testbed/src/pkg/mod.py:4", "/testbed/src/pkg/mod.py:6"],
+            "{got:#?}"
+        );
     }
 
     #[test]
     fn a_call_only_usdt_saw_takes_a_fresh_frames_locals_from_its_first_event() {
         let mut b = B::new();
-        b.test(true).call(3, None).line(4, &[("n", "2")]).ret(4, Some("None"), false);
+        b.test(true)
+            .call(3, None)
+            .line(4, &[("n", "2")])
+            .ret(4, Some("None"), false);
         b.events[1].src = Source::Usdt;
         let got = log(&b.trace(), &cfg(&[ALL, ("TRACE_LOG_ALL_LINES", "1")]));
         assert!(got[1].ends_with("event=call locals={'n': '2'}"), "{got:#?}");
@@ -987,7 +1078,16 @@ mod tests {
         let c = cfg(&[("TRACE_MAXLOCALS", "2")]);
         let full: BTreeMap<String, Local> = [("b", "2"), ("a", "1"), ("c", "3")]
             .iter()
-            .map(|(k, v)| (k.to_string(), Local { repr: v.to_string(), ty: "int".into(), version: 1 }))
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    Local {
+                        repr: v.to_string(),
+                        ty: "int".into(),
+                        version: 1,
+                    },
+                )
+            })
             .collect();
         let s = c.snapshot(&full);
         assert_eq!(
@@ -995,7 +1095,11 @@ mod tests {
             "{'a': '1', 'b': '2', '...': '<truncated locals: first 2>'}"
         );
         let two: BTreeMap<String, Local> = full.into_iter().take(2).collect();
-        assert_eq!(c.snapshot(&two).len(), 3, "their check follows the insert: 2 of 2 gets it too");
+        assert_eq!(
+            c.snapshot(&two).len(),
+            3,
+            "their check follows the insert: 2 of 2 gets it too"
+        );
     }
 
     #[test]
@@ -1004,7 +1108,10 @@ mod tests {
         b.test(true).call(3, None);
         b.events.last_mut().unwrap().module.clear();
         let err = write_log(&b.trace(), &cfg(&[ALL]), 0, &mut Vec::new()).unwrap_err();
-        assert!(err.to_string().contains("/testbed/src/pkg/mod.py:3 (C.f)"), "{err}");
+        assert!(
+            err.to_string().contains("/testbed/src/pkg/mod.py:3 (C.f)"),
+            "{err}"
+        );
         assert!(err.to_string().contains("swe-flux"), "{err}");
     }
 }

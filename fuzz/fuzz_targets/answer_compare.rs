@@ -44,7 +44,9 @@ fn has_alternatives(v: &Value) -> bool {
     match v {
         Value::String(s) => s.contains("|||"),
         Value::Array(xs) => xs.iter().any(has_alternatives),
-        Value::Object(m) => m.iter().any(|(k, x)| k.contains("|||") || has_alternatives(x)),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, x)| k.contains("|||") || has_alternatives(x)),
         _ => false,
     }
 }

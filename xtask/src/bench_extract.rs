@@ -90,7 +90,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
-    println!("trace:      {} ({} events)", v["trace"].as_str().unwrap_or("?"), v["events"]);
+    println!(
+        "trace:      {} ({} events)",
+        v["trace"].as_str().unwrap_or("?"),
+        v["events"]
+    );
     println!(
         "questions:  {} about {} functions ({} answered)",
         v["questions"], v["functions"], v["answered"]

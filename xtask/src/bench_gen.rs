@@ -31,7 +31,12 @@ fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, V
     let text = std::fs::read_to_string(spec).with_context(|| spec.display().to_string())?;
     let v: toml::Value = toml::from_str(&text)?;
     let mut out = Vec::new();
-    for r in v.get("repository").and_then(|r| r.as_array()).into_iter().flatten() {
+    for r in v
+        .get("repository")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
         let s = |k: &str| r.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
         let list = |k: &str| -> Vec<String> {
             r.get(k)
@@ -45,7 +50,13 @@ fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, V
         if args.is_empty() {
             args = vec!["-q".into(), "-p".into(), "no:cacheprovider".into()];
         }
-        out.push((s("image"), s("interpreter"), s("root"), args, list("modules")));
+        out.push((
+            s("image"),
+            s("interpreter"),
+            s("root"),
+            args,
+            list("modules"),
+        ));
     }
     Ok(out)
 }
@@ -58,7 +69,14 @@ fn untraced_seconds(spec: &Path) -> Result<f64> {
             let t = std::time::Instant::now();
             let st = Command::new("docker")
                 .args(["run", "--rm", "--network", "none", "-u", "1000:1000"])
-                .args(["-e", "PYTHONDONTWRITEBYTECODE=1", "-e", "PYTHONHASHSEED=0", "-w", "/tmp"])
+                .args([
+                    "-e",
+                    "PYTHONDONTWRITEBYTECODE=1",
+                    "-e",
+                    "PYTHONHASHSEED=0",
+                    "-w",
+                    "/tmp",
+                ])
                 .arg(&image)
                 .arg(&interp)
                 .args(["-m", "pytest"])
@@ -76,7 +94,11 @@ fn untraced_seconds(spec: &Path) -> Result<f64> {
     Ok(total)
 }
 
-pub fn run(json_out: bool, spec: Option<PathBuf>, check_sample: usize) -> Result<std::process::ExitCode> {
+pub fn run(
+    json_out: bool,
+    spec: Option<PathBuf>,
+    check_sample: usize,
+) -> Result<std::process::ExitCode> {
     let root = crate::workspace_root();
     let spec = spec.unwrap_or_else(|| root.join(DEFAULT_SPEC));
     let flux = crate::build_flux_release()?;
@@ -110,14 +132,23 @@ pub fn run(json_out: bool, spec: Option<PathBuf>, check_sample: usize) -> Result
         let mut dirs: Vec<PathBuf> = Vec::new();
         let inst = set.join("instances");
         for repo in std::fs::read_dir(&inst).into_iter().flatten().flatten() {
-            for d in std::fs::read_dir(repo.path()).into_iter().flatten().flatten() {
+            for d in std::fs::read_dir(repo.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 dirs.push(d.path());
             }
         }
         dirs.sort();
         // A fixed stride: the same sample for the same set.
         let step = (dirs.len() / check_sample.max(1)).max(1);
-        let sample: Vec<PathBuf> = dirs.iter().step_by(step).take(check_sample).cloned().collect();
+        let sample: Vec<PathBuf> = dirs
+            .iter()
+            .step_by(step)
+            .take(check_sample)
+            .cloned()
+            .collect();
         let t = std::time::Instant::now();
         let st = Command::new(&flux)
             .args(["harvest", "--check"])
@@ -171,7 +202,10 @@ pub fn run(json_out: bool, spec: Option<PathBuf>, check_sample: usize) -> Result
             let total: f64 = m.values().filter_map(Value::as_f64).sum();
             for (k, v) in m {
                 let v = v.as_f64().unwrap_or(0.0);
-                println!("    {k:<10} {v:>8.1}s {:>5.1}%", 100.0 * v / total.max(1e-9));
+                println!(
+                    "    {k:<10} {v:>8.1}s {:>5.1}%",
+                    100.0 * v / total.max(1e-9)
+                );
             }
         }
         if !check.is_null() {

@@ -89,7 +89,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     if !failed.is_empty() {
-        bail!("fuzz targets failed: {} (crashes in fuzz/artifacts/)", failed.join(", "));
+        bail!(
+            "fuzz targets failed: {} (crashes in fuzz/artifacts/)",
+            failed.join(", ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

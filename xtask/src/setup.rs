@@ -102,8 +102,11 @@ pub fn ensure() -> Result<()> {
     if !crate::fuzz::available() {
         step("cargo install cargo-fuzz (the fuzz targets run briefly in `cargo xtask test`)");
         if let Err(e) = run(
-            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["install", "cargo-fuzz", "--locked"]),
+            Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
+                "install",
+                "cargo-fuzz",
+                "--locked",
+            ]),
         ) {
             // Fuzzing is skipped (loudly) without it; the rest of the setup still holds.
             eprintln!("xtask setup: installing cargo-fuzz failed: {e:#}");

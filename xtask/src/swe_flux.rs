@@ -60,7 +60,8 @@ struct Repo {
 
 fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
     let path = dir.join("repos.toml");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let v: toml::Table = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
     let mut out = Vec::new();
     for (name, t) in v {
@@ -73,7 +74,11 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
         let requirements = t
             .get("requirements")
             .and_then(|x| x.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         out.push(Repo {
             mirror: PathBuf::from(s("mirror")?),
@@ -86,7 +91,11 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
 }
 
 fn image_of(r: &Repo) -> String {
-    format!("flux/swe-flux-{}:{}-py3.11", r.name.replace('_', "-"), r.commit)
+    format!(
+        "flux/swe-flux-{}:{}-py3.11",
+        r.name.replace('_', "-"),
+        r.commit
+    )
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
@@ -120,7 +129,12 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     let wheels = ctx.join("wheels");
     std::fs::create_dir_all(&testbed)?;
     std::fs::create_dir_all(&wheels)?;
-    eprintln!("xtask: {}: source at {} from {}", r.name, r.commit, r.mirror.display());
+    eprintln!(
+        "xtask: {}: source at {} from {}",
+        r.name,
+        r.commit,
+        r.mirror.display()
+    );
     let archive = Command::new("git")
         .arg("--git-dir")
         .arg(&r.mirror)
@@ -143,17 +157,30 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
         .spawn()?;
     {
         use std::io::Write;
-        tar.stdin.take().expect("piped").write_all(&archive.stdout)?;
+        tar.stdin
+            .take()
+            .expect("piped")
+            .write_all(&archive.stdout)?;
     }
     if !tar.wait()?.success() {
         bail!("unpacking the source of {}", r.name);
     }
     eprintln!("xtask: {}: wheels ({})", r.name, r.requirements.join(" "));
-    let mut pip = Command::new(std::env::var("FLUX_HOST_PYTHON").unwrap_or_else(|_| "python3".into()));
-    pip.args(["-m", "pip", "download", "--quiet", "--only-binary=:all:", "--python-version", "3.11", "--dest"])
-        .arg(&wheels)
-        .args(["pip==25.3", "pytest"])
-        .args(&r.requirements);
+    let mut pip =
+        Command::new(std::env::var("FLUX_HOST_PYTHON").unwrap_or_else(|_| "python3".into()));
+    pip.args([
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        "--dest",
+    ])
+    .arg(&wheels)
+    .args(["pip==25.3", "pytest"])
+    .args(&r.requirements);
     run(&mut pip, "pip download")?;
     let pipwhl = std::fs::read_dir(&wheels)?
         .filter_map(Result::ok)
@@ -179,7 +206,9 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     std::fs::write(ctx.join("Dockerfile"), docker)?;
     eprintln!("xtask: {}: docker build -t {image}", r.name);
     run(
-        Command::new("docker").args(["build", "--quiet", "--network", "none", "-t", &image]).arg(&ctx),
+        Command::new("docker")
+            .args(["build", "--quiet", "--network", "none", "-t", &image])
+            .arg(&ctx),
         "docker build",
     )?;
     let _ = std::fs::remove_dir_all(&ctx);
@@ -235,7 +264,10 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&a.work)?;
     let mut rows = Vec::new();
-    for r in repos.iter().filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.name))) {
+    for r in repos
+        .iter()
+        .filter(|r| wanted.as_ref().is_none_or(|w| w.contains(&r.name)))
+    {
         let src = a.dir.join(&r.name);
         let mut ids: Vec<PathBuf> = std::fs::read_dir(&src)
             .with_context(|| format!("{}", src.display()))?
@@ -243,12 +275,10 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
             .map(|e| e.path())
             .filter(|p| p.join("eval.sh").is_file())
             .filter(|p| {
-                a.only
-                    .as_ref()
-                    .is_none_or(|o| {
-                        let id = p.file_name().unwrap().to_string_lossy().into_owned();
-                        o.split(',').any(|x| id.contains(x.trim()))
-                    })
+                a.only.as_ref().is_none_or(|o| {
+                    let id = p.file_name().unwrap().to_string_lossy().into_owned();
+                    o.split(',').any(|x| id.contains(x.trim()))
+                })
             })
             .collect();
         ids.sort();
@@ -278,11 +308,24 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
             let imported = Command::new(&flux)
                 .args(["import", "swe-flux"])
                 .arg(d)
-                .args(["--repository", &r.name, "--image", &image, "--replace", "--out"])
+                .args([
+                    "--repository",
+                    &r.name,
+                    "--image",
+                    &image,
+                    "--replace",
+                    "--out",
+                ])
                 .arg(&out)
                 .output()?;
             let (import, why) = if !imported.status.success() {
-                ("error".to_string(), format!("import: {}", String::from_utf8_lossy(&imported.stderr).trim()))
+                (
+                    "error".to_string(),
+                    format!(
+                        "import: {}",
+                        String::from_utf8_lossy(&imported.stderr).trim()
+                    ),
+                )
             } else {
                 let checked = Command::new(&flux)
                     .args(["harvest", "--check", "--cache"])
@@ -326,11 +369,21 @@ fn print_report(rows: &[Row]) {
             r.why.replace('|', "\\|")
         );
     }
-    let pct = |n: usize, d: usize| if d == 0 { 0.0 } else { 100.0 * n as f64 / d as f64 };
+    let pct = |n: usize, d: usize| {
+        if d == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / d as f64
+        }
+    };
     let mut by: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
     for r in rows {
         let eq = usize::from(r.import == "equal");
-        for key in [("all".to_string(), String::new()), ("repository".into(), r.repository.clone()), ("kind".into(), r.kind.clone())] {
+        for key in [
+            ("all".to_string(), String::new()),
+            ("repository".into(), r.repository.clone()),
+            ("kind".into(), r.kind.clone()),
+        ] {
             let e = by.entry(key).or_default();
             e.0 += eq;
             e.1 += 1;
@@ -338,6 +391,9 @@ fn print_report(rows: &[Row]) {
     }
     println!();
     for ((what, name), (eq, n)) in &by {
-        println!("import equal, {what} {name}: {eq}/{n} ({:.1} %)", pct(*eq, *n));
+        println!(
+            "import equal, {what} {name}: {eq}/{n} ({:.1} %)",
+            pct(*eq, *n)
+        );
     }
 }

@@ -339,7 +339,10 @@ impl Definitions {
                     r.name
                 )));
             }
-            if r.writable.iter().any(|p| p.is_empty() || p.starts_with('/') || p.contains("..")) {
+            if r.writable
+                .iter()
+                .any(|p| p.is_empty() || p.starts_with('/') || p.contains(".."))
+            {
                 return Err(bad(format!(
                     "repo {}: writable must be relative paths inside /testbed",
                     r.name

@@ -1,3 +1,4 @@
+//! Unit tests of the cfg extractors on hand-built traces (`testkit`).
 use crate::testkit::pick;
 use crate::testkit::TraceBuilder;
 use crate::{extract, params};

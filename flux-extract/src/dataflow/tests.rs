@@ -1,3 +1,4 @@
+//! Unit tests of the dataflow extractors on hand-built traces (`testkit`).
 use super::uses_from_source;
 use crate::testkit::TraceBuilder;
 use crate::{extract, params};

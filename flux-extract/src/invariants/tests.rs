@@ -1,3 +1,4 @@
+//! Unit tests of the invariants extractors on hand-built traces (`testkit`).
 use crate::testkit::TraceBuilder;
 use crate::{extract, params};
 use serde_json::json;

@@ -168,4 +168,3 @@ pub fn copy_starter(root: &Path, rel: &str) -> PathBuf {
     }
     dst
 }
-
