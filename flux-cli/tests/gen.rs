@@ -36,7 +36,7 @@ name = "sympy"
 package = "sympy==1.13.3"
 image = "flux/sympy:1.13.3-py3.11"
 interpreter = "/usr/bin/python3.11"
-root = "/usr/local/lib/python3.11/dist-packages"
+root = "/testbed"
 code = ["sympy/"]
 modules = ["sympy/ntheory/tests/test_modular.py", "sympy/core/tests/test_facts.py"]
 split = "test"

@@ -76,8 +76,10 @@ pub fn trace_with_env(extra: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> Tra
         .output()
         .expect("run flux");
     let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    // Events only: a trace's JSONL opens with a `{"facts": …}` line per targeted file that ran.
     let events = text
         .lines()
+        .filter(|l| !l.starts_with("{\"facts\":"))
         .map(|l| serde_json::from_str(l).expect("each line is JSON"))
         .collect();
     let _ = std::fs::remove_dir_all(&dir);
