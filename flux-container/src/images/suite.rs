@@ -18,7 +18,28 @@ use serde::{Deserialize, Serialize};
 
 use super::{tools_dir, BaseDef, BuildConfig, Manifest, RepoDef, TESTBED, TOOLS_IN_CONTAINER};
 use crate::error::{Error, Result};
-use crate::runtime::{ContainerSpec, Mount, Runtime, RUN_DIR_IN_CONTAINER};
+use crate::runtime::{ContainerSpec, Mount, Runtime};
+
+/// Where the suite's report is written in the container (writable, unlike the run directory).
+const OUT_IN_CONTAINER: &str = "/flux/out";
+
+/// The text of `path`, a file test code could have written: only a regular file, opened
+/// without following a link (a planted link is read as nothing, never followed).
+fn read_untrusted(path: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    Some(text)
+}
 
 const DEFAULT_TIMEOUT_S: u64 = 3600;
 
@@ -184,7 +205,19 @@ pub async fn run(
     command.extend(tests.args.iter().cloned());
     command.extend(tests.paths.iter().cloned());
     let timeout = Duration::from_secs(tests.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S));
+    // A test's container sees its run directory read-only: the report goes to `out/`, mounted
+    // writable at /flux/out and read back as untrusted (a regular file, no link followed).
+    let out_dir = run_dir.join("out");
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| Error::io(format!("create {}", out_dir.display()), e))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777))
+            .map_err(|e| Error::io(format!("chmod {}", out_dir.display()), e))?;
+    }
     let mut spec = ContainerSpec::new(&image, command.clone(), &run_dir);
+    spec.mounts
+        .push(Mount::read_write(&out_dir, OUT_IN_CONTAINER));
     spec.workdir = Some(TESTBED.to_owned());
     spec.timeout = timeout;
     spec.mounts
@@ -193,7 +226,7 @@ pub async fn run(
         ("PYTHONPATH", TOOLS_IN_CONTAINER.to_owned()),
         (
             "FLUX_TESTREPORT",
-            format!("{RUN_DIR_IN_CONTAINER}/report.jsonl"),
+            format!("{OUT_IN_CONTAINER}/report.jsonl"),
         ),
         ("HOME", "/home/flux".to_owned()),
         ("PYTHONDONTWRITEBYTECODE", "1".to_owned()),
@@ -207,7 +240,7 @@ pub async fn run(
         timeout.as_secs()
     ));
     let outcome = rt.run(spec).await?;
-    let jsonl = std::fs::read_to_string(run_dir.join("report.jsonl")).unwrap_or_default();
+    let jsonl = read_untrusted(&out_dir.join("report.jsonl")).unwrap_or_default();
     if jsonl.is_empty() {
         let tail: Vec<String> = outcome
             .stdout_lossy()

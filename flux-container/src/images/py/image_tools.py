@@ -83,6 +83,8 @@ def adopt(dist_name, tree):
     (metadata, entry points, `pip freeze`)."""
     from importlib.metadata import PackageNotFoundError, distribution
 
+    # Python reports import origins with the path resolved (`a/../b` as `b`): compare the same.
+    tree = os.path.realpath(tree)
     try:
         dist = distribution(dist_name)
     except PackageNotFoundError:
