@@ -231,6 +231,8 @@ pub(crate) async fn run_host(
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
     let shared = crate::rundir::shared(run_dir);
+    // SAFETY: geteuid has no preconditions.
+    let as_nobody = unsafe { libc::geteuid() } == 0;
     let prepared = crate::tracing::prepare(
         &interp,
         &inst.spec.tracing,
@@ -238,8 +240,7 @@ pub(crate) async fn run_host(
         &shared.display().to_string(),
         opts.calls,
         opts.scope,
-        // SAFETY: geteuid has no preconditions.
-        (unsafe { libc::geteuid() } == 0).then_some((NOBODY, NOBODY)),
+        as_nobody.then_some((NOBODY, NOBODY)),
     )?;
     // The command as written for the image; its program is taken from the venv when it is
     // there (`python3.11`, `python`, the interpreter's path), and it runs in the instance copy.
@@ -265,8 +266,7 @@ pub(crate) async fn run_host(
         "KILL".into(),
         deadline.to_string(),
     ];
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if as_nobody {
         if flux_agent::spawn::resolve("setpriv").is_none() {
             bail!(
                 "the host runtime runs tests as nobody when flux is root, with setpriv \
