@@ -117,12 +117,15 @@ class Config:
         d = json.loads(raw) if raw else {}
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
-        known = {"files", "functions", "events", "limits", "tests", "scope", "predicates", "dialect"}
+        known = {"files", "functions", "module_functions", "events", "limits", "tests", "scope",
+                 "predicates", "dialect"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
         self.files = [str(f) for f in d.get("files", [])]
         self.functions = [str(f) for f in d.get("functions", [])]
+        # SWE-Flux's TRACE_FUNC: matched on `<module>.<qualname>` (module_function_matches).
+        self.module_functions = [str(f) for f in d.get("module_functions", [])]
         self.events = set(d.get("events", ["line", "call", "return", "exception", "variables"]))
         bad = self.events - {"line", "call", "return", "exception", "variables"}
         if bad:
@@ -182,6 +185,19 @@ class Config:
             return True
         return qualname in self._funcs or qualname.startswith(self._func_prefixes)
 
+    def module_function_matches(self, dotted):
+        """SWE-Flux's rule for a TRACE_FUNC entry t on `<module>.<qualname>`: equal, a dotted
+        prefix (`pkg.mod` of `pkg.mod.C.f`), a dotted suffix (`C.f`), or t is its last
+        component. Empty: every function."""
+        if not self.module_functions:
+            return True
+        last = dotted.rsplit(".", 1)[-1]
+        for t in self.module_functions:
+            if (dotted == t or t == last or dotted.startswith(t + ".")
+                    or dotted.endswith("." + t)):
+                return True
+        return False
+
 
 class BoundedRepr(reprlib.Repr):
     """reprlib with limits from the config; never calls user code other than __repr__."""
@@ -229,6 +245,15 @@ class BoundedRepr(reprlib.Repr):
             return builtins.repr(x)
         except Exception:
             return "<repr failed: %s>" % type(x).__name__
+
+
+def module_name(frame):
+    """`__name__` of the frame's globals (SWE-Flux's module of a frame), "" if unreadable."""
+    try:
+        m = frame.f_globals.get("__name__", "")
+        return m if type(m) is str else str(m)
+    except Exception:
+        return ""
 
 
 def runs_python(f):
@@ -668,9 +693,14 @@ class Hook:
             t = tl.tid = _native_id()
             return t
 
-    def register(self, code):
+    def register(self, code, frame=None):
         """The info list of a code object: [code_id, kind, code, back-end slot, C record sent,
-        (except-body first lines, except lines) of its file or None, module or None]."""
+        (except-body first lines, except lines) of its file or None, module or None].
+
+        With `module_functions`, targeted code is narrowed to what they match on
+        `<module>.<qualname>`, the module being the `__name__` of `frame`'s globals (the
+        frame that runs the code, as SWE-Flux's tracer reads it); registered without a frame,
+        code of a targeted file stays targeted (a superset: readers pick)."""
         key = id(code)
         info = self.codes.get(key)
         if info is not None:
@@ -687,13 +717,20 @@ class Hook:
             else:
                 fk = PLAIN
             self.file_kinds[fn] = fk
+        module = None
         if fk == TARGET and not self.cfg.qualname_matches(code.co_qualname):
             kind = PLAIN
+        elif fk == TARGET and self.cfg.module_functions and frame is not None:
+            module = module_name(frame)
+            if self.cfg.module_function_matches(module + "." + code.co_qualname):
+                kind = TARGET
+            else:
+                kind, module = PLAIN, None
         else:
             kind = fk
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
-        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, None])
+        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, module])
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
@@ -735,11 +772,7 @@ class Hook:
         """Dialect "swe-flux": the module (`__name__` of the frame's globals) of targeted code,
         taken at its first frame, before its C record is sent."""
         if info[6] is None:
-            try:
-                m = frame.f_globals.get("__name__", "")
-                info[6] = m if type(m) is str else str(m)
-            except Exception:
-                info[6] = ""
+            info[6] = module_name(frame)
 
     def plain_repr(self, v):
         """SWE-Flux's repr: the full repr() cut to limits.repr characters, `...` appended;

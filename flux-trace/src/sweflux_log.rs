@@ -53,8 +53,10 @@
 //!   `str` to `str` ([`py_str_repr`]). Times are the events' clock moved to the wall clock by
 //!   the offset the caller gives (UTC).
 //!
-//! What flux records is a superset: [`LogConfig::tracing_config`] targets every function of
-//! the files `TRACE_FILE` names, in the `swe-flux` dialect (plain reprs, deleted names, locals
+//! What flux records is a superset: [`LogConfig::tracing_config`] targets the functions of the
+//! files `TRACE_FILE` names that `TRACE_FUNC` matches (the hook applies their rule where it
+//! knows the code's module, and targets the whole file where it does not), in the `swe-flux`
+//! dialect (plain reprs, deleted names, locals
 //! at calls and exceptions, modules). flux records each frame's locals as changes since its
 //! previous event; the writer rebuilds every frame's full locals from them, then applies their
 //! diff. (A call that only USDT reported carries no locals: a fresh frame's are then taken from
@@ -170,9 +172,11 @@ impl LogConfig {
         })
     }
 
-    /// The flux tracing config that records what this log needs: every function of the files
-    /// `TRACE_FILE` names (a superset of what it matches; the writer picks), all events, in
-    /// the `swe-flux` dialect, reprs cut at `TRACE_LIMIT`, every local kept, inside tests.
+    /// The flux tracing config that records what this log needs: the functions of the files
+    /// `TRACE_FILE` names that `TRACE_FUNC` matches by their rule (`module_functions`, applied
+    /// by the hook where it knows the module; a superset where it does not: the writer
+    /// picks), all events, in the `swe-flux` dialect, reprs cut at `TRACE_LIMIT`, every local
+    /// kept, inside tests.
     pub fn tracing_config(&self) -> TracingConfig {
         let files = if self.file.is_empty() {
             vec!["*".to_string()]
@@ -182,6 +186,7 @@ impl LogConfig {
         TracingConfig {
             files,
             functions: Vec::new(),
+            module_functions: self.funcs.iter().cloned().collect(),
             events: vec![
                 HookEvent::Line,
                 HookEvent::Call,
@@ -849,11 +854,28 @@ mod tests {
         let t = cfg(&[("TRACE_FILE", "src/a[1].py"), ("TRACE_LIMIT", "-1")]).tracing_config();
         assert_eq!(t.files, ["*src/a[[]1].py*"]);
         assert!(t.functions.is_empty());
+        assert!(t.module_functions.is_empty(), "no TRACE_FUNC: every function");
         assert_eq!(t.dialect, Dialect::SweFlux);
         assert_eq!(t.scope, Scope::Tests);
         assert_eq!(t.limits.repr, NO_REPR_LIMIT);
         assert_eq!(cfg(&[]).tracing_config().files, ["*"]);
         assert_eq!(cfg(&[]).tracing_config().limits.repr, 500);
+    }
+
+    /// The import once targeted every function of TRACE_FILE and the hook repr'd all their
+    /// locals (fastapi's `get_openapi`, whose locals are whole schemas: the test timed out);
+    /// their tracer reprs only the frames TRACE_FUNC matches.
+    #[test]
+    fn the_tracing_config_narrows_targets_to_what_trace_func_matches() {
+        let t = cfg(&[
+            ("TRACE_FILE", "fastapi/openapi/utils.py"),
+            ("TRACE_FUNC", "_get_openapi_operation_parameters, C.g"),
+        ])
+        .tracing_config();
+        assert_eq!(t.module_functions, ["C.g", "_get_openapi_operation_parameters"]);
+        assert!(t.functions.is_empty(), "qualname-only matching would be wrong for C.g's module");
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(json["module_functions"][1], "_get_openapi_operation_parameters");
     }
 
     #[test]
