@@ -240,7 +240,15 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
             )
         })?,
     };
-    let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
+    // Their root is read-only in flux's containers: pytest's cache (which would write
+    // `<root>/.pytest_cache`, and warn, an error under `filterwarnings = error`) is off.
+    let mut command = vec![
+        opts.interpreter.clone(),
+        "-m".into(),
+        "pytest".into(),
+        "-p".into(),
+        "no:cacheprovider".into(),
+    ];
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {
         parser: parser_rel,

@@ -74,12 +74,20 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
             "/usr/bin/python3.11",
             "-m",
             "pytest",
+            "-p",
+            "no:cacheprovider",
             "-rA",
             "-s",
             "sympy_qa/factor_multiplicity_m5_exceptions/files/testcase.py::TestMultiplicity"
         ]
     );
     assert_eq!(s.test.files, ["testcase.py"]);
+    let layout = s.test.layout.as_ref().expect("their harness's layout");
+    assert_eq!(
+        (layout.workdir.as_str(), layout.files_at.as_str()),
+        ("/tmp", "/tmp/sympy_qa/factor_multiplicity_m5_exceptions/files")
+    );
+    assert_eq!(s.tracing.module_functions, ["multiplicity"]);
     assert_eq!(s.tracing.files, ["*sympy/ntheory/factor_.py*"]);
     assert_eq!(s.tracing.dialect, flux_trace::Dialect::SweFlux);
     assert_eq!(s.tracing.limits.repr, 500);

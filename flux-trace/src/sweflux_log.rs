@@ -466,6 +466,10 @@ pub fn write_log(
     // The first event after each activation's call that carries its locals (a fresh frame's
     // first event carries all of them: its locals at the call).
     let mut first_of: HashMap<u64, usize> = HashMap::new();
+    // Recorded with dialect "swe-flux": some event carries its code's module.
+    let dialect_on = trace.events.iter().any(|e| {
+        !e.module.is_empty() && matches!(e.ev, Kind::Call | Kind::Line | Kind::Return | Kind::Exception)
+    });
     for (i, e) in trace.events.iter().enumerate() {
         if matches!(e.ev, Kind::Line | Kind::Return | Kind::Exception) && e.activation != 0 {
             first_of.entry(e.activation).or_insert(i);
@@ -547,10 +551,13 @@ pub fn write_log(
             apply(&mut full, e);
         }
         let in_window = current.get(&e.pid) == Some(&e.tid);
-        let logged = in_window && cfg.file_matches(&e.file) && {
-            let name = funcname(e)?;
-            cfg.func_matches(&name)
-        };
+        // Rule (untargeted frames): with the dialect on, the hook notes the module of every
+        // frame it targets; a frame of TRACE_FILE without one is code the hook did not target
+        // (`module_functions` narrowed it away: TRACE_FUNC cannot match it), not logged.
+        let logged = in_window
+            && cfg.file_matches(&e.file)
+            && !(e.module.is_empty() && dialect_on)
+            && cfg.func_matches(&funcname(e)?);
         if logged {
             stats.matched += 1;
             log_event(e, cfg, &full, &mut last, &mut |ts, body| {
@@ -1122,6 +1129,27 @@ mod tests {
             3,
             "their check follows the insert: 2 of 2 gets it too"
         );
+    }
+
+    /// The hook narrowed to TRACE_FUNC (`module_functions`) notes no module for the other
+    /// functions of TRACE_FILE: their events are not logged (the writer once refused the whole
+    /// trace as recorded without the dialect).
+    #[test]
+    fn frames_the_hook_did_not_target_are_not_logged() {
+        let mut b = B::new();
+        b.test(true).call(3, None);
+        let mut other = b.events.last().unwrap().clone();
+        other.module.clear();
+        other.qualname = "C.other".into();
+        other.frame += 100;
+        other.activation += 100;
+        b.events.push(other);
+        let mut out = Vec::new();
+        let stats = write_log(&b.trace(), &cfg(&[ALL]), 0, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("C.other"), "{text}");
+        assert!(text.contains("pkg.mod.C.f event=call"), "{text}");
+        assert_eq!(stats.matched, 1);
     }
 
     #[test]
