@@ -129,9 +129,9 @@ const AT: ParamDoc = p(
 );
 const EVENT: ParamDoc = p(
     "event",
-    T::Choice(&["line", "return", "change"]),
-    "where observations are taken: `line` events (default), normal `return`s, or every reported \
-     `change` of the variables",
+    T::Choice(&["line", "return", "change", "line_and_return"]),
+    "where observations are taken: `line` events (default), normal `return`s, every reported \
+     `change` of the variables, or `line_and_return` (both line events and returns)",
 );
 const LINES: ParamDoc = p("lines", T::LineList, "only at these absolute lines");
 const OBS_OCCURRENCE: ParamDoc = p(
@@ -483,6 +483,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "names of the variables to report, in answer order; default: every bound local, by name",
             ),
             AT,
+            p(
+                "across_invocations",
+                T::Bool,
+                "count the line's executions over every invocation together, in trace order",
+            ),
         ],
         shape: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
         template: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
@@ -546,7 +551,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             DEDUPE,
         ],
         shape: |_| {
-            r#"{"value_history": [{"value": "str", "invocation": "int", "test": "str", "line": "int"}]}"#
+            r#"{"value_history": [{"step": "int", "value": "str", "invocation": "int", "test": "str", "line": "int"}]}"#
         },
         template: |_| r#"{"value_history": [{"value": "str"}]}"#,
         run: state::value_history,
@@ -962,6 +967,9 @@ pub(crate) fn check_combinations(ex: &Extractor, p: &Params) -> Result<(), Extra
     }
     if has("uses") && has("source") {
         return Err(conflict("uses", "source"));
+    }
+    if has("invocation") && has("across_invocations") {
+        return Err(conflict("invocation", "across_invocations"));
     }
     match ex.name {
         "unique_values" | "value_history" => {

@@ -301,24 +301,53 @@ fn tracked(q: &Question, t: &Target) -> Vec<String> {
     out
 }
 
-/// Backticked plain identifiers of the question (local variable names), in order, once each,
-/// without the target's own name parts and Python keywords.
-fn identifiers(q: &Question, t: &Target) -> Vec<String> {
-    let skip: Vec<&str> = t.qualname.split('.').collect();
-    let mut out: Vec<String> = Vec::new();
-    for b in backticked(q.text) {
-        let ok = b.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-            && b.chars().all(|c| c.is_alphanumeric() || c == '_');
-        if ok
-            && !skip.contains(&b)
-            && !["None", "True", "False", "line", "call", "return", "exception"].contains(&b)
-            && !b.chars().all(|c| c.is_uppercase() || c == '_')
-            && !out.iter().any(|x| x == b)
-        {
-            out.push(b.to_string());
+const PY_KEYWORDS: &[&str] = &[
+    "def", "for", "while", "if", "elif", "else", "return", "yield", "in", "is", "not", "and",
+    "or", "try", "except", "raise", "with", "as", "lambda", "class", "import", "from", "pass",
+    "break", "continue", "global", "nonlocal", "del", "assert", "async", "await", "None",
+    "True", "False",
+];
+
+fn is_identifier(b: &str) -> bool {
+    b.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && b.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !PY_KEYWORDS.contains(&b)
+        // their tracer's event names, backticked in questions
+        && !["line", "call", "return", "exception"].contains(&b)
+}
+
+/// The local variables the question names: the backticked identifiers of the sentence that
+/// follows the first of its phrases naming them (`Track only these local variable names:
+/// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each.
+fn variables(q: &Question) -> Vec<String> {
+    const PHRASES: &[&str] = &[
+        "local variable names",
+        "these local variables",
+        "the local variables",
+        "local variable",
+        "variable names",
+        "binding for",
+    ];
+    let lower = q.text.to_lowercase();
+    for ph in PHRASES {
+        let Some(i) = lower.find(ph) else { continue };
+        let rest = &q.text[i + ph.len()..];
+        let end = [". ", ".\n", "? ", "?\n"]
+            .iter()
+            .filter_map(|e| rest.find(e))
+            .min()
+            .unwrap_or(rest.len());
+        let mut out: Vec<String> = Vec::new();
+        for b in backticked(&rest[..end]) {
+            if is_identifier(b) && !out.iter().any(|x| x == b) {
+                out.push(b.to_string());
+            }
+        }
+        if !out.is_empty() {
+            return out;
         }
     }
-    out
+    Vec::new()
 }
 
 fn statement_lines(text: &str) -> bool {
@@ -397,58 +426,65 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             }
         }
         "state_at" => {
-            if mentions(text, &["globally across all invocations", "across all invocations"]) {
-                return Err(
-                    "the Nth execution of the line is counted across invocations; state_at counts within one invocation"
-                        .into(),
-                );
-            }
             let line = line_after(text, "statement beginning on", 30)
                 .or_else(|| line_after(text, "after", 40))
                 .ok_or("the question names no observed line")?;
             p.insert("line".into(), json!(line));
-            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            if mentions(text, &["across all invocations", "globally"]) {
+                p.insert("across_invocations".into(), json!(true));
+            } else {
+                p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            }
             if let Some(n) = ordinal_of(text, "time") {
                 p.insert("occurrence".into(), json!(n));
             }
-            let mut vars = identifiers(q, &t);
+            let mut vars = variables(q);
             vars.sort();
             p.insert("variables".into(), json!(vars));
         }
         "unique_values" | "value_history" => {
-            let vars = identifiers(q, &t);
+            let vars = variables(q);
             let Some(var) = vars.first() else {
                 return Err("the question names no variable".into());
             };
             p.insert("variable".into(), json!(var));
-            if let Some(line) = line_after(text, "after", 60)
-                .or_else(|| line_after(text, "source line", 10))
-            {
+            let at_line = line_after(text, "`line` event at", 20);
+            let at_return = line_after(text, "`return` event at", 20);
+            if let (Some(l), Some(r)) = (at_line, at_return) {
+                // "each line event at L1 (the state it shows) and each return at L2"
+                p.insert("lines".into(), json!([l, r]));
+                p.insert("event".into(), json!("line_and_return"));
+                p.insert("at".into(), json!("before"));
+            } else if let Some(line) = line_after(text, "after", 60) {
                 p.insert("lines".into(), json!([line]));
                 p.insert("at".into(), json!("after"));
+            } else {
+                return Err("the question names no observation line".into());
             }
-            if *name == "value_history" {
-                match invocation {
-                    Some(n) => {
-                        p.insert("invocation".into(), json!(n));
-                    }
-                    None => return Err("the question names no invocation".into()),
+            let every = mentions(
+                text,
+                &["for each invocation", "every invocation", "all invocations", "across all"],
+            );
+            if !every {
+                if let Some(n) = invocation {
+                    p.insert("invocation".into(), json!(n));
                 }
-                if key == "temporal_value_history" {
-                    answer.insert("/temporal_value_history".into(), "/value_history".into());
-                    answer.insert(
-                        "/temporal_value_history/*".into(),
-                        "/value_history/*/value".into(),
-                    );
-                } else if q.template.pointer("/value_history/0/step").is_some() {
-                    return Err("value_history items have no `step`".into());
-                }
+            }
+            if let Some(n) = ordinal_of(text, "time") {
+                p.insert("occurrence".into(), json!(n));
+            }
+            if key == "temporal_value_history" {
+                answer.insert("/temporal_value_history".into(), "/value_history".into());
+                answer.insert(
+                    "/temporal_value_history/*".into(),
+                    "/value_history/*/value".into(),
+                );
             }
         }
         "def_use_pairs" => {
             p.insert("all_invocations".into(), json!(true));
             p.insert("definitions".into(), json!("ast"));
-            let vars = identifiers(q, &t);
+            let vars = variables(q);
             if !vars.is_empty() {
                 p.insert("variables".into(), json!(vars));
             }
