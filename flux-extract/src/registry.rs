@@ -281,9 +281,21 @@ pub(crate) static REGISTRY: &[Extractor] = &[
     },
     Extractor {
         name: "covered_lines",
-        kinds: &[K::S1],
+        kinds: &[K::S1, K::M1],
         doc: cfg::COVERED_LINES,
-        params: &[FUNCTION, TEST, FILE, NORMALIZE, DEF_LINE, LINE_MODE],
+        params: &[
+            FUNCTION,
+            TEST,
+            FILE,
+            NORMALIZE,
+            DEF_LINE,
+            LINE_MODE,
+            p(
+                "nested",
+                T::Bool,
+                "also the lines of functions defined inside it (`function.<locals>.…`)",
+            ),
+        ],
         shape: |_| r#"{"covered_lines": ["int"]}"#,
         template: |_| r#"{"covered_lines": ["int"]}"#,
         run: cfg::covered_lines,
@@ -420,6 +432,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Choice(&["all", "entered"]),
                 "count `all` invocations (default; those not reaching the loop with 0) or only \
                  those that `entered` it",
+            ),
+            p(
+                "per",
+                T::Choice(&["invocation", "entry", "call"]),
+                "what one count is: an `invocation` (default), an `entry` into the loop, or a \
+                 `call` event of the frame (generator resumptions are calls)",
             ),
         ],
         shape: |_| LOOP_STATS_SHAPE,

@@ -7,20 +7,21 @@
 //! question's text, read for the few facts each extractor needs (the target `module.qualname`,
 //! which invocation, loop header and body lines, the line and occurrence of a state question,
 //! the tracked functions and variables); the answer's layout comes from `[extractor.answer]`
-//! bindings. Where their question fixes a definition that no flux extractor has (a loop
-//! counted per activation of the `for`, generator resumptions counted as invocations, a
-//! statement's Nth execution counted across invocations, ...), the mapping says so and no
-//! native instance is written: [`native_extractor`] returns why.
+//! bindings. Where their question fixes a definition that no flux extractor has, the mapping
+//! says so and no native instance is written: [`native_extractor`] returns why.
 //!
 //! Rules, by shape (the [`RULES`] table, one line each in `docs/swe-flux-interop.md`):
 //! - `loop_iteration_count` → `loop_iterations` (iterations = executions of the body's first
 //!   line, their definition);
 //! - `max_iterations`+`min_iterations` → `loop_stats` over every invocation, zero-iteration
-//!   ones included;
+//!   ones included (per entry into the loop for their "loop activation", per `call` event when
+//!   a generator's resumptions are invocations);
 //! - `executed_path` → `executed_path` of the Nth invocation, lines normalised to their
 //!   statement when the question says so;
-//! - `covered_lines` → `covered_lines`;
-//! - `observed_state` → `state_at` (the Nth execution of a line in one invocation);
+//! - `covered_lines` → `covered_lines` (with the target's local functions when the question
+//!   keeps `<target>.<locals>.` frames);
+//! - `observed_state` → `state_at` (the Nth execution of a line in one invocation, or over
+//!   all of them);
 //! - `unique_values`, `value_history`, `temporal_value_history` → `unique_values` /
 //!   `value_history` of one variable after a line executes;
 //! - `observed_def_use_pairs` → `def_use_pairs` over every invocation, definitions from the AST;
@@ -388,18 +389,14 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 .ok_or("the question names no loop header line")?;
             p.insert("header".into(), json!(header));
             p.insert("count".into(), json!("body_line"));
-            if mentions(text, &["activation"]) {
-                return Err(
-                    "iterations are counted per activation (entry) of the loop; loop_stats counts per invocation"
-                        .into(),
-                );
-            }
-            if mentions(text, &["treat each such `call` as a separate invocation", "each resumption"])
-            {
-                return Err(
-                    "a generator's resumptions are invocations of their own; flux's invocation is a frame"
-                        .into(),
-                );
+            if *name == "loop_stats" {
+                if mentions(text, &["loop activation"]) {
+                    // "a loop activation is one complete execution of that `for` statement"
+                    p.insert("per".into(), json!("entry"));
+                } else if mentions(text, &["as a separate invocation", "each resumption"]) {
+                    // a generator's every `call` event is an invocation of its own
+                    p.insert("per".into(), json!("call"));
+                }
             }
             if *name == "loop_iterations" {
                 p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
@@ -415,11 +412,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             located(&mut p);
         }
         "covered_lines" => {
-            if text.contains("<locals>") {
-                return Err(
-                    "the region includes the frames of the target's local functions; covered_lines reads the target's own frames"
-                        .into(),
-                );
+            if text.contains(&format!("{}.{}.<locals>.", t.module, t.qualname)) {
+                // "frames of local functions lexically defined inside that method"
+                p.insert("nested".into(), json!(true));
             }
             if statement_lines(text) {
                 p.insert("line_mode".into(), json!("statement"));

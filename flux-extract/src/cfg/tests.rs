@@ -113,3 +113,32 @@ fn coverage_across_tests_per_test_and_per_line() {
                "non_covering_tests": ["t.py::test_b", "t.py::test_c"]})
     );
 }
+
+/// SWE-Flux's M1 region "the target's frame and frames of local functions lexically defined in
+/// it" (`nested = true`): the lines of `f.<locals>.h` and its comprehension count, those of a
+/// callee `g` do not.
+#[test]
+fn covered_lines_with_nested_local_functions() {
+    let t = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(11, &[])
+        .call("f.<locals>.h", 12, &[])
+        .line(13, &[])
+        .call("f.<locals>.h.<locals>.<listcomp>", 13, &[])
+        .line(13, &[])
+        .ret("[]")
+        .ret("None")
+        .call("g", 30, &[])
+        .line(31, &[])
+        .ret("None")
+        .line(15, &[])
+        .ret("None")
+        .build();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(extract(&t, "covered_lines", &p).unwrap(), json!({"covered_lines": [11, 15]}));
+    let p = params(json!({"function": "f", "nested": true})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 13, 15]})
+    );
+}
