@@ -177,10 +177,15 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                 && ix.passes(inv, f)
         }));
     }
-    let lines: BTreeSet<i64> = own_lines(ix, &invs)
-        .into_iter()
-        .map(|i| norm.apply(ix.event(i).line))
-        .collect();
+    // Each frame's lines are normalised with its own function's statements (a nested
+    // function's are not the target's).
+    let mut lines: BTreeSet<i64> = BTreeSet::new();
+    for inv in &invs {
+        let own = Norm::new(ix, p, inv)?;
+        for i in own_lines(ix, &[inv]) {
+            lines.insert(norm.relative(own.statement(ix.event(i).line)));
+        }
+    }
     Ok(json!({ "covered_lines": lines.into_iter().collect::<Vec<_>>() }))
 }
 

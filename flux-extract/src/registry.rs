@@ -611,6 +611,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             FILE,
             NORMALIZE,
             DEF_LINE,
+            LINE_MODE,
             USES,
             SOURCE,
             SOURCE_FIRST_LINE,

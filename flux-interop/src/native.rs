@@ -351,6 +351,8 @@ fn variables(q: &Question) -> Vec<String> {
     Vec::new()
 }
 
+/// The question normalises lines to their statement's first line (not the physical line a
+/// sub-expression starts on).
 fn statement_lines(text: &str) -> bool {
     mentions(
         text,
@@ -360,8 +362,9 @@ fn statement_lines(text: &str) -> bool {
             "where the statement begins",
             "where its innermost",
             "statement begins",
+            "statement or expression begins",
         ],
-    )
+    ) && !mentions(text, &["sub-expression or statement begins", "physical line"])
 }
 
 /// The extractor (name, parameters, answer bindings) that asks `q` natively, or why none does.
@@ -479,6 +482,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "def_use_pairs" => {
             p.insert("all_invocations".into(), json!(true));
             p.insert("definitions".into(), json!("ast"));
+            if statement_lines(text) {
+                p.insert("line_mode".into(), json!("statement"));
+            }
             let vars = variables(q);
             if !vars.is_empty() {
                 p.insert("variables".into(), json!(vars));

@@ -142,3 +142,27 @@ fn covered_lines_with_nested_local_functions() {
         json!({"covered_lines": [11, 13, 15]})
     );
 }
+
+/// A nested function's continuation lines normalise to its own statements (they were left as
+/// reported: the target's statements do not hold them).
+#[test]
+fn covered_lines_nested_normalises_each_frame_by_its_own_statements() {
+    let src = "def f():\n    def h():\n        return g(\n            1)\n    return h()\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[])
+        .line(2, &[])
+        .line(5, &[])
+        .call("f.<locals>.h", 2, &[])
+        .line(3, &[])
+        .line(4, &[])
+        .line(3, &[])
+        .ret("1")
+        .ret("1")
+        .build();
+    let p = params(json!({"function": "f", "nested": true, "line_mode": "statement"})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [2, 3, 5]})
+    );
+}
