@@ -284,19 +284,39 @@ fn target(q: &Question) -> Result<Target, String> {
     Err("the question names no `module.qualname` of TRACE_FILE that TRACE_FUNC matches".into())
 }
 
-/// The backticked dotted names of the question under `module.` that `TRACE_FUNC` matches
-/// (their tracked set), as qualnames, in order, once each.
-fn tracked(q: &Question, t: &Target) -> Vec<String> {
+/// The functions the question tracks, as qualnames, in order, once each: the backticked
+/// `module.qualname`s (of the question's modules, matched by `TRACE_FUNC`) of the passage that
+/// follows the first phrase introducing them ("Track calls to exactly these functions: ...",
+/// "Tracked functions (only these three): ...", "the following tracked set ...: - ...").
+fn tracked(q: &Question) -> Vec<String> {
+    const PHRASES: &[&str] = &[
+        "track calls to",
+        "tracked functions",
+        "following tracked",
+        "tracked set",
+        "these functions",
+    ];
     let funcs = trace_funcs(q.eval);
+    let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
+    let lower = q.text.to_lowercase();
+    let Some(at) = PHRASES.iter().filter_map(|p| lower.find(p)).min() else {
+        return Vec::new();
+    };
+    let rest = &q.text[at..];
+    let end = rest.find(". ").unwrap_or(rest.len());
     let mut out: Vec<String> = Vec::new();
-    for b in backticked(q.text) {
-        if let Some(qual) = b.strip_prefix(&format!("{}.", t.module)) {
-            if is_dotted_name(qual)
-                && funcs.iter().any(|f| func_rule(f, b))
-                && !out.iter().any(|x| x == qual)
-            {
-                out.push(qual.to_string());
-            }
+    for b in backticked(&rest[..end]) {
+        let Some(qual) = modules
+            .iter()
+            .find_map(|m| b.strip_prefix(&format!("{m}.")))
+        else {
+            continue;
+        };
+        if is_dotted_name(qual)
+            && (funcs.is_empty() || funcs.iter().any(|f| func_rule(f, b)))
+            && !out.iter().any(|x| x == qual)
+        {
+            out.push(qual.to_string());
         }
     }
     out
@@ -492,11 +512,20 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         }
         "caught_types" | "exception_counts" => {}
         "call_sequence" => {
-            let fs = tracked(q, &t);
-            p.remove("function");
+            let fs = tracked(q);
+            if fs.is_empty() {
+                return Err("the question lists no tracked functions".into());
+            }
             p.insert("functions".into(), json!(fs));
-            located(&mut p);
+            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            if mentions(text, &["nested", "transitive"]) {
+                p.insert("transitive".into(), json!(true));
+            }
+            if mentions(text, &["invocation itself", "itself."]) {
+                p.insert("include_self".into(), json!(true));
+            }
             p.remove("file");
+            located(&mut p);
             answer.insert("/function_call_order".into(), "/call_sequence".into());
         }
         "invocation_counts" => {
@@ -507,7 +536,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         }
         "covered_functions" => {
             p.remove("function");
-            let fs = tracked(q, &t);
+            let fs = tracked(q);
             if fs.is_empty() {
                 return Err("the question lists no tracked functions".into());
             }
