@@ -556,6 +556,74 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
 mod tests {
     use super::*;
 
+    /// An eval.sh and questions in their style, written for these tests.
+    fn eval(func: &str) -> EvalSh {
+        let text = format!(
+            "ROOT_DIR=\"${{1:-/testbed}}\"\nTEST_ID=\"pkg_qa/x/files/testcase.py::T::test_a\"\n\
+             export TRACE_ON=\"1\"\nexport TRACE_FILE=\"src/pkg/mod.py\"\nexport TRACE_FUNC=\"{func}\"\n\
+             pytest -rA -s \"$TEST_ID\"\npython pkg_qa/x/files/parser.py --trace-log L --out O\n"
+        );
+        crate::evalsh::parse(&text).unwrap()
+    }
+
+    fn map(func: &str, text: &str, template: Value) -> Result<ExtractorSpec, String> {
+        native_extractor(&Question {
+            eval: &eval(func),
+            text,
+            template: &template,
+        })
+    }
+
+    #[test]
+    fn a_loop_question_maps_to_loop_iterations_of_the_nth_invocation() {
+        let q = "During that test run, consider the second invocation of `pkg.mod.C.run` in \
+                 `src/pkg/mod.py`. How many iterations does the `for` loop whose header begins at \
+                 line 40 execute? Iteration N is the Nth time line 41 executes.";
+        let x = map("C.run", q, json!({"loop_iteration_count": "int"})).unwrap();
+        assert_eq!(x.name, "loop_iterations");
+        assert_eq!(x.params["function"], "C.run");
+        assert_eq!(x.params["invocation"], 2);
+        assert_eq!(x.params["header"], 40);
+        assert_eq!(x.params["count"], "body_line");
+        assert_eq!(x.params["file"], "src/pkg/mod.py");
+    }
+
+    #[test]
+    fn their_definitions_choose_the_extractors_options() {
+        let q = "Consider `pkg.mod.f`. A loop activation is one complete execution of the `for` \
+                 statement whose header begins on line 12. Report the maximum and minimum.";
+        let t = json!({"max_iterations": "int", "min_iterations": "int"});
+        let x = map("f", q, t).unwrap();
+        assert_eq!((x.name.as_str(), &x.params["per"]), ("loop_stats", &json!("entry")));
+        let q = "What are the values of the local variables `b` and `a` immediately after the \
+                 statement beginning on line 9 has executed for the 3rd time during the test run? \
+                 Count completed executions globally across all invocations of `pkg.mod.f`.";
+        let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+        let x = map("f", q, t).unwrap();
+        assert_eq!(x.name, "state_at");
+        assert_eq!(x.params["across_invocations"], true);
+        assert_eq!(x.params["occurrence"], 3);
+        assert_eq!(x.params["line"], 9);
+        assert_eq!(x.params["variables"], json!(["a", "b"]));
+        let q = "Consider `pkg.mod.f`: the ordered history of local variable `acc` immediately \
+                 after line 7 has executed for the first time during each invocation.";
+        let x = map("f", q, json!({"temporal_value_history": ["str"]})).unwrap();
+        assert_eq!(x.name, "value_history");
+        assert_eq!(x.answer["/temporal_value_history/*"], "/value_history/*/value");
+        assert!(x.params.get("invocation").is_none(), "every invocation");
+    }
+
+    #[test]
+    fn what_cannot_be_mapped_says_why() {
+        let e = map("f", "Consider `pkg.mod.f`.", json!({"monotonicity": "str"})).unwrap_err();
+        assert!(e.contains("no flux extractor is mapped for the answer shape `monotonicity`"), "{e}");
+        let e = map("g", "Consider `pkg.mod.f`.", json!({"loop_iteration_count": "int"})).unwrap_err();
+        assert!(e.contains("TRACE_FUNC matches"), "{e}");
+        let e = map("f", "Consider `pkg.mod.f` and its loop.", json!({"loop_iteration_count": "int"}))
+            .unwrap_err();
+        assert!(e.contains("no loop header"), "{e}");
+    }
+
     #[test]
     fn ordinals_lines_and_modules_are_read_from_prose() {
         assert_eq!(ordinal_of("the 21st invocation?", "invocation"), Some(21));

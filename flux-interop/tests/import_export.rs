@@ -55,6 +55,14 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
         "{:?}",
         report.errors
     );
+    // Their `crashing_tests`/`safe_tests`/`invocation_counts` shape has no native mapping:
+    // said, and no native instance written.
+    let why = report.imported[0].native.as_ref().unwrap_err();
+    assert!(
+        why.contains("no flux extractor is mapped for the answer shape `crashing_tests+invocation_counts+safe_tests`"),
+        "{why}"
+    );
+    assert!(!out.path().join("sympy/factor_multiplicity_m5_exceptions-native").exists());
     let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
     let inst = flux_instance::load_instance(&dir).unwrap();
     let s = &inst.spec;
