@@ -118,7 +118,7 @@ class Config:
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
         known = {"files", "functions", "module_functions", "events", "limits", "tests", "scope",
-                 "predicates", "dialect"}
+                 "predicates", "dialect", "facts"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
@@ -135,6 +135,9 @@ class Config:
         self.locals_limit = int(lim.get("locals", 50))
         self.depth = int(lim.get("depth", 3))
         self.tests = bool(d.get("tests", True))
+        # The static facts (`F` records) of targeted files, computed at exit (ast): off when no
+        # reader of the trace needs them (SWE-Flux's parser reads its log only).
+        self.facts = bool(d.get("facts", True))
         # "tests": record only inside pytest's test protocols (see Hook.window_open).
         self.scope = str(d.get("scope", "run"))
         if self.scope not in ("run", "tests", "targets"):
@@ -644,7 +647,7 @@ class Hook:
         """The `F` records of the targeted files whose code ran, once per connection (a forked
         child sends its own). Computing them runs Python (ast), after tracing stopped: on 3.11
         USDT still sees those frames, so they are the hook's own work (`hx`)."""
-        if self.facts_sent:
+        if self.facts_sent or not self.cfg.facts:
             return
         self.facts_sent = True
         files = [fn for fn, k in list(self.file_kinds.items()) if k == TARGET]

@@ -304,6 +304,8 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
     })?;
     let mut native = spec.clone();
     native.id = native_id(&spec.id);
+    // Extractors read the static facts (statements, loops, definitions).
+    native.tracing.facts = true;
     // An extractor that reads calls made outside targeted code needs them traced.
     if flux_extract::find(&extractor.name).is_some_and(|x| !x.targets_scope) {
         native.tracing.scope = flux_trace::Scope::Tests;

@@ -43,6 +43,15 @@ pub struct TracingConfig {
     /// How values and exceptions of targeted code are recorded (see [`Dialect`]).
     #[serde(default, skip_serializing_if = "Dialect::is_flux")]
     pub dialect: Dialect,
+    /// Whether the hook sends the static facts of the targeted files at exit (`{"facts": …}`
+    /// in the trace: statement spans, loops, handlers, definitions, computed with `ast`; 0.1–1 s
+    /// per large file). Off only where nothing reads them (SWE-Flux's parser reads its log).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub facts: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A Python expression over a frame's locals, evaluated by the hook with the frame's live
@@ -196,6 +205,7 @@ impl Default for TracingConfig {
             scope: Scope::Run,
             predicates: Vec::new(),
             dialect: Dialect::Flux,
+            facts: true,
         }
     }
 }

@@ -210,6 +210,8 @@ impl LogConfig {
             scope: Scope::Targets,
             predicates: Vec::new(),
             dialect: Dialect::SweFlux,
+            // Their parser reads the log, never flux's static facts.
+            facts: false,
         }
     }
 
@@ -867,6 +869,7 @@ mod tests {
         assert!(t.module_functions.is_empty(), "no TRACE_FUNC: every function");
         assert_eq!(t.dialect, Dialect::SweFlux);
         assert_eq!(t.scope, Scope::Targets);
+        assert!(!t.facts, "nothing reads the static facts");
         assert_eq!(t.limits.repr, NO_REPR_LIMIT);
         assert_eq!(cfg(&[]).tracing_config().files, ["*"]);
         assert_eq!(cfg(&[]).tracing_config().limits.repr, 500);
