@@ -506,6 +506,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Bool,
                 "count the line's executions over every invocation together, in trace order",
             ),
+            LINE_MODE,
         ],
         shape: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
         template: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,

@@ -1,6 +1,6 @@
 //! Program state: S3 (`state_at`, `unique_values`, `value_history`, `state_snapshots`) and M3
 //! (`state_across_tests`).
-use crate::common::{all_invocations, line_positions, pick_invocation, Ix};
+use crate::common::{all_invocations, facts_of, line_positions, pick_invocation, Ix};
 use crate::{ExtractError, Params};
 use flux_trace::query::Invocation;
 use flux_trace::{Kind, TraceIndex, Value as Observed};
@@ -17,7 +17,9 @@ strings. `variables` names them in answer order (an error if one is unbound then
 every bound local is reported, sorted by name. With `across_invocations = true` the Mth \
 execution is counted over every selected invocation of `function` together, in trace order \
 (SWE-Flux's \"the Nth time the statement executes during the test\"; `invocation` is then \
-not given). Answer: {\"observed_state\": [{\"variable\": V, \"value\": REPR}, ...]}.";
+not given). With `line_mode = \"statement\"` an execution is one run of the statement that \
+starts at `line` (static facts; Python 3.11 reports a multi-line statement's first line again \
+when it completes), read after its last line event. Answer: {\"observed_state\": [{\"variable\": V, \"value\": REPR}, ...]}.";
 
 pub(crate) const STATE_ACROSS_TESTS: &str = "\
 For every test in which line `line` of `function` executes at least `occurrence` (default 1) \
@@ -100,11 +102,37 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
     let line = p.line("line")?;
     let occ = p.index_or("occurrence", 1)?;
     let before = at_before(p)?;
+    let by_statement = p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
+    // The executions of the line: its `line` events, or with `line_mode = "statement"` one per
+    // execution of the statement that starts there (3.11 reports a multi-line statement's
+    // first line again when it completes), observed at its last line event.
+    let line_positions = |ix: &Ix<'_>, inv: &Invocation, line: u32| -> Result<Vec<usize>, ExtractError> {
+        if !by_statement {
+            return Ok(line_positions(ix, inv, line));
+        }
+        let f = facts_of(ix, inv, "`line_mode = \"statement\"`")?;
+        let mut out: Vec<usize> = Vec::new();
+        let mut inside = false;
+        for (k, &i) in inv.events.iter().enumerate() {
+            let e = ix.event(i);
+            if e.ev != Kind::Line {
+                continue;
+            }
+            let here = f.statement_start(e.line) == line;
+            if here && inside {
+                *out.last_mut().expect("inside an execution") = k;
+            } else if here {
+                out.push(k);
+            }
+            inside = here;
+        }
+        Ok(out)
+    };
     let (n, inv, k) = if p.bool_or("across_invocations", false)? {
         // Every execution of the line in every selected invocation, in trace order.
         let mut all: Vec<(usize, usize, &Invocation, usize)> = Vec::new();
         for (j, inv) in all_invocations(ix, p, function)?.into_iter().enumerate() {
-            for k in line_positions(ix, inv, line) {
+            for k in line_positions(ix, inv, line)? {
                 all.push((inv.events[k], j + 1, inv, k));
             }
         }
@@ -119,7 +147,7 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
         (n, inv, k)
     } else {
         let (n, inv) = pick_invocation(ix, p, function)?;
-        let positions = line_positions(ix, inv, line);
+        let positions = line_positions(ix, inv, line)?;
         let &k = positions.get(occ - 1).ok_or_else(|| {
             ExtractError::NotObserved(format!(
                 "line {line} executes {} time(s) in invocation {n} of `{function}`; occurrence {occ} \

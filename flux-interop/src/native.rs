@@ -456,6 +456,10 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             if let Some(n) = ordinal_of(text, "time") {
                 p.insert("occurrence".into(), json!(n));
             }
+            if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"]) {
+                // one execution per run of the statement, read when it completes
+                p.insert("line_mode".into(), json!("statement"));
+            }
             let mut vars = variables(q);
             vars.sort();
             p.insert("variables".into(), json!(vars));

@@ -69,6 +69,43 @@ fn state_at_counts_occurrences_across_invocations() {
     assert!(err.contains("line 4 executes 3 time(s) over the invocations of `f`"), "{err}");
 }
 
+/// A multi-line assignment executes once though 3.11 reports its first line twice (at its
+/// start and when the store completes): `line_mode = "statement"` counts executions and reads
+/// the state after the completing event (their "the Nth completion of the statement").
+#[test]
+fn state_at_counts_statement_executions_of_multi_line_statements() {
+    let src = "def f(n):\n    x = g(\n        n)\n    return x\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("n", "1")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(2, &[])
+        .line(4, &[("x", "2")])
+        .ret("2")
+        .call("f", 1, &[("n", "5")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(2, &[])
+        .line(4, &[("x", "6")])
+        .ret("6")
+        .build();
+    let p = |mode: &str| {
+        params(json!({"function": "f", "line": 2, "occurrence": 2, "across_invocations": true,
+            "variables": ["n", "x"], "line_mode": mode}))
+        .unwrap()
+    };
+    assert_eq!(
+        extract(&t, "state_at", &p("statement")).unwrap(),
+        json!({"observed_state": [{"variable": "n", "value": "5"}, {"variable": "x", "value": "6"}]})
+    );
+    // Reported lines: the 2nd line-2 event is the 1st call's completing one.
+    assert_eq!(
+        extract(&t, "state_at", &p("reported")).unwrap(),
+        json!({"observed_state": [{"variable": "n", "value": "1"}, {"variable": "x", "value": "2"}]})
+    );
+}
+
 /// SWE-Flux's `value_history` items are `{step, value}`: step numbers the entries from 1.
 #[test]
 fn value_history_numbers_its_steps() {
