@@ -241,13 +241,17 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
         })?,
     };
     // Their root is read-only in flux's containers: pytest's cache (which would write
-    // `<root>/.pytest_cache`, and warn, an error under `filterwarnings = error`) is off.
+    // `<root>/.pytest_cache`, and warn, an error under `filterwarnings = error`) is off. A
+    // repository's pytest-timeout limit (fastapi's 20 s, calibrated untraced) is off too: the
+    // traced run is bounded by the instance's own deadline (`--timeout`).
     let mut command = vec![
         opts.interpreter.clone(),
         "-m".into(),
         "pytest".into(),
         "-p".into(),
         "no:cacheprovider".into(),
+        "-o".into(),
+        "timeout=0".into(),
     ];
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {

@@ -84,6 +84,8 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
             "pytest",
             "-p",
             "no:cacheprovider",
+            "-o",
+            "timeout=0",
             "-rA",
             "-s",
             "sympy_qa/factor_multiplicity_m5_exceptions/files/testcase.py::TestMultiplicity"
