@@ -862,6 +862,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         kinds: &[K::S6, K::M6],
         doc: calls::INVOCATION_COUNTS,
         params: &[
+            p(
+                "methods",
+                T::Bool,
+                "with `module`, also the methods of the module's classes (not nested functions)",
+            ),
             FUNCTIONS,
             p("class", T::Str, "every method defined directly in this class (qualname)"),
             p("module", T::Bool, "every function of the module in `file`"),

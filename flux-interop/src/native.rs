@@ -536,6 +536,12 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("module".into(), json!(true));
             p.insert("count".into(), json!("calls"));
+            if mentions(text, &["methods of every class", "all methods", "every method"]) {
+                p.insert("methods".into(), json!(true));
+            }
+            if mentions(text, &["properties"]) {
+                p.insert("exclude_decorated".into(), json!(["property", "setter", "deleter"]));
+            }
             located(&mut p);
         }
         "covered_functions" => {
