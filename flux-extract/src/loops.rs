@@ -224,7 +224,9 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         }
         match per {
             // One count per entry into the loop (an entry without iterations counts 0).
-            "entry" => counts.extend((0..entries).map(|e| its.iter().filter(|it| it.entry == e).count())),
+            "entry" => {
+                counts.extend((0..entries).map(|e| its.iter().filter(|it| it.entry == e).count()))
+            }
             // One count per `call` event of the frame (a generator's start and each
             // resumption): the iterations whose body line runs before its next call event.
             "call" => {
@@ -237,7 +239,11 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
                     .collect();
                 for (c, &from) in calls.iter().enumerate() {
                     let to = calls.get(c + 1).copied().unwrap_or(usize::MAX);
-                    counts.push(its.iter().filter(|it| it.body >= from && it.body < to).count());
+                    counts.push(
+                        its.iter()
+                            .filter(|it| it.body >= from && it.body < to)
+                            .count(),
+                    );
                 }
             }
             _ => counts.push(its.len()),

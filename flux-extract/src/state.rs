@@ -102,32 +102,34 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
     let line = p.line("line")?;
     let occ = p.index_or("occurrence", 1)?;
     let before = at_before(p)?;
-    let by_statement = p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
+    let by_statement =
+        p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
     // The executions of the line: its `line` events, or with `line_mode = "statement"` one per
     // execution of the statement that starts there (3.11 reports a multi-line statement's
     // first line again when it completes), observed at its last line event.
-    let line_positions = |ix: &Ix<'_>, inv: &Invocation, line: u32| -> Result<Vec<usize>, ExtractError> {
-        if !by_statement {
-            return Ok(line_positions(ix, inv, line));
-        }
-        let f = facts_of(ix, inv, "`line_mode = \"statement\"`")?;
-        let mut out: Vec<usize> = Vec::new();
-        let mut inside = false;
-        for (k, &i) in inv.events.iter().enumerate() {
-            let e = ix.event(i);
-            if e.ev != Kind::Line {
-                continue;
+    let line_positions =
+        |ix: &Ix<'_>, inv: &Invocation, line: u32| -> Result<Vec<usize>, ExtractError> {
+            if !by_statement {
+                return Ok(line_positions(ix, inv, line));
             }
-            let here = f.statement_start(e.line) == line;
-            if here && inside {
-                *out.last_mut().expect("inside an execution") = k;
-            } else if here {
-                out.push(k);
+            let f = facts_of(ix, inv, "`line_mode = \"statement\"`")?;
+            let mut out: Vec<usize> = Vec::new();
+            let mut inside = false;
+            for (k, &i) in inv.events.iter().enumerate() {
+                let e = ix.event(i);
+                if e.ev != Kind::Line {
+                    continue;
+                }
+                let here = f.statement_start(e.line) == line;
+                if here && inside {
+                    *out.last_mut().expect("inside an execution") = k;
+                } else if here {
+                    out.push(k);
+                }
+                inside = here;
             }
-            inside = here;
-        }
-        Ok(out)
-    };
+            Ok(out)
+        };
     let (n, inv, k) = if p.bool_or("across_invocations", false)? {
         // Every execution of the line in every selected invocation, in trace order.
         let mut all: Vec<(usize, usize, &Invocation, usize)> = Vec::new();

@@ -179,8 +179,10 @@ fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> 
     if let Some(l) = &inst.spec.test.layout {
         // Another benchmark's layout (an instance imported from SWE-Flux, answered by their
         // parser or natively): their root, their files where their harness puts them.
-        spec.mounts
-            .push(Mount::read_only(run_dir.join("instance"), l.files_at.clone()));
+        spec.mounts.push(Mount::read_only(
+            run_dir.join("instance"),
+            l.files_at.clone(),
+        ));
         spec.workdir = Some(l.workdir.clone());
     } else if let Some(ext) = inst.external_parser() {
         // Hook point (flux-interop): an instance imported from SWE-Flux runs from their root

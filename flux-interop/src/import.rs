@@ -320,16 +320,25 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
 
 fn import_one(src: &Path, opts: &ImportOptions) -> Result<Imported, String> {
     let imported = import_dir(src, opts, None)?;
-    if src.join(flux_instance::export::FLUX_DIR).join(INSTANCE_FILE).is_file() {
+    if src
+        .join(flux_instance::export::FLUX_DIR)
+        .join(INSTANCE_FILE)
+        .is_file()
+    {
         return Ok(imported);
     }
     let spec = instance_spec(src, opts)?;
-    let native = native_spec(src, &spec).and_then(|n| import_dir(src, opts, Some(n)).map(|i| i.dir));
+    let native =
+        native_spec(src, &spec).and_then(|n| import_dir(src, opts, Some(n)).map(|i| i.dir));
     Ok(Imported { native, ..imported })
 }
 
 /// Write one instance of `src` (its external-parser instance, or `native`) into place.
-fn import_dir(src: &Path, opts: &ImportOptions, native: Option<InstanceSpec>) -> Result<Imported, String> {
+fn import_dir(
+    src: &Path,
+    opts: &ImportOptions,
+    native: Option<InstanceSpec>,
+) -> Result<Imported, String> {
     let flux_dir = src.join(flux_instance::export::FLUX_DIR);
     let exported = native.is_none() && flux_dir.join(INSTANCE_FILE).is_file();
     let is_native = native.is_some();

@@ -129,7 +129,10 @@ fn line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
         let tail = &lower[at..end];
         if let Some(j) = tail.find("line ") {
             if let Some(n) = ints(&tail[j + 5..]).first() {
-                if tail[j + 5..].trim_start().starts_with(|c: char| c.is_ascii_digit()) {
+                if tail[j + 5..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_ascii_digit())
+                {
                     return u32::try_from(*n).ok();
                 }
             }
@@ -229,9 +232,7 @@ fn func_rule(entry: &str, dotted: &str) -> bool {
         || dotted
             .strip_prefix(entry)
             .is_some_and(|r| r.starts_with('.'))
-        || dotted
-            .strip_suffix(entry)
-            .is_some_and(|r| r.ends_with('.'))
+        || dotted.strip_suffix(entry).is_some_and(|r| r.ends_with('.'))
 }
 
 /// The Python files the question can be about: `TRACE_FILE` if it is one, and every backticked
@@ -243,8 +244,7 @@ fn files(q: &Question) -> Vec<String> {
         out.push(tf.to_string());
     }
     for b in backticked(q.text) {
-        if b.ends_with(".py") && !b.contains(' ') && b.contains(tf) && !out.iter().any(|f| f == b)
-        {
+        if b.ends_with(".py") && !b.contains(' ') && b.contains(tf) && !out.iter().any(|f| f == b) {
             out.push(b.to_string());
         }
     }
@@ -323,10 +323,9 @@ fn tracked(q: &Question) -> Vec<String> {
 }
 
 const PY_KEYWORDS: &[&str] = &[
-    "def", "for", "while", "if", "elif", "else", "return", "yield", "in", "is", "not", "and",
-    "or", "try", "except", "raise", "with", "as", "lambda", "class", "import", "from", "pass",
-    "break", "continue", "global", "nonlocal", "del", "assert", "async", "await", "None",
-    "True", "False",
+    "def", "for", "while", "if", "elif", "else", "return", "yield", "in", "is", "not", "and", "or",
+    "try", "except", "raise", "with", "as", "lambda", "class", "import", "from", "pass", "break",
+    "continue", "global", "nonlocal", "del", "assert", "async", "await", "None", "True", "False",
 ];
 
 fn is_identifier(b: &str) -> bool {
@@ -384,14 +383,19 @@ fn statement_lines(text: &str) -> bool {
             "statement begins",
             "statement or expression begins",
         ],
-    ) && !mentions(text, &["sub-expression or statement begins", "physical line"])
+    ) && !mentions(
+        text,
+        &["sub-expression or statement begins", "physical line"],
+    )
 }
 
 /// The extractor (name, parameters, answer bindings) that asks `q` natively, or why none does.
 pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     let key = shape_key(q.template);
     let Some((_, name)) = RULES.iter().find(|(k, _)| *k == key) else {
-        return Err(format!("no flux extractor is mapped for the answer shape `{key}`"));
+        return Err(format!(
+            "no flux extractor is mapped for the answer shape `{key}`"
+        ));
     };
     let t = target(q)?;
     let text = q.text;
@@ -408,8 +412,8 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     let mut answer = BTreeMap::new();
     match *name {
         "loop_iterations" | "loop_stats" => {
-            let header = line_after(text, "header", 60)
-                .ok_or("the question names no loop header line")?;
+            let header =
+                line_after(text, "header", 60).ok_or("the question names no loop header line")?;
             p.insert("header".into(), json!(header));
             p.insert("count".into(), json!("body_line"));
             if *name == "loop_stats" {
@@ -456,7 +460,8 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             if let Some(n) = ordinal_of(text, "time") {
                 p.insert("occurrence".into(), json!(n));
             }
-            if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"]) {
+            if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"])
+            {
                 // one execution per run of the statement, read when it completes
                 p.insert("line_mode".into(), json!("statement"));
             }
@@ -485,7 +490,12 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             }
             let every = mentions(
                 text,
-                &["for each invocation", "every invocation", "all invocations", "across all"],
+                &[
+                    "for each invocation",
+                    "every invocation",
+                    "all invocations",
+                    "across all",
+                ],
             );
             if !every {
                 if let Some(n) = invocation {
@@ -536,11 +546,17 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("module".into(), json!(true));
             p.insert("count".into(), json!("calls"));
-            if mentions(text, &["methods of every class", "all methods", "every method"]) {
+            if mentions(
+                text,
+                &["methods of every class", "all methods", "every method"],
+            ) {
                 p.insert("methods".into(), json!(true));
             }
             if mentions(text, &["properties"]) {
-                p.insert("exclude_decorated".into(), json!(["property", "setter", "deleter"]));
+                p.insert(
+                    "exclude_decorated".into(),
+                    json!(["property", "setter", "deleter"]),
+                );
             }
             located(&mut p);
         }
@@ -604,7 +620,10 @@ mod tests {
                  statement whose header begins on line 12. Report the maximum and minimum.";
         let t = json!({"max_iterations": "int", "min_iterations": "int"});
         let x = map("f", q, t).unwrap();
-        assert_eq!((x.name.as_str(), &x.params["per"]), ("loop_stats", &json!("entry")));
+        assert_eq!(
+            (x.name.as_str(), &x.params["per"]),
+            ("loop_stats", &json!("entry"))
+        );
         let q = "What are the values of the local variables `b` and `a` immediately after the \
                  statement beginning on line 9 has executed for the 3rd time during the test run? \
                  Count completed executions globally across all invocations of `pkg.mod.f`.";
@@ -619,35 +638,69 @@ mod tests {
                  after line 7 has executed for the first time during each invocation.";
         let x = map("f", q, json!({"temporal_value_history": ["str"]})).unwrap();
         assert_eq!(x.name, "value_history");
-        assert_eq!(x.answer["/temporal_value_history/*"], "/value_history/*/value");
+        assert_eq!(
+            x.answer["/temporal_value_history/*"],
+            "/value_history/*/value"
+        );
         assert!(x.params.get("invocation").is_none(), "every invocation");
     }
 
     #[test]
     fn what_cannot_be_mapped_says_why() {
         let e = map("f", "Consider `pkg.mod.f`.", json!({"monotonicity": "str"})).unwrap_err();
-        assert!(e.contains("no flux extractor is mapped for the answer shape `monotonicity`"), "{e}");
-        let e = map("g", "Consider `pkg.mod.f`.", json!({"loop_iteration_count": "int"})).unwrap_err();
+        assert!(
+            e.contains("no flux extractor is mapped for the answer shape `monotonicity`"),
+            "{e}"
+        );
+        let e = map(
+            "g",
+            "Consider `pkg.mod.f`.",
+            json!({"loop_iteration_count": "int"}),
+        )
+        .unwrap_err();
         assert!(e.contains("TRACE_FUNC matches"), "{e}");
-        let e = map("f", "Consider `pkg.mod.f` and its loop.", json!({"loop_iteration_count": "int"}))
-            .unwrap_err();
+        let e = map(
+            "f",
+            "Consider `pkg.mod.f` and its loop.",
+            json!({"loop_iteration_count": "int"}),
+        )
+        .unwrap_err();
         assert!(e.contains("no loop header"), "{e}");
     }
 
     #[test]
     fn ordinals_lines_and_modules_are_read_from_prose() {
         assert_eq!(ordinal_of("the 21st invocation?", "invocation"), Some(21));
-        assert_eq!(ordinal_of("consider the second invocation of", "invocation"), Some(2));
+        assert_eq!(
+            ordinal_of("consider the second invocation of", "invocation"),
+            Some(2)
+        );
         assert_eq!(ordinal_of("For invocation 1 only", "invocation"), Some(1));
-        assert_eq!(ordinal_of("for **invocation 7**: the", "invocation"), Some(7));
+        assert_eq!(
+            ordinal_of("for **invocation 7**: the", "invocation"),
+            Some(7)
+        );
         assert_eq!(ordinal_of("every invocation", "invocation"), None);
         assert_eq!(
-            line_after("the `for` loop whose header begins at line 1039 execute", "header", 60),
+            line_after(
+                "the `for` loop whose header begins at line 1039 execute",
+                "header",
+                60
+            ),
             Some(1039)
         );
         assert_eq!(line_after("no header here", "header", 60), None);
-        assert_eq!(module_of("src/jinja2/ext.py").as_deref(), Some("jinja2.ext"));
-        assert_eq!(module_of("fastapi/_compat/__init__.py").as_deref(), Some("fastapi._compat"));
-        assert_eq!(shape_key(&json!({"min_iterations": "int", "max_iterations": "int"})), "max_iterations+min_iterations");
+        assert_eq!(
+            module_of("src/jinja2/ext.py").as_deref(),
+            Some("jinja2.ext")
+        );
+        assert_eq!(
+            module_of("fastapi/_compat/__init__.py").as_deref(),
+            Some("fastapi._compat")
+        );
+        assert_eq!(
+            shape_key(&json!({"min_iterations": "int", "max_iterations": "int"})),
+            "max_iterations+min_iterations"
+        );
     }
 }

@@ -62,7 +62,10 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
         why.contains("no flux extractor is mapped for the answer shape `crashing_tests+invocation_counts+safe_tests`"),
         "{why}"
     );
-    assert!(!out.path().join("sympy/factor_multiplicity_m5_exceptions-native").exists());
+    assert!(!out
+        .path()
+        .join("sympy/factor_multiplicity_m5_exceptions-native")
+        .exists());
     let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
     let inst = flux_instance::load_instance(&dir).unwrap();
     let s = &inst.spec;
@@ -95,7 +98,10 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     let layout = s.test.layout.as_ref().expect("their harness's layout");
     assert_eq!(
         (layout.workdir.as_str(), layout.files_at.as_str()),
-        ("/tmp", "/tmp/sympy_qa/factor_multiplicity_m5_exceptions/files")
+        (
+            "/tmp",
+            "/tmp/sympy_qa/factor_multiplicity_m5_exceptions/files"
+        )
     );
     assert_eq!(s.tracing.module_functions, ["multiplicity"]);
     assert_eq!(s.tracing.files, ["*sympy/ntheory/factor_.py*"]);

@@ -473,7 +473,11 @@ pub fn write_log(
     let mut first_of: HashMap<u64, usize> = HashMap::new();
     // Recorded with dialect "swe-flux": some event carries its code's module.
     let dialect_on = trace.events.iter().any(|e| {
-        !e.module.is_empty() && matches!(e.ev, Kind::Call | Kind::Line | Kind::Return | Kind::Exception)
+        !e.module.is_empty()
+            && matches!(
+                e.ev,
+                Kind::Call | Kind::Line | Kind::Return | Kind::Exception
+            )
     });
     for (i, e) in trace.events.iter().enumerate() {
         if matches!(e.ev, Kind::Line | Kind::Return | Kind::Exception) && e.activation != 0 {
@@ -866,7 +870,10 @@ mod tests {
         let t = cfg(&[("TRACE_FILE", "src/a[1].py"), ("TRACE_LIMIT", "-1")]).tracing_config();
         assert_eq!(t.files, ["*src/a[[]1].py*"]);
         assert!(t.functions.is_empty());
-        assert!(t.module_functions.is_empty(), "no TRACE_FUNC: every function");
+        assert!(
+            t.module_functions.is_empty(),
+            "no TRACE_FUNC: every function"
+        );
         assert_eq!(t.dialect, Dialect::SweFlux);
         assert_eq!(t.scope, Scope::Targets);
         assert!(!t.facts, "nothing reads the static facts");
@@ -885,10 +892,19 @@ mod tests {
             ("TRACE_FUNC", "_get_openapi_operation_parameters, C.g"),
         ])
         .tracing_config();
-        assert_eq!(t.module_functions, ["C.g", "_get_openapi_operation_parameters"]);
-        assert!(t.functions.is_empty(), "qualname-only matching would be wrong for C.g's module");
+        assert_eq!(
+            t.module_functions,
+            ["C.g", "_get_openapi_operation_parameters"]
+        );
+        assert!(
+            t.functions.is_empty(),
+            "qualname-only matching would be wrong for C.g's module"
+        );
         let json = serde_json::to_value(&t).unwrap();
-        assert_eq!(json["module_functions"][1], "_get_openapi_operation_parameters");
+        assert_eq!(
+            json["module_functions"][1],
+            "_get_openapi_operation_parameters"
+        );
     }
 
     #[test]

@@ -131,11 +131,23 @@ for d in sorted(m.distributions(), key=lambda d: d.metadata["Name"].lower()):
 fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, String)> {
     let plain = build_image(r, work, rebuild)?;
     let out = Command::new("docker")
-        .args(["run", "--rm", "--network", "none", &plain, "/usr/bin/python3.11", "-c", FREEZE])
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            &plain,
+            "/usr/bin/python3.11",
+            "-c",
+            FREEZE,
+        ])
         .output()
         .context("docker run (pip freeze)")?;
     if !out.status.success() {
-        bail!("listing the packages of {plain}: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "listing the packages of {plain}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let freeze: Vec<String> = text
@@ -153,7 +165,13 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
         return Ok((image, package));
     }
     let label = Command::new("docker")
-        .args(["image", "inspect", &plain, "--format", "{{ index .Config.Labels \"flux.manifest\" }}"])
+        .args([
+            "image",
+            "inspect",
+            &plain,
+            "--format",
+            "{{ index .Config.Labels \"flux.manifest\" }}",
+        ])
         .output()
         .context("docker image inspect")?;
     let mut m: serde_json::Value = serde_json::from_slice(&label.stdout)
@@ -170,7 +188,15 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     std::fs::write(ctx.join("Dockerfile"), format!("FROM {plain}\n"))?;
     run(
         Command::new("docker")
-            .args(["build", "--quiet", "--network", "none", "-t", &image, "--label"])
+            .args([
+                "build",
+                "--quiet",
+                "--network",
+                "none",
+                "-t",
+                &image,
+                "--label",
+            ])
             .arg(format!("flux.manifest={}", serde_json::to_string(&m)?))
             .arg(&ctx),
         "docker build (manifest label)",

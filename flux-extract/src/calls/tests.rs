@@ -171,7 +171,12 @@ fn invocation_counts_of_a_modules_functions_and_methods() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|x| (x["qualname"].as_str().unwrap().to_string(), x["count"].as_u64().unwrap()))
+            .map(|x| {
+                (
+                    x["qualname"].as_str().unwrap().to_string(),
+                    x["count"].as_u64().unwrap(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     let s = |q: &str, n: u64| (q.to_string(), n);

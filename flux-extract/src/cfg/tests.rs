@@ -135,7 +135,10 @@ fn covered_lines_with_nested_local_functions() {
         .ret("None")
         .build();
     let p = params(json!({"function": "f"})).unwrap();
-    assert_eq!(extract(&t, "covered_lines", &p).unwrap(), json!({"covered_lines": [11, 15]}));
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 15]})
+    );
     let p = params(json!({"function": "f", "nested": true})).unwrap();
     assert_eq!(
         extract(&t, "covered_lines", &p).unwrap(),

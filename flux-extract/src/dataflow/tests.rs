@@ -196,11 +196,24 @@ fn def_use_pairs_normalised_to_statements_merge() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|x| (x["variable"].as_str().unwrap().to_string(), x["def_line"].as_i64().unwrap(), x["use_line"].as_i64().unwrap()))
+            .map(|x| {
+                (
+                    x["variable"].as_str().unwrap().to_string(),
+                    x["def_line"].as_i64().unwrap(),
+                    x["use_line"].as_i64().unwrap(),
+                )
+            })
             .collect::<Vec<_>>()
     };
-    assert!(pairs("reported").contains(&("a".into(), 1, 3)), "{:?}", pairs("reported"));
+    assert!(
+        pairs("reported").contains(&("a".into(), 1, 3)),
+        "{:?}",
+        pairs("reported")
+    );
     let s = pairs("statement");
-    assert!(s.contains(&("a".into(), 1, 2)) && !s.iter().any(|p| p.2 == 3), "{s:?}");
+    assert!(
+        s.contains(&("a".into(), 1, 2)) && !s.iter().any(|p| p.2 == 3),
+        "{s:?}"
+    );
     assert!(s.contains(&("b".into(), 2, 4)), "{s:?}");
 }

@@ -139,7 +139,11 @@ fn loop_stats_counts_per_entry_or_per_call_event() {
         let p = json!({"function": "f", "header": 12, "body_end": 13, "count": "body_line",
             "body_line": 13, "per": per});
         let a = extract(t, "loop_stats", &params(p).unwrap()).unwrap();
-        (a["min_iterations"].clone(), a["max_iterations"].clone(), a["invocations"].clone())
+        (
+            a["min_iterations"].clone(),
+            a["max_iterations"].clone(),
+            a["invocations"].clone(),
+        )
     };
     assert_eq!(stats(&t, "invocation"), (json!(3), json!(3), json!(1)));
     assert_eq!(stats(&t, "entry"), (json!(1), json!(2), json!(2)));

@@ -56,17 +56,23 @@ fn state_at_reads_the_next_event_of_the_frame() {
 #[test]
 fn state_at_counts_occurrences_across_invocations() {
     let t = counting();
-    let p = params(json!({"function": "f", "line": 4, "occurrence": 3, "across_invocations": true,
-        "variables": ["i", "n"]}))
+    let p = params(
+        json!({"function": "f", "line": 4, "occurrence": 3, "across_invocations": true,
+        "variables": ["i", "n"]}),
+    )
     .unwrap();
     assert_eq!(
         extract(&t, "state_at", &p).unwrap(),
         json!({"observed_state": [{"variable": "i", "value": "1"}, {"variable": "n", "value": "1"}]})
     );
-    let p = params(json!({"function": "f", "line": 4, "occurrence": 4, "across_invocations": true}))
-        .unwrap();
+    let p =
+        params(json!({"function": "f", "line": 4, "occurrence": 4, "across_invocations": true}))
+            .unwrap();
     let err = extract(&t, "state_at", &p).unwrap_err().to_string();
-    assert!(err.contains("line 4 executes 3 time(s) over the invocations of `f`"), "{err}");
+    assert!(
+        err.contains("line 4 executes 3 time(s) over the invocations of `f`"),
+        "{err}"
+    );
 }
 
 /// A multi-line assignment executes once though 3.11 reports its first line twice (at its
@@ -91,8 +97,10 @@ fn state_at_counts_statement_executions_of_multi_line_statements() {
         .ret("6")
         .build();
     let p = |mode: &str| {
-        params(json!({"function": "f", "line": 2, "occurrence": 2, "across_invocations": true,
-            "variables": ["n", "x"], "line_mode": mode}))
+        params(
+            json!({"function": "f", "line": 2, "occurrence": 2, "across_invocations": true,
+            "variables": ["n", "x"], "line_mode": mode}),
+        )
         .unwrap()
     };
     assert_eq!(
@@ -116,9 +124,17 @@ fn value_history_numbers_its_steps() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| (x["step"].as_i64().unwrap(), x["value"].as_str().unwrap().to_string()))
+        .map(|x| {
+            (
+                x["step"].as_i64().unwrap(),
+                x["value"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
-    assert_eq!(steps, [(1, "1".to_string()), (2, "2".into()), (3, "1".into())]);
+    assert_eq!(
+        steps,
+        [(1, "1".to_string()), (2, "2".into()), (3, "1".into())]
+    );
 }
 
 /// SWE-Flux's "each line event at L1 and each return at L2": line 4's events (the state before
@@ -137,7 +153,18 @@ fn observations_at_line_events_and_returns_together() {
         .map(|x| (x["line"].as_u64().unwrap(), x["value"].as_str().unwrap()))
         .collect();
     // Line 5's line events count too (the state before `return i` runs), then each return.
-    assert_eq!(got, [(4, "0"), (4, "1"), (5, "2"), (5, "2"), (4, "0"), (5, "1"), (5, "1")]);
+    assert_eq!(
+        got,
+        [
+            (4, "0"),
+            (4, "1"),
+            (5, "2"),
+            (5, "2"),
+            (4, "0"),
+            (5, "1"),
+            (5, "1")
+        ]
+    );
 }
 
 #[test]
