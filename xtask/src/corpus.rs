@@ -44,6 +44,9 @@ pub struct Args {
     /// Only these programs (comma-separated names without `.py`).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Record nothing: rewrite every fixture in the current encoding (needs no root).
+    #[arg(long)]
+    reencode: bool,
 }
 
 struct Python {
@@ -60,6 +63,10 @@ impl Python {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let ws = crate::workspace_root();
+    if args.reencode {
+        reencode(&ws.join("flux-merge/tests/corpus"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let flux = match args.flux {
         Some(f) => f,
         None => crate::build_flux_release()?,
@@ -156,6 +163,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             }
         }
     }
+    // Frozen fixtures are kept, in the current encoding.
+    reencode(&out_root)?;
     let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&ws)
         .env("UPDATE_EXPECT", "1")
@@ -208,6 +217,41 @@ fn pytest_path(ws: &Path, py: &Python) -> Result<Option<String>> {
         }
     }
     Ok(Some(inside.into()))
+}
+
+/// Rewrite every fixture under `corpus` in the current encoding (`flux_merge::fixture`).
+fn reencode(corpus: &Path) -> Result<()> {
+    for d in std::fs::read_dir(corpus)? {
+        let d = d?.path();
+        if !d.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&d)? {
+            let f = f?.path();
+            if !f.to_string_lossy().ends_with(".jsonl.gz") {
+                continue;
+            }
+            let r = std::io::BufReader::new(flate2::read::GzDecoder::new(std::fs::File::open(&f)?));
+            let fx = flux_merge::fixture::Fixture::read(r)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+            let mut text = Vec::new();
+            fx.write(&mut text)?;
+            write_gz(&f, &text)?;
+        }
+    }
+    Ok(())
+}
+
+/// `text` gzipped into `dest`, with fixed header fields (no name, no time): the same input
+/// gives the same bytes.
+fn write_gz(dest: &Path, text: &[u8]) -> Result<()> {
+    let f = std::fs::File::create(dest)?;
+    let mut gz = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(f, flate2::Compression::best());
+    gz.write_all(text)?;
+    gz.finish()?;
+    Ok(())
 }
 
 fn record(
@@ -309,14 +353,7 @@ fn record(
     let _ = std::fs::remove_dir_all(&tmp);
     faithful(&text, &live, &stem)?;
     std::fs::create_dir_all(dest.parent().unwrap())?;
-    let f = std::fs::File::create(dest)?;
-    // Fixed header fields (no name, no time): the same input gives the same bytes.
-    let mut gz = flate2::GzBuilder::new()
-        .mtime(0)
-        .write(f, flate2::Compression::best());
-    gz.write_all(&text)?;
-    gz.finish()?;
-    Ok(())
+    write_gz(dest, &text)
 }
 
 /// The fixture (normalised and trimmed) must merge to what the live run merged: the same
