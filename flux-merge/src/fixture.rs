@@ -13,8 +13,10 @@
 //! of the USDT events a process made before its hook's first record (interpreter start-up,
 //! which rule `before-hook` drops), only the last [`KEEP_BEFORE_HOOK`] are kept, and the
 //! kernel's event count is reduced to match (`trimmed_before_hook` says how many went); of the
-//! USDT events inside the hook's own work that rule `hook-own-work` drops unread, only the first
-//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`).
+//! USDT events that rule `hook-own-work` drops unread (inside the hook's own work, and those of
+//! the hook's own files that open or close no bracket: on 3.11 all of them), only the first
+//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`). Normalising a normalised
+//! fixture changes nothing but what a newer trim leaves out.
 //!
 //! Format (JSON lines): a header object, then `["S", index, string]` (a string of the table),
 //! `["U", kind, dts, pid, tid, line, file, func]` (a USDT record; kind as in `flux-common`,
@@ -245,7 +247,10 @@ impl Fixture {
             .map_err(|e| e.to_string())?;
         let header: Header = serde_json::from_str(&head).map_err(|e| format!("header: {e}"))?;
         if header.fixture == 0 || header.fixture > VERSION {
-            return Err(format!("fixture version {} (this reads 1 to {VERSION})", header.fixture));
+            return Err(format!(
+                "fixture version {} (this reads 1 to {VERSION})",
+                header.fixture
+            ));
         }
         let deltas = header.fixture >= 2;
         let (mut prev, mut times) = (0u64, Vec::<Times>::new());
@@ -508,7 +513,12 @@ impl Times {
         let a = v.as_array_mut()?;
         let sp = spec(a.first()?.as_str()?)?;
         let (mut last, mut t0, mut any) = (self.last, None, false);
-        for (name, x) in sp.fields.iter().chain(sp.optional).zip(a.iter_mut().skip(1)) {
+        for (name, x) in sp
+            .fields
+            .iter()
+            .chain(sp.optional)
+            .zip(a.iter_mut().skip(1))
+        {
             let base = match *name {
                 "ts" | "t0" => last,
                 "t1" => t0?,

@@ -106,6 +106,22 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         if !keep_waiting {
             let top = self.stack.pop().expect("non-empty");
+            let edge = matches!(
+                item,
+                Item::Hook(_, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. })
+            );
+            if self.sh.plan.hook_entries() && !edge {
+                // 3.11's return probe fires at every frame exit, after the trace function's
+                // work: before the program goes on, USDT's return of an activation whose end
+                // the hook reported comes. (A return swapped into the hook's `hx` span was
+                // dropped as its work and the hook's record stood in, complete.) Only an
+                // extent's edge (scope "targets": the probes go off) closes it without.
+                let (pid, tid) = (self.pid, self.tid);
+                self.problem(format!(
+                    "the hook reported the end of {} ({}) in thread {pid}/{tid} and USDT's return of it did not come before the program went on",
+                    top.func, top.file
+                ));
+            }
             self.close_by_hook_end(top);
         }
     }
