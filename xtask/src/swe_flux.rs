@@ -19,8 +19,12 @@
 //! cache; the requirements' wheels installed offline; on flux's Debian bookworm python3.11
 //! base). Then every instance is imported (`flux import swe-flux`) into a scratch instance root
 //! and checked (`flux harvest --check`: the test traced by flux, their parser on flux's log in
-//! the container, the answer against their stored one under their scoring rules). The report says per instance: equal, or why not; and the figures (overall,
-//! per repository, per kind). `--json FILE` keeps the report.
+//! the container, the answer against their stored one under their scoring rules), and so is its
+//! native twin (`<id>-native`, answered by flux's own extractor, `flux_interop::native`) when
+//! the import wrote one. The report says per instance, for both: equal, or why not (`unmapped`
+//! with the mapping's reason); and the figures (overall, per repository, per kind). The images
+//! instances name carry a flux manifest of their own (`…-manifest-py3.11`). `--json FILE`
+//! keeps the report.
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
