@@ -373,6 +373,16 @@ class Hook:
             connect_unix(s, self.sock_path)
         except OSError as e:
             agent_gone("cannot connect to %s: %s" % (self.sock_path, e))
+        # The agent checks who connected (its PID namespace, from /proc) and says so with one
+        # byte; until then this process waits, so it cannot exit before the check. (A short
+        # program that ended first was refused: the witness runs lost 7 of 176 traces so under
+        # load.) Closed instead: the agent refused this process.
+        try:
+            ack = s.recv(1)
+        except OSError as e:
+            agent_gone("no word from the agent at %s: %s" % (self.sock_path, e))
+        if ack != b"\x06":
+            agent_gone("the agent at %s refused this process" % (self.sock_path,))
         self.sock = s
         # Formatted by hand: json's Python code would be traced in a forked child (3.11).
         hello = (

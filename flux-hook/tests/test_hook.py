@@ -1013,6 +1013,7 @@ class TestAgentGone(unittest.TestCase):
 
         def accept_and_close():
             c, _ = srv.accept()
+            c.sendall(b"\x06")
             c.recv(100)
             c.close()
 
