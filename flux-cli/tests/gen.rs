@@ -123,6 +123,15 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+        // Its gold names the image's content identity, as a hand-written harvest's does
+        // (generated gold carried an empty one).
+        let oracle = flux_instance::read_oracle(&d).unwrap();
+        assert!(
+            oracle.provenance.image_identity.starts_with("flux-id:"),
+            "{}: image_identity {:?}",
+            d.display(),
+            oracle.provenance.image_identity
+        );
     }
     // One unsharded run, from scratch, regenerates the same set.
     let o = flux(

@@ -1,5 +1,5 @@
 //! The screens after drafting: does the authored instance load, does the static baseline get
-//! it right (`easy`), the module's selection, and the cross-check — each instance's own run
+//! it right (`easy`, decided at the set's assembly), the module's selection, and the cross-check — each instance's own run
 //! (its tests alone, its narrowed config, a fresh container) must give the gold answer the
 //! shared trace gave.
 use crate::module::{Candidate, ModuleResult};
@@ -59,16 +59,27 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
     Some(root)
 }
 
-/// Does the instance load (the same checks `flux harvest` makes), and does the static-baseline
-/// solver answer it right? Ok(easy), or the load error.
-pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result<bool> {
-    let root = runner.work.join("baseline");
-    let dir = write_instance(&root, c)?;
-    let result = async {
+/// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
+/// Ok, or the load error. The module phase screens with this; whether the static baseline
+/// answers it ([`mark_easy`]) is decided when the set is assembled, so the module results do
+/// not depend on the baseline.
+pub fn loads(scratch: &Path, c: &Candidate) -> Result<()> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
         flux_instance::load_instance(&dir)?;
+        flux_score::instance::load(&dir).context("reading it as the scorer does")?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Does the static-baseline solver (with the repository's source at `src`) answer `c` right?
+pub fn baseline_answers(scratch: &Path, src: Option<&Path>, c: &Candidate) -> Result<bool> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
         let inst = flux_score::instance::load(&dir).context("reading it as the scorer does")?;
-        let src = source_root(runner, repo).await;
-        let answer = flux_eval::solvers::static_baseline_answer(&inst, src.as_deref());
+        let answer = flux_eval::solvers::static_baseline_answer(&inst, src);
         let opts = flux_score::compare::CompareOptions {
             order_insensitive: c.spec.order_insensitive.clone(),
         };
@@ -77,10 +88,25 @@ pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result
             &answer,
             &opts,
         ))
-    }
-    .await;
+    })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// Set `[generated] easy` of every candidate: whether the static baseline answers it right.
+/// A pure function of the candidate and the repository's source, so the module results can
+/// be reused (`--resume`, `--merge`) whatever baseline they were made beside.
+pub fn mark_easy(scratch: &Path, src: Option<&Path>, cands: &mut [Candidate]) -> Result<usize> {
+    let mut n = 0;
+    for c in cands.iter_mut() {
+        let easy = baseline_answers(scratch, src, c)
+            .with_context(|| format!("the static baseline on {}", c.id))?;
+        if let Some(g) = c.spec.generated.as_mut() {
+            g.easy = easy;
+        }
+        n += usize::from(easy);
+    }
+    Ok(n)
 }
 
 /// Kinds take turns, rarest first (fewest candidates), each taking its best remaining

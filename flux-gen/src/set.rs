@@ -82,6 +82,8 @@ pub struct Report {
     pub modules_skipped: Vec<(String, String)>,
     /// Screened candidates of the modules (before the set's selection).
     pub candidates: usize,
+    /// Of those, the ones the static baseline answers right (`easy`).
+    pub easy_candidates: usize,
     /// Instances in the set (after phase 2; 0 for a shard).
     pub instances: usize,
     pub by_kind: BTreeMap<String, usize>,
@@ -239,6 +241,16 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         }
     }
     if opts.shard.count == 1 || opts.merge {
+        // `easy` is the static baseline's verdict now, on every candidate (before the set's
+        // selection, which takes hard ones first): not a part of the module results.
+        let scratch = runner.work.join("baseline");
+        for repo in &spec.repositories {
+            let src = screen::source_root(&runner, repo).await;
+            for r in results.iter_mut().filter(|r| r.repository == repo.name) {
+                report.easy_candidates +=
+                    screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
+            }
+        }
         let chosen = assemble(&spec, results);
         for c in &chosen {
             *report

@@ -147,6 +147,9 @@ pub struct TracedRun {
     pub stderr: Vec<u8>,
     /// `sha256:…` of the image.
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`, from its manifest), for an oracle's
+    /// provenance as a harvest records it.
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced.
     pub interpreter_version: String,
     /// The program's wall time: from the gate's release to its exit.
@@ -181,6 +184,7 @@ pub async fn run_traced(
         stdout: out.stdout,
         stderr: out.stderr,
         image_id: out.image_id,
+        image_identity: out.image_identity,
         interpreter_version: out.interpreter_version,
         program_seconds: took.as_secs_f64(),
     })
