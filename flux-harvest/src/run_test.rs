@@ -73,7 +73,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     let rt = flux_container::Runtime::connect()
         .await
         .context("run_test runs in Docker only")?;
-    let run_dir = rundir::make(&opts.cache_dir, &inst, opts.runs_max_bytes)?;
+    let (run_dir, _in_use) = rundir::make(&opts.cache_dir, &inst, opts.runs_max_bytes)?;
     match witness {
         Witness::Flux => {
             flux_agent::tracer::can_trace()
@@ -166,7 +166,7 @@ pub async fn run_traced(
     opts: &HarvestOptions,
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
-    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
     let (out, took) = docker::run_timed(rt, inst, &run_dir, opts).await?;
     rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
