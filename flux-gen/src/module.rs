@@ -23,7 +23,7 @@
 use crate::artifact::{self, TestOutcome, TraceArtifact};
 use crate::author::{instance_id, Prose};
 use crate::draft::{self, Ctx, Draft};
-use crate::facts::FileFacts;
+use crate::facts::{FileFacts, FileFactsExt};
 use crate::profile::ModuleProfile;
 use crate::runner::{pytest_command, Runner};
 use crate::spec::{GenSpec, RepoSpec};
