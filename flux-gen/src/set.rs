@@ -36,7 +36,9 @@ pub struct GenOptions {
     pub merge: bool,
     /// Reuse module results already in `out` instead of running those modules again.
     pub resume: bool,
-    /// Assemble into a scratch directory and compare with the set instead of writing it.
+    /// Compare with the set instead of writing it: the whole set (unsharded), or with
+    /// `--shard K/N` a sample — that shard's modules made again into a fresh `out`, compared
+    /// with the module results the set was assembled from and the set's instances of them.
     pub check: bool,
     pub harvest: flux_harvest::HarvestOptions,
 }
@@ -221,6 +223,26 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             out.display(),
             missing.join(", ")
         );
+    }
+    if opts.check && opts.shard.count > 1 && !opts.merge {
+        // A sample check: this shard's modules made again from scratch, compared with the
+        // results the set was assembled from and with the set's instances of those modules.
+        let reference = default_out(&spec, &opts.harvest);
+        if std::path::absolute(&out).ok() == std::path::absolute(&reference).ok() {
+            bail!(
+                "--check --shard makes its modules again into a fresh --out: {} holds the \
+                 results the set was assembled from",
+                reference.display()
+            );
+        }
+        let scratch = runner.work.join("baseline");
+        for repo in &spec.repositories {
+            let src = screen::source_root(&runner, repo).await;
+            for r in results.iter_mut().filter(|r| r.repository == repo.name) {
+                screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
+            }
+        }
+        report.differences = check_modules(&set_dir(&opts.spec), &reference, &results)?;
     }
     for r in &results {
         report.candidates += r.candidates.len();
@@ -450,6 +472,98 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
     Ok(diffs)
 }
 
+/// `--check --shard K/N`: what differs between `fresh` (this shard's modules made again) and
+/// the module results in `reference` (what the set was assembled from: every candidate, its
+/// instance.toml and oracle.json save [`RUN_FIELDS`], and `easy`), and between `fresh` and the
+/// set's instances of those modules (each must be a fresh candidate, byte for byte).
+pub fn check_modules(dir: &Path, reference: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
+    let mut diffs = Vec::new();
+    let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
+        Ok((
+            screen::instance_toml(&c.spec)?,
+            without_run_fields(&screen::oracle_json(&c.oracle)?),
+        ))
+    };
+    let mut mine: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut by_id: BTreeMap<String, &Candidate> = BTreeMap::new();
+    for r in fresh {
+        mine.insert((r.repository.clone(), r.module.clone()));
+        let key = format!("{}/{}", r.repository, r.module);
+        for c in &r.candidates {
+            by_id.insert(c.id.clone(), c);
+        }
+        let path = reference
+            .join("modules")
+            .join(&r.repository)
+            .join(module::result_file(&r.module));
+        let Ok(old) = read_result(&path) else {
+            diffs.push(format!("{key}: no stored result at {}", path.display()));
+            continue;
+        };
+        if old.skipped.is_some() != r.skipped.is_some() {
+            diffs.push(format!(
+                "{key}: skipped before ({:?}), now ({:?})",
+                old.skipped, r.skipped
+            ));
+        }
+        let old_ids: BTreeSet<&str> = old.candidates.iter().map(|c| c.id.as_str()).collect();
+        let new_ids: BTreeSet<&str> = r.candidates.iter().map(|c| c.id.as_str()).collect();
+        for id in old_ids.difference(&new_ids) {
+            diffs.push(format!("{key}: {id}: a candidate before, not now"));
+        }
+        for id in new_ids.difference(&old_ids) {
+            diffs.push(format!("{key}: {id}: a candidate now, not before"));
+        }
+        for c in &r.candidates {
+            let Some(o) = old.candidates.iter().find(|o| o.id == c.id) else {
+                continue;
+            };
+            // `easy` is decided at the set's assembly: module results do not hold it.
+            let unmarked = |c: &Candidate| {
+                let mut c = c.clone();
+                if let Some(g) = c.spec.generated.as_mut() {
+                    g.easy = false;
+                }
+                c
+            };
+            let (t_new, j_new) = texts(&unmarked(c))?;
+            let (t_old, j_old) = texts(&unmarked(o))?;
+            if t_old != t_new {
+                diffs.push(format!("{key}: {}: instance.toml differs", c.id));
+            }
+            if j_old != j_new {
+                diffs.push(format!("{key}: {}: oracle.json differs", c.id));
+            }
+        }
+    }
+    let inst_root = dir.join("instances");
+    for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
+        let toml_text =
+            std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)).unwrap_or_default();
+        let Ok(spec) = toml::from_str::<flux_instance::InstanceSpec>(&toml_text) else {
+            diffs.push(format!("{}: instance.toml does not parse", d.display()));
+            continue;
+        };
+        let Some(g) = &spec.generated else { continue };
+        if !mine.contains(&(spec.repository.clone(), g.module.clone())) {
+            continue;
+        }
+        let Some(c) = by_id.get(&spec.id) else {
+            diffs.push(format!("{}: in the set, not regenerated", d.display()));
+            continue;
+        };
+        let (t_new, j_new) = texts(c)?;
+        if toml_text != t_new {
+            diffs.push(format!("{}: instance.toml differs", d.display()));
+        }
+        let old = std::fs::read_to_string(d.join(flux_instance::ORACLE_FILE)).unwrap_or_default();
+        if without_run_fields(&old) != j_new {
+            diffs.push(format!("{}: oracle.json differs", d.display()));
+        }
+    }
+    Ok(diffs)
+}
+
 /// Harvest paths of `--shard K/N`: the instance directories at or under `paths` that fall in
 /// the shard (keyed by `<repository>/<id>`, as the directories name them).
 pub fn shard_instances(paths: &[PathBuf], shard: Shard) -> Result<Vec<PathBuf>> {
@@ -518,6 +632,51 @@ mod tests {
         assert!(!ids.contains(&"c1"));
         // f is capped at 2 across the modules.
         assert!(one.iter().filter(|c| c.function == "f").count() <= 2);
+    }
+
+    /// `--check --shard`: a module made again is compared with its stored result and with
+    /// the set's instances of it; a changed gold answer is found, the run fields are not.
+    #[test]
+    fn a_sample_check_compares_fresh_modules_with_stored_results_and_the_set() {
+        let t = tempfile::tempdir().unwrap();
+        let (set, reference) = (t.path().join("set"), t.path().join("ref"));
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "g")]);
+        for c in &mut r.candidates {
+            c.spec.generated = Some(flux_instance::GeneratedSpec {
+                set: "s".into(),
+                split: "test".into(),
+                module: "m1.py".into(),
+                trace: "r/m1.py".into(),
+                easy: false,
+                difficulty: Default::default(),
+            });
+            c.oracle.oracle_answer = serde_json::json!({"n": 1});
+        }
+        module::write_result(&reference, &r).unwrap();
+        write_set(&set, &r.candidates).unwrap();
+        let mut fresh = r.clone();
+        fresh.candidates[0].oracle.provenance.harvested_at = "later".into();
+        assert_eq!(
+            check_modules(&set, &reference, std::slice::from_ref(&fresh)).unwrap(),
+            Vec::<String>::new()
+        );
+        fresh.candidates[1].oracle.oracle_answer = serde_json::json!({"n": 2});
+        let d = check_modules(&set, &reference, std::slice::from_ref(&fresh)).unwrap();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].contains("a2: oracle.json differs"), "{d:?}");
+        assert!(d[1].ends_with("a2: oracle.json differs"), "{d:?}");
+        fresh.candidates.remove(0);
+        let d = check_modules(&set, &reference, &[fresh]).unwrap();
+        assert!(
+            d.iter()
+                .any(|x| x.contains("a1: a candidate before, not now")),
+            "{d:?}"
+        );
+        assert!(
+            d.iter()
+                .any(|x| x.ends_with("a1: in the set, not regenerated")),
+            "{d:?}"
+        );
     }
 
     #[test]
