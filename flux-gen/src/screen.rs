@@ -38,8 +38,10 @@ pub fn write_instance(root: &Path, c: &Candidate) -> Result<PathBuf> {
 }
 
 /// Where the static baseline reads the repository's source: the unpacked source tree in the
-/// cache (`<cache>/src/<name>-<version>/`) when there is one, else the image's own files
-/// (the layer that holds the repository's code under `root`).
+/// cache (`<cache>/src/<name>-<version>/`) when there is one, else the image's own files: the
+/// layer that holds the code's `__init__.py` (a regular file: the layer of the source tree; the
+/// topmost layer holding the code's *directory* may hold only later `__pycache__`s, which left
+/// the baseline with no source to read), else the one that holds the directory.
 pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
     let (n, v) = repo.name_version();
     let cached = runner.opts.cache_dir.join("src").join(format!("{n}-{v}"));
@@ -47,16 +49,20 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
         return Some(cached);
     }
     let code = repo.code.first()?.trim_end_matches('/');
-    let host = runner
-        .rt
-        .image_file(&repo.image, &repo.in_image(code))
-        .await
-        .ok()?;
-    let mut root = host;
-    for _ in code.split('/') {
-        root.pop();
+    for rel in [format!("{code}/__init__.py"), code.to_string()] {
+        let Ok(mut root) = runner
+            .rt
+            .image_file(&repo.image, &repo.in_image(&rel))
+            .await
+        else {
+            continue;
+        };
+        for _ in rel.split('/') {
+            root.pop();
+        }
+        return Some(root);
     }
-    Some(root)
+    None
 }
 
 /// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
@@ -69,6 +75,31 @@ pub fn loads(scratch: &Path, c: &Candidate) -> Result<()> {
         flux_instance::load_instance(&dir)?;
         flux_score::instance::load(&dir).context("reading it as the scorer does")?;
         Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// `c`'s gold cut to its template as `flux harvest` cuts an extractor's output (the instance's
+/// projection, then the template's check) and screened by size again: Ok(None) when the cut
+/// answer is below the kind's minimum or above `max_size`. The module phase keeps the
+/// extractor's output (screens and the cross-check compare it, a stricter test); the set holds
+/// what a harvest of the instance writes. (The gold of `call_sequence`, `callees_count`,
+/// `executed_path` and `raising_tests` instances carried the extractor's extra fields, which no
+/// template asks for: an answer in the template's shape could never match.)
+pub fn to_template(scratch: &Path, c: &Candidate, max_size: usize) -> Result<Option<Value>> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
+        let inst = flux_instance::load_instance(&dir)?;
+        let answer = inst
+            .projection
+            .apply(&c.oracle.oracle_answer)
+            .context("cutting the gold to the template")?;
+        inst.template
+            .validate(&answer)
+            .context("the gold in the template's shape")?;
+        let size = flux_extract::answer_size(&answer);
+        Ok((size >= inst.min_answer_size() && size <= max_size).then_some(answer))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result

@@ -235,14 +235,11 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
                 reference.display()
             );
         }
-        let scratch = runner.work.join("baseline");
-        for repo in &spec.repositories {
-            let src = screen::source_root(&runner, repo).await;
-            for r in results.iter_mut().filter(|r| r.repository == repo.name) {
-                screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
-            }
-        }
-        report.differences = check_modules(&set_dir(&opts.spec), &reference, &results)?;
+        report.differences = check_modules(&reference, &results)?;
+        finish(&spec, &runner, &mut results, &mut report).await?;
+        report
+            .differences
+            .extend(check_set_modules(&set_dir(&opts.spec), &results)?);
     }
     for r in &results {
         report.candidates += r.candidates.len();
@@ -263,16 +260,7 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         }
     }
     if opts.shard.count == 1 || opts.merge {
-        // `easy` is the static baseline's verdict now, on every candidate (before the set's
-        // selection, which takes hard ones first): not a part of the module results.
-        let scratch = runner.work.join("baseline");
-        for repo in &spec.repositories {
-            let src = screen::source_root(&runner, repo).await;
-            for r in results.iter_mut().filter(|r| r.repository == repo.name) {
-                report.easy_candidates +=
-                    screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
-            }
-        }
+        finish(&spec, &runner, &mut results, &mut report).await?;
         let chosen = assemble(&spec, results);
         for c in &chosen {
             *report
@@ -305,6 +293,54 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     Ok(report)
+}
+
+/// What the set's candidates are made of besides the module results: each gold cut to its
+/// template as a harvest cuts it ([`screen::to_template`]; the ones it screens out are counted
+/// under `set:answer-size`, and of two with one function, kind and cut answer the later in the
+/// seeded order under `set:same-answer`), and `easy`, the static baseline's verdict
+/// ([`screen::mark_easy`]). Pure functions of the module results and the repository's source,
+/// so `--resume`, `--merge` and shards give the same set.
+async fn finish(
+    spec: &GenSpec,
+    runner: &Runner,
+    results: &mut [ModuleResult],
+    report: &mut Report,
+) -> Result<()> {
+    let scratch = runner.work.join("baseline");
+    for repo in &spec.repositories {
+        let src = screen::source_root(runner, repo).await;
+        for r in results.iter_mut().filter(|r| r.repository == repo.name) {
+            let mut kept = Vec::new();
+            let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+            let mut cands = std::mem::take(&mut r.candidates);
+            cands.sort_by_key(|c| (c.priority, c.id.clone()));
+            for mut c in cands {
+                let cut = screen::to_template(&scratch, &c, spec.budget.max_answer_size)
+                    .with_context(|| format!("{}: its gold in its template", c.id))?;
+                let Some(answer) = cut else {
+                    *report.left_out.entry("set:answer-size".into()).or_insert(0) += 1;
+                    continue;
+                };
+                let key = (
+                    c.function.clone(),
+                    c.kind.as_str().to_string(),
+                    answer.to_string(),
+                );
+                if !seen.insert(key) {
+                    *report.left_out.entry("set:same-answer".into()).or_insert(0) += 1;
+                    continue;
+                }
+                c.oracle.oracle_answer = answer;
+                kept.push(c);
+            }
+            kept.sort_by(|a, b| a.id.cmp(&b.id));
+            r.candidates = kept;
+            report.easy_candidates +=
+                screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
+        }
+    }
+    Ok(())
 }
 
 fn line(r: &ModuleResult) -> String {
@@ -472,11 +508,11 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
     Ok(diffs)
 }
 
-/// `--check --shard K/N`: what differs between `fresh` (this shard's modules made again) and
-/// the module results in `reference` (what the set was assembled from: every candidate, its
-/// instance.toml and oracle.json save [`RUN_FIELDS`], and `easy`), and between `fresh` and the
-/// set's instances of those modules (each must be a fresh candidate, byte for byte).
-pub fn check_modules(dir: &Path, reference: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
+/// `--check --shard K/N`, first half: what differs between `fresh` (this shard's modules made
+/// again) and the module results in `reference` (what the set was assembled from): which
+/// modules were skipped, which candidates there are, their instance.toml and oracle.json save
+/// [`RUN_FIELDS`].
+pub fn check_modules(reference: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
     let mut diffs = Vec::new();
     let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
         Ok((
@@ -484,14 +520,8 @@ pub fn check_modules(dir: &Path, reference: &Path, fresh: &[ModuleResult]) -> Re
             without_run_fields(&screen::oracle_json(&c.oracle)?),
         ))
     };
-    let mut mine: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut by_id: BTreeMap<String, &Candidate> = BTreeMap::new();
     for r in fresh {
-        mine.insert((r.repository.clone(), r.module.clone()));
         let key = format!("{}/{}", r.repository, r.module);
-        for c in &r.candidates {
-            by_id.insert(c.id.clone(), c);
-        }
         let path = reference
             .join("modules")
             .join(&r.repository)
@@ -536,6 +566,29 @@ pub fn check_modules(dir: &Path, reference: &Path, fresh: &[ModuleResult]) -> Re
             }
         }
     }
+    Ok(diffs)
+}
+
+/// `--check --shard K/N`, second half: the set's instances of `fresh`'s modules (finished as
+/// the set's assembly finishes them) must each be a fresh candidate, byte for byte (save
+/// [`RUN_FIELDS`]).
+pub fn check_set_modules(dir: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
+    let mut diffs = Vec::new();
+    let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
+        Ok((
+            screen::instance_toml(&c.spec)?,
+            without_run_fields(&screen::oracle_json(&c.oracle)?),
+        ))
+    };
+    let mine: BTreeSet<(String, String)> = fresh
+        .iter()
+        .map(|r| (r.repository.clone(), r.module.clone()))
+        .collect();
+    let by_id: BTreeMap<&str, &Candidate> = fresh
+        .iter()
+        .flat_map(|r| r.candidates.iter())
+        .map(|c| (c.id.as_str(), c))
+        .collect();
     let inst_root = dir.join("instances");
     for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
         let toml_text =
@@ -548,7 +601,7 @@ pub fn check_modules(dir: &Path, reference: &Path, fresh: &[ModuleResult]) -> Re
         if !mine.contains(&(spec.repository.clone(), g.module.clone())) {
             continue;
         }
-        let Some(c) = by_id.get(&spec.id) else {
+        let Some(c) = by_id.get(spec.id.as_str()) else {
             diffs.push(format!("{}: in the set, not regenerated", d.display()));
             continue;
         };
@@ -657,16 +710,28 @@ mod tests {
         let mut fresh = r.clone();
         fresh.candidates[0].oracle.provenance.harvested_at = "later".into();
         assert_eq!(
-            check_modules(&set, &reference, std::slice::from_ref(&fresh)).unwrap(),
+            [
+                check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+                check_set_modules(&set, std::slice::from_ref(&fresh)).unwrap()
+            ]
+            .concat(),
             Vec::<String>::new()
         );
         fresh.candidates[1].oracle.oracle_answer = serde_json::json!({"n": 2});
-        let d = check_modules(&set, &reference, std::slice::from_ref(&fresh)).unwrap();
+        let d = [
+            check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+            check_set_modules(&set, std::slice::from_ref(&fresh)).unwrap(),
+        ]
+        .concat();
         assert_eq!(d.len(), 2, "{d:?}");
         assert!(d[0].contains("a2: oracle.json differs"), "{d:?}");
         assert!(d[1].ends_with("a2: oracle.json differs"), "{d:?}");
         fresh.candidates.remove(0);
-        let d = check_modules(&set, &reference, &[fresh]).unwrap();
+        let d = [
+            check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+            check_set_modules(&set, &[fresh]).unwrap(),
+        ]
+        .concat();
         assert!(
             d.iter()
                 .any(|x| x.contains("a1: a candidate before, not now")),
