@@ -105,6 +105,117 @@ pub fn to_template(scratch: &Path, c: &Candidate, max_size: usize) -> Result<Opt
     result
 }
 
+/// Is `c` well posed, reading the repository's source at `src`? `Some(rule)` names the rule it
+/// breaks (the audit's classes of miss; counted under `set:<rule>` at assembly):
+/// - `raised-by-callee`: an `exception_info` raise at a line that neither is a `raise`
+///   statement nor calls only built-ins: the exception came out of a Python callee the trace
+///   does not follow line by line (`ctx.exit()`, `inspect.signature(f)`), which the question's
+///   own words say is not raised there;
+/// - `continuation-line`: the question names a `line` that is not the first line of its
+///   statement (`) from e`): what "executes" there is a tracing artefact, not a statement;
+/// - `random-value`: a value in the gold names a temporary path (`/tmp/tmpa1b2…`), which comes
+///   from the seeded random generator, not from anything the code and the test show.
+pub fn ill_posed(c: &Candidate, src: Option<&Path>) -> Option<&'static str> {
+    if mentions_tmp(&c.oracle.oracle_answer) {
+        return Some("random-value");
+    }
+    let p = &c.spec.extractor.params;
+    // The target's file (the extractor's `file`, else the candidate's).
+    let file = p.get("file").and_then(Value::as_str).unwrap_or(&c.file);
+    let text = std::fs::read_to_string(src?.join(file)).ok()?;
+    let spans = flux_eval::pysrc::logical_spans(&text);
+    let span_of = |line: u64| {
+        spans
+            .iter()
+            .find(|(a, b, _)| *a as u64 <= line && line <= *b as u64)
+    };
+    if let Some(line) = p.get("line").and_then(Value::as_u64) {
+        if span_of(line).is_some_and(|(a, _, _)| *a as u64 != line) {
+            return Some("continuation-line");
+        }
+    }
+    if c.extractor == "exception_info" {
+        let line = c.oracle.oracle_answer["exception"]["raise_line"].as_u64()?;
+        let (_, _, code) = span_of(line)?;
+        let code = code.trim_start();
+        let own = code.starts_with("raise ") || code == "raise";
+        let builtins_only = flux_eval::pysrc::calls_in_code(code)
+            .iter()
+            .all(|n| BUILTINS.contains(&n.as_str()));
+        if !own && !builtins_only {
+            return Some("raised-by-callee");
+        }
+    }
+    None
+}
+
+/// Built-in functions and types a line may call while an exception it raises still counts as
+/// raised there (C code, not followed by the trace).
+const BUILTINS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "complex",
+    "delattr",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "getattr",
+    "hasattr",
+    "hash",
+    "hex",
+    "id",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "open",
+    "ord",
+    "pow",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "setattr",
+    "slice",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+];
+
+fn mentions_tmp(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("/tmp/"),
+        Value::Array(a) => a.iter().any(mentions_tmp),
+        Value::Object(m) => m.values().any(mentions_tmp),
+        _ => false,
+    }
+}
+
 /// Does the static-baseline solver (with the repository's source at `src`) answer `c` right?
 pub fn baseline_answers(scratch: &Path, src: Option<&Path>, c: &Candidate) -> Result<bool> {
     let dir = write_instance(scratch, c)?;
@@ -406,6 +517,36 @@ pub(crate) mod tests {
             },
             spec,
         }
+    }
+
+    /// The audit's classes of miss: an exception that came out of a Python callee counted as
+    /// raised by the target (`ctx.exit()`), a question about a statement's continuation line
+    /// (`) from e`), and a value that is a seeded-random temporary path.
+    #[test]
+    fn ill_posed_questions_are_found_in_the_source() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join("m.py"),
+            "def f(ctx, d):\n    ctx.exit()\n    getattr(d, 'x')\n    raise ValueError(\n        'no')\n",
+        )
+        .unwrap();
+        let exc = |line: u64| {
+            let mut c = fake("e", QuestionKind::S5, "f", &["t::a"]);
+            c.extractor = "exception_info".into();
+            c.oracle.oracle_answer = serde_json::json!({"exception": {"raise_line": line}});
+            c
+        };
+        let src = Some(t.path());
+        assert_eq!(ill_posed(&exc(2), src), Some("raised-by-callee"));
+        assert_eq!(ill_posed(&exc(3), src), None, "getattr is C code");
+        assert_eq!(ill_posed(&exc(4), src), None, "its own raise");
+        let mut at = fake("s", QuestionKind::S3, "f", &["t::a"]);
+        at.spec.extractor.params.insert("line".into(), 5.into());
+        assert_eq!(ill_posed(&at, src), Some("continuation-line"));
+        at.spec.extractor.params.insert("line".into(), 4.into());
+        assert_eq!(ill_posed(&at, src), None);
+        at.oracle.oracle_answer = serde_json::json!({"v": [{"value": "'/tmp/my\\ndir7_37l17z'"}]});
+        assert_eq!(ill_posed(&at, src), Some("random-value"));
     }
 
     #[test]

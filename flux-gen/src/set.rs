@@ -297,9 +297,9 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
 
 /// What the set's candidates are made of besides the module results: each gold cut to its
 /// template as a harvest cuts it ([`screen::to_template`]; the ones it screens out are counted
-/// under `set:answer-size`, and of two with one function, kind and cut answer the later in the
-/// seeded order under `set:same-answer`), and `easy`, the static baseline's verdict
-/// ([`screen::mark_easy`]). Pure functions of the module results and the repository's source,
+/// under `set:answer-size`), the audit's posing screens ([`screen::ill_posed`], under
+/// `set:<rule>`), of two with one function, kind and cut answer the later in the seeded order
+/// (`set:same-answer`), and `easy`, the static baseline's verdict ([`screen::mark_easy`]). Pure functions of the module results and the repository's source,
 /// so `--resume`, `--merge` and shards give the same set.
 async fn finish(
     spec: &GenSpec,
@@ -322,6 +322,11 @@ async fn finish(
                     *report.left_out.entry("set:answer-size".into()).or_insert(0) += 1;
                     continue;
                 };
+                c.oracle.oracle_answer = answer.clone();
+                if let Some(rule) = screen::ill_posed(&c, src.as_deref()) {
+                    *report.left_out.entry(format!("set:{rule}")).or_insert(0) += 1;
+                    continue;
+                }
                 let key = (
                     c.function.clone(),
                     c.kind.as_str().to_string(),
