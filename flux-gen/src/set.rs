@@ -427,9 +427,9 @@ fn index_json(chosen: &[Candidate]) -> Result<String> {
     Ok(serde_json::to_string_pretty(&rows)? + "\n")
 }
 
-/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle holds
-/// the same answer keeps its file as it is, so a regeneration that changes nothing changes no
-/// byte), and `index.json`.
+/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle.json
+/// differs only in [`RUN_FIELDS`] keeps its file as it is, so a regeneration that changes
+/// nothing changes no byte), and `index.json`.
 pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     let inst_root = dir.join("instances");
     let staging = dir.join(".instances.new");
@@ -437,12 +437,15 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     for c in chosen {
         let d = screen::write_instance(&staging, c)?;
         let old = inst_root.join(&c.spec.repository).join(&c.id);
-        if let Ok(prev) = flux_instance::read_oracle(&old) {
-            if prev.oracle_answer == c.oracle.oracle_answer && prev.question == c.oracle.question {
-                std::fs::copy(
-                    old.join(flux_instance::ORACLE_FILE),
-                    d.join(flux_instance::ORACLE_FILE),
-                )?;
+        // The previous file stays when it differs only in the fields that name the run (an
+        // answer and question alone kept provenance made before the image identity was
+        // recorded).
+        if let Ok(prev) = std::fs::read_to_string(old.join(flux_instance::ORACLE_FILE)) {
+            let now = screen::oracle_json(&c.oracle)?;
+            if without_run_fields(&prev).is_some()
+                && without_run_fields(&prev) == without_run_fields(&now)
+            {
+                std::fs::write(d.join(flux_instance::ORACLE_FILE), prev)?;
             }
         }
     }
@@ -747,6 +750,34 @@ mod tests {
                 .any(|x| x.ends_with("a1: in the set, not regenerated")),
             "{d:?}"
         );
+    }
+
+    /// Writing the set kept an oracle.json whose answer and question were unchanged, with the
+    /// provenance it had (an empty image identity): only the run fields may stay old.
+    #[test]
+    fn a_rewritten_set_keeps_old_oracles_only_when_just_the_run_differs() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f")]);
+        r.candidates[0].oracle.provenance.harvested_at = "t0".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        let read = || -> flux_instance::Oracle {
+            let p = t
+                .path()
+                .join("instances/r/a1")
+                .join(flux_instance::ORACLE_FILE);
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        r.candidates[0].oracle.provenance.harvested_at = "t1".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        assert_eq!(
+            read().provenance.harvested_at,
+            "t0",
+            "only the run differs: kept"
+        );
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:ab".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        assert_eq!(read().provenance.image_identity, "flux-id:ab");
+        assert_eq!(read().provenance.harvested_at, "t1");
     }
 
     #[test]
