@@ -180,3 +180,23 @@ fn code_the_311_hook_cannot_see_makes_the_trace_incomplete() {
         assert!(t.meta.complete, "{prog} on 3.15: {:?}", t.meta.problems);
     }
 }
+
+/// The encoding (times as deltas, `flux_merge::fixture`) loses nothing: every fixture written
+/// and read back is the same fixture, and it is written in the current version.
+#[test]
+fn every_fixture_survives_being_written_and_read_back() {
+    for (dir, prog, path) in fixtures() {
+        let f = load(&path);
+        assert_eq!(
+            f.header.fixture,
+            flux_merge::fixture::VERSION,
+            "{dir}/{prog}: an old version (cargo xtask record-merge-corpus --reencode)"
+        );
+        let mut text = Vec::new();
+        f.write(&mut text).unwrap();
+        let back = flux_merge::fixture::Fixture::read(&text[..]).unwrap();
+        assert_eq!(back.strings, f.strings, "{dir}/{prog}");
+        assert_eq!(back.usdt, f.usdt, "{dir}/{prog}");
+        assert_eq!(back.hook, f.hook, "{dir}/{prog}");
+    }
+}

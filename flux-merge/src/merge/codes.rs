@@ -85,11 +85,6 @@ impl CodeIndex {
                             .insert((s.pid, c.file.clone(), c.name.clone()));
                     }
                 }
-                if let (Rec::Call { code, .. }, true) = (r, gens) {
-                    if let Some(c) = s.codes.get(code) {
-                        add_code(&mut ix.gen_codes, s.pid, c);
-                    }
-                }
             }
             for c in s.codes.values() {
                 if gens && c.has(CODE_NO_FIRST_LINE) && !c.has(CODE_GEN) {

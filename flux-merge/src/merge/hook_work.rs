@@ -55,6 +55,17 @@ impl HookWork {
         self.inner.clear();
     }
 
+    /// `e` is an event of the hook's own files that [`HookWork::claims`] drops without reading
+    /// it: not the entry or return of the bracket's outermost frame (nor, outside a bracket,
+    /// an entry that opens one). A fixture may leave such events out.
+    pub(super) fn inert(&self, e: &Event) -> bool {
+        is_hook_file(&e.file)
+            && match &self.frame {
+                None => e.ev != Kind::Call,
+                Some(h) => !(h.0 == e.file && h.1 == e.func),
+            }
+    }
+
     /// Whether `e` is the hook's own work; if so the bracket is updated and it must be
     /// dropped.
     pub(super) fn claims(&mut self, e: &Event) -> bool {

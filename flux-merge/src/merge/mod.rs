@@ -21,11 +21,11 @@
 //! | `target-extents` | [`scopes`] | scope `targets`: only what lies inside the thread's extents of targeted code |
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
 //! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
-//! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits) |
-//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span |
+//! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits); 3.11's return probe fires on exception exits too, so there an activation still open above one the hook saw end is a problem |
+//! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span, and the program going on before it comes is a problem (only an extent's edge closes it without) |
 //! | `hook-end-closes` | [`thread`] | an activation only the hook saw end is closed by the hook's record; a suspension keeps its frame for the resumption as a joined return does (17.3) |
 //! | `hook-lines-win` | [`thread`] | lines of code the hook traces come from the hook; USDT's lines of it are dropped |
-//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); 3.11 with something open, of targeted code: code the hook did not see (a problem), of other code: the hook's unbracketed work (counted); 3.15: with nothing open, a frame started before the hook (counted); with something open, only of a code whose entry an entry rule dropped in this thread, or of the entryless `__init__` shim (counted), any other is a lost entry (a problem); of an activation inferred unwound (a problem) |
+//! | `unmatched-returns` | [`thread`] | a USDT return no activation matches: with nothing open, a frame below the traced ones (counted); with something open, 3.11: code the hook did not see or a return out of order (a problem); 3.15: only the entryless `__init__` shim (counted), any other is a lost entry (a problem; an entry an entry rule dropped licenses none: the hook opened that activation); of an activation inferred unwound (a problem) |
 //! | `unseen-thread` | [`thread`] | 3.11: a thread with USDT events and no hook record ran untraced (`_thread.start_new_thread`): a problem |
 //! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
@@ -126,8 +126,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
 }
 
 /// Indices into `usdt` (a USDT trace's events) of the events rule `hook-own-work` drops without
-/// any rule reading them: those inside a span of the hook's own work (`hx`), and those of other
-/// files inside a bracket of the hook's frames. A fixture may leave them out (all but a few)
+/// any rule reading them: those inside a span of the hook's own work (`hx`), those of other
+/// files inside a bracket of the hook's frames, and those of the hook's files that open or
+/// close no bracket. A fixture may leave them out (all but a few)
 /// without changing the merge; see `fixture::Fixture::normalise`.
 pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
     let mut c = counters::Counters::default();
@@ -154,7 +155,9 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
                 }
                 scopes::Item::Hook(..) => {}
                 scopes::Item::Usdt(e) => {
-                    let interior = work.busy_at(e.ts) || (work.inside() && !is_hook_file(&e.file));
+                    let interior = work.busy_at(e.ts)
+                        || (work.inside() && !is_hook_file(&e.file))
+                        || work.inert(e);
                     if work.claims(e) && interior {
                         out.push((*e as *const Event as usize - base) / size);
                     }

@@ -31,9 +31,6 @@ pub(super) struct Thread<'a, 'o> {
     /// (file, func) of activations closed by `unwind-reconcile`, with how many: a later USDT
     /// return of one of them means the inference was wrong.
     inferred: HashMap<(String, String), u32>,
-    /// (file, func) of USDT entries an entry rule dropped (3.15), with how many: the return
-    /// of such a frame matches no activation and is expected (`unmatched-returns`).
-    dropped_entries: HashMap<(String, String), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
     c: &'o mut Counters,
@@ -55,7 +52,6 @@ impl<'a, 'o> Thread<'a, 'o> {
             suspended: HashMap::new(),
             work: HookWork::default(),
             inferred: HashMap::new(),
-            dropped_entries: HashMap::new(),
             next_act,
             out,
             c,
@@ -110,6 +106,22 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         if !keep_waiting {
             let top = self.stack.pop().expect("non-empty");
+            let edge = matches!(
+                item,
+                Item::Hook(_, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. })
+            );
+            if self.sh.plan.hook_entries() && !edge {
+                // 3.11's return probe fires at every frame exit, after the trace function's
+                // work: before the program goes on, USDT's return of an activation whose end
+                // the hook reported comes. (A return swapped into the hook's `hx` span was
+                // dropped as its work and the hook's record stood in, complete.) Only an
+                // extent's edge (scope "targets": the probes go off) closes it without.
+                let (pid, tid) = (self.pid, self.tid);
+                self.problem(format!(
+                    "the hook reported the end of {} ({}) in thread {pid}/{tid} and USDT's return of it did not come before the program went on",
+                    top.func, top.file
+                ));
+            }
             self.close_by_hook_end(top);
         }
     }
@@ -158,14 +170,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     fn usdt_call(&mut self, e: &Event) {
-        let entry = self.sh.codes.entry(self.sh.plan, &self.stack, e);
-        if let Entry::Drop(_) = entry {
-            *self
-                .dropped_entries
-                .entry((e.file.clone(), e.func.clone()))
-                .or_default() += 1;
-        }
-        match entry {
+        match self.sh.codes.entry(self.sh.plan, &self.stack, e) {
             Entry::Drop(Dropped::Generator) => self.c.generator_entries_dropped += 1,
             Entry::Drop(Dropped::Lineless) => self.c.lineless_dropped += 1,
             Entry::Drop(Dropped::Target) => self.c.target_entries_dropped += 1,
@@ -291,26 +296,30 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn unmatched_return(&mut self, e: &Event) {
         let plan = self.sh.plan;
         if plan.hook_entries() {
-            // Without USDT entries (3.11) the hook reports every start it sees. A return with
-            // nothing open is a frame below the ones it traced in this thread (threading's
-            // `_bootstrap`, started before the thread's trace function). A return of targeted
-            // code with something else open ran unseen by the hook (the program's own
-            // `sys.settrace` in force): its calls are missing (17.2). Any other is taken for
-            // what the hook's own frames ran without an `hx` span (its pytest plugin's hooks,
-            // the sitecustomize it chains to); that 3.11 cannot tell those from untargeted code
-            // run under the program's own tracer is a known gap (flux-hook/README.md).
+            // Without USDT entries (3.11) the hook reports every start it sees, and the work of
+            // its own frames is dropped by `hook-own-work` (its files, its `hx` spans). A return
+            // with nothing open is a frame below the ones it traced in this thread
+            // (threading's `_bootstrap`, started before the thread's trace function). With
+            // something open, a return that is not the top activation's ran unseen by the hook
+            // (the program's own `sys.settrace` in force: 17.2) or out of order: its calls, or
+            // the place of the open ones, are unknown. (It was taken for the hook's unbracketed
+            // work when of untargeted code: two returns swapped then left the outer activation
+            // open, and everything after it too deep, in a complete trace.)
             let key = (self.pid, e.file.clone(), e.func.clone());
             if self.stack.is_empty() {
                 self.c.pre_hook_returns += 1;
-            } else if self.sh.codes.targeted.contains(&key) {
+            } else {
                 let top = self.stack.last().expect("non-empty");
+                let what = if self.sh.codes.targeted.contains(&key) {
+                    "targeted "
+                } else {
+                    ""
+                };
                 let p = format!(
-                    "USDT return of targeted {} ({}:{}) in thread {}/{} while {} runs, with no start the hook reported: code the hook did not see ran (the program's own sys.settrace?), its calls are missing",
+                    "USDT return of {what}{} ({}:{}) in thread {}/{} while {} runs, with no start the hook reported: code the hook did not see ran (the program's own sys.settrace?), its calls are missing",
                     e.func, e.file, e.line, self.pid, self.tid, top.func
                 );
                 self.problem(p);
-            } else {
-                self.c.hook_internal_dropped += 1;
             }
         } else if plan.merged() {
             let key = (e.file.clone(), e.func.clone());
@@ -324,13 +333,16 @@ impl<'a, 'o> Thread<'a, 'o> {
                     e.func, e.file, e.line
                 ));
             }
-            // With USDT entries, a return no activation matches is expected in three cases:
+            // With USDT entries, a return no activation matches is expected in two cases:
             // nothing is open (a frame below the traced ones, started before the hook was
-            // installed: its entry was left out), its entry was dropped by an entry rule in
-            // this thread (`generator-entries`, `target-entries`, `line0-naming`), or it is the
-            // interpreter's shim frame that fires no entry (3.13+'s `__init__` cleanup frame,
-            // file `__init__`). Anything else with activations open is a frame whose entry was
-            // lost or misplaced: its activation is missing, the trace cannot be complete.
+            // installed: its entry was left out), or it is the interpreter's shim frame that
+            // fires no entry (3.13+'s `__init__` cleanup frame, file `__init__`). Anything else
+            // with activations open is a frame whose entry was lost or misplaced: its
+            // activation is missing, the trace cannot be complete. (An entry an entry rule
+            // drops — `generator-entries`, `target-entries`, `line0-naming` — licenses nothing:
+            // the hook reports that start and its activation is the hook's, which the return
+            // joins. It used to license a lone return of its code, and so a generator's yield
+            // swapped after the next resumption's entry passed, the hook's record standing in.)
             if self.work.escaped_entry(e) {
                 let (pid, tid) = (self.pid, self.tid);
                 return self.problem(format!(
@@ -338,9 +350,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                     e.func, e.file, e.line
                 ));
             }
-            if let Some(n) = self.dropped_entries.get_mut(&key).filter(|n| **n > 0) {
-                *n -= 1;
-            } else if !self.stack.is_empty() && !is_entryless_shim(e) {
+            if !self.stack.is_empty() && !is_entryless_shim(e) {
                 let top = self.stack.last().expect("non-empty");
                 let p = format!(
                     "USDT return of {} ({}:{}) in thread {}/{} while {} runs, with no entry to match: its activation is missing",
@@ -506,6 +516,18 @@ impl<'a, 'o> Thread<'a, 'o> {
                 cd.qualname, cd.file
             ));
         };
+        if self.sh.plan.hook_entries() && pos + 1 < self.stack.len() {
+            // `unwind-reconcile` is 3.15's: 3.11's return probe fires on exception exits too,
+            // so an activation still open above the one the hook saw end lost its return (or
+            // it came out of order): where it ended is unknown.
+            let above = &self.stack[self.stack.len() - 1];
+            let (pid, tid) = (self.pid, self.tid);
+            let p = format!(
+                "hook return of {} ({}:{line}) in thread {pid}/{tid} while {} ({}) is still open above it: USDT's return of that is missing or out of order",
+                cd.qualname, cd.file, above.func, above.file
+            );
+            self.problem(p);
+        }
         self.unwind_above(pos, *ts);
         let top = self.stack.last_mut().expect("pos exists");
         identify(top, cd, self.out);
