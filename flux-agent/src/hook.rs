@@ -255,7 +255,15 @@ impl HookServer {
                 tokio::select! {
                     r = self.listener.accept() => match r {
                         Ok((conn, _)) => match peer_check(&conn, expect.get()) {
-                            Ok(()) => readers.push(tokio::spawn(read_stream(conn, record))),
+                            Ok(()) => readers.push(tokio::spawn(async move {
+                                // The hook waits for this byte before it goes on, so it cannot
+                                // exit before its check (a short program that ended first was
+                                // refused: its /proc entry was gone). A peer gone already has
+                                // nothing to say: its stream is read as it is.
+                                let mut conn = conn;
+                                let _ = tokio::io::AsyncWriteExt::write_all(&mut conn, &[HOOK_ACK]).await;
+                                read_stream(conn, record).await
+                            })),
                             Err(why) => problems.push(format!("refused a hook connection: {why}")),
                         },
                         Err(e) => problems.push(format!("accepting a hook connection: {e}")),
@@ -295,6 +303,9 @@ fn give_to(path: &Path, uid: u32, gid: u32) -> Result<(), String> {
         )
     })
 }
+
+/// The byte that tells the hook its connection passed [`peer_check`] (`flux_hook._core`).
+const HOOK_ACK: u8 = 0x06;
 
 /// Whether the peer of `conn` is a process of the traced PID namespace `allowed`.
 fn peer_check(conn: &tokio::net::UnixStream, allowed: Option<&(u64, u64)>) -> Result<(), String> {

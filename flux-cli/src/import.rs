@@ -68,6 +68,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             i.kind,
             i.dir.display()
         );
+        match &i.native {
+            Ok(d) => println!("  native: {}", d.display()),
+            Err(why) => println!("  no native instance: {why}"),
+        }
     }
     for (src, why) in &report.errors {
         eprintln!("flux: error: {}: {why}", src.display());

@@ -43,8 +43,9 @@ relative file then `func`. Answer: {\"covered_functions\": [{\"file\", \"func\",
 pub(crate) const INVOCATION_COUNTS: &str = "\
 How many times each function of a set is invoked over the trace (`test` restricts): the set is \
 `functions` (qualnames), or every method defined directly in the class `class` (from the static \
-facts of `file`), or every function of the module in `file` (`module = true`); with `nested`, \
-functions defined inside those too. `exclude_decorated` drops functions with one of those \
+facts of `file`), or every function of the module in `file` (`module = true`; with `methods`, \
+the methods of its classes too, SWE-Flux's \"module-level functions and methods of every \
+class\"); with `nested`, functions defined inside those too. `exclude_decorated` drops functions with one of those \
 decorators (exact text, or a suffix after `.` such as `setter`). A count is the number of frames \
 (`count = \"invocations\"`, default) or of `call` events, generator resumptions included \
 (`count = \"calls\"`, SWE-Flux's reading); functions never called have 0. Answer: \
@@ -372,12 +373,27 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         None => "<module>".to_string(),
     };
     let is_function = |k: &str| matches!(k, "function" | "async_function");
+    // `methods`: with `module`, the methods of the module's classes too (a function whose
+    // parent is not a function: a class, not inside any function's `<locals>`).
+    let methods = p.bool_or("methods", false)?;
+    let functions: HashSet<&str> = facts
+        .functions
+        .iter()
+        .filter(|f| is_function(&f.kind))
+        .map(|f| f.qualname.as_str())
+        .collect();
     let mut out = Vec::new();
     for f in &facts.functions {
         if !is_function(&f.kind) || decorated(&f.decorators) {
             continue;
         }
-        let direct = f.parent.as_deref() == Some(root.as_str());
+        let method = methods
+            && root == "<module>"
+            && !f.qualname.contains("<locals>")
+            && f.parent
+                .as_deref()
+                .is_some_and(|p| p != "<module>" && !functions.contains(p));
+        let direct = f.parent.as_deref() == Some(root.as_str()) || method;
         let inside = if root == "<module>" {
             true
         } else {

@@ -25,7 +25,9 @@ location fields (`file`, `func`, `qualname`, ...) of the frame and `line`. Answe
 pub(crate) const COVERED_LINES: &str = "\
 The set of lines of `function` executed by any of its invocations (optionally only those first \
 called in `test`), sorted ascending, each once (with `line_mode = \"statement\"`, statement first \
-lines). Answer: {\"covered_lines\": [L, ...]}.";
+lines). With `nested = true`, the lines of the frames of functions defined inside it \
+(qualnames `function.<locals>.…`: closures, local handlers, their comprehensions) count too. \
+Answer: {\"covered_lines\": [L, ...]}.";
 
 pub(crate) const LINE_COUNTS: &str = "\
 How many times each line of `function` executes (`line` events of its own frames) over its \
@@ -164,12 +166,26 @@ pub(crate) fn executed_path(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
 
 pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let invs = all_invocations(ix, p, function)?;
+    let mut invs = all_invocations(ix, p, function)?;
     let norm = Norm::new(ix, p, invs[0])?;
-    let lines: BTreeSet<i64> = own_lines(ix, &invs)
-        .into_iter()
-        .map(|i| norm.apply(ix.event(i).line))
-        .collect();
+    if p.bool_or("nested", false)? {
+        let prefix = format!("{function}.<locals>.");
+        let f = crate::common::filter(p)?;
+        invs.extend(ix.all_invocations().iter().filter(|inv| {
+            inv.first_call(ix.trace)
+                .is_some_and(|e| e.qualname.starts_with(&prefix))
+                && ix.passes(inv, f)
+        }));
+    }
+    // Each frame's lines are normalised with its own function's statements (a nested
+    // function's are not the target's).
+    let mut lines: BTreeSet<i64> = BTreeSet::new();
+    for inv in &invs {
+        let own = Norm::new(ix, p, inv)?;
+        for i in own_lines(ix, &[inv]) {
+            lines.insert(norm.relative(own.statement(ix.event(i).line)));
+        }
+    }
     Ok(json!({ "covered_lines": lines.into_iter().collect::<Vec<_>>() }))
 }
 

@@ -36,8 +36,10 @@ pub(crate) const DEF_USE_PAIRS: &str = "\
 The def-use pairs (the definitions-and-uses convention) of the Nth invocation of \
 `function` (`invocation`, default 1), or with `all_invocations = true` of every selected \
 invocation together, with the number of occurrences of each (summed over the invocations). \
-Answer: {\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, \
-...]} sorted by variable, def_line, use_line.";
+With `line_mode = \"statement\"` both lines are normalised to the first line of their \
+statement (static facts) and pairs equal after that are merged. Answer: \
+{\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, ...]} sorted \
+by variable, def_line, use_line.";
 
 pub(crate) const DEF_USE_ACROSS_TESTS: &str = "\
 Every def-use pair (the definitions-and-uses convention) observed in any invocation of \
@@ -311,11 +313,15 @@ pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             *total.entry(k).or_insert(0) += c;
         }
     }
-    let list: Vec<Value> = total
+    // Pairs are merged after normalisation: with `line_mode = "statement"` the lines of one
+    // multi-line statement are one line.
+    let mut merged: BTreeMap<(String, i64, i64), usize> = BTreeMap::new();
+    for ((v, d, u), c) in total {
+        *merged.entry((v, norm.apply(d), norm.apply(u))).or_insert(0) += c;
+    }
+    let list: Vec<Value> = merged
         .into_iter()
-        .map(|((v, d, u), c)| {
-            json!({"variable": v, "def_line": norm.apply(d), "use_line": norm.apply(u), "count": c})
-        })
+        .map(|((v, d, u), c)| json!({"variable": v, "def_line": d, "use_line": u, "count": c}))
         .collect();
     Ok(json!({ "observed_def_use_pairs": list }))
 }

@@ -34,6 +34,11 @@ invocations are included); with `\"entered\"` only those whose frame executes th
 An error if no invocation reaches the header (the loop never runs). \
 `min_iterations`, `max_iterations` and `total_iterations` are over those counts (an error if \
 there is none); `per_test` sums each test's invocations (tests that run none are omitted). \
+With `per = \"entry\"` the statistics are over the loop's entries instead (one count per entry \
+into the loop, in every counted invocation: SWE-Flux's \"loop activation\"), with `per = \"call\"` \
+over the frames' `call` events (a generator's start and each resumption, counting the \
+iterations whose body line runs before the frame's next call event: SWE-Flux's \"each call is a \
+separate invocation\"); `invocations` and `zero_iteration_invocations` then count those. \
 Answer: {\"min_iterations\", \"max_iterations\", \"total_iterations\", \"invocations\" (how many \
 counted), \"zero_iteration_invocations\", \"per_invocation\": [{\"invocation\", \"test\", \
 \"iterations\"}], \"per_test\": [{\"test\", \"iterations\"}]}.";
@@ -205,6 +210,7 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
     let invs = all_invocations(ix, p, function)?;
     let def = LoopDef::from_params(ix, p, invs[0])?;
     let entered_only = p.choice_or("invocations", &["all", "entered"], "all")? == "entered";
+    let per = p.choice_or("per", &["invocation", "entry", "call"], "invocation")?;
     let mut per_inv = Vec::new();
     let mut per_test: BTreeMap<String, usize> = BTreeMap::new();
     let mut counts = Vec::new();
@@ -216,7 +222,32 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         if entered_only && !entered {
             continue;
         }
-        counts.push(its.len());
+        match per {
+            // One count per entry into the loop (an entry without iterations counts 0).
+            "entry" => {
+                counts.extend((0..entries).map(|e| its.iter().filter(|it| it.entry == e).count()))
+            }
+            // One count per `call` event of the frame (a generator's start and each
+            // resumption): the iterations whose body line runs before its next call event.
+            "call" => {
+                let calls: Vec<usize> = inv
+                    .events
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &i)| ix.event(i).ev == Kind::Call)
+                    .map(|(j, _)| j)
+                    .collect();
+                for (c, &from) in calls.iter().enumerate() {
+                    let to = calls.get(c + 1).copied().unwrap_or(usize::MAX);
+                    counts.push(
+                        its.iter()
+                            .filter(|it| it.body >= from && it.body < to)
+                            .count(),
+                    );
+                }
+            }
+            _ => counts.push(its.len()),
+        }
         per_inv.push(json!({"invocation": k + 1, "test": inv.test, "iterations": its.len()}));
         if !inv.test.is_empty() {
             *per_test.entry(inv.test.clone()).or_insert(0) += its.len();
@@ -225,7 +256,8 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
     let (Some(&min), Some(&max), true) = (counts.iter().min(), counts.iter().max(), any_entered)
     else {
         return Err(ExtractError::NotObserved(format!(
-            "no invocation of `{function}` reaches the loop header at line {}",
+            "no invocation of `{function}` reaches the loop header at line {} (or nothing was \
+             counted per {per})",
             def.header
         )));
     };

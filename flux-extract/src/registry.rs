@@ -129,9 +129,9 @@ const AT: ParamDoc = p(
 );
 const EVENT: ParamDoc = p(
     "event",
-    T::Choice(&["line", "return", "change"]),
-    "where observations are taken: `line` events (default), normal `return`s, or every reported \
-     `change` of the variables",
+    T::Choice(&["line", "return", "change", "line_and_return"]),
+    "where observations are taken: `line` events (default), normal `return`s, every reported \
+     `change` of the variables, or `line_and_return` (both line events and returns)",
 );
 const LINES: ParamDoc = p("lines", T::LineList, "only at these absolute lines");
 const OBS_OCCURRENCE: ParamDoc = p(
@@ -281,9 +281,21 @@ pub(crate) static REGISTRY: &[Extractor] = &[
     },
     Extractor {
         name: "covered_lines",
-        kinds: &[K::S1],
+        kinds: &[K::S1, K::M1],
         doc: cfg::COVERED_LINES,
-        params: &[FUNCTION, TEST, FILE, NORMALIZE, DEF_LINE, LINE_MODE],
+        params: &[
+            FUNCTION,
+            TEST,
+            FILE,
+            NORMALIZE,
+            DEF_LINE,
+            LINE_MODE,
+            p(
+                "nested",
+                T::Bool,
+                "also the lines of functions defined inside it (`function.<locals>.…`)",
+            ),
+        ],
         shape: |_| r#"{"covered_lines": ["int"]}"#,
         template: |_| r#"{"covered_lines": ["int"]}"#,
         run: cfg::covered_lines,
@@ -421,6 +433,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "count `all` invocations (default; those not reaching the loop with 0) or only \
                  those that `entered` it",
             ),
+            p(
+                "per",
+                T::Choice(&["invocation", "entry", "call"]),
+                "what one count is: an `invocation` (default), an `entry` into the loop, or a \
+                 `call` event of the frame (generator resumptions are calls)",
+            ),
         ],
         shape: |_| LOOP_STATS_SHAPE,
         template: |_| r#"{"min_iterations": "int", "max_iterations": "int"}"#,
@@ -483,6 +501,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "names of the variables to report, in answer order; default: every bound local, by name",
             ),
             AT,
+            p(
+                "across_invocations",
+                T::Bool,
+                "count the line's executions over every invocation together, in trace order",
+            ),
+            LINE_MODE,
         ],
         shape: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
         template: |_| r#"{"observed_state": [{"variable": "str", "value": "str"}]}"#,
@@ -546,7 +570,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             DEDUPE,
         ],
         shape: |_| {
-            r#"{"value_history": [{"value": "str", "invocation": "int", "test": "str", "line": "int"}]}"#
+            r#"{"value_history": [{"step": "int", "value": "str", "invocation": "int", "test": "str", "line": "int"}]}"#
         },
         template: |_| r#"{"value_history": [{"value": "str"}]}"#,
         run: state::value_history,
@@ -588,6 +612,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             FILE,
             NORMALIZE,
             DEF_LINE,
+            LINE_MODE,
             USES,
             SOURCE,
             SOURCE_FIRST_LINE,
@@ -837,6 +862,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         kinds: &[K::S6, K::M6],
         doc: calls::INVOCATION_COUNTS,
         params: &[
+            p(
+                "methods",
+                T::Bool,
+                "with `module`, also the methods of the module's classes (not nested functions)",
+            ),
             FUNCTIONS,
             p("class", T::Str, "every method defined directly in this class (qualname)"),
             p("module", T::Bool, "every function of the module in `file`"),
@@ -962,6 +992,9 @@ pub(crate) fn check_combinations(ex: &Extractor, p: &Params) -> Result<(), Extra
     }
     if has("uses") && has("source") {
         return Err(conflict("uses", "source"));
+    }
+    if has("invocation") && has("across_invocations") {
+        return Err(conflict("invocation", "across_invocations"));
     }
     match ex.name {
         "unique_values" | "value_history" => {

@@ -1,6 +1,6 @@
 //! Program state: S3 (`state_at`, `unique_values`, `value_history`, `state_snapshots`) and M3
 //! (`state_across_tests`).
-use crate::common::{all_invocations, line_positions, pick_invocation, Ix};
+use crate::common::{all_invocations, facts_of, line_positions, pick_invocation, Ix};
 use crate::{ExtractError, Params};
 use flux_trace::query::Invocation;
 use flux_trace::{Kind, TraceIndex, Value as Observed};
@@ -14,8 +14,12 @@ by every change the frame's later events report) at the frame's next `line` or `
 after that `line` event; with `at = \"before\"`, at that `line` event itself (the state just \
 before the line runs, as SWE-Flux's parsers read it). Values are the tracer's bounded `repr` \
 strings. `variables` names them in answer order (an error if one is unbound then); without it \
-every bound local is reported, sorted by name. Answer: {\"observed_state\": [{\"variable\": V, \
-\"value\": REPR}, ...]}.";
+every bound local is reported, sorted by name. With `across_invocations = true` the Mth \
+execution is counted over every selected invocation of `function` together, in trace order \
+(SWE-Flux's \"the Nth time the statement executes during the test\"; `invocation` is then \
+not given). With `line_mode = \"statement\"` an execution is one run of the statement that \
+starts at `line` (static facts; Python 3.11 reports a multi-line statement's first line again \
+when it completes), read after its last line event. Answer: {\"observed_state\": [{\"variable\": V, \"value\": REPR}, ...]}.";
 
 pub(crate) const STATE_ACROSS_TESTS: &str = "\
 For every test in which line `line` of `function` executes at least `occurrence` (default 1) \
@@ -32,7 +36,8 @@ is absent), reading the state `at` = `before` (default: the state that event sho
 line runs) or `after` (at the frame's next `line`/`return` event); `return` at each normal \
 return of the frame (neither an unwind nor a suspension), optionally only returns at `lines`, \
 reading the final state; `change` at every event of the frame that reports one of the variables \
-changed. `occurrence` keeps only the Mth observation of each invocation. The value observed is \
+changed; `line_and_return` at both the `line` events and the normal returns (at `lines`, when \
+given: SWE-Flux's \"each line event at L1 and each return at L2\"). `occurrence` keeps only the Mth observation of each invocation. The value observed is \
 the repr of `variable`, or with `variables` the repr of the tuple of their reprs \
 (`(a, b)`, `(a,)` for one); an observation where one is unbound is skipped.";
 
@@ -44,8 +49,9 @@ code-point order (Python's sorted() of the strings), or in order of first observ
 pub(crate) const VALUE_HISTORY: &str = "\
 The values observed (the observation convention), in order, one entry per observation (with \
 `dedupe_consecutive`, an entry \
-equal to the previous one of the same invocation is dropped). Answer: {\"value_history\": \
-[{\"value\": REPR, \"invocation\": N, \"test\": T, \"line\": L}, ...]}.";
+equal to the previous one of the same invocation is dropped); `step` numbers the entries from 1. \
+Answer: {\"value_history\": [{\"step\": K, \"value\": REPR, \"invocation\": N, \"test\": T, \
+\"line\": L}, ...]}.";
 
 pub(crate) const STATE_SNAPSHOTS: &str = "\
 At each observation (the observation convention), the state of \
@@ -96,15 +102,63 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
     let line = p.line("line")?;
     let occ = p.index_or("occurrence", 1)?;
     let before = at_before(p)?;
-    let (n, inv) = pick_invocation(ix, p, function)?;
-    let positions = line_positions(ix, inv, line);
-    let &k = positions.get(occ - 1).ok_or_else(|| {
-        ExtractError::NotObserved(format!(
-            "line {line} executes {} time(s) in invocation {n} of `{function}`; occurrence {occ} \
-             was asked for",
-            positions.len()
-        ))
-    })?;
+    let by_statement =
+        p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
+    // The executions of the line: its `line` events, or with `line_mode = "statement"` one per
+    // execution of the statement that starts there (3.11 reports a multi-line statement's
+    // first line again when it completes), observed at its last line event.
+    let line_positions =
+        |ix: &Ix<'_>, inv: &Invocation, line: u32| -> Result<Vec<usize>, ExtractError> {
+            if !by_statement {
+                return Ok(line_positions(ix, inv, line));
+            }
+            let f = facts_of(ix, inv, "`line_mode = \"statement\"`")?;
+            let mut out: Vec<usize> = Vec::new();
+            let mut inside = false;
+            for (k, &i) in inv.events.iter().enumerate() {
+                let e = ix.event(i);
+                if e.ev != Kind::Line {
+                    continue;
+                }
+                let here = f.statement_start(e.line) == line;
+                if here && inside {
+                    *out.last_mut().expect("inside an execution") = k;
+                } else if here {
+                    out.push(k);
+                }
+                inside = here;
+            }
+            Ok(out)
+        };
+    let (n, inv, k) = if p.bool_or("across_invocations", false)? {
+        // Every execution of the line in every selected invocation, in trace order.
+        let mut all: Vec<(usize, usize, &Invocation, usize)> = Vec::new();
+        for (j, inv) in all_invocations(ix, p, function)?.into_iter().enumerate() {
+            for k in line_positions(ix, inv, line)? {
+                all.push((inv.events[k], j + 1, inv, k));
+            }
+        }
+        all.sort_by_key(|x| x.0);
+        let count = all.len();
+        let &(_, n, inv, k) = all.get(occ - 1).ok_or_else(|| {
+            ExtractError::NotObserved(format!(
+                "line {line} executes {count} time(s) over the invocations of `{function}`; \
+                 occurrence {occ} was asked for"
+            ))
+        })?;
+        (n, inv, k)
+    } else {
+        let (n, inv) = pick_invocation(ix, p, function)?;
+        let positions = line_positions(ix, inv, line)?;
+        let &k = positions.get(occ - 1).ok_or_else(|| {
+            ExtractError::NotObserved(format!(
+                "line {line} executes {} time(s) in invocation {n} of `{function}`; occurrence {occ} \
+                 was asked for",
+                positions.len()
+            ))
+        })?;
+        (n, inv, k)
+    };
     let state = state_for(ix, inv, k, before)?;
     let names = match p.opt_str_list("variables")? {
         Some(v) => v,
@@ -180,6 +234,7 @@ enum Where {
     Line,
     Return,
     Change,
+    LineAndReturn,
 }
 
 /// Every observation the parameters define, in trace order (`names`: the variables whose
@@ -196,9 +251,14 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
             .map(|(k, inv)| (k + 1, inv))
             .collect()
     };
-    let at = match p.choice_or("event", &["line", "return", "change"], "line")? {
+    let at = match p.choice_or(
+        "event",
+        &["line", "return", "change", "line_and_return"],
+        "line",
+    )? {
         "return" => Where::Return,
         "change" => Where::Change,
+        "line_and_return" => Where::LineAndReturn,
         _ => Where::Line,
     };
     let lines = p.opt_line_list("lines")?;
@@ -229,8 +289,20 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
                 state.insert(k.clone(), v.clone());
             }
             let at_listed = lines.as_ref().is_none_or(|ls| ls.contains(&e.line));
+            if at == Where::LineAndReturn
+                && e.ev == Kind::Return
+                && !e.unwind
+                && !e.suspended
+                && at_listed
+            {
+                if let Some(w) = waiting.take() {
+                    push(w, &state, &mut out);
+                }
+                push(i, &state, &mut out);
+                continue;
+            }
             match at {
-                Where::Line => {
+                Where::Line | Where::LineAndReturn => {
                     if matches!(e.ev, Kind::Line | Kind::Return) {
                         if let Some(w) = waiting.take() {
                             push(w, &state, &mut out);
@@ -335,7 +407,8 @@ pub(crate) fn value_history(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             continue;
         }
         last = Some((o.invocation, v.clone()));
-        out.push(json!({"value": v, "invocation": o.invocation, "test": o.test, "line": o.line}));
+        let step = out.len() + 1;
+        out.push(json!({"step": step, "value": v, "invocation": o.invocation, "test": o.test, "line": o.line}));
     }
     if out.is_empty() {
         return Err(ExtractError::NotObserved(format!(

@@ -490,6 +490,7 @@ pub fn instance_spec(
             command: pytest_command(repo, &d.tests),
             expect: Expect::Pass,
             timeout_s: 300,
+            layout: None,
         },
         tracing,
         extractor: ExtractorSpec {

@@ -208,6 +208,7 @@ fn run_instance(
             command: pytest_command(repo, paths),
             expect: Expect::Pass,
             timeout_s,
+            layout: None,
         },
         tracing: config,
         extractor: ExtractorSpec {

@@ -477,6 +477,7 @@ pub(crate) mod tests {
                 command: vec!["python".into()],
                 expect: Expect::Pass,
                 timeout_s: 300,
+                layout: None,
             },
             tracing: crate::plan::narrowed(vec!["m.py".into()], vec![function.into()]),
             extractor: ExtractorSpec {

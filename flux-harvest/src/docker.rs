@@ -176,7 +176,15 @@ fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> 
         INSTANCE_IN_CONTAINER,
     ));
     spec.workdir = Some(INSTANCE_IN_CONTAINER.into());
-    if let Some(ext) = inst.external_parser() {
+    if let Some(l) = &inst.spec.test.layout {
+        // Another benchmark's layout (an instance imported from SWE-Flux, answered by their
+        // parser or natively): their root, their files where their harness puts them.
+        spec.mounts.push(Mount::read_only(
+            run_dir.join("instance"),
+            l.files_at.clone(),
+        ));
+        spec.workdir = Some(l.workdir.clone());
+    } else if let Some(ext) = inst.external_parser() {
         // Hook point (flux-interop): an instance imported from SWE-Flux runs from their root
         // with its files where their harness puts them (`<root>/<repo>_qa/<id>/files/`).
         spec.mounts.push(Mount::read_only(

@@ -434,7 +434,17 @@ async fn harvest_instance(
              the instance's container (use --runtime docker)"
         );
     }
-    let reference = external && flux_instance::external::read_reference(&inst.dir)?.is_some();
+    if let (Some(l), Backend::Host) = (&inst.spec.test.layout, backend) {
+        anyhow::bail!(
+            "this instance's test is laid out as another benchmark's harness lays it out (its files \
+             at {}, run from {}), which only its container has (use --runtime docker)",
+            l.files_at,
+            l.workdir
+        );
+    }
+    // Their stored answer, kept by `flux import swe-flux` with the instance their parser answers
+    // and with its native twin (answered by a flux extractor).
+    let reference = flux_instance::external::read_reference(&inst.dir)?.is_some();
     let stored = if opts.check {
         let path = inst.oracle_path();
         if path.exists() {

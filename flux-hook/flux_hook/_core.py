@@ -117,12 +117,15 @@ class Config:
         d = json.loads(raw) if raw else {}
         if not isinstance(d, dict):
             raise ValueError("FLUX_HOOK_CONFIG must be a JSON object")
-        known = {"files", "functions", "events", "limits", "tests", "scope", "predicates", "dialect"}
+        known = {"files", "functions", "module_functions", "events", "limits", "tests", "scope",
+                 "predicates", "dialect", "facts"}
         unknown = set(d) - known
         if unknown:
             raise ValueError("unknown field(s) in FLUX_HOOK_CONFIG: %s" % sorted(unknown))
         self.files = [str(f) for f in d.get("files", [])]
         self.functions = [str(f) for f in d.get("functions", [])]
+        # SWE-Flux's TRACE_FUNC: matched on `<module>.<qualname>` (module_function_matches).
+        self.module_functions = [str(f) for f in d.get("module_functions", [])]
         self.events = set(d.get("events", ["line", "call", "return", "exception", "variables"]))
         bad = self.events - {"line", "call", "return", "exception", "variables"}
         if bad:
@@ -132,6 +135,9 @@ class Config:
         self.locals_limit = int(lim.get("locals", 50))
         self.depth = int(lim.get("depth", 3))
         self.tests = bool(d.get("tests", True))
+        # The static facts (`F` records) of targeted files, computed at exit (ast): off when no
+        # reader of the trace needs them (SWE-Flux's parser reads its log only).
+        self.facts = bool(d.get("facts", True))
         # "tests": record only inside pytest's test protocols (see Hook.window_open).
         self.scope = str(d.get("scope", "run"))
         if self.scope not in ("run", "tests", "targets"):
@@ -182,6 +188,19 @@ class Config:
             return True
         return qualname in self._funcs or qualname.startswith(self._func_prefixes)
 
+    def module_function_matches(self, dotted):
+        """SWE-Flux's rule for a TRACE_FUNC entry t on `<module>.<qualname>`: equal, a dotted
+        prefix (`pkg.mod` of `pkg.mod.C.f`), a dotted suffix (`C.f`), or t is its last
+        component. Empty: every function."""
+        if not self.module_functions:
+            return True
+        last = dotted.rsplit(".", 1)[-1]
+        for t in self.module_functions:
+            if (dotted == t or t == last or dotted.startswith(t + ".")
+                    or dotted.endswith("." + t)):
+                return True
+        return False
+
 
 class BoundedRepr(reprlib.Repr):
     """reprlib with limits from the config; never calls user code other than __repr__."""
@@ -229,6 +248,15 @@ class BoundedRepr(reprlib.Repr):
             return builtins.repr(x)
         except Exception:
             return "<repr failed: %s>" % type(x).__name__
+
+
+def module_name(frame):
+    """`__name__` of the frame's globals (SWE-Flux's module of a frame), "" if unreadable."""
+    try:
+        m = frame.f_globals.get("__name__", "")
+        return m if type(m) is str else str(m)
+    except Exception:
+        return ""
 
 
 def runs_python(f):
@@ -345,6 +373,16 @@ class Hook:
             connect_unix(s, self.sock_path)
         except OSError as e:
             agent_gone("cannot connect to %s: %s" % (self.sock_path, e))
+        # The agent checks who connected (its PID namespace, from /proc) and says so with one
+        # byte; until then this process waits, so it cannot exit before the check. (A short
+        # program that ended first was refused: the witness runs lost 7 of 176 traces so under
+        # load.) Closed instead: the agent refused this process.
+        try:
+            ack = s.recv(1)
+        except OSError as e:
+            agent_gone("no word from the agent at %s: %s" % (self.sock_path, e))
+        if ack != b"\x06":
+            agent_gone("the agent at %s refused this process" % (self.sock_path,))
         self.sock = s
         # Formatted by hand: json's Python code would be traced in a forked child (3.11).
         hello = (
@@ -619,7 +657,7 @@ class Hook:
         """The `F` records of the targeted files whose code ran, once per connection (a forked
         child sends its own). Computing them runs Python (ast), after tracing stopped: on 3.11
         USDT still sees those frames, so they are the hook's own work (`hx`)."""
-        if self.facts_sent:
+        if self.facts_sent or not self.cfg.facts:
             return
         self.facts_sent = True
         files = [fn for fn, k in list(self.file_kinds.items()) if k == TARGET]
@@ -668,9 +706,14 @@ class Hook:
             t = tl.tid = _native_id()
             return t
 
-    def register(self, code):
+    def register(self, code, frame=None):
         """The info list of a code object: [code_id, kind, code, back-end slot, C record sent,
-        (except-body first lines, except lines) of its file or None, module or None]."""
+        (except-body first lines, except lines) of its file or None, module or None].
+
+        With `module_functions`, targeted code is narrowed to what they match on
+        `<module>.<qualname>`, the module being the `__name__` of `frame`'s globals (the
+        frame that runs the code, as SWE-Flux's tracer reads it); registered without a frame,
+        code of a targeted file stays targeted (a superset: readers pick)."""
         key = id(code)
         info = self.codes.get(key)
         if info is not None:
@@ -687,13 +730,20 @@ class Hook:
             else:
                 fk = PLAIN
             self.file_kinds[fn] = fk
+        module = None
         if fk == TARGET and not self.cfg.qualname_matches(code.co_qualname):
             kind = PLAIN
+        elif fk == TARGET and self.cfg.module_functions and frame is not None:
+            module = module_name(frame)
+            if self.cfg.module_function_matches(module + "." + code.co_qualname):
+                kind = TARGET
+            else:
+                kind, module = PLAIN, None
         else:
             kind = fk
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
-        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, None])
+        return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, module])
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
@@ -735,11 +785,7 @@ class Hook:
         """Dialect "swe-flux": the module (`__name__` of the frame's globals) of targeted code,
         taken at its first frame, before its C record is sent."""
         if info[6] is None:
-            try:
-                m = frame.f_globals.get("__name__", "")
-                info[6] = m if type(m) is str else str(m)
-            except Exception:
-                info[6] = ""
+            info[6] = module_name(frame)
 
     def plain_repr(self, v):
         """SWE-Flux's repr: the full repr() cut to limits.repr characters, `...` appended;

@@ -79,11 +79,11 @@ def start(hook):
         """The span since t0 ran code of the hook's (see the module doc)."""
         app('["hx",%d,%d,%d]' % (t0, tidf(), now()))
 
-    def info_of(code):
+    def info_of(code, frame=None):
         info = codes.get(id(code))
         if info is None:
             t0 = now()
-            info = register(code)
+            info = register(code, frame)
             hx(t0)
         if info[3] is None:
             info[3] = code.co_code
@@ -334,7 +334,7 @@ def start(hook):
             code = frame.f_code
             info = codes.get(id(code))
             if info is None:
-                info = info_of(code)
+                info = info_of(code, frame)
             k = info[1]
             if k == PLAIN:
                 if extents and not getattr(tl, "xd", 0):
@@ -392,7 +392,7 @@ def start(hook):
             stack.append(f)
             f = f.f_back
         for f in reversed(stack):
-            info = info_of(f.f_code)
+            info = info_of(f.f_code, f)
             if info[1] == EXCLUDED:
                 continue
             emit_c(info, f, f.f_lineno)

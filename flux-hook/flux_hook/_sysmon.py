@@ -209,7 +209,7 @@ def start(hook):
         try:
             info = codes.get(id(code))
             if info is None:
-                info = register(code)
+                info = register(code, getframe(1))
                 if gen_only:
                     define_gens((code,))
             k = info[1]
@@ -259,7 +259,7 @@ def start(hook):
             internal_error("PY_START")
 
     def _resume(code, depth, allow_disable):
-        info = codes.get(id(code)) or register(code)
+        info = codes.get(id(code)) or register(code, getframe(depth))
         k = info[1]
         if k == PLAIN:
             if not want_c and not (gen_only and code.co_flags & GENMASK):

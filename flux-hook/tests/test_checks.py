@@ -129,6 +129,17 @@ class TestUnderTheHook(unittest.TestCase):
         self.assertEqual([x["qualname"] for x in fs[0][2]["functions"]], ["<module>", "f"])
         self.assertEqual(r.main[-1][0], "bye")
 
+    def test_facts_false_sends_no_static_facts(self):
+        # SWE-Flux's parser reads its log only: the ast work at exit (0.1-1 s per large file)
+        # is skipped when the config says nothing reads the facts.
+        import harness
+
+        r = harness.run(self, LOOP, config={"files": ["prog.py"], "facts": False})
+        recs = r.records()
+        self.assertFalse([x for x in recs if x[0] == "F"])
+        self.assertTrue([x for x in recs if x[0] == "l"], "still traced")
+        self.assertEqual(r.main[-1][0], "bye")
+
     def test_a_predicate_that_does_not_compile_stops_the_hook_with_its_text(self):
         import harness
 

@@ -201,6 +201,45 @@ class TestCalls(HookTestCase):
         self.assertIn(("r", "other", 7, "return"), seq(r, kinds="r", names={"other"}))
         self.assertTrue(all(e[7] is None for e in r.events() if e[1] == "other" and e[0] == "r"))
 
+    def test_module_functions_narrow_targets_by_swe_fluxs_rule_on_module_and_qualname(self):
+        # SWE-Flux's TRACE_FUNC on `<module>.<qualname>` (the script's module is __main__):
+        # `outer` (last component) targets outer but not outer.<locals>.inner, `C.m` (dotted
+        # suffix) only that method, `__main__.h` (exact) h; other() and C.n are plain code:
+        # their calls are recorded, never their lines or locals. (The swe-flux log once
+        # targeted every function of TRACE_FILE and repr'd all their locals: fastapi's
+        # get_openapi timed out.)
+        src = """\
+        def outer(x):
+            def inner(y):
+                return y + 1
+            return inner(x) * 2
+
+        class C:
+            def m(self):
+                return 1
+            def n(self):
+                return 2
+
+        def h():
+            return 3
+
+        def other():
+            return 0
+
+        other(); outer(1); C().m(); C().n(); h()
+        """
+        cfg = {"files": ["prog.py"], "module_functions": ["outer", "C.m", "__main__.h"],
+               "dialect": "swe-flux"}
+        r = self.run_ok(src, config=cfg)
+        lined = {e[1] for e in r.events(file_suffix="prog.py") if e[0] == "l"}
+        self.assertEqual(lined, {"outer", "C.m", "h"})
+        calls = {e[1] for e in r.events(file_suffix="prog.py") if e[0] == "c"}
+        self.assertTrue({"other", "outer.<locals>.inner", "C.n"} <= calls, calls)
+        # A dotted prefix of the module targets all of it, nested functions included.
+        r = self.run_ok(src, config=dict(cfg, module_functions=["__main__"]))
+        lined = {e[1] for e in r.events(file_suffix="prog.py") if e[0] == "l"}
+        self.assertTrue({"outer", "outer.<locals>.inner", "C.m", "C.n", "h", "other"} <= lined)
+
     def test_event_subset_line_only(self):
         src = """\
         def f(a):
@@ -974,6 +1013,7 @@ class TestAgentGone(unittest.TestCase):
 
         def accept_and_close():
             c, _ = srv.accept()
+            c.sendall(b"\x06")
             c.recv(100)
             c.close()
 

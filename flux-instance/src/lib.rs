@@ -156,6 +156,21 @@ pub struct TestSpec {
     pub expect: Expect,
     #[serde(default = "default_timeout")]
     pub timeout_s: u64,
+    /// Where another benchmark's harness lays the test out, when it is not flux's
+    /// `/flux/instance` (see [`TestLayout`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<TestLayout>,
+}
+
+/// A test laid out as another benchmark's harness lays it out (SWE-Flux: their files at
+/// `/testbed/<repo>_qa/<id>/files/`, run from `/testbed`, because their tests and their node
+/// ids name those paths): the instance's files are also mounted (read-only) at `files_at`, and
+/// the command runs from `workdir`. Containers only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestLayout {
+    pub workdir: String,
+    pub files_at: String,
 }
 
 fn default_timeout() -> u64 {

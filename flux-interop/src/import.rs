@@ -76,7 +76,18 @@ pub struct Imported {
     pub source: PathBuf,
     pub dir: PathBuf,
     pub kind: String,
+    /// The native instance written beside it (`<id>-native`, answered by a flux extractor),
+    /// or why their question has none (see [`crate::native`]).
+    pub native: Result<PathBuf, String>,
 }
+
+/// The id of the native instance of SWE-Flux's instance `id`.
+pub fn native_id(id: &str) -> String {
+    format!("{id}{NATIVE_SUFFIX}")
+}
+
+/// What a native instance's id ends with.
+pub const NATIVE_SUFFIX: &str = "-native";
 
 /// What [`import`] did.
 #[derive(Debug, Default)]
@@ -229,7 +240,19 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
             )
         })?,
     };
-    let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
+    // Their root is read-only in flux's containers: pytest's cache (which would write
+    // `<root>/.pytest_cache`, and warn, an error under `filterwarnings = error`) is off. A
+    // repository's pytest-timeout limit (fastapi's 20 s, calibrated untraced) is off too: the
+    // traced run is bounded by the instance's own deadline (`--timeout`).
+    let mut command = vec![
+        opts.interpreter.clone(),
+        "-m".into(),
+        "pytest".into(),
+        "-p".into(),
+        "no:cacheprovider".into(),
+        "-o".into(),
+        "timeout=0".into(),
+    ];
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {
         parser: parser_rel,
@@ -256,6 +279,10 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
             command,
             expect: flux_instance::Expect::Pass,
             timeout_s: opts.timeout_s,
+            layout: Some(flux_instance::TestLayout {
+                workdir: eval.root.clone(),
+                files_at: format!("{}/{}", eval.root, eval.qa_dir()),
+            }),
         },
         tracing: log.tracing_config(),
         extractor: ExtractorSpec {
@@ -268,10 +295,56 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
     })
 }
 
+/// The native instance of one SWE-Flux instance directory (not written): `spec` (its
+/// external-parser instance) asked of the flux extractor that expresses their question, or why
+/// none does.
+pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, String> {
+    let eval = evalsh::parse(&read(&src.join("eval.sh"))?)?;
+    let template: Value = serde_json::from_str(&spec.template).map_err(|e| e.to_string())?;
+    let extractor = crate::native::native_extractor(&crate::native::Question {
+        eval: &eval,
+        text: &spec.question,
+        template: &template,
+    })?;
+    let mut native = spec.clone();
+    native.id = native_id(&spec.id);
+    // Extractors read the static facts (statements, loops, definitions).
+    native.tracing.facts = true;
+    // An extractor that reads calls made outside targeted code needs them traced.
+    if flux_extract::find(&extractor.name).is_some_and(|x| !x.targets_scope) {
+        native.tracing.scope = flux_trace::Scope::Tests;
+    }
+    native.extractor = extractor;
+    Ok(native)
+}
+
 fn import_one(src: &Path, opts: &ImportOptions) -> Result<Imported, String> {
+    let imported = import_dir(src, opts, None)?;
+    if src
+        .join(flux_instance::export::FLUX_DIR)
+        .join(INSTANCE_FILE)
+        .is_file()
+    {
+        return Ok(imported);
+    }
+    let spec = instance_spec(src, opts)?;
+    let native =
+        native_spec(src, &spec).and_then(|n| import_dir(src, opts, Some(n)).map(|i| i.dir));
+    Ok(Imported { native, ..imported })
+}
+
+/// Write one instance of `src` (its external-parser instance, or `native`) into place.
+fn import_dir(
+    src: &Path,
+    opts: &ImportOptions,
+    native: Option<InstanceSpec>,
+) -> Result<Imported, String> {
     let flux_dir = src.join(flux_instance::export::FLUX_DIR);
-    let exported = flux_dir.join(INSTANCE_FILE).is_file();
-    let spec = if exported {
+    let exported = native.is_none() && flux_dir.join(INSTANCE_FILE).is_file();
+    let is_native = native.is_some();
+    let spec = if let Some(n) = native {
+        n
+    } else if exported {
         let path = flux_dir.join(INSTANCE_FILE);
         let mut spec: InstanceSpec =
             toml::from_str(&read(&path)?).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -321,6 +394,11 @@ fn import_one(src: &Path, opts: &ImportOptions) -> Result<Imported, String> {
         source: src.to_path_buf(),
         dir,
         kind: spec.kind.as_str().to_string(),
+        native: Err(if is_native {
+            String::new()
+        } else {
+            "not mapped (an instance flux exported)".into()
+        }),
     })
 }
 
@@ -377,17 +455,27 @@ fn write_instance(src: &Path, spec: &InstanceSpec, dir: &Path) -> Result<(), Str
             .map_err(|e| io(&src.join(f), e))?;
     }
     let text = toml::to_string(spec).map_err(|e| format!("instance.toml: {e}"))?;
-    let head = format!(
-        "# Imported from SWE-Flux's instance {} by `flux import swe-flux`.\n\
-         # Gold: `flux harvest` runs the test traced by flux and their parser ({}) on flux's\n\
-         # swe-flux-log, in the container; swe-flux/oracle.json is their stored answer.\n",
-        src.display(),
-        spec.extractor
-            .params
-            .get("parser")
-            .and_then(|p| p.as_str())
-            .unwrap_or("parser.py")
-    );
+    let head = if spec.extractor.name == SWE_FLUX_PARSER {
+        format!(
+            "# Imported from SWE-Flux's instance {} by `flux import swe-flux`.\n\
+             # Gold: `flux harvest` runs the test traced by flux and their parser ({}) on flux's\n\
+             # swe-flux-log, in the container; swe-flux/oracle.json is their stored answer.\n",
+            src.display(),
+            spec.extractor
+                .params
+                .get("parser")
+                .and_then(|p| p.as_str())
+                .unwrap_or("parser.py")
+        )
+    } else {
+        format!(
+            "# Imported from SWE-Flux's instance {} by `flux import swe-flux`: their question\n\
+             # asked of flux's extractor `{}` (mapped from their answer shape, eval.sh and the\n\
+             # question; flux_interop::native). swe-flux/oracle.json is their stored answer.\n",
+            src.display(),
+            spec.extractor.name
+        )
+    };
     std::fs::write(dir.join(INSTANCE_FILE), head + &text).map_err(|e| io(dir, e))
 }
 

@@ -10,6 +10,7 @@
 //!
 //! - [`evalsh`]: their `eval.sh`, read (never run);
 //! - [`import`]: `flux import swe-flux`;
+//! - [`native`]: their question asked of a flux extractor (the native instance);
 //! - [`external`]: their parser on flux's log, in the container; the check against their answer.
 //!
 //! The log their parsers read is written by `flux_trace::sweflux_log` from flux's trace; the
@@ -18,3 +19,4 @@
 pub mod evalsh;
 pub mod external;
 pub mod import;
+pub mod native;

@@ -55,6 +55,17 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
         "{:?}",
         report.errors
     );
+    // Their `crashing_tests`/`safe_tests`/`invocation_counts` shape has no native mapping:
+    // said, and no native instance written.
+    let why = report.imported[0].native.as_ref().unwrap_err();
+    assert!(
+        why.contains("no flux extractor is mapped for the answer shape `crashing_tests+invocation_counts+safe_tests`"),
+        "{why}"
+    );
+    assert!(!out
+        .path()
+        .join("sympy/factor_multiplicity_m5_exceptions-native")
+        .exists());
     let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
     let inst = flux_instance::load_instance(&dir).unwrap();
     let s = &inst.spec;
@@ -74,12 +85,25 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
             "/usr/bin/python3.11",
             "-m",
             "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "timeout=0",
             "-rA",
             "-s",
             "sympy_qa/factor_multiplicity_m5_exceptions/files/testcase.py::TestMultiplicity"
         ]
     );
     assert_eq!(s.test.files, ["testcase.py"]);
+    let layout = s.test.layout.as_ref().expect("their harness's layout");
+    assert_eq!(
+        (layout.workdir.as_str(), layout.files_at.as_str()),
+        (
+            "/tmp",
+            "/tmp/sympy_qa/factor_multiplicity_m5_exceptions/files"
+        )
+    );
+    assert_eq!(s.tracing.module_functions, ["multiplicity"]);
     assert_eq!(s.tracing.files, ["*sympy/ntheory/factor_.py*"]);
     assert_eq!(s.tracing.dialect, flux_trace::Dialect::SweFlux);
     assert_eq!(s.tracing.limits.repr, 500);

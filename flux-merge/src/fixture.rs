@@ -15,7 +15,8 @@
 //! kernel's event count is reduced to match (`trimmed_before_hook` says how many went); of the
 //! USDT events that rule `hook-own-work` drops unread (inside the hook's own work, and those of
 //! the hook's own files that open or close no bracket: on 3.11 all of them), only the first
-//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`). Normalising a normalised
+//! [`KEEP_HOOK_WORK`] per thread are kept (`trimmed_hook_work`), and so of those outside the
+//! scope's test windows and target extents (`trimmed_out_of_scope`). Normalising a normalised
 //! fixture changes nothing but what a newer trim leaves out.
 //!
 //! Format (JSON lines): a header object, then `["S", index, string]` (a string of the table),
@@ -58,6 +59,8 @@ pub struct Header {
     pub trimmed_before_hook: u64,
     #[serde(default)]
     pub trimmed_hook_work: u64,
+    #[serde(default)]
+    pub trimmed_out_of_scope: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -142,6 +145,7 @@ impl Fixture {
                 }),
                 trimmed_before_hook: 0,
                 trimmed_hook_work: 0,
+                trimmed_out_of_scope: 0,
             },
             strings,
             usdt: recs,
@@ -326,6 +330,7 @@ impl Fixture {
     pub fn normalise(&mut self) {
         self.trim_before_hook();
         self.trim_hook_work();
+        self.trim_out_of_scope();
         let mut hook: Vec<Vec<J>> = self
             .hook
             .iter()
@@ -409,13 +414,27 @@ impl Fixture {
     /// Of the USDT events inside the hook's own work that no rule reads (see
     /// [`crate::merge::hook_work_interior`]), keep the first few per thread.
     fn trim_hook_work(&mut self) {
+        let n = self.trim_unread(crate::merge::hook_work_interior);
+        self.header.trimmed_hook_work += n;
+    }
+
+    /// Of the USDT events the scope leaves out unread (see [`crate::merge::out_of_scope`]),
+    /// keep the first few per thread.
+    fn trim_out_of_scope(&mut self) {
+        let n = self.trim_unread(crate::merge::out_of_scope);
+        self.header.trimmed_out_of_scope += n;
+    }
+
+    /// Leave out all but the first [`KEEP_HOOK_WORK`] per thread of the USDT events `unread`
+    /// names (indices into the USDT trace's events); how many went.
+    fn trim_unread(&mut self, unread: fn(&[Event], &HookCapture, &Plan) -> Vec<usize>) -> u64 {
         let Some((Some(usdt), hook)) = Some(self.inputs()) else {
-            return;
+            return 0;
         };
         // The trace's events are `self.usdt` stably sorted by time.
         let mut order: Vec<usize> = (0..self.usdt.len()).collect();
         order.sort_by_key(|i| self.usdt[*i].ts);
-        let interior = crate::merge::hook_work_interior(&usdt.events, &hook, &self.header.plan);
+        let interior = unread(&usdt.events, &hook, &self.header.plan);
         let mut per_thread: HashMap<(u32, u32), usize> = HashMap::new();
         let mut drop = vec![false; self.usdt.len()];
         for i in interior {
@@ -432,10 +451,10 @@ impl Fixture {
             !drop[i - 1]
         });
         let trimmed = drop.iter().filter(|d| **d).count() as u64;
-        self.header.trimmed_hook_work += trimmed;
         if let Some(u) = &mut self.header.usdt {
             u.counters.events = u.counters.events.saturating_sub(trimmed);
         }
+        trimmed
     }
 
     /// Of each process's USDT events before its hook's first record, keep the last few.

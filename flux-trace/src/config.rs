@@ -18,6 +18,14 @@ pub struct TracingConfig {
     /// function in the targeted files. A nested function is targeted if its qualname matches.
     #[serde(default)]
     pub functions: Vec<String>,
+    /// SWE-Flux's `TRACE_FUNC` entries: targeted code is further narrowed to the functions
+    /// whose `<module>.<qualname>` one of them matches by their rule (equal, dotted prefix
+    /// `pkg.mod`, dotted suffix `C.f`, or last component `f`; the module is `__name__` of the
+    /// code's globals, which the hook reads from the code's first frame). Empty = no
+    /// narrowing. (`functions` cannot say it: it matches `co_qualname` alone, and `f` there
+    /// also targets `f.<locals>.g`, which their rule does not.)
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub module_functions: Vec<String>,
     /// What to record in targeted code.
     #[serde(default = "default_events")]
     pub events: Vec<HookEvent>,
@@ -35,6 +43,15 @@ pub struct TracingConfig {
     /// How values and exceptions of targeted code are recorded (see [`Dialect`]).
     #[serde(default, skip_serializing_if = "Dialect::is_flux")]
     pub dialect: Dialect,
+    /// Whether the hook sends the static facts of the targeted files at exit (`{"facts": …}`
+    /// in the trace: statement spans, loops, handlers, definitions, computed with `ast`; 0.1–1 s
+    /// per large file). Off only where nothing reads them (SWE-Flux's parser reads its log).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub facts: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A Python expression over a frame's locals, evaluated by the hook with the frame's live
@@ -181,12 +198,14 @@ impl Default for TracingConfig {
         TracingConfig {
             files: Vec::new(),
             functions: Vec::new(),
+            module_functions: Vec::new(),
             events: default_events(),
             limits: Limits::default(),
             tests: true,
             scope: Scope::Run,
             predicates: Vec::new(),
             dialect: Dialect::Flux,
+            facts: true,
         }
     }
 }

@@ -53,8 +53,10 @@
 //!   `str` to `str` ([`py_str_repr`]). Times are the events' clock moved to the wall clock by
 //!   the offset the caller gives (UTC).
 //!
-//! What flux records is a superset: [`LogConfig::tracing_config`] targets every function of
-//! the files `TRACE_FILE` names, in the `swe-flux` dialect (plain reprs, deleted names, locals
+//! What flux records is a superset: [`LogConfig::tracing_config`] targets the functions of the
+//! files `TRACE_FILE` names that `TRACE_FUNC` matches (the hook applies their rule where it
+//! knows the code's module, and targets the whole file where it does not), in the `swe-flux`
+//! dialect (plain reprs, deleted names, locals
 //! at calls and exceptions, modules). flux records each frame's locals as changes since its
 //! previous event; the writer rebuilds every frame's full locals from them, then applies their
 //! diff. (A call that only USDT reported carries no locals: a fresh frame's are then taken from
@@ -170,9 +172,11 @@ impl LogConfig {
         })
     }
 
-    /// The flux tracing config that records what this log needs: every function of the files
-    /// `TRACE_FILE` names (a superset of what it matches; the writer picks), all events, in
-    /// the `swe-flux` dialect, reprs cut at `TRACE_LIMIT`, every local kept, inside tests.
+    /// The flux tracing config that records what this log needs: the functions of the files
+    /// `TRACE_FILE` names that `TRACE_FUNC` matches by their rule (`module_functions`, applied
+    /// by the hook where it knows the module; a superset where it does not: the writer
+    /// picks), all events, in the `swe-flux` dialect, reprs cut at `TRACE_LIMIT`, every local
+    /// kept, inside tests while targeted code runs (scope `targets`).
     pub fn tracing_config(&self) -> TracingConfig {
         let files = if self.file.is_empty() {
             vec!["*".to_string()]
@@ -182,6 +186,7 @@ impl LogConfig {
         TracingConfig {
             files,
             functions: Vec::new(),
+            module_functions: self.funcs.iter().cloned().collect(),
             events: vec![
                 HookEvent::Line,
                 HookEvent::Call,
@@ -199,9 +204,14 @@ impl LogConfig {
                 ..Limits::default()
             },
             tests: true,
-            scope: Scope::Tests,
+            // Their tracer logs only what TRACE_FUNC matches: nothing outside the extents of
+            // targeted code is needed, and there the USDT probes stay off (each of the hook's
+            // own Python calls and lines once trapped: 2.9 M events in one fastapi test).
+            scope: Scope::Targets,
             predicates: Vec::new(),
             dialect: Dialect::SweFlux,
+            // Their parser reads the log, never flux's static facts.
+            facts: false,
         }
     }
 
@@ -461,6 +471,14 @@ pub fn write_log(
     // The first event after each activation's call that carries its locals (a fresh frame's
     // first event carries all of them: its locals at the call).
     let mut first_of: HashMap<u64, usize> = HashMap::new();
+    // Recorded with dialect "swe-flux": some event carries its code's module.
+    let dialect_on = trace.events.iter().any(|e| {
+        !e.module.is_empty()
+            && matches!(
+                e.ev,
+                Kind::Call | Kind::Line | Kind::Return | Kind::Exception
+            )
+    });
     for (i, e) in trace.events.iter().enumerate() {
         if matches!(e.ev, Kind::Line | Kind::Return | Kind::Exception) && e.activation != 0 {
             first_of.entry(e.activation).or_insert(i);
@@ -542,10 +560,13 @@ pub fn write_log(
             apply(&mut full, e);
         }
         let in_window = current.get(&e.pid) == Some(&e.tid);
-        let logged = in_window && cfg.file_matches(&e.file) && {
-            let name = funcname(e)?;
-            cfg.func_matches(&name)
-        };
+        // Rule (untargeted frames): with the dialect on, the hook notes the module of every
+        // frame it targets; a frame of TRACE_FILE without one is code the hook did not target
+        // (`module_functions` narrowed it away: TRACE_FUNC cannot match it), not logged.
+        let logged = in_window
+            && cfg.file_matches(&e.file)
+            && !(e.module.is_empty() && dialect_on)
+            && cfg.func_matches(&funcname(e)?);
         if logged {
             stats.matched += 1;
             log_event(e, cfg, &full, &mut last, &mut |ts, body| {
@@ -849,11 +870,41 @@ mod tests {
         let t = cfg(&[("TRACE_FILE", "src/a[1].py"), ("TRACE_LIMIT", "-1")]).tracing_config();
         assert_eq!(t.files, ["*src/a[[]1].py*"]);
         assert!(t.functions.is_empty());
+        assert!(
+            t.module_functions.is_empty(),
+            "no TRACE_FUNC: every function"
+        );
         assert_eq!(t.dialect, Dialect::SweFlux);
-        assert_eq!(t.scope, Scope::Tests);
+        assert_eq!(t.scope, Scope::Targets);
+        assert!(!t.facts, "nothing reads the static facts");
         assert_eq!(t.limits.repr, NO_REPR_LIMIT);
         assert_eq!(cfg(&[]).tracing_config().files, ["*"]);
         assert_eq!(cfg(&[]).tracing_config().limits.repr, 500);
+    }
+
+    /// The import once targeted every function of TRACE_FILE and the hook repr'd all their
+    /// locals (fastapi's `get_openapi`, whose locals are whole schemas: the test timed out);
+    /// their tracer reprs only the frames TRACE_FUNC matches.
+    #[test]
+    fn the_tracing_config_narrows_targets_to_what_trace_func_matches() {
+        let t = cfg(&[
+            ("TRACE_FILE", "fastapi/openapi/utils.py"),
+            ("TRACE_FUNC", "_get_openapi_operation_parameters, C.g"),
+        ])
+        .tracing_config();
+        assert_eq!(
+            t.module_functions,
+            ["C.g", "_get_openapi_operation_parameters"]
+        );
+        assert!(
+            t.functions.is_empty(),
+            "qualname-only matching would be wrong for C.g's module"
+        );
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            json["module_functions"][1],
+            "_get_openapi_operation_parameters"
+        );
     }
 
     #[test]
@@ -1100,6 +1151,27 @@ mod tests {
             3,
             "their check follows the insert: 2 of 2 gets it too"
         );
+    }
+
+    /// The hook narrowed to TRACE_FUNC (`module_functions`) notes no module for the other
+    /// functions of TRACE_FILE: their events are not logged (the writer once refused the whole
+    /// trace as recorded without the dialect).
+    #[test]
+    fn frames_the_hook_did_not_target_are_not_logged() {
+        let mut b = B::new();
+        b.test(true).call(3, None);
+        let mut other = b.events.last().unwrap().clone();
+        other.module.clear();
+        other.qualname = "C.other".into();
+        other.frame += 100;
+        other.activation += 100;
+        b.events.push(other);
+        let mut out = Vec::new();
+        let stats = write_log(&b.trace(), &cfg(&[ALL]), 0, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("C.other"), "{text}");
+        assert!(text.contains("pkg.mod.C.f event=call"), "{text}");
+        assert_eq!(stats.matched, 1);
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! `cargo xtask record-merge-corpus [--flux PATH] [--only NAME,…]`: record the merge's inputs of
+//! `cargo xtask record-merge-corpus [--flux PATH] [--only NAME,…] [--reencode]`: record the merge's inputs of
 //! every witness-corpus program (`flux-cli/tests/witness/*.py`) as fixtures of the offline merge
 //! corpus (`flux-merge/tests/corpus/<python>-<scope>/<program>.jsonl.gz`), then refresh their
 //! snapshots (`UPDATE_EXPECT=1 cargo test -p flux-merge --test corpus`). Rerun it when the hook,
 //! the probes or the corpus change, and read the snapshots' diff: it is what the change did to
-//! the merged traces.
+//! the merged traces. `--reencode` records nothing: it rewrites every fixture in the current
+//! encoding and trim (frozen ones only re-encoded), for a change of `flux_merge::fixture`.
 //!
 //! Each program runs under `flux trace --calls usdt --record-merge-input` with a config that
 //! targets it, on Debian's python3.11 (host) and sid's python3.15 (chroot into

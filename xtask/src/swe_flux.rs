@@ -19,8 +19,12 @@
 //! cache; the requirements' wheels installed offline; on flux's Debian bookworm python3.11
 //! base). Then every instance is imported (`flux import swe-flux`) into a scratch instance root
 //! and checked (`flux harvest --check`: the test traced by flux, their parser on flux's log in
-//! the container, the answer against their stored one under their scoring rules). The report says per instance: equal, or why not; and the figures (overall,
-//! per repository, per kind). `--json FILE` keeps the report.
+//! the container, the answer against their stored one under their scoring rules), and so is its
+//! native twin (`<id>-native`, answered by flux's own extractor, `flux_interop::native`) when
+//! the import wrote one. The report says per instance, for both: equal, or why not (`unmapped`
+//! with the mapping's reason); and the figures (overall, per repository, per kind). The images
+//! instances name carry a flux manifest of their own (`…-manifest-py3.11`). `--json FILE`
+//! keeps the report.
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +52,9 @@ pub struct Args {
     /// The flux binary to use (default: build the release one).
     #[arg(long)]
     flux: Option<PathBuf>,
+    /// Check only the native instances (not those their parser answers).
+    #[arg(long)]
+    native_only: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -96,6 +103,110 @@ fn image_of(r: &Repo) -> String {
         r.name.replace('_', "-"),
         r.commit
     )
+}
+
+/// The image instances name: [`image_of`] with a flux manifest of its own (the base's label
+/// says `kind = "base"` and an empty `pip freeze`, so `flux harvest` could not check an
+/// instance's `package` against it).
+fn manifest_image_of(r: &Repo) -> String {
+    format!(
+        "flux/swe-flux-{}:{}-manifest-py3.11",
+        r.name.replace('_', "-"),
+        r.commit
+    )
+}
+
+/// Lists the distributions installed in the image as `name==version`, and the one installed
+/// from /testbed (editable) as `TESTBED name==version`.
+const FREEZE: &str = r#"import importlib.metadata as m, json
+for d in sorted(m.distributions(), key=lambda d: d.metadata["Name"].lower()):
+    line = "%s==%s" % (d.metadata["Name"], d.version)
+    print(line)
+    try:
+        u = json.loads(d.read_text("direct_url.json") or "{}").get("url", "")
+    except Exception:
+        u = ""
+    if u.rstrip("/") == "file:///testbed":
+        print("TESTBED " + line)
+"#;
+
+/// The manifest-labelled image of a repository and its package pin (`name==version` of the
+/// distribution installed from /testbed).
+fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, String)> {
+    let plain = build_image(r, work, rebuild)?;
+    let out = Command::new("docker")
+        .args([
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            &plain,
+            "/usr/bin/python3.11",
+            "-c",
+            FREEZE,
+        ])
+        .output()
+        .context("docker run (pip freeze)")?;
+    if !out.status.success() {
+        bail!(
+            "listing the packages of {plain}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let freeze: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with("TESTBED "))
+        .map(str::to_string)
+        .collect();
+    let package = text
+        .lines()
+        .find_map(|l| l.strip_prefix("TESTBED "))
+        .with_context(|| format!("{plain}: no distribution is installed from /testbed"))?
+        .to_string();
+    let image = manifest_image_of(r);
+    if image_exists(&image) && !rebuild {
+        return Ok((image, package));
+    }
+    let label = Command::new("docker")
+        .args([
+            "image",
+            "inspect",
+            &plain,
+            "--format",
+            "{{ index .Config.Labels \"flux.manifest\" }}",
+        ])
+        .output()
+        .context("docker image inspect")?;
+    let mut m: serde_json::Value = serde_json::from_slice(&label.stdout)
+        .with_context(|| format!("{plain}: its flux.manifest label is not JSON"))?;
+    m["image"] = image.clone().into();
+    m["kind"] = "repo".into();
+    m["base_image"] = "flux/base:py3.11-bookworm".into();
+    m["pip_freeze"] = serde_json::json!(freeze);
+    m["definition"] = serde_json::json!({
+        "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements}
+    });
+    let ctx = work.join("images").join(format!("{}-manifest", r.name));
+    std::fs::create_dir_all(&ctx)?;
+    std::fs::write(ctx.join("Dockerfile"), format!("FROM {plain}\n"))?;
+    run(
+        Command::new("docker")
+            .args([
+                "build",
+                "--quiet",
+                "--network",
+                "none",
+                "-t",
+                &image,
+                "--label",
+            ])
+            .arg(format!("flux.manifest={}", serde_json::to_string(&m)?))
+            .arg(&ctx),
+        "docker build (manifest label)",
+    )?;
+    let _ = std::fs::remove_dir_all(&ctx);
+    Ok((image, package))
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<()> {
@@ -224,8 +335,11 @@ struct Row {
     import: String,
     /// Why, when not equal.
     why: String,
-    /// Native: not yet expressible by flux's extractors here.
+    /// The native instance (their question asked of a flux extractor): `equal`, `differs`,
+    /// `error`, `unmapped`.
     native: String,
+    /// Why, when not equal.
+    native_why: String,
 }
 
 fn kind_of(dir: &Path) -> String {
@@ -285,7 +399,7 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
         if ids.is_empty() {
             continue;
         }
-        let image = match build_image(r, &a.work, a.rebuild) {
+        let (image, package) = match labelled_image(r, &a.work, a.rebuild) {
             Ok(i) => i,
             Err(e) => {
                 for d in &ids {
@@ -295,7 +409,8 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
                         kind: kind_of(d),
                         import: "error".into(),
                         why: format!("image: {e:#}"),
-                        native: "-".into(),
+                        native: "error".into(),
+                        native_why: "image".into(),
                     });
                 }
                 continue;
@@ -313,39 +428,59 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
                     &r.name,
                     "--image",
                     &image,
+                    "--package",
+                    &package,
                     "--replace",
                     "--out",
                 ])
                 .arg(&out)
                 .output()?;
-            let (import, why) = if !imported.status.success() {
-                (
-                    "error".to_string(),
-                    format!(
-                        "import: {}",
-                        String::from_utf8_lossy(&imported.stderr).trim()
-                    ),
-                )
-            } else {
+            let check = |id: &str| -> Result<(String, String)> {
                 let checked = Command::new(&flux)
                     .args(["harvest", "--check", "--cache"])
                     .arg(a.work.join("cache"))
-                    .arg(out.join(&r.name).join(&id))
+                    .arg(out.join(&r.name).join(id))
                     .output()?;
-                if checked.status.success() {
+                Ok(if checked.status.success() {
                     ("equal".to_string(), String::new())
                 } else {
                     reason(&String::from_utf8_lossy(&checked.stderr))
-                }
+                })
             };
-            eprintln!("xtask: {}/{id} ({kind}): {import} {why}", r.name);
+            let stdout = String::from_utf8_lossy(&imported.stdout).into_owned();
+            let ((import, why), (native, native_why)) = if !imported.status.success() {
+                let e = format!(
+                    "import: {}",
+                    String::from_utf8_lossy(&imported.stderr).trim()
+                );
+                (("error".to_string(), e.clone()), ("error".to_string(), e))
+            } else {
+                let parser = if a.native_only {
+                    ("skipped".to_string(), String::new())
+                } else {
+                    check(&id)?
+                };
+                let native = match stdout
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("no native instance: "))
+                {
+                    Some(why) => ("unmapped".to_string(), why.to_string()),
+                    None => check(&format!("{id}-native"))?,
+                };
+                (parser, native)
+            };
+            eprintln!(
+                "xtask: {}/{id} ({kind}): import {import} {why}; native {native} {native_why}",
+                r.name
+            );
             rows.push(Row {
                 repository: r.name.clone(),
                 instance: id,
                 kind,
                 import,
                 why,
-                native: "no native mapping in this build".into(),
+                native,
+                native_why,
             });
         }
     }
@@ -357,16 +492,24 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
 }
 
 fn print_report(rows: &[Row]) {
-    println!("| repository | instance | kind | import | why not |");
-    println!("|---|---|---|---|---|");
+    println!("| repository | instance | kind | import | native | why not |");
+    println!("|---|---|---|---|---|---|");
     for r in rows {
+        let mut why = Vec::new();
+        if !r.why.is_empty() {
+            why.push(format!("import: {}", r.why));
+        }
+        if !r.native_why.is_empty() {
+            why.push(format!("native: {}", r.native_why));
+        }
         println!(
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             r.repository,
             r.instance,
             r.kind,
             r.import,
-            r.why.replace('|', "\\|")
+            r.native,
+            why.join("; ").replace('|', "\\|")
         );
     }
     let pct = |n: usize, d: usize| {
@@ -376,24 +519,25 @@ fn print_report(rows: &[Row]) {
             100.0 * n as f64 / d as f64
         }
     };
-    let mut by: BTreeMap<(String, String), (usize, usize)> = BTreeMap::new();
+    let mut by: BTreeMap<(String, String), (usize, usize, usize)> = BTreeMap::new();
     for r in rows {
-        let eq = usize::from(r.import == "equal");
         for key in [
             ("all".to_string(), String::new()),
             ("repository".into(), r.repository.clone()),
             ("kind".into(), r.kind.clone()),
         ] {
             let e = by.entry(key).or_default();
-            e.0 += eq;
-            e.1 += 1;
+            e.0 += usize::from(r.import == "equal");
+            e.1 += usize::from(r.native == "equal");
+            e.2 += 1;
         }
     }
     println!();
-    for ((what, name), (eq, n)) in &by {
+    for ((what, name), (imp, nat, n)) in &by {
         println!(
-            "import equal, {what} {name}: {eq}/{n} ({:.1} %)",
-            pct(*eq, *n)
+            "{what} {name}: import equal {imp}/{n} ({:.1} %), native equal {nat}/{n} ({:.1} %)",
+            pct(*imp, *n),
+            pct(*nat, *n)
         );
     }
 }

@@ -143,3 +143,46 @@ fn generator_resumptions_are_not_calls() {
         json!({"call_sequence": [{"function": "gen", "line": 11}]})
     );
 }
+
+/// SWE-Flux's "all module-level functions and all methods of every class defined in that file;
+/// exclude nested functions and properties" (`module` + `methods`, `exclude_decorated`), zero
+/// rows included.
+#[test]
+fn invocation_counts_of_a_modules_functions_and_methods() {
+    let src = "def top():\n    def inner():\n        pass\n    inner()\n\nclass C:\n    def m(self):\n        pass\n    @property\n    def p(self):\n        return 1\n    class D:\n        def n(self):\n            pass\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("top", 1, &[])
+        .call("top.<locals>.inner", 2, &[])
+        .ret("None")
+        .ret("None")
+        .call("C.m", 7, &[])
+        .ret("None")
+        .call("C.m", 7, &[])
+        .ret("None")
+        .build();
+    let counts = |extra: serde_json::Value| {
+        let mut p = json!({"module": true, "file": crate::testkit::FILE, "count": "calls"});
+        for (k, v) in extra.as_object().unwrap() {
+            p[k] = v.clone();
+        }
+        let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
+        v["invocation_counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["qualname"].as_str().unwrap().to_string(),
+                    x["count"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let s = |q: &str, n: u64| (q.to_string(), n);
+    assert_eq!(counts(json!({})), vec![s("top", 1)]);
+    assert_eq!(
+        counts(json!({"methods": true, "exclude_decorated": ["property"]})),
+        vec![s("C.D.n", 0), s("C.m", 2), s("top", 1)]
+    );
+}

@@ -113,3 +113,59 @@ fn coverage_across_tests_per_test_and_per_line() {
                "non_covering_tests": ["t.py::test_b", "t.py::test_c"]})
     );
 }
+
+/// SWE-Flux's M1 region "the target's frame and frames of local functions lexically defined in
+/// it" (`nested = true`): the lines of `f.<locals>.h` and its comprehension count, those of a
+/// callee `g` do not.
+#[test]
+fn covered_lines_with_nested_local_functions() {
+    let t = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(11, &[])
+        .call("f.<locals>.h", 12, &[])
+        .line(13, &[])
+        .call("f.<locals>.h.<locals>.<listcomp>", 13, &[])
+        .line(13, &[])
+        .ret("[]")
+        .ret("None")
+        .call("g", 30, &[])
+        .line(31, &[])
+        .ret("None")
+        .line(15, &[])
+        .ret("None")
+        .build();
+    let p = params(json!({"function": "f"})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 15]})
+    );
+    let p = params(json!({"function": "f", "nested": true})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [11, 13, 15]})
+    );
+}
+
+/// A nested function's continuation lines normalise to its own statements (they were left as
+/// reported: the target's statements do not hold them).
+#[test]
+fn covered_lines_nested_normalises_each_frame_by_its_own_statements() {
+    let src = "def f():\n    def h():\n        return g(\n            1)\n    return h()\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[])
+        .line(2, &[])
+        .line(5, &[])
+        .call("f.<locals>.h", 2, &[])
+        .line(3, &[])
+        .line(4, &[])
+        .line(3, &[])
+        .ret("1")
+        .ret("1")
+        .build();
+    let p = params(json!({"function": "f", "nested": true, "line_mode": "statement"})).unwrap();
+    assert_eq!(
+        extract(&t, "covered_lines", &p).unwrap(),
+        json!({"covered_lines": [2, 3, 5]})
+    );
+}

@@ -173,3 +173,47 @@ still doc u\"\"\" + t
     assert_eq!(get(18), Vec::<String>::new());
     assert_eq!(get(19), vec!["t"]);
 }
+
+/// SWE-Flux's "attribute all defs and uses of a multi-line statement to the line where it
+/// begins": a call whose arguments are on the statement's 2nd line (3.11 reports a line event
+/// there) is a use at the statement's first line with `line_mode = "statement"`.
+#[test]
+fn def_use_pairs_normalised_to_statements_merge() {
+    let src = "def f(a):\n    b = g(\n        a)\n    return b\n";
+    let t = crate::testkit::TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("a", "1")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(2, &[("b", "2")])
+        .line(4, &[])
+        .ret("2")
+        .build();
+    let pairs = |mode: &str| {
+        let p = params(json!({"function": "f", "definitions": "ast", "line_mode": mode})).unwrap();
+        let v = extract(&t, "def_use_pairs", &p).unwrap();
+        v["observed_def_use_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["variable"].as_str().unwrap().to_string(),
+                    x["def_line"].as_i64().unwrap(),
+                    x["use_line"].as_i64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        pairs("reported").contains(&("a".into(), 1, 3)),
+        "{:?}",
+        pairs("reported")
+    );
+    let s = pairs("statement");
+    assert!(
+        s.contains(&("a".into(), 1, 2)) && !s.iter().any(|p| p.2 == 3),
+        "{s:?}"
+    );
+    assert!(s.contains(&("b".into(), 2, 4)), "{s:?}");
+}

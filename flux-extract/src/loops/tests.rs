@@ -114,3 +114,58 @@ fn across_tests_reports_min_and_max() {
                "tests_with_min": ["t.py::test_empty"], "tests_with_max": ["t.py::test_three"]})
     );
 }
+
+/// SWE-Flux's M2 questions count per "loop activation" (an entry into the loop) or per `call`
+/// event of a generator (each resumption a separate invocation); loop_stats counted per frame.
+#[test]
+fn loop_stats_counts_per_entry_or_per_call_event() {
+    // Two entries into the loop at 12..13 in one invocation: 1 then 2 iterations.
+    let t = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(11, &[])
+        .ret("None")
+        .build();
+    let stats = |t: &flux_trace::Trace, per: &str| {
+        let p = json!({"function": "f", "header": 12, "body_end": 13, "count": "body_line",
+            "body_line": 13, "per": per});
+        let a = extract(t, "loop_stats", &params(p).unwrap()).unwrap();
+        (
+            a["min_iterations"].clone(),
+            a["max_iterations"].clone(),
+            a["invocations"].clone(),
+        )
+    };
+    assert_eq!(stats(&t, "invocation"), (json!(3), json!(3), json!(1)));
+    assert_eq!(stats(&t, "entry"), (json!(1), json!(2), json!(2)));
+    // A generator started, suspended twice and resumed: its three call events see 1, 2 and 0
+    // iterations.
+    let first = 1; // the builder's first activation id, and so the frame
+    let g = TraceBuilder::new()
+        .call("f", 10, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .suspend("1")
+        .resume(first, "f", 13)
+        .line(12, &[])
+        .line(13, &[])
+        .line(12, &[])
+        .line(13, &[])
+        .suspend("2")
+        .resume(first, "f", 13)
+        .line(12, &[])
+        .line(15, &[])
+        .ret("None")
+        .build();
+    assert_eq!(stats(&g, "invocation"), (json!(3), json!(3), json!(1)));
+    assert_eq!(stats(&g, "call"), (json!(0), json!(2), json!(3)));
+}

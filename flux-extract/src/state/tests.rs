@@ -50,6 +50,123 @@ fn state_at_reads_the_next_event_of_the_frame() {
     );
 }
 
+/// SWE-Flux's "the statement's 19th completion during the test, over all invocations": line 4
+/// executes twice in f's 1st invocation and once in its 2nd, so its 3rd execution is the 2nd
+/// invocation's first (i = '1', n = '1').
+#[test]
+fn state_at_counts_occurrences_across_invocations() {
+    let t = counting();
+    let p = params(
+        json!({"function": "f", "line": 4, "occurrence": 3, "across_invocations": true,
+        "variables": ["i", "n"]}),
+    )
+    .unwrap();
+    assert_eq!(
+        extract(&t, "state_at", &p).unwrap(),
+        json!({"observed_state": [{"variable": "i", "value": "1"}, {"variable": "n", "value": "1"}]})
+    );
+    let p =
+        params(json!({"function": "f", "line": 4, "occurrence": 4, "across_invocations": true}))
+            .unwrap();
+    let err = extract(&t, "state_at", &p).unwrap_err().to_string();
+    assert!(
+        err.contains("line 4 executes 3 time(s) over the invocations of `f`"),
+        "{err}"
+    );
+}
+
+/// A multi-line assignment executes once though 3.11 reports its first line twice (at its
+/// start and when the store completes): `line_mode = "statement"` counts executions and reads
+/// the state after the completing event (their "the Nth completion of the statement").
+#[test]
+fn state_at_counts_statement_executions_of_multi_line_statements() {
+    let src = "def f(n):\n    x = g(\n        n)\n    return x\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("n", "1")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(2, &[])
+        .line(4, &[("x", "2")])
+        .ret("2")
+        .call("f", 1, &[("n", "5")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(2, &[])
+        .line(4, &[("x", "6")])
+        .ret("6")
+        .build();
+    let p = |mode: &str| {
+        params(
+            json!({"function": "f", "line": 2, "occurrence": 2, "across_invocations": true,
+            "variables": ["n", "x"], "line_mode": mode}),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        extract(&t, "state_at", &p("statement")).unwrap(),
+        json!({"observed_state": [{"variable": "n", "value": "5"}, {"variable": "x", "value": "6"}]})
+    );
+    // Reported lines: the 2nd line-2 event is the 1st call's completing one.
+    assert_eq!(
+        extract(&t, "state_at", &p("reported")).unwrap(),
+        json!({"observed_state": [{"variable": "n", "value": "1"}, {"variable": "x", "value": "2"}]})
+    );
+}
+
+/// SWE-Flux's `value_history` items are `{step, value}`: step numbers the entries from 1.
+#[test]
+fn value_history_numbers_its_steps() {
+    let t = counting();
+    let p = params(json!({"function": "f", "variable": "i", "lines": [4], "at": "after"})).unwrap();
+    let h = extract(&t, "value_history", &p).unwrap();
+    let steps: Vec<(i64, String)> = h["value_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["step"].as_i64().unwrap(),
+                x["value"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [(1, "1".to_string()), (2, "2".into()), (3, "1".into())]
+    );
+}
+
+/// SWE-Flux's "each line event at L1 and each return at L2": line 4's events (the state before
+/// it runs) and the returns at line 5, in trace order.
+#[test]
+fn observations_at_line_events_and_returns_together() {
+    let t = counting();
+    let p = params(json!({"function": "f", "variable": "i", "lines": [4, 5],
+        "event": "line_and_return", "at": "before"}))
+    .unwrap();
+    let h = extract(&t, "value_history", &p).unwrap();
+    let got: Vec<(u64, &str)> = h["value_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| (x["line"].as_u64().unwrap(), x["value"].as_str().unwrap()))
+        .collect();
+    // Line 5's line events count too (the state before `return i` runs), then each return.
+    assert_eq!(
+        got,
+        [
+            (4, "0"),
+            (4, "1"),
+            (5, "2"),
+            (5, "2"),
+            (4, "0"),
+            (5, "1"),
+            (5, "1")
+        ]
+    );
+}
+
 #[test]
 fn state_at_errors_say_what_is_missing() {
     let t = counting();

@@ -30,12 +30,22 @@ pub(super) struct HookWork {
     escaped: HashMap<(String, String), u32>,
     /// The end of the latest span the hook reported as its own work (`hx`, 3.11).
     busy_until: u64,
+    /// The open bracket took events of other code (3.15).
+    took_other: bool,
 }
 
 impl HookWork {
     /// USDT is inside a frame of the hook's (or what it called).
     pub(super) fn inside(&self) -> bool {
         self.frame.is_some()
+    }
+
+    /// (file, func) of the hook's frame whose bracket is open and took events of other code
+    /// (3.15). (One open at a test window's edge that took none is the hook's pytest plugin
+    /// resumed as the window closed: its return lies outside.)
+    pub(super) fn open_bracket(&self) -> Option<(&str, &str)> {
+        let h = self.frame.as_ref().filter(|_| self.took_other)?;
+        Some((h.0.as_str(), h.1.as_str()))
     }
 
     /// `ts` lies in (or before the end of) the latest span of the hook's own work.
@@ -53,6 +63,7 @@ impl HookWork {
     pub(super) fn reset_bracket(&mut self) {
         self.frame = None;
         self.inner.clear();
+        self.took_other = false;
     }
 
     /// `e` is an event of the hook's own files that [`HookWork::claims`] drops without reading
@@ -91,6 +102,7 @@ impl HookWork {
                 }
             }
             (Some(_), Kind::Call) if !is_hook_file(&e.file) => {
+                self.took_other = true;
                 self.inner.push((e.file.clone(), e.func.clone()))
             }
             (Some(_), Kind::Return) if !is_hook_file(&e.file) && !is_entryless_shim(e) => {
@@ -106,6 +118,7 @@ impl HookWork {
                     return false;
                 };
                 self.inner.truncate(pos);
+                self.took_other = true;
             }
             _ => {}
         }

@@ -30,7 +30,7 @@
 //! | `after-hook` | [`scopes`] | 3.11: USDT events of a process after its hook's last record (shutdown, after `bye`) are left out (counted) |
 //! | `extent-edges` | [`thread`] | anything still open at an extent's edge is a problem, never silently closed |
 //! | `never-returned` | [`thread`] | an activation still open when its thread's timeline ends is a problem |
-//! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped |
+//! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped; a bracket of its frames still open when the thread's timeline ends, having taken other code's events, is a problem |
 //! | `bracket-returns` | [`hook_work`] | 3.15: inside the hook's frames a return of other code is the hook's only if its entry came inside them too, any other is the program's; an entry of other code still unreturned when the bracket closes makes a later return of that code no activation matches a problem |
 //! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
 //! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
@@ -167,6 +167,13 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
     }
     out.sort_unstable();
     out
+}
+
+/// Indices into `usdt` (a USDT trace's events) of the events rules `test-windows` and
+/// `target-extents` leave out unread (outside every test window or target extent). A fixture
+/// may leave them out (all but a few) without changing the merge.
+pub fn out_of_scope(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
+    scopes::out_of_scope(usdt, hook, plan)
 }
 
 /// A hook that says it runs under another policy than the plan's cannot be merged by it.

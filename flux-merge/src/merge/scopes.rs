@@ -214,6 +214,19 @@ pub(super) fn timelines<'a>(
     threads
 }
 
+/// Indices of the events of `usdt` outside the scope: every test window (scope `tests`,
+/// `targets`) or the thread's target extents (scope `targets`).
+pub(super) fn out_of_scope(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
+    let sp = Spans::new(hook, plan, &mut Vec::new());
+    let mut c = Counters::default();
+    (0..usdt.len())
+        .filter(|i| {
+            let e = &usdt[*i];
+            !sp.in_window(e.pid, e.ts, &mut c) || !sp.in_extent(e.pid, e.tid, e.ts, &mut c)
+        })
+        .collect()
+}
+
 /// Open/close marks (any order) as closed spans in time order, an unclosed one running to the
 /// end; false when they do not pair up.
 fn spans(marks: impl Iterator<Item = (u64, bool)>) -> (Vec<(u64, u64)>, bool) {

@@ -671,6 +671,15 @@ impl<'a, 'o> Thread<'a, 'o> {
     /// `never-returned`: the thread ended; an end the hook reported and USDT never did closes
     /// its activation, anything else still open is a problem.
     fn finish(mut self) {
+        if let Some((file, func)) = self.work.open_bracket() {
+            // `hook-own-work`: a callback of the hook's returns before the program goes on;
+            // one whose return never came took everything after its entry for the hook's
+            // work (an entry and return swapped: the program's calls since vanished).
+            let (pid, tid) = (self.pid, self.tid);
+            self.problem(format!(
+                "the hook's {func} ({file}) entered in thread {pid}/{tid} and never returned: what ran after it cannot be told from the hook's own work"
+            ));
+        }
         while let Some(top) = self.stack.pop() {
             match top.hook_end {
                 Some(_) => self.close_by_hook_end(top),

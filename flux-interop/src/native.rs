@@ -1,0 +1,706 @@
+//! The native instance of a SWE-Flux instance: their question asked of flux's own extractor.
+//!
+//! `flux import swe-flux` writes, beside the instance their parser answers, one whose gold comes
+//! from a flux extractor, wherever one expresses the question. The mapping is data, never
+//! per-instance code: their answer shape (the template's top-level keys) chooses the extractor;
+//! its parameters come from `eval.sh` (`TRACE_FILE`, `TRACE_FUNC`, `TEST_ID`) and from the
+//! question's text, read for the few facts each extractor needs (the target `module.qualname`,
+//! which invocation, loop header and body lines, the line and occurrence of a state question,
+//! the tracked functions and variables); the answer's layout comes from `[extractor.answer]`
+//! bindings. Where their question fixes a definition that no flux extractor has, the mapping
+//! says so and no native instance is written: [`native_extractor`] returns why.
+//!
+//! Rules, by shape (the [`RULES`] table, one line each in `docs/swe-flux-interop.md`):
+//! - `loop_iteration_count` → `loop_iterations` (iterations = executions of the body's first
+//!   line, their definition);
+//! - `max_iterations`+`min_iterations` → `loop_stats` over every invocation, zero-iteration
+//!   ones included (per entry into the loop for their "loop activation", per `call` event when
+//!   a generator's resumptions are invocations);
+//! - `executed_path` → `executed_path` of the Nth invocation, lines normalised to their
+//!   statement when the question says so;
+//! - `covered_lines` → `covered_lines` (with the target's local functions when the question
+//!   keeps `<target>.<locals>.` frames);
+//! - `observed_state` → `state_at` (the Nth execution of a line in one invocation, or over
+//!   all of them);
+//! - `unique_values`, `value_history`, `temporal_value_history` → `unique_values` /
+//!   `value_history` of one variable after a line executes;
+//! - `observed_def_use_pairs` → `def_use_pairs` over every invocation, definitions from the AST;
+//! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
+//! - `function_call_order` → `call_sequence` of the tracked functions; `invocation_counts` →
+//!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
+//!   of the tracked set.
+use crate::evalsh::EvalSh;
+use flux_instance::ExtractorSpec;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// What the mapping reads: their `eval.sh`, their question, their template.
+pub struct Question<'a> {
+    pub eval: &'a EvalSh,
+    pub text: &'a str,
+    pub template: &'a Value,
+}
+
+/// The shapes the mapping knows, by their template's top-level keys (sorted, `+`-joined),
+/// and the flux extractor each maps to.
+pub const RULES: &[(&str, &str)] = &[
+    ("loop_iteration_count", "loop_iterations"),
+    ("max_iterations+min_iterations", "loop_stats"),
+    ("executed_path", "executed_path"),
+    ("covered_lines", "covered_lines"),
+    ("observed_state", "state_at"),
+    ("unique_values", "unique_values"),
+    ("value_history", "value_history"),
+    ("temporal_value_history", "value_history"),
+    ("observed_def_use_pairs", "def_use_pairs"),
+    ("caught_exception_kinds", "caught_types"),
+    ("exception_type_counts", "exception_counts"),
+    ("function_call_order", "call_sequence"),
+    ("invocation_counts", "invocation_counts"),
+    ("covered_functions", "covered_functions"),
+];
+
+/// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
+pub fn shape_key(template: &Value) -> String {
+    let mut keys: Vec<&str> = template
+        .as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    keys.sort_unstable();
+    keys.join("+")
+}
+
+/// `src/jinja2/ext.py` → `jinja2.ext` (a `src/` layout's prefix dropped, `__init__` folded).
+pub fn module_of(file: &str) -> Option<String> {
+    let f = file.trim_start_matches("./");
+    let f = f.strip_suffix(".py")?;
+    let f = f.strip_prefix("src/").unwrap_or(f);
+    let f = f.strip_suffix("/__init__").unwrap_or(f);
+    (!f.is_empty()).then(|| f.replace('/', "."))
+}
+
+/// The spans of the text between backticks.
+fn backticked(text: &str) -> Vec<&str> {
+    let parts: Vec<&str> = text.split('`').collect();
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(i, p)| i % 2 == 1 && !p.is_empty() && !p.contains('\n'))
+        .map(|(_, p)| *p)
+        .collect()
+}
+
+fn is_dotted_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.').all(|c| {
+            !c.is_empty()
+                && (c.chars().all(|x| x.is_alphanumeric() || x == '_')
+                    || c == "<locals>"
+                    || c == "<listcomp>"
+                    || c == "<lambda>")
+        })
+}
+
+/// The integers of `s` in order (`line 1039` → 1039).
+fn ints(s: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in s.chars().chain(std::iter::once(' ')) {
+        if c.is_ascii_digit() {
+            cur.push(c);
+        } else if !cur.is_empty() {
+            if let Ok(n) = cur.parse() {
+                out.push(n);
+            }
+            cur.clear();
+        }
+    }
+    out
+}
+
+/// The number of the first `line N` within `window` characters after each occurrence of
+/// `phrase` (case-insensitive), first occurrence first.
+fn line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
+    let lower = text.to_lowercase();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find(phrase) {
+        let at = from + i + phrase.len();
+        let end = floor_char(&lower, (at + window).min(lower.len()));
+        let tail = &lower[at..end];
+        if let Some(j) = tail.find("line ") {
+            if let Some(n) = ints(&tail[j + 5..]).first() {
+                if tail[j + 5..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_ascii_digit())
+                {
+                    return u32::try_from(*n).ok();
+                }
+            }
+        }
+        from = at;
+    }
+    None
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+const ORDINALS: &[(&str, u32)] = &[
+    ("first", 1),
+    ("second", 2),
+    ("third", 3),
+    ("fourth", 4),
+    ("fifth", 5),
+    ("sixth", 6),
+    ("seventh", 7),
+    ("eighth", 8),
+    ("ninth", 9),
+    ("tenth", 10),
+];
+
+/// `N` of `the Nth <noun>` / `<noun> N` / `the second <noun>` in the text, the first found.
+fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
+    let lower = text.to_lowercase().replace(['*', '`'], "");
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')' || c == ';')
+        .filter(|w| !w.is_empty())
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        if !w.trim_end_matches(['.', ':']).starts_with(noun) {
+            continue;
+        }
+        if i > 0 {
+            let prev = words[i - 1];
+            if let Some((_, n)) = ORDINALS.iter().find(|(o, _)| *o == prev) {
+                return Some(*n);
+            }
+            let digits: String = prev.chars().take_while(char::is_ascii_digit).collect();
+            let suffix = &prev[digits.len()..];
+            if !digits.is_empty() && ["st", "nd", "rd", "th"].contains(&suffix) {
+                return digits.parse().ok();
+            }
+        }
+        if let Some(next) = words.get(i + 1) {
+            let n = next.trim_start_matches('#').trim_end_matches(['.', ':']);
+            if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
+                return n.parse().ok();
+            }
+        }
+    }
+    None
+}
+
+fn mentions(text: &str, any: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    any.iter().any(|p| lower.contains(p))
+}
+
+/// What every rule needs: the target (module, qualname), the file, where modules are rooted.
+struct Target {
+    module: String,
+    qualname: String,
+    file: String,
+    module_root: String,
+}
+
+fn trace_var<'a>(eval: &'a EvalSh, name: &str) -> &'a str {
+    eval.exports
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+fn trace_funcs(eval: &EvalSh) -> Vec<String> {
+    trace_var(eval, "TRACE_FUNC")
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// Their rule: an entry equals the dotted name, is a dotted prefix or suffix of it, or its last
+/// component.
+fn func_rule(entry: &str, dotted: &str) -> bool {
+    let last = dotted.rsplit('.').next().unwrap_or(dotted);
+    dotted == entry
+        || entry == last
+        || dotted
+            .strip_prefix(entry)
+            .is_some_and(|r| r.starts_with('.'))
+        || dotted.strip_suffix(entry).is_some_and(|r| r.ends_with('.'))
+}
+
+/// The Python files the question can be about: `TRACE_FILE` if it is one, and every backticked
+/// `*.py` path under it.
+fn files(q: &Question) -> Vec<String> {
+    let tf = trace_var(q.eval, "TRACE_FILE");
+    let mut out = Vec::new();
+    if tf.ends_with(".py") {
+        out.push(tf.to_string());
+    }
+    for b in backticked(q.text) {
+        if b.ends_with(".py") && !b.contains(' ') && b.contains(tf) && !out.iter().any(|f| f == b) {
+            out.push(b.to_string());
+        }
+    }
+    out
+}
+
+/// The target: the first backticked `module.qualname` of the question whose module is one of
+/// the question's files and that `TRACE_FUNC` matches.
+fn target(q: &Question) -> Result<Target, String> {
+    let funcs = trace_funcs(q.eval);
+    for file in files(q) {
+        let Some(module) = module_of(&file) else {
+            continue;
+        };
+        for b in backticked(q.text) {
+            let Some(qual) = b.strip_prefix(&format!("{module}.")) else {
+                continue;
+            };
+            if !is_dotted_name(qual) || qual.ends_with(".<locals>") {
+                continue;
+            }
+            if funcs.is_empty() || funcs.iter().any(|f| func_rule(f, b)) {
+                let module_root = if file.starts_with("src/") {
+                    format!("{}/src", q.eval.root)
+                } else {
+                    q.eval.root.clone()
+                };
+                return Ok(Target {
+                    module,
+                    qualname: qual.to_string(),
+                    file,
+                    module_root,
+                });
+            }
+        }
+    }
+    Err("the question names no `module.qualname` of TRACE_FILE that TRACE_FUNC matches".into())
+}
+
+/// The functions the question tracks, as qualnames, in order, once each: the backticked
+/// `module.qualname`s (of the question's modules, matched by `TRACE_FUNC`) of the passage that
+/// follows the first phrase introducing them ("Track calls to exactly these functions: ...",
+/// "Tracked functions (only these three): ...", "the following tracked set ...: - ...").
+fn tracked(q: &Question) -> Vec<String> {
+    const PHRASES: &[&str] = &[
+        "track calls to",
+        "tracked functions",
+        "following tracked",
+        "tracked set",
+        "these functions",
+    ];
+    let funcs = trace_funcs(q.eval);
+    let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
+    let lower = q.text.to_lowercase();
+    let Some(at) = PHRASES.iter().filter_map(|p| lower.find(p)).min() else {
+        return Vec::new();
+    };
+    let rest = &q.text[at..];
+    let end = rest.find(". ").unwrap_or(rest.len());
+    let mut out: Vec<String> = Vec::new();
+    for b in backticked(&rest[..end]) {
+        let Some(qual) = modules
+            .iter()
+            .find_map(|m| b.strip_prefix(&format!("{m}.")))
+        else {
+            continue;
+        };
+        if is_dotted_name(qual)
+            && (funcs.is_empty() || funcs.iter().any(|f| func_rule(f, b)))
+            && !out.iter().any(|x| x == qual)
+        {
+            out.push(qual.to_string());
+        }
+    }
+    out
+}
+
+const PY_KEYWORDS: &[&str] = &[
+    "def", "for", "while", "if", "elif", "else", "return", "yield", "in", "is", "not", "and", "or",
+    "try", "except", "raise", "with", "as", "lambda", "class", "import", "from", "pass", "break",
+    "continue", "global", "nonlocal", "del", "assert", "async", "await", "None", "True", "False",
+];
+
+fn is_identifier(b: &str) -> bool {
+    b.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && b.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !PY_KEYWORDS.contains(&b)
+        // their tracer's event names, backticked in questions
+        && !["line", "call", "return", "exception"].contains(&b)
+}
+
+/// The local variables the question names: the backticked identifiers of the sentence that
+/// follows the first of its phrases naming them (`Track only these local variable names:
+/// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each.
+fn variables(q: &Question) -> Vec<String> {
+    const PHRASES: &[&str] = &[
+        "local variable names",
+        "these local variables",
+        "the local variables",
+        "local variable",
+        "variable names",
+        "binding for",
+    ];
+    let lower = q.text.to_lowercase();
+    for ph in PHRASES {
+        let Some(i) = lower.find(ph) else { continue };
+        let rest = &q.text[i + ph.len()..];
+        let end = [". ", ".\n", "? ", "?\n"]
+            .iter()
+            .filter_map(|e| rest.find(e))
+            .min()
+            .unwrap_or(rest.len());
+        let mut out: Vec<String> = Vec::new();
+        for b in backticked(&rest[..end]) {
+            if is_identifier(b) && !out.iter().any(|x| x == b) {
+                out.push(b.to_string());
+            }
+        }
+        if !out.is_empty() {
+            return out;
+        }
+    }
+    Vec::new()
+}
+
+/// The question normalises lines to their statement's first line (not the physical line a
+/// sub-expression starts on).
+fn statement_lines(text: &str) -> bool {
+    mentions(
+        text,
+        &[
+            "enclosing python statement",
+            "innermost enclosing",
+            "where the statement begins",
+            "where its innermost",
+            "statement begins",
+            "statement or expression begins",
+        ],
+    ) && !mentions(
+        text,
+        &["sub-expression or statement begins", "physical line"],
+    )
+}
+
+/// The extractor (name, parameters, answer bindings) that asks `q` natively, or why none does.
+pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
+    let key = shape_key(q.template);
+    let Some((_, name)) = RULES.iter().find(|(k, _)| *k == key) else {
+        return Err(format!(
+            "no flux extractor is mapped for the answer shape `{key}`"
+        ));
+    };
+    let t = target(q)?;
+    let text = q.text;
+    let mut p = Map::new();
+    p.insert("function".into(), json!(t.qualname));
+    if t.file.ends_with(".py") {
+        p.insert("file".into(), json!(t.file));
+    }
+    let located = |p: &mut Map<String, Value>| {
+        p.insert("root".into(), json!(q.eval.root));
+        p.insert("module_root".into(), json!(t.module_root));
+    };
+    let invocation = ordinal_of(text, "invocation");
+    let mut answer = BTreeMap::new();
+    match *name {
+        "loop_iterations" | "loop_stats" => {
+            let header =
+                line_after(text, "header", 60).ok_or("the question names no loop header line")?;
+            p.insert("header".into(), json!(header));
+            p.insert("count".into(), json!("body_line"));
+            if *name == "loop_stats" {
+                if mentions(text, &["loop activation"]) {
+                    // "a loop activation is one complete execution of that `for` statement"
+                    p.insert("per".into(), json!("entry"));
+                } else if mentions(text, &["as a separate invocation", "each resumption"]) {
+                    // a generator's every `call` event is an invocation of its own
+                    p.insert("per".into(), json!("call"));
+                }
+            }
+            if *name == "loop_iterations" {
+                p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            } else {
+                p.insert("invocations".into(), json!("all"));
+            }
+        }
+        "executed_path" => {
+            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            if statement_lines(text) {
+                p.insert("line_mode".into(), json!("statement"));
+            }
+            located(&mut p);
+        }
+        "covered_lines" => {
+            if text.contains(&format!("{}.{}.<locals>.", t.module, t.qualname)) {
+                // "frames of local functions lexically defined inside that method"
+                p.insert("nested".into(), json!(true));
+            }
+            if statement_lines(text) {
+                p.insert("line_mode".into(), json!("statement"));
+            }
+        }
+        "state_at" => {
+            let line = line_after(text, "statement beginning on", 30)
+                .or_else(|| line_after(text, "after", 40))
+                .ok_or("the question names no observed line")?;
+            p.insert("line".into(), json!(line));
+            if mentions(text, &["across all invocations", "globally"]) {
+                p.insert("across_invocations".into(), json!(true));
+            } else {
+                p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            }
+            if let Some(n) = ordinal_of(text, "time") {
+                p.insert("occurrence".into(), json!(n));
+            }
+            if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"])
+            {
+                // one execution per run of the statement, read when it completes
+                p.insert("line_mode".into(), json!("statement"));
+            }
+            let mut vars = variables(q);
+            vars.sort();
+            p.insert("variables".into(), json!(vars));
+        }
+        "unique_values" | "value_history" => {
+            let vars = variables(q);
+            let Some(var) = vars.first() else {
+                return Err("the question names no variable".into());
+            };
+            p.insert("variable".into(), json!(var));
+            let at_line = line_after(text, "`line` event at", 20);
+            let at_return = line_after(text, "`return` event at", 20);
+            if let (Some(l), Some(r)) = (at_line, at_return) {
+                // "each line event at L1 (the state it shows) and each return at L2"
+                p.insert("lines".into(), json!([l, r]));
+                p.insert("event".into(), json!("line_and_return"));
+                p.insert("at".into(), json!("before"));
+            } else if let Some(line) = line_after(text, "after", 60) {
+                p.insert("lines".into(), json!([line]));
+                p.insert("at".into(), json!("after"));
+            } else {
+                return Err("the question names no observation line".into());
+            }
+            let every = mentions(
+                text,
+                &[
+                    "for each invocation",
+                    "every invocation",
+                    "all invocations",
+                    "across all",
+                ],
+            );
+            if !every {
+                if let Some(n) = invocation {
+                    p.insert("invocation".into(), json!(n));
+                }
+            }
+            if let Some(n) = ordinal_of(text, "time") {
+                p.insert("occurrence".into(), json!(n));
+            }
+            if key == "temporal_value_history" {
+                answer.insert("/temporal_value_history".into(), "/value_history".into());
+                answer.insert(
+                    "/temporal_value_history/*".into(),
+                    "/value_history/*/value".into(),
+                );
+            }
+        }
+        "def_use_pairs" => {
+            p.insert("all_invocations".into(), json!(true));
+            p.insert("definitions".into(), json!("ast"));
+            if statement_lines(text) {
+                p.insert("line_mode".into(), json!("statement"));
+            }
+            let vars = variables(q);
+            if !vars.is_empty() {
+                p.insert("variables".into(), json!(vars));
+            }
+        }
+        "caught_types" | "exception_counts" => {}
+        "call_sequence" => {
+            let fs = tracked(q);
+            if fs.is_empty() {
+                return Err("the question lists no tracked functions".into());
+            }
+            p.insert("functions".into(), json!(fs));
+            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+            if mentions(text, &["nested", "transitive"]) {
+                p.insert("transitive".into(), json!(true));
+            }
+            if mentions(text, &["invocation itself", "itself."]) {
+                p.insert("include_self".into(), json!(true));
+            }
+            p.remove("file");
+            located(&mut p);
+            answer.insert("/function_call_order".into(), "/call_sequence".into());
+        }
+        "invocation_counts" => {
+            p.remove("function");
+            p.insert("module".into(), json!(true));
+            p.insert("count".into(), json!("calls"));
+            if mentions(
+                text,
+                &["methods of every class", "all methods", "every method"],
+            ) {
+                p.insert("methods".into(), json!(true));
+            }
+            if mentions(text, &["properties"]) {
+                p.insert(
+                    "exclude_decorated".into(),
+                    json!(["property", "setter", "deleter"]),
+                );
+            }
+            located(&mut p);
+        }
+        "covered_functions" => {
+            p.remove("function");
+            let fs = tracked(q);
+            if fs.is_empty() {
+                return Err("the question lists no tracked functions".into());
+            }
+            p.insert("functions".into(), json!(fs));
+            located(&mut p);
+        }
+        _ => unreachable!("every rule's extractor is handled"),
+    }
+    Ok(ExtractorSpec {
+        name: (*name).to_string(),
+        params: p,
+        answer,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An eval.sh and questions in their style, written for these tests.
+    fn eval(func: &str) -> EvalSh {
+        let text = format!(
+            "ROOT_DIR=\"${{1:-/testbed}}\"\nTEST_ID=\"pkg_qa/x/files/testcase.py::T::test_a\"\n\
+             export TRACE_ON=\"1\"\nexport TRACE_FILE=\"src/pkg/mod.py\"\nexport TRACE_FUNC=\"{func}\"\n\
+             pytest -rA -s \"$TEST_ID\"\npython pkg_qa/x/files/parser.py --trace-log L --out O\n"
+        );
+        crate::evalsh::parse(&text).unwrap()
+    }
+
+    fn map(func: &str, text: &str, template: Value) -> Result<ExtractorSpec, String> {
+        native_extractor(&Question {
+            eval: &eval(func),
+            text,
+            template: &template,
+        })
+    }
+
+    #[test]
+    fn a_loop_question_maps_to_loop_iterations_of_the_nth_invocation() {
+        let q = "During that test run, consider the second invocation of `pkg.mod.C.run` in \
+                 `src/pkg/mod.py`. How many iterations does the `for` loop whose header begins at \
+                 line 40 execute? Iteration N is the Nth time line 41 executes.";
+        let x = map("C.run", q, json!({"loop_iteration_count": "int"})).unwrap();
+        assert_eq!(x.name, "loop_iterations");
+        assert_eq!(x.params["function"], "C.run");
+        assert_eq!(x.params["invocation"], 2);
+        assert_eq!(x.params["header"], 40);
+        assert_eq!(x.params["count"], "body_line");
+        assert_eq!(x.params["file"], "src/pkg/mod.py");
+    }
+
+    #[test]
+    fn their_definitions_choose_the_extractors_options() {
+        let q = "Consider `pkg.mod.f`. A loop activation is one complete execution of the `for` \
+                 statement whose header begins on line 12. Report the maximum and minimum.";
+        let t = json!({"max_iterations": "int", "min_iterations": "int"});
+        let x = map("f", q, t).unwrap();
+        assert_eq!(
+            (x.name.as_str(), &x.params["per"]),
+            ("loop_stats", &json!("entry"))
+        );
+        let q = "What are the values of the local variables `b` and `a` immediately after the \
+                 statement beginning on line 9 has executed for the 3rd time during the test run? \
+                 Count completed executions globally across all invocations of `pkg.mod.f`.";
+        let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+        let x = map("f", q, t).unwrap();
+        assert_eq!(x.name, "state_at");
+        assert_eq!(x.params["across_invocations"], true);
+        assert_eq!(x.params["occurrence"], 3);
+        assert_eq!(x.params["line"], 9);
+        assert_eq!(x.params["variables"], json!(["a", "b"]));
+        let q = "Consider `pkg.mod.f`: the ordered history of local variable `acc` immediately \
+                 after line 7 has executed for the first time during each invocation.";
+        let x = map("f", q, json!({"temporal_value_history": ["str"]})).unwrap();
+        assert_eq!(x.name, "value_history");
+        assert_eq!(
+            x.answer["/temporal_value_history/*"],
+            "/value_history/*/value"
+        );
+        assert!(x.params.get("invocation").is_none(), "every invocation");
+    }
+
+    #[test]
+    fn what_cannot_be_mapped_says_why() {
+        let e = map("f", "Consider `pkg.mod.f`.", json!({"monotonicity": "str"})).unwrap_err();
+        assert!(
+            e.contains("no flux extractor is mapped for the answer shape `monotonicity`"),
+            "{e}"
+        );
+        let e = map(
+            "g",
+            "Consider `pkg.mod.f`.",
+            json!({"loop_iteration_count": "int"}),
+        )
+        .unwrap_err();
+        assert!(e.contains("TRACE_FUNC matches"), "{e}");
+        let e = map(
+            "f",
+            "Consider `pkg.mod.f` and its loop.",
+            json!({"loop_iteration_count": "int"}),
+        )
+        .unwrap_err();
+        assert!(e.contains("no loop header"), "{e}");
+    }
+
+    #[test]
+    fn ordinals_lines_and_modules_are_read_from_prose() {
+        assert_eq!(ordinal_of("the 21st invocation?", "invocation"), Some(21));
+        assert_eq!(
+            ordinal_of("consider the second invocation of", "invocation"),
+            Some(2)
+        );
+        assert_eq!(ordinal_of("For invocation 1 only", "invocation"), Some(1));
+        assert_eq!(
+            ordinal_of("for **invocation 7**: the", "invocation"),
+            Some(7)
+        );
+        assert_eq!(ordinal_of("every invocation", "invocation"), None);
+        assert_eq!(
+            line_after(
+                "the `for` loop whose header begins at line 1039 execute",
+                "header",
+                60
+            ),
+            Some(1039)
+        );
+        assert_eq!(line_after("no header here", "header", 60), None);
+        assert_eq!(
+            module_of("src/jinja2/ext.py").as_deref(),
+            Some("jinja2.ext")
+        );
+        assert_eq!(
+            module_of("fastapi/_compat/__init__.py").as_deref(),
+            Some("fastapi._compat")
+        );
+        assert_eq!(
+            shape_key(&json!({"min_iterations": "int", "max_iterations": "int"})),
+            "max_iterations+min_iterations"
+        );
+    }
+}
