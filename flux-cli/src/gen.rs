@@ -22,7 +22,9 @@ pub struct Args {
     /// Keep module results already in --out instead of running those modules again.
     #[arg(long)]
     resume: bool,
-    /// Regenerate and compare with the set on disk instead of writing it.
+    /// Regenerate and compare with the set on disk instead of writing it; with --shard K/N, a
+    /// sample: that shard's modules made again into a fresh --out and compared with the
+    /// results the set was assembled from (<cache>/gen/<set name>/) and the set's instances.
     #[arg(long)]
     check: bool,
     /// Where module results and the run report go (default: <cache>/gen/<set name>/).

@@ -123,6 +123,15 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+        // Its gold names the image's content identity, as a hand-written harvest's does
+        // (generated gold carried an empty one).
+        let oracle = flux_instance::read_oracle(&d).unwrap();
+        assert!(
+            oracle.provenance.image_identity.starts_with("flux-id:"),
+            "{}: image_identity {:?}",
+            d.display(),
+            oracle.provenance.image_identity
+        );
     }
     // One unsharded run, from scratch, regenerates the same set.
     let o = flux(
@@ -195,6 +204,22 @@ fn the_committed_set_loads_and_flux_stats_describes_it() {
         assert!(!inst.spec.test.image_files.is_empty(), "{}", d.display());
         let oracle = flux_instance::read_oracle(&d).unwrap();
         assert!(oracle.provenance.complete, "{}", d.display());
+        // The gold is what a harvest of the instance writes: the extractor's output cut to the
+        // template (generated gold carried fields no template asks for, so an answer in the
+        // template's shape could never match), and the image's content identity.
+        let cut = inst.projection.apply(&oracle.oracle_answer).unwrap();
+        assert_eq!(
+            cut,
+            oracle.oracle_answer,
+            "{}: gold beyond its template",
+            d.display()
+        );
+        inst.template.validate(&oracle.oracle_answer).unwrap();
+        assert!(
+            oracle.provenance.image_identity.starts_with("flux-id:"),
+            "{}: no image identity",
+            d.display()
+        );
         assert_eq!(inst.spec.generated.as_ref().unwrap().set, spec.name);
     }
     let o = Command::new(env!("CARGO_BIN_EXE_flux"))
@@ -209,4 +234,35 @@ fn the_committed_set_loads_and_flux_stats_describes_it() {
     for r in &spec.repositories {
         assert!(repos.contains_key(&r.name), "no instance of {}", r.name);
     }
+}
+
+/// The static baseline marked nothing easy in the whole set: it had no source to read. Its
+/// root was looked up as the code's *directory* in the image's layers, which resolve regular
+/// files only, so there was none. The root is now the layer of the code's `__init__.py`, and
+/// holds the package's modules.
+#[test]
+fn the_static_baseline_reads_the_source_tree_of_the_image() {
+    if let Some(why) = image_missing() {
+        eprintln!("skipping the static baseline's source: {why}");
+        return;
+    }
+    let tmp = common::tempdir();
+    let spec = flux_gen::spec::parse(SPEC, Path::new("gen.toml")).unwrap();
+    let repo = &spec.repositories[0];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let root = rt.block_on(async {
+        let runner =
+            flux_gen::runner::Runner::connect(flux_harvest::HarvestOptions::new(tmp.clone()))
+                .await
+                .unwrap();
+        flux_gen::screen::source_root(&runner, repo).await
+    });
+    let root = root.expect("a source root in the image");
+    for f in ["sympy/core/add.py", "sympy/ntheory/modular.py"] {
+        assert!(root.join(f).is_file(), "{} lacks {f}", root.display());
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
 }

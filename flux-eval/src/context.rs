@@ -222,6 +222,42 @@ impl<'a> Src<'a> {
     }
 }
 
+/// The definition a call by `name` (as written: `f`, `self.m`, `mod.f`) from the function
+/// `caller` (a qualname) of `file` runs, resolved statically as the context's callees are:
+/// `(file, qualname)` under `root`, when it can be told. A class call is its constructor.
+pub fn resolve_call(root: &Path, file: &str, caller: &str, name: &str) -> Option<(String, String)> {
+    let mut src = Src {
+        root,
+        files: list_py_files(root),
+        modules: BTreeMap::new(),
+    };
+    resolve_in(&mut src, file, caller, name)
+}
+
+/// [`resolve_call`] for many calls of one caller, reading the tree once.
+pub fn resolve_calls(
+    root: &Path,
+    file: &str,
+    caller: &str,
+    names: &[String],
+) -> Vec<Option<(String, String)>> {
+    let mut src = Src {
+        root,
+        files: list_py_files(root),
+        modules: BTreeMap::new(),
+    };
+    names
+        .iter()
+        .map(|n| resolve_in(&mut src, file, caller, n))
+        .collect()
+}
+
+fn resolve_in(src: &mut Src, file: &str, caller: &str, name: &str) -> Option<(String, String)> {
+    let def = src.defs(file, caller).into_iter().find(|d| !d.is_class)?;
+    let (f, d) = src.resolve(file, &def, name, 0)?;
+    Some((f, d.qualname))
+}
+
 /// Qualname candidates for a configured name: `pkg.mod:Class.f` / `pkg.mod.Class.f` → itself,
 /// then without leading components (`mod.Class.f`, `Class.f`, `f`).
 fn name_forms(name: &str) -> Vec<String> {

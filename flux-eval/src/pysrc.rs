@@ -70,6 +70,15 @@ const KEYWORDS: &[&str] = &[
 ];
 
 /// Split source into logical lines, blanking strings and dropping comments.
+/// `(first line, last line, code)` of every logical line of `text` (1-based physical lines;
+/// strings and comments blanked in `code`): a statement, or a compound statement's header.
+pub fn logical_spans(text: &str) -> Vec<(usize, usize, String)> {
+    logical_lines(text)
+        .into_iter()
+        .map(|l| (l.first, l.last, l.code))
+        .collect()
+}
+
 fn logical_lines(text: &str) -> Vec<Logical> {
     let mut out = Vec::new();
     let b: Vec<char> = text.chars().collect();

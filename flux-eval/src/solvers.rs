@@ -18,6 +18,13 @@
 //!      becomes one element per call (with its line), or per distinct callee with its count;
 //!      `call_graph` becomes `{function: [called names]}`; every other leaf is zero, `""`,
 //!      `false`, `null` or an empty list.
+//!   4. Rows of per-test answers (a list of objects with a `test` field) become one row per
+//!      test the question names, in its order, each filled as the function-level answer.
+//!   5. When the question counts only functions defined under a directory (the extractor's
+//!      `within`, as generated instances have), a call counts when it resolves statically
+//!      to a definition there (`crate::context::resolve_call`), named by its qualname, and
+//!      the body's comprehensions and lambdas count as calls of `f.<locals>.<listcomp>` etc.;
+//!      callee sets (`callees`) are sorted, each once.
 
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -257,7 +264,143 @@ pub fn target_function(inst: &Instance, source: Option<&Path>) -> Option<FuncInf
 /// The static baseline's answer for an instance.
 pub fn static_baseline_answer(inst: &Instance, source: Option<&Path>) -> Value {
     let f = target_function(inst, source);
-    fill(&inst.template, "", f.as_ref())
+    let calls = f.as_ref().map(|f| baseline_calls(inst, source, f));
+    let ctx = Fill {
+        f: f.as_ref(),
+        calls: calls.unwrap_or_default(),
+        tests: question_tests(inst),
+    };
+    fill(&inst.template, "", &ctx)
+}
+
+/// Nothing to fill from: every leaf its default.
+const EMPTY: Fill<'static> = Fill {
+    f: None,
+    calls: Vec::new(),
+    tests: Vec::new(),
+};
+
+/// What the template is filled from.
+struct Fill<'a> {
+    f: Option<&'a FuncInfo>,
+    /// `(line, callee)` of the body's calls, in textual order ([`baseline_calls`]).
+    calls: Vec<(usize, String)>,
+    /// The tests the question names, in its order (rows of per-test answers).
+    tests: Vec<String>,
+}
+
+/// The body's calls as the answer names them. When the question counts only functions
+/// defined under a directory (the extractor's `within`: a generated instance), a call counts
+/// when it resolves statically ([`crate::context::resolve_call`]) to a definition there, and
+/// is named by that definition's qualname (`self.m` → `Class.m`, `Class(...)` →
+/// `Class.__init__`); else every call, as written.
+fn baseline_calls(inst: &Instance, source: Option<&Path>, f: &FuncInfo) -> Vec<(usize, String)> {
+    let calls = calls_with_lines(f);
+    let within = inst.extractor_params.get("within").and_then(Value::as_str);
+    let (Some(within), Some(root)) = (within, source) else {
+        return calls;
+    };
+    let names: Vec<String> = calls.iter().map(|(_, n)| n.clone()).collect();
+    let resolved = crate::context::resolve_calls(root, &f.file, &f.name, &names);
+    let mut out: Vec<(usize, String)> = calls
+        .into_iter()
+        .zip(resolved)
+        .filter_map(|((ln, _), r)| {
+            let (file, qual) = r?;
+            file.starts_with(within).then_some((ln, qual))
+        })
+        .collect();
+    // Comprehensions, generator expressions and lambdas of the body run in frames of their
+    // own, named `f.<locals>.<listcomp>`: calls of functions defined where `f` is.
+    if f.file.starts_with(within) {
+        for (ln, l) in &f.body {
+            for code in crate::pysrc::code_of(l.trim_start()) {
+                for kind in nested_scopes(&code) {
+                    out.push((*ln, format!("{}.<locals>.{kind}", f.name)));
+                }
+            }
+        }
+        out.sort_by_key(|(ln, _)| *ln);
+    }
+    out
+}
+
+/// The nested scopes one line's code (strings blanked) creates, in textual order: `<lambda>`
+/// per `lambda`, and per comprehension (a `for` inside brackets) `<listcomp>`, `<setcomp>`,
+/// `<dictcomp>` or `<genexpr>`.
+pub fn nested_scopes(code: &str) -> Vec<&'static str> {
+    let cs: Vec<char> = code.chars().collect();
+    let word_at = |i: usize, w: &str| {
+        let n = w.len();
+        i + n <= cs.len()
+            && cs[i..i + n].iter().copied().eq(w.chars())
+            && (i == 0 || !(cs[i - 1].is_alphanumeric() || cs[i - 1] == '_'))
+            && cs
+                .get(i + n)
+                .is_none_or(|c| !(c.is_alphanumeric() || *c == '_'))
+    };
+    // (bracket, a `:` seen at its depth, a comprehension already counted)
+    let mut stack: Vec<(char, bool, bool)> = Vec::new();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cs.len() {
+        let c = cs[i];
+        match c {
+            '(' | '[' | '{' => stack.push((c, false, false)),
+            ')' | ']' | '}' => {
+                stack.pop();
+            }
+            ':' => {
+                if let Some(top) = stack.last_mut() {
+                    top.1 = true;
+                }
+            }
+            _ if word_at(i, "lambda") => {
+                out.push("<lambda>");
+                // A lambda's `:` is not a dict's.
+                let mut k = i;
+                while k < cs.len() && cs[k] != ':' {
+                    k += 1;
+                }
+                i = k + 1;
+                continue;
+            }
+            _ if word_at(i, "for") => {
+                if let Some(top) = stack.last_mut() {
+                    if !top.2 {
+                        top.2 = true;
+                        out.push(match (top.0, top.1) {
+                            ('[', _) => "<listcomp>",
+                            ('{', true) => "<dictcomp>",
+                            ('{', false) => "<setcomp>",
+                            _ => "<genexpr>",
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Test ids the question names in backticks (`path::Class::test`), each once, in order; else
+/// the extractor's `test`.
+fn question_tests(inst: &Instance) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, part) in inst.question.split('`').enumerate() {
+        let t = part.trim();
+        if i % 2 == 1 && t.contains("::") && !t.contains(' ') && !out.iter().any(|o| o == t) {
+            out.push(t.to_string());
+        }
+    }
+    if out.is_empty() {
+        if let Some(t) = inst.extractor_params.get("test").and_then(Value::as_str) {
+            out.push(t.to_string());
+        }
+    }
+    out
 }
 
 fn default_leaf(ty: &str) -> Value {
@@ -272,14 +415,15 @@ fn default_leaf(ty: &str) -> Value {
     }
 }
 
-fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
+fn fill(t: &Value, key: &str, ctx: &Fill) -> Value {
     let k = key.to_ascii_lowercase();
+    let f = ctx.f;
     match t {
         Value::Object(m) => {
             if k == "call_graph" {
                 let mut g = Map::new();
                 if let Some(f) = f {
-                    let mut calls = called_names(f);
+                    let mut calls: Vec<String> = ctx.calls.iter().map(|(_, n)| n.clone()).collect();
                     let mut seen = Vec::new();
                     calls.retain(|c| {
                         if seen.contains(c) {
@@ -295,18 +439,42 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
             }
             Value::Object(
                 m.iter()
-                    .map(|(kk, v)| (kk.clone(), fill(v, kk, f)))
+                    .map(|(kk, v)| (kk.clone(), fill(v, kk, ctx)))
                     .collect(),
             )
         }
         Value::Array(a) => {
+            // Per-test rows (`[{"test": "str", ...}]`): one per test the question names, each
+            // filled as the function-level answer.
+            if let Some(Value::Object(em)) = a.first() {
+                if em.contains_key("test") && !ctx.tests.is_empty() {
+                    return Value::Array(
+                        ctx.tests
+                            .iter()
+                            .map(|t| {
+                                Value::Object(
+                                    em.iter()
+                                        .map(|(ek, ev)| {
+                                            let v = if ek == "test" {
+                                                json!(t)
+                                            } else {
+                                                fill(ev, ek, ctx)
+                                            };
+                                            (ek.clone(), v)
+                                        })
+                                        .collect(),
+                                )
+                            })
+                            .collect(),
+                    );
+                }
+            }
             let Some(f) = f else { return json!([]) };
             match a.first() {
                 // Call sequences and callee counts: the calls of the body.
                 Some(Value::Object(em)) if k.contains("call") && em.contains_key("function") => {
-                    let calls = calls_with_lines(f);
                     let mut rows: Vec<(usize, String, usize)> = Vec::new();
-                    for (ln, name) in calls {
+                    for (ln, name) in ctx.calls.iter().cloned() {
                         if em.contains_key("count") {
                             if let Some(r) = rows.iter_mut().find(|r| r.1 == name) {
                                 r.2 += 1;
@@ -326,7 +494,7 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
                                                 "line" | "lineno" => json!(ln),
                                                 "count" => json!(count),
                                                 "file" | "filename" | "path" => json!(f.file),
-                                                _ => fill(ev, ek, None),
+                                                _ => fill(ev, ek, &EMPTY),
                                             };
                                             (ek.clone(), v)
                                         })
@@ -347,7 +515,7 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
                                             "line" | "lineno" => json!(ln),
                                             "file" | "filename" | "path" => json!(f.file),
                                             "func" | "function" | "qualname" => json!(f.name),
-                                            _ => fill(ev, ek, None),
+                                            _ => fill(ev, ek, &EMPTY),
                                         };
                                         (ek.clone(), v)
                                     })
@@ -362,7 +530,12 @@ fn fill(t: &Value, key: &str, f: Option<&FuncInfo>) -> Value {
                 Some(Value::String(ty))
                     if ty.starts_with("str") && (k.contains("call") || k.contains("function")) =>
                 {
-                    let mut v = called_names(f);
+                    let mut v: Vec<String> = ctx.calls.iter().map(|(_, n)| n.clone()).collect();
+                    if k == "callees" {
+                        // A callee set: by name, each once.
+                        v.sort();
+                        v.dedup();
+                    }
                     if k.contains("function") {
                         v.insert(0, f.name.clone());
                     }

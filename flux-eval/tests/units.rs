@@ -388,3 +388,100 @@ fn tracing_globs_resolve_to_files() {
     );
     assert!(prompt::resolve_all("ore/mul.py", &files).is_empty());
 }
+
+/// The static baseline answered generated instances in shapes that could never be right:
+/// per-test rows empty, callees unfiltered (`list`, `lines.append`) and unqualified where the
+/// question counts only functions defined under `within` and names them by qualname, and no
+/// comprehension frames. Now: a row per test the question names, calls resolved to
+/// definitions under `within` by qualname, comprehensions and lambdas as `f.<locals>.<…>`.
+#[test]
+fn static_baseline_answers_generated_questions_in_their_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("pkg")).unwrap();
+    std::fs::write(
+        src.join("pkg/core.py"),
+        r#"from .util import helper
+
+
+class Box:
+    def __init__(self, items):
+        self.items = list(items)
+        self.check()
+        names = [str(i) for i in self.items]
+        total = sum(x for x in self.items)
+        self.items.sort(key=lambda v: -v)
+        helper(names, {k: 1 for k in names})
+
+    def check(self):
+        return True
+"#,
+    )
+    .unwrap();
+    std::fs::write(src.join("pkg/util.py"), "def helper(a, b):\n    return a\n").unwrap();
+    let d = tmp.path().join("inst/pkg/box-m6");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("instance.toml"),
+        r#"id = "box-m6"
+repository = "pkg"
+kind = "M6_InterProceduralCFG"
+package = "pkg==1.0"
+question = "Run `tests/test_box.py::test_a` and `tests/test_box.py::test_b`. Which functions does `Box.__init__` call?"
+template = '{"callees_per_test": [{"test": "str", "callees": ["str"]}], "call_sequence": [{"function": "str", "line": "int"}]}'
+[tracing]
+files = ["pkg/core.py"]
+functions = ["Box.__init__"]
+[extractor]
+name = "callees_across_tests"
+[extractor.params]
+file = "pkg/core.py"
+function = "Box.__init__"
+within = "pkg/"
+"#,
+    )
+    .unwrap();
+    let inst = flux_score::instance::load(&d).unwrap();
+    let a = flux_eval::solvers::static_baseline_answer(&inst, Some(&src));
+    let callees = json!([
+        "Box.__init__.<locals>.<dictcomp>",
+        "Box.__init__.<locals>.<genexpr>",
+        "Box.__init__.<locals>.<lambda>",
+        "Box.__init__.<locals>.<listcomp>",
+        "Box.check",
+        "helper"
+    ]);
+    assert_eq!(
+        a["callees_per_test"],
+        json!([
+            {"test": "tests/test_box.py::test_a", "callees": callees},
+            {"test": "tests/test_box.py::test_b", "callees": callees},
+        ]),
+        "{a}"
+    );
+    let seq: Vec<(i64, &str)> = a["call_sequence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["line"].as_i64().unwrap(), c["function"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seq,
+        [
+            (7, "Box.check"),
+            (8, "Box.__init__.<locals>.<listcomp>"),
+            (9, "Box.__init__.<locals>.<genexpr>"),
+            (10, "Box.__init__.<locals>.<lambda>"),
+            (11, "helper"),
+            (11, "Box.__init__.<locals>.<dictcomp>"),
+        ]
+    );
+    assert_eq!(
+        flux_eval::solvers::nested_scopes("f([a for a in b], {k: v for k in c}, {s for s in d})"),
+        ["<listcomp>", "<dictcomp>", "<setcomp>"]
+    );
+    assert_eq!(
+        flux_eval::solvers::nested_scopes("for x in (y for y in z): g(lambda q: {q: 1})"),
+        ["<genexpr>", "<lambda>"]
+    );
+}

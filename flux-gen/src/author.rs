@@ -614,7 +614,7 @@ mod tests {
     fn def_use_of_a_decorated_function_names_its_first_line() {
         let doc: crate::facts::FactsDoc = serde_json::from_str(crate::facts::tests::DOC).unwrap();
         let ff = &doc.files["/r/pkg/m.py"];
-        let func = ff.function("C.f").unwrap();
+        let func = crate::facts::FileFactsExt::function(ff, "C.f").unwrap();
         let spec =
             crate::spec::parse(crate::spec::tests::GOOD, std::path::Path::new("gen.toml")).unwrap();
         let target = Target {

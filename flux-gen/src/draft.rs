@@ -27,7 +27,7 @@
 //! - S6 `call_graph` (from the scout, not the shared trace: it needs every call of the test):
 //!   a test calling 2..=`max_answer_size` functions of the repository, whose calls all carry
 //!   qualnames (the hook's; USDT-only calls name code objects by `co_name`).
-use crate::facts::{FileFacts, FunctionFacts};
+use crate::facts::{FileFacts, FunctionFacts, FunctionFactsExt};
 use crate::keyed::Rng;
 use crate::plan::Target;
 use flux_extract::QuestionKind as K;
@@ -238,14 +238,10 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
         ));
     }
     // S2: a loop that iterates at least twice in some invocation (the first such).
-    let mut loops: Vec<_> = ctx
-        .file
-        .loops_of(&t.qualname)
-        .filter(|l| l.body.is_some())
-        .collect();
+    let mut loops: Vec<_> = ctx.file.loops_of(&t.qualname).collect();
     rng.shuffle(&mut loops);
     'loops: for l in &loops {
-        let body_end = l.body.map(|b| b[1]).unwrap_or(l.end_line);
+        let body_end = l.body[1];
         for (i, inv) in invs.iter().enumerate() {
             let ls = lines_of(sub, inv);
             let iters = ls
@@ -457,14 +453,10 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
     }
     out.push(draft(K::M1, "coverage_across_tests", p, tests, &t.qualname));
     // M2
-    let mut loops: Vec<_> = ctx
-        .file
-        .loops_of(&t.qualname)
-        .filter(|l| l.body.is_some())
-        .collect();
+    let mut loops: Vec<_> = ctx.file.loops_of(&t.qualname).collect();
     rng.shuffle(&mut loops);
     for l in loops {
-        let body_end = l.body.map(|b| b[1]).unwrap_or(l.end_line);
+        let body_end = l.body[1];
         let most = invs
             .iter()
             .map(|inv| {
@@ -710,18 +702,18 @@ mod tests {
             last_line: 5,
             ..FunctionFacts::default()
         };
-        func.writes.insert("1".into(), vec!["n".into()]);
-        func.writes.insert("2".into(), vec!["i".into()]);
-        func.writes.insert("4".into(), vec!["i".into()]);
-        func.reads.insert("3".into(), vec!["i".into(), "n".into()]);
-        func.reads.insert("4".into(), vec!["i".into()]);
+        func.writes.insert(1, vec!["n".into()]);
+        func.writes.insert(2, vec!["i".into()]);
+        func.writes.insert(4, vec!["i".into()]);
+        func.reads.insert(3, vec!["i".into(), "n".into()]);
+        func.reads.insert(4, vec!["i".into()]);
         let mut file = FileFacts::default();
         file.loops.push(LoopFacts {
             func: "f".into(),
             kind: "while".into(),
             line: 3,
             end_line: 4,
-            body: Some([4, 4]),
+            body: [4, 4],
             ..LoopFacts::default()
         });
         let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);

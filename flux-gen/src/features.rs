@@ -1,7 +1,7 @@
 //! Difficulty features of an instance's test run, from the scout's profile (every call of the
 //! module's tests) and the static facts: the SWE-Flux paper's measures, counted over the
 //! repository's own code (`RepoSpec::is_target_file`: not its tests, not third-party code).
-use crate::facts::FileFacts;
+use crate::facts::{FileFacts, FileFactsExt, FunctionFactsExt};
 use crate::profile::ModuleProfile;
 use crate::spec::RepoSpec;
 use flux_instance::Difficulty;
@@ -33,7 +33,7 @@ pub fn difficulty(
             if functions.insert(fid) {
                 let f = facts
                     .get(rel)
-                    .and_then(|ff| ff.function_at(&key.name, key.first_line));
+                    .and_then(|ff| ff.code_named(&key.name, key.first_line));
                 if let Some(f) = f {
                     d.lines += u64::from(f.span());
                     if let Some(c) = f.class() {

@@ -18,11 +18,12 @@
 //!   different answer, did not pass, or made an incomplete trace — tests that depend on each
 //!   other, or a config that misses something the answer needs.
 //!
-//! `easy` is recorded, not screened out: the static-baseline solver answers it right.
+//! `easy` is recorded, not screened out, when the set is assembled (`set::generate`): the
+//! static-baseline solver answers it right.
 use crate::artifact::{self, TestOutcome, TraceArtifact};
 use crate::author::{instance_id, Prose};
 use crate::draft::{self, Ctx, Draft};
-use crate::facts::FileFacts;
+use crate::facts::{FileFacts, FileFactsExt};
 use crate::profile::ModuleProfile;
 use crate::runner::{pytest_command, Runner};
 use crate::spec::{GenSpec, RepoSpec};
@@ -472,7 +473,7 @@ async fn run_module_inner(
         fresh
     });
     r.time("draft", t);
-    // 6. Author, validate, baseline.
+    // 6. Author and validate (the baseline's `easy` is decided at the set's assembly).
     let t = Instant::now();
     let mut cands = Vec::new();
     for (d, gold, ti) in authored {
@@ -523,8 +524,7 @@ async fn run_module_inner(
             provenance: Provenance {
                 image: repo.image.clone(),
                 image_id: run.image_id.clone(),
-                // Not recorded by flux gen yet (the sets made before it existed have none).
-                image_identity: String::new(),
+                image_identity: run.image_identity.clone(),
                 interpreter: run.interpreter_version.clone(),
                 flux_version: env!("CARGO_PKG_VERSION").to_string(),
                 trace_sha256: digest.clone(),
@@ -536,7 +536,7 @@ async fn run_module_inner(
                 order_insensitive: Vec::new(),
             },
         };
-        let mut c = Candidate {
+        let c = Candidate {
             priority: crate::keyed::hash64(spec.seed, &id),
             id,
             kind: d.kind,
@@ -547,17 +547,10 @@ async fn run_module_inner(
             spec: ispec,
             oracle,
         };
-        match crate::screen::baseline(g.runner, repo, &c).await {
-            Ok(easy) => {
-                if let Some(gen) = c.spec.generated.as_mut() {
-                    gen.easy = easy;
-                }
-            }
-            Err(e) => {
-                r.count("invalid");
-                eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-                continue;
-            }
+        if let Err(e) = crate::screen::loads(&g.runner.work.join("baseline"), &c) {
+            r.count("invalid");
+            eprintln!("flux gen: {}: does not load: {e:#}", c.id);
+            continue;
         }
         cands.push(c);
     }

@@ -19,7 +19,7 @@
 //! Eligible functions are taken in a seeded order keyed by module and function (so the plan is
 //! the same however the work is split), functions eligible for more kinds first, and a
 //! function eligible for a rare kind (a loop, a handler, an exception seen) before others.
-use crate::facts::{FileFacts, FunctionFacts};
+use crate::facts::{FileFacts, FileFactsExt, FunctionFacts, FunctionFactsExt};
 use crate::keyed::hash64;
 use crate::profile::{CodeKey, ModuleProfile};
 use crate::spec::{GenSpec, RepoSpec};
@@ -123,7 +123,7 @@ fn why_not(
     }
     let ff = facts.get(rel).ok_or("no-static-facts")?;
     let f: &FunctionFacts = ff
-        .function_at(&key.name, key.first_line)
+        .code_named(&key.name, key.first_line)
         .ok_or("no-static-facts")?;
     if !f.is_function() || f.qualname.contains('<') {
         return Err("not-a-function");
@@ -151,12 +151,7 @@ fn why_not(
                 .is_some_and(|r| repo.is_target_file(r))
         })
         .count();
-    let write_lines = f
-        .writes
-        .keys()
-        .filter_map(|l| l.parse::<u32>().ok())
-        .filter(|&l| l != f.def_line)
-        .count();
+    let write_lines = f.writes.keys().filter(|&&l| l != f.def_line).count();
     let t = Target {
         fid,
         file: rel.to_string(),
@@ -332,7 +327,7 @@ mod tests {
             kind: "while".into(),
             line: 12,
             end_line: 15,
-            body: Some([13, 15]),
+            body: [13, 15],
             ..LoopFacts::default()
         });
         let mut tf = FileFacts::default();

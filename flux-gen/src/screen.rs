@@ -1,5 +1,5 @@
 //! The screens after drafting: does the authored instance load, does the static baseline get
-//! it right (`easy`), the module's selection, and the cross-check — each instance's own run
+//! it right (`easy`, decided at the set's assembly), the module's selection, and the cross-check — each instance's own run
 //! (its tests alone, its narrowed config, a fresh container) must give the gold answer the
 //! shared trace gave.
 use crate::module::{Candidate, ModuleResult};
@@ -38,8 +38,10 @@ pub fn write_instance(root: &Path, c: &Candidate) -> Result<PathBuf> {
 }
 
 /// Where the static baseline reads the repository's source: the unpacked source tree in the
-/// cache (`<cache>/src/<name>-<version>/`) when there is one, else the image's own files
-/// (the layer that holds the repository's code under `root`).
+/// cache (`<cache>/src/<name>-<version>/`) when there is one, else the image's own files: the
+/// layer that holds the code's `__init__.py` (a regular file: the layer of the source tree; the
+/// topmost layer holding the code's *directory* may hold only later `__pycache__`s, which left
+/// the baseline with no source to read), else the one that holds the directory.
 pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
     let (n, v) = repo.name_version();
     let cached = runner.opts.cache_dir.join("src").join(format!("{n}-{v}"));
@@ -47,28 +49,179 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
         return Some(cached);
     }
     let code = repo.code.first()?.trim_end_matches('/');
-    let host = runner
-        .rt
-        .image_file(&repo.image, &repo.in_image(code))
-        .await
-        .ok()?;
-    let mut root = host;
-    for _ in code.split('/') {
-        root.pop();
+    for rel in [format!("{code}/__init__.py"), code.to_string()] {
+        let Ok(mut root) = runner
+            .rt
+            .image_file(&repo.image, &repo.in_image(&rel))
+            .await
+        else {
+            continue;
+        };
+        for _ in rel.split('/') {
+            root.pop();
+        }
+        return Some(root);
     }
-    Some(root)
+    None
 }
 
-/// Does the instance load (the same checks `flux harvest` makes), and does the static-baseline
-/// solver answer it right? Ok(easy), or the load error.
-pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result<bool> {
-    let root = runner.work.join("baseline");
-    let dir = write_instance(&root, c)?;
-    let result = async {
+/// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
+/// Ok, or the load error. The module phase screens with this; whether the static baseline
+/// answers it ([`mark_easy`]) is decided when the set is assembled, so the module results do
+/// not depend on the baseline.
+pub fn loads(scratch: &Path, c: &Candidate) -> Result<()> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
         flux_instance::load_instance(&dir)?;
+        flux_score::instance::load(&dir).context("reading it as the scorer does")?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// `c`'s gold cut to its template as `flux harvest` cuts an extractor's output (the instance's
+/// projection, then the template's check) and screened by size again: Ok(None) when the cut
+/// answer is below the kind's minimum or above `max_size`. The module phase keeps the
+/// extractor's output (screens and the cross-check compare it, a stricter test); the set holds
+/// what a harvest of the instance writes. (The gold of `call_sequence`, `callees_count`,
+/// `executed_path` and `raising_tests` instances carried the extractor's extra fields, which no
+/// template asks for: an answer in the template's shape could never match.)
+pub fn to_template(scratch: &Path, c: &Candidate, max_size: usize) -> Result<Option<Value>> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
+        let inst = flux_instance::load_instance(&dir)?;
+        let answer = inst
+            .projection
+            .apply(&c.oracle.oracle_answer)
+            .context("cutting the gold to the template")?;
+        inst.template
+            .validate(&answer)
+            .context("the gold in the template's shape")?;
+        let size = flux_extract::answer_size(&answer);
+        Ok((size >= inst.min_answer_size() && size <= max_size).then_some(answer))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// Is `c` well posed, reading the repository's source at `src`? `Some(rule)` names the rule it
+/// breaks (the audit's classes of miss; counted under `set:<rule>` at assembly):
+/// - `raised-by-callee`: an `exception_info` raise at a line that neither is a `raise`
+///   statement nor calls only built-ins: the exception came out of a Python callee the trace
+///   does not follow line by line (`ctx.exit()`, `inspect.signature(f)`), which the question's
+///   own words say is not raised there;
+/// - `continuation-line`: the question names a `line` that is not the first line of its
+///   statement (`) from e`): what "executes" there is a tracing artefact, not a statement;
+/// - `random-value`: a value in the gold names a temporary path (`/tmp/tmpa1b2…`), which comes
+///   from the seeded random generator, not from anything the code and the test show.
+pub fn ill_posed(c: &Candidate, src: Option<&Path>) -> Option<&'static str> {
+    if mentions_tmp(&c.oracle.oracle_answer) {
+        return Some("random-value");
+    }
+    let p = &c.spec.extractor.params;
+    // The target's file (the extractor's `file`, else the candidate's).
+    let file = p.get("file").and_then(Value::as_str).unwrap_or(&c.file);
+    let text = std::fs::read_to_string(src?.join(file)).ok()?;
+    let spans = flux_eval::pysrc::logical_spans(&text);
+    let span_of = |line: u64| {
+        spans
+            .iter()
+            .find(|(a, b, _)| *a as u64 <= line && line <= *b as u64)
+    };
+    if let Some(line) = p.get("line").and_then(Value::as_u64) {
+        if span_of(line).is_some_and(|(a, _, _)| *a as u64 != line) {
+            return Some("continuation-line");
+        }
+    }
+    if c.extractor == "exception_info" {
+        let line = c.oracle.oracle_answer["exception"]["raise_line"].as_u64()?;
+        let (_, _, code) = span_of(line)?;
+        let code = code.trim_start();
+        let own = code.starts_with("raise ") || code == "raise";
+        let builtins_only = flux_eval::pysrc::calls_in_code(code)
+            .iter()
+            .all(|n| BUILTINS.contains(&n.as_str()));
+        if !own && !builtins_only {
+            return Some("raised-by-callee");
+        }
+    }
+    None
+}
+
+/// Built-in functions and types a line may call while an exception it raises still counts as
+/// raised there (C code, not followed by the trace).
+const BUILTINS: &[&str] = &[
+    "abs",
+    "all",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "complex",
+    "delattr",
+    "dict",
+    "divmod",
+    "enumerate",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "getattr",
+    "hasattr",
+    "hash",
+    "hex",
+    "id",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "open",
+    "ord",
+    "pow",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "setattr",
+    "slice",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+];
+
+fn mentions_tmp(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains("/tmp/"),
+        Value::Array(a) => a.iter().any(mentions_tmp),
+        Value::Object(m) => m.values().any(mentions_tmp),
+        _ => false,
+    }
+}
+
+/// Does the static-baseline solver (with the repository's source at `src`) answer `c` right?
+pub fn baseline_answers(scratch: &Path, src: Option<&Path>, c: &Candidate) -> Result<bool> {
+    let dir = write_instance(scratch, c)?;
+    let result = (|| {
         let inst = flux_score::instance::load(&dir).context("reading it as the scorer does")?;
-        let src = source_root(runner, repo).await;
-        let answer = flux_eval::solvers::static_baseline_answer(&inst, src.as_deref());
+        let answer = flux_eval::solvers::static_baseline_answer(&inst, src);
         let opts = flux_score::compare::CompareOptions {
             order_insensitive: c.spec.order_insensitive.clone(),
         };
@@ -77,10 +230,25 @@ pub async fn baseline(runner: &Runner, repo: &RepoSpec, c: &Candidate) -> Result
             &answer,
             &opts,
         ))
-    }
-    .await;
+    })();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// Set `[generated] easy` of every candidate: whether the static baseline answers it right.
+/// A pure function of the candidate and the repository's source, so the module results can
+/// be reused (`--resume`, `--merge`) whatever baseline they were made beside.
+pub fn mark_easy(scratch: &Path, src: Option<&Path>, cands: &mut [Candidate]) -> Result<usize> {
+    let mut n = 0;
+    for c in cands.iter_mut() {
+        let easy = baseline_answers(scratch, src, c)
+            .with_context(|| format!("the static baseline on {}", c.id))?;
+        if let Some(g) = c.spec.generated.as_mut() {
+            g.easy = easy;
+        }
+        n += usize::from(easy);
+    }
+    Ok(n)
 }
 
 /// Kinds take turns, rarest first (fewest candidates), each taking its best remaining
@@ -350,6 +518,36 @@ pub(crate) mod tests {
             },
             spec,
         }
+    }
+
+    /// The audit's classes of miss: an exception that came out of a Python callee counted as
+    /// raised by the target (`ctx.exit()`), a question about a statement's continuation line
+    /// (`) from e`), and a value that is a seeded-random temporary path.
+    #[test]
+    fn ill_posed_questions_are_found_in_the_source() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(
+            t.path().join("m.py"),
+            "def f(ctx, d):\n    ctx.exit()\n    getattr(d, 'x')\n    raise ValueError(\n        'no')\n",
+        )
+        .unwrap();
+        let exc = |line: u64| {
+            let mut c = fake("e", QuestionKind::S5, "f", &["t::a"]);
+            c.extractor = "exception_info".into();
+            c.oracle.oracle_answer = serde_json::json!({"exception": {"raise_line": line}});
+            c
+        };
+        let src = Some(t.path());
+        assert_eq!(ill_posed(&exc(2), src), Some("raised-by-callee"));
+        assert_eq!(ill_posed(&exc(3), src), None, "getattr is C code");
+        assert_eq!(ill_posed(&exc(4), src), None, "its own raise");
+        let mut at = fake("s", QuestionKind::S3, "f", &["t::a"]);
+        at.spec.extractor.params.insert("line".into(), 5.into());
+        assert_eq!(ill_posed(&at, src), Some("continuation-line"));
+        at.spec.extractor.params.insert("line".into(), 4.into());
+        assert_eq!(ill_posed(&at, src), None);
+        at.oracle.oracle_answer = serde_json::json!({"v": [{"value": "'/tmp/my\\ndir7_37l17z'"}]});
+        assert_eq!(ill_posed(&at, src), Some("random-value"));
     }
 
     #[test]

@@ -36,7 +36,9 @@ pub struct GenOptions {
     pub merge: bool,
     /// Reuse module results already in `out` instead of running those modules again.
     pub resume: bool,
-    /// Assemble into a scratch directory and compare with the set instead of writing it.
+    /// Compare with the set instead of writing it: the whole set (unsharded), or with
+    /// `--shard K/N` a sample — that shard's modules made again into a fresh `out`, compared
+    /// with the module results the set was assembled from and the set's instances of them.
     pub check: bool,
     pub harvest: flux_harvest::HarvestOptions,
 }
@@ -82,6 +84,8 @@ pub struct Report {
     pub modules_skipped: Vec<(String, String)>,
     /// Screened candidates of the modules (before the set's selection).
     pub candidates: usize,
+    /// Of those, the ones the static baseline answers right (`easy`).
+    pub easy_candidates: usize,
     /// Instances in the set (after phase 2; 0 for a shard).
     pub instances: usize,
     pub by_kind: BTreeMap<String, usize>,
@@ -220,6 +224,23 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             missing.join(", ")
         );
     }
+    if opts.check && opts.shard.count > 1 && !opts.merge {
+        // A sample check: this shard's modules made again from scratch, compared with the
+        // results the set was assembled from and with the set's instances of those modules.
+        let reference = default_out(&spec, &opts.harvest);
+        if std::path::absolute(&out).ok() == std::path::absolute(&reference).ok() {
+            bail!(
+                "--check --shard makes its modules again into a fresh --out: {} holds the \
+                 results the set was assembled from",
+                reference.display()
+            );
+        }
+        report.differences = check_modules(&reference, &results)?;
+        finish(&spec, &runner, &mut results, &mut report).await?;
+        report
+            .differences
+            .extend(check_set_modules(&set_dir(&opts.spec), &results)?);
+    }
     for r in &results {
         report.candidates += r.candidates.len();
         report.check_runs += r.check_runs;
@@ -239,6 +260,7 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         }
     }
     if opts.shard.count == 1 || opts.merge {
+        finish(&spec, &runner, &mut results, &mut report).await?;
         let chosen = assemble(&spec, results);
         for c in &chosen {
             *report
@@ -271,6 +293,59 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
     Ok(report)
+}
+
+/// What the set's candidates are made of besides the module results: each gold cut to its
+/// template as a harvest cuts it ([`screen::to_template`]; the ones it screens out are counted
+/// under `set:answer-size`), the audit's posing screens ([`screen::ill_posed`], under
+/// `set:<rule>`), of two with one function, kind and cut answer the later in the seeded order
+/// (`set:same-answer`), and `easy`, the static baseline's verdict ([`screen::mark_easy`]). Pure functions of the module results and the repository's source,
+/// so `--resume`, `--merge` and shards give the same set.
+async fn finish(
+    spec: &GenSpec,
+    runner: &Runner,
+    results: &mut [ModuleResult],
+    report: &mut Report,
+) -> Result<()> {
+    let scratch = runner.work.join("baseline");
+    for repo in &spec.repositories {
+        let src = screen::source_root(runner, repo).await;
+        for r in results.iter_mut().filter(|r| r.repository == repo.name) {
+            let mut kept = Vec::new();
+            let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
+            let mut cands = std::mem::take(&mut r.candidates);
+            cands.sort_by_key(|c| (c.priority, c.id.clone()));
+            for mut c in cands {
+                let cut = screen::to_template(&scratch, &c, spec.budget.max_answer_size)
+                    .with_context(|| format!("{}: its gold in its template", c.id))?;
+                let Some(answer) = cut else {
+                    *report.left_out.entry("set:answer-size".into()).or_insert(0) += 1;
+                    continue;
+                };
+                c.oracle.oracle_answer = answer.clone();
+                if let Some(rule) = screen::ill_posed(&c, src.as_deref()) {
+                    *report.left_out.entry(format!("set:{rule}")).or_insert(0) += 1;
+                    continue;
+                }
+                let key = (
+                    c.function.clone(),
+                    c.kind.as_str().to_string(),
+                    answer.to_string(),
+                );
+                if !seen.insert(key) {
+                    *report.left_out.entry("set:same-answer".into()).or_insert(0) += 1;
+                    continue;
+                }
+                c.oracle.oracle_answer = answer;
+                kept.push(c);
+            }
+            kept.sort_by(|a, b| a.id.cmp(&b.id));
+            r.candidates = kept;
+            report.easy_candidates +=
+                screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
+        }
+    }
+    Ok(())
 }
 
 fn line(r: &ModuleResult) -> String {
@@ -352,9 +427,9 @@ fn index_json(chosen: &[Candidate]) -> Result<String> {
     Ok(serde_json::to_string_pretty(&rows)? + "\n")
 }
 
-/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle holds
-/// the same answer keeps its file as it is, so a regeneration that changes nothing changes no
-/// byte), and `index.json`.
+/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle.json
+/// differs only in [`RUN_FIELDS`] keeps its file as it is, so a regeneration that changes
+/// nothing changes no byte), and `index.json`.
 pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     let inst_root = dir.join("instances");
     let staging = dir.join(".instances.new");
@@ -362,12 +437,15 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     for c in chosen {
         let d = screen::write_instance(&staging, c)?;
         let old = inst_root.join(&c.spec.repository).join(&c.id);
-        if let Ok(prev) = flux_instance::read_oracle(&old) {
-            if prev.oracle_answer == c.oracle.oracle_answer && prev.question == c.oracle.question {
-                std::fs::copy(
-                    old.join(flux_instance::ORACLE_FILE),
-                    d.join(flux_instance::ORACLE_FILE),
-                )?;
+        // The previous file stays when it differs only in the fields that name the run (an
+        // answer and question alone kept provenance made before the image identity was
+        // recorded).
+        if let Ok(prev) = std::fs::read_to_string(old.join(flux_instance::ORACLE_FILE)) {
+            let now = screen::oracle_json(&c.oracle)?;
+            if without_run_fields(&prev).is_some()
+                && without_run_fields(&prev) == without_run_fields(&now)
+            {
+                std::fs::write(d.join(flux_instance::ORACLE_FILE), prev)?;
             }
         }
     }
@@ -434,6 +512,115 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
             "{}: index.json differs",
             dir.join("index.json").display()
         ));
+    }
+    Ok(diffs)
+}
+
+/// `--check --shard K/N`, first half: what differs between `fresh` (this shard's modules made
+/// again) and the module results in `reference` (what the set was assembled from): which
+/// modules were skipped, which candidates there are, their instance.toml and oracle.json save
+/// [`RUN_FIELDS`].
+pub fn check_modules(reference: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
+    let mut diffs = Vec::new();
+    let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
+        Ok((
+            screen::instance_toml(&c.spec)?,
+            without_run_fields(&screen::oracle_json(&c.oracle)?),
+        ))
+    };
+    for r in fresh {
+        let key = format!("{}/{}", r.repository, r.module);
+        let path = reference
+            .join("modules")
+            .join(&r.repository)
+            .join(module::result_file(&r.module));
+        let Ok(old) = read_result(&path) else {
+            diffs.push(format!("{key}: no stored result at {}", path.display()));
+            continue;
+        };
+        if old.skipped.is_some() != r.skipped.is_some() {
+            diffs.push(format!(
+                "{key}: skipped before ({:?}), now ({:?})",
+                old.skipped, r.skipped
+            ));
+        }
+        let old_ids: BTreeSet<&str> = old.candidates.iter().map(|c| c.id.as_str()).collect();
+        let new_ids: BTreeSet<&str> = r.candidates.iter().map(|c| c.id.as_str()).collect();
+        for id in old_ids.difference(&new_ids) {
+            diffs.push(format!("{key}: {id}: a candidate before, not now"));
+        }
+        for id in new_ids.difference(&old_ids) {
+            diffs.push(format!("{key}: {id}: a candidate now, not before"));
+        }
+        for c in &r.candidates {
+            let Some(o) = old.candidates.iter().find(|o| o.id == c.id) else {
+                continue;
+            };
+            // `easy` is decided at the set's assembly: module results do not hold it.
+            let unmarked = |c: &Candidate| {
+                let mut c = c.clone();
+                if let Some(g) = c.spec.generated.as_mut() {
+                    g.easy = false;
+                }
+                c
+            };
+            let (t_new, j_new) = texts(&unmarked(c))?;
+            let (t_old, j_old) = texts(&unmarked(o))?;
+            if t_old != t_new {
+                diffs.push(format!("{key}: {}: instance.toml differs", c.id));
+            }
+            if j_old != j_new {
+                diffs.push(format!("{key}: {}: oracle.json differs", c.id));
+            }
+        }
+    }
+    Ok(diffs)
+}
+
+/// `--check --shard K/N`, second half: the set's instances of `fresh`'s modules (finished as
+/// the set's assembly finishes them) must each be a fresh candidate, byte for byte (save
+/// [`RUN_FIELDS`]).
+pub fn check_set_modules(dir: &Path, fresh: &[ModuleResult]) -> Result<Vec<String>> {
+    let mut diffs = Vec::new();
+    let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
+        Ok((
+            screen::instance_toml(&c.spec)?,
+            without_run_fields(&screen::oracle_json(&c.oracle)?),
+        ))
+    };
+    let mine: BTreeSet<(String, String)> = fresh
+        .iter()
+        .map(|r| (r.repository.clone(), r.module.clone()))
+        .collect();
+    let by_id: BTreeMap<&str, &Candidate> = fresh
+        .iter()
+        .flat_map(|r| r.candidates.iter())
+        .map(|c| (c.id.as_str(), c))
+        .collect();
+    let inst_root = dir.join("instances");
+    for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
+        let toml_text =
+            std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)).unwrap_or_default();
+        let Ok(spec) = toml::from_str::<flux_instance::InstanceSpec>(&toml_text) else {
+            diffs.push(format!("{}: instance.toml does not parse", d.display()));
+            continue;
+        };
+        let Some(g) = &spec.generated else { continue };
+        if !mine.contains(&(spec.repository.clone(), g.module.clone())) {
+            continue;
+        }
+        let Some(c) = by_id.get(spec.id.as_str()) else {
+            diffs.push(format!("{}: in the set, not regenerated", d.display()));
+            continue;
+        };
+        let (t_new, j_new) = texts(c)?;
+        if toml_text != t_new {
+            diffs.push(format!("{}: instance.toml differs", d.display()));
+        }
+        let old = std::fs::read_to_string(d.join(flux_instance::ORACLE_FILE)).unwrap_or_default();
+        if without_run_fields(&old) != j_new {
+            diffs.push(format!("{}: oracle.json differs", d.display()));
+        }
     }
     Ok(diffs)
 }
@@ -506,6 +693,91 @@ mod tests {
         assert!(!ids.contains(&"c1"));
         // f is capped at 2 across the modules.
         assert!(one.iter().filter(|c| c.function == "f").count() <= 2);
+    }
+
+    /// `--check --shard`: a module made again is compared with its stored result and with
+    /// the set's instances of it; a changed gold answer is found, the run fields are not.
+    #[test]
+    fn a_sample_check_compares_fresh_modules_with_stored_results_and_the_set() {
+        let t = tempfile::tempdir().unwrap();
+        let (set, reference) = (t.path().join("set"), t.path().join("ref"));
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "g")]);
+        for c in &mut r.candidates {
+            c.spec.generated = Some(flux_instance::GeneratedSpec {
+                set: "s".into(),
+                split: "test".into(),
+                module: "m1.py".into(),
+                trace: "r/m1.py".into(),
+                easy: false,
+                difficulty: Default::default(),
+            });
+            c.oracle.oracle_answer = serde_json::json!({"n": 1});
+        }
+        module::write_result(&reference, &r).unwrap();
+        write_set(&set, &r.candidates).unwrap();
+        let mut fresh = r.clone();
+        fresh.candidates[0].oracle.provenance.harvested_at = "later".into();
+        assert_eq!(
+            [
+                check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+                check_set_modules(&set, std::slice::from_ref(&fresh)).unwrap()
+            ]
+            .concat(),
+            Vec::<String>::new()
+        );
+        fresh.candidates[1].oracle.oracle_answer = serde_json::json!({"n": 2});
+        let d = [
+            check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+            check_set_modules(&set, std::slice::from_ref(&fresh)).unwrap(),
+        ]
+        .concat();
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].contains("a2: oracle.json differs"), "{d:?}");
+        assert!(d[1].ends_with("a2: oracle.json differs"), "{d:?}");
+        fresh.candidates.remove(0);
+        let d = [
+            check_modules(&reference, std::slice::from_ref(&fresh)).unwrap(),
+            check_set_modules(&set, &[fresh]).unwrap(),
+        ]
+        .concat();
+        assert!(
+            d.iter()
+                .any(|x| x.contains("a1: a candidate before, not now")),
+            "{d:?}"
+        );
+        assert!(
+            d.iter()
+                .any(|x| x.ends_with("a1: in the set, not regenerated")),
+            "{d:?}"
+        );
+    }
+
+    /// Writing the set kept an oracle.json whose answer and question were unchanged, with the
+    /// provenance it had (an empty image identity): only the run fields may stay old.
+    #[test]
+    fn a_rewritten_set_keeps_old_oracles_only_when_just_the_run_differs() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f")]);
+        r.candidates[0].oracle.provenance.harvested_at = "t0".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        let read = || -> flux_instance::Oracle {
+            let p = t
+                .path()
+                .join("instances/r/a1")
+                .join(flux_instance::ORACLE_FILE);
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        r.candidates[0].oracle.provenance.harvested_at = "t1".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        assert_eq!(
+            read().provenance.harvested_at,
+            "t0",
+            "only the run differs: kept"
+        );
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:ab".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        assert_eq!(read().provenance.image_identity, "flux-id:ab");
+        assert_eq!(read().provenance.harvested_at, "t1");
     }
 
     #[test]

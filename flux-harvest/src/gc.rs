@@ -104,8 +104,19 @@ pub async fn gc(opts: &GcOptions) -> std::io::Result<GcReport> {
     }
     for p in doomed {
         let n = rundir::dir_size(&p);
+        // A run directory in use (a run going on in another flux process) stays.
+        let is_run = p.starts_with(&runs);
+        if is_run && rundir::in_use(&p) {
+            continue;
+        }
         if !opts.dry_run {
-            remove(&p)?;
+            if is_run {
+                if !rundir::remove_unless_in_use(&p) {
+                    continue;
+                }
+            } else {
+                remove(&p)?;
+            }
         }
         report.removed.push((p, n));
     }

@@ -295,6 +295,7 @@ mod tests {
         .unwrap();
         Harvested {
             run_dir: dir.into(),
+            _in_use: None,
             oracle,
             graph,
         }

@@ -494,6 +494,8 @@ async fn harvest_instance(
 /// One traced run of the instance's test, screened, with its gold answer and call graph.
 pub(crate) struct Harvested {
     pub run_dir: PathBuf,
+    /// The run directory stays in use while its outputs are written ([`rundir::InUse`]).
+    pub _in_use: Option<rundir::InUse>,
     pub oracle: Oracle,
     /// `None` with scope "targets" (its trace holds no call graph of the test).
     pub graph: Option<Value>,
@@ -506,7 +508,7 @@ async fn run_once(
     report: &mut InstanceReport,
 ) -> anyhow::Result<Harvested> {
     use anyhow::Context;
-    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    let (run_dir, in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
     if report.run_dir.is_none() {
         report.run_dir = Some(run_dir.clone());
     }
@@ -597,6 +599,7 @@ async fn run_once(
     }
     Ok(Harvested {
         run_dir,
+        _in_use: Some(in_use),
         oracle,
         graph,
     })

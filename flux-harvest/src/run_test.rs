@@ -73,7 +73,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     let rt = flux_container::Runtime::connect()
         .await
         .context("run_test runs in Docker only")?;
-    let run_dir = rundir::make(&opts.cache_dir, &inst, opts.runs_max_bytes)?;
+    let (run_dir, _in_use) = rundir::make(&opts.cache_dir, &inst, opts.runs_max_bytes)?;
     match witness {
         Witness::Flux => {
             flux_agent::tracer::can_trace()
@@ -147,6 +147,9 @@ pub struct TracedRun {
     pub stderr: Vec<u8>,
     /// `sha256:…` of the image.
     pub image_id: String,
+    /// The image's content identity (`flux-id:…`, from its manifest), for an oracle's
+    /// provenance as a harvest records it.
+    pub image_identity: String,
     /// `X.Y.Z` of the interpreter traced.
     pub interpreter_version: String,
     /// The program's wall time: from the gate's release to its exit.
@@ -163,7 +166,7 @@ pub async fn run_traced(
     opts: &HarvestOptions,
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
-    let run_dir = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
     let (out, took) = docker::run_timed(rt, inst, &run_dir, opts).await?;
     rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
@@ -181,6 +184,7 @@ pub async fn run_traced(
         stdout: out.stdout,
         stderr: out.stderr,
         image_id: out.image_id,
+        image_identity: out.image_identity,
         interpreter_version: out.interpreter_version,
         program_seconds: took.as_secs_f64(),
     })

@@ -8,6 +8,13 @@
 //! - `trace.jsonl`, `trace-meta.json`, `stdout.txt`, `stderr.txt`, `oracle.json`: kept for
 //!   inspection.
 //!
+//! Rule (in use): a run directory is in use from [`make`] until its run is done ([`InUse`], a
+//! shared `flock` on the directory), and pruning — by this process, by another flux process
+//! sharing the cache, by `flux gc` — removes a directory only while holding an exclusive lock
+//! on it ([`remove_unless_in_use`]). (Two `flux gen` processes on one cache, or one with
+//! long module traces beside many short runs, pruned a directory whose run was still going:
+//! pruning goes by modification time, and a long run's directory looks old.)
+//!
 //! Rule (17.6): test code can create nothing flux later writes through or reads. Every
 //! directory here is root's (flux's) and mode 0755, nothing of it is mounted writable, and
 //! every output is created with `O_CREAT | O_EXCL | O_NOFOLLOW` ([`write_new`]): something
@@ -70,10 +77,65 @@ const GOLD_FILES: &[&str] = &[
     flux_instance::external::REFERENCE_DIR,
 ];
 
+/// A run directory in use: while this lives (and its process), no pruning removes the
+/// directory (see the module docs). Drop it when the run's outputs are written.
+#[derive(Debug)]
+pub struct InUse {
+    _lock: std::fs::File,
+}
+
+/// Take the shared lock that marks `dir` in use.
+pub(crate) fn mark_in_use(dir: &Path) -> Result<InUse> {
+    let f = std::fs::File::open(dir).with_context(|| format!("opening {}", dir.display()))?;
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    let r = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&f), libc::LOCK_SH) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("locking {}", dir.display()));
+    }
+    Ok(InUse { _lock: f })
+}
+
+/// Does a run hold `p` ([`InUse`], in any process)?
+pub(crate) fn in_use(p: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(p) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    let r = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    r != 0
+}
+
+/// Remove the run directory `p` unless a run holds it ([`InUse`], in any process): true when
+/// it was removed. The exclusive lock is held while removing.
+pub(crate) fn remove_unless_in_use(p: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(p) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    let r = unsafe {
+        libc::flock(
+            std::os::fd::AsRawFd::as_raw_fd(&f),
+            libc::LOCK_EX | libc::LOCK_NB,
+        )
+    };
+    if r != 0 {
+        return false;
+    }
+    let removed = std::fs::remove_dir_all(p).is_ok();
+    drop(f);
+    removed
+}
+
 /// Make a fresh run directory for `inst` and copy the instance into `instance/`; older run
 /// directories are pruned first (per instance, in number, in bytes: at most `max_bytes` in
-/// all besides the new one).
-pub(crate) fn make(cache_dir: &Path, inst: &Instance, max_bytes: u64) -> Result<PathBuf> {
+/// all besides the new one), never one in use. The new one is in use until the guard drops.
+pub(crate) fn make(cache_dir: &Path, inst: &Instance, max_bytes: u64) -> Result<(PathBuf, InUse)> {
     let runs = std::path::absolute(cache_dir.join("runs"))
         .with_context(|| format!("{}/runs", cache_dir.display()))?;
     std::fs::create_dir_all(&runs).with_context(|| format!("creating {}", runs.display()))?;
@@ -94,6 +156,7 @@ pub(crate) fn make(cache_dir: &Path, inst: &Instance, max_bytes: u64) -> Result<
         dir = runs.join(format!("{}-{stamp}.{millis:03}-{n}", inst.id()));
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let in_use = mark_in_use(&dir)?;
     set_mode(&dir, 0o755)?;
     copy_instance(&inst.dir, &dir.join("instance"))?;
     let shared = shared(&dir);
@@ -102,7 +165,7 @@ pub(crate) fn make(cache_dir: &Path, inst: &Instance, max_bytes: u64) -> Result<
     prune(&runs, inst.id(), KEEP_RUNS);
     prune_total(&runs, KEEP_RUNS_TOTAL);
     prune_bytes(&runs, max_bytes, &dir);
-    Ok(dir)
+    Ok((dir, in_use))
 }
 
 /// Run directories kept in all, in bytes (a sympy trace is ~0.5 GB; 40 of them filled disks).
@@ -150,7 +213,7 @@ fn prune_bytes(runs: &Path, max: u64, current: &Path) {
         if total <= max {
             break;
         }
-        if std::fs::remove_dir_all(&p).is_ok() {
+        if remove_unless_in_use(&p) {
             total -= n;
         }
     }
@@ -182,7 +245,7 @@ fn prune_total(runs: &Path, keep: usize) {
     let all = runs_by_age(runs);
     let drop = all.len().saturating_sub(keep);
     for (_, p) in all.into_iter().take(drop) {
-        let _ = std::fs::remove_dir_all(p);
+        remove_unless_in_use(&p);
     }
 }
 
@@ -206,7 +269,7 @@ fn prune(runs: &Path, id: &str, keep: usize) {
     mine.sort();
     let drop = mine.len().saturating_sub(keep);
     for (_, p) in mine.into_iter().take(drop) {
-        let _ = std::fs::remove_dir_all(p);
+        remove_unless_in_use(&p);
     }
 }
 
@@ -444,6 +507,42 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, ["a-mid", "m-new"]);
+    }
+
+    /// Pruning removed a run directory whose run was still going in another flux process
+    /// sharing the cache (it goes by modification time, and a long run's directory looks old):
+    /// one in use is left, in every pruning rule, and goes once its run is done.
+    #[test]
+    fn pruning_leaves_a_run_directory_another_process_is_using() {
+        let t = tempfile::tempdir().unwrap();
+        let mk = |n: &str, age: u64| {
+            let d = t.path().join(n);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("trace.jsonl"), vec![b'x'; 1000]).unwrap();
+            let at = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(age);
+            std::fs::File::open(&d).unwrap().set_modified(at).unwrap();
+            d
+        };
+        let busy = mk("a-20260101T000000Z", 1_000);
+        for i in 0..4 {
+            mk(&format!("b{i}-20260101T00000{i}Z"), 2_000 + i);
+        }
+        // The other process's guard: a lock on its own descriptor, as a second process has.
+        let guard = super::mark_in_use(&busy).unwrap();
+        super::prune_total(t.path(), 2);
+        assert!(busy.exists(), "prune_total removed a directory in use");
+        super::prune_bytes(t.path(), 0, &t.path().join("none"));
+        assert!(busy.exists(), "prune_bytes removed a directory in use");
+        mk("a-20260102T000000Z", 3_000);
+        mk("a-20260103T000000Z", 4_000);
+        super::prune(t.path(), "a", 1);
+        assert!(busy.exists(), "prune removed a directory in use");
+        drop(guard);
+        super::prune_total(t.path(), 0);
+        assert!(
+            !busy.exists(),
+            "once its run is done it is pruned as any other"
+        );
     }
 
     /// 17.6: flux wrote its outputs through links planted where it writes. Whatever is already

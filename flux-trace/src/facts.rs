@@ -20,6 +20,7 @@ pub type LineNames = BTreeMap<u32, Vec<String>>;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FileFacts {
     /// The path as the interpreter saw it (`co_filename`), the key in [`crate::Trace::facts`].
+    #[serde(default)]
     pub file: String,
     #[serde(default)]
     pub sha256: String,
