@@ -98,9 +98,13 @@ pub(crate) fn mark_in_use(dir: &Path) -> Result<InUse> {
 
 /// Does a run hold `p` ([`InUse`], in any process)?
 pub(crate) fn in_use(p: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(p) else {
-        return false;
-    };
+    matches!(try_exclusive(p), Some((_, false)))
+}
+
+/// Open `p` and try its exclusive lock without waiting: `None` when it cannot be opened, else
+/// the descriptor (holding the lock while it lives) and whether the lock was taken.
+fn try_exclusive(p: &Path) -> Option<(std::fs::File, bool)> {
+    let f = std::fs::File::open(p).ok()?;
     // SAFETY: flock on a descriptor this function owns; no memory is passed.
     let r = unsafe {
         libc::flock(
@@ -108,27 +112,17 @@ pub(crate) fn in_use(p: &Path) -> bool {
             libc::LOCK_EX | libc::LOCK_NB,
         )
     };
-    r != 0
+    Some((f, r == 0))
 }
 
 /// Remove the run directory `p` unless a run holds it ([`InUse`], in any process): true when
 /// it was removed. The exclusive lock is held while removing.
 pub(crate) fn remove_unless_in_use(p: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(p) else {
+    let Some((_lock, true)) = try_exclusive(p) else {
         return false;
     };
-    // SAFETY: flock on a descriptor this function owns; no memory is passed.
-    let r = unsafe {
-        libc::flock(
-            std::os::fd::AsRawFd::as_raw_fd(&f),
-            libc::LOCK_EX | libc::LOCK_NB,
-        )
-    };
-    if r != 0 {
-        return false;
-    }
     let removed = std::fs::remove_dir_all(p).is_ok();
-    drop(f);
+    drop(_lock);
     removed
 }
 
