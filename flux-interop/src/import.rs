@@ -314,6 +314,14 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
     if flux_extract::find(&extractor.name).is_some_and(|x| !x.targets_scope) {
         native.tracing.scope = flux_trace::Scope::Tests;
     }
+    if extractor.name == "predicate_report" {
+        // The hook evaluates their candidates on the live locals where they are observed.
+        native.tracing.predicates = crate::native::predicates(&crate::native::Question {
+            eval: &eval,
+            text: &spec.question,
+            template: &template,
+        })?;
+    }
     native.extractor = extractor;
     Ok(native)
 }

@@ -28,7 +28,10 @@
 //! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
 //! - `function_call_order` → `call_sequence` of the tracked functions; `invocation_counts` →
 //!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
-//!   of the tracked set.
+//!   of the tracked set;
+//! - `invariant_report` → `predicate_report` of the candidate predicates the question lists with
+//!   their observation lines, evaluated by the hook on the target frame's live locals
+//!   ([`predicates`] gives the `[tracing] predicates`).
 use crate::evalsh::EvalSh;
 use flux_instance::ExtractorSpec;
 use serde_json::{json, Map, Value};
@@ -58,6 +61,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("function_call_order", "call_sequence"),
     ("invocation_counts", "invocation_counts"),
     ("covered_functions", "covered_functions"),
+    ("invariant_report", "predicate_report"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -389,6 +393,79 @@ fn statement_lines(text: &str) -> bool {
     )
 }
 
+/// The candidate predicates of an invariant question and the line each is observed at, in the
+/// question's order: every backticked span followed, before the next span that is not an event
+/// name, by `line N` (`- \`len(x) > 0\` — a \`line\` event at line 91.`, `\`bool(a)\` at line
+/// 67;`). Spans naming the target, its file or an event are not candidates.
+fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut out: Vec<(String, u32)> = Vec::new();
+    let mut i = 1;
+    while i < parts.len() {
+        let span = parts[i];
+        if span.is_empty()
+            || span.contains('\n')
+            || span.ends_with(".py")
+            || ["line", "call", "return", "exception"].contains(&span)
+        {
+            i += 2;
+            continue;
+        }
+        // The prose after the span, through event-name spans (`a \`line\` event at line 91`).
+        let mut after = String::new();
+        let mut j = i + 1;
+        while j < parts.len() {
+            after.push_str(parts[j]);
+            match parts.get(j + 1) {
+                Some(next) if ["line", "call", "return", "exception"].contains(next) => {
+                    after.push_str(next);
+                    j += 2;
+                }
+                _ => break,
+            }
+        }
+        let head = after.trim_start_matches([' ', '\u{2014}', '-', ':', ',']);
+        let window = &head[..floor_char(head, head.len().min(40))];
+        if let Some(k) = window.find("at line ") {
+            let digits: String = window[k + 8..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            // Not a sentence away, and not the target's dotted name.
+            let near = !window[..k].contains(['.', ';', '?']);
+            let named = is_dotted_name(span) && span.contains('.');
+            if let (true, false, Ok(n)) = (near, named, digits.parse::<u32>()) {
+                out.push((span.to_string(), n));
+            }
+        }
+        i += 2;
+    }
+    out
+}
+
+/// The `[tracing] predicates` a native invariant instance needs: each candidate of the question
+/// at its observation lines, in frames of the target only (their question excludes nested
+/// functions, comprehensions and callees).
+pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, String> {
+    let t = target(q)?;
+    let mut out: Vec<flux_trace::config::Predicate> = Vec::new();
+    for (expr, line) in candidate_predicates(q.text) {
+        match out.iter_mut().find(|p| p.expr == expr) {
+            Some(p) if !p.lines.contains(&line) => p.lines.push(line),
+            Some(_) => {}
+            None => out.push(flux_trace::config::Predicate {
+                expr,
+                lines: vec![line],
+                function: Some(t.qualname.clone()),
+            }),
+        }
+    }
+    if out.is_empty() {
+        return Err("the question lists no candidate predicates with observation lines".into());
+    }
+    Ok(out)
+}
+
 /// The extractor (name, parameters, answer bindings) that asks `q` natively, or why none does.
 pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     let key = shape_key(q.template);
@@ -569,6 +646,10 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.insert("functions".into(), json!(fs));
             located(&mut p);
         }
+        "predicate_report" => {
+            let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
+            p.insert("predicates".into(), json!(exprs));
+        }
         _ => unreachable!("every rule's extractor is handled"),
     }
     Ok(ExtractorSpec {
@@ -666,6 +747,56 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("no loop header"), "{e}");
+    }
+
+    #[test]
+    fn an_invariant_question_maps_to_predicate_report_with_its_observation_points() {
+        // Both of their ways of listing candidates, written for this test.
+        let q = "For the exact target frame `pkg.mod.C.run` in `src/pkg/mod.py`, evaluate the \
+                 following candidate predicates verbatim:\n\n- `bool(args) and opts.list` \u{2014} \
+                 a `line` event at line 91.\n- `len(x) % 4 != 0` \u{2014} a `line` event at line \
+                 95.\n- `len(y) > 2` \u{2014} a `line` event at line 95.\n\nLine numbers are \
+                 absolute. Return exactly `{\"invariant_report\": [...]}`.";
+        let t = json!({"invariant_report": [{"held_always": "bool", "observations": "int",
+            "predicate": "str", "violations": "int"}]});
+        let x = map("C.run", q, t.clone()).unwrap();
+        assert_eq!(x.name, "predicate_report");
+        assert_eq!(
+            x.params["predicates"],
+            json!(["bool(args) and opts.list", "len(x) % 4 != 0", "len(y) > 2"])
+        );
+        let e = eval("C.run");
+        let ps = predicates(&Question {
+            eval: &e,
+            text: q,
+            template: &t,
+        })
+        .unwrap();
+        assert_eq!(ps[0].lines, vec![91]);
+        assert_eq!(ps[2].lines, vec![95]);
+        assert_eq!(ps[0].function.as_deref(), Some("C.run"));
+        let q = "Aggregate over all direct invocations of `pkg.mod.f` in `src/pkg/mod.py`. \
+                 Evaluate these candidate predicates verbatim at their respective observation \
+                 lines: `bool(attrs)` at line 67; `host.startswith('.')` at line 63; \
+                 `req_host is None` at line 52. Each line number is absolute.";
+        let e = eval("f");
+        let ps = predicates(&Question {
+            eval: &e,
+            text: q,
+            template: &t,
+        })
+        .unwrap();
+        let got: Vec<(&str, u32)> = ps.iter().map(|p| (p.expr.as_str(), p.lines[0])).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("bool(attrs)", 67),
+                ("host.startswith('.')", 63),
+                ("req_host is None", 52)
+            ]
+        );
+        let e = map("f", "Consider `pkg.mod.f`: does `x` hold?", t).unwrap_err();
+        assert!(e.contains("no candidate predicates"), "{e}");
     }
 
     #[test]

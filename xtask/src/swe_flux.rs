@@ -9,7 +9,13 @@
 //! mirror = "/work/.mirror/pallets+jinja/repo"   # a git directory with their commit
 //! commit = "5ef7011"                            # the commit their image's /testbed holds
 //! requirements = ["MarkupSafe", "pytest", "flit_core"]  # wheels from PyPI (runtime, tests, build backend)
+//! prepare = []   # shell commands run in /testbed as the image's last step (optional)
 //! ```
+//!
+//! `prepare` is for what their image did by being writable: flux's test containers see the
+//! root filesystem read-only with a tmpfs `/tmp`, so a repository whose conftest writes into
+//! its tree (scrapy's `generate_keys()` writes `tests/keys/localhost.*` at every start) gets
+//! those paths linked into `/tmp`.
 //!
 //! and `DIR/<repository>/<instance id>/` in their layout (`eval.sh`, `files/`, `oracle.json`).
 //!
@@ -63,6 +69,8 @@ struct Repo {
     mirror: PathBuf,
     commit: String,
     requirements: Vec<String>,
+    /// Shell commands run in /testbed at the end of the image's build.
+    prepare: Vec<String>,
 }
 
 fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
@@ -78,19 +86,21 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
                 .map(str::to_string)
                 .with_context(|| format!("{}: [{name}] needs `{k}`", path.display()))
         };
-        let requirements = t
-            .get("requirements")
-            .and_then(|x| x.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let list = |k: &str| -> Vec<String> {
+            t.get(k)
+                .and_then(|x| x.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
         out.push(Repo {
             mirror: PathBuf::from(s("mirror")?),
             commit: s("commit")?,
-            requirements,
+            requirements: list("requirements"),
+            prepare: list("prepare"),
             name,
         });
     }
@@ -185,7 +195,8 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     m["base_image"] = "flux/base:py3.11-bookworm".into();
     m["pip_freeze"] = serde_json::json!(freeze);
     m["definition"] = serde_json::json!({
-        "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements}
+        "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements,
+            "prepare": r.prepare}
     });
     let ctx = work.join("images").join(format!("{}-manifest", r.name));
     std::fs::create_dir_all(&ctx)?;
@@ -310,8 +321,14 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
          RUN {pip_in} install --quiet --no-index --find-links /tmp/wheels --break-system-packages --root-user-action=ignore {reqs} \\\n \
          && {pip_in} install --quiet --no-index --find-links /tmp/wheels --no-deps --no-build-isolation --break-system-packages --root-user-action=ignore -e /testbed \\\n \
          && rm -rf /tmp/wheels && chmod -R a+rX /testbed && chown -R 1000:1000 /testbed\n\
+         {prepare}\
          LABEL flux.swe-flux.commit=\"{commit}\"\n",
         reqs = reqs.join(" "),
+        prepare = r
+            .prepare
+            .iter()
+            .map(|c| format!("RUN cd /testbed && {c}\n"))
+            .collect::<String>(),
         commit = r.commit,
     );
     std::fs::write(ctx.join("Dockerfile"), docker)?;
