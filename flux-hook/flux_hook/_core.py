@@ -27,6 +27,9 @@ CODE_GEN = 1  # generator, coroutine or async generator
 CODE_NO_FIRST_LINE = 2  # its first instruction has no line (MAKE_CELL, 3.15's genexpr RESUME...)
 CODE_TARGET = 4  # targeted by the config (scope "targets": the hook reports its starts)
 
+# Types whose repr() is C code all the way (no Python frame, no probe fires): rendered as is.
+_C_REPR = frozenset((int, float, bool, type(None), str, bytes, complex))
+
 
 
 def no_first_line(code):
@@ -789,9 +792,10 @@ class Hook:
 
     def plain_repr(self, v):
         """SWE-Flux's repr: the full repr() cut to limits.repr characters, `...` appended;
-        with the type's __name__ (of an exception: what its `exc=` shows)."""
+        with the type's __name__ (of an exception: what its `exc=` shows). An object's own
+        `__repr__` runs with the probes quiet (see `quietly`)."""
         try:
-            s = repr(v)
+            s = repr(v) if type(v) in _C_REPR else self.quietly(repr, v)
         except Exception as e:
             try:
                 s = "<repr error: %s: %s>" % (type(e).__name__, e)
@@ -830,30 +834,30 @@ class Hook:
             if t is list or t is tuple or t is dict:
                 s = self.flat_repr(v, t)
             if s is None:
-                # Rendering runs Python code (reprlib, the object's own __repr__: thousands of
-                # frames for a SymPy expression), which the probes would see (17.13): while no
-                # other thread can run, their semaphores are lowered, so it costs no trap and
-                # leaves no event for the agent to drop.
-                sems = self.semaphores
-                quiet = (
-                    sems and not _thread._count() and len(threading._active) == 1
-                    and not threading._limbo
-                )
-                if quiet:
-                    saved = [c[0].value for c in sems]
-                    for c in sems:
-                        c[0].value = 0
                 try:
-                    s = self.reprer.repr(v)
+                    s = self.quietly(self.reprer.repr, v)
                 except Exception:
                     s = "<repr failed: %s>" % t.__name__
-                finally:
-                    if quiet:
-                        for c, old in zip(sems, saved):
-                            c[0].value = old
         if len(s) > lim:
             s = s[: max(lim - 3, 0)] + "..."
         return [clean(s), clean(t.__name__)]
+
+    def quietly(self, f, v):
+        """f(v) for rendering work: it runs Python code (reprlib, the object's own __repr__:
+        thousands of frames for a SymPy expression, pydantic models in fastapi's locals), which
+        the probes would see (17.13): while no other thread can run, their semaphores are
+        lowered, so it costs no trap and leaves no event for the agent to drop."""
+        sems = self.semaphores
+        if not sems or _thread._count() or len(threading._active) != 1 or threading._limbo:
+            return f(v)
+        saved = [c[0].value for c in sems]
+        for c in sems:
+            c[0].value = 0
+        try:
+            return f(v)
+        finally:
+            for c, old in zip(sems, saved):
+                c[0].value = old
 
     def flat_repr(self, v, t):
         """The repr of a list, tuple or dict of scalars (int, float, bool, None, str of at most

@@ -235,6 +235,62 @@ fn image_exists(image: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// The paths of `commit`'s tree whose blobs the mirror does not hold (its snapshot drops large
+/// files), which `git archive` would fail on.
+fn missing_blobs(mirror: &Path, commit: &str) -> Result<Vec<String>> {
+    let tree = Command::new("git")
+        .arg("--git-dir")
+        .arg(mirror)
+        .args(["ls-tree", "-r", "-z", commit])
+        .output()
+        .context("git ls-tree")?;
+    if !tree.status.success() {
+        bail!(
+            "git ls-tree {commit} of {}: {}",
+            mirror.display(),
+            String::from_utf8_lossy(&tree.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&tree.stdout).into_owned();
+    // "<mode> blob <object>\t<path>" entries; submodules ("commit") have no blob to read.
+    let blobs: Vec<(&str, &str)> = text
+        .split('\0')
+        .filter_map(|e| {
+            let (meta, path) = e.split_once('\t')?;
+            let mut m = meta.split(' ');
+            (m.nth(1)? == "blob").then_some(())?;
+            Some((m.next()?, path))
+        })
+        .collect();
+    let mut check = Command::new("git")
+        .arg("--git-dir")
+        .arg(mirror)
+        .args(["cat-file", "--batch-check=%(objectname)"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("git cat-file")?;
+    let mut input = String::new();
+    for (o, _) in &blobs {
+        input.push_str(o);
+        input.push('\n');
+    }
+    let mut stdin = check.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(input.as_bytes())
+    });
+    let out = check.wait_with_output()?;
+    writer.join().expect("writer thread")?;
+    // One answer line per object in order: its name, or "<name> missing".
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .zip(&blobs)
+        .filter(|(l, _)| l.ends_with(" missing"))
+        .map(|(_, (_, p))| p.to_string())
+        .collect())
+}
+
 /// The image of a repository: their commit's source at /testbed, installed editable.
 fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     let image = image_of(r);
@@ -257,10 +313,21 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
         r.commit,
         r.mirror.display()
     );
+    let missing = missing_blobs(&r.mirror, &r.commit)?;
+    if !missing.is_empty() {
+        eprintln!(
+            "xtask: {}: {} file(s) the mirror lacks (snapshots keep no file of 4 MiB or more) \
+             are left out: {}",
+            r.name,
+            missing.len(),
+            missing.join(", ")
+        );
+    }
     let archive = Command::new("git")
         .arg("--git-dir")
         .arg(&r.mirror)
-        .args(["archive", "--format=tar", &r.commit])
+        .args(["archive", "--format=tar", &r.commit, "--", "."])
+        .args(missing.iter().map(|m| format!(":(exclude,literal){m}")))
         .output()
         .context("git archive")?;
     if !archive.status.success() {
