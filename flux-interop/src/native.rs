@@ -29,6 +29,8 @@
 //! - `function_call_order` → `call_sequence` of the tracked functions; `invocation_counts` →
 //!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
 //!   of the tracked set;
+//! - `line_execution_counts` → `line_counts` over the question's inclusive line range,
+//!   zero-filled, every invocation (normalised to statements when it says so);
 //! - `invariant_report` → `predicate_report` of the candidate predicates the question lists with
 //!   their observation lines, evaluated by the hook on the target frame's live locals
 //!   ([`predicates`] gives the `[tracing] predicates`).
@@ -62,6 +64,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("invocation_counts", "invocation_counts"),
     ("covered_functions", "covered_functions"),
     ("invariant_report", "predicate_report"),
+    ("line_execution_counts", "line_counts"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -393,6 +396,34 @@ fn statement_lines(text: &str) -> bool {
     )
 }
 
+/// The inclusive line range a question names: `from 365 through 389`, `lines 12 to 30`,
+/// `from line 7 through line 9` (the first such pair).
+fn line_range(text: &str) -> Option<(u32, u32)> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let num = |w: &str| w.trim_end_matches(['.', ';', ':']).parse::<u32>().ok();
+    for (i, w) in words.iter().enumerate() {
+        if !["through", "to", "thru"].contains(w) || i == 0 {
+            continue;
+        }
+        let from = num(words[i - 1]);
+        let to = words.get(i + 1).and_then(|x| num(x)).or_else(|| {
+            (words.get(i + 1) == Some(&"line"))
+                .then(|| words.get(i + 2).and_then(|x| num(x)))
+                .flatten()
+        });
+        if let (Some(a), Some(b)) = (from, to) {
+            if a <= b {
+                return Some((a, b));
+            }
+        }
+    }
+    None
+}
+
 /// The candidate predicates of an invariant question and the line each is observed at, in the
 /// question's order: every backticked span followed, before the next span that is not an event
 /// name, by `line N` (`- \`len(x) > 0\` — a \`line\` event at line 91.`, `\`bool(a)\` at line
@@ -646,6 +677,21 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.insert("functions".into(), json!(fs));
             located(&mut p);
         }
+        "line_counts" => {
+            let (from, to) = line_range(text).ok_or("the question names no line range")?;
+            p.insert("from".into(), json!(from));
+            p.insert("to".into(), json!(to));
+            if mentions(text, &["innermost enclosing", "statement begins"]) {
+                // "attribute an event on a continuation line to ... where its innermost
+                // enclosing statement begins"
+                p.insert("line_mode".into(), json!("statement"));
+            }
+            if !mentions(text, &["every invocation", "all invocations", "across every"]) {
+                if let Some(n) = invocation {
+                    p.insert("invocation".into(), json!(n));
+                }
+            }
+        }
         "predicate_report" => {
             let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
             p.insert("predicates".into(), json!(exprs));
@@ -797,6 +843,27 @@ mod tests {
         );
         let e = map("f", "Consider `pkg.mod.f`: does `x` hold?", t).unwrap_err();
         assert!(e.contains("no candidate predicates"), "{e}");
+    }
+
+    #[test]
+    fn a_line_count_question_maps_to_line_counts_over_its_range() {
+        let q = "Aggregate the results over all invocations made by all of those methods. For \
+                 `pkg.mod.C.f` in `src/pkg/mod.py`, report the total execution count for every \
+                 physical source line in its body, namely every absolute 1-based line from 365 \
+                 through 389 inclusive. For a multi-line statement, attribute an event on a \
+                 continuation line to the line where its innermost enclosing Python AST \
+                 statement begins.";
+        let t = json!({"line_execution_counts": [{"count": "int", "line": "int"}]});
+        let x = map("C.f", q, t.clone()).unwrap();
+        assert_eq!(x.name, "line_counts");
+        assert_eq!((&x.params["from"], &x.params["to"]), (&json!(365), &json!(389)));
+        assert_eq!(x.params["line_mode"], "statement");
+        assert!(x.params.get("invocation").is_none());
+        assert_eq!(line_range("from line 7 through line 9"), Some((7, 9)));
+        assert_eq!(line_range("lines 12 to 30."), Some((12, 30)));
+        assert_eq!(line_range("the line where it begins"), None);
+        let e = map("C.f", "Report counts for `pkg.mod.C.f`.", t).unwrap_err();
+        assert!(e.contains("no line range"), "{e}");
     }
 
     #[test]
