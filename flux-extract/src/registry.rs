@@ -602,7 +602,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
     },
     Extractor {
         name: "def_use_pairs",
-        kinds: &[K::S4],
+        // M4 too: with `all_invocations`, over every test a multi-test instance runs (their
+        // M4 questions aggregate one class's tests so).
+        kinds: &[K::S4, K::M4],
         doc: dataflow::DEF_USE_PAIRS,
         params: &[
             FUNCTION,

@@ -33,7 +33,9 @@
 //!   zero-filled, every invocation (normalised to statements when it says so);
 //! - `invariant_report` → `predicate_report` of the candidate predicates the question lists with
 //!   their observation lines, evaluated by the hook on the target frame's live locals
-//!   ([`predicates`] gives the `[tracing] predicates`).
+//!   ([`predicates`] gives the `[tracing] predicates`); their one-predicate shape
+//!   (`is_invariant_always_held`, `total_iterations_observed`, `violating_iteration_count`) is
+//!   the same report's first item, bound by `[extractor.answer]`.
 use crate::evalsh::EvalSh;
 use flux_instance::ExtractorSpec;
 use serde_json::{json, Map, Value};
@@ -65,6 +67,10 @@ pub const RULES: &[(&str, &str)] = &[
     ("covered_functions", "covered_functions"),
     ("invariant_report", "predicate_report"),
     ("line_execution_counts", "line_counts"),
+    (
+        "is_invariant_always_held+total_iterations_observed+violating_iteration_count",
+        "predicate_report",
+    ),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -474,13 +480,36 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
     out
 }
 
+/// The one candidate of a single-predicate question (`did the candidate predicate \`p\` hold
+/// at every iteration? ... An iteration is one execution ... at line 39`): the first backticked
+/// span after "candidate predicate", observed at the first `line N` after "an iteration is".
+fn single_predicate(text: &str) -> Option<(String, u32)> {
+    let lower = text.to_lowercase();
+    let at = lower.find("candidate predicate")? + "candidate predicate".len();
+    let rest = &text[at..];
+    let open = rest.find('`')?;
+    // The span must follow the phrase closely (not a later sentence's).
+    if rest[..open].contains(['.', '?']) || open > 40 {
+        return None;
+    }
+    let close = rest[open + 1..].find('`')?;
+    let expr = rest[open + 1..open + 1 + close].trim();
+    let line = line_after(text, "an iteration is", 300)
+        .or_else(|| line_after(text, "observation point", 300))?;
+    (!expr.is_empty() && !expr.contains('\n')).then(|| (expr.to_string(), line))
+}
+
 /// The `[tracing] predicates` a native invariant instance needs: each candidate of the question
 /// at its observation lines, in frames of the target only (their question excludes nested
 /// functions, comprehensions and callees).
 pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, String> {
     let t = target(q)?;
     let mut out: Vec<flux_trace::config::Predicate> = Vec::new();
-    for (expr, line) in candidate_predicates(q.text) {
+    let mut found = candidate_predicates(q.text);
+    if found.is_empty() {
+        found.extend(single_predicate(q.text));
+    }
+    for (expr, line) in found {
         match out.iter_mut().find(|p| p.expr == expr) {
             Some(p) if !p.lines.contains(&line) => p.lines.push(line),
             Some(_) => {}
@@ -694,6 +723,19 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         }
         "predicate_report" => {
             let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
+            if key != "invariant_report" {
+                // their one-predicate shape: the report's only item, flattened
+                if exprs.len() != 1 {
+                    return Err("the question does not name exactly one candidate predicate".into());
+                }
+                for (to, from) in [
+                    ("/is_invariant_always_held", "/invariant_report/0/held_always"),
+                    ("/total_iterations_observed", "/invariant_report/0/observations"),
+                    ("/violating_iteration_count", "/invariant_report/0/violations"),
+                ] {
+                    answer.insert(to.into(), from.into());
+                }
+            }
             p.insert("predicates".into(), json!(exprs));
         }
         _ => unreachable!("every rule's extractor is handled"),
@@ -864,6 +906,27 @@ mod tests {
         assert_eq!(line_range("the line where it begins"), None);
         let e = map("C.f", "Report counts for `pkg.mod.C.f`.", t).unwrap_err();
         assert!(e.contains("no line range"), "{e}");
+    }
+
+    #[test]
+    fn a_one_predicate_question_maps_to_the_first_item_of_predicate_report() {
+        let q = "For all loop iterations observed across every invocation of `pkg.mod.f` in \
+                 `src/pkg/mod.py`, did the candidate predicate\n`(len(current.name) + level) % 13 \
+                 != 0`\nhold at every iteration?\n\nAn iteration is one execution, in the target \
+                 function's own frame, of the `if any(...)` statement whose expression begins at \
+                 line 39.";
+        let t = json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                       "violating_iteration_count": "int"});
+        let x = map("f", q, t.clone()).unwrap();
+        assert_eq!(x.name, "predicate_report");
+        assert_eq!(x.params["predicates"], json!(["(len(current.name) + level) % 13 != 0"]));
+        assert_eq!(x.answer["/violating_iteration_count"], "/invariant_report/0/violations");
+        let e = eval("f");
+        let ps = predicates(&Question { eval: &e, text: q, template: &t }).unwrap();
+        assert_eq!(ps[0].lines, vec![39]);
+        // No observation line: not mapped.
+        let q = "Consider `pkg.mod.f`. Candidate predicate (verbatim):\n    a in b\nHeld means...";
+        assert!(map("f", q, t).is_err());
     }
 
     #[test]
