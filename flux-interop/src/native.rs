@@ -354,6 +354,8 @@ fn is_identifier(b: &str) -> bool {
 /// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each.
 fn variables(q: &Question) -> Vec<String> {
     const PHRASES: &[&str] = &[
+        "outer-function locals",
+        "target-frame locals",
         "local variable names",
         "these local variables",
         "the local variables",
@@ -806,6 +808,11 @@ mod tests {
         let q = "Consider `pkg.mod.f`: the ordered history of local variable `acc` immediately \
                  after line 7 has executed for the first time during each invocation.";
         let x = map("f", q, json!({"temporal_value_history": ["str"]})).unwrap();
+        let q = "For all invocations of `pkg.mod.f`, what observed def-use pairs occur for \
+                 exactly these outer-function locals: `element`, `feed_uri`? Only accesses of \
+                 its frame count; its nested `check` function is excluded.";
+        let du = map("f", q, json!({"observed_def_use_pairs": [{"variable": "str"}]})).unwrap();
+        assert_eq!(du.params["variables"], json!(["element", "feed_uri"]));
         assert_eq!(x.name, "value_history");
         assert_eq!(
             x.answer["/temporal_value_history/*"],
