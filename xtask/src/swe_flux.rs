@@ -10,6 +10,7 @@
 //! commit = "5ef7011"                            # the commit their image's /testbed holds
 //! requirements = ["MarkupSafe", "pytest", "flit_core"]  # wheels from PyPI (runtime, tests, build backend)
 //! prepare = []   # shell commands run in /testbed as the image's last step (optional)
+//! env = {}       # environment of the image (optional): haystack's telemetry off, say
 //! ```
 //!
 //! `prepare` is for what their image did by being writable: flux's test containers see the
@@ -71,6 +72,8 @@ struct Repo {
     requirements: Vec<String>,
     /// Shell commands run in /testbed at the end of the image's build.
     prepare: Vec<String>,
+    /// Environment variables of the image (`ENV`), sorted by name.
+    env: Vec<(String, String)>,
 }
 
 fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
@@ -101,6 +104,15 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
             commit: s("commit")?,
             requirements: list("requirements"),
             prepare: list("prepare"),
+            env: t
+                .get("env")
+                .and_then(|x| x.as_table())
+                .map(|e| {
+                    e.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default(),
             name,
         });
     }
@@ -196,7 +208,7 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     m["pip_freeze"] = serde_json::json!(freeze);
     m["definition"] = serde_json::json!({
         "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements,
-            "prepare": r.prepare}
+            "prepare": r.prepare, "env": r.env}
     });
     let ctx = work.join("images").join(format!("{}-manifest", r.name));
     std::fs::create_dir_all(&ctx)?;
@@ -388,13 +400,18 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
          RUN {pip_in} install --quiet --no-index --find-links /tmp/wheels --break-system-packages --root-user-action=ignore {reqs} \\\n \
          && {pip_in} install --quiet --no-index --find-links /tmp/wheels --no-deps --no-build-isolation --break-system-packages --root-user-action=ignore -e /testbed \\\n \
          && rm -rf /tmp/wheels && chmod -R a+rX /testbed && chown -R 1000:1000 /testbed\n\
-         {prepare}\
+         {prepare}{env}\
          LABEL flux.swe-flux.commit=\"{commit}\"\n",
         reqs = reqs.join(" "),
         prepare = r
             .prepare
             .iter()
             .map(|c| format!("RUN cd /testbed && {c}\n"))
+            .collect::<String>(),
+        env = r
+            .env
+            .iter()
+            .map(|(k, v)| format!("ENV {k}={}\n", serde_json::Value::from(v.as_str())))
             .collect::<String>(),
         commit = r.commit,
     );
