@@ -404,6 +404,23 @@ fn statement_lines(text: &str) -> bool {
     )
 }
 
+/// The class whose directly defined methods a call-count question tracks (`... defined
+/// directly in the body of class \`RFC2616Policy\``), as a qualname.
+fn class_scope(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let at = ["directly in the body of class", "defined directly in class"]
+        .iter()
+        .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
+    let rest = &text[at..];
+    let open = rest.find('`')?;
+    if open > 4 {
+        return None;
+    }
+    let close = rest[open + 1..].find('`')?;
+    let name = &rest[open + 1..open + 1 + close];
+    is_dotted_name(name).then(|| name.to_string())
+}
+
 /// The inclusive line range a question names: `from 365 through 389`, `lines 12 to 30`,
 /// `from line 7 through line 9` (the first such pair).
 fn line_range(text: &str) -> Option<(u32, u32)> {
@@ -681,6 +698,13 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             located(&mut p);
             answer.insert("/function_call_order".into(), "/call_sequence".into());
         }
+        "invocation_counts" if class_scope(text).is_some() => {
+            // "every function defined directly in the body of class `C`"
+            p.remove("function");
+            p.insert("class".into(), json!(class_scope(text)));
+            p.insert("count".into(), json!("calls"));
+            located(&mut p);
+        }
         "invocation_counts" => {
             p.remove("function");
             p.insert("module".into(), json!(true));
@@ -709,15 +733,25 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             located(&mut p);
         }
         "line_counts" => {
-            let (from, to) = line_range(text).ok_or("the question names no line range")?;
-            p.insert("from".into(), json!(from));
-            p.insert("to".into(), json!(to));
+            match line_range(text) {
+                Some((from, to)) => {
+                    p.insert("from".into(), json!(from));
+                    p.insert("to".into(), json!(to));
+                }
+                // "from the first AST body statement (the docstring) through the function's
+                // `end_lineno`": line_counts' own `body` range
+                None if mentions(text, &["first ast body statement", "function body"]) => {}
+                None => return Err("the question names no line range".into()),
+            }
             if mentions(text, &["innermost enclosing", "statement begins"]) {
                 // "attribute an event on a continuation line to ... where its innermost
                 // enclosing statement begins"
                 p.insert("line_mode".into(), json!("statement"));
             }
-            if !mentions(text, &["every invocation", "all invocations", "across every"]) {
+            if !mentions(
+                text,
+                &["every invocation", "all invocations", "across every"],
+            ) {
                 if let Some(n) = invocation {
                     p.insert("invocation".into(), json!(n));
                 }
@@ -731,9 +765,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                     return Err("the question does not name exactly one candidate predicate".into());
                 }
                 for (to, from) in [
-                    ("/is_invariant_always_held", "/invariant_report/0/held_always"),
-                    ("/total_iterations_observed", "/invariant_report/0/observations"),
-                    ("/violating_iteration_count", "/invariant_report/0/violations"),
+                    (
+                        "/is_invariant_always_held",
+                        "/invariant_report/0/held_always",
+                    ),
+                    (
+                        "/total_iterations_observed",
+                        "/invariant_report/0/observations",
+                    ),
+                    (
+                        "/violating_iteration_count",
+                        "/invariant_report/0/violations",
+                    ),
                 ] {
                     answer.insert(to.into(), from.into());
                 }
@@ -811,7 +854,12 @@ mod tests {
         let q = "For all invocations of `pkg.mod.f`, what observed def-use pairs occur for \
                  exactly these outer-function locals: `element`, `feed_uri`? Only accesses of \
                  its frame count; its nested `check` function is excluded.";
-        let du = map("f", q, json!({"observed_def_use_pairs": [{"variable": "str"}]})).unwrap();
+        let du = map(
+            "f",
+            q,
+            json!({"observed_def_use_pairs": [{"variable": "str"}]}),
+        )
+        .unwrap();
         assert_eq!(du.params["variables"], json!(["element", "feed_uri"]));
         assert_eq!(x.name, "value_history");
         assert_eq!(
@@ -905,7 +953,10 @@ mod tests {
         let t = json!({"line_execution_counts": [{"count": "int", "line": "int"}]});
         let x = map("C.f", q, t.clone()).unwrap();
         assert_eq!(x.name, "line_counts");
-        assert_eq!((&x.params["from"], &x.params["to"]), (&json!(365), &json!(389)));
+        assert_eq!(
+            (&x.params["from"], &x.params["to"]),
+            (&json!(365), &json!(389))
+        );
         assert_eq!(x.params["line_mode"], "statement");
         assert!(x.params.get("invocation").is_none());
         assert_eq!(line_range("from line 7 through line 9"), Some((7, 9)));
@@ -926,14 +977,43 @@ mod tests {
                        "violating_iteration_count": "int"});
         let x = map("f", q, t.clone()).unwrap();
         assert_eq!(x.name, "predicate_report");
-        assert_eq!(x.params["predicates"], json!(["(len(current.name) + level) % 13 != 0"]));
-        assert_eq!(x.answer["/violating_iteration_count"], "/invariant_report/0/violations");
+        assert_eq!(
+            x.params["predicates"],
+            json!(["(len(current.name) + level) % 13 != 0"])
+        );
+        assert_eq!(
+            x.answer["/violating_iteration_count"],
+            "/invariant_report/0/violations"
+        );
         let e = eval("f");
-        let ps = predicates(&Question { eval: &e, text: q, template: &t }).unwrap();
+        let ps = predicates(&Question {
+            eval: &e,
+            text: q,
+            template: &t,
+        })
+        .unwrap();
         assert_eq!(ps[0].lines, vec![39]);
         // No observation line: not mapped.
         let q = "Consider `pkg.mod.f`. Candidate predicate (verbatim):\n    a in b\nHeld means...";
         assert!(map("f", q, t).is_err());
+    }
+
+    #[test]
+    fn class_scoped_call_counts_and_body_ranges_are_read() {
+        let q =
+            "The primary target is `pkg.mod.P.fresh`, defined in `src/pkg/mod.py`. The tracked \
+                 scope is every synchronous or asynchronous function defined directly in the body \
+                 of class `P` in that file.";
+        let t = json!({"invocation_counts": [{"count": "int", "file": "str", "func": "str"}]});
+        let x = map("pkg.mod.P", q, t).unwrap();
+        assert_eq!(x.params["class"], "P");
+        assert!(x.params.get("module").is_none());
+        let q = "For `pkg.mod.f`, report the line events for every physical line in the function \
+                 body: the inclusive range from the first AST body statement (the docstring) \
+                 through the function's AST `end_lineno`.";
+        let t = json!({"line_execution_counts": [{"count": "int", "line": "int"}]});
+        let x = map("f", q, t).unwrap();
+        assert!(x.params.get("from").is_none() && x.params.get("line_mode").is_none());
     }
 
     #[test]
