@@ -461,9 +461,11 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     Ok(())
 }
 
-/// Provenance fields that name the run that made a gold answer (when, and the digest of that
-/// run's trace): the only bytes a regeneration may change.
-const RUN_FIELDS: [&str; 2] = ["harvested_at", "trace_sha256"];
+/// Provenance fields that name the run that made a gold answer (when, the digest of that run's
+/// trace, and the build of the image it ran in — `image_id` changes with every rebuild of one
+/// image definition, whose `image_identity`, compared, stays): the only bytes a regeneration
+/// may change.
+const RUN_FIELDS: [&str; 3] = ["harvested_at", "trace_sha256", "image_id"];
 
 fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
     let mut v: serde_json::Value = serde_json::from_str(oracle_json).ok()?;
@@ -778,6 +780,29 @@ mod tests {
         write_set(t.path(), &r.candidates).unwrap();
         assert_eq!(read().provenance.image_identity, "flux-id:ab");
         assert_eq!(read().provenance.harvested_at, "t1");
+    }
+
+    /// `cargo xtask setup` rebuilt sympy's image (a new `image_id`, the same `image_identity`):
+    /// `--check` reported every sympy oracle.json as different, though nothing an answer
+    /// depends on had changed. A changed identity still differs.
+    #[test]
+    fn a_rebuilt_image_is_no_difference_a_changed_identity_is() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f")]);
+        r.candidates[0].oracle.provenance.image_id = "sha256:aa".into();
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:ab".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        r.candidates[0].oracle.provenance.image_id = "sha256:bb".into();
+        assert_eq!(
+            check_set(t.path(), &r.candidates).unwrap(),
+            Vec::<String>::new()
+        );
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:cd".into();
+        let d = check_set(t.path(), &r.candidates).unwrap();
+        assert!(
+            d.len() == 1 && d[0].ends_with("oracle.json differs"),
+            "{d:?}"
+        );
     }
 
     #[test]
