@@ -79,6 +79,12 @@ pub struct Budget {
     pub max_answer_size: usize,
     /// Tests named by one multi-test (M) question, at most.
     pub max_tests: usize,
+    /// Call events a test may make in the scout run to be used at all (0: no limit). A test
+    /// over it is left out of the module's shared trace and of every instance (`heavy-test`):
+    /// under tracing each call costs a few microseconds, so one such test makes the shared
+    /// trace and each own run that names it (the cross-check) cost seconds to minutes where
+    /// the others cost a fraction of one.
+    pub test_calls: u64,
     /// Instance runs at a time (the cross-check harvests), per module.
     pub jobs: usize,
     /// Modules in progress at a time.
@@ -95,6 +101,7 @@ impl Default for Budget {
             max_subtree_calls: 20_000,
             max_answer_size: 120,
             max_tests: 4,
+            test_calls: 500_000,
             jobs: 2,
             modules: 2,
         }
