@@ -369,7 +369,7 @@ fn read_result(path: &Path) -> Result<ModuleResult> {
 }
 
 /// Phase 2: the set's selection over every module's candidates, per repository (kinds in turn,
-/// `per_repository`, `per_function`, `per_file` across modules). A pure function of the
+/// `per_repository`, `repository_per_function`, `repository_per_file` across modules). A pure function of the
 /// results, whatever order they come in.
 pub fn assemble(spec: &GenSpec, mut results: Vec<ModuleResult>) -> Vec<Candidate> {
     results.sort_by(|a, b| (&a.repository, &a.module).cmp(&(&b.repository, &b.module)));
@@ -384,8 +384,8 @@ pub fn assemble(spec: &GenSpec, mut results: Vec<ModuleResult>) -> Vec<Candidate
         out.extend(screen::select(
             cands,
             q.per_repository,
-            q.per_function,
-            q.per_file,
+            q.repository_per_function.unwrap_or(q.per_function),
+            q.repository_per_file.unwrap_or(q.per_file),
             &q.kinds,
             &mut |_| {},
         ));
@@ -687,8 +687,14 @@ mod tests {
         );
         let c = result("x", "m3.py", &[("c1", K::S1, "k")]);
         let one = assemble(&spec, vec![a.clone(), b.clone(), c.clone()]);
-        let two = assemble(&spec, vec![c, b, a]);
+        let two = assemble(&spec, vec![c.clone(), b.clone(), a.clone()]);
         assert_eq!(one, two);
+        // The repository-wide cap is the set's: f may now have 3 across the modules.
+        let mut wide = spec.clone();
+        wide.quotas.repository_per_function = Some(3);
+        wide.quotas.per_repository = 10;
+        let three = assemble(&wide, vec![a.clone(), b.clone(), c.clone()]);
+        assert_eq!(three.iter().filter(|c| c.function == "f").count(), 3);
         let ids: Vec<&str> = one.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(one.len(), 5, "{ids:?}");
         // Repository `x` is not in the spec: none of its candidates.

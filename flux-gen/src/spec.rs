@@ -39,6 +39,17 @@ pub struct Quotas {
     pub per_file: usize,
     /// Instances whose target is one function ("a function is the target of a few").
     pub per_function: usize,
+    /// `per_file` across a repository's modules, in the set's selection (default: `per_file`).
+    /// Phase 2 alone reads it, so changing it re-assembles the set from the module results
+    /// without running a test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_per_file: Option<usize>,
+    /// `per_function` across a repository's modules, in the set's selection (default:
+    /// `per_function`; phase 2 alone reads it). Modules that run one function in different
+    /// tests each ask about it: with the module caps alone, a repository's later modules
+    /// added little but questions about functions already taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_per_function: Option<usize>,
     /// Planned questions per target function in one module (before screening).
     pub plan_per_function: usize,
     /// Target functions of one module's shared trace.
@@ -54,6 +65,8 @@ impl Default for Quotas {
             per_module: 40,
             per_file: 40,
             per_function: 4,
+            repository_per_file: None,
+            repository_per_function: None,
             plan_per_function: 8,
             targets_per_module: 24,
             kinds: QuestionKind::ALL.to_vec(),
@@ -250,6 +263,14 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
         ("quotas.per_file", q.per_file),
         ("quotas.per_function", q.per_function),
         ("quotas.plan_per_function", q.plan_per_function),
+        (
+            "quotas.repository_per_file",
+            q.repository_per_file.unwrap_or(q.per_file),
+        ),
+        (
+            "quotas.repository_per_function",
+            q.repository_per_function.unwrap_or(q.per_function),
+        ),
         ("quotas.targets_per_module", q.targets_per_module),
         ("budget.max_answer_size", spec.budget.max_answer_size),
         ("budget.jobs", spec.budget.jobs),
