@@ -100,19 +100,22 @@ def start(hook):
         i = frame.f_lasti
         return co[i] == RESUME and co[i + 1] == 0
 
-    def emit_c(info, frame, line, fs=None, thrown=False):
-        """fs: the frame state of targeted code. Dialect "swe-flux": the record also says
-        whether gen.throw()/close() opened it (no tracer call event) and carries the locals
-        changed since the frame's previous event (all of them for a fresh frame)."""
+    def emit_c(info, frame, line, fs=None, thrown=False, new=False):
+        """fs: the frame state of targeted code. new: a fresh start of generator code (the
+        merge's `fresh-frames`: a generator abandoned while suspended is freed without any
+        event, and the next one may get its frame key). Dialect "swe-flux": the record also
+        says whether gen.throw()/close() opened it (no tracer call event) and carries the
+        locals changed since the frame's previous event (all of them for a fresh frame)."""
         if not info[4]:
             define_b(info)
-        tail = ""
+        tail = ',"new"' if new else ""
         if swe and fs is not None:
             # Reprs run program code (`__repr__`) that only USDT sees: inside an `hx` span.
             t0 = now()
             changed = changed_locals(fs, frame) if want_vars else None
             hx(t0)
-            tail = ',%s,%s' % ('"throw"' if thrown else "null", jval(changed))
+            started = '"throw"' if thrown else '"new"' if new else "null"
+            tail = ',%s,%s' % (started, jval(changed))
         emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(frame), line, tail))
 
     def plain_local(frame, event, arg):
@@ -340,10 +343,14 @@ def start(hook):
                 if extents and not getattr(tl, "xd", 0):
                     return None
                 if want_c or (gen_only and code.co_flags & GEN_FLAGS):
+                    new = ""
                     if code.co_flags & GEN_FLAGS:
                         co = info[3]
                         i = frame.f_lasti
-                        line = code.co_firstlineno if (co[i] == RESUME and co[i + 1] == 0) else frame.f_lineno
+                        if co[i] == RESUME and co[i + 1] == 0:
+                            line, new = code.co_firstlineno, ',"new"'
+                        else:
+                            line = frame.f_lineno
                     else:
                         line = code.co_firstlineno
                     if not info[4]:
@@ -352,7 +359,7 @@ def start(hook):
                         tid = tl.tid
                     except AttributeError:
                         tid = tidf()
-                    app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(frame), line))
+                    app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(frame), line, new))
                     if len(buf) >= FN:
                         flush()
                 if all_r:
@@ -374,7 +381,7 @@ def start(hook):
             if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
                 # (The dialect keeps what settrace reports: module code starts at line 0.)
                 line = code.co_firstlineno if fresh and not swe else frame.f_lineno
-                emit_c(info, frame, line, fs)
+                emit_c(info, frame, line, fs, new=fresh and bool(code.co_flags & GEN_FLAGS))
             frame.f_trace_lines = trace_lines
             return target_local
         except RecursionError:

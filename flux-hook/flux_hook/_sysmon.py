@@ -38,6 +38,7 @@ def start(hook):
     cfg = hook.cfg
     want_c = hook.calls in ("all", "entries")
     all_r = hook.calls == "all"
+    NEW = ',"new"'  # the `c` record's `started` field: a fresh start of generator code
     # calls=generators (3.15 with USDT): USDT's entry probe also fires when a generator or
     # coroutine object is *created*, indistinguishably from its first resumption, so the hook
     # reports the activation starts of exactly those code objects and nothing else ...
@@ -157,16 +158,19 @@ def start(hook):
         set_local_events(tool, info[2], local_ev)
         instrumented.append(info[2])
 
-    def emit_c(info, f, line):
+    def emit_c(info, f, line, new=""):
+        """new: `,"new"` for a fresh start of generator code (the merge's `fresh-frames`: a
+        generator abandoned while suspended is freed without any event, and the next one may
+        get its frame key)."""
         if not info[4]:
             define(info)
-        emit('["c",%d,%d,%d,%d,%d]' % (now(), tidf(), info[0], id(f), line))
+        emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(f), line, new))
 
     # Scope "targets": inside an extent every Python call the hook makes fires the probes (a
     # trap and an event the agent drops, ~1.5 us), so the records of targeted starts and ends
     # are made here inline, and the extent is opened after and closed before the hook's other
     # work (`Hook.extent_open` / `extent_close`).
-    def x_start(info, f, line):
+    def x_start(info, f, line, new=""):
         """A targeted activation starts or resumes: its `c` record, in its thread's extent."""
         if not info[4]:
             define(info)
@@ -175,7 +179,7 @@ def start(hook):
         except AttributeError:
             tid = tidf()
         t = now()
-        rec = '["c",%d,%d,%d,%d,%d]' % (t, tid, info[0], id(f), line)
+        rec = '["c",%d,%d,%d,%d,%d%s]' % (t, tid, info[0], id(f), line, new)
         d = getattr(tl, "xd", 0)
         if d:
             tl.xd = d + 1
@@ -237,7 +241,7 @@ def start(hook):
                     tid = tl.tid
                 except AttributeError:
                     tid = tidf()
-                app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(getframe(1)), code.co_firstlineno))
+                app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(getframe(1)), code.co_firstlineno, NEW if code.co_flags & GENMASK else ""))
                 if len(buf) >= FN:
                     flush()
                 return None
@@ -249,10 +253,11 @@ def start(hook):
             if swe and info[6] is None:
                 hook.note_module(info, f)
             states[id(f)] = FrameState(code)
+            new = NEW if code.co_flags & GENMASK else ""
             if extents:
-                x_start(info, f, code.co_firstlineno)
+                x_start(info, f, code.co_firstlineno, new)
             elif want_c or (gen_only and gen_start(code)):
-                emit_c(info, f, code.co_firstlineno)
+                emit_c(info, f, code.co_firstlineno, new)
         except RecursionError:
             hook.recursion_hit = True
         except Exception:

@@ -47,7 +47,7 @@ pub const RECORDS: &[RecordSpec] = &[
         tag: "c",
         fields: &["ts", "tid", "code_id", "frame_key", "line"],
         optional: &["started", "changed_locals"],
-        doc: "an activation starts (fresh: co_firstlineno; resumed: f_lineno)",
+        doc: "an activation starts (fresh: co_firstlineno; resumed: f_lineno); started: null, \"throw\" (opened by gen.throw()/close()) or \"new\" (a fresh start of generator code)",
     },
     RecordSpec {
         tag: "r",
@@ -286,6 +286,9 @@ pub enum Rec {
         line: u32,
         /// Dialect `swe-flux`: opened by `gen.throw()`/`close()` without a tracer call event.
         thrown: bool,
+        /// A fresh start of generator code (`"new"`): never a resumption, whatever frame key
+        /// it has (a frame closed unseen frees its key for the next one: `fresh-frames`).
+        fresh: bool,
         /// Dialect `swe-flux`, targeted code: locals changed since the frame's previous event.
         locals: Locals,
         deleted: Vec<String>,
@@ -800,10 +803,11 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         }
         "c" => {
             let (ts, tid) = tt()?;
-            let thrown = match f.opt_str(5)?.as_deref() {
-                None => false,
-                Some("throw") => true,
-                Some(_) => return Err(f.err(5, "null or \"throw\"")),
+            let (thrown, fresh) = match f.opt_str(5)?.as_deref() {
+                None => (false, false),
+                Some("throw") => (true, false),
+                Some("new") => (false, true),
+                Some(_) => return Err(f.err(5, "null, \"throw\" or \"new\"")),
             };
             let (locals, deleted) = f.locals(6)?;
             Rec::Call {
@@ -813,6 +817,7 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 frame: f.u64(3)?,
                 line: f.u32(4)?,
                 thrown,
+                fresh,
                 locals,
                 deleted,
             }

@@ -102,7 +102,13 @@ impl Dialect {
     }
 }
 
-/// `run`: everything from the interpreter's start-up to its exit. `tests`: only inside pytest's
+/// `run`: the whole program, from the hook's installation (`sitecustomize`, before the program's
+/// first line; interpreter start-up before it is left out and counted) to the hook's end (its
+/// `atexit` handler, registered first and so run after the program's own handlers and after
+/// non-daemon threads are joined). Interpreter finalisation after that (module teardown,
+/// `__del__` of objects still alive at exit) is not part of any trace: the hook no longer
+/// follows it, so on 3.11 its USDT events are left out and counted
+/// (`merge.usdt_events_after_hook_end`), never filed as traced calls. `tests`: only inside pytest's
 /// test protocols (from a test's setup to its teardown): the hook traces nothing and the USDT
 /// probes' semaphores stay at zero outside them (CPython then skips the probes: no trap), so
 /// imports and collection cost nothing; calls outside tests are not in the trace.

@@ -80,6 +80,7 @@ _seen = {}
 _tl = threading.local()
 _window = [False]
 _real_settrace = sys.settrace
+RUNPY = runpy.run_path.__code__.co_filename
 
 
 def _recorded(code):
@@ -277,7 +278,9 @@ def _global(frame, event, arg):
     if event != "call":
         return None
     code = frame.f_code
-    if code.co_filename == ME:
+    if code.co_filename in (ME, RUNPY):
+        # The reference's own frames, and runpy's that run the program: `python prog.py` under
+        # flux has none below the program's `<module>` (its atexit handlers run at depth 0).
         return None
     th = _here()
     if _recorded(code):
@@ -316,6 +319,10 @@ def _start_new_thread(function, args, kwargs=None):
 
 
 def _dump():
+    # Registered before the program runs, so the last atexit handler: the program's own
+    # handlers ran traced before it (flux's scope "run" ends at its hook's handler likewise).
+    _real_settrace(None)
+    threading.settrace(None)
     with open(OUT, "w") as fh:
         for rec in EVENTS:
             fh.write(json.dumps(rec) + "\n")
@@ -346,15 +353,11 @@ def main():
         sys.argv = ["pytest"] + rest[2:]
         _real_settrace(_global)
         code = pytest.main(rest[2:], plugins=[Window()])
-        _real_settrace(None)
         sys.exit(int(code))
     sys.argv = rest
     sys.path[0] = os.path.dirname(os.path.abspath(rest[0]))
     _real_settrace(_global)
-    try:
-        runpy.run_path(rest[0], run_name="__main__")
-    finally:
-        _real_settrace(None)
+    runpy.run_path(rest[0], run_name="__main__")
 
 
 main()

@@ -21,6 +21,7 @@
 //! | `target-extents` | [`scopes`] | scope `targets`: only what lies inside the thread's extents of targeted code |
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
 //! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
+//! | `fresh-frames` | [`thread`] | a fresh start of generator code (hook `c` marked `new`) opens a new frame even if its key names a suspended one (abandoned generators are freed without an event and their addresses reused) |
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits); 3.11's return probe fires on exception exits too, so there an activation still open above one the hook saw end is a problem |
 //! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span, and the program going on before it comes is a problem (only an extent's edge closes it without) |
 //! | `hook-end-closes` | [`thread`] | an activation only the hook saw end is closed by the hook's record; a suspension keeps its frame for the resumption as a joined return does (17.3) |
@@ -356,6 +357,56 @@ mod tests {
         assert!(
             acts.iter().all(|a| a.2 == first),
             "one frame for both activations: {acts:?}"
+        );
+    }
+
+    /// Rule `fresh-frames` (found by the witness program `genexpr_abandoned.py` on 3.13): a
+    /// generator abandoned while suspended is freed without any event, and the next generator
+    /// of the same code often gets its address, so its frame key. Its start (`"new"`) is a
+    /// fresh call, not a resumption of the freed frame.
+    #[test]
+    fn a_fresh_generator_at_a_freed_ones_address_is_a_new_frame() {
+        let frames = |second_start: &str| {
+            let mut st = Stream::default();
+            for l in [
+                r#"{"hello":1,"pid":7,"python":"3.13.5","mode":"monitoring","calls":"all","scope":"run","leave":[],"clock":"monotonic_ns"}"#,
+                r#"["C",1,"/t.py","g","g",6,8,5]"#,
+                r#"["c",11,7,1,500,6,"new"]"#,
+                r#"["r",20,7,1,500,7,"yield",["1","int"],null]"#,
+                second_start,
+                r#"["r",40,7,1,500,7,"yield",["1","int"],null]"#,
+                r#"["bye",5]"#,
+            ] {
+                st.feed(l);
+            }
+            let cap = HookCapture {
+                streams: vec![st],
+                problems: Vec::new(),
+            };
+            let caps = Capabilities {
+                entry: false,
+                ret: false,
+                line: false,
+            };
+            let plan = crate::plan::plan(caps, CallsMode::Hook, flux_trace::Scope::Run).unwrap();
+            let t = merge(None, &cap, "/usr/bin/python3.13 (3.13.5)", &plan);
+            assert!(t.meta.complete, "{:?}", t.meta.problems);
+            t.events
+                .iter()
+                .filter(|e| e.ev == Kind::Call)
+                .map(|e| (e.activation, e.frame))
+                .collect::<Vec<_>>()
+        };
+        let fresh = frames(r#"["c",31,7,1,500,6,"new"]"#);
+        assert_eq!(fresh.len(), 2);
+        assert!(
+            fresh.iter().all(|(a, f)| a == f),
+            "two fresh frames: {fresh:?}"
+        );
+        let resumed = frames(r#"["c",31,7,1,500,7]"#);
+        assert_eq!(
+            resumed[1].1, resumed[0].1,
+            "a resumption keeps the frame: {resumed:?}"
         );
     }
 

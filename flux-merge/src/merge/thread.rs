@@ -1,7 +1,8 @@
 //! One thread's timeline turned into events: the stack of activations.
 //!
 //! Rules (names as in the merge's module doc): `activation-stack`, `unwind-reconcile`,
-//! `join-returns`, `hook-end-closes`, `hook-lines-win`, `generator-frames`, `unmatched-returns`, `unseen-thread`,
+//! `join-returns`, `hook-end-closes`, `hook-lines-win`, `generator-frames`,
+//! `fresh-frames`, `unmatched-returns`, `unseen-thread`,
 //! `extent-edges`, `never-returned`; the entry rules are in [`super::codes`], the hook's own work in
 //! [`super::hook_work`].
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
@@ -447,6 +448,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             frame,
             line,
             thrown,
+            fresh,
             locals: l,
             deleted,
             ..
@@ -463,10 +465,13 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
         ev.locals = locals(l);
         ev.deleted = deleted.clone();
+        // `fresh-frames`: a fresh start never resumes a frame, even one its key last named (a
+        // generator abandoned while suspended is freed without any event, and the next one
+        // often gets its address).
         let reuse = self
             .suspended
             .remove(frame)
-            .filter(|(_, f, n)| *f == cd.file && *n == cd.name)
+            .filter(|(_, f, n)| !*fresh && *f == cd.file && *n == cd.name)
             .map(|(id, _, _)| id);
         let ev = self.open(ev, cd.qualname.clone(), Some(*frame), reuse);
         self.out.push(ev);
