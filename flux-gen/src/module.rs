@@ -5,6 +5,8 @@
 //! `<out>/modules/<repository>/<module>.json` for the set's selection (phase 2).
 //!
 //! Screening rules, each counted under its name in [`ModuleResult::left_out`]:
+//! - `heavy-test` (tests, not drafts): a test made more than `budget.test_calls` calls in the
+//!   scout run; it is left out of the profile, the shared trace and every instance;
 //! - `not-observed`: the extractor could not answer on the sub-trace (a generator bug when it
 //!   happens often: drafts are made from what the trace shows);
 //! - `address-in-answer`: a value shows a memory address (`<X object at 0x7f…>`), which another
@@ -253,6 +255,24 @@ pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
     None
 }
 
+/// Tests of `trace` with more than `limit` call events (none when `limit` is 0).
+pub(crate) fn heavy_tests(trace: &flux_trace::Trace, limit: u64) -> BTreeSet<String> {
+    if limit == 0 {
+        return BTreeSet::new();
+    }
+    let mut calls: BTreeMap<&str, u64> = BTreeMap::new();
+    for e in &trace.events {
+        if e.ev == flux_trace::Kind::Call && !e.test.is_empty() {
+            *calls.entry(e.test.as_str()).or_insert(0) += 1;
+        }
+    }
+    calls
+        .into_iter()
+        .filter(|(_, n)| *n > limit)
+        .map(|(t, _)| t.to_string())
+        .collect()
+}
+
 fn outcomes(trace: &flux_trace::Trace) -> BTreeMap<String, String> {
     flux_trace::query::tests(trace)
         .into_iter()
@@ -291,10 +311,32 @@ async fn run_module_inner(
         anyhow::bail!("the scout run of {module}: {e}");
     }
     let t = Instant::now();
-    let profile = ModuleProfile::from_trace(&scout.trace);
-    let scout_outcomes = outcomes(&scout.trace);
-    let graphs = call_graphs(spec, repo, &scope, &profile, &scout.trace, r);
-    drop(scout);
+    // Tests over `budget.test_calls` are left out from here on: the profile, the plan, the
+    // shared trace (which then runs the other tests by node id) and every instance.
+    let heavy = heavy_tests(&scout.trace, budget.test_calls);
+    let (scout_trace, paths) = if heavy.is_empty() {
+        (scout.trace, vec![module.to_string()])
+    } else {
+        *r.left_out.entry("heavy-test".into()).or_insert(0) += heavy.len();
+        let light: Vec<String> = flux_trace::query::tests(&scout.trace)
+            .into_iter()
+            .map(|t| t.id)
+            .filter(|t| !heavy.contains(t))
+            .collect();
+        if light.is_empty() {
+            anyhow::bail!(
+                "every test of {module} makes more than {} calls (budget.test_calls)",
+                budget.test_calls
+            );
+        }
+        let sub = draft::sub_trace(&scout.trace, &light);
+        drop(scout);
+        (sub, light)
+    };
+    let profile = ModuleProfile::from_trace(&scout_trace);
+    let scout_outcomes = outcomes(&scout_trace);
+    let graphs = call_graphs(spec, repo, &scope, &profile, &scout_trace, r);
+    drop(scout_trace);
     r.time("profile", t);
     // 2. Static facts of the repository's files that ran.
     let t = Instant::now();
@@ -324,7 +366,7 @@ async fn run_module_inner(
         .trace(
             repo,
             &format!("gen-trace-{slug}"),
-            &[module.to_string()],
+            &paths,
             config.clone(),
             budget.module_timeout_s,
             budget.trace_events * 4,
@@ -358,7 +400,7 @@ async fn run_module_inner(
         image: repo.image.clone(),
         image_id: run.image_id.clone(),
         interpreter: run.interpreter_version.clone(),
-        command: pytest_command(repo, &[module.to_string()]),
+        command: pytest_command(repo, &paths),
         config,
         plan: plan
             .targets
@@ -593,6 +635,39 @@ pub fn write_result(out: &Path, r: &ModuleResult) -> Result<PathBuf> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A test's calls are counted from its own events (`test` set by the merge); a budget of
+    /// 0 leaves nothing out, so a spec with `test_calls = 0` makes what it made before.
+    #[test]
+    fn tests_over_the_call_budget_are_heavy() {
+        use flux_trace::{Event, Kind, Source};
+        let mut t = flux_trace::Trace::default();
+        for (i, (test, kind)) in [
+            ("m.py::a", Kind::TestStart),
+            ("m.py::a", Kind::Call),
+            ("m.py::a", Kind::Return),
+            ("", Kind::Call),
+            ("", Kind::Call),
+            ("m.py::b", Kind::TestStart),
+            ("m.py::b", Kind::Call),
+            ("m.py::b", Kind::Call),
+            ("m.py::b", Kind::Line),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut e = Event::new(i as u64, 1, 1, kind, Source::Usdt);
+            e.test = test.into();
+            t.events.push(e);
+        }
+        assert_eq!(
+            heavy_tests(&t, 1).into_iter().collect::<Vec<_>>(),
+            ["m.py::b"],
+            "calls outside a test count for none; lines are not calls"
+        );
+        assert!(heavy_tests(&t, 2).is_empty());
+        assert!(heavy_tests(&t, 0).is_empty(), "0: no limit");
+    }
 
     #[test]
     fn addresses_in_answers_are_found() {

@@ -369,7 +369,7 @@ fn read_result(path: &Path) -> Result<ModuleResult> {
 }
 
 /// Phase 2: the set's selection over every module's candidates, per repository (kinds in turn,
-/// `per_repository`, `per_function`, `per_file` across modules). A pure function of the
+/// `per_repository`, `repository_per_function`, `repository_per_file` across modules). A pure function of the
 /// results, whatever order they come in.
 pub fn assemble(spec: &GenSpec, mut results: Vec<ModuleResult>) -> Vec<Candidate> {
     results.sort_by(|a, b| (&a.repository, &a.module).cmp(&(&b.repository, &b.module)));
@@ -384,8 +384,8 @@ pub fn assemble(spec: &GenSpec, mut results: Vec<ModuleResult>) -> Vec<Candidate
         out.extend(screen::select(
             cands,
             q.per_repository,
-            q.per_function,
-            q.per_file,
+            q.repository_per_function.unwrap_or(q.per_function),
+            q.repository_per_file.unwrap_or(q.per_file),
             &q.kinds,
             &mut |_| {},
         ));
@@ -461,9 +461,11 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     Ok(())
 }
 
-/// Provenance fields that name the run that made a gold answer (when, and the digest of that
-/// run's trace): the only bytes a regeneration may change.
-const RUN_FIELDS: [&str; 2] = ["harvested_at", "trace_sha256"];
+/// Provenance fields that name the run that made a gold answer (when, the digest of that run's
+/// trace, and the build of the image it ran in — `image_id` changes with every rebuild of one
+/// image definition, whose `image_identity`, compared, stays): the only bytes a regeneration
+/// may change.
+const RUN_FIELDS: [&str; 3] = ["harvested_at", "trace_sha256", "image_id"];
 
 fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
     let mut v: serde_json::Value = serde_json::from_str(oracle_json).ok()?;
@@ -685,8 +687,14 @@ mod tests {
         );
         let c = result("x", "m3.py", &[("c1", K::S1, "k")]);
         let one = assemble(&spec, vec![a.clone(), b.clone(), c.clone()]);
-        let two = assemble(&spec, vec![c, b, a]);
+        let two = assemble(&spec, vec![c.clone(), b.clone(), a.clone()]);
         assert_eq!(one, two);
+        // The repository-wide cap is the set's: f may now have 3 across the modules.
+        let mut wide = spec.clone();
+        wide.quotas.repository_per_function = Some(3);
+        wide.quotas.per_repository = 10;
+        let three = assemble(&wide, vec![a.clone(), b.clone(), c.clone()]);
+        assert_eq!(three.iter().filter(|c| c.function == "f").count(), 3);
         let ids: Vec<&str> = one.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(one.len(), 5, "{ids:?}");
         // Repository `x` is not in the spec: none of its candidates.
@@ -778,6 +786,29 @@ mod tests {
         write_set(t.path(), &r.candidates).unwrap();
         assert_eq!(read().provenance.image_identity, "flux-id:ab");
         assert_eq!(read().provenance.harvested_at, "t1");
+    }
+
+    /// `cargo xtask setup` rebuilt sympy's image (a new `image_id`, the same `image_identity`):
+    /// `--check` reported every sympy oracle.json as different, though nothing an answer
+    /// depends on had changed. A changed identity still differs.
+    #[test]
+    fn a_rebuilt_image_is_no_difference_a_changed_identity_is() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f")]);
+        r.candidates[0].oracle.provenance.image_id = "sha256:aa".into();
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:ab".into();
+        write_set(t.path(), &r.candidates).unwrap();
+        r.candidates[0].oracle.provenance.image_id = "sha256:bb".into();
+        assert_eq!(
+            check_set(t.path(), &r.candidates).unwrap(),
+            Vec::<String>::new()
+        );
+        r.candidates[0].oracle.provenance.image_identity = "flux-id:cd".into();
+        let d = check_set(t.path(), &r.candidates).unwrap();
+        assert!(
+            d.len() == 1 && d[0].ends_with("oracle.json differs"),
+            "{d:?}"
+        );
     }
 
     #[test]

@@ -39,6 +39,17 @@ pub struct Quotas {
     pub per_file: usize,
     /// Instances whose target is one function ("a function is the target of a few").
     pub per_function: usize,
+    /// `per_file` across a repository's modules, in the set's selection (default: `per_file`).
+    /// Phase 2 alone reads it, so changing it re-assembles the set from the module results
+    /// without running a test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_per_file: Option<usize>,
+    /// `per_function` across a repository's modules, in the set's selection (default:
+    /// `per_function`; phase 2 alone reads it). Modules that run one function in different
+    /// tests each ask about it: with the module caps alone, a repository's later modules
+    /// added little but questions about functions already taken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository_per_function: Option<usize>,
     /// Planned questions per target function in one module (before screening).
     pub plan_per_function: usize,
     /// Target functions of one module's shared trace.
@@ -54,6 +65,8 @@ impl Default for Quotas {
             per_module: 40,
             per_file: 40,
             per_function: 4,
+            repository_per_file: None,
+            repository_per_function: None,
             plan_per_function: 8,
             targets_per_module: 24,
             kinds: QuestionKind::ALL.to_vec(),
@@ -79,6 +92,12 @@ pub struct Budget {
     pub max_answer_size: usize,
     /// Tests named by one multi-test (M) question, at most.
     pub max_tests: usize,
+    /// Call events a test may make in the scout run to be used at all (0: no limit). A test
+    /// over it is left out of the module's shared trace and of every instance (`heavy-test`):
+    /// under tracing each call costs a few microseconds, so one such test makes the shared
+    /// trace and each own run that names it (the cross-check) cost seconds to minutes where
+    /// the others cost a fraction of one.
+    pub test_calls: u64,
     /// Instance runs at a time (the cross-check harvests), per module.
     pub jobs: usize,
     /// Modules in progress at a time.
@@ -95,6 +114,7 @@ impl Default for Budget {
             max_subtree_calls: 20_000,
             max_answer_size: 120,
             max_tests: 4,
+            test_calls: 500_000,
             jobs: 2,
             modules: 2,
         }
@@ -243,6 +263,14 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
         ("quotas.per_file", q.per_file),
         ("quotas.per_function", q.per_function),
         ("quotas.plan_per_function", q.plan_per_function),
+        (
+            "quotas.repository_per_file",
+            q.repository_per_file.unwrap_or(q.per_file),
+        ),
+        (
+            "quotas.repository_per_function",
+            q.repository_per_function.unwrap_or(q.per_function),
+        ),
         ("quotas.targets_per_module", q.targets_per_module),
         ("budget.max_answer_size", spec.budget.max_answer_size),
         ("budget.jobs", spec.budget.jobs),

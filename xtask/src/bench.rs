@@ -82,6 +82,10 @@ enum What {
         /// Re-harvest this many of the generated instances with `flux harvest --check`.
         #[arg(long, default_value_t = 0)]
         check_sample: usize,
+        /// Also generate the slice with every test used (`[budget] test_calls = 0`, how
+        /// flux-gen-v1 is made), first, and print both side by side.
+        #[arg(long)]
+        before: bool,
     },
 }
 
@@ -271,7 +275,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             json,
             spec,
             check_sample,
-        } => return bench_gen::run(json, spec, check_sample),
+            before,
+        } => return bench_gen::run(json, spec, check_sample, before),
     };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();

@@ -1,4 +1,4 @@
-//! `cargo xtask bench gen [--json] [--spec SET] [--check-sample N]`: screened instances per hour
+//! `cargo xtask bench gen [--json] [--spec SET] [--check-sample N] [--before]`: screened instances per hour
 //! of `flux gen` (which includes each instance's own harvest, its cross-check) on one repository
 //! slice, and where the time goes.
 //!
@@ -8,7 +8,9 @@
 //! machine cannot spoil, the same modules untraced once each in the same image
 //! (`untraced_seconds`): `gen_over_untraced` is gen's wall time over that. With
 //! `--check-sample N`, `flux harvest --check` re-harvests N of the instances (seeded) from
-//! clean containers and the time and result are reported beside.
+//! clean containers and the time and result are reported beside. With `--before`, the slice is
+//! first generated with every test used (`[budget] test_calls = 0`: no test left out for the
+//! calls it makes, how flux-gen-v1 is made), then as specified, and the ratio printed.
 //!
 //! Phase seconds are summed over modules, which run side by side (`budget.modules`), so they add
 //! up to more than the wall time. The load average before and after is printed: figures from a
@@ -98,25 +100,85 @@ pub fn run(
     json_out: bool,
     spec: Option<PathBuf>,
     check_sample: usize,
+    before: bool,
 ) -> Result<std::process::ExitCode> {
     let root = crate::workspace_root();
     let spec = spec.unwrap_or_else(|| root.join(DEFAULT_SPEC));
     let flux = crate::build_flux_release()?;
+    let mut runs = Vec::new();
+    if before {
+        runs.push(("every test (test_calls = 0)", Some(0u64)));
+    }
+    runs.push(("as specified", None));
+    let mut out = Vec::new();
+    for (label, test_calls) in runs {
+        let j = gen_once(&flux, &root, &spec, test_calls, check_sample)?;
+        if !json_out {
+            print_run(label, &spec, &j);
+        }
+        out.push(json!({"run": label, "result": j}));
+    }
+    if json_out {
+        let j = if out.len() == 1 {
+            out.remove(0)["result"].take()
+        } else {
+            json!({ "runs": out })
+        };
+        println!("{}", serde_json::to_string_pretty(&j)?);
+    } else if out.len() == 2 {
+        let rate = |i: usize| {
+            out[i]["result"]["instances_per_hour"]
+                .as_f64()
+                .unwrap_or(0.0)
+        };
+        println!(
+            "as specified / every test: {:.2}x instances per hour",
+            rate(1) / rate(0).max(1e-9)
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// One `flux gen` of the slice into a fresh directory (`test_calls` overrides the spec's
+/// `[budget] test_calls`), and its figures.
+fn gen_once(
+    flux: &Path,
+    root: &Path,
+    spec: &Path,
+    test_calls: Option<u64>,
+    check_sample: usize,
+) -> Result<Value> {
     let out = std::env::temp_dir().join(format!("flux-bench-gen-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     // The set is written beside a copy of the spec, not into the repository.
     let set = out.join("set");
     std::fs::create_dir_all(&set)?;
-    std::fs::copy(&spec, set.join("gen.toml"))?;
+    let text = std::fs::read_to_string(spec).with_context(|| spec.display().to_string())?;
+    let text = match test_calls {
+        None => text,
+        Some(n) => {
+            let mut v: toml::Value = toml::from_str(&text)?;
+            let t = v.as_table_mut().context("a spec is a table")?;
+            let budget = t
+                .entry("budget")
+                .or_insert_with(|| toml::Value::Table(Default::default()));
+            budget
+                .as_table_mut()
+                .context("[budget] is a table")?
+                .insert("test_calls".into(), toml::Value::Integer(n as i64));
+            toml::to_string(&v)?
+        }
+    };
+    std::fs::write(set.join("gen.toml"), text)?;
     let load_before = loadavg();
     let t = std::time::Instant::now();
-    let o = Command::new(&flux)
+    let o = Command::new(flux)
         .arg("gen")
         .arg(&set)
         .arg("--out")
         .arg(out.join("work"))
         .arg("--json")
-        .current_dir(&root)
+        .current_dir(root)
         .stderr(std::process::Stdio::inherit())
         .output()
         .context("running flux gen")?;
@@ -126,7 +188,8 @@ pub fn run(
     }
     let report: Value = serde_json::from_slice(&o.stdout).context("flux gen --json")?;
     let screened = report["instances"].as_u64().unwrap_or(0);
-    let untraced = untraced_seconds(&spec)?;
+    let load_gen = loadavg();
+    let untraced = untraced_seconds(spec)?;
     let mut check = Value::Null;
     if check_sample > 0 {
         let mut dirs: Vec<PathBuf> = Vec::new();
@@ -150,10 +213,10 @@ pub fn run(
             .cloned()
             .collect();
         let t = std::time::Instant::now();
-        let st = Command::new(&flux)
+        let st = Command::new(flux)
             .args(["harvest", "--check"])
             .args(&sample)
-            .current_dir(&root)
+            .current_dir(root)
             .status()?;
         check = json!({
             "instances": sample.len(),
@@ -163,8 +226,10 @@ pub fn run(
     }
     let load_after = loadavg();
     let per_hour = screened as f64 / (wall / 3600.0);
-    let j = json!({
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(json!({
         "spec": spec.display().to_string(),
+        "test_calls_override": test_calls,
         "screened": screened,
         "instances_per_hour": per_hour,
         "wall_seconds": wall,
@@ -179,40 +244,53 @@ pub fn run(
         "left_out": report["left_out"],
         "harvest_check_sample": check,
         "load_before": load_before,
+        "load_after_gen": load_gen,
         "load_after": load_after,
-    });
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&j)?);
-    } else {
-        println!("bench gen: {}", spec.display());
-        println!(
-            "  {screened} screened instances in {wall:.0}s: {per_hour:.0} an hour ({:.1}s each; target >= 1000/h)",
-            wall / (screened.max(1) as f64)
-        );
-        println!(
-            "  untraced run of the same modules: {untraced:.1}s; gen / untraced = {:.1}x",
-            wall / untraced.max(1e-9)
-        );
-        println!(
-            "  own runs (cross-check): {}; candidates before the set's selection: {}",
-            report["check_runs"], report["candidates"]
-        );
-        println!("  phase seconds (summed over modules run side by side):");
-        if let Some(m) = report["seconds"].as_object() {
-            let total: f64 = m.values().filter_map(Value::as_f64).sum();
-            for (k, v) in m {
-                let v = v.as_f64().unwrap_or(0.0);
-                println!(
-                    "    {k:<10} {v:>8.1}s {:>5.1}%",
-                    100.0 * v / total.max(1e-9)
-                );
-            }
+    }))
+}
+
+fn print_run(label: &str, spec: &Path, j: &Value) {
+    let f = |k: &str| j[k].as_f64().unwrap_or(0.0);
+    println!("bench gen: {} ({label})", spec.display());
+    println!(
+        "  {} screened instances in {:.0}s: {:.0} an hour ({:.1}s each; target >= 1000/h)",
+        j["screened"],
+        f("wall_seconds"),
+        f("instances_per_hour"),
+        f("seconds_per_instance")
+    );
+    println!(
+        "  untraced run of the same modules: {:.1}s; gen / untraced = {:.1}x",
+        f("untraced_seconds"),
+        f("gen_over_untraced")
+    );
+    println!(
+        "  own runs (cross-check): {}; candidates before the set's selection: {}; tests left out as heavy: {}",
+        j["check_runs"],
+        j["candidates"],
+        j["left_out"]["heavy-test"].as_u64().unwrap_or(0)
+    );
+    println!("  phase seconds (summed over modules run side by side):");
+    if let Some(m) = j["phase_seconds"].as_object() {
+        let total: f64 = m.values().filter_map(Value::as_f64).sum();
+        for (k, v) in m {
+            let v = v.as_f64().unwrap_or(0.0);
+            println!(
+                "    {k:<10} {v:>8.1}s {:>5.1}%",
+                100.0 * v / total.max(1e-9)
+            );
         }
-        if !check.is_null() {
-            println!("  flux harvest --check on a sample: {check}");
-        }
-        println!("  load average: before {load_before}, after {load_after}");
     }
-    let _ = std::fs::remove_dir_all(&out);
-    Ok(std::process::ExitCode::SUCCESS)
+    if !j["harvest_check_sample"].is_null() {
+        println!(
+            "  flux harvest --check on a sample: {}",
+            j["harvest_check_sample"]
+        );
+    }
+    println!(
+        "  load average: before {}, after gen {}, at the end {}",
+        j["load_before"].as_str().unwrap_or(""),
+        j["load_after_gen"].as_str().unwrap_or(""),
+        j["load_after"].as_str().unwrap_or("")
+    );
 }
