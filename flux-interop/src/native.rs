@@ -806,6 +806,17 @@ mod tests {
         crate::evalsh::parse(&text).unwrap()
     }
 
+    /// The predicates a question about `func` names (they must parse).
+    fn preds(func: &str, text: &str, template: &Value) -> Vec<flux_trace::config::Predicate> {
+        let e = eval(func);
+        predicates(&Question {
+            eval: &e,
+            text,
+            template,
+        })
+        .unwrap()
+    }
+
     fn map(func: &str, text: &str, template: Value) -> Result<ExtractorSpec, String> {
         native_extractor(&Question {
             eval: &eval(func),
@@ -908,13 +919,7 @@ mod tests {
             x.params["predicates"],
             json!(["bool(args) and opts.list", "len(x) % 4 != 0", "len(y) > 2"])
         );
-        let e = eval("C.run");
-        let ps = predicates(&Question {
-            eval: &e,
-            text: q,
-            template: &t,
-        })
-        .unwrap();
+        let ps = preds("C.run", q, &t);
         assert_eq!(ps[0].lines, vec![91]);
         assert_eq!(ps[2].lines, vec![95]);
         assert_eq!(ps[0].function.as_deref(), Some("C.run"));
@@ -922,13 +927,7 @@ mod tests {
                  Evaluate these candidate predicates verbatim at their respective observation \
                  lines: `bool(attrs)` at line 67; `host.startswith('.')` at line 63; \
                  `req_host is None` at line 52. Each line number is absolute.";
-        let e = eval("f");
-        let ps = predicates(&Question {
-            eval: &e,
-            text: q,
-            template: &t,
-        })
-        .unwrap();
+        let ps = preds("f", q, &t);
         let got: Vec<(&str, u32)> = ps.iter().map(|p| (p.expr.as_str(), p.lines[0])).collect();
         assert_eq!(
             got,
@@ -985,13 +984,7 @@ mod tests {
             x.answer["/violating_iteration_count"],
             "/invariant_report/0/violations"
         );
-        let e = eval("f");
-        let ps = predicates(&Question {
-            eval: &e,
-            text: q,
-            template: &t,
-        })
-        .unwrap();
+        let ps = preds("f", q, &t);
         assert_eq!(ps[0].lines, vec![39]);
         // No observation line: not mapped.
         let q = "Consider `pkg.mod.f`. Candidate predicate (verbatim):\n    a in b\nHeld means...";

@@ -31,6 +31,9 @@ pub(super) struct Counters {
     pub before_hook_install: u64,
     /// `after-hook`: USDT events after the process's hook's last record (3.11).
     pub after_hook: u64,
+    /// `fresh-frames`: fresh generator starts at the key of a frame left suspended (freed
+    /// unseen; a new frame, not a resumption).
+    pub fresh_at_suspended_key: u64,
     /// `test-windows`: events outside test windows.
     pub outside_windows: u64,
     /// `target-extents`: events outside target extents.
@@ -43,7 +46,7 @@ pub(super) struct Counters {
 const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
-    fn named(&self) -> [(&'static str, u64); 14] {
+    fn named(&self) -> [(&'static str, u64); 15] {
         [
             ("merge.reconciled_unwind", self.reconciled_unwind),
             (
@@ -74,6 +77,10 @@ impl Counters {
                 self.before_hook_install,
             ),
             ("merge.usdt_events_after_hook_end", self.after_hook),
+            (
+                "merge.fresh_generator_starts_at_a_suspended_frames_key",
+                self.fresh_at_suspended_key,
+            ),
             ("merge.events_outside_test_windows", self.outside_windows),
             ("merge.events_outside_target_extents", self.outside_extents),
             (

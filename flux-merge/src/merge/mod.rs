@@ -309,6 +309,22 @@ mod tests {
     use crate::plan::{CallsMode, Capabilities};
     use crate::protocol::Stream;
 
+    /// The merge of one hook stream (no USDT events) under the plan for `caps`, `mode`, `scope`.
+    fn merge_hook_only(
+        st: Stream,
+        caps: Capabilities,
+        mode: CallsMode,
+        scope: flux_trace::Scope,
+        version: &str,
+    ) -> Trace {
+        let cap = HookCapture {
+            streams: vec![st],
+            problems: Vec::new(),
+        };
+        let plan = crate::plan::plan(caps, mode, scope).unwrap();
+        merge(None, &cap, &format!("/usr/bin/python ({version})"), &plan)
+    }
+
     /// 17.3, rule `hook-end-closes`: with scope "targets" the extent closes right after a
     /// targeted generator's yield, before USDT's return could join the hook's; the resumption
     /// (a @contextmanager's `finally` after its `with` body) must still be the same frame.
@@ -332,17 +348,12 @@ mod tests {
         ] {
             st.feed(l);
         }
-        let cap = HookCapture {
-            streams: vec![st],
-            problems: Vec::new(),
-        };
-        let caps = Capabilities {
+        let usdt = Capabilities {
             entry: true,
             ret: true,
             line: true,
         };
-        let plan = crate::plan::plan(caps, CallsMode::Usdt, flux_trace::Scope::Targets).unwrap();
-        let t = merge(None, &cap, "/usr/bin/python3.15 (3.15.0)", &plan);
+        let t = merge_hook_only(st, usdt, CallsMode::Usdt, flux_trace::Scope::Targets, "3.15.0");
         assert!(t.meta.complete, "{:?}", t.meta.problems);
         let acts: Vec<(Kind, u64, u64, bool)> = t
             .events
@@ -379,35 +390,39 @@ mod tests {
             ] {
                 st.feed(l);
             }
-            let cap = HookCapture {
-                streams: vec![st],
-                problems: Vec::new(),
-            };
-            let caps = Capabilities {
+            let none = Capabilities {
                 entry: false,
                 ret: false,
                 line: false,
             };
-            let plan = crate::plan::plan(caps, CallsMode::Hook, flux_trace::Scope::Run).unwrap();
-            let t = merge(None, &cap, "/usr/bin/python3.13 (3.13.5)", &plan);
+            let t = merge_hook_only(st, none, CallsMode::Hook, flux_trace::Scope::Run, "3.13.5");
             assert!(t.meta.complete, "{:?}", t.meta.problems);
-            t.events
+            let counted = t
+                .meta
+                .counts
+                .get("merge.fresh_generator_starts_at_a_suspended_frames_key")
+                .copied();
+            let calls = t
+                .events
                 .iter()
                 .filter(|e| e.ev == Kind::Call)
                 .map(|e| (e.activation, e.frame))
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            (calls, counted)
         };
-        let fresh = frames(r#"["c",31,7,1,500,6,"new"]"#);
+        let (fresh, counted) = frames(r#"["c",31,7,1,500,6,"new"]"#);
         assert_eq!(fresh.len(), 2);
         assert!(
             fresh.iter().all(|(a, f)| a == f),
             "two fresh frames: {fresh:?}"
         );
-        let resumed = frames(r#"["c",31,7,1,500,7]"#);
+        assert_eq!(counted, Some(1));
+        let (resumed, counted) = frames(r#"["c",31,7,1,500,7]"#);
         assert_eq!(
             resumed[1].1, resumed[0].1,
             "a resumption keeps the frame: {resumed:?}"
         );
+        assert_eq!(counted, None);
     }
 
     #[test]

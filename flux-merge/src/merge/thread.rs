@@ -468,9 +468,11 @@ impl<'a, 'o> Thread<'a, 'o> {
         // `fresh-frames`: a fresh start never resumes a frame, even one its key last named (a
         // generator abandoned while suspended is freed without any event, and the next one
         // often gets its address).
-        let reuse = self
-            .suspended
-            .remove(frame)
+        let left = self.suspended.remove(frame);
+        if *fresh && left.is_some() {
+            self.c.fresh_at_suspended_key += 1;
+        }
+        let reuse = left
             .filter(|(_, f, n)| !*fresh && *f == cd.file && *n == cd.name)
             .map(|(id, _, _)| id);
         let ev = self.open(ev, cd.qualname.clone(), Some(*frame), reuse);
