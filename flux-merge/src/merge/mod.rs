@@ -353,7 +353,13 @@ mod tests {
             ret: true,
             line: true,
         };
-        let t = merge_hook_only(st, usdt, CallsMode::Usdt, flux_trace::Scope::Targets, "3.15.0");
+        let t = merge_hook_only(
+            st,
+            usdt,
+            CallsMode::Usdt,
+            flux_trace::Scope::Targets,
+            "3.15.0",
+        );
         assert!(t.meta.complete, "{:?}", t.meta.problems);
         let acts: Vec<(Kind, u64, u64, bool)> = t
             .events
