@@ -4,6 +4,22 @@ use crate::testkit::TraceBuilder;
 use crate::{extract, params};
 use serde_json::json;
 
+/// An answer's `observed_def_use_pairs` as (variable, def line, use line).
+fn pairs_of(v: &serde_json::Value) -> Vec<(String, i64, i64)> {
+    v["observed_def_use_pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["variable"].as_str().unwrap().to_string(),
+                x["def_line"].as_i64().unwrap(),
+                x["use_line"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// def f(a):          # 1
 ///     b = a + 1      # 2  uses a
 ///     b += a         # 3  uses b, a
@@ -90,20 +106,7 @@ fn def_use_with_static_facts_and_ast_definitions() {
         extract(&t, "def_use_pairs", &by_hand).unwrap()
     );
     let ast = params(json!({"function": "f", "definitions": "ast"})).unwrap();
-    let pairs = |v: serde_json::Value| -> Vec<(String, i64, i64)> {
-        v["observed_def_use_pairs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| {
-                (
-                    x["variable"].as_str().unwrap().to_string(),
-                    x["def_line"].as_i64().unwrap(),
-                    x["use_line"].as_i64().unwrap(),
-                )
-            })
-            .collect()
-    };
+    let pairs = |v: serde_json::Value| pairs_of(&v);
     let s = |v: &str, d, u| (v.to_string(), d, u);
     assert_eq!(
         pairs(extract(&t, "def_use_pairs", &ast).unwrap()),
@@ -191,19 +194,7 @@ fn def_use_pairs_normalised_to_statements_merge() {
         .build();
     let pairs = |mode: &str| {
         let p = params(json!({"function": "f", "definitions": "ast", "line_mode": mode})).unwrap();
-        let v = extract(&t, "def_use_pairs", &p).unwrap();
-        v["observed_def_use_pairs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| {
-                (
-                    x["variable"].as_str().unwrap().to_string(),
-                    x["def_line"].as_i64().unwrap(),
-                    x["use_line"].as_i64().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
+        pairs_of(&extract(&t, "def_use_pairs", &p).unwrap())
     };
     assert!(
         pairs("reported").contains(&("a".into(), 1, 3)),

@@ -56,12 +56,10 @@ fn loop_iterations_counts_header_followed_by_body() {
     assert_eq!(count(&t, 3), json!({"loop_iteration_count": 0}));
 }
 
-#[test]
-fn loop_entries_are_separated_by_lines_outside_the_loop() {
-    // Inner loop at 12..13 inside an outer loop at 11..13: 11 12 13 12 | 11 12 13 12 13 12 | 11
-    // Entries into the inner loop come from 11 (outside [12, 13]): 2 entries, 1 then 2
-    // iterations.
-    let t = TraceBuilder::new()
+/// `f` enters the loop at 12..13 twice from line 11: 11 12 13 12 | 11 12 13 12 13 12 | 11
+/// (1, then 2 iterations).
+fn two_entries_into_the_loop_at_12() -> flux_trace::Trace {
+    TraceBuilder::new()
         .call("f", 10, &[])
         .line(11, &[])
         .line(12, &[])
@@ -75,7 +73,15 @@ fn loop_entries_are_separated_by_lines_outside_the_loop() {
         .line(12, &[])
         .line(11, &[])
         .ret("None")
-        .build();
+        .build()
+}
+
+#[test]
+fn loop_entries_are_separated_by_lines_outside_the_loop() {
+    // Inner loop at 12..13 inside an outer loop at 11..13: 11 12 13 12 | 11 12 13 12 13 12 | 11
+    // Entries into the inner loop come from 11 (outside [12, 13]): 2 entries, 1 then 2
+    // iterations.
+    let t = two_entries_into_the_loop_at_12();
     let run = |entry: Option<u64>| {
         let mut p = json!({"function": "f", "header": 12, "body_end": 13});
         if let Some(e) = entry {
@@ -120,21 +126,7 @@ fn across_tests_reports_min_and_max() {
 #[test]
 fn loop_stats_counts_per_entry_or_per_call_event() {
     // Two entries into the loop at 12..13 in one invocation: 1 then 2 iterations.
-    let t = TraceBuilder::new()
-        .call("f", 10, &[])
-        .line(11, &[])
-        .line(12, &[])
-        .line(13, &[])
-        .line(12, &[])
-        .line(11, &[])
-        .line(12, &[])
-        .line(13, &[])
-        .line(12, &[])
-        .line(13, &[])
-        .line(12, &[])
-        .line(11, &[])
-        .ret("None")
-        .build();
+    let t = two_entries_into_the_loop_at_12();
     let stats = |t: &flux_trace::Trace, per: &str| {
         let p = json!({"function": "f", "header": 12, "body_end": 13, "count": "body_line",
             "body_line": 13, "per": per});
