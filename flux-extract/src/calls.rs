@@ -117,7 +117,7 @@ fn calls_under(ix: &Ix<'_>, inv: &Invocation, sel: &CallSel<'_>) -> Vec<usize> {
                 if callee.events.binary_search(&i).is_err() {
                     continue;
                 }
-                let fresh = callee.events.first() == Some(&i);
+                let fresh = callee.events.first() == Some(&i) && callee.starts_here();
                 if fresh || sel.resumptions {
                     out.push(i);
                 }
@@ -201,7 +201,7 @@ fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, E
     let loc = Loc::new(p)?;
     let filter = crate::common::filter(p)?;
     let mut seq = Vec::new();
-    for inv in ix.all_invocations() {
+    for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
         let Some(&first) = inv.events.first() else {
             continue;
         };
@@ -276,7 +276,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
     let mut starts: Vec<usize> = Vec::new();
     if let Some(function) = p.opt_str("function")? {
         for inv in all_invocations(ix, p, function)? {
-            if let Some(&first) = inv.events.first() {
+            if let Some(&first) = inv.events.first().filter(|_| inv.starts_here()) {
                 if sel.keeps(ix.event(first)) {
                     starts.push(first);
                 }
@@ -284,7 +284,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
             starts.extend(calls_under(ix, inv, &sel));
         }
     } else {
-        for inv in ix.all_invocations() {
+        for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
             if let Some(&first) = inv.events.first() {
                 let e = ix.event(first);
                 if sel.keeps(e) && test.is_none_or(|t| test_matches(&e.test, t)) {
@@ -442,7 +442,7 @@ pub(crate) fn invocation_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
                     .filter_map(|a| ix.call_event(*a))
                     .filter(|e| in_test(e))
                     .count();
-            } else if inv.first_call(ix.trace).is_some_and(in_test) {
+            } else if inv.starts_here() && inv.first_call(ix.trace).is_some_and(in_test) {
                 count += 1;
             }
         }
@@ -490,7 +490,7 @@ pub(crate) fn call_graph(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         }
     };
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for inv in ix.all_invocations() {
+    for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
         let Some(&i) = inv.events.first() else {
             continue;
         };

@@ -389,7 +389,7 @@ class Hook:
         self.sock = s
         # Formatted by hand: json's Python code would be traced in a forked child (3.11).
         hello = (
-            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"clock":"monotonic_ns"}\n'
+            '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"gen_starts":"marked","clock":"monotonic_ns"}\n'
             % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope,
                ",".join('"%s"' % x for x in sorted(self.leave, key=("lineless", "genexpr").index))))
         )

@@ -34,7 +34,17 @@ RETURN_VALUE = dis.opmap["RETURN_VALUE"]
 YIELD_VALUE = dis.opmap["YIELD_VALUE"]
 RESUME = dis.opmap.get("RESUME", -1)
 SEND = dis.opmap.get("SEND", -1)
+RETURN_GENERATOR = dis.opmap.get("RETURN_GENERATOR", -1)
 GEN_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def starts_fresh(co, i):
+    """Whether a generator/coroutine frame whose last instruction is at `i` of its code `co`
+    has not run yet: at its `RESUME 0` (a first `next()`), or still at `RETURN_GENERATOR`
+    (`throw()` or `close()` into an unstarted one). The merge's `unseen-starts` takes a start
+    not marked fresh for the resumption of a frame started where nothing was traced."""
+    op = co[i]
+    return (op == RESUME and co[i + 1] == 0) or op == RETURN_GENERATOR
 
 
 def start(hook):
@@ -97,8 +107,7 @@ def start(hook):
     def is_fresh(code, co, frame):
         if not (code.co_flags & GEN_FLAGS):
             return True
-        i = frame.f_lasti
-        return co[i] == RESUME and co[i + 1] == 0
+        return starts_fresh(co, frame.f_lasti)
 
     def emit_c(info, frame, line, fs=None, thrown=False, new=False):
         """fs: the frame state of targeted code. new: a fresh start of generator code (the
@@ -347,7 +356,7 @@ def start(hook):
                     if code.co_flags & GEN_FLAGS:
                         co = info[3]
                         i = frame.f_lasti
-                        if co[i] == RESUME and co[i + 1] == 0:
+                        if starts_fresh(co, i):
                             line, new = code.co_firstlineno, ',"new"'
                         else:
                             line = frame.f_lineno

@@ -7,6 +7,7 @@ Local events on targeted code objects only: LINE, JUMP (settrace's line events a
 jumps within a line), PY_RETURN, PY_YIELD, PY_RESUME.
 """
 import sys
+from opcode import opmap
 import time
 
 from ._core import (
@@ -44,6 +45,7 @@ def start(hook):
     # reports the activation starts of exactly those code objects and nothing else ...
     gen_only = hook.calls == "generators"
     GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+    RETURN_GENERATOR = opmap["RETURN_GENERATOR"]
     # ... and of code objects whose first instruction has no line: USDT says line 0 for them,
     # which names no code object (a closure-using method and a generator of the same name).
     # Unless the agent leaves them to USDT (FLUX_HOOK_LEAVE=lineless; it decides: scope
@@ -263,7 +265,7 @@ def start(hook):
         except Exception:
             internal_error("PY_START")
 
-    def _resume(code, depth, allow_disable):
+    def _resume(code, depth, allow_disable, new=""):
         info = codes.get(id(code)) or register(code, getframe(depth))
         k = info[1]
         if k == PLAIN:
@@ -272,7 +274,7 @@ def start(hook):
             if extents and not getattr(tl, "xd", 0):
                 return None
             f = getframe(depth)
-            emit_c(info, f, f.f_lineno)
+            emit_c(info, f, f.f_lineno, new)
             return None
         if k == EXCLUDED:
             return DISABLE if allow_disable else None
@@ -286,9 +288,9 @@ def start(hook):
             fs = states[id(f)] = FrameState(code)
         fs.active = True
         if extents:
-            x_start(info, f, f.f_lineno)
+            x_start(info, f, f.f_lineno, new)
         elif want_c or (gen_only and code.co_flags & GENMASK):
-            emit_c(info, f, f.f_lineno)
+            emit_c(info, f, f.f_lineno, new)
         return None
 
     def on_resume(code, off):
@@ -327,7 +329,12 @@ def start(hook):
         if leave_genexprs and code.co_name == "<genexpr>" and id(code) not in target_ids:
             return None
         try:
-            _resume(code, 2, False)
+            # throw()/close() into an unstarted generator fires PY_THROW (no PY_START) just
+            # after its RETURN_GENERATOR: a fresh start, marked as PY_START's are (the merge's
+            # `unseen-starts` takes an unmarked one for a resumption).
+            co = code.co_code
+            new = NEW if off >= 2 and co[off - 2] == RETURN_GENERATOR else ""
+            _resume(code, 2, False, new)
         except RecursionError:
             hook.recursion_hit = True
         except Exception:

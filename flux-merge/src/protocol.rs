@@ -450,6 +450,11 @@ pub struct Hello {
     pub scope: String,
     /// The starts the hook leaves to USDT (`FLUX_HOOK_LEAVE` as it understood it).
     pub leave: Vec<String>,
+    /// `"gen_starts": "marked"`: every fresh start of generator code (`throw()`/`close()`
+    /// into an unstarted one included) carries `started` = `"new"`, so an unmarked `c` of
+    /// generator code that resumes no frame the merge knows resumes one started untraced
+    /// (rule `unseen-starts`). Hooks before it (and the corpus they recorded) say nothing.
+    pub gen_starts_marked: bool,
 }
 
 /// One process's stream.
@@ -621,6 +626,11 @@ fn hello(v: &J) -> Result<Hello, String> {
         calls: s("calls")?,
         scope: s("scope")?,
         leave,
+        gen_starts_marked: match v.get("gen_starts") {
+            None => false,
+            Some(x) if x.as_str() == Some("marked") => true,
+            Some(x) => return Err(format!("hello with an unknown `gen_starts` {x}")),
+        },
     })
 }
 

@@ -146,7 +146,10 @@ impl<'t> TraceIndex<'t> {
                     &mut self.by_qualname
                 };
                 map.entry(self.ev_name[i]).or_default().push(k);
-                self.children.entry(e.parent).or_default().push(i);
+                if frame == owner {
+                    // (A frame started untraced is resumed here, not called: `starts_here`.)
+                    self.children.entry(e.parent).or_default().push(i);
+                }
                 self.invocations.push(Invocation {
                     frame,
                     activations: Vec::new(),

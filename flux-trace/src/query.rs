@@ -103,7 +103,8 @@ pub fn frames(trace: &Trace) -> HashMap<u64, u64> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invocation {
     pub frame: u64,
-    /// Activation ids in order; the first one is the call that created the frame.
+    /// Activation ids in order; the first one is the call that created the frame, unless the
+    /// frame started where nothing was traced (see [`Invocation::starts_here`]).
     pub activations: Vec<u64>,
     /// Indices into `Trace::events`: calls, lines, exceptions, handled, returns of this frame.
     pub events: Vec<usize>,
@@ -112,6 +113,14 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// Whether the frame starts in the trace: its first activation is a fresh call. A
+    /// generator started before the trace's scope (the test window, every extent of targeted
+    /// code) and resumed inside it has a frame id of its own (the merge's `unseen-starts`):
+    /// its activations are resumptions, and it is no call of the code it runs under.
+    pub fn starts_here(&self) -> bool {
+        self.activations.first() == Some(&self.frame)
+    }
+
     /// The first `call` event of the frame.
     pub fn first_call<'t>(&self, trace: &'t Trace) -> Option<&'t Event> {
         self.events

@@ -144,6 +144,49 @@ fn generator_resumptions_are_not_calls() {
     );
 }
 
+/// The merge's `unseen-starts`: a generator started where nothing was traced (frame 99, no
+/// activation's id) and resumed under `f` is resumed there, not called. Before `starts_here`,
+/// its first traced activation counted as a fresh call in every calls extractor.
+#[test]
+fn a_frame_started_untraced_is_no_call_of_the_code_that_resumes_it() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .resume(99, "gen", 41)
+        .line(42, &[])
+        .suspend("1")
+        .line(12, &[])
+        .call("g", 20, &[])
+        .ret("None")
+        .ret("None")
+        .end("passed")
+        .build();
+    let p = params(json!({"function": "f"})).unwrap();
+    let template = json!({"call_sequence": [{"function": 0, "line": 0}]});
+    assert_eq!(
+        pick(&extract(&t, "call_sequence", &p).unwrap(), &template),
+        json!({"call_sequence": [{"function": "g", "line": 12}]})
+    );
+    let p = params(json!({"function": "f", "transitive": true})).unwrap();
+    assert_eq!(
+        pick(&extract(&t, "call_sequence", &p).unwrap(), &template),
+        json!({"call_sequence": [{"function": "g", "line": 12}]})
+    );
+    assert_eq!(
+        extract(&t, "call_graph", &crate::no_params()).unwrap(),
+        json!({"call_graph": {"f": ["g"]}})
+    );
+    let p = params(json!({"functions": ["gen", "g"]})).unwrap();
+    assert_eq!(
+        pick(
+            &extract(&t, "invocation_counts", &p).unwrap(),
+            &json!({"invocation_counts": [{"function": 0, "count": 0}]})
+        ),
+        json!({"invocation_counts": [{"function": "g", "count": 1}, {"function": "gen", "count": 0}]})
+    );
+}
+
 /// SWE-Flux's "all module-level functions and all methods of every class defined in that file;
 /// exclude nested functions and properties" (`module` + `methods`, `exclude_decorated`), zero
 /// rows included.

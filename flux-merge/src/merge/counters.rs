@@ -34,6 +34,9 @@ pub(super) struct Counters {
     /// `fresh-frames`: fresh generator starts at the key of a frame left suspended (freed
     /// unseen; a new frame, not a resumption).
     pub fresh_at_suspended_key: u64,
+    /// `unseen-starts`: resumptions of generator frames whose start was not traced (started
+    /// outside the scope, or in another thread): a frame id of their own, no fresh call.
+    pub unseen_starts: u64,
     /// `test-windows`: events outside test windows.
     pub outside_windows: u64,
     /// `target-extents`: events outside target extents.
@@ -46,7 +49,7 @@ pub(super) struct Counters {
 const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
-    fn named(&self) -> [(&'static str, u64); 15] {
+    fn named(&self) -> [(&'static str, u64); 16] {
         [
             ("merge.reconciled_unwind", self.reconciled_unwind),
             (
@@ -80,6 +83,10 @@ impl Counters {
             (
                 "merge.fresh_generator_starts_at_a_suspended_frames_key",
                 self.fresh_at_suspended_key,
+            ),
+            (
+                "merge.resumptions_of_generator_frames_started_untraced",
+                self.unseen_starts,
             ),
             ("merge.events_outside_test_windows", self.outside_windows),
             ("merge.events_outside_target_extents", self.outside_extents),

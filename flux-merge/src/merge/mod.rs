@@ -22,6 +22,7 @@
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
 //! | `generator-frames` | [`thread`] | a resumption (hook `c` of a suspended frame's key) keeps that frame's id |
 //! | `fresh-frames` | [`thread`] | a fresh start of generator code (hook `c` marked `new`) opens a new frame even if its key names a suspended one (abandoned generators are freed without an event and their addresses reused) |
+//! | `unseen-starts` | [`thread`] | a hook `c` of generator code neither marked `new` nor resuming a known frame (hooks whose hello says `gen_starts: marked`) resumes a frame started untraced: it gets a frame id of its own (≠ its activation), so it is no fresh call |
 //! | `unwind-reconcile` | [`thread`] | a USDT return of a frame lower in the stack closes the ones above as `unwind` (3.15: no return probe on exception exits); 3.11's return probe fires on exception exits too, so there an activation still open above one the hook saw end is a problem |
 //! | `join-returns` | [`thread`] | the hook's return of an activation (value, exception, locals) is joined to USDT's; if USDT never reports it, the hook's closes it; 3.11: USDT's awaited return of that activation is the program's even inside an `hx` span, and the program going on before it comes is a problem (only an extent's edge closes it without) |
 //! | `hook-end-closes` | [`thread`] | an activation only the hook saw end is closed by the hook's record; a suspension keeps its frame for the resumption as a joined return does (17.3) |
@@ -428,6 +429,79 @@ mod tests {
             resumed[1].1, resumed[0].1,
             "a resumption keeps the frame: {resumed:?}"
         );
+        assert_eq!(counted, None);
+    }
+
+    /// Rule `unseen-starts` (the scoped witness `test_gen_resumed_in_scope.py` on 3.13 and
+    /// 3.14): a generator started outside every extent and resumed inside one is resumed
+    /// there, not called. Its first traced activation gets a frame id of its own, so nothing
+    /// reads it as a fresh call of the targeted code it runs under. Only a hook that marks
+    /// every fresh start says so in its hello; the records of older hooks mean what they did.
+    #[test]
+    fn a_generator_started_outside_the_extents_is_resumed_in_one_not_called() {
+        let calls = |hello_tail: &str| {
+            let mut st = Stream::default();
+            for l in [
+                format!(
+                    r#"{{"hello":1,"pid":7,"python":"3.13.5","mode":"monitoring","calls":"all","scope":"targets","leave":[]{hello_tail},"clock":"monotonic_ns"}}"#
+                ),
+                r#"["wo",1,7]"#.into(),
+                r#"["C",1,"/t.py","drain","drain",20,24,4]"#.into(),
+                r#"["C",2,"/t.py","numbers","numbers",6,8,1]"#.into(),
+                r#"["xo",10,7]"#.into(),
+                r#"["c",11,7,1,400,20]"#.into(),
+                r#"["c",12,7,2,500,8]"#.into(),
+                r#"["r",13,7,2,500,8,"yield",["1","int"],null]"#.into(),
+                r#"["c",14,7,2,500,8]"#.into(),
+                r#"["r",15,7,2,500,7,"return",["None","NoneType"],null]"#.into(),
+                r#"["r",16,7,1,400,24,"return",["1","int"],null]"#.into(),
+                r#"["xc",17,7]"#.into(),
+                r#"["wc",50,7]"#.into(),
+                r#"["bye",12]"#.into(),
+            ] {
+                st.feed(&l);
+            }
+            let none = Capabilities {
+                entry: false,
+                ret: false,
+                line: false,
+            };
+            let t = merge_hook_only(
+                st,
+                none,
+                CallsMode::Hook,
+                flux_trace::Scope::Targets,
+                "3.13.5",
+            );
+            assert!(t.meta.complete, "{:?}", t.meta.problems);
+            let counted = t
+                .meta
+                .counts
+                .get("merge.resumptions_of_generator_frames_started_untraced")
+                .copied();
+            let ix = flux_trace::TraceIndex::new(&t);
+            let drain = ix.invocations("drain", Default::default())[0].activations[0];
+            let fresh_callees = ix.fresh_calls_under(drain).len();
+            let numbers: Vec<(u64, u64)> = t
+                .events
+                .iter()
+                .filter(|e| e.ev == Kind::Call && e.func == "numbers")
+                .map(|e| (e.activation, e.frame))
+                .collect();
+            (numbers, fresh_callees, counted)
+        };
+        let (numbers, fresh_callees, counted) = calls(r#","gen_starts":"marked""#);
+        assert_eq!(numbers.len(), 2, "{numbers:?}");
+        assert!(
+            numbers.iter().all(|(a, f)| a != f && *f == numbers[0].1),
+            "two resumptions of one frame started untraced: {numbers:?}"
+        );
+        assert_eq!(fresh_callees, 0, "resumed, not called");
+        assert_eq!(counted, Some(1));
+        // Before the hook marked fresh starts, an unmarked start may be a fresh one.
+        let (numbers, fresh_callees, counted) = calls("");
+        assert_eq!(numbers[0].0, numbers[0].1, "{numbers:?}");
+        assert_eq!(fresh_callees, 1);
         assert_eq!(counted, None);
     }
 

@@ -11,7 +11,7 @@ use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
 use super::scopes::Item;
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
-use crate::protocol::{CodeDef, How, Rec, Stream};
+use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN};
 use flux_trace::{Event, ExcInfo, Kind, Source};
 use std::collections::HashMap;
 
@@ -472,9 +472,20 @@ impl<'a, 'o> Thread<'a, 'o> {
         if *fresh && left.is_some() {
             self.c.fresh_at_suspended_key += 1;
         }
-        let reuse = left
+        let mut reuse = left
             .filter(|(_, f, n)| !*fresh && *f == cd.file && *n == cd.name)
             .map(|(id, _, _)| id);
+        // `unseen-starts`: generator code started neither fresh (the hook marks every fresh
+        // start) nor as a frame known here resumes a frame started untraced (before the test
+        // window, outside every extent, in another thread). It gets a frame id no activation
+        // has, so it reads as a resumption, never as a call the code it runs under made.
+        let marked = s.hello.as_ref().is_some_and(|h| h.gen_starts_marked);
+        if reuse.is_none() && !*fresh && marked && cd.has(CODE_GEN) {
+            self.c.unseen_starts += 1;
+            let id = *self.next_act;
+            *self.next_act += 1;
+            reuse = Some(id);
+        }
         let ev = self.open(ev, cd.qualname.clone(), Some(*frame), reuse);
         self.out.push(ev);
     }
