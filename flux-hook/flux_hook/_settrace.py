@@ -23,6 +23,7 @@ function: a class's `__repr__` called by the hook while the program is in that `
 """
 import _thread
 import dis
+import gc
 import inspect
 import sys
 import threading
@@ -84,6 +85,13 @@ def start(hook):
     exc_message = hook.exc_message
     now = time.monotonic_ns
     plain_exc = {}  # id(frame) -> f_lasti of the last exception seen in an untargeted frame
+    # `gc-guard`: the cyclic GC runs when an allocation crosses its threshold, and the trace
+    # functions allocate (every record). A collection started inside one runs the program's
+    # finalizers there (a suspended generator's close, `__del__`), where settrace is
+    # suspended: untraced, or inside an `hx` span dropped as the hook's own work. So the trace
+    # functions hold automatic collection off while they run (unless the program turned it
+    # off itself); the next allocation of the program's then collects, traced.
+    gc_on, gc_off, gc_back = gc.isenabled, gc.disable, gc.enable
 
     def hx(t0):
         """The span since t0 ran code of the hook's (see the module doc)."""
@@ -128,34 +136,41 @@ def start(hook):
         emit('["c",%d,%d,%d,%d,%d%s]' % (now(), tidf(), info[0], id(frame), line, tail))
 
     def plain_local(frame, event, arg):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            if event == "return":
-                info = codes[id(frame.f_code)]  # registered by gtrace (or at install)
-                co = info[3]
-                i = frame.f_lasti
-                op = co[i] if 0 <= i < len(co) else -1
-                if op == RETURN_VALUE:
-                    how = "return"
-                elif op == YIELD_VALUE and not (arg is None and plain_exc.get(id(frame)) == i):
-                    how = "yield"
-                else:
-                    how = "unwind"
-                plain_exc.pop(id(frame), None)
-                if not info[4]:
-                    define_b(info)
-                try:
-                    tid = tl.tid
-                except AttributeError:
-                    tid = tidf()
-                app('["r",%d,%d,%d,%d,%d,"%s",null,null]' % (now(), tid, info[0], id(frame), frame.f_lineno, how))
-                if len(buf) >= FN:
-                    flush()
-            elif event == "exception":
-                plain_exc[id(frame)] = frame.f_lasti
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("settrace(untargeted)")
+            try:
+                if event == "return":
+                    info = codes[id(frame.f_code)]  # registered by gtrace (or at install)
+                    co = info[3]
+                    i = frame.f_lasti
+                    op = co[i] if 0 <= i < len(co) else -1
+                    if op == RETURN_VALUE:
+                        how = "return"
+                    elif op == YIELD_VALUE and not (arg is None and plain_exc.get(id(frame)) == i):
+                        how = "yield"
+                    else:
+                        how = "unwind"
+                    plain_exc.pop(id(frame), None)
+                    if not info[4]:
+                        define_b(info)
+                    try:
+                        tid = tl.tid
+                    except AttributeError:
+                        tid = tidf()
+                    app('["r",%d,%d,%d,%d,%d,"%s",null,null]' % (now(), tid, info[0], id(frame), frame.f_lineno, how))
+                    if len(buf) >= FN:
+                        flush()
+                elif event == "exception":
+                    plain_exc[id(frame)] = frame.f_lasti
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("settrace(untargeted)")
+        finally:
+            if g:
+                gc_back()
         return plain_local
 
     def x_enter():
@@ -190,11 +205,18 @@ def start(hook):
         return fs
 
     def target_local(frame, event, arg):
-        t0 = now()
-        target_event(frame, event, arg)
-        hx(t0)
-        if len(buf) >= FN:
-            flush()
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
+        try:
+            t0 = now()
+            target_event(frame, event, arg)
+            hx(t0)
+            if len(buf) >= FN:
+                flush()
+        finally:
+            if g:
+                gc_back()
         return target_local
 
     def target_event(frame, event, arg):
@@ -342,61 +364,68 @@ def start(hook):
         return target_local
 
     def gtrace(frame, event, arg):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            code = frame.f_code
-            info = codes.get(id(code))
-            if info is None:
-                info = info_of(code, frame)
-            k = info[1]
-            if k == PLAIN:
-                if extents and not getattr(tl, "xd", 0):
-                    return None
-                if want_c or (gen_only and code.co_flags & GEN_FLAGS):
-                    new = ""
-                    if code.co_flags & GEN_FLAGS:
-                        co = info[3]
-                        i = frame.f_lasti
-                        if starts_fresh(co, i):
-                            line, new = code.co_firstlineno, ',"new"'
+            try:
+                code = frame.f_code
+                info = codes.get(id(code))
+                if info is None:
+                    info = info_of(code, frame)
+                k = info[1]
+                if k == PLAIN:
+                    if extents and not getattr(tl, "xd", 0):
+                        return None
+                    if want_c or (gen_only and code.co_flags & GEN_FLAGS):
+                        new = ""
+                        if code.co_flags & GEN_FLAGS:
+                            co = info[3]
+                            i = frame.f_lasti
+                            if starts_fresh(co, i):
+                                line, new = code.co_firstlineno, ',"new"'
+                            else:
+                                line = frame.f_lineno
                         else:
-                            line = frame.f_lineno
-                    else:
-                        line = code.co_firstlineno
-                    if not info[4]:
-                        define_b(info)
-                    try:
-                        tid = tl.tid
-                    except AttributeError:
-                        tid = tidf()
-                    app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(frame), line, new))
-                    if len(buf) >= FN:
-                        flush()
-                if all_r:
-                    frame.f_trace_lines = False
-                    return plain_local
-                return None
-            if k == EXCLUDED:
-                return None
-            if swe and info[6] is None:
-                note_module(info, frame)
-            co = info[3]
-            fresh = is_fresh(code, co, frame)
-            fs = states.get(id(frame))
-            if fresh or fs is None or fs.code is not code:
-                fs = states[id(frame)] = FrameState(code)
-            fs.active = True
-            if extents:
-                x_enter()
-            if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
-                # (The dialect keeps what settrace reports: module code starts at line 0.)
-                line = code.co_firstlineno if fresh and not swe else frame.f_lineno
-                emit_c(info, frame, line, fs, new=fresh and bool(code.co_flags & GEN_FLAGS))
-            frame.f_trace_lines = trace_lines
-            return target_local
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("settrace(call)")
+                            line = code.co_firstlineno
+                        if not info[4]:
+                            define_b(info)
+                        try:
+                            tid = tl.tid
+                        except AttributeError:
+                            tid = tidf()
+                        app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(frame), line, new))
+                        if len(buf) >= FN:
+                            flush()
+                    if all_r:
+                        frame.f_trace_lines = False
+                        return plain_local
+                    return None
+                if k == EXCLUDED:
+                    return None
+                if swe and info[6] is None:
+                    note_module(info, frame)
+                co = info[3]
+                fresh = is_fresh(code, co, frame)
+                fs = states.get(id(frame))
+                if fresh or fs is None or fs.code is not code:
+                    fs = states[id(frame)] = FrameState(code)
+                fs.active = True
+                if extents:
+                    x_enter()
+                if want_c or extents or (gen_only and code.co_flags & GEN_FLAGS):
+                    # (The dialect keeps what settrace reports: module code starts at line 0.)
+                    line = code.co_firstlineno if fresh and not swe else frame.f_lineno
+                    emit_c(info, frame, line, fs, new=fresh and bool(code.co_flags & GEN_FLAGS))
+                frame.f_trace_lines = trace_lines
+                return target_local
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("settrace(call)")
+        finally:
+            if g:
+                gc_back()
 
     # Activations already running at install time (site, importlib): report their start now
     # and, when every return is wanted, give them the untargeted local tracer. (Not with scope

@@ -6,6 +6,7 @@ PY_YIELD when every return is wanted (calls=all), PY_UNWIND, RAISE and RERAISE.
 Local events on targeted code objects only: LINE, JUMP (settrace's line events at backward
 jumps within a line), PY_RETURN, PY_YIELD, PY_RESUME.
 """
+import gc
 import sys
 from opcode import opmap
 import time
@@ -46,6 +47,13 @@ def start(hook):
     gen_only = hook.calls == "generators"
     GENMASK = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
     RETURN_GENERATOR = opmap["RETURN_GENERATOR"]
+    # `gc-guard`: the cyclic GC runs when an allocation crosses its threshold, and the
+    # callbacks allocate (every record). A collection started inside one runs the program's
+    # finalizers there (a suspended generator's close, `__del__`), where no event is
+    # reported: its calls would be missing from the hook's records (3.15: USDT's return of
+    # them has no start). So the callbacks hold automatic collection off while they run
+    # (unless the program turned it off itself); the program's next allocation collects.
+    gc_on, gc_off, gc_back = gc.isenabled, gc.disable, gc.enable
     # ... and of code objects whose first instruction has no line: USDT says line 0 for them,
     # which names no code object (a closure-using method and a generator of the same name).
     # Unless the agent leaves them to USDT (FLUX_HOOK_LEAVE=lineless; it decides: scope
@@ -204,66 +212,73 @@ def start(hook):
             x_leave(rec)
 
     def on_start(code, off):
-        if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
-            return DISABLE
-        if extents and not xn[0] and code.co_flags & GENMASK:
-            # Outside every extent (scope "targets"): a known untargeted generator's start
-            # records nothing.
-            info = codes.get(id(code))
-            if info is not None and info[1] == PLAIN:
-                return None
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            info = codes.get(id(code))
-            if info is None:
-                info = register(code, getframe(1))
-                if gen_only:
-                    define_gens((code,))
-            k = info[1]
-            if k == PLAIN:
-                if not want_c:
-                    # This runs at every generator start (3.15 + USDT), and each hook frame
-                    # costs two USDT events: no helper calls.
-                    if not gen_only:
-                        return DISABLE
-                    if not code.co_flags & GENMASK:
-                        r = lineless.get(id(code))
-                        if r is None:
-                            r = lineless[id(code)] = no_first_line(code)
-                        if not r:
-                            return DISABLE
-                        if not report_lineless:
-                            if not info[4]:
-                                define(info)  # for the agent to name its line-0 entries
-                            return DISABLE
-                if extents and not getattr(tl, "xd", 0):
-                    return None
-                if not info[4]:
-                    define(info)
-                try:
-                    tid = tl.tid
-                except AttributeError:
-                    tid = tidf()
-                app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(getframe(1)), code.co_firstlineno, NEW if code.co_flags & GENMASK else ""))
-                if len(buf) >= FN:
-                    flush()
-                return None
-            if k == EXCLUDED:
+            if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
                 return DISABLE
-            if info[3] is None:
-                setup_target(info)
-            f = getframe(1)
-            if swe and info[6] is None:
-                hook.note_module(info, f)
-            states[id(f)] = FrameState(code)
-            new = NEW if code.co_flags & GENMASK else ""
-            if extents:
-                x_start(info, f, code.co_firstlineno, new)
-            elif want_c or (gen_only and gen_start(code)):
-                emit_c(info, f, code.co_firstlineno, new)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_START")
+            if extents and not xn[0] and code.co_flags & GENMASK:
+                # Outside every extent (scope "targets"): a known untargeted generator's start
+                # records nothing.
+                info = codes.get(id(code))
+                if info is not None and info[1] == PLAIN:
+                    return None
+            try:
+                info = codes.get(id(code))
+                if info is None:
+                    info = register(code, getframe(1))
+                    if gen_only:
+                        define_gens((code,))
+                k = info[1]
+                if k == PLAIN:
+                    if not want_c:
+                        # This runs at every generator start (3.15 + USDT), and each hook frame
+                        # costs two USDT events: no helper calls.
+                        if not gen_only:
+                            return DISABLE
+                        if not code.co_flags & GENMASK:
+                            r = lineless.get(id(code))
+                            if r is None:
+                                r = lineless[id(code)] = no_first_line(code)
+                            if not r:
+                                return DISABLE
+                            if not report_lineless:
+                                if not info[4]:
+                                    define(info)  # for the agent to name its line-0 entries
+                                return DISABLE
+                    if extents and not getattr(tl, "xd", 0):
+                        return None
+                    if not info[4]:
+                        define(info)
+                    try:
+                        tid = tl.tid
+                    except AttributeError:
+                        tid = tidf()
+                    app('["c",%d,%d,%d,%d,%d%s]' % (now(), tid, info[0], id(getframe(1)), code.co_firstlineno, NEW if code.co_flags & GENMASK else ""))
+                    if len(buf) >= FN:
+                        flush()
+                    return None
+                if k == EXCLUDED:
+                    return DISABLE
+                if info[3] is None:
+                    setup_target(info)
+                f = getframe(1)
+                if swe and info[6] is None:
+                    hook.note_module(info, f)
+                states[id(f)] = FrameState(code)
+                new = NEW if code.co_flags & GENMASK else ""
+                if extents:
+                    x_start(info, f, code.co_firstlineno, new)
+                elif want_c or (gen_only and gen_start(code)):
+                    emit_c(info, f, code.co_firstlineno, new)
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("PY_START")
+        finally:
+            if g:
+                gc_back()
 
     def _resume(code, depth, allow_disable, new=""):
         info = codes.get(id(code)) or register(code, getframe(depth))
@@ -294,51 +309,65 @@ def start(hook):
         return None
 
     def on_resume(code, off):
-        if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
-            return DISABLE
-        if extents and not xn[0] and id(code) not in target_ids:
-            return None  # outside every extent, only a targeted generator's resumption counts
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            # Fast path (3.15 with USDT: every resumption of a generator anywhere comes here):
-            # one Python frame, for USDT fires an entry and a return for each frame the hook
-            # runs, and the agent must then drop them.
-            info = codes.get(id(code))
-            if info is not None and info[1] == PLAIN and info[4] and not want_c:
-                if not (gen_only and code.co_flags & GENMASK):
-                    return DISABLE
-                if extents and not getattr(tl, "xd", 0):
+            if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
+                return DISABLE
+            if extents and not xn[0] and id(code) not in target_ids:
+                return None  # outside every extent, only a targeted generator's resumption counts
+            try:
+                # Fast path (3.15 with USDT: every resumption of a generator anywhere comes here):
+                # one Python frame, for USDT fires an entry and a return for each frame the hook
+                # runs, and the agent must then drop them.
+                info = codes.get(id(code))
+                if info is not None and info[1] == PLAIN and info[4] and not want_c:
+                    if not (gen_only and code.co_flags & GENMASK):
+                        return DISABLE
+                    if extents and not getattr(tl, "xd", 0):
+                        return None
+                    f = getframe(1)
+                    try:
+                        tid = tl.tid
+                    except AttributeError:
+                        tid = tidf()
+                    app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(f), f.f_lineno))
+                    if len(buf) >= FN:
+                        flush()
                     return None
-                f = getframe(1)
-                try:
-                    tid = tl.tid
-                except AttributeError:
-                    tid = tidf()
-                app('["c",%d,%d,%d,%d,%d]' % (now(), tid, info[0], id(f), f.f_lineno))
-                if len(buf) >= FN:
-                    flush()
-                return None
-            return _resume(code, 2, True)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_RESUME")
+                return _resume(code, 2, True)
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("PY_RESUME")
+        finally:
+            if g:
+                gc_back()
 
     def on_throw(code, off, exc):
-        if extents and not xn[0] and id(code) not in target_ids:
-            return None
-        if leave_genexprs and code.co_name == "<genexpr>" and id(code) not in target_ids:
-            return None
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            # throw()/close() into an unstarted generator fires PY_THROW (no PY_START) just
-            # after its RETURN_GENERATOR: a fresh start, marked as PY_START's are (the merge's
-            # `unseen-starts` takes an unmarked one for a resumption).
-            co = code.co_code
-            new = NEW if off >= 2 and co[off - 2] == RETURN_GENERATOR else ""
-            _resume(code, 2, False, new)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_THROW")
+            if extents and not xn[0] and id(code) not in target_ids:
+                return None
+            if leave_genexprs and code.co_name == "<genexpr>" and id(code) not in target_ids:
+                return None
+            try:
+                # throw()/close() into an unstarted generator fires PY_THROW (no PY_START) just
+                # after its RETURN_GENERATOR: a fresh start, marked as PY_START's are (the merge's
+                # `unseen-starts` takes an unmarked one for a resumption).
+                co = code.co_code
+                new = NEW if off >= 2 and co[off - 2] == RETURN_GENERATOR else ""
+                _resume(code, 2, False, new)
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("PY_THROW")
+        finally:
+            if g:
+                gc_back()
 
     def _end(code, value, how, depth, allow_disable):
         info = codes.get(id(code)) or register(code)
@@ -399,64 +428,85 @@ def start(hook):
         return None
 
     def on_return(code, off, rv):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            info = codes.get(id(code))
-            if info is not None and info[1] == PLAIN and all_r and info[4]:
-                # Hot path: an untargeted return with calls=all.
-                if extents and not getattr(tl, "xd", 0):
+            try:
+                info = codes.get(id(code))
+                if info is not None and info[1] == PLAIN and all_r and info[4]:
+                    # Hot path: an untargeted return with calls=all.
+                    if extents and not getattr(tl, "xd", 0):
+                        return None
+                    try:
+                        tid = tl.tid
+                    except AttributeError:
+                        tid = tidf()
+                    f = getframe(1)
+                    app('["r",%d,%d,%d,%d,%d,"return",null,null]' % (now(), tid, info[0], id(f), f.f_lineno))
+                    if len(buf) >= FN:
+                        flush()
                     return None
-                try:
-                    tid = tl.tid
-                except AttributeError:
-                    tid = tidf()
-                f = getframe(1)
-                app('["r",%d,%d,%d,%d,%d,"return",null,null]' % (now(), tid, info[0], id(f), f.f_lineno))
-                if len(buf) >= FN:
-                    flush()
-                return None
-            return _end(code, rv, "return", 2, True)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_RETURN")
+                return _end(code, rv, "return", 2, True)
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("PY_RETURN")
+        finally:
+            if g:
+                gc_back()
 
     def on_yield(code, off, rv):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            return _end(code, rv, "yield", 2, True)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_YIELD")
+            try:
+                return _end(code, rv, "yield", 2, True)
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("PY_YIELD")
+        finally:
+            if g:
+                gc_back()
 
     def on_unwind(code, off, exc):
-        if extents and not xn[0]:
-            return None  # no targeted frame runs: nothing to close, nothing recorded
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            if isinstance(exc, RecursionError):
-                # At the recursion limit the hook's own callback frames may not fit: a callback
-                # that could not start leaves no record. Reported by check() (no calls here).
+            if extents and not xn[0]:
+                return None  # no targeted frame runs: nothing to close, nothing recorded
+            try:
+                if isinstance(exc, RecursionError):
+                    # At the recursion limit the hook's own callback frames may not fit: a callback
+                    # that could not start leaves no record. Reported by check() (no calls here).
+                    hook.recursion_hit = True
+                info = codes.get(id(code)) or register(code)
+                k = info[1]
+                if k == TARGET:
+                    f = getframe(1)
+                    fs = states.get(id(f))
+                    if (
+                        want_exc
+                        and fs is not None
+                        and fs.code is code
+                        and (fs.pending is None or fs.pending[0] != id(exc))
+                    ):
+                        # Left by an exception this frame never reported (cannot happen with
+                        # RAISE/RERAISE on, kept for safety): report it as a re-raise.
+                        _x(info, f, fs, exc, "reraise")
+                    _end(code, exc, "unwind", 2, False)
+                elif k == PLAIN and all_r:
+                    _end(code, exc, "unwind", 2, False)
+            except RecursionError:
                 hook.recursion_hit = True
-            info = codes.get(id(code)) or register(code)
-            k = info[1]
-            if k == TARGET:
-                f = getframe(1)
-                fs = states.get(id(f))
-                if (
-                    want_exc
-                    and fs is not None
-                    and fs.code is code
-                    and (fs.pending is None or fs.pending[0] != id(exc))
-                ):
-                    # Left by an exception this frame never reported (cannot happen with
-                    # RAISE/RERAISE on, kept for safety): report it as a re-raise.
-                    _x(info, f, fs, exc, "reraise")
-                _end(code, exc, "unwind", 2, False)
-            elif k == PLAIN and all_r:
-                _end(code, exc, "unwind", 2, False)
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("PY_UNWIND")
+            except Exception:
+                internal_error("PY_UNWIND")
+        finally:
+            if g:
+                gc_back()
 
     def _x(info, f, fs, exc, kind):
         # The frame state keeps (id, type, message) of the exception, never the object: holding
@@ -488,50 +538,71 @@ def start(hook):
         return fs
 
     def on_raise(code, off, exc):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            info = codes.get(id(code)) or register(code)
-            if info[1] != TARGET:
-                return
-            if type(exc) is StopIteration and exc.__traceback__ is None:
-                # A generator or coroutine returned (a value) into this frame's `for`, `yield
-                # from` or `await`: CPython reports the StopIteration it never raised in a frame
-                # (no traceback). Not an exception, as on 3.11 (and settrace's view).
-                return
-            f = getframe(1)
-            fs = _state(code, f)
-            _x(info, f, fs, exc, hook.classify_raise(exc, f))
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("RAISE")
+            try:
+                info = codes.get(id(code)) or register(code)
+                if info[1] != TARGET:
+                    return
+                if type(exc) is StopIteration and exc.__traceback__ is None:
+                    # A generator or coroutine returned (a value) into this frame's `for`, `yield
+                    # from` or `await`: CPython reports the StopIteration it never raised in a frame
+                    # (no traceback). Not an exception, as on 3.11 (and settrace's view).
+                    return
+                f = getframe(1)
+                fs = _state(code, f)
+                _x(info, f, fs, exc, hook.classify_raise(exc, f))
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("RAISE")
+        finally:
+            if g:
+                gc_back()
 
     def on_reraise(code, off, exc):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            info = codes.get(id(code)) or register(code)
-            if info[1] != TARGET:
-                return
-            f = getframe(1)
-            fs = _state(code, f)
-            if fs.pending is not None and fs.pending[0] == id(exc):
-                # Re-raised by the cleanup of a finally/with/unmatched except: no new event.
-                return
-            # A handled exception raised again (bare `raise` in its handler).
-            _x(info, f, fs, exc, "reraise")
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("RERAISE")
+            try:
+                info = codes.get(id(code)) or register(code)
+                if info[1] != TARGET:
+                    return
+                f = getframe(1)
+                fs = _state(code, f)
+                if fs.pending is not None and fs.pending[0] == id(exc):
+                    # Re-raised by the cleanup of a finally/with/unmatched except: no new event.
+                    return
+                # A handled exception raised again (bare `raise` in its handler).
+                _x(info, f, fs, exc, "reraise")
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("RERAISE")
+        finally:
+            if g:
+                gc_back()
 
     def on_line(code, line):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            info = codes.get(id(code)) or register(code)
-            if info[1] != TARGET:
-                return DISABLE
-            return _line(info, code, line, getframe(1))
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("LINE")
+            try:
+                info = codes.get(id(code)) or register(code)
+                if info[1] != TARGET:
+                    return DISABLE
+                return _line(info, code, line, getframe(1))
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("LINE")
+        finally:
+            if g:
+                gc_back()
 
     # settrace's line events, which 3.11's back-end records and which a line-count answer
     # means, are LINE's plus one at every backward jump to an instruction of the same line (a
@@ -539,26 +610,33 @@ def start(hook):
     jump_lines = {}  # id(code) -> {instruction offset: line}
 
     def on_jump(code, src, dst):
+        g = gc_on()  # `gc-guard` (above)
+        if g:
+            gc_off()
         try:
-            if dst >= src:
-                return DISABLE
-            m = jump_lines.get(id(code))
-            if m is None:
-                m = jump_lines[id(code)] = {}
-                for start, end, ln in code.co_lines():
-                    for o in range(start, end, 2):
-                        m[o] = ln
-            line = m.get(dst)
-            if line is None or m.get(src) != line:
-                return DISABLE  # another line: LINE fires for it
-            info = codes.get(id(code)) or register(code)
-            if info[1] != TARGET:
-                return DISABLE
-            return _line(info, code, line, getframe(1))
-        except RecursionError:
-            hook.recursion_hit = True
-        except Exception:
-            internal_error("JUMP")
+            try:
+                if dst >= src:
+                    return DISABLE
+                m = jump_lines.get(id(code))
+                if m is None:
+                    m = jump_lines[id(code)] = {}
+                    for start, end, ln in code.co_lines():
+                        for o in range(start, end, 2):
+                            m[o] = ln
+                line = m.get(dst)
+                if line is None or m.get(src) != line:
+                    return DISABLE  # another line: LINE fires for it
+                info = codes.get(id(code)) or register(code)
+                if info[1] != TARGET:
+                    return DISABLE
+                return _line(info, code, line, getframe(1))
+            except RecursionError:
+                hook.recursion_hit = True
+            except Exception:
+                internal_error("JUMP")
+        finally:
+            if g:
+                gc_back()
 
     def _line(info, code, line, f):
         """The line record (and handler entry) of a line event of targeted frame f."""
@@ -655,6 +733,8 @@ def start(hook):
             E.JUMP,
         ):
             reg(tool, ev, None)
+        if gc_defer in gc.callbacks:
+            gc.callbacks.remove(gc_defer)
         M.free_tool_id(tool)
 
     def pause():
@@ -680,6 +760,37 @@ def start(hook):
             )
         if M.get_tool(tool) != "flux-hook" or M.get_events(tool) != glob:
             hook.lost("sys.monitoring tool %d was taken or its events changed by someone else" % tool)
+
+    # `gc-defer`: a collection an allocation scheduled runs at the next eval-breaker check,
+    # which may be a callback's first instruction, before its guard. A collection that starts
+    # with a callback's frame on the stack is deferred: everything is frozen for its length and
+    # thawed into the oldest generation after, so a later collection, in the program's own
+    # context, runs those finalizers. (Not when the program froze objects itself.)
+    cb_codes = frozenset(
+        f.__code__
+        for f in (on_start, on_resume, on_throw, on_return, on_yield, on_unwind, on_raise,
+                  on_reraise, on_line, on_jump)
+    )
+    deferred = [False]
+
+    def gc_defer(phase, info):
+        if phase == "start":
+            if gc.get_freeze_count():
+                return
+            f = getframe(1)
+            for _ in range(8):
+                if f is None:
+                    return
+                if f.f_code in cb_codes:
+                    gc.freeze()
+                    deferred[0] = True
+                    return
+                f = f.f_back
+        elif deferred[0]:
+            deferred[0] = False
+            gc.unfreeze()
+
+    gc.callbacks.append(gc_defer)
 
     hook.stop_tracing = stop
     hook.pause_tracing = pause

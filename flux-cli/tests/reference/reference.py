@@ -55,6 +55,7 @@ late. The corpus has none that print.
 """
 import atexit
 import dis
+import gc
 import json
 import os
 import runpy
@@ -302,6 +303,57 @@ def _global(frame, event, arg):
         _frames[id(frame)] = _Frame()
         frame.f_trace_lines = False
     return _local
+
+
+def _gc_guarded(tracer):
+    """The trace functions run with automatic collection held off: a collection started in one
+    (they allocate) would run the program's finalizers there, untraced. The program's next
+    allocation collects instead, traced. (flux's hook does the same: its `gc-guard`.)"""
+    on, off, back = gc.isenabled, gc.disable, gc.enable
+
+    def trace(frame, event, arg):
+        if not on():
+            return tracer(frame, event, arg)
+        off()
+        try:
+            return tracer(frame, event, arg)
+        finally:
+            back()
+
+    return trace
+
+
+_TRACER_CODES = {_local.__code__, _global.__code__}
+_local = _gc_guarded(_local)  # (`_local` and `_global` return the guarded `_local`.)
+_global = _gc_guarded(_global)
+_TRACER_CODES.add(_local.__code__)
+_deferred = [False]
+
+
+def _gc_defer(phase, info):
+    """3.12+ runs a scheduled collection at the next eval-breaker check, which may be a trace
+    function's first instruction, before its guard: such a collection is deferred (everything
+    frozen for its length, then thawed into the oldest generation), so that a later one, in
+    the program's context, runs its finalizers traced. (flux's hook does the same: `gc-defer`.)"""
+    if phase == "start":
+        if gc.get_freeze_count():
+            return
+        f = sys._getframe(1)
+        for _ in range(8):
+            if f is None:
+                return
+            if f.f_code in _TRACER_CODES:
+                gc.freeze()
+                _deferred[0] = True
+                return
+            f = f.f_back
+    elif _deferred[0]:
+        _deferred[0] = False
+        gc.unfreeze()
+
+
+if sys.version_info >= (3, 12):
+    gc.callbacks.append(_gc_defer)
 
 
 # --- every thread ------------------------------------------------------------------------------
