@@ -454,6 +454,11 @@ pub fn instance_spec(
         .iter()
         .filter_map(|f| files_of.get(f).cloned())
         .collect();
+    // The target's own file: `files_of` holds one file per qualname, and two targets of a
+    // module may share one (sqlglot's `flatten` in helper.py and in optimizer/simplify.py).
+    if let Some(f) = d.params.get("file").and_then(Value::as_str) {
+        files.push(f.to_string());
+    }
     files.sort();
     files.dedup();
     let mut functions = d.functions.clone();
@@ -606,6 +611,45 @@ mod tests {
         assert!(id.starts_with("sympy-poly-inner-s2-"), "{id}");
         assert_eq!(id, instance_id("sympy", &d, "sympy/m.py"));
         assert_ne!(id, instance_id("sympy", &d, "sympy/n.py"));
+    }
+
+    /// sqlglot's clickhouse module has two targets named `flatten` (helper.py and
+    /// optimizer/simplify.py): the qualname → file map kept one, so the other's instances
+    /// traced the wrong file and did not load (6 left out as `invalid`).
+    #[test]
+    fn a_target_sharing_its_qualname_with_another_traces_its_own_file() {
+        let spec =
+            crate::spec::parse(crate::spec::tests::GOOD, std::path::Path::new("gen.toml")).unwrap();
+        let mut params = Map::new();
+        params.insert("function".into(), Value::from("flatten"));
+        params.insert("file".into(), Value::from("pkg/helper.py"));
+        let d = Draft {
+            kind: K::S1,
+            extractor: "branch_outcomes",
+            params,
+            tests: vec!["tests/t.py::t".into()],
+            functions: vec!["flatten".into()],
+            key: "k".into(),
+        };
+        let files_of: BTreeMap<String, String> =
+            [("flatten".to_string(), "pkg/simplify.py".to_string())].into();
+        let ispec = instance_spec(
+            &spec.repositories[0],
+            &d,
+            "x",
+            "{}",
+            String::new(),
+            &files_of,
+        );
+        assert!(
+            ispec
+                .tracing
+                .files
+                .iter()
+                .any(|f| f.ends_with("pkg/helper.py")),
+            "{:?}",
+            ispec.tracing.files
+        );
     }
 
     /// The audit found def-use gold pairing arguments with line 604 of a question about a
