@@ -325,7 +325,7 @@ class Hook:
         self.sock_path = sock_path
         self.calls = calls
         # FLUX_HOOK_LEAVE: starts the agent decided to name from USDT itself (calls=generators):
-        # "lineless" (code whose first instruction has no line), "genexpr" (generator expressions).
+        # "lineless" (code whose first instruction has no line).
         self.leave = leave
         self.cfg = config
         self.mode = mode
@@ -391,7 +391,7 @@ class Hook:
         hello = (
             '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"gen_starts":"marked","clock":"monotonic_ns"}\n'
             % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope,
-               ",".join('"%s"' % x for x in sorted(self.leave, key=("lineless", "genexpr").index))))
+               ",".join('"%s"' % x for x in sorted(self.leave))))
         )
         self._send(hello.encode("ascii"))
 
@@ -1046,8 +1046,8 @@ def install_hook():
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
         _real_exit(97)
     leave = frozenset(x for x in os.environ.get("FLUX_HOOK_LEAVE", "").split(",") if x)
-    if not leave <= {"lineless", "genexpr"}:
-        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless,genexpr)\n" % ",".join(sorted(leave)))
+    if not leave <= {"lineless"}:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless)\n" % ",".join(sorted(leave)))
         _real_exit(97)
     try:
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
