@@ -12,8 +12,9 @@
 //!
 //! A disagreement is a bug in flux: there is no tolerance here. What one side does not define
 //! is left out of both, exactly: values and locals (the reference renders none); in USDT mode,
-//! how an activation of *untargeted* code ended and whether it resumed a frame (USDT's returns
-//! carry neither; only the `scoped/` programs have untargeted code).
+//! how an activation of *untargeted* code ended (USDT's returns do not say; only the `scoped/`
+//! programs have untargeted code). Whether a call is a fresh start or a resumption is compared
+//! for all code: the hook marks every fresh start of generator code.
 //!
 //! Interpreters: Debian bookworm's `/usr/bin/python3.11` (USDT returns and lines; entries from
 //! the hook), sid's python3.15 in a chroot (USDT entries and returns). python3.13 and 3.14 have
@@ -525,8 +526,10 @@ fn ref_line(
     exc: (&str, &str, &str),
 ) -> String {
     match ev {
-        "call" if known => format!("call {q} {line} d{d} resume={resume}"),
-        "call" => format!("call {q} {line} d{d}"),
+        // Whether a call is a fresh start or a resumption is defined for every code: extractors
+        // count fresh calls of untargeted code too (a genexpr read as called at each
+        // resumption: issue 28).
+        "call" => format!("call {q} {line} d{d} resume={resume}"),
         "return" if known => format!("return {q} {line} d{d} {how}"),
         "return" => format!("return {q} {line} d{d}"),
         "exception" => format!("exception {q} {line} d{d} {} {} m={}", exc.0, exc.2, exc.1),
