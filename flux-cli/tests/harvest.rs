@@ -10,21 +10,7 @@ const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
 
 /// Why this machine cannot run a traced harvest in Docker, if it cannot.
 fn cannot_harvest() -> Option<String> {
-    // SAFETY: trivial syscall.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root to load eBPF programs".into());
-    }
-    match Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
-        .output()
-    {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "image {IMAGE} or Docker missing: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("docker CLI not runnable: {e}")),
-    }
+    cannot_harvest_in(IMAGE)
 }
 
 fn skip(what: &str) -> bool {
@@ -341,5 +327,91 @@ fn a_closed_stdout_neither_panics_nor_stops_the_batch() {
                 out.status
             );
         }
+    }
+}
+
+/// Issue 28: the SymPy slice (`xtask/bench/sympy/sympy-slice*`, flux's headline workload) ended
+/// in an incomplete trace on 3.15 — a generator expression of untargeted code (`all(…)` in
+/// `deduce_all_facts`, `is_number`) closed under `Add.flatten` fired USDT's return and no
+/// entry — and nothing but a bench run would have shown it. A few of its modules, under its
+/// own config, on both interpreters: the trace is complete and the gold answer harvested.
+#[test]
+fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    for (slice, py) in [("sympy-slice", "3.15"), ("sympy-slice-311", "3.11")] {
+        let image = format!("flux/sympy:1.13.3-py{py}");
+        if let Some(why) = cannot_harvest_in(&image) {
+            flux_skip::skip("the_sympy_slice_config_gives_gold_on_3_15_and_3_11", &why);
+            return;
+        }
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let from = ws.join("xtask/bench/sympy").join(slice);
+        let dir = tmp.path().join("sympy").join(format!("{slice}-smoke"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(from.join("README.md"), dir.join("README.md")).unwrap();
+        // The slice's instance with a few of its modules: the same image, interpreter, tracing
+        // config and extractor.
+        let text = std::fs::read_to_string(from.join("instance.toml")).unwrap();
+        let mut spec: toml::Table = text.parse().unwrap();
+        spec.insert("id".into(), format!("{slice}-smoke").into());
+        let command: Vec<toml::Value> = [
+            &format!("python{py}"),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--pyargs",
+            "sympy.core.tests.test_count_ops",
+            "sympy.core.tests.test_exprtools",
+        ]
+        .iter()
+        .map(|s| toml::Value::from(*s))
+        .collect();
+        let test = spec.get_mut("test").and_then(|t| t.as_table_mut()).unwrap();
+        test.insert("command".into(), command.into());
+        test.insert("timeout_s".into(), 600.into());
+        std::fs::write(dir.join("instance.toml"), toml::to_string(&spec).unwrap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .args(["harvest", "--runtime", "docker", "--json", "--cache"])
+            .arg(ws.join(".flux-cache"))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{py}: {stdout}\n{stderr}");
+        let oracle: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("oracle.json")).unwrap()).unwrap();
+        assert_eq!(oracle["provenance"]["complete"], true, "{py}: {oracle}");
+        let tests = oracle["oracle_answer"]["callees_per_test"]
+            .as_array()
+            .map_or(0, |a| a.len());
+        assert!(
+            tests >= 5,
+            "{py}: callees of Add.flatten in {tests} tests: {oracle}"
+        );
+    }
+}
+
+/// Why this machine cannot run a traced harvest in `image`, if it cannot.
+fn cannot_harvest_in(image: &str) -> Option<String> {
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root to load eBPF programs".into());
+    }
+    match Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", image])
+        .output()
+    {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "image {image} or Docker missing: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("docker CLI not runnable: {e}")),
     }
 }

@@ -53,7 +53,7 @@ pub use diff::json_diff;
 pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
 pub use run_test::{
-    read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
+    read_untrusted, run_test, run_traced, RunGold, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
 };
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
 pub use signals::Interrupted;
