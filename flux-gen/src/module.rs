@@ -1,7 +1,8 @@
 //! One test module, start to end (phase 1 of `flux gen`, the unit a shard runs):
 //! scout → static facts → plan → the shared targeted trace (the artifact) → drafts with gold
 //! answers from the sub-traces of their tests → screens → the instances' own runs (the
-//! cross-check of each narrowed config) → screened candidates, written to
+//! cross-check of each narrowed config) → the third witness on the instances the spec's
+//! `[witness]` chooses (`crate::witness`) → screened candidates, written to
 //! `<out>/modules/<repository>/<module>.json` for the set's selection (phase 2).
 //!
 //! Screening rules, each counted under its name in [`ModuleResult::left_out`]:
@@ -18,7 +19,9 @@
 //!   `per_file`, `per_module`);
 //! - `not-reproduced`: the instance's own run (its tests alone, its narrowed config) gave a
 //!   different answer, did not pass, or made an incomplete trace — tests that depend on each
-//!   other, or a config that misses something the answer needs.
+//!   other, or a config that misses something the answer needs;
+//! - `witness-disagrees` / `witness-unavailable`: the plain settrace reference, asked by the
+//!   spec's `[witness]`, gave another answer / could not check it (`crate::witness`).
 //!
 //! `easy` is recorded, not screened out, when the set is assembled (`set::generate`): the
 //! static-baseline solver answers it right.
@@ -76,6 +79,16 @@ pub struct ModuleResult {
     pub scout_events: usize,
     /// Runs made for the cross-check.
     pub check_runs: usize,
+    /// Instances the third witness (the spec's `[witness]`) agreed with (issue 23.1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub witnessed: usize,
+    /// Instances it was asked about and did not confirm (not kept), with both answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub witness: Vec<crate::witness::WitnessReport>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ModuleResult {
@@ -609,6 +622,15 @@ async fn run_module_inner(
     let t = Instant::now();
     let kept = crate::screen::cross_check(g.runner, repo, budget, chosen, r).await;
     r.time("check", t);
+    // 8. The third witness, on the instances its policy chooses.
+    let kept = if spec.witness.is_off() {
+        kept
+    } else {
+        let t = Instant::now();
+        let kept = crate::witness::witness(g.runner, spec, kept, r).await;
+        r.time("witness", t);
+        kept
+    };
     r.artifact = Some(art);
     r.candidates = kept;
     Ok(())

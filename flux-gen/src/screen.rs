@@ -530,6 +530,7 @@ pub(crate) mod tests {
                     extractor: "x".into(),
                     params: Default::default(),
                     order_insensitive: vec![],
+                    witness: None,
                 },
             },
             spec,

@@ -33,6 +33,7 @@ pub mod facts;
 pub mod index;
 pub mod perfetto;
 pub mod query;
+pub mod reference;
 pub mod sweflux_log;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
@@ -46,6 +47,9 @@ pub enum Source {
     Usdt,
     /// flux's in-process hook (sys.monitoring or sys.settrace/setprofile).
     Hook,
+    /// The third witness: a plain `sys.settrace` reference sharing no code with the hook
+    /// ([`reference`]), which re-derives gold answers independently.
+    Reference,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -443,6 +447,7 @@ pub fn src_str(s: Source) -> &'static str {
     match s {
         Source::Usdt => "usdt",
         Source::Hook => "hook",
+        Source::Reference => "reference",
     }
 }
 
