@@ -55,7 +55,10 @@ events happened in the process (threads interleave):
   return events; dunder names are skipped, at most `limits.locals` names are considered, in
   `f_locals` order (flux-hook README, "Wire protocol").
 - `kind` of an exception event of targeted code, decided here in this order: `propagate` when
-  a frame this one called has just unwound with this very exception; `thrown` when it is the
+  a frame this one called has just unwound (the thread's latest unwinding return) with this
+  very exception (by address: its latest exception event's, or — a bare `raise` outside its own
+  handlers reports nothing — the one being handled), or is the entry after this frame's in the
+  exception's traceback; `thrown` when it is the
   activation's first event after its `call`, at the instruction the activation started at (no
   line ran: `throw()`/`close()` put it in at the `yield`); `reraise` when its traceback already
   has entries beyond this frame's (raised before: `raise e`), or a bare `raise` of the
@@ -432,7 +435,8 @@ class _Thread:
 
     def __init__(self):
         self.tid = threading.get_native_id()
-        self.unwound = None  # (id(exc), id(caller frame)) of the latest unwind
+        # (id(frame), id(its caller), {ids of the exception}) of the latest unwinding return
+        self.unwound = None
 
 
 _tl = threading.local()
@@ -557,7 +561,11 @@ def _local_event(frame, event, arg):
         if t:
             _flush_bare(th, frame, st)
             u = th.unwound
-            if u is not None and u[0] == id(e) and u[1] == id(frame):
+            nxt = tb.tb_next if tb is not None else None
+            came_out = u is not None and u[1] == id(frame) and (
+                id(e) in u[2] or (nxt is not None and id(nxt.tb_frame) == u[0])
+            )
+            if came_out:
                 kind = "propagate"
             elif c.gen and st.opened == frame.f_lasti:
                 kind = "thrown"
@@ -587,12 +595,14 @@ def _local_event(frame, event, arg):
             locs = _changed(st, frame)
         _out.add(["r", th.tid, st.fid, frame.f_lineno, how, value, locs, exc])
         if how == "unwind":
-            # The exception it unwound with goes to its caller (known by address: it is alive
-            # while it propagates).
+            # This frame, the frame its exception goes to, and that exception by address (alive
+            # while it propagates): the one of its latest exception event, or the one a caller
+            # is handling, which a bare `raise` outside the frame's own handlers re-raises with
+            # no event and no traceback entry (flask's handle_user_exception).
             b = frame.f_back
-            th.unwound = (st.exc_id, id(b) if b is not None else None) if st.exc_id else None
-        else:
-            th.unwound = None
+            h = sys.exc_info()[1]
+            ids = {st.exc_id, id(h) if h is not None else None} - {None}
+            th.unwound = (id(frame), id(b) if b is not None else None, ids)
         if how == "yield":
             st.suspended = True
             st.exc_lasti = st.pending = st.bare = None

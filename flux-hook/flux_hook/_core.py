@@ -75,6 +75,8 @@ GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERA
 THROWN_AT = frozenset(
     opcode.opmap[n] for n in ("YIELD_VALUE", "RETURN_GENERATOR") if n in opcode.opmap
 )
+# A `raise` statement (bare or not). Cleanup re-raises (RERAISE) are never reported as raises.
+RAISE_AT = frozenset([opcode.opmap["RAISE_VARARGS"]])
 
 
 def exc_origin(tb):
@@ -845,12 +847,23 @@ class Hook:
         generator was suspended at (`at`: 3.11's f_lasti, 3.12+'s RAISE offset) was put there
         by `throw()`/`close()` (a `@contextmanager`'s `__exit__` throwing a `with` body's
         exception), not raised by the frame's own code. One that came out of a generator it
-        delegates to (`yield from`, `await`) stays `propagate`."""
+        delegates to (`yield from`, `await`) stays `propagate`; so does one a callee re-raised
+        with a bare `raise` (no `raise` statement of this frame runs)."""
         kind = self.classify_raise(exc, frame, tb)
-        if kind != "propagate" and frame.f_code.co_flags & GEN_FLAGS:
-            co = frame.f_code.co_code
-            if 0 <= at < len(co) and co[at] in THROWN_AT:
-                return "thrown"
+        if kind == "propagate":
+            return kind
+        co = frame.f_code.co_code
+        op = co[at] if 0 <= at < len(co) else -1
+        if frame.f_code.co_flags & GEN_FLAGS and op in THROWN_AT:
+            return "thrown"
+        if kind == "reraise" and op not in RAISE_AT:
+            # The traceback's next entry is this very frame (it raised or got this exception
+            # before), yet no `raise` of its own runs: a callee re-raised it with a bare `raise`,
+            # which adds no traceback entry (flask's handle_user_exception). It came out of the
+            # callee.
+            t = exc.__traceback__ if tb is None else tb
+            if t is not None and t.tb_next is not None and t.tb_next.tb_frame is frame:
+                return "propagate"
         return kind
 
     def vrepr(self, v):

@@ -329,6 +329,15 @@ def start(hook):
                         exc = fs.handled
                         if want_exc:
                             x_record(info, frame, exc, reraise_inferred)
+                    elif exc is None:
+                        # Left by a bare `raise` outside any handler of its own: of the
+                        # exception a caller is handling (flask's handle_user_exception), which
+                        # is sys.exc_info() here. No event reported it (3.11).
+                        e = sys.exc_info()[1]
+                        if e is not None:
+                            exc = (id(e), exc_typename(e), exc_message(e))
+                            if want_exc:
+                                x_record(info, frame, exc, reraise_inferred)
                     payload = [exc[1], exc[2]] if exc is not None else None
                 elif want_ret:
                     payload = vrepr(arg)

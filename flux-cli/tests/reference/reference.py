@@ -273,7 +273,11 @@ def _local(frame, event, arg):
                 th.xd -= 1
         th.depth -= 1
         if how == "unwind":
-            th.unwound = (st.exc, id(frame.f_back) if frame.f_back else None)
+            # The exception it unwinds with: its latest exception event's, or, with none since
+            # (a bare `raise` outside its own handlers reports nothing), the one a caller is
+            # handling, which that `raise` re-raises.
+            e = st.exc if st.exc is not None else sys.exc_info()[1]
+            th.unwound = (e, id(frame.f_back) if frame.f_back else None)
         if how == "yield" and _recorded(code):
             st.held = frame
             st.exc_lasti = st.exc = st.bare = None
