@@ -65,6 +65,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
     for (m, why) in &report.modules_skipped {
         eprintln!("flux gen: skipped {m}: {why}");
     }
+    for w in &report.witness {
+        eprintln!(
+            "flux gen: the reference witness {} {} ({}): gold {} / reference {}",
+            if w.verdict == "disagrees" {
+                "disagrees with"
+            } else {
+                "could not check"
+            },
+            w.id,
+            w.kind,
+            w.gold,
+            w.reference
+        );
+    }
+    if report.witnessed > 0 || !report.witness.is_empty() {
+        eprintln!(
+            "flux gen: the reference witness agreed with {} instance(s), dropped {}",
+            report.witnessed,
+            report.witness.len()
+        );
+    }
     eprintln!(
         "flux gen: {} ({}): {} module(s), {} run, {} skipped; {} screened candidate(s); {} instance(s) in the set; {:.0}s",
         report.set,

@@ -415,3 +415,121 @@ fn cannot_harvest_in(image: &str) -> Option<String> {
         Err(e) => Some(format!("docker CLI not runnable: {e}")),
     }
 }
+
+/// Issue 23.1, the third witness in CI: `flux harvest --check --witness reference` on a seeded
+/// sample of the starter instances (`FLUX_WITNESS_SEED`, default fixed; four instances whose
+/// image is here: about a minute) must agree with every stored gold, and a gold made wrong on
+/// purpose must fail, naming both answers.
+#[test]
+fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
+    if skip("the_reference_witness_agrees_with_a_seeded_sample_of_the_starters") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
+    let seed: u64 = std::env::var("FLUX_WITNESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_261_202);
+    let image_here = |image: &str| {
+        Command::new("docker")
+            .args(["image", "inspect", "--format", "{{.Id}}", image])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    // (key, dir): FNV-1a of the seed and the instance's path, a stable order.
+    let mut all: Vec<(u64, PathBuf)> = Vec::new();
+    for repo in std::fs::read_dir(&root).unwrap().flatten() {
+        for d in std::fs::read_dir(repo.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let toml = std::fs::read_to_string(d.path().join("instance.toml")).unwrap_or_default();
+            let Some(image) = toml
+                .lines()
+                .find_map(|l| l.strip_prefix("image = \""))
+                .and_then(|l| l.strip_suffix('"'))
+            else {
+                continue;
+            };
+            if !image_here(image) {
+                continue;
+            }
+            let name = format!("{seed}/{}", d.path().display());
+            let key = name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+            });
+            all.push((key, d.path()));
+        }
+    }
+    all.sort();
+    let sample: Vec<PathBuf> = all.into_iter().take(4).map(|(_, d)| d).collect();
+    assert!(!sample.is_empty(), "no starter instance has its image here");
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["harvest", "--check", "--witness", "reference", "--cache"])
+        .arg(cache.path())
+        .args(&sample)
+        .env_remove("FLUX_CACHE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "seed {seed}, {sample:?}:\n{err}");
+    assert_eq!(
+        err.matches("reproduced by the reference witness").count(),
+        sample.len(),
+        "{err}"
+    );
+    // A wrong gold: the first of the sample with one scalar of its answer changed.
+    let wrong = cache.path().join("wrong");
+    let src = &sample[0];
+    let dst = wrong
+        .join(src.parent().unwrap().file_name().unwrap())
+        .join(src.file_name().unwrap());
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in std::fs::read_dir(src).unwrap().flatten() {
+        if f.path().is_file() {
+            std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
+        }
+    }
+    let oracle = dst.join("oracle.json");
+    let mut o: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&oracle).unwrap()).unwrap();
+    // One leaf changed, in the template's shape (the stored gold is checked against it).
+    fn spoil(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) => {
+                *v = serde_json::json!(n.as_i64().unwrap_or(0) + 1000);
+                true
+            }
+            serde_json::Value::String(s) => {
+                s.push_str("-made-wrong");
+                true
+            }
+            serde_json::Value::Bool(b) => {
+                *b = !*b;
+                true
+            }
+            serde_json::Value::Array(a) => a.iter_mut().any(spoil),
+            serde_json::Value::Object(m) => m.values_mut().any(spoil),
+            serde_json::Value::Null => false,
+        }
+    }
+    assert!(spoil(&mut o["oracle_answer"]), "a gold with no leaf");
+    std::fs::write(&oracle, o.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["harvest", "--check", "--witness", "reference", "--cache"])
+        .arg(cache.path())
+        .arg(&dst)
+        .env_remove("FLUX_CACHE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the reference witness disagrees")
+            && err.contains(": gold ")
+            && err.contains(", reference "),
+        "{err}"
+    );
+}

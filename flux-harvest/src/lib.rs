@@ -48,6 +48,7 @@ mod run_test;
 mod rundir;
 mod signals;
 mod tracing;
+pub mod witness;
 
 pub use diff::json_diff;
 pub use gc::{gc, GcOptions, GcReport};
@@ -57,6 +58,7 @@ pub use run_test::{
 };
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
 pub use signals::Interrupted;
+pub use witness::{Judgement, WitnessKind};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
@@ -108,6 +110,9 @@ pub struct HarvestOptions {
     /// Run directories under `<cache>/runs` are pruned, oldest first, to stay under this many
     /// bytes in all (besides [`KEEP_RUNS`] per instance and [`KEEP_RUNS_TOTAL`]).
     pub runs_max_bytes: u64,
+    /// `--check`: which witness re-derives the stored gold ([`witness`]: flux from a clean run,
+    /// or the plain settrace reference, which shares no code with the hook).
+    pub witness: WitnessKind,
 }
 
 impl HarvestOptions {
@@ -122,6 +127,7 @@ impl HarvestOptions {
             scope: None,
             twice: false,
             runs_max_bytes: RUNS_MAX_BYTES,
+            witness: WitnessKind::Flux,
         }
     }
 }
@@ -182,6 +188,13 @@ pub struct InstanceReport {
     pub oracle: Option<Verdict>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_graph: Option<Verdict>,
+    /// `--check --witness reference`: the witness that agreed with the stored gold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessKind>,
+    /// `--check --witness reference`, when it disagrees: the stored gold and the reference's
+    /// answer (or why its trace gives none), for the record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<(Value, Value)>,
     /// Events in the merged trace, when a run was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<usize>,
@@ -360,6 +373,8 @@ pub(crate) fn new_report(dir: &Path, runtime: Runtime) -> InstanceReport {
         warnings: Vec::new(),
         oracle: None,
         call_graph: None,
+        witness: None,
+        disagreement: None,
         events: None,
         run_seconds: None,
         seconds: 0.0,
@@ -466,6 +481,9 @@ async fn harvest_instance(
         // pins (its `package` and `interpreter` against the image's manifest).
         docker::checked_image(rt, inst).await?;
     }
+    if opts.witness == WitnessKind::Reference {
+        return check_with_reference(inst, opts, backend, stored.as_ref(), report).await;
+    }
     let first = run_once(inst, opts, backend, report).await?;
     let fresh = if opts.twice {
         let second = run_once(inst, opts, backend, report)
@@ -488,6 +506,47 @@ async fn harvest_instance(
             Ok(Status::Reproduced)
         }
         None => gold::write_outputs(inst, &fresh, opts.replace, report),
+    }
+}
+
+/// `--check --witness reference`: the stored gold re-derived by the plain settrace reference
+/// ([`witness`]); a disagreement fails with both answers.
+async fn check_with_reference(
+    inst: &Instance,
+    opts: &HarvestOptions,
+    backend: &Backend,
+    stored: Option<&Oracle>,
+    report: &mut InstanceReport,
+) -> anyhow::Result<Status> {
+    let (Some(stored), true) = (stored, opts.check) else {
+        anyhow::bail!("--witness reference checks a stored gold answer: use it with --check");
+    };
+    let Backend::Docker(rt) = backend else {
+        anyhow::bail!("--witness reference runs in the instance's container (Docker)");
+    };
+    let t = Instant::now();
+    let run = witness::run_reference(rt, inst, opts).await?;
+    report.run_dir = Some(run.run_dir.clone());
+    report.run_seconds = Some(t.elapsed().as_secs_f64());
+    report.events = Some(run.trace.events.len());
+    match witness::judge(inst, &stored.oracle_answer, &run) {
+        Judgement::Agrees => {
+            report.oracle = Some(Verdict::Reproduced);
+            report.witness = Some(WitnessKind::Reference);
+            Ok(Status::Reproduced)
+        }
+        Judgement::Disagrees { reference } => {
+            report.oracle = Some(Verdict::Differs);
+            report.disagreement = Some((stored.oracle_answer.clone(), reference.clone()));
+            anyhow::bail!(
+                "the reference witness disagrees with the stored gold (run in {}):\n{}",
+                run.run_dir.display(),
+                witness::disagreement(&stored.oracle_answer, &reference)
+            )
+        }
+        Judgement::Unavailable { why } => {
+            anyhow::bail!("the reference witness could not check it: {why}")
+        }
     }
 }
 

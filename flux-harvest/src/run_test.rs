@@ -309,7 +309,7 @@ pub fn read_untrusted(
 }
 
 /// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.
-fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+pub(crate) fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     for (rel, bytes) in files {
         let r = Path::new(rel);

@@ -543,7 +543,7 @@ def start(hook):
                     return
                 f = getframe(1)
                 fs = _state(code, f)
-                _x(info, f, fs, exc, hook.classify_raise(exc, f))
+                _x(info, f, fs, exc, hook.exc_kind(exc, f, off))
             except RecursionError:
                 hook.recursion_hit = True
             except Exception:

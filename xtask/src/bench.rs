@@ -86,6 +86,11 @@ enum What {
         /// flux-gen-v1 is made), first, and print both side by side.
         #[arg(long)]
         before: bool,
+        /// Generate the slice twice side by side: without the third witness, then with every
+        /// instance witnessed by the settrace reference (`[witness] sample = 1`), and print what
+        /// the witness costs as a ratio (issue 23.1).
+        #[arg(long, conflicts_with = "before")]
+        witness: bool,
     },
 }
 
@@ -276,7 +281,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             spec,
             check_sample,
             before,
-        } => return bench_gen::run(json, spec, check_sample, before),
+            witness,
+        } => return bench_gen::run(json, spec, check_sample, before, witness),
     };
     let flux = crate::build_flux_release()?;
     let mut results = Vec::new();

@@ -595,6 +595,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 locals: l,
                 deleted,
                 object,
+                origin,
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
@@ -603,6 +604,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                     msg: msg.clone(),
                 });
                 ev.outcome = kind.as_str().into();
+                ev.origin = origin.clone();
                 ev.locals = locals(l);
                 ev.deleted = deleted.clone();
                 ev.value = object.as_ref().map(value);
