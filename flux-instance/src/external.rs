@@ -18,7 +18,7 @@
 //!   instance's files laid out at `root/qa_dir/` as SWE-Flux's harness lays them out (parsers
 //!   find the source through their own path);
 //! - `log`: SWE-Flux's tracer variables (from `eval.sh`), which configure the log the parser
-//!   reads (`flux_trace::sweflux_log::LogConfig`);
+//!   reads (`flux_interop::sweflux_log::LogConfig`);
 //! - `origin`: where the instance came from.
 //!
 //! The template is the instance's own (there is no built-in answer shape to check it against).

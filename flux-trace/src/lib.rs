@@ -33,7 +33,6 @@ pub mod facts;
 pub mod index;
 pub mod perfetto;
 pub mod query;
-pub mod sweflux_log;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
 pub use index::TraceIndex;

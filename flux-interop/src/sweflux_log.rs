@@ -29,7 +29,7 @@
 //! - **events**: settrace's `call`, `line`, `return`, `exception` in matching frames; an event
 //!   kind not in `TRACE_EVENTS` is skipped before anything else (it does not even update the
 //!   frame's last snapshot). flux's `handled` events have no counterpart; a `reraise-inferred`
-//!   exception and a `throw` call (see [`crate::config::Dialect`]) are flux's inferences, with
+//!   exception and a `throw` call (see [`flux_trace::config::Dialect`]) are flux's inferences, with
 //!   no settrace event, and are skipped.
 //! - **locals** ([`LogConfig::snapshot`]): the frame's locals sorted by name, `_`-prefixed names
 //!   left out when `TRACE_NO_UNDERSCORE` (default on), each a repr cut to `TRACE_LIMIT`
@@ -61,8 +61,8 @@
 //! previous event; the writer rebuilds every frame's full locals from them, then applies their
 //! diff. (A call that only USDT reported carries no locals: a fresh frame's are then taken from
 //! its first event, which carries all of them.)
-use crate::config::{Dialect, HookEvent, Limits, Scope};
-use crate::{Event, Kind, Source, Trace, TracingConfig};
+use flux_trace::config::{Dialect, HookEvent, Limits, Scope};
+use flux_trace::{Event, Kind, Source, Trace, TracingConfig};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 
@@ -679,7 +679,7 @@ fn log_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Meta, Source, Value};
+    use flux_trace::{Meta, Source, Value};
 
     fn v(r: &str) -> Value {
         Value {
