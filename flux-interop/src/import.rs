@@ -333,11 +333,18 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
 pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, String> {
     let eval = evalsh::parse(&read(&src.join("eval.sh"))?)?;
     let template: Value = serde_json::from_str(&spec.template).map_err(|e| e.to_string())?;
-    let extractor = crate::native::native_extractor(&crate::native::Question {
+    // Their parser (when their store keeps it) is read, never run, for what it fixes.
+    let parser: Option<String> = eval
+        .parser
+        .strip_prefix(&format!("{}/", eval.qa_dir()))
+        .and_then(|rel| std::fs::read_to_string(src.join("files").join(rel)).ok());
+    let question = crate::native::Question {
         eval: &eval,
         text: &spec.question,
         template: &template,
-    })?;
+        parser: parser.as_deref(),
+    };
+    let extractor = crate::native::native_extractor(&question)?;
     let mut native = spec.clone();
     native.id = native_id(&spec.id);
     // Extractors read the static facts (statements, loops, definitions).
@@ -348,11 +355,7 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
     }
     if extractor.name == "predicate_report" {
         // The hook evaluates their candidates on the live locals where they are observed.
-        native.tracing.predicates = crate::native::predicates(&crate::native::Question {
-            eval: &eval,
-            text: &spec.question,
-            template: &template,
-        })?;
+        native.tracing.predicates = crate::native::predicates(&question)?;
     }
     native.extractor = extractor;
     Ok(native)
