@@ -154,14 +154,15 @@ impl Evidence {
         }
     }
 
-    /// The `module.qualname` strings of the target role, then of every other constant.
+    /// The `module.qualname` strings of the target role, then of every other constant (in
+    /// sequences too).
     pub fn target_names(&self) -> Vec<&str> {
         let first = self.of("target");
         let rest: Vec<(&str, &Lit)> = self.facts.named(|_| true);
         first
             .into_iter()
             .chain(rest)
-            .filter_map(|(_, v)| v.as_str())
+            .flat_map(|(_, v)| v.strs())
             .filter(|s| s.contains('.') && crate::native::is_dotted_name(s))
             .collect()
     }
