@@ -66,6 +66,10 @@ use flux_trace::{Event, Kind, Source, Trace, TracingConfig};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
 
+/// Per frame: its process and the snapshot of its locals at its last logged event (the base
+/// their tracer diffs against).
+type LastSnapshots = HashMap<u64, (u32, Vec<(String, Local)>)>;
+
 /// SWE-Flux's tracer configuration: its environment variables, read as its conftest and
 /// `trace_plugin.py` read them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -487,7 +491,7 @@ pub fn write_log(
     let mut full: HashMap<u64, BTreeMap<String, Local>> = HashMap::new();
     let mut version = 0u64;
     // Their `_last_locals`, per frame, with the frame's process (cleared per process).
-    let mut last: HashMap<u64, (u32, Vec<(String, Local)>)> = HashMap::new();
+    let mut last: LastSnapshots = HashMap::new();
     // Per process: the running test's thread.
     let mut current: HashMap<u32, u32> = HashMap::new();
     let line = |w: &mut dyn Write, ts: u64, body: &str, stats: &mut LogStats| {
@@ -604,7 +608,7 @@ fn log_event(
     e: &Event,
     cfg: &LogConfig,
     full: &HashMap<u64, BTreeMap<String, Local>>,
-    last: &mut HashMap<u64, (u32, Vec<(String, Local)>)>,
+    last: &mut LastSnapshots,
     emit: &mut dyn FnMut(u64, &str) -> std::io::Result<()>,
 ) -> Result<(), LogError> {
     let kind = match e.ev {

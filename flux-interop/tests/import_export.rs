@@ -324,8 +324,8 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     );
     // Their eval.sh reads as their skeleton does (it runs no parser: flux harvests the gold).
     let back = work.path().join("back");
-    let found = discover(&[out.clone()]).unwrap();
-    assert_eq!(found, [e.clone()]);
+    let found = discover(std::slice::from_ref(&out)).unwrap();
+    assert_eq!(found, std::slice::from_ref(&e));
     let report = import(&found, &opts(&back));
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let y = back.join("sympy/sympy-multiplicity-raising");
