@@ -204,6 +204,23 @@ pub fn pytest_options(image_packages: Option<&[String]>) -> Vec<String> {
     out
 }
 
+/// The interpreter their run used (`3.9`), from the tag of their test's compiled file in
+/// `files/__pycache__/` (`testcase.cpython-39-pytest-8.3.4.pyc`); `None` when there is none.
+pub fn their_python(src: &Path, test_file: &str) -> Option<String> {
+    let stem = test_file.strip_suffix(".py").unwrap_or(test_file);
+    let rd = std::fs::read_dir(src.join("files").join("__pycache__")).ok()?;
+    let mut names: Vec<String> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{stem}.cpython-")))
+        .collect();
+    names.sort();
+    let tag = names.first()?.split(".cpython-").nth(1)?;
+    let digits: String = tag.chars().take_while(char::is_ascii_digit).collect();
+    let (major, minor) = digits.split_at(1.min(digits.len()));
+    (!minor.is_empty()).then(|| format!("{major}.{minor}"))
+}
+
 /// Import each of `sources` (instance directories in their layout).
 pub fn import(sources: &[PathBuf], opts: &ImportOptions) -> ImportReport {
     let mut report = ImportReport::default();
@@ -269,7 +286,11 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
             "files/{parser_rel} (the parser eval.sh runs) is missing"
         ));
     }
-    let vars = eval.trace_vars();
+    let mut vars = eval.trace_vars();
+    if let Some(v) = their_python(src, &test_file) {
+        // Their tracer's frame names depend on it (`co_name` before 3.11).
+        vars.push((crate::sweflux_log::THEIR_PYTHON.to_string(), v));
+    }
     let log = LogConfig::from_pairs(&vars);
     if !log.on {
         return Err("eval.sh does not export TRACE_ON=1: their tracer would record nothing".into());

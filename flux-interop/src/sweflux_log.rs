@@ -96,7 +96,16 @@ pub struct LogConfig {
     pub log_all_lines: bool,
     /// `TRACE_FULL_LOCALS_ON_RETURN` (default on; `0` turns it off).
     pub full_locals_on_return: bool,
+    /// Their run's interpreter predates 3.11 (no `co_qualname`): their tracer named a frame
+    /// `<module>.<co_name>`, the last component of its qualname (`pkg.mod._helper` for
+    /// `pkg.mod.C._helper`), and matched `TRACE_FUNC` against that. Not one of their
+    /// variables: [`THEIR_PYTHON`] (`3.9`), which the import reads from the tag of their test's
+    /// `__pycache__` (`testcase.cpython-39-…pyc`).
+    pub co_names: bool,
 }
+
+/// The pair that tells the interpreter their run used (`3.9`), beside their variables.
+pub const THEIR_PYTHON: &str = flux_instance::external::THEIR_PYTHON;
 
 /// The names of their variables, in the order `[TRACE][START]` and eval.sh use them.
 pub const VARIABLES: &[&str] = &[
@@ -112,6 +121,12 @@ pub const VARIABLES: &[&str] = &[
     "TRACE_LOG_ALL_LINES",
     "TRACE_FULL_LOCALS_ON_RETURN",
 ];
+
+/// `3.9` → (3, 9).
+fn python_version(v: &str) -> Option<(u32, u32)> {
+    let (a, b) = v.trim().split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
 
 /// `int(str(raw).strip())`, else the default (their `_int_env`).
 fn int_var(v: Option<&str>, default: i64) -> i64 {
@@ -162,6 +177,9 @@ impl LogConfig {
             with_time: get("TRACE_TIME").unwrap_or("1").trim() == "1",
             log_all_lines: get("TRACE_LOG_ALL_LINES").unwrap_or("0").trim() == "1",
             full_locals_on_return: get("TRACE_FULL_LOCALS_ON_RETURN").unwrap_or("1").trim() != "0",
+            co_names: get(THEIR_PYTHON)
+                .and_then(python_version)
+                .is_some_and(|v| v < (3, 11)),
         }
     }
 
@@ -190,7 +208,13 @@ impl LogConfig {
         TracingConfig {
             files,
             functions: Vec::new(),
-            module_functions: self.funcs.iter().cloned().collect(),
+            // With `co_names` their entries name `<module>.<co_name>`, which the hook's rule on
+            // `<module>.<qualname>` cannot match: every function of the file (the writer picks).
+            module_functions: if self.co_names {
+                Vec::new()
+            } else {
+                self.funcs.iter().cloned().collect()
+            },
             events: vec![
                 HookEvent::Line,
                 HookEvent::Call,
@@ -570,7 +594,7 @@ pub fn write_log(
         let logged = in_window
             && cfg.file_matches(&e.file)
             && !(e.module.is_empty() && dialect_on)
-            && cfg.func_matches(&funcname(e)?);
+            && cfg.func_matches(&funcname(e, cfg)?);
         if logged {
             stats.matched += 1;
             log_event(e, cfg, &full, &mut last, &mut |ts, body| {
@@ -585,19 +609,25 @@ pub fn write_log(
     Ok(stats)
 }
 
-/// `<module>.<qualname>`; an error when the trace does not say the module.
-fn funcname(e: &Event) -> Result<String, LogError> {
+/// `<module>.<qualname>` (`<module>.<co_name>` with [`LogConfig::co_names`]); an error when
+/// the trace does not say the module.
+fn funcname(e: &Event, cfg: &LogConfig) -> Result<String, LogError> {
     let qual = if e.qualname.is_empty() {
         &e.func
     } else {
         &e.qualname
+    };
+    let qual: &str = if cfg.co_names {
+        qual.rsplit('.').next().unwrap_or(qual)
+    } else {
+        qual
     };
     if e.module.is_empty() {
         return Err(LogError::NotRecorded {
             what: "the module",
             file: e.file.clone(),
             line: e.line,
-            name: qual.clone(),
+            name: qual.to_string(),
         });
     }
     Ok(format!("{}.{qual}", e.module))
@@ -628,7 +658,7 @@ fn log_event(
     let curr = cfg.snapshot(state);
     let prev = last.get(&e.frame).map(|(_, v)| v.as_slice());
     let diff = changed(prev, &curr);
-    let name = funcname(e)?;
+    let name = funcname(e, cfg)?;
     let head = format!(
         "{}:{} {name} event={kind}",
         e.file.replace('\\', "/"),
@@ -867,6 +897,38 @@ mod tests {
         assert!(f.file_matches("/testbed/src/pkg/mod.py"));
         assert!(!f.file_matches("/testbed/src/pkg/mod2.py"));
         assert!(cfg(&[]).file_matches("/any.py"));
+    }
+
+    /// Issue 25: their kedro and haystack runs used a Python before 3.11, whose tracer named
+    /// a method's frame `<module>.<co_name>`; their parsers filter on that name, so a log
+    /// naming it `<module>.<qualname>` gave them nothing for a method.
+    #[test]
+    fn a_run_before_3_11_names_frames_by_co_name() {
+        let mut b = B::new();
+        b.test(true)
+            .call_l(3, None, &[("n", "2")])
+            .ret(3, Some("None"), false)
+            .test(false);
+        let t = b.trace();
+        let old = cfg(&[ALL, ("TRACE_FUNC", "pkg.mod.f"), (THEIR_PYTHON, "3.9")]);
+        assert!(old.co_names);
+        let got = log(&t, &old);
+        assert!(
+            got[1].contains(" pkg.mod.f event=call"),
+            "the frame of pkg.mod.C.f is named by its co_name: {got:#?}"
+        );
+        assert!(
+            old.tracing_config().module_functions.is_empty(),
+            "their `module.co_name` entries cannot narrow the hook's qualname rule"
+        );
+        let new = cfg(&[ALL, ("TRACE_FUNC", "pkg.mod.f"), (THEIR_PYTHON, "3.11")]);
+        assert!(!new.co_names);
+        assert_eq!(
+            log(&t, &new).len(),
+            1,
+            "pkg.mod.C.f is not pkg.mod.f on 3.11"
+        );
+        assert!(!cfg(&[ALL]).co_names, "3.11 semantics by default");
     }
 
     #[test]

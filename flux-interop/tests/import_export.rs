@@ -337,3 +337,39 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     let provenance = flux_instance::read_oracle(&y).unwrap().provenance;
     assert_eq!(provenance.extractor, "raising_tests", "provenance kept");
 }
+
+/// Issue 25: their kedro and haystack runs used Python 3.9 (their test's `__pycache__` says
+/// `cpython-39`), whose tracer names frames by `co_name`; the import carries that to the log.
+#[test]
+fn their_interpreter_is_read_from_the_tests_pycache_tag() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("store/factor_multiplicity_m5_exceptions");
+    copy_dir(
+        &fixtures().join("out/sympy/run_1/instances/factor_multiplicity_m5_exceptions"),
+        &src,
+    );
+    let pyc = src.join("files/__pycache__");
+    std::fs::create_dir_all(&pyc).unwrap();
+    std::fs::write(pyc.join("testcase.cpython-39-pytest-8.3.4.pyc"), b"").unwrap();
+    std::fs::write(pyc.join("parser.cpython-311.pyc"), b"").unwrap();
+    assert_eq!(
+        flux_interop::import::their_python(&src, "testcase.py").as_deref(),
+        Some("3.9")
+    );
+    let out = work.path().join("out");
+    let r = import(std::slice::from_ref(&src), &opts(&out));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let inst = flux_instance::load_instance(r.imported[0].dir.as_ref().unwrap()).unwrap();
+    let ext = inst.external_parser().unwrap();
+    assert!(ext
+        .log
+        .contains(&("SWE_FLUX_PYTHON".to_string(), "3.9".to_string())));
+    assert!(inst.spec.tracing.module_functions.is_empty());
+    assert!(
+        !inst
+            .dir
+            .join("__pycache__/testcase.cpython-39-pytest-8.3.4.pyc")
+            .exists(),
+        "compiled files are not copied"
+    );
+}
