@@ -50,7 +50,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         merge: a.merge,
         resume: a.resume,
         check: a.check,
-        harvest: flux_harvest::HarvestOptions::new(cache),
+        harvest: flux_interop::external::harvest_options(cache),
     };
     let report = match flux_gen::generate_blocking(&opts) {
         Ok(r) => r,

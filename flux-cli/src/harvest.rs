@@ -4,7 +4,7 @@
 //! instance was harvested (or reproduced), 1 when any failed, 2 when nothing could run, 130 or
 //! 143 when SIGINT or SIGTERM stopped it (the running test's container is removed first).
 use anyhow::Result;
-use flux_harvest::{HarvestOptions, InstanceReport, Runtime, Status};
+use flux_harvest::{InstanceReport, Runtime, Status};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -98,7 +98,7 @@ fn line(r: &InstanceReport) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(a.cache.dir());
+    let mut opts = flux_interop::external::harvest_options(a.cache.dir());
     opts.check = a.check;
     opts.replace = a.replace;
     opts.tracer.max_events = a.max_events.max(1);

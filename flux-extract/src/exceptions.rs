@@ -27,7 +27,9 @@ the matching `except` clause) means handled there at that line; an unwinding `re
 to the caller, which must be traced line by line (targeted) to go on (a caller that is not, \
 whether or not the trace shows its calls, or the bottom of the stack: it leaves traced code \
 unhandled); a frame that goes on with `line` events and then returns or \
-raises again without a `handled` event handled it, at an unknown line (null). Answer: \
+raises again without a `handled` event handled it, at an unknown line (null). With `escapes` \
+(a qualname) only exceptions that propagate out of a frame of that function count (its frame \
+unwinds with them: SWE-Flux's \"the exception that propagates out of the target\"). Answer: \
 {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
 \"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" ([qualnames of \
 the frames the exception exited, innermost first])}}.";
@@ -211,12 +213,17 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
     let file = p.opt_str("file")?;
     let test = p.opt_str("test")?;
     let occ = p.index_or("occurrence", 1)?;
-    let all = raises(ix, |e| {
+    let escapes = p.opt_str("escapes")?;
+    let mut all = raises(ix, |e| {
         ty.is_none_or(|w| type_matches(exc_type(e), w))
             && raised_in.is_none_or(|f| e.name() == f)
             && file.is_none_or(|f| flux_trace::query::file_within(&e.file, f))
             && test.is_none_or(|tt| test_matches(&e.test, tt))
     });
+    if let Some(f) = escapes {
+        // Only exceptions that propagate out of a frame of `f` (it unwinds with them).
+        all.retain(|r| r.unwound.iter().any(|e| e.name() == f));
+    }
     let r = all.get(occ - 1).ok_or_else(|| {
         let mut what = String::from("exception(s) raised");
         if let Some(w) = ty {
@@ -224,6 +231,9 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
         }
         if let Some(f) = raised_in {
             what.push_str(&format!(" in `{f}`"));
+        }
+        if let Some(f) = escapes {
+            what.push_str(&format!(" that propagate out of `{f}`"));
         }
         if let Some(tt) = test {
             what.push_str(&format!(" during test `{tt}`"));

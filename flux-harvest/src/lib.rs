@@ -28,6 +28,10 @@
 //! a fresh run is compared with the stored one, and any difference is an error with a readable
 //! diff.
 //!
+//! An instance answered by another benchmark's parser is answered through
+//! [`ExternalAnswers`], which the caller hands in (flux-interop implements it for SWE-Flux):
+//! this crate knows no peer format.
+//!
 //! Architecture invariant: this crate decides nothing about what an answer is (that is
 //! `flux-extract` through `flux-instance`) and nothing about how events are captured (that is
 //! `flux-agent`); it sequences them and owns the gates.
@@ -40,6 +44,7 @@ use std::time::{Duration, Instant};
 
 mod diff;
 mod docker;
+pub mod external;
 mod gc;
 mod gold;
 mod host;
@@ -51,6 +56,7 @@ mod tracing;
 pub mod witness;
 
 pub use diff::json_diff;
+pub use external::ExternalAnswers;
 pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
 pub use run_test::{
@@ -113,6 +119,9 @@ pub struct HarvestOptions {
     /// `--check`: which witness re-derives the stored gold ([`witness`]: flux from a clean run,
     /// or the plain settrace reference, which shares no code with the hook).
     pub witness: WitnessKind,
+    /// A peer benchmark's parsers and stored answers (flux-interop's SWE-Flux, handed in by the
+    /// caller): instances answered by an external parser need it.
+    pub external: Option<std::sync::Arc<dyn ExternalAnswers>>,
 }
 
 impl HarvestOptions {
@@ -128,6 +137,7 @@ impl HarvestOptions {
             twice: false,
             runs_max_bytes: RUNS_MAX_BYTES,
             witness: WitnessKind::Flux,
+            external: None,
         }
     }
 }
@@ -443,6 +453,12 @@ async fn harvest_instance(
     // Fail before running anything if there is nothing to check against. (An instance
     // imported from SWE-Flux may be checked against their stored answer alone.)
     let external = inst.external_parser().is_some();
+    if external && opts.external.is_none() {
+        anyhow::bail!(
+            "this instance is answered by an external parser, and this harvest was given nothing \
+             that runs one (HarvestOptions::external: flux-interop's SWE-Flux answers)"
+        );
+    }
     if external && matches!(backend, Backend::Host) {
         anyhow::bail!(
             "this instance is answered by SWE-Flux's parser, third-party code that runs only in \
@@ -494,8 +510,14 @@ async fn harvest_instance(
         first.into()
     };
     if opts.check && reference {
-        // Hook point (flux-interop): SWE-Flux's stored answer, under their scoring rules.
-        flux_interop::external::check_reference(inst, &fresh.oracle.oracle_answer)
+        // A peer's stored answer, under its scoring rules (flux-interop's, handed in).
+        let ext = opts.external.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--check: this instance keeps another benchmark's stored answer, and this harvest \
+                 was given nothing that checks it (HarvestOptions::external)"
+            )
+        })?;
+        ext.check_reference(inst, &fresh.oracle.oracle_answer)
             .map_err(|e| anyhow::anyhow!("--check: {e:#}"))?;
     }
     match stored {
@@ -601,14 +623,17 @@ async fn run_once(
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
-    // Hook point (flux-interop): SWE-Flux's parser answers on flux's trace, in the container.
-    let external = inst.external_parser().is_some();
-    let parsed = match backend {
-        Backend::Docker(rt) if external => Some(
-            flux_interop::external::run_parser(rt, inst, &out.trace, &run_dir)
-                .await?
-                .answer,
-        ),
+    // A peer's parser answers on flux's trace, in the container (checked before the run that
+    // `opts.external` is there for an instance that needs it).
+    let external = opts
+        .external
+        .as_ref()
+        .filter(|_| inst.external_parser().is_some());
+    let parsed = match (backend, external) {
+        (Backend::Docker(rt), Some(ext)) => Some((
+            ext.answer(rt, inst, &out.trace, &run_dir).await?,
+            ext.label().to_string(),
+        )),
         _ => None,
     };
     let mut facts = flux_instance::RunFacts {
@@ -620,10 +645,8 @@ async fn run_once(
         labels: out.labels.clone(),
     };
     let oracle = match parsed {
-        Some(answer) => {
-            facts
-                .labels
-                .push(flux_interop::external::EXTERNAL_LABEL.to_string());
+        Some((answer, label)) => {
+            facts.labels.push(label);
             inst.oracle_for(answer, &out.trace, &facts)
         }
         None => inst.build_oracle(&out.trace, &facts),

@@ -34,7 +34,6 @@ pub mod index;
 pub mod perfetto;
 pub mod query;
 pub mod reference;
-pub mod sweflux_log;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
 pub use index::TraceIndex;

@@ -250,5 +250,25 @@ fn an_exception_leaving_the_targets_is_unhandled_whatever_traces_their_callers()
         extract(&t, "exception_info", &p).unwrap()["exception"],
         json!({"type": "ValueError", "message": "bad", "raised_in": "parse", "raise_line": 21,
                "handled_in": null, "handler_line": null, "unwound": ["parse"]})
+/// Issue 25: SWE-Flux's flat `exception_type` + `exception_message` of the exception that
+/// propagates out of the target (not one its callee raised and it handled).
+#[test]
+fn exception_info_with_escapes_keeps_what_propagates_out_of_the_function() {
+    let t = exc();
+    let get = |v: serde_json::Value| extract(&t, "exception_info", &params(v).unwrap());
+    // parse's ValueError of test_a is handled in outer: the first to leave outer is test_c's.
+    let out = get(json!({"escapes": "outer"})).unwrap();
+    assert_eq!(out["exception"]["message"], "bad z");
+    assert_eq!(out["exception"]["type"], "ValueError");
+    // Out of parse: test_a's first (it unwinds parse, then outer handles it).
+    assert_eq!(
+        get(json!({"escapes": "parse"})).unwrap()["exception"]["message"],
+        "bad x"
+    );
+    // KeyError of test_b is handled inside parse: it never leaves it.
+    let err = get(json!({"escapes": "parse", "type": "KeyError"})).unwrap_err();
+    assert!(
+        err.to_string().contains("that propagate out of `parse`"),
+        "{err}"
     );
 }
