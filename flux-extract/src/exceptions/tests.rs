@@ -250,6 +250,9 @@ fn an_exception_leaving_the_targets_is_unhandled_whatever_traces_their_callers()
         extract(&t, "exception_info", &p).unwrap()["exception"],
         json!({"type": "ValueError", "message": "bad", "raised_in": "parse", "raise_line": 21,
                "handled_in": null, "handler_line": null, "unwound": ["parse"]})
+    );
+}
+
 /// Issue 25: SWE-Flux's flat `exception_type` + `exception_message` of the exception that
 /// propagates out of the target (not one its callee raised and it handled).
 #[test]
