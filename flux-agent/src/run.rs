@@ -8,7 +8,7 @@
 //! kernel's counters. [`usdt_trace`] turns a capture into trace events with an honest
 //! completeness verdict.
 use crate::hook::{HookCollector, HookServer};
-use crate::interp::Interpreter;
+use crate::interp::{Family, Interpreter, JVM_TRACE_FLAGS};
 use crate::merge::{interpreter_label, merge, plan, CallsMode, Plan};
 use crate::spawn::{spawn_gated, Gated};
 use crate::tracer::{drain, Counters, Drained, ProbeSet, Tracer, TracerOptions};
@@ -102,11 +102,18 @@ async fn capture_inner<L: Launched>(
         let code = launched.wait().await?;
         return Ok((UsdtCapture::default(), code));
     }
-    let mut tracer = Tracer::load(
-        topts.clone(),
-        Some(launched.pidns()),
-        interp.fingerprint_offset(),
-    )?;
+    let mut tracer = Tracer::load(topts.clone(), Some(launched.pidns()), interp.fingerprint())?;
+    if !topts.classes.is_empty() {
+        if interp.family != Family::HotSpot {
+            bail!(
+                "a class filter ({}) is for a JVM, and {} is {}",
+                topts.classes.join(", "),
+                interp.exe.display(),
+                interp.family_name()
+            );
+        }
+        tracer.set_class_filter(&topts.classes)?;
+    }
     let ring = tracer.take_ring()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (over_tx, mut over_rx) = tokio::sync::watch::channel(false);
@@ -144,9 +151,74 @@ async fn capture_inner<L: Launched>(
 }
 
 /// Trace events from a capture, and the completeness verdict: every lost, malformed or
-/// unresolvable record makes the trace incomplete, with the reason written down.
+/// unresolvable record makes the trace incomplete, with the reason written down. A JVM's
+/// records go through the JVM merge (`flux_merge::jvm`) with no test windows.
 pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
-    flux_merge::usdt::usdt_trace(&cap.drained, &cap.counters, &interpreter_label(interp))
+    match interp.family {
+        Family::CPython => {
+            flux_merge::usdt::usdt_trace(&cap.drained, &cap.counters, &interpreter_label(interp))
+        }
+        Family::HotSpot => jvm_trace(cap, interp, &JvmOptions::default()),
+    }
+}
+
+pub use flux_merge::jvm::JvmOptions;
+
+/// A JVM's oracle trace from a capture (`flux_merge::jvm`).
+pub fn jvm_trace(cap: &UsdtCapture, interp: &Interpreter, opts: &JvmOptions) -> Trace {
+    flux_merge::jvm::jvm_trace(
+        &cap.drained,
+        &cap.counters,
+        &interpreter_label(interp),
+        opts,
+    )
+}
+
+/// The environment that makes a JVM fire its method probes: `JAVA_TOOL_OPTIONS` (read by every
+/// JVM the command starts, forked test JVMs included) with the flag added to `existing`.
+pub fn jvm_env(existing: Option<&str>) -> (String, String) {
+    let v = match existing {
+        Some(e) if !e.trim().is_empty() => format!("{} {JVM_TRACE_FLAGS}", e.trim()),
+        _ => JVM_TRACE_FLAGS.to_string(),
+    };
+    ("JAVA_TOOL_OPTIONS".to_string(), v)
+}
+
+/// Trace a launched JVM (started with [`jvm_env`]) through its method probes, from release to
+/// exit: there is no in-process hook, so this is the whole trace.
+pub async fn trace_jvm_launched<L: Launched>(
+    launched: &mut L,
+    interp: &Interpreter,
+    topts: &TracerOptions,
+    opts: &JvmOptions,
+) -> Result<Traced> {
+    let set = default_probes(interp);
+    if !(set.entry && set.ret) {
+        bail!(
+            "{} has no usable hotspot:method__entry/__return probes (see `flux probes {}`)",
+            interp.probes.path.display(),
+            interp.exe.display()
+        );
+    }
+    let (cap, exit_code) = capture(launched, interp, set, topts).await?;
+    Ok(Traced {
+        trace: jvm_trace(&cap, interp, opts),
+        exit_code,
+        counters: cap.counters,
+        sites: cap.sites,
+    })
+}
+
+/// `flux trace` of a JVM command on the host.
+pub async fn trace_jvm_host(
+    cmd: &[String],
+    interp: &Interpreter,
+    topts: &TracerOptions,
+    opts: &JvmOptions,
+) -> Result<Traced> {
+    let env = vec![jvm_env(std::env::var("JAVA_TOOL_OPTIONS").ok().as_deref())];
+    let mut launched = launch_host(cmd, &env)?;
+    trace_jvm_launched(&mut launched, interp, topts, opts).await
 }
 
 #[derive(Clone, Debug)]
@@ -209,7 +281,11 @@ pub async fn trace_command(opts: RunOptions) -> Result<RunResult> {
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
     let set = opts.probes.unwrap_or_else(|| default_probes(&interp));
-    let mut launched = launch_host(&opts.cmd, &opts.env)?;
+    let mut env = opts.env.clone();
+    if interp.family == Family::HotSpot {
+        env.push(jvm_env(std::env::var("JAVA_TOOL_OPTIONS").ok().as_deref()));
+    }
+    let mut launched = launch_host(&opts.cmd, &env)?;
     let (cap, exit_code) = capture(&mut launched, &interp, set, &opts.tracer).await?;
     let trace = usdt_trace(&cap, &interp);
     Ok(RunResult {

@@ -9,7 +9,10 @@ use crate::interp::Interpreter;
 use aya::maps::{Array, MapData, PerCpuArray, RingBuf};
 use aya::programs::UProbe;
 use aya::{Ebpf, EbpfLoader};
-use flux_common::{Config, SiteSpec, KIND_CALL, KIND_LINE, KIND_RETURN, MAX_SITES, NUM_COUNTERS};
+use flux_common::{
+    ClassFilter, ClassPrefix, Config, SiteSpec, FILTER_KEEP, MAX_PREFIXES, MAX_SITES, NUM_COUNTERS,
+    PREFIX_WORDS,
+};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::Path;
 use tokio::io::unix::AsyncFd;
@@ -28,6 +31,8 @@ pub enum TracerError {
     TooManySites,
     #[error("BPF map `{0}`: {1}")]
     Map(&'static str, String),
+    #[error("class filter: {0}")]
+    Filter(String),
 }
 
 pub use flux_merge::plan::ProbeSet;
@@ -50,6 +55,9 @@ pub struct TracerOptions {
     /// Have the kernel time the program (`BPF_ENABLE_STATS`): [`Counters::program`] then says
     /// how long it ran in all. Only for measuring: the kernel reads the clock twice per hit.
     pub program_stats: bool,
+    /// JVM: keep only the method events of classes under these prefixes (`org.example.`);
+    /// empty: every class (see [`Tracer::set_class_filter`]).
+    pub classes: Vec<String>,
 }
 
 impl Default for TracerOptions {
@@ -61,6 +69,7 @@ impl Default for TracerOptions {
             empty_program: false,
             max_events: 20_000_000,
             program_stats: false,
+            classes: Vec::new(),
         }
     }
 }
@@ -76,12 +85,14 @@ pub struct Tracer {
 }
 
 impl Tracer {
-    /// Load the programs and write the configuration. Nothing is attached yet.
+    /// Load the programs and write the configuration. Nothing is attached yet. `fingerprint`
+    /// is the string fingerprint's offset and masks (`Interpreter::fingerprint`).
     pub fn load(
         opts: TracerOptions,
         pidns: Option<(u64, u64)>,
-        fp_off: i64,
+        fingerprint: (i64, [u64; 2]),
     ) -> Result<Tracer, TracerError> {
+        let (fp_off, fp_mask) = fingerprint;
         if EBPF_OBJECT.is_empty() {
             return Err(TracerError::NoObject);
         }
@@ -117,6 +128,7 @@ impl Tracer {
             pidns_ino: pidns.map_or(0, |p| p.1),
             fp_off,
             wakeup_bytes: opts.wakeup_bytes,
+            fp_mask,
         };
         let mut config: Array<_, Config> = Array::try_from(
             ebpf.map_mut("CONFIG")
@@ -136,6 +148,20 @@ impl Tracer {
         })
     }
 
+    /// Keep only the method events of classes whose internal name (`org/example/Foo`) starts
+    /// with one of `prefixes` (dotted `org.example.` is taken too); none: keep every class.
+    pub fn set_class_filter(&mut self, prefixes: &[String]) -> Result<(), TracerError> {
+        let filter = class_filter(prefixes)?;
+        let mut map: Array<_, ClassFilter> = Array::try_from(
+            self.ebpf
+                .map_mut("FILTER")
+                .ok_or_else(|| TracerError::Map("FILTER", "missing".into()))?,
+        )
+        .map_err(|e| TracerError::Map("FILTER", e.to_string()))?;
+        map.set(0, filter, 0)
+            .map_err(|e| TracerError::Map("FILTER", e.to_string()))
+    }
+
     /// Take the ring buffer to drain it. Call once, before attaching.
     pub fn take_ring(&mut self) -> Result<RingBuf<MapData>, TracerError> {
         let map = self
@@ -147,11 +173,8 @@ impl Tracer {
 
     /// Attach to every site of the selected probes of `interp`. Returns the number of sites.
     pub fn attach(&mut self, interp: &Interpreter, set: ProbeSet) -> Result<usize, TracerError> {
-        let wanted: &[(&str, u32, bool)] = &[
-            ("function__entry", KIND_CALL, set.entry),
-            ("function__return", KIND_RETURN, set.ret),
-            ("line", KIND_LINE, set.line),
-        ];
+        let (provider, [entry, ret, line]) = interp.probe_names();
+        let wanted = [(entry, set.entry), (ret, set.ret), (line, set.line)];
         let prog_name = program_name(&self.opts);
         let prog_fd = {
             let prog: &UProbe = self
@@ -166,19 +189,21 @@ impl Tracer {
                 .as_raw_fd()
         };
         let mut n = 0;
-        for (name, kind, on) in wanted {
-            if !on {
+        for ((name, kind, layout), on) in wanted {
+            if !on || name.is_empty() {
                 continue;
             }
-            for site in interp.probes.sites_of("python", name) {
+            for site in interp.probes.sites_of(provider, name) {
                 let idx = self.sites.len() as u32;
                 if idx >= MAX_SITES {
                     return Err(TracerError::TooManySites);
                 }
                 let (args, nargs) = crate::usdt::arg_array(site);
                 let spec = SiteSpec {
-                    kind: *kind,
+                    kind,
                     nargs,
+                    layout,
+                    _pad: 0,
                     args,
                 };
                 let mut specs: Array<_, SiteSpec> = Array::try_from(
@@ -232,6 +257,7 @@ impl Tracer {
             filtered: v[flux_common::CNT_FILTERED as usize],
             no_spec: v[flux_common::CNT_NO_SPEC as usize],
             strdefs: v[flux_common::CNT_STRDEFS as usize],
+            class_filtered: v[flux_common::CNT_CLASS_FILTERED as usize],
             program: if self.opts.program_stats {
                 let prog: &UProbe = self
                     .ebpf
@@ -248,6 +274,44 @@ impl Tracer {
             },
         })
     }
+}
+
+/// The kernel's class filter keeping classes whose internal name starts with one of
+/// `prefixes` (dotted names are turned into internal ones; an empty list filters nothing).
+pub fn class_filter(prefixes: &[String]) -> Result<ClassFilter, TracerError> {
+    let mut f = ClassFilter::default();
+    if prefixes.is_empty() {
+        return Ok(f);
+    }
+    if prefixes.len() > MAX_PREFIXES {
+        return Err(TracerError::Filter(format!(
+            "{} class prefixes, at most {MAX_PREFIXES}",
+            prefixes.len()
+        )));
+    }
+    f.mode = FILTER_KEEP;
+    f.count = prefixes.len() as u32;
+    for (slot, p) in f.prefixes.iter_mut().zip(prefixes) {
+        let internal = p.replace('.', "/");
+        let b = internal.as_bytes();
+        if b.is_empty() || b.len() > 8 * PREFIX_WORDS {
+            return Err(TracerError::Filter(format!(
+                "class prefix `{p}` must have 1 to {} bytes",
+                8 * PREFIX_WORDS
+            )));
+        }
+        let mut pre = ClassPrefix {
+            len: b.len() as u32,
+            ..ClassPrefix::default()
+        };
+        for (i, byte) in b.iter().enumerate() {
+            let (w, shift) = (i / 8, (i % 8) * 8);
+            pre.words[w] |= (*byte as u64) << shift;
+            pre.mask[w] |= 0xff << shift;
+        }
+        *slot = pre;
+    }
+    Ok(f)
 }
 
 /// The uprobe program `opts` asks for: the real one, or the empty one (the trap floor).

@@ -1,8 +1,11 @@
 //! `flux trace [--config F] [--format F] -- CMD…`: trace a program on the host with both
 //! witnesses and write the merged trace (JSONL, Perfetto or SWE-Flux's log).
 use anyhow::{Context, Result};
+use flux_agent::interp::{Family, Interpreter};
 use flux_agent::merge::CallsMode;
-use flux_agent::run::{trace_command, trace_host, HostTrace, Record, RunOptions};
+use flux_agent::run::{
+    trace_command, trace_host, trace_jvm_host, HostTrace, JvmOptions, Record, RunOptions,
+};
 use flux_agent::tracer::TracerOptions;
 use flux_trace::TracingConfig;
 use std::io::BufWriter;
@@ -48,7 +51,8 @@ pub struct Args {
     out: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "jsonl")]
     format: Format,
-    /// Interpreter binary to attach to (default: the command's program, resolved on PATH).
+    /// Interpreter binary to attach to (default: the command's program, resolved on PATH): a
+    /// Python, or a JDK's `java` (its `libjvm.so` carries the probes).
     #[arg(long)]
     python: Option<PathBuf>,
     /// Exit with the command's status even if events were lost (the trace stays marked
@@ -94,7 +98,28 @@ pub fn run(a: Args) -> Result<ExitCode> {
         max_events: a.max_events.max(1),
         ..TracerOptions::default()
     };
-    let res = if a.no_hook || a.empty_program {
+    let jvm = jvm_of(&a)?;
+    let res = if let Some(interp) = jvm.filter(|_| !a.empty_program) {
+        // A JVM: its method probes are the whole trace (no in-process hook).
+        let config = match &a.config {
+            Some(p) => load_config(p)?,
+            None => TracingConfig::default(),
+        };
+        let tracer = TracerOptions {
+            classes: config.classes.clone(),
+            ..tracer
+        };
+        let opts = JvmOptions {
+            tests: config.test_methods.clone(),
+        };
+        let t = rt.block_on(trace_jvm_host(&a.cmd, &interp, &tracer, &opts))?;
+        Res {
+            trace: t.trace,
+            exit_code: t.exit_code,
+            counters: t.counters,
+            sites: t.sites,
+        }
+    } else if a.no_hook || a.empty_program {
         let r = rt.block_on(trace_command(RunOptions {
             cmd: a.cmd.clone(),
             python: a.python.clone(),
@@ -209,6 +234,30 @@ struct Res {
     exit_code: i32,
     counters: flux_agent::tracer::Counters,
     sites: usize,
+}
+
+/// The runtime to attach to when it is a JVM (the command's program or `--python`, inspected
+/// by its probes), else None.
+fn jvm_of(a: &Args) -> Result<Option<Interpreter>> {
+    let exe = flux_agent::run::resolve_python(&RunOptions {
+        cmd: a.cmd.clone(),
+        python: a.python.clone(),
+        probes: None,
+        tracer: TracerOptions::default(),
+        env: Vec::new(),
+    })?;
+    let interp = Interpreter::inspect(&exe, &a.root)
+        .with_context(|| format!("inspecting {}", exe.display()))?;
+    if interp.family != Family::HotSpot {
+        return Ok(None);
+    }
+    if a.format == Format::SweFluxLog || a.record_merge_input.is_some() {
+        anyhow::bail!(
+            "{} is a JVM: --format swe-flux-log and --record-merge-input are for Python",
+            exe.display()
+        );
+    }
+    Ok(Some(interp))
 }
 
 /// A tracing config from a `.toml` or `.json` file.

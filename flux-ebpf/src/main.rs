@@ -1,15 +1,18 @@
-//! flux's kernel side: one program for every CPython USDT site flux attaches, and one empty
-//! program that measures the trap floor.
+//! flux's kernel side: one program for every USDT site flux attaches (CPython's and HotSpot's),
+//! and one empty program that measures the trap floor.
 //!
 //! The program does no policy. Per hit it:
 //! 1. drops the hit unless the task is in the traced PID namespace (a uprobe lands on an inode
 //!    and fires in every process that maps it: other containers, the host), asking the kernel
 //!    once per task (a cache remembers the answer until the task exits);
 //! 2. finds the site's spec through the BPF cookie userspace attached with it and reads the
-//!    probe's three arguments (filename, funcname, lineno) exactly as the decoded note says;
+//!    probe's arguments exactly as the decoded note says, in the site's layout: CPython's
+//!    (filename, funcname, lineno), or HotSpot's (thread id, then class, method and signature
+//!    as pointer and length), where a class-name prefix filter given as data may drop the hit;
 //! 3. names each string by (process, pointer, fingerprint) and copies its bytes only the first
 //!    time this process names it (a per-CPU direct-mapped cache remembers what was sent);
-//! 4. submits a fixed 56-byte record (one cache line with its header) without waking userspace unless a lot is pending.
+//! 4. submits a fixed record (CPython's: 56 bytes, one cache line with its header) without
+//!    waking userspace unless a lot is pending.
 //!
 //! Every reservation that fails is counted: userspace turns a non-zero count into an
 //! incomplete trace.
@@ -32,9 +35,10 @@ use aya_ebpf::{
     EbpfContext,
 };
 use flux_common::{
-    Config, Event, SiteSpec, StrDef, UsdtArg, ARG_CONST, ARG_REG, ARG_REG_DEREF, CNT_EVENTS,
-    CNT_FILTERED, CNT_LOST, CNT_NO_SPEC, CNT_READ_ERR, CNT_STRDEFS, MAX_SITES, NUM_COUNTERS,
-    STR_MAX,
+    ClassFilter, Config, Event, MethodEvent, SiteSpec, StrDef, UsdtArg, ARG_CONST, ARG_REG,
+    ARG_REG_DEREF, CNT_CLASS_FILTERED, CNT_EVENTS, CNT_FILTERED, CNT_LOST, CNT_NO_SPEC,
+    CNT_READ_ERR, CNT_STRDEFS, FILTER_KEEP, LAYOUT_METHOD, MAX_PREFIXES, MAX_SITES, NUM_COUNTERS,
+    PREFIX_WORDS, STR_COUNTED, STR_MAX, STR_TRUNCATED, TAG_METHOD_CALL, TAG_METHOD_RETURN,
 };
 
 /// Userspace sets the real size at load time.
@@ -46,6 +50,9 @@ static CONFIG: Array<Config> = Array::with_max_entries(1, 0);
 
 #[map]
 static SITES: Array<SiteSpec> = Array::with_max_entries(MAX_SITES, 0);
+
+#[map]
+static FILTER: Array<ClassFilter> = Array::with_max_entries(1, 0);
 
 #[map]
 static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(NUM_COUNTERS, 0);
@@ -292,10 +299,11 @@ fn read_arg(ctx: &ProbeContext, arg: &UsdtArg) -> Result<u64, ()> {
     })
 }
 
-/// 32-bit fingerprint of the CPython string whose UTF-8 data is at `ptr`: its length and hash
-/// folded (0 when there is nothing to read).
+/// 32-bit fingerprint of the string whose data is at `ptr`: the two words at `fp_off` from it,
+/// masked by `fp_mask`, folded (0 when there is nothing to read). CPython: a compact string's
+/// length and hash; HotSpot: a `Symbol`'s hash, length and first bytes.
 #[inline(always)]
-fn fingerprint(ptr: u64, fp_off: i64) -> u32 {
+fn fingerprint(ptr: u64, fp_off: i64, fp_mask: &[u64; 2]) -> u32 {
     if fp_off == 0 || ptr == 0 {
         return 0;
     }
@@ -303,7 +311,8 @@ fn fingerprint(ptr: u64, fp_off: i64) -> u32 {
     // SAFETY: the helper reads user memory fault-tolerantly (a bad address is an error).
     match unsafe { bpf_probe_read_user(at) } {
         Ok([len, hash]) => {
-            let x = len ^ hash.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
+            let x =
+                (len & fp_mask[0]) ^ (hash & fp_mask[1]).rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15;
             (x ^ (x >> 32)) as u32
         }
         Err(_) => 0,
@@ -311,9 +320,10 @@ fn fingerprint(ptr: u64, fp_off: i64) -> u32 {
 }
 
 /// Make sure userspace knows the string at `ptr` in this process: a cache hit costs one inlined
-/// array lookup and a compare; a miss copies the string into the ring buffer first.
+/// array lookup and a compare; a miss copies the string into the ring buffer first. `counted`
+/// is the string's length when the probe gives it (HotSpot), negative for a NUL-terminated one.
 #[inline(always)]
-fn define_string(host_tgid: u32, ptr: u64, fp: u32, always: bool) -> Result<(), ()> {
+fn define_string(host_tgid: u32, ptr: u64, fp: u32, always: bool, counted: i64) -> Result<(), ()> {
     // A null pointer (rather than an Option) for "no slot": LLVM may otherwise spill the
     // undefined payload of a None, which the verifier rejects.
     let slot: *mut StrSlot = if always {
@@ -340,14 +350,41 @@ fn define_string(host_tgid: u32, ptr: u64, fp: u32, always: bool) -> Result<(), 
     let n = unsafe {
         (*def).tag = flux_common::TAG_STR;
         (*def).host_tgid = host_tgid;
-        (*def)._pad = 0;
         (*def).ptr = ptr;
         (*def).fp = fp as u64;
-        let n = bpf_probe_read_user_str(
-            (*def).data.as_mut_ptr() as *mut _,
-            STR_MAX as u32,
-            ptr as *const _,
-        );
+        let n = if counted < 0 {
+            (*def).flags = 0;
+            bpf_probe_read_user_str(
+                (*def).data.as_mut_ptr() as *mut _,
+                STR_MAX as u32,
+                ptr as *const _,
+            )
+        } else {
+            let full = counted as u64;
+            let mut take = full & (2 * STR_MAX as u64 - 1);
+            if full > STR_MAX as u64 {
+                take = STR_MAX as u64;
+            }
+            if take > STR_MAX as u64 {
+                take = STR_MAX as u64;
+            }
+            (*def).flags = if full > STR_MAX as u64 {
+                STR_COUNTED | STR_TRUNCATED
+            } else {
+                STR_COUNTED
+            };
+            let rc = aya_ebpf::helpers::generated::bpf_probe_read_user(
+                (*def).data.as_mut_ptr() as *mut _,
+                take as u32,
+                ptr as *const _,
+            );
+            // The bytes copied, or the helper's error.
+            if rc < 0 {
+                rc
+            } else {
+                take as i64
+            }
+        };
         (*def).len = n as i32;
         n
     };
@@ -385,6 +422,9 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         bump(CNT_NO_SPEC);
         return Err(());
     };
+    if spec.layout == LAYOUT_METHOD {
+        return method_event(ctx, cfg, spec, host_tgid, pid, tid);
+    }
     if spec.kind == 0 || spec.nargs < 3 {
         bump(CNT_NO_SPEC);
         return Err(());
@@ -408,12 +448,12 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
         bump(CNT_READ_ERR);
     }
     let fp_off = cfg.fp_off;
-    let file_fp = fingerprint(file_ptr, fp_off);
-    let func_fp = fingerprint(func_ptr, fp_off);
+    let file_fp = fingerprint(file_ptr, fp_off, &cfg.fp_mask);
+    let func_fp = fingerprint(func_ptr, fp_off, &cfg.fp_mask);
     let always = fp_off == 0;
     // A lost definition is already counted; the event still goes out so counts stay honest.
-    let _ = define_string(host_tgid, file_ptr, file_fp, always);
-    let _ = define_string(host_tgid, func_ptr, func_fp, always);
+    let _ = define_string(host_tgid, file_ptr, file_fp, always, -1);
+    let _ = define_string(host_tgid, func_ptr, func_fp, always, -1);
 
     let Some(mut entry) = EVENTS.reserve::<Event>(0) else {
         bump(CNT_LOST);
@@ -436,6 +476,130 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
     // call and a read of the consumer's cache line saved on the others): the wakeup threshold
     // is a latency hint on top of userspace's poll timer, so checking it a few events late
     // changes nothing else.
+    entry.submit(wakeup_flags(cfg) as u64);
+    Ok(())
+}
+
+/// Whether `name` (a class name of `len` bytes at a user pointer) passes the class filter.
+#[inline(always)]
+fn class_kept(f: &ClassFilter, name: u64, len: u64) -> Result<bool, ()> {
+    let mut buf = [0u64; PREFIX_WORDS];
+    let mut take = len & (2 * 8 * PREFIX_WORDS as u64 - 1);
+    if take > 8 * PREFIX_WORDS as u64 {
+        take = 8 * PREFIX_WORDS as u64;
+    }
+    // SAFETY: the helper copies at most the buffer's size (`take` is bounded above) and reads
+    // user memory fault-tolerantly.
+    let rc = unsafe {
+        aya_ebpf::helpers::generated::bpf_probe_read_user(
+            buf.as_mut_ptr() as *mut _,
+            take as u32,
+            name as *const _,
+        )
+    };
+    if rc < 0 {
+        return Err(());
+    }
+    for p in 0..MAX_PREFIXES {
+        if p as u32 >= f.count {
+            break;
+        }
+        let pre = &f.prefixes[p];
+        if (pre.len as u64) > len {
+            continue;
+        }
+        let mut same = true;
+        for w in 0..PREFIX_WORDS {
+            if buf[w] & pre.mask[w] != pre.words[w] {
+                same = false;
+            }
+        }
+        if same {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A hit of a [`LAYOUT_METHOD`] site (HotSpot's `method__entry/__return`): the thread id, then
+/// class, method and signature as (pointer, length); the class filter may drop it.
+#[inline(always)]
+fn method_event(
+    ctx: &ProbeContext,
+    cfg: &Config,
+    spec: &SiteSpec,
+    host_tgid: u32,
+    pid: u32,
+    tid: u32,
+) -> Result<(), ()> {
+    if spec.kind == 0 || spec.nargs < 7 {
+        bump(CNT_NO_SPEC);
+        return Err(());
+    }
+    let mut read_err = false;
+    let mut arg = |i: usize| {
+        read_arg(ctx, &spec.args[i]).unwrap_or_else(|_| {
+            read_err = true;
+            0
+        })
+    };
+    let jtid = arg(0);
+    let ptr = [arg(1), arg(3), arg(5)];
+    let len = [
+        arg(2) & 0xffff_ffff,
+        arg(4) & 0xffff_ffff,
+        arg(6) & 0xffff_ffff,
+    ];
+    if let Some(f) = FILTER.get(0) {
+        if f.mode == FILTER_KEEP {
+            match class_kept(f, ptr[0], len[0]) {
+                Ok(true) => {}
+                Ok(false) => {
+                    bump(CNT_CLASS_FILTERED);
+                    return Ok(());
+                }
+                Err(()) => read_err = true,
+            }
+        }
+    }
+    if read_err {
+        bump(CNT_READ_ERR);
+    }
+    // SAFETY: a helper without arguments.
+    let ts = unsafe { bpf_ktime_get_ns() };
+    let always = cfg.fp_off == 0;
+    let mut fp = [0u32; 3];
+    for i in 0..3 {
+        // The length folded in: a fingerprint names the string's extent too.
+        fp[i] = fingerprint(ptr[i], cfg.fp_off, &cfg.fp_mask)
+            ^ (len[i] as u32).wrapping_mul(0x9e37_79b1);
+        let _ = define_string(host_tgid, ptr[i], fp[i], always, len[i] as i64);
+    }
+    let Some(mut entry) = EVENTS.reserve::<MethodEvent>(0) else {
+        bump(CNT_LOST);
+        return Err(());
+    };
+    entry.write(MethodEvent {
+        tag: if spec.kind == flux_common::KIND_CALL {
+            TAG_METHOD_CALL
+        } else {
+            TAG_METHOD_RETURN
+        },
+        jtid: jtid as u32,
+        ts,
+        host_tgid,
+        pid,
+        tid,
+        fp,
+        ptr,
+    });
+    entry.submit(wakeup_flags(cfg) as u64);
+    Ok(())
+}
+
+/// Counts the event and says how to submit it: a forced wakeup only when much is pending.
+#[inline(always)]
+fn wakeup_flags(cfg: &Config) -> u32 {
     let mut flags = BPF_RB_NO_WAKEUP;
     if let Some(n) = COUNTERS.get_ptr_mut(CNT_EVENTS) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
@@ -449,8 +613,7 @@ fn try_flux_usdt(ctx: &ProbeContext) -> Result<(), ()> {
             flags = BPF_RB_FORCE_WAKEUP;
         }
     }
-    entry.submit(flags as u64);
-    Ok(())
+    flags
 }
 
 #[cfg(not(test))]

@@ -238,6 +238,8 @@ impl LogConfig {
             scope: Scope::Targets,
             predicates: Vec::new(),
             dialect: Dialect::SweFlux,
+            classes: Vec::new(),
+            test_methods: Vec::new(),
             // Their parser reads the log, never flux's static facts.
             facts: false,
         }

@@ -5,6 +5,7 @@
 //! - [`protocol`]: the in-process hook's wire protocol, decoded into typed records.
 //! - [`plan`]: what each witness reports for an interpreter and scope, decided once.
 //! - [`merge`]: the merge itself, a small core and one module per concern, each rule named.
+//! - [`jvm`]: a JVM's trace from its method probes alone (no hook), with rules of its own.
 //! - [`fixture`]: the merge's inputs as recorded fixtures (normalised so a recording is
 //!   reproducible) and the merged trace rendered as stable text, for the offline corpus.
 //!
@@ -17,6 +18,7 @@
 //! silently (every dropped record is counted under its rule's name; anything unplaceable makes
 //! the trace incomplete).
 pub mod fixture;
+pub mod jvm;
 pub mod merge;
 pub mod plan;
 pub mod protocol;

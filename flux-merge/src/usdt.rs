@@ -6,7 +6,10 @@
 //! process ([`flux_common::StrDef`]); [`Drained::strings`] holds each once, shared (`Arc<str>`)
 //! by the records that name it. The trace's [`flux_trace::Event`]s own their strings: they are
 //! not interned there.
-use flux_common::{Event as RawAbi, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_MAX, TAG_STR};
+use flux_common::{
+    Event as RawAbi, MethodEvent, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_COUNTED, STR_MAX,
+    STR_TRUNCATED, TAG_METHOD_CALL, TAG_METHOD_RETURN, TAG_STR,
+};
 use flux_trace::{Event, Kind, Meta, Source, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -25,16 +28,34 @@ pub struct RawEvent {
     pub func: (u64, u64),
 }
 
+/// A JVM method event as it came out of the ring buffer (`flux_common::MethodEvent`): class,
+/// method and signature still named by key; `kind` is `KIND_CALL` or `KIND_RETURN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawMethod {
+    pub kind: u32,
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub host_tgid: u32,
+    pub jtid: u32,
+    /// (pointer, fingerprint) of class, method and signature.
+    pub strs: [(u64, u64); 3],
+}
+
 /// What draining produced.
 #[derive(Debug, Default)]
 pub struct Drained {
     pub events: Vec<RawEvent>,
+    /// JVM method events (`flux_common::LAYOUT_METHOD` sites).
+    pub methods: Vec<RawMethod>,
     /// (host tgid, pointer, fingerprint) → string.
     pub strings: HashMap<(u32, u64, u64), Arc<str>>,
     /// Records that could not be decoded (wrong size or tag).
     pub malformed: u64,
     /// String definitions whose copy failed in the kernel.
     pub unreadable_strings: u64,
+    /// String definitions cut at `STR_MAX` bytes (a JVM name longer than that).
+    pub truncated_strings: u64,
     /// Events dropped past the budget (`TracerOptions::max_events`).
     pub over_budget: u64,
     /// Events of the program: all but those in the hook's own files, which the merge drops
@@ -46,7 +67,8 @@ impl Drained {
     /// Whether the program's events are past `budget` (or all events past four times it: the
     /// agent holds them in memory, the hook's own included).
     pub fn over(&self, budget: usize) -> bool {
-        self.program_events >= budget as u64 || self.events.len() >= budget.saturating_mul(4)
+        self.program_events >= budget as u64
+            || self.events.len() + self.methods.len() >= budget.saturating_mul(4)
     }
 }
 
@@ -62,8 +84,15 @@ pub struct Counters {
     pub filtered: u64,
     pub no_spec: u64,
     pub strdefs: u64,
+    /// JVM method hits the kernel's class filter left out, on purpose.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub class_filtered: u64,
     /// (total run time in ns, runs) of the attached program, when the kernel timed it.
     pub program: Option<(u64, u64)>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Decode one ring-buffer record into `out`. Any length or tag the ABI does not define is
@@ -90,9 +119,41 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
             return;
         }
         let data = &d.data[..(d.len as usize).min(STR_MAX)];
-        let data = data.strip_suffix(&[0]).unwrap_or(data);
+        let data = if d.flags & STR_COUNTED != 0 {
+            data
+        } else {
+            data.strip_suffix(&[0]).unwrap_or(data)
+        };
+        if d.flags & STR_TRUNCATED != 0 {
+            out.truncated_strings += 1;
+        }
         let s: Arc<str> = Arc::from(String::from_utf8_lossy(data).as_ref());
         out.strings.insert((d.host_tgid, d.ptr, d.fp), s);
+        return;
+    }
+    if tag == TAG_METHOD_CALL || tag == TAG_METHOD_RETURN {
+        if bytes.len() < std::mem::size_of::<MethodEvent>() {
+            out.malformed += 1;
+            return;
+        }
+        // SAFETY: MethodEvent is repr(C), Copy and valid for any bit pattern; the slice is long
+        // enough; read_unaligned copes with the ring buffer's 8-byte alignment.
+        let m: MethodEvent =
+            unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<MethodEvent>()) };
+        out.program_events += 1;
+        out.methods.push(RawMethod {
+            kind: if tag == TAG_METHOD_CALL {
+                KIND_CALL
+            } else {
+                KIND_RETURN
+            },
+            ts: m.ts,
+            pid: m.pid,
+            tid: m.tid,
+            host_tgid: m.host_tgid,
+            jtid: m.jtid,
+            strs: [0, 1, 2].map(|i| (m.ptr[i], m.fp[i] as u64)),
+        });
         return;
     }
     if bytes.len() < std::mem::size_of::<RawAbi>() {
@@ -166,6 +227,22 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
         lost_events: c.lost + unresolved,
         ..Meta::default()
     };
+    let problems = capture_problems(drained, c, unresolved);
+    meta.complete = problems.is_empty();
+    meta.problems = problems;
+    let mut trace = Trace {
+        meta,
+        events,
+        facts: Default::default(),
+    };
+    trace.meta.counts = trace.count_by_kind();
+    trace
+}
+
+/// What makes a capture incomplete: every lost, malformed, cut or unresolvable record, and
+/// a kernel count of events that differs from what was delivered. `unresolved`: events that
+/// name strings never defined.
+pub fn capture_problems(drained: &Drained, c: &Counters, unresolved: u64) -> Vec<String> {
     let mut problems = Vec::new();
     if drained.over_budget > 0 {
         problems.push(format!(
@@ -186,25 +263,23 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
     if drained.unreadable_strings > 0 {
         problems.push(format!("{} strings unreadable", drained.unreadable_strings));
     }
+    if drained.truncated_strings > 0 {
+        problems.push(format!(
+            "{} strings longer than {STR_MAX} bytes were cut",
+            drained.truncated_strings
+        ));
+    }
     if unresolved > 0 {
         problems.push(format!("{unresolved} events name strings never defined"));
     }
-    let delivered = drained.events.len() as u64;
+    let delivered = (drained.events.len() + drained.methods.len()) as u64;
     if delivered != c.events {
         problems.push(format!(
             "kernel counted {} events but {} were delivered",
             c.events, delivered
         ));
     }
-    meta.complete = problems.is_empty();
-    meta.problems = problems;
-    let mut trace = Trace {
-        meta,
-        events,
-        facts: Default::default(),
-    };
-    trace.meta.counts = trace.count_by_kind();
-    trace
+    problems
 }
 
 #[cfg(test)]
@@ -227,7 +302,7 @@ mod tests {
             tag: TAG_STR,
             len: 5,
             host_tgid: 9,
-            _pad: 0,
+            flags: 0,
             ptr: 0x1000,
             fp: 77,
             data: [0; STR_MAX],
@@ -263,5 +338,52 @@ mod tests {
         assert_eq!(out.malformed, 4);
         decode_record(&bytes_of(&StrDef { len: -14, ..d }), &mut out);
         assert_eq!(out.unreadable_strings, 1);
+    }
+
+    #[test]
+    fn method_records_and_counted_strings_decode_through_the_abi_types() {
+        let mut out = Drained::default();
+        let mut d = StrDef {
+            tag: TAG_STR,
+            len: 3,
+            host_tgid: 9,
+            flags: STR_COUNTED,
+            ptr: 0x2000,
+            fp: 5,
+            data: [0; STR_MAX],
+        };
+        // A JVM Symbol is not NUL-terminated: only `len` bytes count.
+        d.data[..5].copy_from_slice(b"fooXY");
+        decode_record(&bytes_of(&d), &mut out);
+        assert_eq!(out.strings[&(9, 0x2000, 5)].as_ref(), "foo");
+        let m = MethodEvent {
+            tag: TAG_METHOD_RETURN,
+            jtid: 1,
+            ts: 10,
+            host_tgid: 9,
+            pid: 1,
+            tid: 2,
+            fp: [5, 6, 7],
+            ptr: [0x2000, 0x3000, 0x4000],
+        };
+        decode_record(&bytes_of(&m), &mut out);
+        assert_eq!(out.methods.len(), 1);
+        assert_eq!(out.methods[0].kind, KIND_RETURN);
+        assert_eq!(out.methods[0].strs[2], (0x4000, 7));
+        decode_record(&bytes_of(&m)[..40], &mut out);
+        assert_eq!(out.malformed, 1);
+        decode_record(
+            &bytes_of(&StrDef {
+                flags: STR_COUNTED | STR_TRUNCATED,
+                ..d
+            }),
+            &mut out,
+        );
+        let c = Counters {
+            events: 1,
+            ..Counters::default()
+        };
+        let p = capture_problems(&out, &c, 0);
+        assert!(p.iter().any(|p| p.contains("were cut")), "{p:?}");
     }
 }

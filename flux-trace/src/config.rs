@@ -43,6 +43,15 @@ pub struct TracingConfig {
     /// How values and exceptions of targeted code are recorded (see [`Dialect`]).
     #[serde(default, skip_serializing_if = "Dialect::is_flux")]
     pub dialect: Dialect,
+    /// JVM: keep only the methods of classes under these prefixes (`org.apache.commons.lang3.`,
+    /// or internal `org/apache/commons/lang3/`), filtered in the kernel; empty = every class (the
+    /// JDK's included, which most of a test's method calls are). At most 8.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<String>,
+    /// JVM: the test methods (`<binary class name>.<method>`, `org.example.FooTest.testBar`):
+    /// each activation of one is a test window (`test_start`/`test_end` around it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_methods: Vec<String>,
     /// Whether the hook sends the static facts of the targeted files at exit (`{"facts": …}`
     /// in the trace: statement spans, loops, handlers, definitions, computed with `ast`; 0.1–1 s
     /// per large file). Off only where nothing reads them (SWE-Flux's parser reads its log).
@@ -211,6 +220,8 @@ impl Default for TracingConfig {
             scope: Scope::Run,
             predicates: Vec::new(),
             dialect: Dialect::Flux,
+            classes: Vec::new(),
+            test_methods: Vec::new(),
             facts: true,
         }
     }

@@ -17,7 +17,10 @@
 //!   changed since the frame's previous event (the effect of the code executed in between), as
 //!   `sys.settrace` reports them. A `return` carries the final changes the same way.
 //! - `file` is the absolute path as the interpreter saw it; `func` is the code object's
-//!   `co_name` (what USDT reports); `qualname` is its `co_qualname` where known.
+//!   `co_name` (what USDT reports); `qualname` is its `co_qualname` where known. A JVM's
+//!   events (`flux_merge::jvm`) name a method by its class and name the same way: `qualname`
+//!   `StringUtils.isEmpty`, `module` the package, `file` the class's source file relative to
+//!   its source root, `sig` the descriptor; they have no lines.
 //! - `complete == false` means some event was lost: no gold answer may be taken from it.
 //! - With the tracing config's `dialect = "swe-flux"` (see [`config::Dialect`]) targeted events
 //!   also carry what SWE-Flux's settrace log needs: the code's `module`, the names of locals that
@@ -114,9 +117,13 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub qualname: String,
     /// `__name__` of the code's globals (its module), when the hook reported it (dialect
-    /// `swe-flux`); empty when unknown.
+    /// `swe-flux`); a JVM method's package (`org.apache.commons.lang3`); empty when unknown.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub module: String,
+    /// A JVM method's descriptor (`(Ljava/lang/CharSequence;)Z`), which tells overloads apart;
+    /// empty for Python.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sig: String,
     #[serde(default)]
     pub line: u32,
     /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
@@ -252,6 +259,7 @@ impl Event {
             func: String::new(),
             qualname: String::new(),
             module: String::new(),
+            sig: String::new(),
             line: 0,
             activation: 0,
             frame: 0,
