@@ -50,7 +50,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         merge: a.merge,
         resume: a.resume,
         check: a.check,
-        harvest: flux_harvest::HarvestOptions::new(cache),
+        harvest: flux_interop::external::harvest_options(cache),
     };
     let report = match flux_gen::generate_blocking(&opts) {
         Ok(r) => r,
@@ -64,6 +64,27 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     for (m, why) in &report.modules_skipped {
         eprintln!("flux gen: skipped {m}: {why}");
+    }
+    for w in &report.witness {
+        eprintln!(
+            "flux gen: the reference witness {} {} ({}): gold {} / reference {}",
+            if w.verdict == "disagrees" {
+                "disagrees with"
+            } else {
+                "could not check"
+            },
+            w.id,
+            w.kind,
+            w.gold,
+            w.reference
+        );
+    }
+    if report.witnessed > 0 || !report.witness.is_empty() {
+        eprintln!(
+            "flux gen: the reference witness agreed with {} instance(s), dropped {}",
+            report.witnessed,
+            report.witness.len()
+        );
     }
     eprintln!(
         "flux gen: {} ({}): {} module(s), {} run, {} skipped; {} screened candidate(s); {} instance(s) in the set; {:.0}s",

@@ -1,10 +1,10 @@
-//! `flux harvest [--check] [--replace] [--runtime docker|host] [PATH…]`: glue over
+//! `flux harvest [--check [--witness flux|reference]] [--replace] [--runtime docker|host] [PATH…]`: glue over
 //! `flux_harvest::harvest`. One line per instance on stderr as it finishes (and, with `--json`,
 //! one JSON object per instance on stdout), a summary at the end. Exit status: 0 when every
 //! instance was harvested (or reproduced), 1 when any failed, 2 when nothing could run, 130 or
 //! 143 when SIGINT or SIGTERM stopped it (the running test's container is removed first).
 use anyhow::Result;
-use flux_harvest::{HarvestOptions, InstanceReport, Runtime, Status};
+use flux_harvest::{InstanceReport, Runtime, Status};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,6 +15,12 @@ pub enum RuntimeArg {
     Docker,
     /// On the host, in a venv of the instance's interpreter; outputs labelled "not reproducible".
     Host,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum WitnessArg {
+    Flux,
+    Reference,
 }
 
 #[derive(clap::Args)]
@@ -31,6 +37,12 @@ pub struct Args {
     /// graph that differs is not written.
     #[arg(long)]
     twice: bool,
+    /// With --check, what re-derives the stored gold: `flux` (a clean traced run, USDT and the
+    /// hook) or `reference` (the instance's exact command in its image under a plain settrace
+    /// reference sharing no code with the hook, the same extractor and template on its trace;
+    /// a disagreement fails with both answers).
+    #[arg(long, value_enum, default_value = "flux", requires = "check")]
+    witness: WitnessArg,
     #[arg(long, value_enum, default_value = "auto")]
     runtime: RuntimeArg,
     #[command(flatten)]
@@ -58,10 +70,14 @@ fn line(r: &InstanceReport) -> String {
         format!(" [{}]", r.labels.join(", "))
     };
     let verdicts = flux_harvest::verdicts(r);
+    let witness = match r.witness {
+        Some(flux_harvest::WitnessKind::Reference) => " by the reference witness",
+        _ => "",
+    };
     let verdicts = if verdicts.is_empty() {
         String::new()
     } else {
-        format!("{verdicts}; ")
+        format!("{verdicts}{witness}; ")
     };
     let warnings: String = r
         .warnings
@@ -82,11 +98,15 @@ fn line(r: &InstanceReport) -> String {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(a.cache.dir());
+    let mut opts = flux_interop::external::harvest_options(a.cache.dir());
     opts.check = a.check;
     opts.replace = a.replace;
     opts.tracer.max_events = a.max_events.max(1);
     opts.twice = a.twice;
+    opts.witness = match a.witness {
+        WitnessArg::Flux => flux_harvest::WitnessKind::Flux,
+        WitnessArg::Reference => flux_harvest::WitnessKind::Reference,
+    };
     opts.runtime = match a.runtime {
         RuntimeArg::Auto => Runtime::Auto,
         RuntimeArg::Docker => Runtime::Docker,

@@ -40,6 +40,38 @@ pub struct Args {
     /// The test's timeout in seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    #[command(flatten)]
+    cache: crate::cache::CacheArg,
+}
+
+/// The image's `pip freeze`, from its manifest: the cache's file, else the image's
+/// `flux.manifest` label (Docker); `None` (with a warning) when neither can be read.
+fn image_packages(image: &str, cache: &std::path::Path) -> Option<Vec<String>> {
+    let path = flux_container::images::manifest_path(cache, image);
+    if let Ok(m) = flux_container::images::Manifest::load(&path) {
+        return Some(m.pip_freeze);
+    }
+    let labelled = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()
+        .and_then(|rt| {
+            rt.block_on(async {
+                let docker = flux_container::Runtime::connect().await.ok()?;
+                flux_container::images::image_manifest(&docker, image)
+                    .await
+                    .ok()
+                    .flatten()
+            })
+        });
+    if labelled.is_none() {
+        eprintln!(
+            "flux: warning: no manifest of image {image} (neither {} nor its label): the \
+             imported commands pass no pytest plugin's option",
+            path.display()
+        );
+    }
+    labelled.map(|m| m.pip_freeze)
 }
 
 /// Exit 0 when every source was imported, 1 when some could not be (each named, with why).
@@ -51,7 +83,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "no SWE-Flux instance (a directory with eval.sh and files/) under the sources"
         );
     }
+    let image_packages = image_packages(&a.image, &a.cache.dir());
     let opts = ImportOptions {
+        image_packages,
         repository: a.repository,
         image: a.image,
         interpreter: a.interpreter,
@@ -62,12 +96,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let report = import::import(&sources, &opts);
     for i in &report.imported {
-        println!(
-            "imported {} ({}) -> {}",
-            i.source.display(),
-            i.kind,
-            i.dir.display()
-        );
+        match &i.dir {
+            Ok(d) => println!(
+                "imported {} ({}) -> {}",
+                i.source.display(),
+                i.kind,
+                d.display()
+            ),
+            Err(why) => println!(
+                "imported {} ({}) without their parser: {why}",
+                i.source.display(),
+                i.kind
+            ),
+        }
         match &i.native {
             Ok(d) => println!("  native: {}", d.display()),
             Err(why) => println!("  no native instance: {why}"),

@@ -5,7 +5,7 @@
 //! an instance failed as a whole, 2 when nothing could run.
 use anyhow::{Context, Result};
 use flux_eval::Api;
-use flux_harvest::{HarvestOptions, Runtime};
+use flux_harvest::Runtime;
 use flux_perturb::{llm::LlmOptions, Assertions, Mutator, PerturbOptions, Proposer};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -93,7 +93,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let harvest = if a.no_harvest {
         None
     } else {
-        let mut h = HarvestOptions::new(a.cache.dir());
+        let mut h = flux_interop::external::harvest_options(a.cache.dir());
         h.runtime = match a.runtime {
             RuntimeArg::Auto => Runtime::Auto,
             RuntimeArg::Docker => Runtime::Docker,

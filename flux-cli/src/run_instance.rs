@@ -13,7 +13,7 @@
 use anyhow::{bail, Context, Result};
 use flux_agent::merge::CallsMode;
 use flux_container::runtime::RUN_DIR_IN_CONTAINER;
-use flux_harvest::{HarvestOptions, Witness, OUT_IN_CONTAINER};
+use flux_harvest::{Witness, OUT_IN_CONTAINER};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,7 +67,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let mut opts = HarvestOptions::new(a.cache.dir());
+    let mut opts = flux_interop::external::harvest_options(a.cache.dir());
     opts.calls = match a.calls {
         CallsArg::Auto => CallsMode::Auto,
         CallsArg::Hook => CallsMode::Hook,

@@ -1,7 +1,7 @@
 //! Glue for SWE-Flux's formats: their TRACE_* variables from flux's environment, and the log
-//! writer (`flux_trace::sweflux_log`) on flux's clock.
+//! writer (`flux_interop::sweflux_log`) on flux's clock.
 use anyhow::Result;
-use flux_trace::sweflux_log::{self, LogConfig};
+use flux_interop::sweflux_log::{self, LogConfig};
 use flux_trace::{Dialect, Trace, TracingConfig};
 
 /// Their tracer's configuration from this process's environment (the one the traced command

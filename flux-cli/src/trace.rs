@@ -16,7 +16,7 @@ use std::process::ExitCode;
 pub enum Format {
     Jsonl,
     Perfetto,
-    /// SWE-Flux's tracer log, configured by its TRACE_* variables (flux_trace::sweflux_log).
+    /// SWE-Flux's tracer log, configured by its TRACE_* variables (flux_interop::sweflux_log).
     SweFluxLog,
 }
 

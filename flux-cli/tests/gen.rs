@@ -31,6 +31,12 @@ per_function = 3
 jobs = 2
 modules = 2
 
+# The third witness on a seeded sample (issue 23.1): every exceptions question, a third of the
+# others.
+[witness]
+sample = 0.3
+kinds = { M5_Exceptions = 1.0, S5_Exceptions = 1.0 }
+
 [[repository]]
 name = "sympy"
 package = "sympy==1.13.3"
@@ -150,6 +156,28 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
     );
     assert!(o.status.success());
     let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The witness's seeded sample: what it agreed with says so in the index, the oracle and the
+    // stats; every exceptions question was asked (an M5/S5 kept unwitnessed would be a bug).
+    let witnessed: Vec<&Value> = index
+        .iter()
+        .filter(|r| r["witness"] == "reference")
+        .collect();
+    assert!(!witnessed.is_empty(), "no instance witnessed");
+    for r in &index {
+        let d = set.join("instances/sympy").join(r["id"].as_str().unwrap());
+        let w = flux_instance::read_oracle(&d).unwrap().provenance.witness;
+        assert_eq!(w.is_some(), r["witness"] == "reference", "{r}");
+        if r["kind"] == "M5_Exceptions" || r["kind"] == "S5_Exceptions" {
+            assert!(w.is_some(), "{r}: an exceptions question not witnessed");
+        }
+    }
+    let counted: u64 = st["witnessed"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(Value::as_u64)
+        .sum();
+    assert_eq!(counted as usize, witnessed.len());
     assert_eq!(st["instances"].as_u64().unwrap() as usize, index.len());
     assert_eq!(
         st["repositories"]["sympy"].as_u64().unwrap() as usize,

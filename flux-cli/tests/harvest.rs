@@ -10,21 +10,7 @@ const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
 
 /// Why this machine cannot run a traced harvest in Docker, if it cannot.
 fn cannot_harvest() -> Option<String> {
-    // SAFETY: trivial syscall.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("needs root to load eBPF programs".into());
-    }
-    match Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
-        .output()
-    {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "image {IMAGE} or Docker missing: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("docker CLI not runnable: {e}")),
-    }
+    cannot_harvest_in(IMAGE)
 }
 
 fn skip(what: &str) -> bool {
@@ -342,4 +328,208 @@ fn a_closed_stdout_neither_panics_nor_stops_the_batch() {
             );
         }
     }
+}
+
+/// Issue 28: the SymPy slice (`xtask/bench/sympy/sympy-slice*`, flux's headline workload) ended
+/// in an incomplete trace on 3.15 — a generator expression of untargeted code (`all(…)` in
+/// `deduce_all_facts`, `is_number`) closed under `Add.flatten` fired USDT's return and no
+/// entry — and nothing but a bench run would have shown it. A few of its modules, under its
+/// own config, on both interpreters: the trace is complete and the gold answer harvested.
+#[test]
+fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let tmp = tempfile::tempdir().unwrap();
+    for (slice, py) in [("sympy-slice", "3.15"), ("sympy-slice-311", "3.11")] {
+        let image = format!("flux/sympy:1.13.3-py{py}");
+        if let Some(why) = cannot_harvest_in(&image) {
+            flux_skip::skip("the_sympy_slice_config_gives_gold_on_3_15_and_3_11", &why);
+            return;
+        }
+        let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let from = ws.join("xtask/bench/sympy").join(slice);
+        let dir = tmp.path().join("sympy").join(format!("{slice}-smoke"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(from.join("README.md"), dir.join("README.md")).unwrap();
+        // The slice's instance with a few of its modules: the same image, interpreter, tracing
+        // config and extractor.
+        let text = std::fs::read_to_string(from.join("instance.toml")).unwrap();
+        let mut spec: toml::Table = text.parse().unwrap();
+        spec.insert("id".into(), format!("{slice}-smoke").into());
+        let command: Vec<toml::Value> = [
+            &format!("python{py}"),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--pyargs",
+            "sympy.core.tests.test_count_ops",
+            "sympy.core.tests.test_exprtools",
+        ]
+        .iter()
+        .map(|s| toml::Value::from(*s))
+        .collect();
+        let test = spec.get_mut("test").and_then(|t| t.as_table_mut()).unwrap();
+        test.insert("command".into(), command.into());
+        test.insert("timeout_s".into(), 600.into());
+        std::fs::write(dir.join("instance.toml"), toml::to_string(&spec).unwrap()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .args(["harvest", "--runtime", "docker", "--json", "--cache"])
+            .arg(ws.join(".flux-cache"))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{py}: {stdout}\n{stderr}");
+        let oracle: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("oracle.json")).unwrap()).unwrap();
+        assert_eq!(oracle["provenance"]["complete"], true, "{py}: {oracle}");
+        let tests = oracle["oracle_answer"]["callees_per_test"]
+            .as_array()
+            .map_or(0, |a| a.len());
+        assert!(
+            tests >= 5,
+            "{py}: callees of Add.flatten in {tests} tests: {oracle}"
+        );
+    }
+}
+
+/// Why this machine cannot run a traced harvest in `image`, if it cannot.
+fn cannot_harvest_in(image: &str) -> Option<String> {
+    // SAFETY: trivial syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root to load eBPF programs".into());
+    }
+    match Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", image])
+        .output()
+    {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "image {image} or Docker missing: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("docker CLI not runnable: {e}")),
+    }
+}
+
+/// Issue 23.1, the third witness in CI: `flux harvest --check --witness reference` on a seeded
+/// sample of the starter instances (`FLUX_WITNESS_SEED`, default fixed; four instances whose
+/// image is here: about a minute) must agree with every stored gold, and a gold made wrong on
+/// purpose must fail, naming both answers.
+#[test]
+fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
+    if skip("the_reference_witness_agrees_with_a_seeded_sample_of_the_starters") {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
+    let seed: u64 = std::env::var("FLUX_WITNESS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_261_202);
+    let image_here = |image: &str| {
+        Command::new("docker")
+            .args(["image", "inspect", "--format", "{{.Id}}", image])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    // (key, dir): FNV-1a of the seed and the instance's path, a stable order.
+    let mut all: Vec<(u64, PathBuf)> = Vec::new();
+    for repo in std::fs::read_dir(&root).unwrap().flatten() {
+        for d in std::fs::read_dir(repo.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let toml = std::fs::read_to_string(d.path().join("instance.toml")).unwrap_or_default();
+            let Some(image) = toml
+                .lines()
+                .find_map(|l| l.strip_prefix("image = \""))
+                .and_then(|l| l.strip_suffix('"'))
+            else {
+                continue;
+            };
+            if !image_here(image) {
+                continue;
+            }
+            let name = format!("{seed}/{}", d.path().display());
+            let key = name.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+            });
+            all.push((key, d.path()));
+        }
+    }
+    all.sort();
+    let sample: Vec<PathBuf> = all.into_iter().take(4).map(|(_, d)| d).collect();
+    assert!(!sample.is_empty(), "no starter instance has its image here");
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["harvest", "--check", "--witness", "reference", "--cache"])
+        .arg(cache.path())
+        .args(&sample)
+        .env_remove("FLUX_CACHE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "seed {seed}, {sample:?}:\n{err}");
+    assert_eq!(
+        err.matches("reproduced by the reference witness").count(),
+        sample.len(),
+        "{err}"
+    );
+    // A wrong gold: the first of the sample with one scalar of its answer changed.
+    let wrong = cache.path().join("wrong");
+    let src = &sample[0];
+    let dst = wrong
+        .join(src.parent().unwrap().file_name().unwrap())
+        .join(src.file_name().unwrap());
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in std::fs::read_dir(src).unwrap().flatten() {
+        if f.path().is_file() {
+            std::fs::copy(f.path(), dst.join(f.file_name())).unwrap();
+        }
+    }
+    let oracle = dst.join("oracle.json");
+    let mut o: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&oracle).unwrap()).unwrap();
+    // One leaf changed, in the template's shape (the stored gold is checked against it).
+    fn spoil(v: &mut serde_json::Value) -> bool {
+        match v {
+            serde_json::Value::Number(n) => {
+                *v = serde_json::json!(n.as_i64().unwrap_or(0) + 1000);
+                true
+            }
+            serde_json::Value::String(s) => {
+                s.push_str("-made-wrong");
+                true
+            }
+            serde_json::Value::Bool(b) => {
+                *b = !*b;
+                true
+            }
+            serde_json::Value::Array(a) => a.iter_mut().any(spoil),
+            serde_json::Value::Object(m) => m.values_mut().any(spoil),
+            serde_json::Value::Null => false,
+        }
+    }
+    assert!(spoil(&mut o["oracle_answer"]), "a gold with no leaf");
+    std::fs::write(&oracle, o.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["harvest", "--check", "--witness", "reference", "--cache"])
+        .arg(cache.path())
+        .arg(&dst)
+        .env_remove("FLUX_CACHE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("the reference witness disagrees")
+            && err.contains(": gold ")
+            && err.contains(", reference "),
+        "{err}"
+    );
 }

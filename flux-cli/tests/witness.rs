@@ -12,8 +12,9 @@
 //!
 //! A disagreement is a bug in flux: there is no tolerance here. What one side does not define
 //! is left out of both, exactly: values and locals (the reference renders none); in USDT mode,
-//! how an activation of *untargeted* code ended and whether it resumed a frame (USDT's returns
-//! carry neither; only the `scoped/` programs have untargeted code).
+//! how an activation of *untargeted* code ended (USDT's returns do not say; only the `scoped/`
+//! programs have untargeted code). Whether a call is a fresh start or a resumption is compared
+//! for all code: the hook marks every fresh start of generator code.
 //!
 //! Interpreters: Debian bookworm's `/usr/bin/python3.11` (USDT returns and lines; entries from
 //! the hook), sid's python3.15 in a chroot (USDT entries and returns). python3.13 and 3.14 have
@@ -90,6 +91,9 @@ struct Header {
     incomplete: Vec<(String, String)>,
     /// `# targets: a, b` (scoped programs): the config's `functions`.
     functions: Vec<String>,
+    /// `# answer: EXTRACTOR {params} -> {expected}` (scoped programs): what the extractor must
+    /// answer on flux's trace under every scope (the keys of `expected` are compared).
+    answers: Vec<(String, Value, Value)>,
     /// `# witness: gc-timing`: the program's finalizers run when the cyclic GC does, and a
     /// tracer's own allocations move that point, so each side's events are compared as a
     /// multiset (sorted, depths and locals left out): the same events, in whatever order.
@@ -109,6 +113,17 @@ fn header(prog: &Path) -> Header {
         }
         if let Some(r) = l.strip_prefix("# targets: ") {
             h.functions = r.split(',').map(|f| f.trim().to_string()).collect();
+        }
+        if let Some(r) = l.strip_prefix("# answer: ") {
+            let (name, rest) = r
+                .split_once(' ')
+                .expect("`# answer: NAME {params} -> {answer}`");
+            let (params, want) = rest.split_once(" -> ").expect("` -> ` before the answer");
+            h.answers.push((
+                name.to_string(),
+                serde_json::from_str(params).expect("params: JSON"),
+                serde_json::from_str(want).expect("answer: JSON"),
+            ));
         }
     }
     h
@@ -525,8 +540,10 @@ fn ref_line(
     exc: (&str, &str, &str),
 ) -> String {
     match ev {
-        "call" if known => format!("call {q} {line} d{d} resume={resume}"),
-        "call" => format!("call {q} {line} d{d}"),
+        // Whether a call is a fresh start or a resumption is defined for every code: extractors
+        // count fresh calls of untargeted code too (a genexpr read as called at each
+        // resumption: issue 28).
+        "call" => format!("call {q} {line} d{d} resume={resume}"),
         "return" if known => format!("return {q} {line} d{d} {how}"),
         "return" => format!("return {q} {line} d{d}"),
         "exception" => format!("exception {q} {line} d{d} {} {} m={}", exc.0, exc.2, exc.1),
@@ -1005,10 +1022,45 @@ fn scoped(py: Python) {
             if let Some(d) = against_reference(&py, &h, &prog, run, &t, &file, usdt) {
                 bad.push(format!("{calls} vs the settrace reference: {d}"));
             }
+            bad.extend(wrong_answers(&h, &t));
             results.push((name, bad));
         }
     }
     report(&format!("python{} scoped = reference", py.label), &results);
+}
+
+/// The program's `# answer:` lines that flux's trace does not give (issue 23.2: where an
+/// exception was raised must not depend on what the scope traces).
+fn wrong_answers(h: &Header, t: &Traced) -> Vec<String> {
+    if h.answers.is_empty() {
+        return Vec::new();
+    }
+    let trace = flux_trace::Trace {
+        meta: flux_trace::Meta {
+            complete: true,
+            ..Default::default()
+        },
+        events: t
+            .events
+            .iter()
+            .map(|e| serde_json::from_value(e.clone()).expect("a trace event"))
+            .collect(),
+        facts: Default::default(),
+    };
+    let mut bad = Vec::new();
+    for (name, params, want) in &h.answers {
+        let p = flux_extract::params(params.clone()).expect("the program's params");
+        match flux_extract::extract(&trace, name, &p) {
+            Ok(got) => {
+                let got = flux_extract::testkit::pick(&got, want);
+                if &got != want {
+                    bad.push(format!("{name} {params}: {got}, not {want}"));
+                }
+            }
+            Err(e) => bad.push(format!("{name} {params}: {e}")),
+        }
+    }
+    bad
 }
 
 #[test]

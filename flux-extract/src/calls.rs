@@ -15,7 +15,9 @@ is an activation of that frame (with `transitive = true`, of any frame running w
 active: every call it makes directly or through callees), except resumptions of an existing \
 generator/coroutine frame (counted too with `resumptions = true`), optionally only callees whose \
 file lies under `within` and only those of `functions` (qualnames; with `include_self`, the \
-invocation's own start comes first). Calls through untraced code (C functions such as `map` or \
+invocation's own start comes first, at line 0, and with `resumptions` too each of its own \
+resumptions is an entry where it happens, SWE-Flux's \"every `call` event, the target's own \
+included\"). Calls through untraced code (C functions such as `map` or \
 `sorted(key=...)`) appear as direct calls of the nearest traced caller; comprehensions, \
 generator expressions and lambdas are callees like any function (`f.<locals>.<listcomp>`, \
 `f.<locals>.<lambda>`). Each entry is the callee (`function`: its qualname, and the location \
@@ -45,7 +47,10 @@ How many times each function of a set is invoked over the trace (`test` restrict
 `functions` (qualnames), or every method defined directly in the class `class` (from the static \
 facts of `file`), or every function of the module in `file` (`module = true`; with `methods`, \
 the methods of its classes too, SWE-Flux's \"module-level functions and methods of every \
-class\"); with `nested`, functions defined inside those too. `exclude_decorated` drops functions with one of those \
+class\"); with `nested`, functions defined inside those too; with `code_objects`, every code \
+object under the class (or module) besides: nested functions, lambdas, comprehensions and \
+generator expressions that have a frame of their own (SWE-Flux's counts over a class's code \
+objects). `exclude_decorated` drops functions with one of those \
 decorators (exact text, or a suffix after `.` such as `setter`). A count is the number of frames \
 (`count = \"invocations\"`, default) or of `call` events, generator resumptions included \
 (`count = \"calls\"`, SWE-Flux's reading); functions never called have 0. Answer: \
@@ -176,7 +181,8 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let norm = Norm::new(ix, p, inv)?;
     let loc = Loc::new(p)?;
     let mut seq: Vec<Value> = Vec::new();
-    if p.bool_or("include_self", false)? {
+    let include_self = p.bool_or("include_self", false)?;
+    if include_self {
         if let Some(first) = inv.events.first() {
             let mut v = loc.record(ix.event(*first), None);
             v["line"] = json!(0);
@@ -188,7 +194,20 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         }
     }
     let own: HashSet<u64> = inv.activations.iter().copied().collect();
-    for i in calls_under(ix, inv, &sel) {
+    let mut calls = calls_under(ix, inv, &sel);
+    if include_self && sel.resumptions {
+        // The invocation's own resumptions are `call` events too (SWE-Flux's tracer logs one
+        // per resumption): each at its place, its line the call site in the resumer's frame.
+        calls.extend(
+            inv.activations
+                .iter()
+                .skip(1)
+                .filter_map(|&a| ix.span(a).map(|(c, _)| c)),
+        );
+        calls.sort_unstable();
+        calls.dedup();
+    }
+    for i in calls {
         let direct = own.contains(&ix.event(i).parent);
         seq.push(call_record(ix, loc, norm, i, direct));
     }
@@ -383,6 +402,23 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         .map(|f| f.qualname.as_str())
         .collect();
     let mut out = Vec::new();
+    if p.bool_or("code_objects", false)? {
+        // Every code object under the class (or module): functions and methods at any depth,
+        // lambdas, comprehensions and generator expressions (those with a frame of their own).
+        for f in &facts.functions {
+            let under = root == "<module>" || f.qualname.starts_with(&format!("{root}."));
+            if f.code
+                && under
+                && !matches!(f.kind.as_str(), "class" | "module")
+                && !decorated(&f.decorators)
+            {
+                out.push(Member {
+                    qualname: f.qualname.clone(),
+                    file: facts.file.clone(),
+                });
+            }
+        }
+    }
     for f in &facts.functions {
         if !is_function(&f.kind) || decorated(&f.decorators) {
             continue;

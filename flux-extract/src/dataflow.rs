@@ -23,7 +23,12 @@ defined at the `def` line (its `ast` line, not a decorator's) when the invocatio
 line L *uses* the names given for it by `uses` (a map from absolute line, as a string, to \
 names), or if only `source` is given by `uses_from_source`, or else by the static facts: the \
 names line L reads in the function's own code, and (`nested_uses`, default true) those that \
-comprehensions, lambdas and closures at line L read from the function's locals. With \
+comprehensions, lambdas and closures at line L read from the function's locals; \
+`comprehension_uses` and `closure_uses` (each defaulting to `nested_uses`) say so separately \
+for comprehensions and generator expressions, and for lambdas and nested functions. With \
+`use_count = \"load\"` each load of a name by the function's own code at line L is one use \
+(`x + x`: two occurrences per execution of L), instead of one per `line` event (`\"line\"`, \
+default). With \
 `nested_frames = true`, `line` events of the function's nested code objects (`f.<locals>....`) \
 that run while the invocation is active are uses too, of the names their line reads from the \
 function's locals. Each time a `line` event at L occurs, every name it uses that has a current \
@@ -65,7 +70,23 @@ type Uses = HashMap<u32, Vec<String>>;
 /// Where uses come from.
 enum UseSource<'t> {
     Given(Uses),
-    Facts { f: &'t FunctionFacts, nested: bool },
+    Facts {
+        f: &'t FunctionFacts,
+        /// Reads by comprehensions and generator expressions at a line count there.
+        comprehensions: bool,
+        /// Reads by lambdas and nested functions at a line count there.
+        closures: bool,
+        /// The scopes nested in `f` (`f.<locals>....`), to tell who reads what.
+        nested: Vec<&'t FunctionFacts>,
+    },
+}
+
+/// A comprehension's or generator expression's scope (its own frame on 3.11).
+fn is_comprehension(kind: &str) -> bool {
+    matches!(
+        kind,
+        "listcomp" | "setcomp" | "dictcomp" | "genexpr" | "comprehension"
+    )
 }
 
 impl UseSource<'_> {
@@ -75,17 +96,45 @@ impl UseSource<'_> {
                 .get(&line)
                 .map(|v| v.iter().map(String::as_str).collect())
                 .unwrap_or_default(),
-            UseSource::Facts { f, nested } => {
+            UseSource::Facts {
+                f,
+                comprehensions,
+                closures,
+                nested,
+            } => {
                 let mut v: Vec<&str> = f.reads_at(line).iter().map(String::as_str).collect();
-                if *nested {
-                    for n in f.nested_reads_at(line) {
-                        if !v.contains(&n.as_str()) {
-                            v.push(n);
-                        }
+                for n in f.nested_reads_at(line) {
+                    if v.contains(&n.as_str()) {
+                        continue;
+                    }
+                    // Who reads it at this line: a comprehension, or a lambda / function.
+                    let by = |comp: bool| {
+                        nested.iter().any(|s| {
+                            is_comprehension(&s.kind) == comp
+                                && s.free_reads.get(&line).is_some_and(|r| r.contains(n))
+                        })
+                    };
+                    let keep = match (comprehensions, closures) {
+                        (true, true) => true,
+                        (false, false) => false,
+                        (true, false) => by(true),
+                        (false, true) => by(false),
+                    };
+                    if keep {
+                        v.push(n);
                     }
                 }
                 v
             }
+        }
+    }
+
+    /// How many uses of `name` a `line` event at `line` makes: one, or with `per_load` the
+    /// number of times the function's own code loads it there.
+    fn weight(&self, line: u32, name: &str, per_load: bool) -> usize {
+        match self {
+            UseSource::Facts { f, .. } if per_load => f.read_count(line, name).max(1) as usize,
+            _ => 1,
         }
     }
 }
@@ -132,6 +181,8 @@ fn given_uses(p: &Params) -> Result<Option<Uses>, ExtractError> {
 /// Definitions, uses and the frames whose lines count, for one run of the analysis.
 struct Analysis<'t> {
     uses: UseSource<'t>,
+    /// Each load of a name is a use (`x + x` at a line: two), not each line event.
+    per_load: bool,
     ast: Option<&'t FunctionFacts>,
     nested_frames: bool,
     variables: Option<HashSet<String>>,
@@ -150,12 +201,28 @@ impl<'t> Analysis<'t> {
         };
         let uses = match given_uses(p)? {
             Some(u) => UseSource::Given(u),
-            None => UseSource::Facts {
-                f: facts_of(ix, first, "uses from the static facts (or give `uses`)")?,
-                nested: p.bool_or("nested_uses", true)?,
-            },
+            None => {
+                let f = facts_of(ix, first, "uses from the static facts (or give `uses`)")?;
+                let nested_uses = p.bool_or("nested_uses", true)?;
+                let prefix = format!("{}.<locals>.", f.qualname);
+                UseSource::Facts {
+                    f,
+                    comprehensions: p.bool_or("comprehension_uses", nested_uses)?,
+                    closures: p.bool_or("closure_uses", nested_uses)?,
+                    nested: ix
+                        .facts_of_invocation(first)
+                        .map(|(file, _)| {
+                            file.functions
+                                .iter()
+                                .filter(|s| s.qualname.starts_with(&prefix))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                }
+            }
         };
         Ok(Analysis {
+            per_load: p.choice_or("use_count", &["line", "load"], "line")? == "load",
             uses,
             ast,
             nested_frames: p.bool_or("nested_frames", false)?,
@@ -263,9 +330,16 @@ impl<'t> Analysis<'t> {
                 if !self.tracked(n) {
                     continue;
                 }
+                let times = if nested {
+                    1
+                } else {
+                    self.uses.weight(e.line, n, self.per_load)
+                };
                 if let Some((d, used)) = reaching.get_mut(n.as_str()) {
                     *used = true;
-                    on_use(n, *d, e.line);
+                    for _ in 0..times {
+                        on_use(n, *d, e.line);
+                    }
                 }
             }
             if nested {

@@ -3,7 +3,7 @@
 use crate::common::{in_test_order, invocations, Ix};
 use crate::{ExtractError, Params};
 use flux_trace::query::test_matches;
-use flux_trace::{Event, Kind, TraceIndex};
+use flux_trace::{Event, ExcKind, Kind, TraceIndex};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -16,15 +16,20 @@ to it or whose last dotted component equals it.";
 pub(crate) const EXCEPTION_INFO: &str = "\
 The Mth (`occurrence`, default 1) exception *raised* in traced code, in trace order, optionally \
 only of `type`, raised in `raised_in` (qualname; `file` restricts its file), or during `test`. \
-An `exception` event is a raise unless it continues a propagation, i.e. unless the same \
-activation's last event before it was the unwinding `return` of a callee; a re-raise (`raise` \
-in a handler) is a new raise. For an exception raised by C code (`int('x')`), the raising \
-function is the Python function that called it. From its raise the exception is followed frame \
+Whether a frame raised an exception is read from the exception itself (its traceback, \
+whether or not the function that raised it was traced): raised there by its own code or by a \
+C function it called (`int('x')`: the raising function is the Python function that called \
+it); a re-raise (`raise` in a handler, `raise e`) is a new raise; an exception that came out of \
+a function it called, or that was thrown into a generator at its `yield` (`gen.throw()`, a \
+`@contextmanager`'s `__exit__` throwing a `with` body's exception), is not raised there. From its raise the exception is followed frame \
 by frame: a `handled` event of the same type in the current frame (the hook reports the line of \
 the matching `except` clause) means handled there at that line; an unwinding `return` moves it \
-to the caller, which must be traced to go on (an untraced caller or the bottom of the stack: it \
-leaves traced code unhandled); a frame that goes on with `line` events and then returns or \
-raises again without a `handled` event handled it, at an unknown line (null). Answer: \
+to the caller, which must be traced line by line (targeted) to go on (a caller that is not, \
+whether or not the trace shows its calls, or the bottom of the stack: it leaves traced code \
+unhandled); a frame that goes on with `line` events and then returns or \
+raises again without a `handled` event handled it, at an unknown line (null). With `escapes` \
+(a qualname) only exceptions that propagate out of a frame of that function count (its frame \
+unwinds with them: SWE-Flux's \"the exception that propagates out of the target\"). Answer: \
 {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
 \"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" ([qualnames of \
 the frames the exception exited, innermost first])}}.";
@@ -77,8 +82,15 @@ fn exc_type(e: &Event) -> &str {
     e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("")
 }
 
-/// Indices of the `exception` events that start a raise (see `exception_info`).
-fn raise_origins(ix: &Ix<'_>) -> Vec<usize> {
+/// Indices of the `exception` events that start a raise (see `exception_info`), in trace
+/// order. Whether the event's frame raised the exception is read from the exception itself:
+/// the kind the hook recorded from its traceback (`raise`: the traceback's innermost entry is
+/// this frame; `reraise`: this frame's own `raise` of an exception raised before;
+/// `propagate`: it came out of a callee; `thrown`: `throw()` put it in at the `yield`), so the
+/// answer is the same whether or not the callee that raised it was traced. A trace without
+/// kinds (made before the hook recorded them) falls back to the trace's shape: a raise unless
+/// the same activation's last event before it was the unwinding return of a callee.
+pub fn raise_origins(ix: &TraceIndex<'_>) -> Vec<usize> {
     // Activation → it has just received an exception from an unwinding callee.
     let mut pending: HashMap<u64, bool> = HashMap::new();
     let mut origins = Vec::new();
@@ -88,7 +100,12 @@ fn raise_origins(ix: &Ix<'_>) -> Vec<usize> {
                 pending.insert(e.parent, true);
             }
             Kind::Exception => {
-                if pending.remove(&ix.owner(i)).is_none() {
+                let after_unwind = pending.remove(&ix.owner(i)).is_some();
+                let raised = match ExcKind::of(e) {
+                    Some(k) => k.raised_here(),
+                    None => !after_unwind,
+                };
+                if raised {
                     origins.push(i);
                 }
             }
@@ -144,7 +161,7 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
                 Kind::Exception if expect_propagation => expect_propagation = false,
                 Kind::Return if e.unwind && went_on.is_none() => {
                     unwound.push(e);
-                    if ix.call_event(e.parent).is_some() {
+                    if ix.call_event(e.parent).is_some() && traced_by_line(ix, e.parent) {
                         act = e.parent;
                         from = j;
                         continue 'frames;
@@ -170,6 +187,16 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
     }
 }
 
+/// Whether the frame of activation `act` is traced line by line (targeted code: it has `line`
+/// events). An exception is followed only through such frames: a caller the trace shows only
+/// the calls and returns of (scope `tests`; the reference witness) is where it leaves traced
+/// code, as a caller the trace does not show at all (scope `targets`) is.
+fn traced_by_line(ix: &Ix<'_>, act: u64) -> bool {
+    ix.frame(act)
+        .and_then(|f| ix.invocation_of_frame(f))
+        .is_some_and(|inv| inv.events.iter().any(|&i| ix.event(i).ev == Kind::Line))
+}
+
 /// Every raise whose `exception` event satisfies `keep`, in trace order, followed to its
 /// handler.
 fn raises<'t>(ix: &Ix<'t>, keep: impl Fn(&Event) -> bool) -> Vec<Raise<'t>> {
@@ -186,12 +213,17 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
     let file = p.opt_str("file")?;
     let test = p.opt_str("test")?;
     let occ = p.index_or("occurrence", 1)?;
-    let all = raises(ix, |e| {
+    let escapes = p.opt_str("escapes")?;
+    let mut all = raises(ix, |e| {
         ty.is_none_or(|w| type_matches(exc_type(e), w))
             && raised_in.is_none_or(|f| e.name() == f)
             && file.is_none_or(|f| flux_trace::query::file_within(&e.file, f))
             && test.is_none_or(|tt| test_matches(&e.test, tt))
     });
+    if let Some(f) = escapes {
+        // Only exceptions that propagate out of a frame of `f` (it unwinds with them).
+        all.retain(|r| r.unwound.iter().any(|e| e.name() == f));
+    }
     let r = all.get(occ - 1).ok_or_else(|| {
         let mut what = String::from("exception(s) raised");
         if let Some(w) = ty {
@@ -199,6 +231,9 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
         }
         if let Some(f) = raised_in {
             what.push_str(&format!(" in `{f}`"));
+        }
+        if let Some(f) = escapes {
+            what.push_str(&format!(" that propagate out of `{f}`"));
         }
         if let Some(tt) = test {
             what.push_str(&format!(" during test `{tt}`"));

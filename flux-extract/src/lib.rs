@@ -61,6 +61,7 @@ pub mod testkit;
 
 pub use candidates::{candidates, Candidates};
 pub use dataflow::uses_from_source;
+pub use exceptions::raise_origins;
 pub use kinds::{answer_size, QuestionKind};
 pub use params::{ParamType, Params};
 pub use registry::conventions;

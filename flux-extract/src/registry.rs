@@ -177,6 +177,24 @@ const NESTED_FRAMES: ParamDoc = p(
     T::Bool,
     "lines of the function's nested code objects running while it is active are uses too",
 );
+const COMPREHENSION_USES: ParamDoc = p(
+    "comprehension_uses",
+    T::Bool,
+    "reads of the function's locals by comprehensions and generator expressions at a line are \
+     uses at that line (default: `nested_uses`)",
+);
+const CLOSURE_USES: ParamDoc = p(
+    "closure_uses",
+    T::Bool,
+    "reads of the function's locals by lambdas and nested functions at a line are uses at that \
+     line (default: `nested_uses`)",
+);
+const USE_COUNT: ParamDoc = p(
+    "use_count",
+    T::Choice(&["line", "load"]),
+    "one use per `line` event (`line`, default) or per load of the name by the function's own \
+     code (`load`: `x + x` is two)",
+);
 const TRACKED: ParamDoc = p("variables", T::StrList, "only these variables");
 const WITHIN: ParamDoc = p(
     "within",
@@ -620,6 +638,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             SOURCE_FIRST_LINE,
             DEFINITIONS,
             NESTED_USES,
+            COMPREHENSION_USES,
+            CLOSURE_USES,
+            USE_COUNT,
             NESTED_FRAMES,
             TRACKED,
         ],
@@ -643,6 +664,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             SOURCE_FIRST_LINE,
             DEFINITIONS,
             NESTED_USES,
+            COMPREHENSION_USES,
+            CLOSURE_USES,
+            USE_COUNT,
             NESTED_FRAMES,
             TRACKED,
             p("variable", T::Str, "only pairs of this variable"),
@@ -673,6 +697,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             SOURCE_FIRST_LINE,
             DEFINITIONS,
             NESTED_USES,
+            COMPREHENSION_USES,
+            CLOSURE_USES,
+            USE_COUNT,
             NESTED_FRAMES,
             TRACKED,
         ],
@@ -686,7 +713,18 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         name: "exception_info",
         kinds: &[K::S5],
         doc: exceptions::EXCEPTION_INFO,
-        params: &[TYPE, RAISED_IN, TEST, FILE, OCCURRENCE],
+        params: &[
+            TYPE,
+            RAISED_IN,
+            TEST,
+            FILE,
+            OCCURRENCE,
+            p(
+                "escapes",
+                T::Str,
+                "only exceptions that propagate out of this function (qualname)",
+            ),
+        ],
         shape: |_| {
             r#"{"exception": {"type": "str", "message": "str", "raised_in": "str", "raise_line": "int", "handled_in": "str|null", "handler_line": "int|null", "unwound": ["str"]}}"#
         },
@@ -695,7 +733,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         },
         run: exceptions::exception_info,
         targets_scope: true,
-        targeted: &["raised_in"],
+        targeted: &["raised_in", "escapes"],
     },
     Extractor {
         name: "caught_types",
@@ -873,6 +911,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             p("class", T::Str, "every method defined directly in this class (qualname)"),
             p("module", T::Bool, "every function of the module in `file`"),
             p("nested", T::Bool, "also functions defined inside those"),
+            p(
+                "code_objects",
+                T::Bool,
+                "also every other code object under the class or module: nested functions, \
+                 lambdas, comprehensions, generator expressions",
+            ),
             p(
                 "exclude_decorated",
                 T::StrList,

@@ -8,7 +8,7 @@
 //! [`facts_from_source`] gives a hand-built trace the static facts of a real source text: it
 //! runs the real `flux_hook.static_facts` with a Python 3.11+ (test support only: the one place
 //! this crate starts a process).
-use flux_trace::{Event, ExcInfo, FileFacts, Kind, Meta, Source, Trace, Value};
+use flux_trace::{Event, ExcInfo, ExcOrigin, FileFacts, Kind, Meta, Source, Trace, Value};
 use std::collections::BTreeMap;
 
 pub const FILE: &str = "/usr/lib/python3.11/site-packages/pkg/mod.py";
@@ -278,6 +278,28 @@ impl TraceBuilder {
         });
         self.push(e);
         self
+    }
+
+    /// An `exception` event of the innermost frame as the hook records it: with its kind
+    /// (`raise`, `reraise`, `propagate`, `thrown`) and where it was raised (`origin`: qualname and
+    /// line of the traceback's innermost entry, in [`FILE`]).
+    pub fn exception(
+        self,
+        ty: &str,
+        msg: &str,
+        kind: &str,
+        origin: Option<(&str, u32)>,
+    ) -> TraceBuilder {
+        let mut b = self.raise(ty, msg);
+        if let Some(e) = b.events.last_mut() {
+            e.outcome = kind.to_string();
+            e.origin = origin.map(|(q, line)| ExcOrigin {
+                file: FILE.to_string(),
+                qualname: q.to_string(),
+                line,
+            });
+        }
+        b
     }
 
     /// A `handled` event at `line` of the innermost frame.

@@ -111,6 +111,14 @@ fn invocations(trace: &Trace, t: &Target) -> Vec<Invocation> {
     )
 }
 
+/// Indices of the `exception` events of `trace` that are raises in their frame (the
+/// extractors' definition, `flux_extract::raise_origins`).
+fn raises_of(trace: &Trace) -> BTreeSet<usize> {
+    flux_extract::raise_origins(&flux_trace::TraceIndex::new(trace))
+        .into_iter()
+        .collect()
+}
+
 /// Tests (in start order) in which the target runs, among `kept`.
 pub fn tests_running(trace: &Trace, t: &Target, kept: &BTreeSet<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -291,12 +299,14 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
         p.insert("uses".into(), uses);
         out.push(draft(K::S4, "def_use_pairs", p, &tests, &t.qualname));
     }
-    // S5: an exception raised (not propagated into) the target's frames, by type.
+    // S5: an exception raised (not propagated into, nor thrown into) the target's frames, by
+    // type: the raises of `exception_info` (issue 23.2).
+    let raises = raises_of(sub);
     let mut raised: BTreeMap<String, usize> = BTreeMap::new();
     for inv in &invs {
         for &i in &inv.events {
             let e = &sub.events[i];
-            if e.ev == Kind::Exception {
+            if e.ev == Kind::Exception && raises.contains(&i) {
                 if let Some(x) = e.exc.as_ref().filter(|x| !signal(&x.ty)) {
                     *raised.entry(x.ty.clone()).or_insert(0) += 1;
                 }
@@ -532,11 +542,16 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
         p.insert("uses".into(), uses);
         out.push(draft(K::M4, "def_use_across_tests", p, tests, &t.qualname));
     }
-    // M5: a type raised in the target during some of the tests but not all.
+    // M5: a type raised in the target during some of the tests but not all (raises as
+    // `raising_tests` counts them).
+    let raises = raises_of(sub);
     let mut raised: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     for inv in &invs {
         for &i in &inv.events {
             let e = &sub.events[i];
+            if !raises.contains(&i) {
+                continue;
+            }
             if let (Kind::Exception, Some(x)) = (e.ev, &e.exc) {
                 if !signal(&x.ty) {
                     raised

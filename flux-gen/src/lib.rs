@@ -45,6 +45,7 @@ pub mod screen;
 pub mod set;
 pub mod spec;
 pub mod stats;
+pub mod witness;
 
 pub use keyed::Shard;
 pub use set::{generate, GenOptions, Report};

@@ -1,7 +1,8 @@
 //! One test module, start to end (phase 1 of `flux gen`, the unit a shard runs):
 //! scout → static facts → plan → the shared targeted trace (the artifact) → drafts with gold
 //! answers from the sub-traces of their tests → screens → the instances' own runs (the
-//! cross-check of each narrowed config) → screened candidates, written to
+//! cross-check of each narrowed config) → the third witness on the instances the spec's
+//! `[witness]` chooses (`crate::witness`) → screened candidates, written to
 //! `<out>/modules/<repository>/<module>.json` for the set's selection (phase 2).
 //!
 //! Screening rules, each counted under its name in [`ModuleResult::left_out`]:
@@ -18,7 +19,9 @@
 //!   `per_file`, `per_module`);
 //! - `not-reproduced`: the instance's own run (its tests alone, its narrowed config) gave a
 //!   different answer, did not pass, or made an incomplete trace — tests that depend on each
-//!   other, or a config that misses something the answer needs.
+//!   other, or a config that misses something the answer needs;
+//! - `witness-disagrees` / `witness-unavailable`: the plain settrace reference, asked by the
+//!   spec's `[witness]`, gave another answer / could not check it (`crate::witness`).
 //!
 //! `easy` is recorded, not screened out, when the set is assembled (`set::generate`): the
 //! static-baseline solver answers it right.
@@ -32,7 +35,7 @@ use crate::spec::{GenSpec, RepoSpec};
 use crate::{features, plan};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
-use flux_instance::{GeneratedSpec, InstanceSpec, Oracle, Provenance};
+use flux_instance::{GeneratedSpec, InstanceSpec, Oracle};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,6 +79,16 @@ pub struct ModuleResult {
     pub scout_events: usize,
     /// Runs made for the cross-check.
     pub check_runs: usize,
+    /// Instances the third witness (the spec's `[witness]`) agreed with (issue 23.1).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub witnessed: usize,
+    /// Instances it was asked about and did not confirm (not kept), with both answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub witness: Vec<crate::witness::WitnessReport>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl ModuleResult {
@@ -558,25 +571,32 @@ async fn run_module_inner(
             easy: false,
             difficulty: features::difficulty(repo, &profile, &facts, &d.tests),
         });
-        let oracle = Oracle {
-            question_kind: d.kind,
-            question: ispec.question.clone(),
-            template_answer: serde_json::from_str(&template)?,
-            oracle_answer: gold,
-            provenance: Provenance {
-                image: repo.image.clone(),
-                image_id: run.image_id.clone(),
-                image_identity: run.image_identity.clone(),
-                interpreter: run.interpreter_version.clone(),
-                flux_version: env!("CARGO_PKG_VERSION").to_string(),
-                trace_sha256: digest.clone(),
-                harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
-                complete: true,
-                labels: run.trace.meta.labels.clone(),
-                extractor: d.extractor.to_string(),
-                params: d.params.clone(),
-                order_insensitive: Vec::new(),
-            },
+        let run_facts = flux_instance::RunFacts {
+            harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
+            image_id: run.image_id.clone(),
+            image_identity: run.image_identity.clone(),
+            interpreter: run.interpreter_version.clone(),
+            trace_sha256: Some(digest.clone()),
+            labels: Vec::new(),
+        };
+        let scratch = g.runner.work.join("baseline");
+        let oracle = match crate::screen::instance_of(&scratch, &ispec)
+            .and_then(|inst| draft_oracle(&inst, gold, &run.trace, &run_facts).map_err(Into::into))
+        {
+            Ok(o) => o,
+            Err(e) => {
+                let screened = matches!(
+                    e.downcast_ref::<flux_instance::InstanceError>(),
+                    Some(flux_instance::InstanceError::Screened { .. })
+                );
+                if screened {
+                    r.count("small-answer");
+                } else {
+                    r.count("invalid");
+                    eprintln!("flux gen: {id}: does not load: {e:#}");
+                }
+                continue;
+            }
         };
         let c = Candidate {
             priority: crate::keyed::hash64(spec.seed, &id),
@@ -589,7 +609,7 @@ async fn run_module_inner(
             spec: ispec,
             oracle,
         };
-        if let Err(e) = crate::screen::loads(&g.runner.work.join("baseline"), &c) {
+        if let Err(e) = crate::screen::loads(&scratch, &c) {
             r.count("invalid");
             eprintln!("flux gen: {}: does not load: {e:#}", c.id);
             continue;
@@ -602,9 +622,31 @@ async fn run_module_inner(
     let t = Instant::now();
     let kept = crate::screen::cross_check(g.runner, repo, budget, chosen, r).await;
     r.time("check", t);
+    // 8. The third witness, on the instances its policy chooses.
+    let kept = if spec.witness.is_off() {
+        kept
+    } else {
+        let t = Instant::now();
+        let kept = crate::witness::witness(g.runner, spec, kept, r).await;
+        r.time("witness", t);
+        kept
+    };
     r.artifact = Some(art);
     r.candidates = kept;
     Ok(())
+}
+
+/// A draft's oracle, made by the one constructor `flux harvest` uses
+/// ([`flux_instance::Instance::oracle_for`]): its labels (the trace's and the run's), its
+/// `order_insensitive` and its answer-size gate are the instance's own, so a generated gold
+/// and a harvested one of the same instance cannot differ in anything but the run.
+pub(crate) fn draft_oracle(
+    inst: &flux_instance::Instance,
+    gold: Value,
+    trace: &flux_trace::Trace,
+    facts: &flux_instance::RunFacts,
+) -> Result<Oracle, flux_instance::InstanceError> {
+    inst.oracle_for(gold, trace, facts)
 }
 
 /// Does the answer show a memory address (`<object at 0x7f3a…>`)? Another run puts the
@@ -667,6 +709,72 @@ mod tests {
         );
         assert!(heavy_tests(&t, 2).is_empty());
         assert!(heavy_tests(&t, 0).is_empty(), "0: no limit");
+    }
+
+    /// Issue 23.7: gen built its oracle from a literal of its own, so an instance's
+    /// `order_insensitive`, its own `min_answer_size` and the run's labels never reached a
+    /// generated gold, which a harvest of the same instance would carry. Now the gold is made by
+    /// `Instance::oracle_for`: the same provenance as `Instance::build_oracle`, the same gate.
+    #[test]
+    fn a_drafts_oracle_is_the_harvests_one_constructor() {
+        use flux_extract::testkit::TraceBuilder;
+        let trace = TraceBuilder::new()
+            .test("t.py::test_a")
+            .call("f", 1, &[])
+            .line(2, &[])
+            .raise("ValueError", "no")
+            .unwind("ValueError", "no")
+            .end("failed")
+            .test("t.py::test_b")
+            .call("f", 1, &[])
+            .line(3, &[])
+            .ret("None")
+            .end("passed")
+            .build();
+        let mut c = crate::screen::tests::fake(
+            "r-f-m5",
+            QuestionKind::M5,
+            "f",
+            &["t.py::test_a", "t.py::test_b"],
+        );
+        c.spec.template = r#"{"crashing_tests": ["str"], "safe_tests": ["str"]}"#.into();
+        c.spec.extractor.name = "raising_tests".into();
+        c.spec.extractor.params = json!({"type": "ValueError"}).as_object().cloned().unwrap();
+        c.spec.order_insensitive = vec!["/safe_tests".into()];
+        let scratch = tempfile::tempdir().unwrap();
+        let inst = crate::screen::instance_of(scratch.path(), &c.spec).unwrap();
+        let facts = flux_instance::RunFacts {
+            harvested_at: "2026-12-02T00:00:00Z".into(),
+            image_id: "sha256:ab".into(),
+            image_identity: "flux-id:cd".into(),
+            interpreter: "3.11.2".into(),
+            trace_sha256: Some("ef".into()),
+            labels: vec!["not reproducible".into()],
+        };
+        let params = flux_extract::params(Value::Object(c.spec.extractor.params.clone())).unwrap();
+        let gold = flux_extract::extract(&trace, "raising_tests", &params).unwrap();
+        let made = draft_oracle(&inst, gold, &trace, &facts).unwrap();
+        let harvested = inst.build_oracle(&trace, &facts).unwrap();
+        // The module keeps the extractor's whole output (the set cuts it to the template).
+        assert_eq!(
+            made.oracle_answer["crashing_tests"],
+            harvested.oracle_answer["crashing_tests"]
+        );
+        assert_eq!(made.provenance, harvested.provenance);
+        assert_eq!(made.provenance.order_insensitive, ["/safe_tests"]);
+        assert_eq!(made.provenance.labels, ["not reproducible"]);
+        assert_eq!(
+            (&made.question, &made.template_answer),
+            (&harvested.question, &harvested.template_answer)
+        );
+        // The instance's own minimum, not the kind's default (M5: 2).
+        c.spec.min_answer_size = Some(9);
+        let inst = crate::screen::instance_of(scratch.path(), &c.spec).unwrap();
+        let gold = flux_extract::extract(&trace, "raising_tests", &params).unwrap();
+        assert!(matches!(
+            draft_oracle(&inst, gold, &trace, &facts),
+            Err(flux_instance::InstanceError::Screened { .. })
+        ));
     }
 
     #[test]

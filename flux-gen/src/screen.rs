@@ -65,16 +65,32 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
     None
 }
 
+/// `spec` loaded as `flux harvest` loads an instance (its `instance.toml` alone, written to a
+/// scratch directory and removed): what [`crate::module::draft_oracle`] builds the gold with.
+pub fn instance_of(
+    scratch: &Path,
+    spec: &flux_instance::InstanceSpec,
+) -> Result<flux_instance::Instance> {
+    let dir = scratch.join(&spec.repository).join(&spec.id);
+    std::fs::create_dir_all(&dir)?;
+    let result = (|| {
+        std::fs::write(dir.join(flux_instance::INSTANCE_FILE), instance_toml(spec)?)?;
+        Ok(flux_instance::load_instance(&dir)?)
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
 /// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
-/// Ok, or the load error. The module phase screens with this; whether the static baseline
+/// The loaded instance, or the load error. The module phase screens with this; whether the static baseline
 /// answers it ([`mark_easy`]) is decided when the set is assembled, so the module results do
 /// not depend on the baseline.
-pub fn loads(scratch: &Path, c: &Candidate) -> Result<()> {
+pub fn loads(scratch: &Path, c: &Candidate) -> Result<flux_instance::Instance> {
     let dir = write_instance(scratch, c)?;
     let result = (|| {
-        flux_instance::load_instance(&dir)?;
+        let inst = flux_instance::load_instance(&dir)?;
         flux_score::instance::load(&dir).context("reading it as the scorer does")?;
-        Ok(())
+        Ok(inst)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -514,6 +530,7 @@ pub(crate) mod tests {
                     extractor: "x".into(),
                     params: Default::default(),
                     order_insensitive: vec![],
+                    witness: None,
                 },
             },
             spec,

@@ -94,6 +94,10 @@ pub struct Report {
     pub left_out: BTreeMap<String, usize>,
     pub seconds: BTreeMap<String, f64>,
     pub check_runs: usize,
+    /// Instances the third witness agreed with, and those it did not confirm (both answers).
+    pub witnessed: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub witness: Vec<crate::witness::WitnessReport>,
     pub wall_seconds: f64,
     /// `--check`: what differs between the set and its regeneration.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -244,6 +248,8 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
     for r in &results {
         report.candidates += r.candidates.len();
         report.check_runs += r.check_runs;
+        report.witnessed += r.witnessed;
+        report.witness.extend(r.witness.iter().cloned());
         for (k, v) in &r.left_out {
             *report.left_out.entry(k.clone()).or_insert(0) += v;
         }
@@ -405,6 +411,9 @@ struct IndexRow<'a> {
     split: &'a str,
     easy: bool,
     difficulty: &'a flux_instance::Difficulty,
+    /// The independent witness that agreed with its gold (`reference`), when one was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<&'a str>,
 }
 
 fn index_json(chosen: &[Candidate]) -> Result<String> {
@@ -421,6 +430,7 @@ fn index_json(chosen: &[Candidate]) -> Result<String> {
                 split: &g.split,
                 easy: g.easy,
                 difficulty: &g.difficulty,
+                witness: c.oracle.provenance.witness.as_ref().map(|w| w.by.as_str()),
             })
         })
         .collect();
@@ -472,6 +482,10 @@ fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
     if let Some(p) = v.get_mut("provenance").and_then(|p| p.as_object_mut()) {
         for f in RUN_FIELDS {
             p.remove(f);
+        }
+        // The witness's run is named by its trace's digest, as the gold's run is.
+        if let Some(w) = p.get_mut("witness").and_then(|w| w.as_object_mut()) {
+            w.remove("trace_sha256");
         }
     }
     Some(v)

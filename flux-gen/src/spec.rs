@@ -23,8 +23,50 @@ pub struct GenSpec {
     pub quotas: Quotas,
     #[serde(default)]
     pub budget: Budget,
+    /// Which instances the third witness re-derives before they are kept (issue 23.1).
+    #[serde(default, skip_serializing_if = "WitnessPolicy::is_off")]
+    pub witness: WitnessPolicy,
     #[serde(rename = "repository")]
     pub repositories: Vec<RepoSpec>,
+}
+
+/// `[witness]`: the share of each kind's instances that the plain settrace reference
+/// (`flux_harvest::witness`) re-derives from a run of its own, after the instance's own run
+/// reproduced its gold; an instance it disagrees with, or cannot check, is not kept. The choice
+/// is seeded by the instance's id (a function of the seed and the id, never of order).
+///
+/// ```toml
+/// [witness]
+/// sample = 0.1                                              # every kind: 10 %
+/// kinds = { M5_Exceptions = 1.0, S5_Exceptions = 1.0 }      # these: all
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WitnessPolicy {
+    /// Fraction (0 to 1) of every kind's instances witnessed.
+    pub sample: f64,
+    /// A kind's own fraction, instead of `sample`.
+    pub kinds: std::collections::BTreeMap<QuestionKind, f64>,
+}
+
+impl WitnessPolicy {
+    pub fn is_off(&self) -> bool {
+        self.sample <= 0.0 && self.kinds.values().all(|f| *f <= 0.0)
+    }
+
+    /// The fraction of `kind` witnessed.
+    pub fn fraction(&self, kind: QuestionKind) -> f64 {
+        self.kinds.get(&kind).copied().unwrap_or(self.sample)
+    }
+
+    /// Is the instance `id` of `kind` witnessed (seeded)?
+    pub fn chooses(&self, seed: u64, kind: QuestionKind, id: &str) -> bool {
+        let f = self.fraction(kind);
+        f >= 1.0
+            || (f > 0.0
+                && (crate::keyed::hash64(seed, &format!("witness/{id}")) as f64)
+                    < f * u64::MAX as f64)
+    }
 }
 
 /// How many instances of what the set keeps.
@@ -291,6 +333,16 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
     if q.kinds.is_empty() {
         return Err(bad("quotas.kinds".into(), "lists no kind".into()));
     }
+    let w = &spec.witness;
+    for (field, f) in std::iter::once(("witness.sample".to_string(), w.sample)).chain(
+        w.kinds
+            .iter()
+            .map(|(k, f)| (format!("witness.kinds.{}", k.as_str()), *f)),
+    ) {
+        if !(0.0..=1.0).contains(&f) {
+            return Err(bad(field, format!("{f} is not a fraction from 0 to 1")));
+        }
+    }
     let mut names = std::collections::BTreeSet::new();
     for (i, r) in spec.repositories.iter().enumerate() {
         let f = |k: &str| format!("repository[{i}].{k}");
@@ -505,6 +557,40 @@ split = "test"
             assert!(e.starts_with("sets/x/gen.toml: "), "{e}");
             assert!(e.contains(want), "want {want:?} in {e}");
         }
+    }
+
+    /// `[witness]`: fractions per kind, seeded by id; 1.0 takes every instance, 0 none, and a
+    /// fraction outside 0..1 is refused naming the field.
+    #[test]
+    fn the_witness_policy_samples_by_id_and_kind() {
+        let text = GOOD.replace(
+            "[[repository]]",
+            "[witness]\nsample = 0.25\nkinds = { M5_Exceptions = 1.0, S1_IntraProceduralCFG = 0.0 }\n\n[[repository]]",
+        );
+        let s = parse(&text, Path::new("gen.toml")).unwrap();
+        let w = &s.witness;
+        let ids: Vec<String> = (0..400).map(|i| format!("x-{i}")).collect();
+        let n = |k| ids.iter().filter(|id| w.chooses(s.seed, k, id)).count();
+        assert_eq!(n(QuestionKind::M5), 400);
+        assert_eq!(n(QuestionKind::S1), 0);
+        let some = n(QuestionKind::S3);
+        assert!((60..=140).contains(&some), "{some} of 400 at 0.25");
+        // Seeded by the id alone: the same ids whatever the order asked in.
+        let mut rev = ids.clone();
+        rev.reverse();
+        assert_eq!(
+            rev.iter()
+                .filter(|id| w.chooses(s.seed, QuestionKind::S3, id))
+                .count(),
+            some
+        );
+        assert!(parse(GOOD, Path::new("gen.toml")).unwrap().witness.is_off());
+        let bad = GOOD.replace(
+            "[[repository]]",
+            "[witness]\nsample = 1.5\n\n[[repository]]",
+        );
+        let e = parse(&bad, Path::new("gen.toml")).unwrap_err().to_string();
+        assert!(e.contains("field `witness.sample`"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct Stats {
     pub split_repositories: BTreeMap<String, Vec<String>>,
     /// Generated instances the static baseline answers right.
     pub easy: usize,
+    /// Instances whose gold an independent witness re-derived (their oracle's
+    /// `provenance.witness`), per kind (issue 23.1).
+    pub witnessed: BTreeMap<String, usize>,
     /// Instances with difficulty features (generated ones).
     pub with_features: usize,
     /// Median of each feature over those.
@@ -92,6 +95,14 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
         *s.by_kind
             .entry(inst.kind().as_str().to_string())
             .or_insert(0) += 1;
+        let witnessed = flux_instance::read_oracle(&d)
+            .ok()
+            .is_some_and(|o| o.provenance.witness.is_some());
+        if witnessed {
+            *s.witnessed
+                .entry(inst.kind().as_str().to_string())
+                .or_insert(0) += 1;
+        }
         if let Some(g) = &inst.spec.generated {
             *s.splits.entry(g.split.clone()).or_insert(0) += 1;
             split_repos
@@ -146,10 +157,20 @@ pub fn render(s: &Stats) -> String {
     for (r, n) in &s.repositories {
         out += &format!("{r:<30} {n:>9}\n");
     }
-    out += "\nkind                           instances      %\n";
+    out += "\nkind                           instances      %   witnessed\n";
     for (k, n) in &s.by_kind {
-        out += &format!("{k:<30} {n:>9} {:>6.1}\n", s.kind_percent[k]);
+        let w = s.witnessed.get(k).copied().unwrap_or(0);
+        out += &format!(
+            "{k:<30} {n:>9} {:>6.1} {w:>6} ({:>3.0} %)\n",
+            s.kind_percent[k],
+            100.0 * w as f64 / (*n).max(1) as f64
+        );
     }
+    let w: usize = s.witnessed.values().sum();
+    out += &format!(
+        "(witnessed: the gold re-derived by the plain settrace reference witness: {w} of {})\n",
+        s.instances
+    );
     if !s.median.is_empty() {
         out += "\nfeature        p10     median      p90   paper median\n";
         for (k, paper) in PAPER_MEDIAN {

@@ -185,8 +185,8 @@ fn container_spec(inst: &Instance, run_dir: &Path, env: &[(String, String)]) -> 
         ));
         spec.workdir = Some(l.workdir.clone());
     } else if let Some(ext) = inst.external_parser() {
-        // Hook point (flux-interop): an instance imported from SWE-Flux runs from their root
-        // with its files where their harness puts them (`<root>/<repo>_qa/<id>/files/`).
+        // An instance answered by an external parser (imported from SWE-Flux) runs from their
+        // root with its files where their harness puts them (`<root>/<repo>_qa/<id>/files/`).
         spec.mounts.push(Mount::read_only(
             run_dir.join("instance"),
             format!("{}/{}", ext.root, ext.qa_dir),

@@ -28,6 +28,10 @@
 //! a fresh run is compared with the stored one, and any difference is an error with a readable
 //! diff.
 //!
+//! An instance answered by another benchmark's parser is answered through
+//! [`ExternalAnswers`], which the caller hands in (flux-interop implements it for SWE-Flux):
+//! this crate knows no peer format.
+//!
 //! Architecture invariant: this crate decides nothing about what an answer is (that is
 //! `flux-extract` through `flux-instance`) and nothing about how events are captured (that is
 //! `flux-agent`); it sequences them and owns the gates.
@@ -40,6 +44,7 @@ use std::time::{Duration, Instant};
 
 mod diff;
 mod docker;
+pub mod external;
 mod gc;
 mod gold;
 mod host;
@@ -48,15 +53,18 @@ mod run_test;
 mod rundir;
 mod signals;
 mod tracing;
+pub mod witness;
 
 pub use diff::json_diff;
+pub use external::ExternalAnswers;
 pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
 pub use run_test::{
-    read_untrusted, run_test, run_traced, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
+    read_untrusted, run_test, run_traced, RunGold, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
 };
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
 pub use signals::Interrupted;
+pub use witness::{Judgement, WitnessKind};
 
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
@@ -108,6 +116,12 @@ pub struct HarvestOptions {
     /// Run directories under `<cache>/runs` are pruned, oldest first, to stay under this many
     /// bytes in all (besides [`KEEP_RUNS`] per instance and [`KEEP_RUNS_TOTAL`]).
     pub runs_max_bytes: u64,
+    /// `--check`: which witness re-derives the stored gold ([`witness`]: flux from a clean run,
+    /// or the plain settrace reference, which shares no code with the hook).
+    pub witness: WitnessKind,
+    /// A peer benchmark's parsers and stored answers (flux-interop's SWE-Flux, handed in by the
+    /// caller): instances answered by an external parser need it.
+    pub external: Option<std::sync::Arc<dyn ExternalAnswers>>,
 }
 
 impl HarvestOptions {
@@ -122,6 +136,8 @@ impl HarvestOptions {
             scope: None,
             twice: false,
             runs_max_bytes: RUNS_MAX_BYTES,
+            witness: WitnessKind::Flux,
+            external: None,
         }
     }
 }
@@ -182,6 +198,13 @@ pub struct InstanceReport {
     pub oracle: Option<Verdict>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_graph: Option<Verdict>,
+    /// `--check --witness reference`: the witness that agreed with the stored gold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<WitnessKind>,
+    /// `--check --witness reference`, when it disagrees: the stored gold and the reference's
+    /// answer (or why its trace gives none), for the record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<(Value, Value)>,
     /// Events in the merged trace, when a run was made.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<usize>,
@@ -360,6 +383,8 @@ pub(crate) fn new_report(dir: &Path, runtime: Runtime) -> InstanceReport {
         warnings: Vec::new(),
         oracle: None,
         call_graph: None,
+        witness: None,
+        disagreement: None,
         events: None,
         run_seconds: None,
         seconds: 0.0,
@@ -428,6 +453,12 @@ async fn harvest_instance(
     // Fail before running anything if there is nothing to check against. (An instance
     // imported from SWE-Flux may be checked against their stored answer alone.)
     let external = inst.external_parser().is_some();
+    if external && opts.external.is_none() {
+        anyhow::bail!(
+            "this instance is answered by an external parser, and this harvest was given nothing \
+             that runs one (HarvestOptions::external: flux-interop's SWE-Flux answers)"
+        );
+    }
     if external && matches!(backend, Backend::Host) {
         anyhow::bail!(
             "this instance is answered by SWE-Flux's parser, third-party code that runs only in \
@@ -466,6 +497,9 @@ async fn harvest_instance(
         // pins (its `package` and `interpreter` against the image's manifest).
         docker::checked_image(rt, inst).await?;
     }
+    if opts.witness == WitnessKind::Reference {
+        return check_with_reference(inst, opts, backend, stored.as_ref(), report).await;
+    }
     let first = run_once(inst, opts, backend, report).await?;
     let fresh = if opts.twice {
         let second = run_once(inst, opts, backend, report)
@@ -476,8 +510,14 @@ async fn harvest_instance(
         first.into()
     };
     if opts.check && reference {
-        // Hook point (flux-interop): SWE-Flux's stored answer, under their scoring rules.
-        flux_interop::external::check_reference(inst, &fresh.oracle.oracle_answer)
+        // A peer's stored answer, under its scoring rules (flux-interop's, handed in).
+        let ext = opts.external.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--check: this instance keeps another benchmark's stored answer, and this harvest \
+                 was given nothing that checks it (HarvestOptions::external)"
+            )
+        })?;
+        ext.check_reference(inst, &fresh.oracle.oracle_answer)
             .map_err(|e| anyhow::anyhow!("--check: {e:#}"))?;
     }
     match stored {
@@ -488,6 +528,47 @@ async fn harvest_instance(
             Ok(Status::Reproduced)
         }
         None => gold::write_outputs(inst, &fresh, opts.replace, report),
+    }
+}
+
+/// `--check --witness reference`: the stored gold re-derived by the plain settrace reference
+/// ([`witness`]); a disagreement fails with both answers.
+async fn check_with_reference(
+    inst: &Instance,
+    opts: &HarvestOptions,
+    backend: &Backend,
+    stored: Option<&Oracle>,
+    report: &mut InstanceReport,
+) -> anyhow::Result<Status> {
+    let (Some(stored), true) = (stored, opts.check) else {
+        anyhow::bail!("--witness reference checks a stored gold answer: use it with --check");
+    };
+    let Backend::Docker(rt) = backend else {
+        anyhow::bail!("--witness reference runs in the instance's container (Docker)");
+    };
+    let t = Instant::now();
+    let run = witness::run_reference(rt, inst, opts).await?;
+    report.run_dir = Some(run.run_dir.clone());
+    report.run_seconds = Some(t.elapsed().as_secs_f64());
+    report.events = Some(run.trace.events.len());
+    match witness::judge(inst, &stored.oracle_answer, &run) {
+        Judgement::Agrees => {
+            report.oracle = Some(Verdict::Reproduced);
+            report.witness = Some(WitnessKind::Reference);
+            Ok(Status::Reproduced)
+        }
+        Judgement::Disagrees { reference } => {
+            report.oracle = Some(Verdict::Differs);
+            report.disagreement = Some((stored.oracle_answer.clone(), reference.clone()));
+            anyhow::bail!(
+                "the reference witness disagrees with the stored gold (run in {}):\n{}",
+                run.run_dir.display(),
+                witness::disagreement(&stored.oracle_answer, &reference)
+            )
+        }
+        Judgement::Unavailable { why } => {
+            anyhow::bail!("the reference witness could not check it: {why}")
+        }
     }
 }
 
@@ -542,14 +623,17 @@ async fn run_once(
     phase("trace.jsonl", t);
     screen_run(inst, &out, &run_dir)?;
     let t = Instant::now();
-    // Hook point (flux-interop): SWE-Flux's parser answers on flux's trace, in the container.
-    let external = inst.external_parser().is_some();
-    let parsed = match backend {
-        Backend::Docker(rt) if external => Some(
-            flux_interop::external::run_parser(rt, inst, &out.trace, &run_dir)
-                .await?
-                .answer,
-        ),
+    // A peer's parser answers on flux's trace, in the container (checked before the run that
+    // `opts.external` is there for an instance that needs it).
+    let external = opts
+        .external
+        .as_ref()
+        .filter(|_| inst.external_parser().is_some());
+    let parsed = match (backend, external) {
+        (Backend::Docker(rt), Some(ext)) => Some((
+            ext.answer(rt, inst, &out.trace, &run_dir).await?,
+            ext.label().to_string(),
+        )),
         _ => None,
     };
     let mut facts = flux_instance::RunFacts {
@@ -561,10 +645,8 @@ async fn run_once(
         labels: out.labels.clone(),
     };
     let oracle = match parsed {
-        Some(answer) => {
-            facts
-                .labels
-                .push(flux_interop::external::EXTERNAL_LABEL.to_string());
+        Some((answer, label)) => {
+            facts.labels.push(label);
             inst.oracle_for(answer, &out.trace, &facts)
         }
         None => inst.build_oracle(&out.trace, &facts),

@@ -1,5 +1,7 @@
-//! One measured run of an instance's test in its container, without extraction, screening or
-//! writing any gold file: what `flux bench-run` and `cargo xtask bench harvest` time.
+//! One measured run of an instance's test in its container, without screening or writing any
+//! gold file: what `flux bench-run` and `cargo xtask bench harvest` time. A traced run's
+//! complete trace is handed to the instance's extractor ([`TestRun::gold`]): a cost figure
+//! counts only with the gold answer it was paid for.
 //!
 //! The run is the harvest's own (same run directory layout, container, gate and command); only
 //! the witness differs ([`Witness`]): flux's tracer with [`HarvestOptions::calls`], or none at
@@ -61,6 +63,52 @@ pub struct TestRun {
     pub counts: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
+    /// Traced runs: the instance's extractor applied to the trace (after the program's wall
+    /// time was taken), or why there is no gold answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gold: Option<RunGold>,
+}
+
+/// The gold answer of one traced run ([`TestRun::gold`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunGold {
+    /// `sha256:` of the answer's canonical JSON; `None` when there is none.
+    pub sha256: Option<String>,
+    /// The answer's size (`flux_extract::answer_size`).
+    pub size: Option<u64>,
+    /// Why there is no answer: an incomplete trace or the extractor's refusal.
+    pub error: Option<String>,
+}
+
+impl RunGold {
+    fn of(inst: &flux_instance::Instance, trace: &flux_trace::Trace) -> RunGold {
+        if !trace.meta.complete {
+            return RunGold {
+                sha256: None,
+                size: None,
+                error: Some("the trace is incomplete".into()),
+            };
+        }
+        match inst.extract(trace) {
+            Ok(answer) => {
+                use sha2::Digest;
+                let text = serde_json::to_string(&answer).unwrap_or_default();
+                RunGold {
+                    sha256: Some(format!(
+                        "sha256:{:x}",
+                        sha2::Sha256::digest(text.as_bytes())
+                    )),
+                    size: Some(flux_extract::answer_size(&answer) as u64),
+                    error: None,
+                }
+            }
+            Err(e) => RunGold {
+                sha256: None,
+                size: None,
+                error: Some(e.to_string()),
+            },
+        }
+    }
 }
 
 /// Run the test of the instance in `dir` once in its image (Docker only), watched by `witness`.
@@ -101,6 +149,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 events_in_tests: Some(events_in_tests(&out.trace)),
                 counts: m.counts.clone(),
                 problems: m.problems.clone(),
+                gold: Some(RunGold::of(&inst, &out.trace)),
             })
         }
         Witness::Untraced { env, files } => {
@@ -128,6 +177,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 events_in_tests: None,
                 counts: BTreeMap::new(),
                 problems: Vec::new(),
+                gold: None,
             })
         }
     }
@@ -259,7 +309,7 @@ pub fn read_untrusted(
 }
 
 /// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.
-fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
+pub(crate) fn write_files(run_dir: &Path, files: &[(String, Vec<u8>)]) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     for (rel, bytes) in files {
         let r = Path::new(rel);

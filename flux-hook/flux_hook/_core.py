@@ -9,6 +9,7 @@ import builtins
 import fnmatch
 import itertools
 import json
+import opcode
 import os
 import reprlib
 import socket
@@ -68,6 +69,31 @@ def jval(x):
 
 
 GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
+# The instructions an exception is reported at when `throw()`/`close()` put it into a generator
+# or coroutine: the `yield` it was suspended at, or, unstarted, its RETURN_GENERATOR (3.11: the
+# frame's f_lasti; 3.12+: RAISE's offset). No other exception is ever reported there.
+THROWN_AT = frozenset(
+    opcode.opmap[n] for n in ("YIELD_VALUE", "RETURN_GENERATOR") if n in opcode.opmap
+)
+# A `raise` statement (bare or not). Cleanup re-raises (RERAISE) are never reported as raises.
+RAISE_AT = frozenset([opcode.opmap["RAISE_VARARGS"]])
+
+
+def exc_origin(tb):
+    """Where an exception was raised, from its traceback: `[co_filename, co_qualname,
+    tb_lineno]` of its innermost entry as JSON text (`null` without a traceback). Read from the
+    exception itself, it holds whether or not the frame that raised it was traced."""
+    if tb is None:
+        return "null"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    co = tb.tb_frame.f_code
+    line = tb.tb_lineno
+    return "[%s,%s,%d]" % (
+        jstr(clean(co.co_filename)),
+        jstr(clean(co.co_qualname)),
+        line if type(line) is int and line > 0 else 0,
+    )
 
 PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 HOOK_DIR = os.path.dirname(PKG_DIR)
@@ -325,7 +351,7 @@ class Hook:
         self.sock_path = sock_path
         self.calls = calls
         # FLUX_HOOK_LEAVE: starts the agent decided to name from USDT itself (calls=generators):
-        # "lineless" (code whose first instruction has no line), "genexpr" (generator expressions).
+        # "lineless" (code whose first instruction has no line).
         self.leave = leave
         self.cfg = config
         self.mode = mode
@@ -391,7 +417,7 @@ class Hook:
         hello = (
             '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"gen_starts":"marked","clock":"monotonic_ns"}\n'
             % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope,
-               ",".join('"%s"' % x for x in sorted(self.leave, key=("lineless", "genexpr").index))))
+               ",".join('"%s"' % x for x in sorted(self.leave))))
         )
         self._send(hello.encode("ascii"))
 
@@ -806,13 +832,39 @@ class Hook:
             s = s[:lim] + "..."
         return [clean(s), clean(type(v).__name__)]
 
-    def x_tail(self, fs, frame, exc):
+    def x_tail(self, fs, frame, exc, tb=None):
         """The end of an `x` record: in dialect "swe-flux", the locals changed before the
-        exception and the exception object; else nothing."""
+        exception and the exception object (else nulls); then where it was raised
+        (`exc_origin` of `tb`, else of the exception's own traceback; `exc` None: unknown)."""
+        origin = "null" if exc is None else exc_origin(exc.__traceback__ if tb is None else tb)
         if not self.cfg.swe:
-            return ""
+            return ",null,null,%s" % origin
         changed = self.changed_locals(fs, frame) if self.cfg.want_vars else None
-        return ",%s,%s" % (jval(changed), jval(self.plain_repr(exc)))
+        return ",%s,%s,%s" % (jval(changed), jval(self.plain_repr(exc)), origin)
+
+    def exc_kind(self, exc, frame, at, tb=None):
+        """classify_raise, with `thrown` told apart: an exception reported at the instruction a
+        generator was suspended at (`at`: 3.11's f_lasti, 3.12+'s RAISE offset) was put there
+        by `throw()`/`close()` (a `@contextmanager`'s `__exit__` throwing a `with` body's
+        exception), not raised by the frame's own code. One that came out of a generator it
+        delegates to (`yield from`, `await`) stays `propagate`; so does one a callee re-raised
+        with a bare `raise` (no `raise` statement of this frame runs)."""
+        kind = self.classify_raise(exc, frame, tb)
+        if kind == "propagate":
+            return kind
+        co = frame.f_code.co_code
+        op = co[at] if 0 <= at < len(co) else -1
+        if frame.f_code.co_flags & GEN_FLAGS and op in THROWN_AT:
+            return "thrown"
+        if kind == "reraise" and op not in RAISE_AT:
+            # The traceback's next entry is this very frame (it raised or got this exception
+            # before), yet no `raise` of its own runs: a callee re-raised it with a bare `raise`,
+            # which adds no traceback entry (flask's handle_user_exception). It came out of the
+            # callee.
+            t = exc.__traceback__ if tb is None else tb
+            if t is not None and t.tb_next is not None and t.tb_next.tb_frame is frame:
+                return "propagate"
+        return kind
 
     def vrepr(self, v):
         if self.cfg.swe:
@@ -1046,8 +1098,8 @@ def install_hook():
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
         _real_exit(97)
     leave = frozenset(x for x in os.environ.get("FLUX_HOOK_LEAVE", "").split(",") if x)
-    if not leave <= {"lineless", "genexpr"}:
-        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless,genexpr)\n" % ",".join(sorted(leave)))
+    if not leave <= {"lineless"}:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless)\n" % ",".join(sorted(leave)))
         _real_exit(97)
     try:
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))

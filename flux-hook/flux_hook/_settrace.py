@@ -286,7 +286,7 @@ def start(hook):
                     # (SWE-Flux's tracer logs it: the dialect records it, flagged).
                     if swe and want_exc:
                         p = (id(exc), exc_typename(exc), exc_message(exc))
-                        x_record(info, frame, p, "tracer-only", None, x_tail(fs, frame, exc))
+                        x_record(info, frame, p, "tracer-only", None, x_tail(fs, frame, exc, arg[2]))
                     return target_local
                 if not fs.active:
                     # Resumed by gen.throw() without a call event: open the activation.
@@ -303,9 +303,9 @@ def start(hook):
                         info,
                         frame,
                         p,
-                        hook.classify_raise(exc, frame, arg[2]),
+                        hook.exc_kind(exc, frame, frame.f_lasti, arg[2]),
                         None,
-                        x_tail(fs, frame, exc) if swe else "",
+                        x_tail(fs, frame, exc, arg[2]),
                     )
                 fs.pending = p
                 fs.handled = None
@@ -329,6 +329,15 @@ def start(hook):
                         exc = fs.handled
                         if want_exc:
                             x_record(info, frame, exc, reraise_inferred)
+                    elif exc is None:
+                        # Left by a bare `raise` outside any handler of its own: of the
+                        # exception a caller is handling (flask's handle_user_exception), which
+                        # is sys.exc_info() here. No event reported it (3.11).
+                        e = sys.exc_info()[1]
+                        if e is not None:
+                            exc = (id(e), exc_typename(e), exc_message(e))
+                            if want_exc:
+                                x_record(info, frame, exc, reraise_inferred)
                     payload = [exc[1], exc[2]] if exc is not None else None
                 elif want_ret:
                     payload = vrepr(arg)

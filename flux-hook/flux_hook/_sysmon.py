@@ -64,19 +64,9 @@ def start(hook):
     # reports, never a guess.
     lineless = {}  # id(code) -> no_first_line(code); codes stay alive in hook.codes
     report_lineless = "lineless" not in hook.leave
-    # Likewise generator expressions (FLUX_HOOK_LEAVE=genexpr): USDT's entry says line 0 at
-    # their creation and their own line at every resumption, so the agent needs no report of
-    # theirs (a genexpr cannot catch what is thrown into it), only their definitions.
-    leave_genexprs = gen_only and "genexpr" in hook.leave
-
-    def genexpr_left(code):
-        """A generator expression USDT alone can place: defined, then never called back."""
-        info = codes.get(id(code)) or register(code)
-        if info[1] != PLAIN:
-            return False
-        if not info[4]:
-            define(info)
-        return True
+    # Generator expressions are reported as every generator is (issue 28): USDT fires no entry
+    # when throw()/close() resumes one (an abandoned genexpr closed while PY_THROW is on), and
+    # cannot tell its start from its resumptions.
 
     def gen_start(code):
         if code.co_flags & GENMASK:
@@ -216,8 +206,6 @@ def start(hook):
         if g:
             gc_off()
         try:
-            if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
-                return DISABLE
             if extents and not xn[0] and code.co_flags & GENMASK:
                 # Outside every extent (scope "targets"): a known untargeted generator's start
                 # records nothing.
@@ -242,6 +230,12 @@ def start(hook):
                             if r is None:
                                 r = lineless[id(code)] = no_first_line(code)
                             if not r:
+                                # Defined once (its first start; DISABLE after): USDT names
+                                # code only by (file, name, line), and the agent names its
+                                # entries by qualified name from the definition (`Node.positive`,
+                                # not `positive`; issue 28).
+                                if not info[4]:
+                                    define(info)
                                 return DISABLE
                             if not report_lineless:
                                 if not info[4]:
@@ -313,8 +307,6 @@ def start(hook):
         if g:
             gc_off()
         try:
-            if leave_genexprs and code.co_name == "<genexpr>" and genexpr_left(code):
-                return DISABLE
             if extents and not xn[0] and id(code) not in target_ids:
                 return None  # outside every extent, only a targeted generator's resumption counts
             try:
@@ -351,8 +343,6 @@ def start(hook):
             gc_off()
         try:
             if extents and not xn[0] and id(code) not in target_ids:
-                return None
-            if leave_genexprs and code.co_name == "<genexpr>" and id(code) not in target_ids:
                 return None
             try:
                 # throw()/close() into an unstarted generator fires PY_THROW (no PY_START) just
@@ -553,7 +543,7 @@ def start(hook):
                     return
                 f = getframe(1)
                 fs = _state(code, f)
-                _x(info, f, fs, exc, hook.classify_raise(exc, f))
+                _x(info, f, fs, exc, hook.exc_kind(exc, f, off))
             except RecursionError:
                 hook.recursion_hit = True
             except Exception:

@@ -56,6 +56,8 @@ Output of the CLI: one JSON object
                   it (a local or parameter); augmented assignment reads its target
       free_reads  {line: [names]} loaded by this scope's own code that resolve to no local of
                   it (an enclosing function's local, a global or a builtin)
+      read_counts {line: {name: n}} how many times this scope's own code loads a name of
+                  `reads` at that line, where more than once (`x + x`: 2)
       nested_reads {line: [names]} loaded by nested scopes (comprehensions, lambdas, closures,
                   at any depth) that resolve to a local of *this* scope -- what SWE-Flux's def-use
                   attributes to the enclosing function
@@ -196,6 +198,18 @@ def line_map(pairs):
         names = out.setdefault(str(line), [])
         if name not in names:
             names.append(name)
+    return out
+
+
+def load_counts(pairs):
+    """{str(line): {name: n}} of the (line, name) loads that occur more than once."""
+    counts = {}
+    for line, name in pairs:
+        counts[(line, name)] = counts.get((line, name), 0) + 1
+    out = {}
+    for (line, name), n in sorted(counts.items()):
+        if n > 1:
+            out.setdefault(str(line), {})[name] = n
     return out
 
 
@@ -793,6 +807,7 @@ def facts_for_source(source, filename):
                 "reads": line_map(sorted(reads[id(s)], key=lambda p: p[0])),
                 "free_reads": line_map(sorted(free[id(s)], key=lambda p: p[0])),
                 "nested_reads": line_map(sorted(nested[id(s)], key=lambda p: p[0])),
+                "read_counts": load_counts(reads[id(s)]),
                 "calls": call_map(s.calls),
                 "globals": sorted(s.globals),
                 "nonlocals": sorted(s.nonlocals),

@@ -301,6 +301,12 @@ class TestNames(unittest.TestCase):
         # Class scopes are skipped when resolving: the method's `attr` is not C's local.
         self.assertEqual(fn(f, "C.m")["reads"], {"55": ["self"]})
 
+    def test_read_counts_say_how_often_a_line_loads_a_name(self):
+        f = facts("def f(n):\n    t = n + n * n\n    return t\n", "counts.py")
+        g = fn(f, "f")
+        self.assertEqual(g["reads"]["2"], ["n"])
+        self.assertEqual(g["read_counts"], {"2": {"n": 3}}, "only names loaded more than once")
+
     def test_calls(self):
         outer = fn(facts(), "outer")
         self.assertEqual(outer["calls"]["42"], ["open", "open"])

@@ -18,7 +18,7 @@
 //!   instance's files laid out at `root/qa_dir/` as SWE-Flux's harness lays them out (parsers
 //!   find the source through their own path);
 //! - `log`: SWE-Flux's tracer variables (from `eval.sh`), which configure the log the parser
-//!   reads (`flux_trace::sweflux_log::LogConfig`);
+//!   reads (`flux_interop::sweflux_log::LogConfig`);
 //! - `origin`: where the instance came from.
 //!
 //! The template is the instance's own (there is no built-in answer shape to check it against).
@@ -36,6 +36,10 @@ pub const SWE_FLUX_PARSER: &str = "swe-flux-parser";
 /// The directory of an instance that holds what came from SWE-Flux's store unchanged
 /// (`oracle.json` with their answer, `eval.sh`).
 pub const REFERENCE_DIR: &str = "swe-flux";
+
+/// Beside their TRACE_* variables in `log`: the interpreter their run used (`3.9`), which
+/// decides how their tracer named frames (flux-interop's `sweflux_log::THEIR_PYTHON`).
+pub const THEIR_PYTHON: &str = "SWE_FLUX_PYTHON";
 
 /// The parameters of a [`SWE_FLUX_PARSER`] instance.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,9 +101,12 @@ impl ExternalParser {
             Some(Value::Object(m)) => m
                 .iter()
                 .map(|(k, v)| match v {
-                    Value::String(s) if k.starts_with("TRACE_") => Ok((k.clone(), s.clone())),
+                    Value::String(s) if k.starts_with("TRACE_") || k == THEIR_PYTHON => {
+                        Ok((k.clone(), s.clone()))
+                    }
                     _ => Err(format!(
-                        "parameter `log.{k}` must be a TRACE_* variable with a string value"
+                        "parameter `log.{k}` must be a TRACE_* variable (or {THEIR_PYTHON}) with a \
+                         string value"
                     )),
                 })
                 .collect::<Result<Vec<_>, _>>()?,

@@ -28,8 +28,8 @@ pub mod template;
 
 pub use oracle::{
     parse_oracle, question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp,
-    write_call_graph, write_oracle, OnConflict, Oracle, Provenance, WriteOutcome, CALL_GRAPH_FILE,
-    HISTORY_DIR, ORACLE_FILE,
+    write_call_graph, write_oracle, OnConflict, Oracle, Provenance, Witnessed, WriteOutcome,
+    CALL_GRAPH_FILE, HISTORY_DIR, ORACLE_FILE,
 };
 pub use template::{Projection, Template, TemplateError};
 
@@ -953,6 +953,7 @@ impl Instance {
                 extractor: self.spec.extractor.name.clone(),
                 params: self.spec.extractor.params.clone(),
                 order_insensitive: self.spec.order_insensitive.clone(),
+                witness: None,
             },
         })
     }

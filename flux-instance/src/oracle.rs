@@ -53,6 +53,23 @@ pub struct Provenance {
     /// Lists of the answer compared as multisets.
     #[serde(default)]
     pub order_insensitive: Vec<String>,
+    /// The independent witness that re-derived this answer from a run of its own, when one did
+    /// (issue 23.1: `flux gen` witnesses a seeded sample of its instances, every one of some
+    /// kinds; absent: not witnessed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<Witnessed>,
+}
+
+/// How a gold answer was witnessed (`provenance.witness`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Witnessed {
+    /// Which witness: `reference` (the plain settrace reference, `flux_harvest::witness`).
+    pub by: String,
+    /// sha256 (hex) of the witness's trace ([`trace_digest`]): it names the witnessing run.
+    pub trace_sha256: String,
+    /// `X.Y.Z` of the interpreter it ran under.
+    pub interpreter: String,
 }
 
 /// What [`write_oracle`] did.

@@ -4,7 +4,7 @@
 //! (network off, user 1000, flux-container's limits), never on the host. What it sees:
 //! - the instance's files (a copy, read-only) at `<root>/<qa_dir>/`, where SWE-Flux's harness
 //!   puts them, because parsers find the repository's source through their own path;
-//! - flux's trace as SWE-Flux's log (`flux_trace::sweflux_log`, configured by the instance's
+//! - flux's trace as SWE-Flux's log (`crate::sweflux_log`, configured by the instance's
 //!   TRACE_* variables) at `/flux/run/trace.log`;
 //! - `/flux/out/` writable (the parser's `--out`; `/flux/run` is read-only to programs since
 //!   h-iso), read back as untrusted: a link there is refused, never followed.
@@ -13,12 +13,12 @@
 //! --out OUT` from `<root>`. Its answer is the `oracle_answer` of what it writes; it must fit
 //! the instance's template. A parser that fails, times out or writes no answer is an error
 //! with its output's end: no gold answer is made from it.
+use crate::sweflux_log::{self, LogConfig};
 use anyhow::{bail, Context, Result};
 use flux_container::runtime::RUN_DIR_IN_CONTAINER;
 use flux_container::{ContainerSpec, Mount};
 use flux_instance::external::ExternalParser;
 use flux_instance::Instance;
-use flux_trace::sweflux_log::{self, LogConfig};
 use flux_trace::Trace;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -177,6 +177,38 @@ pub async fn run_parser(
         log_lines,
         log,
     })
+}
+
+/// SWE-Flux's parsers and stored answers, handed to the harvest
+/// (`flux_harvest::HarvestOptions::external`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SweFluxAnswers;
+
+impl flux_harvest::ExternalAnswers for SweFluxAnswers {
+    fn label(&self) -> &str {
+        EXTERNAL_LABEL
+    }
+
+    fn answer<'a>(
+        &'a self,
+        rt: &'a flux_container::Runtime,
+        inst: &'a Instance,
+        trace: &'a Trace,
+        run_dir: &'a Path,
+    ) -> flux_harvest::external::BoxFuture<'a, Result<Value>> {
+        Box::pin(async move { Ok(run_parser(rt, inst, trace, run_dir).await?.answer) })
+    }
+
+    fn check_reference(&self, inst: &Instance, fresh: &Value) -> Result<bool> {
+        Ok(check_reference(inst, fresh)?.is_some())
+    }
+}
+
+/// The harvest's options with SWE-Flux's answers handed in.
+pub fn harvest_options(cache_dir: impl Into<PathBuf>) -> flux_harvest::HarvestOptions {
+    let mut o = flux_harvest::HarvestOptions::new(cache_dir);
+    o.external = Some(std::sync::Arc::new(SweFluxAnswers));
+    o
 }
 
 /// `flux harvest --check` of an imported instance: the fresh answer against SWE-Flux's

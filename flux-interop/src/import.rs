@@ -8,7 +8,7 @@
 //!   become `order_insensitive`); the test: `pytest <their arguments>` from their root
 //!   (`/testbed`), with the instance's files laid out where their harness puts them
 //!   (`<root>/<repo>_qa/<id>/files/`, see `flux_instance::external`); the tracing config that
-//!   records what their log needs (`flux_trace::sweflux_log::LogConfig::tracing_config` of
+//!   records what their log needs (`crate::sweflux_log::LogConfig::tracing_config` of
 //!   the variables `eval.sh` exports); the extractor `swe-flux-parser` with those variables,
 //!   the parser and the layout as parameters;
 //! - the files of `files/` (the test, the parser);
@@ -26,9 +26,9 @@
 //! An instance that cannot be read is reported with its directory and the reason; the others
 //! are still imported. An existing output directory is never replaced unless asked.
 use crate::evalsh;
+use crate::sweflux_log::LogConfig;
 use flux_instance::external::{ExternalParser, REFERENCE_DIR, SWE_FLUX_PARSER};
 use flux_instance::{ExtractorSpec, InstanceSpec, TestSpec, INSTANCE_FILE, ORACLE_FILE};
-use flux_trace::sweflux_log::LogConfig;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -68,13 +68,19 @@ pub struct ImportOptions {
     /// Replace existing instance directories.
     pub replace: bool,
     pub timeout_s: u64,
+    /// What the image has installed (`name==version`, its manifest's `pip freeze`), which
+    /// decides the pytest options the command may pass ([`pytest_options`]); `None` when its
+    /// manifest could not be read (then no plugin's option is passed).
+    pub image_packages: Option<Vec<String>>,
 }
 
 /// One imported instance.
 #[derive(Clone, Debug)]
 pub struct Imported {
     pub source: PathBuf,
-    pub dir: PathBuf,
+    /// The instance their parser answers, or why none was written (their store keeps some
+    /// instances without `files/parser.py`: the native twin is still written and checked).
+    pub dir: Result<PathBuf, String>,
     pub kind: String,
     /// The native instance written beside it (`<id>-native`, answered by a flux extractor),
     /// or why their question has none (see [`crate::native`]).
@@ -167,6 +173,54 @@ pub fn order_insensitive(template: &Value) -> Vec<String> {
     out
 }
 
+/// Whether `freeze` (`name==version` lines) has the distribution `name` (names compared as
+/// pip normalises them: case, `-`, `_` and `.` alike).
+pub fn has_distribution(freeze: &[String], name: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(['_', '.'], "-");
+    let want = norm(name);
+    freeze.iter().any(|l| {
+        let n = l
+            .split(['=', ' ', '@', '<', '>', '~', '!'])
+            .next()
+            .unwrap_or("");
+        norm(n.trim()) == want
+    })
+}
+
+/// The options an imported pytest command adds to theirs, only ever what the image provides
+/// (`image_packages`, its manifest's `pip freeze`):
+/// - `-p no:cacheprovider` (pytest's own plugin): their root is read-only in flux's
+///   containers, and the cache would write `<root>/.pytest_cache` and warn, an error under
+///   `filterwarnings = error`;
+/// - `-o timeout=0` only when the image has pytest-timeout: a repository's limit (fastapi's
+///   20 s, calibrated untraced) is off, the traced run being bounded by the instance's own
+///   deadline. Without the plugin pytest 9 warns `Unknown config option: timeout`, and under
+///   `filterwarnings = error` that warning is an INTERNALERROR before any test runs.
+pub fn pytest_options(image_packages: Option<&[String]>) -> Vec<String> {
+    let mut out = vec!["-p".to_string(), "no:cacheprovider".to_string()];
+    if image_packages.is_some_and(|f| has_distribution(f, "pytest-timeout")) {
+        out.extend(["-o".to_string(), "timeout=0".to_string()]);
+    }
+    out
+}
+
+/// The interpreter their run used (`3.9`), from the tag of their test's compiled file in
+/// `files/__pycache__/` (`testcase.cpython-39-pytest-8.3.4.pyc`); `None` when there is none.
+pub fn their_python(src: &Path, test_file: &str) -> Option<String> {
+    let stem = test_file.strip_suffix(".py").unwrap_or(test_file);
+    let rd = std::fs::read_dir(src.join("files").join("__pycache__")).ok()?;
+    let mut names: Vec<String> = rd
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{stem}.cpython-")))
+        .collect();
+    names.sort();
+    let tag = names.first()?.split(".cpython-").nth(1)?;
+    let digits: String = tag.chars().take_while(char::is_ascii_digit).collect();
+    let (major, minor) = digits.split_at(1.min(digits.len()));
+    (!minor.is_empty()).then(|| format!("{major}.{minor}"))
+}
+
 /// Import each of `sources` (instance directories in their layout).
 pub fn import(sources: &[PathBuf], opts: &ImportOptions) -> ImportReport {
     let mut report = ImportReport::default();
@@ -185,6 +239,12 @@ fn read(p: &Path) -> Result<String, String> {
 
 /// The flux instance of one SWE-Flux instance directory (not written).
 pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, String> {
+    spec_of(src, opts, true)
+}
+
+/// [`instance_spec`]; without `require_parser`, one whose `files/parser.py` is missing too (the
+/// basis of its native twin).
+fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<InstanceSpec, String> {
     let id = src
         .file_name()
         .and_then(|n| n.to_str())
@@ -221,12 +281,16 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
         .strip_prefix(&format!("{qa_dir}/"))
         .ok_or_else(|| format!("the parser {} is not in {qa_dir}/", eval.parser))?
         .to_string();
-    if !src.join("files").join(&parser_rel).is_file() {
+    if require_parser && !src.join("files").join(&parser_rel).is_file() {
         return Err(format!(
             "files/{parser_rel} (the parser eval.sh runs) is missing"
         ));
     }
-    let vars = eval.trace_vars();
+    let mut vars = eval.trace_vars();
+    if let Some(v) = their_python(src, &test_file) {
+        // Their tracer's frame names depend on it (`co_name` before 3.11).
+        vars.push((crate::sweflux_log::THEIR_PYTHON.to_string(), v));
+    }
     let log = LogConfig::from_pairs(&vars);
     if !log.on {
         return Err("eval.sh does not export TRACE_ON=1: their tracer would record nothing".into());
@@ -240,19 +304,8 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
             )
         })?,
     };
-    // Their root is read-only in flux's containers: pytest's cache (which would write
-    // `<root>/.pytest_cache`, and warn, an error under `filterwarnings = error`) is off. A
-    // repository's pytest-timeout limit (fastapi's 20 s, calibrated untraced) is off too: the
-    // traced run is bounded by the instance's own deadline (`--timeout`).
-    let mut command = vec![
-        opts.interpreter.clone(),
-        "-m".into(),
-        "pytest".into(),
-        "-p".into(),
-        "no:cacheprovider".into(),
-        "-o".into(),
-        "timeout=0".into(),
-    ];
+    let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
+    command.extend(pytest_options(opts.image_packages.as_deref()));
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {
         parser: parser_rel,
@@ -301,11 +354,18 @@ pub fn instance_spec(src: &Path, opts: &ImportOptions) -> Result<InstanceSpec, S
 pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, String> {
     let eval = evalsh::parse(&read(&src.join("eval.sh"))?)?;
     let template: Value = serde_json::from_str(&spec.template).map_err(|e| e.to_string())?;
-    let extractor = crate::native::native_extractor(&crate::native::Question {
+    // Their parser (when their store keeps it) is read, never run, for what it fixes.
+    let parser: Option<String> = eval
+        .parser
+        .strip_prefix(&format!("{}/", eval.qa_dir()))
+        .and_then(|rel| std::fs::read_to_string(src.join("files").join(rel)).ok());
+    let question = crate::native::Question {
         eval: &eval,
         text: &spec.question,
         template: &template,
-    })?;
+        parser: parser.as_deref(),
+    };
+    let extractor = crate::native::native_extractor(&question)?;
     let mut native = spec.clone();
     native.id = native_id(&spec.id);
     // Extractors read the static facts (statements, loops, definitions).
@@ -316,40 +376,54 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
     }
     if extractor.name == "predicate_report" {
         // The hook evaluates their candidates on the live locals where they are observed.
-        native.tracing.predicates = crate::native::predicates(&crate::native::Question {
-            eval: &eval,
-            text: &spec.question,
-            template: &template,
-        })?;
+        native.tracing.predicates = crate::native::predicates(&question)?;
     }
     native.extractor = extractor;
     Ok(native)
 }
 
 fn import_one(src: &Path, opts: &ImportOptions) -> Result<Imported, String> {
-    let imported = import_dir(src, opts, None)?;
-    if src
+    let exported = src
         .join(flux_instance::export::FLUX_DIR)
         .join(INSTANCE_FILE)
-        .is_file()
-    {
-        return Ok(imported);
+        .is_file();
+    let parser = import_dir(src, opts, None);
+    if exported {
+        let (dir, kind) = parser?;
+        return Ok(Imported {
+            source: src.to_path_buf(),
+            dir: Ok(dir),
+            kind,
+            native: Err("not mapped (an instance flux exported)".into()),
+        });
     }
-    let spec = instance_spec(src, opts)?;
-    let native =
-        native_spec(src, &spec).and_then(|n| import_dir(src, opts, Some(n)).map(|i| i.dir));
-    Ok(Imported { native, ..imported })
+    // The native twin needs everything but their parser.
+    let native = spec_of(src, opts, false).and_then(|spec| {
+        let n = native_spec(src, &spec)?;
+        import_dir(src, opts, Some(n))
+    });
+    let kind = match (&parser, &native) {
+        (Ok((_, k)), _) | (_, Ok((_, k))) => k.clone(),
+        (Err(p), Err(n)) if p == n => return Err(p.clone()),
+        (Err(p), Err(n)) => return Err(format!("{p} (native: {n})")),
+    };
+    Ok(Imported {
+        source: src.to_path_buf(),
+        dir: parser.map(|(d, _)| d),
+        kind,
+        native: native.map(|(d, _)| d),
+    })
 }
 
-/// Write one instance of `src` (its external-parser instance, or `native`) into place.
+/// Write one instance of `src` (its external-parser instance, or `native`) into place: its
+/// directory and kind.
 fn import_dir(
     src: &Path,
     opts: &ImportOptions,
     native: Option<InstanceSpec>,
-) -> Result<Imported, String> {
+) -> Result<(PathBuf, String), String> {
     let flux_dir = src.join(flux_instance::export::FLUX_DIR);
     let exported = native.is_none() && flux_dir.join(INSTANCE_FILE).is_file();
-    let is_native = native.is_some();
     let spec = if let Some(n) = native {
         n
     } else if exported {
@@ -398,16 +472,7 @@ fn import_dir(
     let _ = std::fs::remove_dir_all(&scratch);
     moved?;
     flux_instance::load_instance(&dir).map_err(|e| e.to_string())?;
-    Ok(Imported {
-        source: src.to_path_buf(),
-        dir,
-        kind: spec.kind.as_str().to_string(),
-        native: Err(if is_native {
-            String::new()
-        } else {
-            "not mapped (an instance flux exported)".into()
-        }),
-    })
+    Ok((dir, spec.kind.as_str().to_string()))
 }
 
 /// An instance `flux export` wrote, back as it was (see the module doc).

@@ -10,13 +10,17 @@
 //!
 //! - [`evalsh`]: their `eval.sh`, read (never run);
 //! - [`import`]: `flux import swe-flux`;
-//! - [`native`]: their question asked of a flux extractor (the native instance);
+//! - [`native`]: their question asked of a flux extractor (the native instance), read from
+//!   their parser's constants ([`parser_facts`]), eval.sh and the answer's shape first;
 //! - [`external`]: their parser on flux's log, in the container; the check against their answer.
 //!
-//! The log their parsers read is written by `flux_trace::sweflux_log` from flux's trace; the
+//! The log their parsers read is written by [`sweflux_log`] from flux's trace; the
 //! tracing config that records what it needs comes from their variables
 //! (`LogConfig::tracing_config`). Export to their layout is `flux_instance::export`.
 pub mod evalsh;
+pub mod evidence;
 pub mod external;
 pub mod import;
 pub mod native;
+pub mod parser_facts;
+pub mod sweflux_log;

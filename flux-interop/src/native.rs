@@ -37,15 +37,20 @@
 //!   (`is_invariant_always_held`, `total_iterations_observed`, `violating_iteration_count`) is
 //!   the same report's first item, bound by `[extractor.answer]`.
 use crate::evalsh::EvalSh;
+use crate::evidence::{dotted_tokens, fold, Evidence};
 use flux_instance::ExtractorSpec;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
-/// What the mapping reads: their `eval.sh`, their question, their template.
+/// What the mapping reads: their `eval.sh`, their question, their template, their parser.
+#[derive(Clone, Copy)]
 pub struct Question<'a> {
     pub eval: &'a EvalSh,
     pub text: &'a str,
     pub template: &'a Value,
+    /// Their `parser.py`, when their store keeps it: the executable definition of the answer,
+    /// whose constants are read before the prose ([`crate::evidence`]).
+    pub parser: Option<&'a str>,
 }
 
 /// The shapes the mapping knows, by their template's top-level keys (sorted, `+`-joined),
@@ -71,6 +76,7 @@ pub const RULES: &[(&str, &str)] = &[
         "is_invariant_always_held+total_iterations_observed+violating_iteration_count",
         "predicate_report",
     ),
+    ("exception_message+exception_type", "exception_info"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -103,14 +109,21 @@ fn backticked(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn is_dotted_name(s: &str) -> bool {
+pub(crate) fn is_dotted_name(s: &str) -> bool {
     !s.is_empty()
         && s.split('.').all(|c| {
             !c.is_empty()
                 && (c.chars().all(|x| x.is_alphanumeric() || x == '_')
-                    || c == "<locals>"
-                    || c == "<listcomp>"
-                    || c == "<lambda>")
+                    && !c.starts_with(|x: char| x.is_ascii_digit())
+                    || matches!(
+                        c,
+                        "<locals>"
+                            | "<listcomp>"
+                            | "<setcomp>"
+                            | "<dictcomp>"
+                            | "<genexpr>"
+                            | "<lambda>"
+                    ))
         })
 }
 
@@ -264,15 +277,19 @@ fn files(q: &Question) -> Vec<String> {
     out
 }
 
-/// The target: the first backticked `module.qualname` of the question whose module is one of
-/// the question's files and that `TRACE_FUNC` matches.
-fn target(q: &Question) -> Result<Target, String> {
+/// The target: the first `module.qualname` whose module is one of the question's files and
+/// that `TRACE_FUNC` matches, among their parser's constants (its target role first), then the
+/// question's backticked names, then its names without backticks.
+fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
     let funcs = trace_funcs(q.eval);
+    let mut names: Vec<&str> = ev.target_names();
+    names.extend(backticked(q.text));
+    names.extend(dotted_tokens(q.text));
     for file in files(q) {
         let Some(module) = module_of(&file) else {
             continue;
         };
-        for b in backticked(q.text) {
+        for &b in &names {
             let Some(qual) = b.strip_prefix(&format!("{module}.")) else {
                 continue;
             };
@@ -301,7 +318,7 @@ fn target(q: &Question) -> Result<Target, String> {
 /// `module.qualname`s (of the question's modules, matched by `TRACE_FUNC`) of the passage that
 /// follows the first phrase introducing them ("Track calls to exactly these functions: ...",
 /// "Tracked functions (only these three): ...", "the following tracked set ...: - ...").
-fn tracked(q: &Question) -> Vec<String> {
+fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
     const PHRASES: &[&str] = &[
         "track calls to",
         "tracked functions",
@@ -312,13 +329,20 @@ fn tracked(q: &Question) -> Vec<String> {
     let funcs = trace_funcs(q.eval);
     let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
     let lower = q.text.to_lowercase();
-    let Some(at) = PHRASES.iter().filter_map(|p| lower.find(p)).min() else {
-        return Vec::new();
+    let from_parser = ev.tracked();
+    let passage: Vec<&str> = if !from_parser.is_empty() {
+        from_parser.iter().map(String::as_str).collect()
+    } else {
+        let Some(at) = PHRASES.iter().filter_map(|p| lower.find(p)).min() else {
+            return Vec::new();
+        };
+        let rest = &q.text[at..];
+        // The passage ends at the first sentence end that is not a dot inside a name.
+        let end = rest.find(". ").unwrap_or(rest.len());
+        dotted_tokens(&rest[..end])
     };
-    let rest = &q.text[at..];
-    let end = rest.find(". ").unwrap_or(rest.len());
     let mut out: Vec<String> = Vec::new();
-    for b in backticked(&rest[..end]) {
+    for b in passage {
         let Some(qual) = modules
             .iter()
             .find_map(|m| b.strip_prefix(&format!("{m}.")))
@@ -352,7 +376,11 @@ fn is_identifier(b: &str) -> bool {
 /// The local variables the question names: the backticked identifiers of the sentence that
 /// follows the first of its phrases naming them (`Track only these local variable names:
 /// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each.
-fn variables(q: &Question) -> Vec<String> {
+fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
+    let from_parser = ev.variables();
+    if !from_parser.is_empty() {
+        return from_parser;
+    }
     const PHRASES: &[&str] = &[
         "outer-function locals",
         "target-frame locals",
@@ -397,11 +425,171 @@ fn statement_lines(text: &str) -> bool {
             "where its innermost",
             "statement begins",
             "statement or expression begins",
+            "statement's starting line",
+            "starting line of its statement",
+            "starting line of the statement",
+            "statement starts",
         ],
     ) && !mentions(
         text,
         &["sub-expression or statement begins", "physical line"],
     )
+}
+
+/// The def-use conventions a question's prose fixes beyond flux's defaults, as extractor
+/// parameters: reads inside comprehensions and generator expressions out of the outer frame's
+/// uses ("excluded", "do not count", "are not uses"), nested-function reads of outer locals in
+/// or out, and uses counted per load ("each load", "every occurrence ... counts").
+fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
+    use bool_or_str::V;
+    let lower = text.to_lowercase();
+    let mut out = Vec::new();
+    let near = |a: &str, bs: &[&str]| {
+        lower.match_indices(a).any(|(i, _)| {
+            let end = floor_char(&lower, (i + a.len() + 120).min(lower.len()));
+            let start = floor_char(&lower, i.saturating_sub(60));
+            bs.iter().any(|b| lower[start..end].contains(b))
+        })
+    };
+    const OUT: &[&str] = &[
+        "excluded",
+        "exclude",
+        "are not uses",
+        "do not count",
+        "does not count",
+        "don't count",
+        "not counted",
+        "ignored",
+        "ignore",
+    ];
+    if near("comprehension", OUT) || near("generator expression", OUT) {
+        out.push(("comprehension_uses", V::B(false)));
+    }
+    const IN: &[&str] = &[
+        "included",
+        "count as uses",
+        "counts as a use",
+        "are uses",
+        "include",
+    ];
+    if near("nested function", IN) || near("closure", IN) || near("inner function", IN) {
+        out.push(("closure_uses", V::B(true)));
+    } else if near("nested function", OUT) || near("lambda", OUT) || near("closure", OUT) {
+        out.push(("closure_uses", V::B(false)));
+    }
+    if mentions(
+        text,
+        &[
+            "each load",
+            "every load",
+            "per load",
+            "each occurrence of the name",
+            "every occurrence of the name",
+            "each read counts",
+            "each syntactic read",
+        ],
+    ) {
+        out.push(("use_count", V::S("load")));
+    }
+    out
+}
+
+mod bool_or_str {
+    /// A parameter value the prose sets.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    pub enum V {
+        B(bool),
+        S(&'static str),
+    }
+
+    impl serde::Serialize for V {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            match self {
+                V::B(b) => s.serialize_bool(*b),
+                V::S(x) => s.serialize_str(x),
+            }
+        }
+    }
+}
+
+/// A candidate predicate written in prose, as the Python expression it unambiguously means
+/// (`None` when it is not one of these forms, or is Python already):
+/// - `A occurs in B` / `A appears in B` / `A is contained in B` → `(A) in (B)`;
+/// - `A does not occur in B` → `(A) not in (B)`;
+/// - `A is at least B` → `(A) >= (B)`, `at most` → `<=`, `is greater than` → `>`, `is less
+///   than` → `<`, `equals` / `is equal to` → `==`, `is not equal to` / `differs from` → `!=`;
+/// - `A is non-negative` → `(A) >= 0`, `is positive` → `(A) > 0`, `is empty` → `len(A) == 0`,
+///   `is non-empty` / `is not empty` → `len(A) > 0`.
+///
+/// The operands are taken verbatim (backticks dropped); an operand holding another of these
+/// phrases is ambiguous and left alone.
+pub fn prose_predicate(text: &str) -> Option<String> {
+    let t = fold(&text.replace('`', ""));
+    const BINARY: &[(&str, &str)] = &[
+        (" does not occur in ", "not in"),
+        (" does not appear in ", "not in"),
+        (" occurs in ", "in"),
+        (" appears in ", "in"),
+        (" is contained in ", "in"),
+        (" is at least ", ">="),
+        (" is at most ", "<="),
+        (" is greater than or equal to ", ">="),
+        (" is less than or equal to ", "<="),
+        (" is greater than ", ">"),
+        (" is less than ", "<"),
+        (" is not equal to ", "!="),
+        (" differs from ", "!="),
+        (" is equal to ", "=="),
+        (" equals ", "=="),
+    ];
+    const UNARY: &[(&str, &str)] = &[
+        (" is non-negative", "({}) >= 0"),
+        (" is nonnegative", "({}) >= 0"),
+        (" is positive", "({}) > 0"),
+        (" is non-empty", "len({}) > 0"),
+        (" is nonempty", "len({}) > 0"),
+        (" is not empty", "len({}) > 0"),
+        (" is empty", "len({}) == 0"),
+    ];
+    let found: Vec<(usize, &str, &str)> = BINARY
+        .iter()
+        .filter_map(|(ph, op)| t.find(ph).map(|i| (i, *ph, *op)))
+        .collect();
+    if let [(i, ph, op)] = found[..] {
+        let (a, b) = (
+            t[..i].trim(),
+            t[i + ph.len()..].trim().trim_end_matches('.'),
+        );
+        if !a.is_empty() && !b.is_empty() {
+            return Some(format!("({a}) {op} ({b})"));
+        }
+        return None;
+    }
+    if !found.is_empty() {
+        // " is greater than or equal to " also holds " is greater than ": the longest wins.
+        let (i, ph, op) = found.iter().max_by_key(|(_, ph, _)| ph.len())?;
+        let (a, b) = (
+            t[..*i].trim(),
+            t[i + ph.len()..].trim().trim_end_matches('.'),
+        );
+        let others = BINARY
+            .iter()
+            .filter(|(p2, _)| {
+                !ph.contains(p2.trim()) && (a.contains(p2.trim()) || b.contains(p2.trim()))
+            })
+            .count();
+        return (others == 0 && !a.is_empty() && !b.is_empty())
+            .then(|| format!("({a}) {op} ({b})"));
+    }
+    for (ph, form) in UNARY {
+        if let Some(a) = t.trim_end_matches('.').strip_suffix(ph) {
+            let a = a.trim();
+            if !a.is_empty() {
+                return Some(form.replace("{}", a));
+            }
+        }
+    }
+    None
 }
 
 /// The class whose directly defined methods a call-count question tracks (`... defined
@@ -522,12 +710,39 @@ fn single_predicate(text: &str) -> Option<(String, u32)> {
 /// at its observation lines, in frames of the target only (their question excludes nested
 /// functions, comprehensions and callees).
 pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, String> {
-    let t = target(q)?;
+    let folded = fold(q.text);
+    let ev = Evidence::new(q.parser);
+    let q = &Question {
+        text: &folded,
+        ..*q
+    };
+    let t = target(q, &ev)?;
     let mut out: Vec<flux_trace::config::Predicate> = Vec::new();
     let mut found = candidate_predicates(q.text);
     if found.is_empty() {
         found.extend(single_predicate(q.text));
     }
+    // Their parser's candidates (its constants) decide which predicates; the prose gives the
+    // line of one whose constant has none.
+    let theirs = ev.predicates();
+    if !theirs.is_empty() {
+        let prose = std::mem::take(&mut found);
+        for (expr, line) in theirs {
+            let line = line.or_else(|| prose.iter().find(|(e, _)| *e == expr).map(|(_, l)| *l));
+            match line {
+                Some(l) => found.push((expr, l)),
+                None => {
+                    return Err(format!(
+                        "their parser's candidate `{expr}` has no observation line"
+                    ))
+                }
+            }
+        }
+    }
+    let found: Vec<(String, u32)> = found
+        .into_iter()
+        .map(|(e, l)| (prose_predicate(&e).unwrap_or(e), l))
+        .collect();
     for (expr, line) in found {
         match out.iter_mut().find(|p| p.expr == expr) {
             Some(p) if !p.lines.contains(&line) => p.lines.push(line),
@@ -553,7 +768,14 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             "no flux extractor is mapped for the answer shape `{key}`"
         ));
     };
-    let t = target(q)?;
+    // The prose folded (line breaks are spaces), their parser's constants beside it.
+    let folded = fold(q.text);
+    let ev = Evidence::new(q.parser);
+    let q = &Question {
+        text: &folded,
+        ..*q
+    };
+    let t = target(q, &ev)?;
     let text = q.text;
     let mut p = Map::new();
     p.insert("function".into(), json!(t.qualname));
@@ -564,12 +786,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         p.insert("root".into(), json!(q.eval.root));
         p.insert("module_root".into(), json!(t.module_root));
     };
-    let invocation = ordinal_of(text, "invocation");
+    let invocation = ev.invocation().or_else(|| ordinal_of(text, "invocation"));
+    let occurrence = ev.occurrence().or_else(|| ordinal_of(text, "time"));
+    // Lines normalised to their statement: the question says so, or their parser maps lines
+    // through the AST's statements.
+    let statements = statement_lines(text) || ev.normalises_statements();
     let mut answer = BTreeMap::new();
     match *name {
         "loop_iterations" | "loop_stats" => {
-            let header =
-                line_after(text, "header", 60).ok_or("the question names no loop header line")?;
+            let header = ev
+                .header_line()
+                .or_else(|| line_after(text, "header", 60))
+                .ok_or("the question names no loop header line")?;
             p.insert("header".into(), json!(header));
             p.insert("count".into(), json!("body_line"));
             if *name == "loop_stats" {
@@ -589,7 +817,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         }
         "executed_path" => {
             p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
-            if statement_lines(text) {
+            if statements {
                 p.insert("line_mode".into(), json!("statement"));
             }
             located(&mut p);
@@ -599,12 +827,16 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 // "frames of local functions lexically defined inside that method"
                 p.insert("nested".into(), json!(true));
             }
-            if statement_lines(text) {
+            if statements {
                 p.insert("line_mode".into(), json!("statement"));
             }
         }
         "state_at" => {
-            let line = line_after(text, "statement beginning on", 30)
+            let line = ev
+                .observed_line()
+                .or_else(|| line_after(text, "statement beginning on", 30))
+                .or_else(|| line_after(text, "statement begins on", 30))
+                .or_else(|| line_after(text, "statement that begins", 30))
                 .or_else(|| line_after(text, "after", 40))
                 .ok_or("the question names no observed line")?;
             p.insert("line".into(), json!(line));
@@ -613,7 +845,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             } else {
                 p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
             }
-            if let Some(n) = ordinal_of(text, "time") {
+            if let Some(n) = occurrence {
                 p.insert("occurrence".into(), json!(n));
             }
             if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"])
@@ -621,24 +853,31 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 // one execution per run of the statement, read when it completes
                 p.insert("line_mode".into(), json!("statement"));
             }
-            let mut vars = variables(q);
+            let mut vars = variables(q, &ev);
             vars.sort();
             p.insert("variables".into(), json!(vars));
         }
         "unique_values" | "value_history" => {
-            let vars = variables(q);
+            let vars = variables(q, &ev);
             let Some(var) = vars.first() else {
                 return Err("the question names no variable".into());
             };
-            p.insert("variable".into(), json!(var));
-            let at_line = line_after(text, "`line` event at", 20);
-            let at_return = line_after(text, "`return` event at", 20);
+            if vars.len() > 1 && key == "unique_values" {
+                // the unique values of a tuple of locals: the repr of `(a, b)`
+                p.insert("variables".into(), json!(vars));
+            } else {
+                p.insert("variable".into(), json!(var));
+            }
+            let unquoted = text.replace('`', "");
+            let at_line = line_after(&unquoted, "line event at", 20);
+            let at_return = line_after(&unquoted, "return event at", 20);
             if let (Some(l), Some(r)) = (at_line, at_return) {
                 // "each line event at L1 (the state it shows) and each return at L2"
                 p.insert("lines".into(), json!([l, r]));
                 p.insert("event".into(), json!("line_and_return"));
                 p.insert("at".into(), json!("before"));
-            } else if let Some(line) = line_after(text, "after", 60) {
+            } else if let Some(line) = ev.observed_line().or_else(|| line_after(text, "after", 60))
+            {
                 p.insert("lines".into(), json!([line]));
                 p.insert("at".into(), json!("after"));
             } else {
@@ -658,7 +897,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                     p.insert("invocation".into(), json!(n));
                 }
             }
-            if let Some(n) = ordinal_of(text, "time") {
+            if let Some(n) = occurrence {
                 p.insert("occurrence".into(), json!(n));
             }
             if key == "temporal_value_history" {
@@ -672,17 +911,30 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "def_use_pairs" => {
             p.insert("all_invocations".into(), json!(true));
             p.insert("definitions".into(), json!("ast"));
-            if statement_lines(text) {
+            if statements {
                 p.insert("line_mode".into(), json!("statement"));
             }
-            let vars = variables(q);
+            let vars = variables(q, &ev);
             if !vars.is_empty() {
                 p.insert("variables".into(), json!(vars));
             }
+            for (param, value) in def_use_conventions(text) {
+                p.insert(param.into(), json!(value));
+            }
         }
         "caught_types" | "exception_counts" => {}
+        "exception_info" => {
+            // their flat shape: the exception that propagates out of the target
+            p.remove("function");
+            p.insert("escapes".into(), json!(t.qualname));
+            if let Some(n) = occurrence {
+                p.insert("occurrence".into(), json!(n));
+            }
+            answer.insert("/exception_type".into(), "/exception/type".into());
+            answer.insert("/exception_message".into(), "/exception/message".into());
+        }
         "call_sequence" => {
-            let fs = tracked(q);
+            let fs = tracked(q, &ev);
             if fs.is_empty() {
                 return Err("the question lists no tracked functions".into());
             }
@@ -694,6 +946,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             if mentions(text, &["invocation itself", "itself."]) {
                 p.insert("include_self".into(), json!(true));
             }
+            if mentions(
+                text,
+                &[
+                    "each resumption",
+                    "every resumption",
+                    "resumptions count",
+                    "resumption counts",
+                ],
+            ) {
+                // a generator's every `call` event, its own resumptions too
+                p.insert("resumptions".into(), json!(true));
+            }
             p.remove("file");
             located(&mut p);
             answer.insert("/function_call_order".into(), "/call_sequence".into());
@@ -703,6 +967,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("class".into(), json!(class_scope(text)));
             p.insert("count".into(), json!("calls"));
+            if mentions(
+                text,
+                &[
+                    "code object",
+                    "comprehension",
+                    "generator expression",
+                    "genexpr",
+                ],
+            ) {
+                // "every code object of the class, comprehensions included"
+                p.insert("code_objects".into(), json!(true));
+            }
             located(&mut p);
         }
         "invocation_counts" => {
@@ -725,7 +1001,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         }
         "covered_functions" => {
             p.remove("function");
-            let fs = tracked(q);
+            let fs = tracked(q, &ev);
             if fs.is_empty() {
                 return Err("the question lists no tracked functions".into());
             }
@@ -813,6 +1089,7 @@ mod tests {
             eval: &e,
             text,
             template,
+            parser: None,
         })
         .unwrap()
     }
@@ -822,6 +1099,7 @@ mod tests {
             eval: &eval(func),
             text,
             template: &template,
+            parser: None,
         })
     }
 

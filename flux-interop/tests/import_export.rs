@@ -21,6 +21,7 @@ fn opts(out: &Path) -> ImportOptions {
         out: out.to_path_buf(),
         replace: false,
         timeout_s: 600,
+        image_packages: Some(vec!["pytest==9.0.2".into(), "pytest-timeout==2.4.0".into()]),
     }
 }
 
@@ -67,6 +68,7 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
         .join("sympy/factor_multiplicity_m5_exceptions-native")
         .exists());
     let dir = out.path().join("sympy/factor_multiplicity_m5_exceptions");
+    assert_eq!(report.imported[0].dir.as_ref(), Ok(&dir));
     let inst = flux_instance::load_instance(&dir).unwrap();
     let s = &inst.spec;
     assert_eq!(s.package, "sympy==1.13.3");
@@ -157,6 +159,75 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
             .starts_with(".flux-import")),
         "no scratch left behind"
     );
+}
+
+/// Issue 25: `flux import` appended `-o timeout=0` to every command; in an image without
+/// pytest-timeout whose config has `filterwarnings = error`, pytest 9 stops with an
+/// INTERNALERROR (`PytestConfigWarning: Unknown config option: timeout`) before any test runs.
+#[test]
+fn an_image_without_pytest_timeout_gets_no_timeout_option() {
+    let found = discover(&[fixtures()]).unwrap();
+    let command = |packages: Option<Vec<String>>| {
+        let out = tempfile::tempdir().unwrap();
+        let mut o = opts(out.path());
+        o.image_packages = packages;
+        let r = import(&found, &o);
+        let dir = r.imported[0].dir.clone().unwrap();
+        flux_instance::load_instance(&dir)
+            .unwrap()
+            .spec
+            .test
+            .command
+    };
+    let without = command(Some(vec![
+        "pytest==9.0.2".into(),
+        "Pytest_Timeouts==1".into(),
+    ]));
+    assert!(
+        !without.iter().any(|a| a.contains("timeout")),
+        "{without:?}"
+    );
+    assert!(
+        without.contains(&"no:cacheprovider".to_string()),
+        "{without:?}"
+    );
+    let unknown = command(None);
+    assert!(
+        !unknown.iter().any(|a| a.contains("timeout")),
+        "{unknown:?}"
+    );
+    let with = command(Some(vec!["PyTest_Timeout==2.4.0".into()]));
+    assert!(
+        with.windows(2).any(|w| w == ["-o", "timeout=0"]),
+        "{with:?}"
+    );
+}
+
+/// Issue 25: an instance their store keeps without `files/parser.py` was refused whole, so its
+/// native twin was never checked.
+#[test]
+fn an_instance_without_parser_py_still_gets_its_native_twin() {
+    let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/store-noparser");
+    let out = tempfile::tempdir().unwrap();
+    let found = discover(&[store]).unwrap();
+    assert_eq!(found.len(), 1);
+    let r = import(&found, &opts(out.path()));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let i = &r.imported[0];
+    let why = i.dir.as_ref().unwrap_err();
+    assert!(why.contains("files/parser.py"), "{why}");
+    assert!(!out
+        .path()
+        .join("sympy/factor_caught_s5_exceptions")
+        .exists());
+    let native = i.native.as_ref().expect("the native twin is written");
+    let inst = flux_instance::load_instance(native).unwrap();
+    assert_eq!(inst.spec.extractor.name, "caught_types");
+    assert_eq!(inst.spec.kind.as_str(), "S5_Exceptions");
+    assert!(native.join("testcase.py").is_file());
+    assert!(flux_instance::external::read_reference(native)
+        .unwrap()
+        .is_some());
 }
 
 #[test]
@@ -253,8 +324,8 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     );
     // Their eval.sh reads as their skeleton does (it runs no parser: flux harvests the gold).
     let back = work.path().join("back");
-    let found = discover(&[out.clone()]).unwrap();
-    assert_eq!(found, [e.clone()]);
+    let found = discover(std::slice::from_ref(&out)).unwrap();
+    assert_eq!(found, std::slice::from_ref(&e));
     let report = import(&found, &opts(&back));
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let y = back.join("sympy/sympy-multiplicity-raising");
@@ -265,4 +336,40 @@ fn export_to_their_layout_renames_the_test_and_import_gives_the_instance_back() 
     );
     let provenance = flux_instance::read_oracle(&y).unwrap().provenance;
     assert_eq!(provenance.extractor, "raising_tests", "provenance kept");
+}
+
+/// Issue 25: their kedro and haystack runs used Python 3.9 (their test's `__pycache__` says
+/// `cpython-39`), whose tracer names frames by `co_name`; the import carries that to the log.
+#[test]
+fn their_interpreter_is_read_from_the_tests_pycache_tag() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("store/factor_multiplicity_m5_exceptions");
+    copy_dir(
+        &fixtures().join("out/sympy/run_1/instances/factor_multiplicity_m5_exceptions"),
+        &src,
+    );
+    let pyc = src.join("files/__pycache__");
+    std::fs::create_dir_all(&pyc).unwrap();
+    std::fs::write(pyc.join("testcase.cpython-39-pytest-8.3.4.pyc"), b"").unwrap();
+    std::fs::write(pyc.join("parser.cpython-311.pyc"), b"").unwrap();
+    assert_eq!(
+        flux_interop::import::their_python(&src, "testcase.py").as_deref(),
+        Some("3.9")
+    );
+    let out = work.path().join("out");
+    let r = import(std::slice::from_ref(&src), &opts(&out));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let inst = flux_instance::load_instance(r.imported[0].dir.as_ref().unwrap()).unwrap();
+    let ext = inst.external_parser().unwrap();
+    assert!(ext
+        .log
+        .contains(&("SWE_FLUX_PYTHON".to_string(), "3.9".to_string())));
+    assert!(inst.spec.tracing.module_functions.is_empty());
+    assert!(
+        !inst
+            .dir
+            .join("__pycache__/testcase.cpython-39-pytest-8.3.4.pyc")
+            .exists(),
+        "compiled files are not copied"
+    );
 }

@@ -716,6 +716,7 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
             match e.src {
                 flux_trace::Source::Usdt => "usdt",
                 flux_trace::Source::Hook => "hook",
+                flux_trace::Source::Reference => "reference",
             }
         ));
         if let Some(v) = &e.value {

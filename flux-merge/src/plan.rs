@@ -55,24 +55,24 @@ pub struct ProbeSet {
 
 /// Starts the hook leaves to USDT with `calls = generators` (`FLUX_HOOK_LEAVE`): it only
 /// defines such code (its `C` record) and the merge names USDT's entries of it.
+///
+/// Generator expressions are never left (issue 28): USDT's entry fires at a genexpr's creation
+/// and at each resumption by `next`, but not at a resumption by `throw()`/`close()` (whose
+/// return it reports), and it cannot tell a genexpr's start from its resumptions — every
+/// resumption read as a fresh call. The hook reports their starts as it does every
+/// generator's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Leave {
     /// Starts of non-generator code whose first instruction has no line (USDT says line 0).
     pub lineless: bool,
-    /// Every activation of a generator expression (USDT says line 0 at its creation, its own
-    /// line at each resumption).
-    pub genexpr: bool,
 }
 
 impl Leave {
-    /// As the hook reads and echoes it: `lineless,genexpr`.
+    /// As the hook reads and echoes it: `lineless`.
     pub fn as_list(self) -> Vec<&'static str> {
         let mut v = Vec::new();
         if self.lineless {
             v.push("lineless");
-        }
-        if self.genexpr {
-            v.push("genexpr");
         }
         v
     }
@@ -150,14 +150,11 @@ pub fn plan(caps: Capabilities, mode: CallsMode, scope: Scope) -> Result<Plan, N
     } else {
         HookCalls::Entries
     };
-    // Scope "targets" (3.15): starts of code without a first line and generator expressions
-    // are left to USDT, for their callbacks outside the extents were most of the cost (every
-    // call of a closure in a SymPy suite: a quarter of the run).
+    // Scope "targets" (3.15): starts of code without a first line are left to USDT, for their
+    // callbacks outside the extents were most of the cost (every call of a closure in a SymPy
+    // suite: a quarter of the run).
     let leave = if hook_calls == HookCalls::Generators && scope == Scope::Targets {
-        Leave {
-            lineless: true,
-            genexpr: true,
-        }
+        Leave { lineless: true }
     } else {
         Leave::default()
     };

@@ -89,8 +89,9 @@ pub const RECORDS: &[RecordSpec] = &[
             "message",
             "kind",
         ],
-        optional: &["changed_locals", "object"],
-        doc: "an exception in targeted code: kind = raise|reraise|propagate",
+        optional: &["changed_locals", "object", "origin"],
+        doc: "an exception in targeted code: kind = raise|reraise|propagate|thrown; origin = \
+              [co_filename, co_qualname, tb_lineno] of the innermost entry of its traceback",
     },
     RecordSpec {
         tag: "h",
@@ -249,15 +250,19 @@ pub enum ExcKind {
     /// Dialect `swe-flux`: 3.11's `StopIteration` at the end of a `yield from`/`await`,
     /// reported to tracers only (not a raise).
     TracerOnly,
+    /// Thrown into the generator at the `yield` it was suspended at (`gen.throw()`/`close()`,
+    /// a `@contextmanager`'s `__exit__`): the frame's own code did not raise it.
+    Thrown,
 }
 
 impl ExcKind {
-    const ALL: [ExcKind; 5] = [
+    const ALL: [ExcKind; 6] = [
         ExcKind::Raise,
         ExcKind::Reraise,
         ExcKind::Propagate,
         ExcKind::ReraiseInferred,
         ExcKind::TracerOnly,
+        ExcKind::Thrown,
     ];
     /// The event's `outcome` (and the protocol's word).
     pub fn as_str(self) -> &'static str {
@@ -267,6 +272,7 @@ impl ExcKind {
             ExcKind::Propagate => "propagate",
             ExcKind::ReraiseInferred => "reraise-inferred",
             ExcKind::TracerOnly => "tracer-only",
+            ExcKind::Thrown => "thrown",
         }
     }
 }
@@ -328,6 +334,9 @@ pub enum Rec {
         locals: Locals,
         deleted: Vec<String>,
         object: Option<Pair>,
+        /// Where it was raised: the innermost entry of its traceback (`None` from hooks before
+        /// the field, and in recordings made with them).
+        origin: Option<flux_trace::ExcOrigin>,
     },
     Handled {
         ts: u64,
@@ -722,6 +731,25 @@ impl<'a> Fields<'a> {
             .map(Some)
             .ok_or_else(|| self.err(i, "null or [string, string]"))
     }
+    /// `[file, qualname, line]` or null (absent: null).
+    pub fn opt_origin(&self, i: usize) -> Result<Option<flux_trace::ExcOrigin>, String> {
+        let v = self.get(i);
+        if v.is_null() {
+            return Ok(None);
+        }
+        let bad = || self.err(i, "null or [string, string, line]");
+        match v.as_array().map(Vec::as_slice) {
+            Some([file, qualname, line]) => Ok(Some(flux_trace::ExcOrigin {
+                file: file.as_str().ok_or_else(bad)?.to_string(),
+                qualname: qualname.as_str().ok_or_else(bad)?.to_string(),
+                line: line
+                    .as_u64()
+                    .and_then(|l| u32::try_from(l).ok())
+                    .ok_or_else(bad)?,
+            })),
+            _ => Err(bad()),
+        }
+    }
     /// `{name: [repr, type] | null}` or null (absent: null): the changed locals, and the names
     /// mapped to null (gone since the frame's previous event).
     pub fn locals(&self, i: usize) -> Result<(Locals, Vec<String>), String> {
@@ -877,6 +905,7 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 locals,
                 deleted,
                 object: f.opt_pair(9)?,
+                origin: f.opt_origin(10)?,
             }
         }
         "h" => {
@@ -1027,7 +1056,8 @@ mod tests {
             r#"["x",12,7,1,140,5,"KeyError","'k'","raise",{"y":["2","int"]},["KeyError('k')","KeyError"]]"#,
             r#"["x",13,7,1,140,5,"StopIteration","","tracer-only",null,["StopIteration()","StopIteration"]]"#,
             r#"["x",14,7,1,140,5,"KeyError","'k'","reraise-inferred"]"#,
-            r#"["bye",7]"#,
+            r#"["x",15,7,1,140,5,"KeyError","'k'","thrown",null,null,["/b.py","h",8]]"#,
+            r#"["bye",8]"#,
         ] {
             st.feed(l);
         }
@@ -1071,9 +1101,26 @@ mod tests {
             Rec::Exc {
                 kind: ExcKind::ReraiseInferred,
                 object: None,
+                origin: None,
                 ..
             }
         ));
+        // Issue 23.2: where it was raised, from its traceback, and the thrown-in kind.
+        match &st.records[5] {
+            Rec::Exc {
+                kind: ExcKind::Thrown,
+                locals,
+                origin: Some(o),
+                ..
+            } => {
+                assert!(locals.is_empty());
+                assert_eq!(
+                    (o.file.as_str(), o.qualname.as_str(), o.line),
+                    ("/b.py", "h", 8)
+                );
+            }
+            r => panic!("{r:?}"),
+        }
     }
 
     /// `k` and `F`, the records the extractors' predicates and static facts arrive in.
@@ -1124,7 +1171,15 @@ mod tests {
             (r#"["l",11,7,1,140,4,{"x":1}]"#, "field 6 (changed_locals)"),
             (r#"["c",10,7,1,140,3,"thrown",null]"#, "field 6 (started)"),
             (r#"["c",10,7,1,140,3,null,null,9]"#, "has 8 fields"),
-            (r#"["x",12,7,1,140,4,"E","m","thrown"]"#, "field 8 (kind)"),
+            (r#"["x",12,7,1,140,4,"E","m","thrownin"]"#, "field 8 (kind)"),
+            (
+                r#"["x",12,7,1,140,4,"E","m","raise",null,null,["/a.py","f"]]"#,
+                "field 11 (origin)",
+            ),
+            (
+                r#"["x",12,7,1,140,4,"E","m","raise",null,null,["/a.py","f",-3]]"#,
+                "field 11 (origin)",
+            ),
             (r#"["C",1,"/a.py","f","C.f",3,6]"#, "has 6 fields"),
             (r#"["c",10,4294967296,1,140,3]"#, "field 2 (tid)"),
             (r#"["k",10,7,1,140,4,"x > 0","yes"]"#, "field 7 (result)"),

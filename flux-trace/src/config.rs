@@ -84,7 +84,7 @@ pub struct Predicate {
 /// characters *including* the `...`), dunder names skipped, only changes reported.
 ///
 /// `swe-flux`: what SWE-Flux's `sys.settrace` tracer sees, so that `flux trace --format
-/// swe-flux-log` ([`crate::sweflux_log`]) can write its log exactly:
+/// swe-flux-log` (`flux_interop::sweflux_log`) can write its log exactly:
 /// - reprs are the full `repr()`, cut to `limits.repr` characters with `...` appended
 ///   (`<repr error: Type: message>` when `__repr__` raises);
 /// - every name of `f_locals` is considered, dunders included (still at most `limits.locals`);

@@ -79,6 +79,10 @@ pub struct FunctionFacts {
     pub free_reads: LineNames,
     #[serde(default)]
     pub nested_reads: LineNames,
+    /// How many times a name of [`FunctionFacts::reads`] is loaded at a line, where more than
+    /// once (`x + x`); absent: once.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub read_counts: BTreeMap<u32, BTreeMap<String, u32>>,
     #[serde(default)]
     pub calls: LineNames,
     #[serde(default)]
@@ -188,6 +192,15 @@ impl FunctionFacts {
     /// Names this scope's own code reads at `line` and resolves locally.
     pub fn reads_at(&self, line: u32) -> &[String] {
         self.reads.get(&line).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// How many times this scope's own code loads `name` at `line` (1 when
+    /// [`FunctionFacts::reads`] has it and no count says more; 0 when it does not read it).
+    pub fn read_count(&self, line: u32, name: &str) -> u32 {
+        if let Some(n) = self.read_counts.get(&line).and_then(|m| m.get(name)) {
+            return *n;
+        }
+        u32::from(self.reads_at(line).iter().any(|x| x == name))
     }
 
     /// Names nested scopes read at `line` that resolve to this scope's locals.

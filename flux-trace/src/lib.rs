@@ -36,7 +36,7 @@ pub mod facts;
 pub mod index;
 pub mod perfetto;
 pub mod query;
-pub mod sweflux_log;
+pub mod reference;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
 pub use index::TraceIndex;
@@ -49,6 +49,9 @@ pub enum Source {
     Usdt,
     /// flux's in-process hook (sys.monitoring or sys.settrace/setprofile).
     Hook,
+    /// The third witness: a plain `sys.settrace` reference sharing no code with the hook
+    /// ([`reference`]), which re-derives gold answers independently.
+    Reference,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -156,14 +159,76 @@ pub struct Event {
     /// Exception type (qualified, e.g. `ValueError`, `pkg.mod.Error`) and message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exc: Option<ExcInfo>,
+    /// On `exception` events: where the exception was raised, read from the exception itself
+    /// (the innermost entry of its traceback when the event happened), whether or not the
+    /// frame that raised it was traced. With [`Event::outcome`] (the event's kind, see
+    /// [`ExcKind`]) it says whether this frame raised it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<ExcOrigin>,
     /// Test node id for test events; for other events, the test running when it happened.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub test: String,
+    /// `test_end`: how the test ended (`passed|failed|skipped|error`). `exception`: the event's
+    /// kind as the hook classified it (`raise|reraise|propagate|thrown`, see [`ExcKind`]).
+    /// `call`: `throw` when `gen.throw()`/`close()` opened the activation (dialect `swe-flux`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub outcome: String,
     /// For `check` events: the predicate's text.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub predicate: String,
+}
+
+/// Where an exception was raised: the innermost entry of its traceback (the frame that raised
+/// it, or that called the C function that did), as the hook read it at an `exception` event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExcOrigin {
+    /// `co_filename` of the frame's code.
+    pub file: String,
+    /// `co_qualname` of the frame's code.
+    pub qualname: String,
+    /// The line it was executing (`tb_lineno`).
+    pub line: u32,
+}
+
+/// What an `exception` event is, in its frame (the hook's word, in [`Event::outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExcKind {
+    /// Raised here: by the frame's own code, or by a C function it called (the traceback's
+    /// innermost entry is this frame).
+    Raise,
+    /// Raised again by the frame's own statement: a bare `raise` (also `reraise-inferred`, the
+    /// 3.11 bare `raise` the hook infers), `raise e` of an exception raised before.
+    Reraise,
+    /// Come out of a Python callee, which raised it (or through which it came).
+    Propagate,
+    /// Thrown into this generator or coroutine at the `yield`/`await` it was suspended at, by
+    /// `throw()`/`close()` from the code that resumed it (a `@contextmanager`'s `__exit__`):
+    /// not raised by the frame's own code.
+    Thrown,
+    /// 3.11's `StopIteration` at the end of a `yield from`/`await`, reported to tracers only
+    /// (dialect `swe-flux`): no exception at all.
+    TracerOnly,
+}
+
+impl ExcKind {
+    /// The kind an `exception` event carries in its `outcome`, if any (traces made before the
+    /// hook said it, and events of other sources, carry none).
+    pub fn of(e: &Event) -> Option<ExcKind> {
+        match e.outcome.as_str() {
+            "raise" => Some(ExcKind::Raise),
+            "reraise" | "reraise-inferred" => Some(ExcKind::Reraise),
+            "propagate" => Some(ExcKind::Propagate),
+            "thrown" => Some(ExcKind::Thrown),
+            "tracer-only" => Some(ExcKind::TracerOnly),
+            _ => None,
+        }
+    }
+
+    /// Whether the frame of the event raised the exception (its own code, a C function it
+    /// called, or its own re-raise), as opposed to receiving it.
+    pub fn raised_here(self) -> bool {
+        matches!(self, ExcKind::Raise | ExcKind::Reraise)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,6 +271,7 @@ impl Event {
             suspended: false,
             unwind: false,
             exc: None,
+            origin: None,
             test: String::new(),
             outcome: String::new(),
             predicate: String::new(),
@@ -388,6 +454,7 @@ pub fn src_str(s: Source) -> &'static str {
     match s {
         Source::Usdt => "usdt",
         Source::Hook => "hook",
+        Source::Reference => "reference",
     }
 }
 
@@ -423,6 +490,11 @@ mod tests {
         e.exc = Some(ExcInfo {
             ty: "ValueError".into(),
             msg: "bad".into(),
+        });
+        e.origin = Some(ExcOrigin {
+            file: "/b.py".into(),
+            qualname: "g".into(),
+            line: 9,
         });
         let mut facts = std::collections::BTreeMap::new();
         facts.insert(

@@ -91,6 +91,11 @@ enum What {
         /// flux-gen-v1 is made), first, and print both side by side.
         #[arg(long)]
         before: bool,
+        /// Generate the slice twice side by side: without the third witness, then with every
+        /// instance witnessed by the settrace reference (`[witness] sample = 1`), and print what
+        /// the witness costs as a ratio (issue 23.1).
+        #[arg(long, conflicts_with = "before")]
+        witness: bool,
     },
 }
 
@@ -281,7 +286,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             spec,
             check_sample,
             before,
-        } => return bench_gen::run(json, spec, check_sample, before),
+            witness,
+        } => return bench_gen::run(json, spec, check_sample, before, witness),
     };
     let flux = match std::env::var_os("FLUX_BENCH_BIN") {
         // Another build of flux side by side (a baseline before a change): its path.

@@ -1,4 +1,4 @@
-//! `cargo xtask bench gen [--json] [--spec SET] [--check-sample N] [--before]`: screened instances per hour
+//! `cargo xtask bench gen [--json] [--spec SET] [--check-sample N] [--before | --witness]`: screened instances per hour
 //! of `flux gen` (which includes each instance's own harvest, its cross-check) on one repository
 //! slice, and where the time goes.
 //!
@@ -10,7 +10,10 @@
 //! `--check-sample N`, `flux harvest --check` re-harvests N of the instances (seeded) from
 //! clean containers and the time and result are reported beside. With `--before`, the slice is
 //! first generated with every test used (`[budget] test_calls = 0`: no test left out for the
-//! calls it makes, how flux-gen-v1 is made), then as specified, and the ratio printed.
+//! calls it makes, how flux-gen-v1 is made), then as specified, and the ratio printed. With
+//! `--witness`, the slice is generated without the third witness (`[witness]` off), then with
+//! every instance witnessed by the plain settrace reference (`sample = 1`), side by side: the
+//! ratio of instances per hour and the witness's phase seconds are what it costs.
 //!
 //! Phase seconds are summed over modules, which run side by side (`budget.modules`), so they add
 //! up to more than the wall time. The load average before and after is printed: figures from a
@@ -96,23 +99,60 @@ fn untraced_seconds(spec: &Path) -> Result<f64> {
     Ok(total)
 }
 
+/// What a run changes in the spec.
+#[derive(Clone, Copy)]
+struct Overrides {
+    /// `[budget] test_calls`.
+    test_calls: Option<u64>,
+    /// `[witness] sample` (every kind; `kinds` cleared).
+    witness: Option<f64>,
+}
+
 pub fn run(
     json_out: bool,
     spec: Option<PathBuf>,
     check_sample: usize,
     before: bool,
+    witness: bool,
 ) -> Result<std::process::ExitCode> {
     let root = crate::workspace_root();
     let spec = spec.unwrap_or_else(|| root.join(DEFAULT_SPEC));
     let flux = crate::build_flux_release()?;
     let mut runs = Vec::new();
+    let plain = Overrides {
+        test_calls: None,
+        witness: None,
+    };
     if before {
-        runs.push(("every test (test_calls = 0)", Some(0u64)));
+        runs.push((
+            "every test (test_calls = 0)",
+            Overrides {
+                test_calls: Some(0u64),
+                ..plain
+            },
+        ));
+        runs.push(("as specified", plain));
+    } else if witness {
+        runs.push((
+            "without the witness",
+            Overrides {
+                witness: Some(0.0),
+                ..plain
+            },
+        ));
+        runs.push((
+            "every instance witnessed",
+            Overrides {
+                witness: Some(1.0),
+                ..plain
+            },
+        ));
+    } else {
+        runs.push(("as specified", plain));
     }
-    runs.push(("as specified", None));
     let mut out = Vec::new();
-    for (label, test_calls) in runs {
-        let j = gen_once(&flux, &root, &spec, test_calls, check_sample)?;
+    for (label, overrides) in runs {
+        let j = gen_once(&flux, &root, &spec, overrides, check_sample)?;
         if !json_out {
             print_run(label, &spec, &j);
         }
@@ -132,7 +172,9 @@ pub fn run(
                 .unwrap_or(0.0)
         };
         println!(
-            "as specified / every test: {:.2}x instances per hour",
+            "{} / {}: {:.2}x instances per hour",
+            out[1]["run"].as_str().unwrap_or(""),
+            out[0]["run"].as_str().unwrap_or(""),
             rate(1) / rate(0).max(1e-9)
         );
     }
@@ -145,20 +187,22 @@ fn gen_once(
     flux: &Path,
     root: &Path,
     spec: &Path,
-    test_calls: Option<u64>,
+    overrides: Overrides,
     check_sample: usize,
 ) -> Result<Value> {
+    let test_calls = overrides.test_calls;
     let out = std::env::temp_dir().join(format!("flux-bench-gen-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     // The set is written beside a copy of the spec, not into the repository.
     let set = out.join("set");
     std::fs::create_dir_all(&set)?;
     let text = std::fs::read_to_string(spec).with_context(|| spec.display().to_string())?;
-    let text = match test_calls {
-        None => text,
-        Some(n) => {
-            let mut v: toml::Value = toml::from_str(&text)?;
-            let t = v.as_table_mut().context("a spec is a table")?;
+    let text = if test_calls.is_none() && overrides.witness.is_none() {
+        text
+    } else {
+        let mut v: toml::Value = toml::from_str(&text)?;
+        let t = v.as_table_mut().context("a spec is a table")?;
+        if let Some(n) = test_calls {
             let budget = t
                 .entry("budget")
                 .or_insert_with(|| toml::Value::Table(Default::default()));
@@ -166,8 +210,13 @@ fn gen_once(
                 .as_table_mut()
                 .context("[budget] is a table")?
                 .insert("test_calls".into(), toml::Value::Integer(n as i64));
-            toml::to_string(&v)?
         }
+        if let Some(f) = overrides.witness {
+            let mut w = toml::map::Map::new();
+            w.insert("sample".into(), toml::Value::Float(f));
+            t.insert("witness".into(), toml::Value::Table(w));
+        }
+        toml::to_string(&v)?
     };
     std::fs::write(set.join("gen.toml"), text)?;
     let load_before = loadavg();
@@ -230,6 +279,9 @@ fn gen_once(
     Ok(json!({
         "spec": spec.display().to_string(),
         "test_calls_override": test_calls,
+        "witness_sample_override": overrides.witness,
+        "witnessed": report["witnessed"],
+        "witness_dropped": report["witness"].as_array().map_or(0, Vec::len),
         "screened": screened,
         "instances_per_hour": per_hour,
         "wall_seconds": wall,
@@ -280,6 +332,15 @@ fn print_run(label: &str, spec: &Path, j: &Value) {
                 100.0 * v / total.max(1e-9)
             );
         }
+    }
+    if j["witness_sample_override"]
+        .as_f64()
+        .is_some_and(|f| f > 0.0)
+    {
+        println!(
+            "  third witness: {} instance(s) agreed, {} dropped (disagreed or could not check)",
+            j["witnessed"], j["witness_dropped"]
+        );
     }
     if !j["harvest_check_sample"].is_null() {
         println!(

@@ -3,10 +3,15 @@
 //! side in one run.
 //!
 //! Workloads: starter instances (`instances/<repo>/<id>/`; default a handful across sympy and
-//! cfn-lint on python3.11 and yt-dlp on python3.15) and the SymPy slice
+//! cfn-lint on python3.11 and yt-dlp on python3.15) and the SymPy slice on both interpreters
 //! (`xtask/bench/sympy/sympy-slice/`: 29 modules of SymPy's own test suite from the
-//! python3.15 image, ~33 s untraced; a callee question about `Add.flatten` with
-//! `scope = "targets"`; `flux-auto-run` is not run on it). Each runs in its own image, the same container and command, four ways,
+//! python3.15 image, ~33 s untraced, and `sympy-slice-311/`, the same from the python3.11
+//! image; a callee question about `Add.flatten` with `scope = "targets"`; `flux-auto-run` is
+//! not run on them).
+//!
+//! Completeness is part of every figure: a flux run whose trace is incomplete, or whose trace
+//! gives the instance's extractor no answer, is marked in the table (`INCOMPLETE`, `no gold`)
+//! and makes the bench exit non-zero — a cost paid for no gold answer is no result. Each runs in its own image, the same container and command, four ways,
 //! interleaved round by round (the order rotates each round):
 //! - `untraced`: no tracer;
 //! - `flux-auto`: flux as harvests run it (`--calls auto`: USDT + the hook, the instance's
@@ -52,7 +57,10 @@ const DEFAULT_INSTANCES: &[&str] = &[
     "instances/yt-dlp/ytdlp-jsinterp-throw",
 ];
 
-const SLICE: &str = "xtask/bench/sympy/sympy-slice";
+const SLICES: [&str; 2] = [
+    "xtask/bench/sympy/sympy-slice",
+    "xtask/bench/sympy/sympy-slice-311",
+];
 const REFERENCE: &str = "xtask/bench/reference_tracer.py";
 
 #[derive(clap::Args, Clone)]
@@ -163,6 +171,10 @@ struct Cell {
     in_tests: Option<u64>,
     lost: u64,
     incomplete: u64,
+    /// Complete runs whose trace gave the instance's extractor no answer.
+    no_gold: u64,
+    /// The gold answers' digests (`sha256:…`), run by run.
+    gold: Vec<String>,
     errors: Vec<String>,
     /// Not run on this workload, and why.
     skipped: Option<String>,
@@ -213,7 +225,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     }
     let n_instances = dirs.len();
     if !a.no_slice {
-        dirs.push(root.join(SLICE));
+        dirs.extend(SLICES.iter().map(|s| root.join(s)));
     }
     let rounds = a.rounds.max(1);
     let names: Vec<String> = dirs
@@ -268,6 +280,23 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                                     eprintln!("  incomplete: {}", p.as_str().unwrap_or(""));
                                 }
                             }
+                        } else if v["complete"].as_bool() == Some(true) {
+                            match v["gold"]["sha256"].as_str() {
+                                Some(g) => {
+                                    eprintln!(
+                                        "  gold {g} (size {})",
+                                        v["gold"]["size"].as_u64().unwrap_or(0)
+                                    );
+                                    cell.gold.push(g.to_string());
+                                }
+                                None => {
+                                    cell.no_gold += 1;
+                                    eprintln!(
+                                        "  no gold answer: {}",
+                                        v["gold"]["error"].as_str().unwrap_or("?")
+                                    );
+                                }
+                            }
                         }
                     }
                     Err(e) => {
@@ -305,7 +334,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             let t = totals.entry(c.clone()).or_default();
             t.0 += cell.events;
             t.1 += cell.lost;
-            t.2 += cell.incomplete;
+            t.2 += cell.incomplete + cell.no_gold;
             per.insert(
                 c.clone(),
                 json!({
@@ -317,6 +346,8 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                     "events_in_tests": cell.in_tests,
                     "lost_events": cell.lost,
                     "incomplete_runs": cell.incomplete,
+                    "runs_without_gold": cell.no_gold,
+                    "gold": cell.gold,
                     "runs": cell.secs.len(),
                     "errors": cell.errors,
                     "not_run": cell.skipped,
@@ -384,7 +415,13 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         .filter_map(|c| totals.get(*c))
         .map(|t| t.1)
         .sum();
+    let without_gold: u64 = FLUX_CONFIGS
+        .iter()
+        .filter_map(|c| totals.get(*c))
+        .map(|t| t.2)
+        .sum();
     let targets = json!({
+        "every_flux_run_complete_with_gold": without_gold == 0,
         "flux_auto_slice_ratio_le_1_5": slice_ratio("flux-auto").map(|r| r <= 1.5),
         "flux_auto_added_time_le_third_of_reference": slice_vs_ref("flux-auto").map(|r| r <= 1.0 / 3.0),
         "zero_lost_events": lost_flux == 0,
@@ -399,6 +436,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         "slice_ratio_flux_auto": slice_ratio("flux-auto"),
         "slice_added_time_vs_reference_flux_auto": slice_vs_ref("flux-auto"),
         "lost_events_flux": lost_flux,
+        "flux_runs_without_gold": without_gold,
         "config_names": configs,
         "workloads": workloads,
     });
@@ -407,9 +445,12 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
     } else {
         print_table(&report);
     }
+    // A failed run, or a flux run that gave no gold answer (incomplete trace, extractor
+    // refusal): the figures are no result.
     let failed = cells
         .iter()
-        .any(|m| m.values().any(|c| !c.errors.is_empty()));
+        .any(|m| m.values().any(|c| !c.errors.is_empty()))
+        || without_gold > 0;
     Ok(if failed {
         std::process::ExitCode::FAILURE
     } else {
@@ -429,11 +470,11 @@ pub fn print_table(report: &Value) {
         .unwrap_or_else(|| CONFIGS.iter().map(|s| s.to_string()).collect());
     let rounds = report["rounds"].as_u64().unwrap_or(0);
     println!(
-        "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events/lost"
+        "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events/lost; gold (every run complete and answered) or INCOMPLETE/no-gold"
     );
     print!("{:<32}", "workload");
     for c in &configs {
-        print!(" {:>24}", c);
+        print!(" {:>30}", c);
     }
     println!(" {:>9}", "auto/ref+");
     for w in report["workloads"].as_array().into_iter().flatten() {
@@ -443,14 +484,15 @@ pub fn print_table(report: &Value) {
             let cell = match (v["seconds"].as_f64(), v["ratio_to_untraced"].as_f64()) {
                 (Some(s), Some(_)) if c == "untraced" => format!("{s:.2}s"),
                 (Some(s), Some(r)) => format!(
-                    "{s:.2}s {r:.2}x {}/{}",
+                    "{s:.2}s {r:.2}x {}/{} {}",
                     short(v["events"].as_u64().unwrap_or(0)),
-                    v["lost_events"].as_u64().unwrap_or(0)
+                    v["lost_events"].as_u64().unwrap_or(0),
+                    completeness(v)
                 ),
                 _ if v["not_run"].is_string() => "not run".into(),
                 _ => "failed".into(),
             };
-            print!(" {cell:>24}");
+            print!(" {cell:>30}");
         }
         match w["added_time_vs_reference"]["flux-auto"].as_f64() {
             Some(x) => println!(" {x:>9.2}"),
@@ -463,13 +505,22 @@ pub fn print_table(report: &Value) {
     );
     for c in &configs {
         match report["geomean_ratio_to_untraced"][c].as_f64() {
-            Some(g) => print!(" {:>24}", format!("{g:.2}x")),
-            None => print!(" {:>24}", "-"),
+            Some(g) => print!(" {:>30}", format!("{g:.2}x")),
+            None => print!(" {:>30}", "-"),
         }
     }
     println!();
     let t = &report["targets"];
     let lost = report["lost_events_flux"].as_u64().unwrap_or(0);
+    let without = report["flux_runs_without_gold"].as_u64().unwrap_or(0);
+    println!(
+        "every flux run complete with a gold answer: {}",
+        if without == 0 {
+            "met".to_string()
+        } else {
+            format!("NOT met ({without} runs incomplete or without gold: the bench fails)")
+        }
+    );
     println!(
         "targets (SymPy slice): flux-auto <= 1.5x untraced: {}; flux-auto added time <= 1/3 of the reference's: {}; 0 lost events: {}",
         fmt_target(report["slice_ratio_flux_auto"].as_f64(), "x", t["flux_auto_slice_ratio_le_1_5"].as_bool()),
@@ -480,6 +531,25 @@ pub fn print_table(report: &Value) {
         ),
         if lost == 0 { "met".to_string() } else { format!("NOT met ({lost} lost)") },
     );
+}
+
+/// `gold` when every run of a flux cell was complete and answered, else what was not.
+fn completeness(v: &Value) -> String {
+    let inc = v["incomplete_runs"].as_u64().unwrap_or(0);
+    let none = v["runs_without_gold"].as_u64().unwrap_or(0);
+    let golds: std::collections::BTreeSet<&str> = v["gold"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.as_str())
+        .collect();
+    match (inc, none) {
+        (0, 0) if golds.len() > 1 => "GOLD-DIFFERS".into(),
+        (0, 0) if golds.len() == 1 => "gold".into(),
+        (0, 0) => "-".into(),
+        (0, n) => format!("no-gold×{n}"),
+        (n, _) => format!("INCOMPLETE×{n}"),
+    }
 }
 
 fn short(n: u64) -> String {
@@ -516,7 +586,7 @@ mod tests {
     #[test]
     fn the_default_instances_and_the_slice_exist() {
         let root = crate::workspace_root();
-        for d in super::DEFAULT_INSTANCES.iter().chain([&super::SLICE]) {
+        for d in super::DEFAULT_INSTANCES.iter().chain(super::SLICES.iter()) {
             assert!(root.join(d).join("instance.toml").is_file(), "{d}");
         }
         assert!(root.join(super::REFERENCE).is_file());

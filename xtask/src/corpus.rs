@@ -10,7 +10,9 @@
 //! targets it, on Debian's python3.11 (host) and sid's python3.15 (chroot into
 //! `/var/cache/flux/rootfs/sid-py315`): with scope `run`, and for [`SCOPED`] also under pytest
 //! (a test that runs the program) with scopes `tests` and `targets` (and `run` for
-//! [`PYTEST_RUN`] on 3.15). Programs live at
+//! [`PYTEST_RUN`] on 3.15); the scoped witness programs (`flux-cli/tests/witness/scoped/test_*.py`,
+//! pytest files) with scopes `tests` and `targets`, targeting what their `# targets:` line names
+//! (untargeted code inside an extent is what scope `targets` is about). Programs live at
 //! `/tmp/flux-corpus/` in both roots, so paths are the same in every recording; `flux` itself
 //! normalises what changes from run to run (`flux_merge::fixture`). Needs root and eBPF.
 //!
@@ -119,6 +121,20 @@ pub fn run(args: Args) -> Result<ExitCode> {
         })
         .collect();
     regress.sort();
+    // The scoped witness programs (pytest files targeting what their header names).
+    let mut scoped: Vec<PathBuf> = std::fs::read_dir(ws.join("flux-cli/tests/witness/scoped"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "py"))
+        .filter(thawed)
+        .filter(|p| {
+            args.only.is_empty()
+                || args
+                    .only
+                    .iter()
+                    .any(|o| p.file_stem().is_some_and(|s| s == o.as_str()))
+        })
+        .collect();
+    scoped.sort();
     let out_root = ws.join("flux-merge/tests/corpus");
     let mut failed = 0;
     for py in &pythons {
@@ -153,6 +169,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 scopes.extend(["tests", "targets"]);
             }
             for scope in scopes {
+                let dest = out_root
+                    .join(format!("{}-{scope}", py.label))
+                    .join(format!("{name}.jsonl.gz"));
+                match record(&flux, py, prog, scope, pytest.as_deref(), &dest) {
+                    Ok(()) => eprintln!(
+                        "recorded {}",
+                        dest.strip_prefix(&ws).unwrap_or(&dest).display()
+                    ),
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("FAILED {} {name} {scope}: {e:#}", py.label);
+                    }
+                }
+            }
+        }
+    }
+    for py in &pythons {
+        let pytest = pytest_path(&ws, py)?;
+        for prog in &scoped {
+            let name = prog.file_stem().unwrap().to_string_lossy().into_owned();
+            for scope in ["tests", "targets"] {
                 let dest = out_root
                     .join(format!("{}-{scope}", py.label))
                     .join(format!("{name}.jsonl.gz"));
@@ -298,6 +335,14 @@ fn record(
     std::fs::create_dir_all(&host_dir)?;
     std::fs::copy(prog, host_dir.join(&name))?;
     let mut cmd: Vec<String> = Vec::new();
+    // A scoped witness program is a pytest file of its own, targeting what its header names.
+    let test_file = name.starts_with("test_");
+    let functions: Vec<String> = std::fs::read_to_string(prog)?
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .find_map(|l| l.strip_prefix("# targets: "))
+        .map(|r| r.split(',').map(|f| f.trim().to_string()).collect())
+        .unwrap_or_default();
     let pytest_run = scope != "run";
     let scope = scope.strip_prefix("pytest-").unwrap_or(scope);
     if py.root.is_some() {
@@ -322,10 +367,17 @@ fn record(
     if !pytest_run {
         cmd.push(format!("{inside_dir}/{name}"));
     } else {
-        let test = format!(
-            "import os, runpy\n\n\ndef test_{stem}():\n    runpy.run_path(os.path.join(os.path.dirname(__file__), {name:?}), run_name=\"__main__\")\n"
-        );
-        std::fs::write(host_dir.join(format!("test_{name}")), test)?;
+        let test_name = if test_file {
+            name.clone()
+        } else {
+            format!("test_{name}")
+        };
+        if !test_file {
+            let test = format!(
+                "import os, runpy\n\n\ndef test_{stem}():\n    runpy.run_path(os.path.join(os.path.dirname(__file__), {name:?}), run_name=\"__main__\")\n"
+            );
+            std::fs::write(host_dir.join(&test_name), test)?;
+        }
         cmd.extend(
             [
                 "-m",
@@ -338,15 +390,13 @@ fn record(
             ]
             .map(String::from),
         );
-        cmd.push(format!("{inside_dir}/test_{name}"));
+        cmd.push(format!("{inside_dir}/{test_name}"));
     }
     let tmp = std::env::temp_dir().join(format!("flux-corpus-{}", std::process::id()));
     std::fs::create_dir_all(&tmp)?;
     let cfg = tmp.join("cfg.json");
-    std::fs::write(
-        &cfg,
-        format!(r#"{{"files": ["{name}"], "scope": "{scope}"}}"#),
-    )?;
+    let config = serde_json::json!({"files": [name], "functions": functions, "scope": scope});
+    std::fs::write(&cfg, config.to_string())?;
     let raw = tmp.join("input.jsonl");
     let mut c = Command::new(flux);
     c.args(["trace", "--calls", "usdt", "--config"]).arg(&cfg);

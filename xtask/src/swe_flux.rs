@@ -11,7 +11,14 @@
 //! requirements = ["MarkupSafe", "pytest", "flit_core"]  # wheels from PyPI (runtime, tests, build backend)
 //! prepare = []   # shell commands run in /testbed as the image's last step (optional)
 //! env = {}       # environment of the image (optional): haystack's telemetry off, say
+//! version = "0.18.2"  # the version of a project that takes it from git (optional)
 //! ```
+//!
+//! `env` is set before the install step (a build backend reads it there). A `git archive` tree
+//! has no `.git`, so a project whose build takes its version from git (setuptools-scm,
+//! hatch-vcs, pdm's scm source) needs `version`: the build is given it
+//! (`SETUPTOOLS_SCM_PRETEND_VERSION`, `PDM_BUILD_SCM_VERSION`), and without it the image is
+//! refused before anything is built, naming the stanza.
 //!
 //! `prepare` is for what their image did by being writable: flux's test containers see the
 //! root filesystem read-only with a tmpfs `/tmp`, so a repository whose conftest writes into
@@ -74,6 +81,8 @@ struct Repo {
     prepare: Vec<String>,
     /// Environment variables of the image (`ENV`), sorted by name.
     env: Vec<(String, String)>,
+    /// The version of a project whose build takes it from git.
+    version: Option<String>,
 }
 
 fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
@@ -113,10 +122,77 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
                         .collect()
                 })
                 .unwrap_or_default(),
+            version: t
+                .get("version")
+                .and_then(|x| x.as_str())
+                .map(str::to_string),
             name,
         });
     }
     Ok(out)
+}
+
+/// Whether a source tree's build takes its version from git (setuptools-scm, hatch-vcs, pdm's
+/// `source = "scm"`): what it says in `pyproject.toml`, `setup.cfg` or `setup.py`.
+fn version_from_git(testbed: &Path) -> Option<&'static str> {
+    let text: String = ["pyproject.toml", "setup.cfg", "setup.py"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(testbed.join(f)).ok())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .to_ascii_lowercase();
+    [
+        ("setuptools_scm", "setuptools-scm"),
+        ("setuptools-scm", "setuptools-scm"),
+        ("hatch-vcs", "hatch-vcs"),
+        ("[tool.hatch.version]\nsource = \"vcs\"", "hatch-vcs"),
+        ("source = \"scm\"", "pdm's scm version"),
+        ("use_scm_version", "setuptools-scm"),
+    ]
+    .iter()
+    .find(|(needle, _)| text.contains(needle))
+    .map(|(_, what)| *what)
+}
+
+/// The Dockerfile of a repository's image: the base, the wheels and the source, the stanza's
+/// `env` (and `version`, for a build that takes it from git) set *before* the install step,
+/// the requirements then the source installed offline (editable), `prepare` last.
+fn dockerfile(r: &Repo, base: &str, pipwhl: &str) -> String {
+    let reqs: Vec<String> = std::iter::once("pytest".to_string())
+        .chain(r.requirements.iter().cloned())
+        .map(|q| format!("'{}'", q.replace('\'', "")))
+        .collect();
+    let pip_in = format!("/usr/bin/python3.11 /tmp/wheels/{pipwhl}/pip");
+    let mut env: Vec<(String, String)> = r.env.clone();
+    if let Some(v) = &r.version {
+        for k in ["SETUPTOOLS_SCM_PRETEND_VERSION", "PDM_BUILD_SCM_VERSION"] {
+            if !env.iter().any(|(n, _)| n == k) {
+                env.push((k.to_string(), v.clone()));
+            }
+        }
+    }
+    format!(
+        "FROM {base}\n\
+         COPY wheels /tmp/wheels\n\
+         COPY testbed /testbed\n\
+         {env}\
+         RUN {pip_in} install --quiet --no-index --find-links /tmp/wheels --break-system-packages --root-user-action=ignore {reqs} \\\n \
+         && {pip_in} install --quiet --no-index --find-links /tmp/wheels --no-deps --no-build-isolation --break-system-packages --root-user-action=ignore -e /testbed \\\n \
+         && rm -rf /tmp/wheels && chmod -R a+rX /testbed && chown -R 1000:1000 /testbed\n\
+         {prepare}\
+         LABEL flux.swe-flux.commit=\"{commit}\"\n",
+        reqs = reqs.join(" "),
+        prepare = r
+            .prepare
+            .iter()
+            .map(|c| format!("RUN cd /testbed && {c}\n"))
+            .collect::<String>(),
+        env = env
+            .iter()
+            .map(|(k, v)| format!("ENV {k}={}\n", serde_json::Value::from(v.as_str())))
+            .collect::<String>(),
+        commit = r.commit,
+    )
 }
 
 fn image_of(r: &Repo) -> String {
@@ -208,7 +284,7 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     m["pip_freeze"] = serde_json::json!(freeze);
     m["definition"] = serde_json::json!({
         "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements,
-            "prepare": r.prepare, "env": r.env}
+            "prepare": r.prepare, "env": r.env, "version": r.version}
     });
     let ctx = work.join("images").join(format!("{}-manifest", r.name));
     std::fs::create_dir_all(&ctx)?;
@@ -366,6 +442,13 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     if !tar.wait()?.success() {
         bail!("unpacking the source of {}", r.name);
     }
+    if let (None, Some(what)) = (&r.version, version_from_git(&testbed)) {
+        bail!(
+            "[{}] takes its version from git ({what}), and a `git archive` tree has no .git: give \
+             `version = \"...\"` in its repos.toml stanza (the release its commit belongs to)",
+            r.name
+        );
+    }
     eprintln!("xtask: {}: wheels ({})", r.name, r.requirements.join(" "));
     let mut pip =
         Command::new(std::env::var("FLUX_HOST_PYTHON").unwrap_or_else(|_| "python3".into()));
@@ -388,33 +471,7 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .find(|n| n.starts_with("pip-") && n.ends_with(".whl"))
         .context("no pip wheel was downloaded")?;
-    let reqs: Vec<String> = std::iter::once("pytest".to_string())
-        .chain(r.requirements.iter().cloned())
-        .map(|q| format!("'{}'", q.replace('\'', "")))
-        .collect();
-    let pip_in = format!("/usr/bin/python3.11 /tmp/wheels/{pipwhl}/pip");
-    let docker = format!(
-        "FROM {BASE}\n\
-         COPY wheels /tmp/wheels\n\
-         COPY testbed /testbed\n\
-         RUN {pip_in} install --quiet --no-index --find-links /tmp/wheels --break-system-packages --root-user-action=ignore {reqs} \\\n \
-         && {pip_in} install --quiet --no-index --find-links /tmp/wheels --no-deps --no-build-isolation --break-system-packages --root-user-action=ignore -e /testbed \\\n \
-         && rm -rf /tmp/wheels && chmod -R a+rX /testbed && chown -R 1000:1000 /testbed\n\
-         {prepare}{env}\
-         LABEL flux.swe-flux.commit=\"{commit}\"\n",
-        reqs = reqs.join(" "),
-        prepare = r
-            .prepare
-            .iter()
-            .map(|c| format!("RUN cd /testbed && {c}\n"))
-            .collect::<String>(),
-        env = r
-            .env
-            .iter()
-            .map(|(k, v)| format!("ENV {k}={}\n", serde_json::Value::from(v.as_str())))
-            .collect::<String>(),
-        commit = r.commit,
-    );
+    let docker = dockerfile(r, BASE, &pipwhl);
     std::fs::write(ctx.join("Dockerfile"), docker)?;
     eprintln!("xtask: {}: docker build -t {image}", r.name);
     run(
@@ -432,7 +489,7 @@ struct Row {
     repository: String,
     instance: String,
     kind: String,
-    /// `equal`, `differs`, `error`.
+    /// `equal`, `differs`, `error`, `no-parser` (their store keeps no `files/parser.py`).
     import: String,
     /// Why, when not equal.
     why: String,
@@ -556,10 +613,14 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
                 );
                 (("error".to_string(), e.clone()), ("error".to_string(), e))
             } else {
-                let parser = if a.native_only {
-                    ("skipped".to_string(), String::new())
-                } else {
-                    check(&id)?
+                let no_parser = stdout
+                    .lines()
+                    .find_map(|l| l.split_once(" without their parser: ").map(|(_, w)| w));
+                let parser = match no_parser {
+                    // Their store keeps it without `files/parser.py`: only the native twin.
+                    Some(why) => ("no-parser".to_string(), why.to_string()),
+                    None if a.native_only => ("skipped".to_string(), String::new()),
+                    None => check(&id)?,
                 };
                 let native = match stdout
                     .lines()
@@ -620,7 +681,7 @@ fn print_report(rows: &[Row]) {
             100.0 * n as f64 / d as f64
         }
     };
-    let mut by: BTreeMap<(String, String), (usize, usize, usize)> = BTreeMap::new();
+    let mut by: BTreeMap<(String, String), (usize, usize, usize, usize)> = BTreeMap::new();
     for r in rows {
         for key in [
             ("all".to_string(), String::new()),
@@ -631,14 +692,86 @@ fn print_report(rows: &[Row]) {
             e.0 += usize::from(r.import == "equal");
             e.1 += usize::from(r.native == "equal");
             e.2 += 1;
+            e.3 += usize::from(r.import != "no-parser");
         }
     }
     println!();
-    for ((what, name), (imp, nat, n)) in &by {
+    // Import is measured over the instances that have their parser; native over all.
+    for ((what, name), (imp, nat, n, with_parser)) in &by {
         println!(
-            "{what} {name}: import equal {imp}/{n} ({:.1} %), native equal {nat}/{n} ({:.1} %)",
-            pct(*imp, *n),
+            "{what} {name}: import equal {imp}/{with_parser} ({:.1} %), native equal {nat}/{n} ({:.1} %)",
+            pct(*imp, *with_parser),
             pct(*nat, *n)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(env: &[(&str, &str)], version: Option<&str>) -> Repo {
+        Repo {
+            name: "instruct_lab".into(),
+            mirror: PathBuf::from("/nowhere"),
+            commit: "abc1234".into(),
+            requirements: vec!["setuptools-scm>=8".into()],
+            prepare: vec!["true".into()],
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            version: version.map(str::to_string),
+        }
+    }
+
+    /// Issue 25: `swe-flux-validate` could not build a setuptools-scm project from a `git
+    /// archive` tree: no version (no `.git`), and the stanza's `env` came after the install step.
+    #[test]
+    fn a_setuptools_scm_project_gets_its_version_and_env_before_the_install() {
+        let d = dockerfile(
+            &repo(&[("TELEMETRY", "off")], Some("0.18.2")),
+            "flux/base:py3.11-bookworm",
+            "pip-25.3-py3-none-any.whl",
+        );
+        let at = |needle: &str| {
+            d.find(needle)
+                .unwrap_or_else(|| panic!("{needle:?} not in:\n{d}"))
+        };
+        let install = at("RUN /usr/bin/python3.11");
+        assert!(at("ENV TELEMETRY=\"off\"\n") < install, "{d}");
+        assert!(
+            at("ENV SETUPTOOLS_SCM_PRETEND_VERSION=\"0.18.2\"\n") < install,
+            "{d}"
+        );
+        assert!(
+            at("ENV PDM_BUILD_SCM_VERSION=\"0.18.2\"\n") < install,
+            "{d}"
+        );
+        assert!(at("RUN cd /testbed && true") > install, "prepare last");
+        // The stanza's own setting wins.
+        let own = dockerfile(
+            &repo(&[("SETUPTOOLS_SCM_PRETEND_VERSION", "1.0")], Some("2.0")),
+            "b",
+            "p.whl",
+        );
+        assert_eq!(own.matches("SETUPTOOLS_SCM_PRETEND_VERSION").count(), 1);
+        assert!(!dockerfile(&repo(&[], None), "b", "p.whl").contains("PRETEND"));
+    }
+
+    #[test]
+    fn a_build_that_takes_its_version_from_git_is_recognised() {
+        let t = std::env::temp_dir().join(format!("flux-xtask-scm-{}", std::process::id()));
+        std::fs::create_dir_all(&t).unwrap();
+        let write = |text: &str| std::fs::write(t.join("pyproject.toml"), text).unwrap();
+        write("[build-system]\nrequires = [\"setuptools>=64\", \"setuptools_scm>=8\"]\n");
+        assert_eq!(version_from_git(&t), Some("setuptools-scm"));
+        write("[build-system]\nrequires = [\"hatchling\", \"hatch-vcs\"]\n");
+        assert_eq!(version_from_git(&t), Some("hatch-vcs"));
+        write("[tool.pdm.version]\nsource = \"scm\"\n");
+        assert_eq!(version_from_git(&t), Some("pdm's scm version"));
+        write("[project]\nversion = \"1.0\"\n[build-system]\nrequires = [\"hatchling\"]\n");
+        assert_eq!(version_from_git(&t), None);
+        std::fs::remove_dir_all(&t).unwrap();
     }
 }

@@ -29,10 +29,11 @@ What each event means (one JSON object per line, in the thread's order):
 - `line`: settrace's line event.
 - `exception`: settrace's exception event (an exception raised in the frame or arriving from a
   callee), `kind` = `raise` (an exception object reported for the first time: raised here, by
-  a C function called here, or new and thrown into a generator), `propagate` (the exception
-  with which a frame this one called has just unwound), `reraise` (an exception object seen
-  before: `raise e`, a stored one, one thrown back into a generator by a context manager's
-  `__exit__`), plus a bare
+  a C function called here), `propagate` (the exception with which a frame this one called
+  has just unwound), `thrown` (put into a generator or coroutine by `throw()`/`close()`: the
+  activation's first event after its `call`, at the very instruction it resumed at, with no
+  line between; a context manager's `__exit__` throwing a `with` body's exception in, or a new
+  one), `reraise` (an exception object seen before: `raise e`, a stored one), plus a bare
   `raise` statement of FILE executed (settrace reports none: its exception is the one being
   handled, `sys.exc_info()`). A StopIteration with no traceback (CPython's report of a
   `yield from`/`await` ending, never raised by a frame) is not an exception.
@@ -70,6 +71,7 @@ EVENTS = []
 REPR_LIMIT = 200  # flux's default `limits.repr`, which cuts exception messages too
 YIELD_OPS = {"YIELD_VALUE"} | ({"RESUME"} if (3, 12) <= sys.version_info[:2] < (3, 15) else set())
 RETURN_OPS = {"RETURN_VALUE", "RETURN_CONST"}
+_GEN_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 
 _mine = {}  # code -> recorded (of FILE)?
 _target = {}  # code -> targeted?
@@ -158,9 +160,10 @@ def _here():
 class _Frame:
     """What the reference knows of one running (or suspended) frame."""
 
-    __slots__ = ("held", "prev_line", "exc_lasti", "exc", "bare")
+    __slots__ = ("held", "prev_line", "exc_lasti", "exc", "bare", "opened")
 
     def __init__(self):
+        self.opened = None  # f_lasti at its activation's `call`, until its first line event
         self.held = None  # the frame itself while it is suspended (so it stays the same object)
         self.prev_line = None  # the line of its previous line event
         self.exc_lasti = None  # f_lasti of its latest exception event, with no line since
@@ -239,6 +242,7 @@ def _local(frame, event, arg):
                 st.bare = (line, sys.exc_info()[1])
         st.prev_line = line
         st.exc_lasti = None
+        st.opened = None
     elif event == "exception":
         e = arg[1]
         if type(e) is StopIteration and arg[2] is None:
@@ -248,12 +252,15 @@ def _local(frame, event, arg):
             u = th.unwound
             if u is not None and u[0] is e and u[1] == id(frame):
                 kind = "propagate"
+            elif st.opened == frame.f_lasti and code.co_flags & _GEN_FLAGS:
+                kind = "thrown"
             elif id(e) in _seen:
                 kind = "reraise"
             else:
                 kind = "raise"
             _exception(th, frame, e, frame.f_lineno, kind)
         _seen[id(e)] = e
+        st.opened = None
         st.exc_lasti = frame.f_lasti
         st.exc = e
     elif event == "return":
@@ -266,7 +273,11 @@ def _local(frame, event, arg):
                 th.xd -= 1
         th.depth -= 1
         if how == "unwind":
-            th.unwound = (st.exc, id(frame.f_back) if frame.f_back else None)
+            # The exception it unwinds with: its latest exception event's, or, with none since
+            # (a bare `raise` outside its own handlers reports nothing), the one a caller is
+            # handling, which that `raise` re-raises.
+            e = st.exc if st.exc is not None else sys.exc_info()[1]
+            th.unwound = (e, id(frame.f_back) if frame.f_back else None)
         if how == "yield" and _recorded(code):
             st.held = frame
             st.exc_lasti = st.exc = st.bare = None
@@ -296,6 +307,7 @@ def _global(frame, event, arg):
                 th.xn += 1
             th.xd += 1
         th.depth += 1
+        st.opened = frame.f_lasti
         _emit(th, frame, "call", line=frame.f_lineno if resume else code.co_firstlineno, resume=resume)
         frame.f_trace_lines = _targeted(code)
     else:

@@ -229,3 +229,99 @@ fn invocation_counts_of_a_modules_functions_and_methods() {
         vec![s("C.D.n", 0), s("C.m", 2), s("top", 1)]
     );
 }
+
+/// Issue 25: SWE-Flux counts every `call` event of a generator as a call, the target's own
+/// call and its own resumptions included (`include_self` + `resumptions`).
+#[test]
+fn a_generator_targets_own_resumptions_are_entries_with_include_self_and_resumptions() {
+    // run (10) drives gen (40, frame 2): starts it at 11, resumes it at 12; gen calls h at 41
+    // and again, after its resumption, at 42.
+    let t = TraceBuilder::new()
+        .call("run", 10, &[])
+        .line(11, &[])
+        .call("gen", 40, &[])
+        .line(41, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .suspend("1")
+        .line(12, &[])
+        .resume(2, "gen", 41)
+        .line(42, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .ret("None")
+        .ret("None")
+        .build();
+    let seq = |extra: serde_json::Value| {
+        let mut p = json!({"function": "gen", "functions": ["gen", "h"]});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let out = extract(&t, "call_sequence", &params(p).unwrap()).unwrap();
+        out["call_sequence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["function"].as_str().unwrap().to_string(),
+                    c["line"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let s = |f: &str, l: u32| (f.to_string(), json!(l));
+    assert_eq!(
+        seq(json!({"include_self": true, "resumptions": true})),
+        [s("gen", 0), s("h", 41), s("gen", 12), s("h", 42)]
+    );
+    // Either option alone keeps the earlier definitions.
+    assert_eq!(
+        seq(json!({"include_self": true})),
+        [s("gen", 0), s("h", 41), s("h", 42)]
+    );
+    assert_eq!(seq(json!({"resumptions": true})), [s("h", 41), s("h", 42)]);
+}
+
+/// Issue 25: SWE-Flux's call counts over a class's code objects: its methods and every
+/// comprehension, generator expression, lambda and nested function under them, never-called
+/// ones with 0.
+#[test]
+fn invocation_counts_over_a_classs_code_objects_include_comprehensions_and_zero_rows() {
+    let src = "class C:\n    def m(self, xs):\n        ys = [x for x in xs]\n        g = (y for y in ys)\n        f = lambda v: v\n        return list(g)\n    def n(self):\n        def inner():\n            pass\n        return 1\n\ndef top():\n    pass\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("C.m", 2, &[])
+        .call("C.m.<locals>.<listcomp>", 3, &[])
+        .ret("[]")
+        .call("C.m.<locals>.<genexpr>", 4, &[])
+        .ret("None")
+        .ret("[]")
+        .build();
+    let p = json!({"class": "C", "file": crate::testkit::FILE, "count": "calls",
+                   "code_objects": true});
+    let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
+    let got: Vec<(String, u64)> = v["invocation_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["qualname"].as_str().unwrap().to_string(),
+                x["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let s = |q: &str, n: u64| (q.to_string(), n);
+    assert_eq!(
+        got,
+        [
+            s("C.m", 1),
+            s("C.m.<locals>.<genexpr>", 1),
+            s("C.m.<locals>.<lambda>", 0),
+            s("C.m.<locals>.<listcomp>", 1),
+            s("C.n", 0),
+            s("C.n.<locals>.inner", 0),
+        ]
+    );
+}

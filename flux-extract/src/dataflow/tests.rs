@@ -208,3 +208,55 @@ fn def_use_pairs_normalised_to_statements_merge() {
     );
     assert!(s.contains(&("b".into(), 2, 4)), "{s:?}");
 }
+
+/// Issue 25: SWE-Flux's def-use definitions vary: reads inside comprehensions and generator
+/// expressions in or out of the outer frame's uses, nested-function (lambda) reads of outer
+/// locals in or out, and uses counted per load rather than per line.
+#[test]
+fn comprehension_closure_and_per_load_uses_are_options() {
+    let src = "def f(xs):\n    n = len(xs)\n    t = n + n\n    ys = [x * n for x in xs]\n    g = lambda: n\n    return t, ys, g\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("xs", "[1]")])
+        .line(2, &[])
+        .line(3, &[("n", "1")])
+        .line(4, &[("t", "2")])
+        .line(5, &[("ys", "[1]")])
+        .line(6, &[("g", "<function>")])
+        .ret("(2, [1], <function>)")
+        .build();
+    let n_pairs = |extra: serde_json::Value| {
+        let mut p = json!({"function": "f", "definitions": "ast", "variables": ["n"]});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let v = extract(&t, "def_use_pairs", &params(p).unwrap()).unwrap();
+        v["observed_def_use_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["use_line"].as_i64().unwrap(),
+                    x["count"].as_i64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // n defined at 2; read twice at 3, by the list comprehension at 4, by the lambda at 5.
+    assert_eq!(n_pairs(json!({})), [(3, 1), (4, 1), (5, 1)]);
+    assert_eq!(
+        n_pairs(json!({"use_count": "load"})),
+        [(3, 2), (4, 1), (5, 1)]
+    );
+    assert_eq!(
+        n_pairs(json!({"comprehension_uses": false})),
+        [(3, 1), (5, 1)]
+    );
+    assert_eq!(n_pairs(json!({"closure_uses": false})), [(3, 1), (4, 1)]);
+    assert_eq!(n_pairs(json!({"nested_uses": false})), [(3, 1)]);
+    assert_eq!(
+        n_pairs(json!({"nested_uses": false, "closure_uses": true})),
+        [(3, 1), (5, 1)]
+    );
+}

@@ -124,3 +124,154 @@ fn raising_tests_split_the_suite() {
                "safe_tests": ["t.py::test_a", "t.py::test_b", "t.py::test_d", "t.py::test_e"]})
     );
 }
+
+/// Issue 23.2, an untraced callee: with scope `targets` (or 3.11's USDT returns, which do not
+/// say how a frame ended) nothing of `fail` is in the trace, so an exception coming out of it
+/// reached `convert` with no unwinding return before it and was taken for one `convert`
+/// raised (cfn-lint's `Conditions.evolve` into `get_resource_by_name`, click's
+/// `ParamType.fail` into `Choice.convert`). The hook's kind, read from the traceback, says
+/// where it was raised.
+fn untraced_callee() -> flux_trace::Trace {
+    TraceBuilder::new()
+        .test("t.py::test_callee_raises")
+        .call("convert", 10, &[("v", "-1")])
+        .line(11, &[])
+        .exception("ValueError", "negative", "propagate", Some(("fail", 3)))
+        .unwind("ValueError", "negative")
+        .end("passed")
+        .test("t.py::test_own_raise")
+        .call("convert", 10, &[("v", "0")])
+        .line(12, &[])
+        .exception("ValueError", "zero", "raise", Some(("convert", 12)))
+        .unwind("ValueError", "zero")
+        .end("passed")
+        .build()
+}
+
+#[test]
+fn a_raise_in_an_untraced_callee_is_not_the_targets() {
+    let t = untraced_callee();
+    let p = params(json!({"type": "ValueError", "raised_in": "convert"})).unwrap();
+    assert_eq!(
+        crate::testkit::pick(
+            &extract(&t, "raising_tests", &p).unwrap(),
+            &json!({"crashing_tests": [""], "safe_tests": [""]})
+        ),
+        json!({"crashing_tests": ["t.py::test_own_raise"],
+               "safe_tests": ["t.py::test_callee_raises"]})
+    );
+    let p = params(json!({"type": "ValueError", "raised_in": "convert"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_info", &p).unwrap()["exception"]["raise_line"],
+        json!(12)
+    );
+    let p = params(json!({"function": "convert", "events": "raises"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_counts", &p).unwrap()["total"],
+        json!(1)
+    );
+    // Every exception event of the frame still counts where the definition says so.
+    let p = params(json!({"function": "convert"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_counts", &p).unwrap()["total"],
+        json!(2)
+    );
+}
+
+/// Issue 23.2, thrown in at `yield`: a `with` body's exception, thrown into a
+/// `@contextmanager` generator at its `yield` by `__exit__` (click's `Context.scope`), was
+/// counted as raised by the generator.
+#[test]
+fn an_exception_thrown_in_at_yield_is_not_raised_by_the_generator() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_scope")
+        .call("Context.scope", 20, &[])
+        .line(21, &[])
+        .line(22, &[])
+        .suspend("None")
+        .resume(1, "Context.scope", 22)
+        .exception("KeyError", "'k'", "thrown", Some(("test_scope", 30)))
+        .line(24, &[])
+        .unwind("KeyError", "'k'")
+        .end("passed")
+        .build();
+    let p = params(json!({"type": "KeyError", "raised_in": "Context.scope"})).unwrap();
+    assert_eq!(
+        crate::testkit::pick(
+            &extract(&t, "raising_tests", &p).unwrap(),
+            &json!({"crashing_tests": [""], "safe_tests": [""]})
+        ),
+        json!({"crashing_tests": [], "safe_tests": ["t.py::test_scope"]})
+    );
+    let err = extract(&t, "exception_info", &p).unwrap_err().to_string();
+    assert!(err.contains("the trace has 0"), "{err}");
+    // It is still an exception the generator caught or let through (its own events).
+    let p = params(json!({"function": "Context.scope"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_counts", &p).unwrap()["total"],
+        json!(1)
+    );
+}
+
+/// A trace without kinds (recorded before the hook said them) reads as before: a raise unless
+/// it follows a callee's unwinding return.
+#[test]
+fn a_trace_without_kinds_falls_back_to_its_shape() {
+    let t = exc();
+    assert!(t
+        .events
+        .iter()
+        .all(|e| e.outcome.is_empty() || e.ev != flux_trace::Kind::Exception));
+    let p = params(json!({"type": "ValueError"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_info", &p).unwrap()["exception"]["raised_in"],
+        json!("parse")
+    );
+}
+
+/// Issue 23.1 (found by the reference witness's design): an exception leaving the targeted
+/// frames into a caller traced only for its calls (scope `tests`, the reference) was "handled"
+/// there, while under scope `targets` (no caller in the trace) it left traced code unhandled:
+/// the answer depended on what the scope traces. Only frames traced line by line are followed.
+#[test]
+fn an_exception_leaving_the_targets_is_unhandled_whatever_traces_their_callers() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("runner", 1, &[])
+        .call("parse", 20, &[])
+        .line(21, &[])
+        .exception("ValueError", "bad", "raise", Some(("parse", 21)))
+        .unwind("ValueError", "bad")
+        .ret("None")
+        .end("passed")
+        .build();
+    let p = params(json!({"type": "ValueError"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_info", &p).unwrap()["exception"],
+        json!({"type": "ValueError", "message": "bad", "raised_in": "parse", "raise_line": 21,
+               "handled_in": null, "handler_line": null, "unwound": ["parse"]})
+    );
+}
+
+/// Issue 25: SWE-Flux's flat `exception_type` + `exception_message` of the exception that
+/// propagates out of the target (not one its callee raised and it handled).
+#[test]
+fn exception_info_with_escapes_keeps_what_propagates_out_of_the_function() {
+    let t = exc();
+    let get = |v: serde_json::Value| extract(&t, "exception_info", &params(v).unwrap());
+    // parse's ValueError of test_a is handled in outer: the first to leave outer is test_c's.
+    let out = get(json!({"escapes": "outer"})).unwrap();
+    assert_eq!(out["exception"]["message"], "bad z");
+    assert_eq!(out["exception"]["type"], "ValueError");
+    // Out of parse: test_a's first (it unwinds parse, then outer handles it).
+    assert_eq!(
+        get(json!({"escapes": "parse"})).unwrap()["exception"]["message"],
+        "bad x"
+    );
+    // KeyError of test_b is handled inside parse: it never leaves it.
+    let err = get(json!({"escapes": "parse", "type": "KeyError"})).unwrap_err();
+    assert!(
+        err.to_string().contains("that propagate out of `parse`"),
+        "{err}"
+    );
+}

@@ -7,7 +7,9 @@
 //! - `generator-entries` (3.15, the hook reports generator starts): a USDT entry whose line
 //!   lies in a generator code of that (file, name) is the generator's creation or resumption
 //!   and is dropped (not merely one with the same name: `__iter__` as a generator in one class
-//!   and a plain method in another). Every generator expression is one, whatever its line.
+//!   and a plain method in another). Every generator expression is one, whatever its line: the
+//!   hook reports genexprs as every generator (USDT fires no entry when `throw()`/`close()`
+//!   resumes one, and cannot tell its start from its resumptions).
 //! - `target-entries` (scope `targets`): the hook reports every start of targeted code, so
 //!   USDT's entries of it are dropped.
 //! - `line0-naming`: a line-0 entry is one of the code objects of that (file, name) whose first
@@ -16,9 +18,6 @@
 //!   several share the name, the one whose lines hold the line of the activation's USDT return
 //!   (`by-return`; an activation that never returns through the probe cannot be told apart: a
 //!   problem). A name shared with a generator without a first line is a problem, never a guess.
-//! - `genexpr-naming` (scope `targets`): a genexpr's line-0 entry is its creation (dropped), any
-//!   other its resumption, named by the genexpr whose lines hold it — among nested ones, the
-//!   one the running code created, never one already running. No single genexpr: a problem.
 //! - `identify`: the first hook record of an activation USDT opened names its code object
 //!   exactly: qualified name, and the first line where USDT said 0.
 use super::Open;
@@ -69,7 +68,6 @@ pub(super) enum Dropped {
 
 pub(super) enum Named {
     Lineless,
-    Genexpr,
 }
 
 impl CodeIndex {
@@ -118,9 +116,8 @@ impl CodeIndex {
             .unwrap_or_default()
     }
 
-    /// What becomes of the USDT entry `e` of thread `pid/tid`, whose open activations are
-    /// `stack` (see the module doc).
-    pub(super) fn entry(&self, plan: &Plan, stack: &[Open], e: &Event) -> Entry {
+    /// What becomes of the USDT entry `e` (see the module doc).
+    pub(super) fn entry(&self, plan: &Plan, e: &Event) -> Entry {
         let (pid, tid) = (e.pid, e.tid);
         let key = (pid, e.file.clone(), e.func.clone());
         let reported = plan.hook_lineless_starts();
@@ -142,29 +139,6 @@ impl CodeIndex {
                 .get(&key)
                 .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line)))
         };
-        let mut genexpr = None;
-        if plan.hook_gen_starts() && !reported && e.func == "<genexpr>" && !targeted() {
-            if e.line == 0 {
-                return Entry::Drop(Dropped::Generator);
-            }
-            match self.genexpr_resumed(stack, &key, e.line) {
-                Some(g) => genexpr = Some(g.qualname.clone()),
-                None => {
-                    return Entry::Problem(format!(
-                        "a USDT entry of <genexpr> at {}:{} in thread {pid}/{tid} names no single generator expression the hook defined",
-                        e.file, e.line
-                    ))
-                }
-            }
-        }
-        if let Some(qualname) = genexpr {
-            return Entry::Open {
-                qualname,
-                line: e.line,
-                by_return: false,
-                named: Some(Named::Genexpr),
-            };
-        }
         let is_gen = (plan.hook_gen_starts() && e.func == "<genexpr>")
             || self
                 .gen_codes
@@ -207,47 +181,6 @@ impl CodeIndex {
             by_return,
             named,
         }
-    }
-
-    /// The generator expression of `key` a USDT entry at `line` resumes: the only one whose
-    /// lines hold it, else among nested ones the one the running code created, else the only
-    /// one not already running.
-    fn genexpr_resumed(&self, stack: &[Open], key: &CodeKey, line: u32) -> Option<&CodeDef> {
-        let cands: Vec<&CodeDef> = self
-            .gen_codes
-            .get(key)
-            .map(|gs| {
-                gs.iter()
-                    .filter(|g| !g.has(CODE_TARGET) && g.holds_line(line))
-                    .collect()
-            })
-            .unwrap_or_default();
-        // The running code's qualname, or, when USDT opened it and no hook record named it,
-        // its file and name.
-        let created_by_top = |g: &CodeDef| -> bool {
-            let (Some(par), Some(o)) =
-                (g.qualname.strip_suffix(".<locals>.<genexpr>"), stack.last())
-            else {
-                return false;
-            };
-            if o.qualname.is_empty() {
-                o.file == g.file && par.rsplit('.').next() == Some(o.func.as_str())
-            } else {
-                par == o.qualname
-            }
-        };
-        let by_parent = one_identity(cands.iter().copied().filter(|g| created_by_top(g)));
-        let not_running = || {
-            one_identity(
-                cands
-                    .iter()
-                    .copied()
-                    .filter(|g| !stack.iter().any(|o| o.qualname == g.qualname)),
-            )
-        };
-        one_identity(cands.iter().copied())
-            .or(by_parent)
-            .or_else(not_running)
     }
 }
 

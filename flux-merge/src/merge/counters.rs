@@ -21,8 +21,6 @@ pub(super) struct Counters {
     pub lineless_named: u64,
     /// `line0-naming`: line-0 USDT entries of code whose starts the hook reports.
     pub lineless_dropped: u64,
-    /// `genexpr-naming`: USDT entries of generator expressions named as resumptions.
-    pub genexpr_named: u64,
     /// `target-entries`: USDT entries of targeted code (scope `targets`).
     pub target_entries_dropped: u64,
     /// `join-returns`: hook returns joined to USDT's.
@@ -49,7 +47,7 @@ pub(super) struct Counters {
 const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
-    fn named(&self) -> [(&'static str, u64); 16] {
+    fn named(&self) -> [(&'static str, u64); 15] {
         [
             ("merge.reconciled_unwind", self.reconciled_unwind),
             (
@@ -61,7 +59,6 @@ impl Counters {
                 self.generator_entries_dropped,
             ),
             ("merge.usdt_line0_entries_named", self.lineless_named),
-            ("merge.usdt_genexpr_resumptions_named", self.genexpr_named),
             (
                 "merge.usdt_line0_entries_dropped_for_hook_starts",
                 self.lineless_dropped,

@@ -37,7 +37,6 @@
 //! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
 //! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
-//! | `genexpr-naming` | [`codes`] | scope `targets`: a genexpr's line-0 entry is its creation (dropped), another its resumption, named exactly or a problem |
 //! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
 //! | `checks` | [`thread`] | a predicate's `k` record is a `check` event of its activation (value `True`/`False`, or the exception evaluating it raised) |
 //! | `static-facts` | here | the facts of a targeted file (`F` records) are the first stream's that has them |
@@ -333,7 +332,7 @@ mod tests {
     fn scope_targets_keeps_a_resumed_generators_frame() {
         let mut st = Stream::default();
         for l in [
-            r#"{"hello":1,"pid":7,"python":"3.15.0","mode":"monitoring","calls":"generators","scope":"targets","leave":["lineless","genexpr"],"clock":"monotonic_ns"}"#,
+            r#"{"hello":1,"pid":7,"python":"3.15.0","mode":"monitoring","calls":"generators","scope":"targets","leave":["lineless"],"clock":"monotonic_ns"}"#,
             r#"["wo",1,7]"#,
             r#"["C",1,"/t.py","tag","tag",6,12,5]"#,
             r#"["xo",10,7]"#,

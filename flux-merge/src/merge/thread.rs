@@ -171,7 +171,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     }
 
     fn usdt_call(&mut self, e: &Event) {
-        match self.sh.codes.entry(self.sh.plan, &self.stack, e) {
+        match self.sh.codes.entry(self.sh.plan, e) {
             Entry::Drop(Dropped::Generator) => self.c.generator_entries_dropped += 1,
             Entry::Drop(Dropped::Lineless) => self.c.lineless_dropped += 1,
             Entry::Drop(Dropped::Target) => self.c.target_entries_dropped += 1,
@@ -182,10 +182,8 @@ impl<'a, 'o> Thread<'a, 'o> {
                 by_return,
                 named,
             } => {
-                match named {
-                    Some(Named::Lineless) => self.c.lineless_named += 1,
-                    Some(Named::Genexpr) => self.c.genexpr_named += 1,
-                    None => {}
+                if let Some(Named::Lineless) = named {
+                    self.c.lineless_named += 1;
                 }
                 let mut e = e.clone();
                 e.line = line;
@@ -597,6 +595,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 locals: l,
                 deleted,
                 object,
+                origin,
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
@@ -605,6 +604,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                     msg: msg.clone(),
                 });
                 ev.outcome = kind.as_str().into();
+                ev.origin = origin.clone();
                 ev.locals = locals(l);
                 ev.deleted = deleted.clone();
                 ev.value = object.as_ref().map(value);

@@ -29,7 +29,7 @@
 //! - **events**: settrace's `call`, `line`, `return`, `exception` in matching frames; an event
 //!   kind not in `TRACE_EVENTS` is skipped before anything else (it does not even update the
 //!   frame's last snapshot). flux's `handled` events have no counterpart; a `reraise-inferred`
-//!   exception and a `throw` call (see [`crate::config::Dialect`]) are flux's inferences, with
+//!   exception and a `throw` call (see [`flux_trace::config::Dialect`]) are flux's inferences, with
 //!   no settrace event, and are skipped.
 //! - **locals** ([`LogConfig::snapshot`]): the frame's locals sorted by name, `_`-prefixed names
 //!   left out when `TRACE_NO_UNDERSCORE` (default on), each a repr cut to `TRACE_LIMIT`
@@ -61,10 +61,14 @@
 //! previous event; the writer rebuilds every frame's full locals from them, then applies their
 //! diff. (A call that only USDT reported carries no locals: a fresh frame's are then taken from
 //! its first event, which carries all of them.)
-use crate::config::{Dialect, HookEvent, Limits, Scope};
-use crate::{Event, Kind, Source, Trace, TracingConfig};
+use flux_trace::config::{Dialect, HookEvent, Limits, Scope};
+use flux_trace::{Event, Kind, Source, Trace, TracingConfig};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::Write;
+
+/// Per frame: its process and the snapshot of its locals at its last logged event (the base
+/// their tracer diffs against).
+type LastSnapshots = HashMap<u64, (u32, Vec<(String, Local)>)>;
 
 /// SWE-Flux's tracer configuration: its environment variables, read as its conftest and
 /// `trace_plugin.py` read them.
@@ -92,7 +96,16 @@ pub struct LogConfig {
     pub log_all_lines: bool,
     /// `TRACE_FULL_LOCALS_ON_RETURN` (default on; `0` turns it off).
     pub full_locals_on_return: bool,
+    /// Their run's interpreter predates 3.11 (no `co_qualname`): their tracer named a frame
+    /// `<module>.<co_name>`, the last component of its qualname (`pkg.mod._helper` for
+    /// `pkg.mod.C._helper`), and matched `TRACE_FUNC` against that. Not one of their
+    /// variables: [`THEIR_PYTHON`] (`3.9`), which the import reads from the tag of their test's
+    /// `__pycache__` (`testcase.cpython-39-…pyc`).
+    pub co_names: bool,
 }
+
+/// The pair that tells the interpreter their run used (`3.9`), beside their variables.
+pub const THEIR_PYTHON: &str = flux_instance::external::THEIR_PYTHON;
 
 /// The names of their variables, in the order `[TRACE][START]` and eval.sh use them.
 pub const VARIABLES: &[&str] = &[
@@ -108,6 +121,12 @@ pub const VARIABLES: &[&str] = &[
     "TRACE_LOG_ALL_LINES",
     "TRACE_FULL_LOCALS_ON_RETURN",
 ];
+
+/// `3.9` → (3, 9).
+fn python_version(v: &str) -> Option<(u32, u32)> {
+    let (a, b) = v.trim().split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
 
 /// `int(str(raw).strip())`, else the default (their `_int_env`).
 fn int_var(v: Option<&str>, default: i64) -> i64 {
@@ -158,6 +177,9 @@ impl LogConfig {
             with_time: get("TRACE_TIME").unwrap_or("1").trim() == "1",
             log_all_lines: get("TRACE_LOG_ALL_LINES").unwrap_or("0").trim() == "1",
             full_locals_on_return: get("TRACE_FULL_LOCALS_ON_RETURN").unwrap_or("1").trim() != "0",
+            co_names: get(THEIR_PYTHON)
+                .and_then(python_version)
+                .is_some_and(|v| v < (3, 11)),
         }
     }
 
@@ -186,7 +208,13 @@ impl LogConfig {
         TracingConfig {
             files,
             functions: Vec::new(),
-            module_functions: self.funcs.iter().cloned().collect(),
+            // With `co_names` their entries name `<module>.<co_name>`, which the hook's rule on
+            // `<module>.<qualname>` cannot match: every function of the file (the writer picks).
+            module_functions: if self.co_names {
+                Vec::new()
+            } else {
+                self.funcs.iter().cloned().collect()
+            },
             events: vec![
                 HookEvent::Line,
                 HookEvent::Call,
@@ -489,7 +517,7 @@ pub fn write_log(
     let mut full: HashMap<u64, BTreeMap<String, Local>> = HashMap::new();
     let mut version = 0u64;
     // Their `_last_locals`, per frame, with the frame's process (cleared per process).
-    let mut last: HashMap<u64, (u32, Vec<(String, Local)>)> = HashMap::new();
+    let mut last: LastSnapshots = HashMap::new();
     // Per process: the running test's thread.
     let mut current: HashMap<u32, u32> = HashMap::new();
     let line = |w: &mut dyn Write, ts: u64, body: &str, stats: &mut LogStats| {
@@ -568,7 +596,7 @@ pub fn write_log(
         let logged = in_window
             && cfg.file_matches(&e.file)
             && !(e.module.is_empty() && dialect_on)
-            && cfg.func_matches(&funcname(e)?);
+            && cfg.func_matches(&funcname(e, cfg)?);
         if logged {
             stats.matched += 1;
             log_event(e, cfg, &full, &mut last, &mut |ts, body| {
@@ -583,19 +611,25 @@ pub fn write_log(
     Ok(stats)
 }
 
-/// `<module>.<qualname>`; an error when the trace does not say the module.
-fn funcname(e: &Event) -> Result<String, LogError> {
+/// `<module>.<qualname>` (`<module>.<co_name>` with [`LogConfig::co_names`]); an error when
+/// the trace does not say the module.
+fn funcname(e: &Event, cfg: &LogConfig) -> Result<String, LogError> {
     let qual = if e.qualname.is_empty() {
         &e.func
     } else {
         &e.qualname
+    };
+    let qual: &str = if cfg.co_names {
+        qual.rsplit('.').next().unwrap_or(qual)
+    } else {
+        qual
     };
     if e.module.is_empty() {
         return Err(LogError::NotRecorded {
             what: "the module",
             file: e.file.clone(),
             line: e.line,
-            name: qual.clone(),
+            name: qual.to_string(),
         });
     }
     Ok(format!("{}.{qual}", e.module))
@@ -606,7 +640,7 @@ fn log_event(
     e: &Event,
     cfg: &LogConfig,
     full: &HashMap<u64, BTreeMap<String, Local>>,
-    last: &mut HashMap<u64, (u32, Vec<(String, Local)>)>,
+    last: &mut LastSnapshots,
     emit: &mut dyn FnMut(u64, &str) -> std::io::Result<()>,
 ) -> Result<(), LogError> {
     let kind = match e.ev {
@@ -626,7 +660,7 @@ fn log_event(
     let curr = cfg.snapshot(state);
     let prev = last.get(&e.frame).map(|(_, v)| v.as_slice());
     let diff = changed(prev, &curr);
-    let name = funcname(e)?;
+    let name = funcname(e, cfg)?;
     let head = format!(
         "{}:{} {name} event={kind}",
         e.file.replace('\\', "/"),
@@ -681,7 +715,7 @@ fn log_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Meta, Source, Value};
+    use flux_trace::{Meta, Source, Value};
 
     fn v(r: &str) -> Value {
         Value {
@@ -865,6 +899,38 @@ mod tests {
         assert!(f.file_matches("/testbed/src/pkg/mod.py"));
         assert!(!f.file_matches("/testbed/src/pkg/mod2.py"));
         assert!(cfg(&[]).file_matches("/any.py"));
+    }
+
+    /// Issue 25: their kedro and haystack runs used a Python before 3.11, whose tracer named
+    /// a method's frame `<module>.<co_name>`; their parsers filter on that name, so a log
+    /// naming it `<module>.<qualname>` gave them nothing for a method.
+    #[test]
+    fn a_run_before_3_11_names_frames_by_co_name() {
+        let mut b = B::new();
+        b.test(true)
+            .call_l(3, None, &[("n", "2")])
+            .ret(3, Some("None"), false)
+            .test(false);
+        let t = b.trace();
+        let old = cfg(&[ALL, ("TRACE_FUNC", "pkg.mod.f"), (THEIR_PYTHON, "3.9")]);
+        assert!(old.co_names);
+        let got = log(&t, &old);
+        assert!(
+            got[1].contains(" pkg.mod.f event=call"),
+            "the frame of pkg.mod.C.f is named by its co_name: {got:#?}"
+        );
+        assert!(
+            old.tracing_config().module_functions.is_empty(),
+            "their `module.co_name` entries cannot narrow the hook's qualname rule"
+        );
+        let new = cfg(&[ALL, ("TRACE_FUNC", "pkg.mod.f"), (THEIR_PYTHON, "3.11")]);
+        assert!(!new.co_names);
+        assert_eq!(
+            log(&t, &new).len(),
+            1,
+            "pkg.mod.C.f is not pkg.mod.f on 3.11"
+        );
+        assert!(!cfg(&[ALL]).co_names, "3.11 semantics by default");
     }
 
     #[test]

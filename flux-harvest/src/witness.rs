@@ -1,0 +1,312 @@
+//! The third witness (issue 23.1): an instance's gold answer re-derived from an independent run.
+//!
+//! Why: flux's promise is that no gold answer is ever wrong, and the two witnesses of a harvest
+//! (USDT and the hook) share the hook's exception and frame logic. A plain `sys.settrace`
+//! reference sharing no code with the hook (`reference/flux_reference.py`: what it records and
+//! why is its module doc) runs the instance's exact test command in the same image; its records
+//! become a [`flux_trace::Trace`] (`flux_trace::reference`); the instance's own extractor and
+//! template ([`Instance::extract`], the projection `flux harvest` cuts gold with) answer on it.
+//! The two answers must be equal (lists the instance calls `order_insensitive` as multisets):
+//! [`judge`]. `flux harvest --check --witness reference` and `flux gen` (per sampled instance,
+//! before it is kept) use it.
+//!
+//! What the reference traces: the whole of each test's protocol (no target scope: an
+//! exception question's callees, every call under a callee question's target), lines and values
+//! of the targeted code; values rendered by the reference itself with the config's limits. The
+//! static facts of the targeted files come from `flux_hook/static_facts.py` (pure AST, no
+//! runtime), computed separately in the reference's process at exit. Its output is read like
+//! any output of test code ([`crate::read_untrusted`]): no link followed, every record checked.
+use crate::{docker, rundir, HarvestOptions};
+use anyhow::{bail, Context, Result};
+use flux_container::runtime::RUN_DIR_IN_CONTAINER;
+use flux_instance::Instance;
+use serde::Serialize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The reference, put in the run's `shared/reference/` (read-only in the container).
+const REFERENCE_PY: &[u8] = include_bytes!("../reference/flux_reference.py");
+/// flux's static facts (pure AST): the one piece of flux the reference runs.
+const STATIC_FACTS_PY: &[u8] = include_bytes!("../../flux-hook/flux_hook/static_facts.py");
+/// The largest reference output read back (a run past it is not witnessed).
+const MAX_OUTPUT: u64 = 4 << 30;
+
+/// Which witness re-derives a stored gold answer (`flux harvest --check --witness`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WitnessKind {
+    /// flux itself, from a clean run (USDT and the hook).
+    #[default]
+    Flux,
+    /// The plain settrace reference.
+    Reference,
+}
+
+/// One run of an instance's test under the reference.
+pub struct ReferenceRun {
+    pub trace: flux_trace::Trace,
+    /// sha256 of the trace's JSONL (`flux_instance::trace_digest`).
+    pub trace_sha256: String,
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub run_dir: PathBuf,
+    pub program_seconds: f64,
+    /// The end of the test's stderr, for messages.
+    pub stderr_tail: String,
+}
+
+/// What the reference says of a gold answer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase", tag = "verdict")]
+pub enum Judgement {
+    /// Its answer is the gold answer.
+    Agrees,
+    /// Its answer (or why its trace gives none) differs.
+    Disagrees { reference: Value },
+    /// It could not check: the run did not end as the instance expects, its trace is
+    /// incomplete, or the instance is of a kind it does not witness.
+    Unavailable { why: String },
+}
+
+/// Why the reference cannot witness `inst` at all (checked before anything runs).
+pub fn unsupported(inst: &Instance) -> Option<String> {
+    let t = &inst.spec.tracing;
+    if inst.external_parser().is_some() {
+        return Some("it is answered by SWE-Flux's parser, not a flux extractor".into());
+    }
+    if t.scope == flux_trace::Scope::Run {
+        return Some("scope \"run\" (the reference traces test windows)".into());
+    }
+    if t.dialect != flux_trace::Dialect::Flux || !t.module_functions.is_empty() {
+        return Some("SWE-Flux's dialect".into());
+    }
+    if !t.tests {
+        return Some("no test boundaries (tests = false)".into());
+    }
+    None
+}
+
+/// Run `inst`'s test once in its image under the reference (Docker only), and read what it
+/// wrote into a trace. The run directory keeps the test's logs and the trace
+/// (`reference-trace.jsonl`).
+pub async fn run_reference(
+    rt: &flux_container::Runtime,
+    inst: &Instance,
+    opts: &HarvestOptions,
+) -> Result<ReferenceRun> {
+    if let Some(why) = unsupported(inst) {
+        bail!("the reference witness cannot check this instance: {why}");
+    }
+    let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
+    crate::run_test::write_files(
+        &rundir::shared(&run_dir),
+        &[
+            ("reference/flux_reference.py".into(), REFERENCE_PY.to_vec()),
+            ("reference/static_facts.py".into(), STATIC_FACTS_PY.to_vec()),
+        ],
+    )?;
+    let env = vec![
+        (
+            "PYTHONPATH".to_string(),
+            format!("{RUN_DIR_IN_CONTAINER}/reference"),
+        ),
+        ("PYTEST_PLUGINS".into(), "flux_reference".into()),
+        (
+            "FLUX_REFERENCE_CONFIG".into(),
+            serde_json::to_string(&inst.spec.tracing)?,
+        ),
+        (
+            "FLUX_REFERENCE_OUT".into(),
+            crate::run_test::OUT_IN_CONTAINER.into(),
+        ),
+        (
+            "FLUX_REFERENCE_MAX_RECORDS".into(),
+            opts.tracer.max_events.to_string(),
+        ),
+        // The determinism policy of every flux run (flux-hook/README.md, "Determinism"): hash
+        // randomisation off; the reference seeds `random` itself.
+        ("PYTHONHASHSEED".into(), "0".into()),
+        ("PYTHONDONTWRITEBYTECODE".into(), "1".into()),
+    ];
+    let (outcome, took) = docker::run_untraced(rt, inst, &run_dir, &env).await?;
+    rundir::write_new(&run_dir, "stdout.txt", &outcome.stdout)?;
+    rundir::write_new(&run_dir, "stderr.txt", &outcome.stderr)?;
+    let trace = read_output(&run_dir.join("out"))?;
+    let mut jsonl = Vec::new();
+    trace.write_jsonl(&mut jsonl)?;
+    rundir::write_new(&run_dir, "reference-trace.jsonl", &jsonl)?;
+    let stderr = String::from_utf8_lossy(&outcome.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    Ok(ReferenceRun {
+        trace_sha256: flux_instance::trace_digest(&trace),
+        trace,
+        exit_code: if outcome.timed_out {
+            128 + libc::SIGKILL
+        } else {
+            i32::try_from(outcome.exit_code).unwrap_or(-1)
+        },
+        timed_out: outcome.timed_out,
+        run_dir,
+        program_seconds: took.as_secs_f64(),
+        stderr_tail: lines[lines.len().saturating_sub(12)..].join("\n"),
+    })
+}
+
+/// The reference's output in `out` (one `reference-<pid>.jsonl` per process), read as untrusted
+/// output of test code, as a trace. More than one process (a fork) is not witnessed.
+fn read_output(out: &Path) -> Result<flux_trace::Trace> {
+    let names: Vec<String> = std::fs::read_dir(out)
+        .with_context(|| format!("reading {}", out.display()))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("reference-") && n.ends_with(".jsonl"))
+        .collect();
+    let name = match names.as_slice() {
+        [one] => one.clone(),
+        [] => {
+            bail!("the reference wrote nothing (did the test command run pytest with its plugin?)")
+        }
+        many => bail!(
+            "the reference saw {} processes ({}): a forked child is not witnessed",
+            many.len(),
+            many.join(", ")
+        ),
+    };
+    let mut bytes = Vec::new();
+    let mut over = false;
+    crate::read_untrusted(
+        out,
+        |n| n == name,
+        |piece| {
+            if (bytes.len() + piece.len()) as u64 > MAX_OUTPUT {
+                over = true;
+            } else {
+                bytes.extend_from_slice(piece);
+            }
+        },
+    )?;
+    if over {
+        bail!("the reference wrote more than {} GiB", MAX_OUTPUT >> 30);
+    }
+    Ok(flux_trace::reference::read(bytes.as_slice(), &name)?)
+}
+
+/// Does the reference's run of `inst` give `gold` (the answer in the instance's template, as
+/// `oracle.json` holds it)?
+pub fn judge(inst: &Instance, gold: &Value, run: &ReferenceRun) -> Judgement {
+    if run.timed_out {
+        return Judgement::Unavailable {
+            why: format!(
+                "the test timed out under the reference (test.timeout_s = {})",
+                inst.spec.test.timeout_s
+            ),
+        };
+    }
+    let m = &run.trace.meta;
+    if !m.complete {
+        return Judgement::Unavailable {
+            why: format!(
+                "the reference's trace is incomplete: {}",
+                m.problems.join("; ")
+            ),
+        };
+    }
+    if let Err(why) =
+        crate::outcome::check_expected(inst.spec.test.expect, run.exit_code, &run.trace)
+    {
+        return Judgement::Unavailable {
+            why: format!(
+                "under the reference: {why}\n{}",
+                run.stderr_tail
+                    .lines()
+                    .map(|l| format!("    | {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            ),
+        };
+    }
+    match inst.extract(&run.trace) {
+        Ok(answer) => agreement(gold, answer, &inst.spec.order_insensitive),
+        Err(e) => Judgement::Disagrees {
+            reference: Value::String(format!("(no answer: {e})")),
+        },
+    }
+}
+
+/// [`Judgement::Agrees`] when `answer` equals `gold`, the lists at `order_insensitive` (template
+/// paths, `/*` for any item or key) compared as multisets.
+pub fn agreement(gold: &Value, answer: Value, order_insensitive: &[String]) -> Judgement {
+    if canonical(gold, order_insensitive, &mut Vec::new())
+        == canonical(&answer, order_insensitive, &mut Vec::new())
+    {
+        Judgement::Agrees
+    } else {
+        Judgement::Disagrees { reference: answer }
+    }
+}
+
+fn canonical(v: &Value, paths: &[String], at: &mut Vec<String>) -> Value {
+    let hit = |at: &[String]| {
+        paths.iter().any(|p| {
+            let segs: Vec<&str> = p.split('/').skip(1).collect();
+            segs.len() == at.len() && segs.iter().zip(at).all(|(s, a)| *s == "*" || s == a)
+        })
+    };
+    match v {
+        Value::Array(a) => {
+            let mut items: Vec<Value> = a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    at.push(i.to_string());
+                    let c = canonical(x, paths, at);
+                    at.pop();
+                    c
+                })
+                .collect();
+            if hit(at) {
+                items.sort_by_cached_key(|x| x.to_string());
+            }
+            Value::Array(items)
+        }
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    at.push(k.clone());
+                    let c = canonical(x, paths, at);
+                    at.pop();
+                    (k.clone(), c)
+                })
+                .collect(),
+        ),
+        _ => v.clone(),
+    }
+}
+
+/// A readable report of a disagreement: both answers.
+pub fn disagreement(gold: &Value, reference: &Value) -> String {
+    crate::json_diff(gold, reference, "gold", "reference")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn order_insensitive_lists_compare_as_multisets_and_nothing_else_does() {
+        let gold = json!({"a": [1, 2, 3], "b": [{"l": [2, 1]}, {"l": [3]}], "c": [1, 2]});
+        let same = json!({"a": [3, 2, 1], "b": [{"l": [1, 2]}, {"l": [3]}], "c": [1, 2]});
+        let paths = vec!["/a".to_string(), "/b/*/l".to_string()];
+        assert_eq!(agreement(&gold, same.clone(), &paths), Judgement::Agrees);
+        let swapped = json!({"a": [1, 2, 3], "b": [{"l": [2, 1]}, {"l": [3]}], "c": [2, 1]});
+        assert!(matches!(
+            agreement(&gold, swapped, &paths),
+            Judgement::Disagrees { .. }
+        ));
+        assert!(matches!(
+            agreement(&gold, same, &[]),
+            Judgement::Disagrees { .. }
+        ));
+    }
+}

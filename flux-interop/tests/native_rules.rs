@@ -1,0 +1,528 @@
+//! Each rule of the native mapping (`flux_interop::native::RULES`, the table in
+//! docs/swe-flux-interop.md) on questions written for these tests in SWE-Flux's layout (their
+//! eval.sh skeleton, their template, a parser in their style), each with reworded variants of
+//! the same question (a phrase broken across lines, names without backticks, the definition
+//! in other words, the facts only in the parser's constants) that must map identically.
+use flux_instance::ExtractorSpec;
+use flux_interop::native::{native_extractor, predicates, prose_predicate, Question, RULES};
+use serde_json::{json, Value};
+
+/// An eval.sh in their skeleton for `TRACE_FILE=src/pkg/mod.py`, `TRACE_FUNC=func`.
+fn eval(func: &str) -> flux_interop::evalsh::EvalSh {
+    let text = format!(
+        "#!/bin/bash\nset -euo pipefail\n\nROOT_DIR=\"${{1:-/testbed}}\"\nINSTANCE_ID=\"x\"\n\
+         TEST_ID=\"pkg_qa/x/files/testcase.py::T::test_a\"\nLOG_DIR=\"$ROOT_DIR/logs/pkg_qa/$INSTANCE_ID\"\n\n\
+         TRACE_LOG=\"$LOG_DIR/trace.log\"\nORACLE_JSON=\"$LOG_DIR/oracle.json\"\n\nmkdir -p \"$LOG_DIR\"\n\
+         cd \"$ROOT_DIR\"\n\nexport TRACE_ON=\"1\"\nexport TRACE_FILE=\"src/pkg/mod.py\"\n\
+         export TRACE_FUNC=\"{func}\"\nexport TRACE_EVENTS=\"line,call,return,exception\"\n\
+         export TRACE_LOG_ALL_LINES=\"1\"\nexport TRACE_OUT=\"$TRACE_LOG\"\n\n\
+         pytest -rA -s \"$TEST_ID\" 2>&1 | tee \"$PYTEST_LOG\"\n\n\
+         python pkg_qa/x/files/parser.py \\\n  --trace-log \"$TRACE_LOG\" \\\n  --out \"$ORACLE_JSON\"\n"
+    );
+    flux_interop::evalsh::parse(&text).unwrap()
+}
+
+fn map(func: &str, text: &str, template: &Value, parser: Option<&str>) -> ExtractorSpec {
+    native_extractor(&Question {
+        eval: &eval(func),
+        text,
+        template,
+        parser,
+    })
+    .unwrap_or_else(|e| panic!("not mapped: {e}\n{text}"))
+}
+
+/// Every variant (question text, parser) maps to one extractor spec; it is returned.
+fn same(func: &str, template: Value, variants: &[(&str, Option<&str>)]) -> ExtractorSpec {
+    let specs: Vec<ExtractorSpec> = variants
+        .iter()
+        .map(|(t, p)| map(func, t, &template, *p))
+        .collect();
+    let first = serde_json::to_value(&specs[0]).unwrap();
+    for (i, s) in specs.iter().enumerate().skip(1) {
+        assert_eq!(
+            serde_json::to_value(s).unwrap(),
+            first,
+            "variant {i} maps otherwise:\n{}",
+            variants[i].0
+        );
+    }
+    specs.into_iter().next().unwrap()
+}
+
+#[test]
+fn loop_iterations_reworded() {
+    let x = same(
+        "C.run",
+        json!({"loop_iteration_count": "int"}),
+        &[
+            (
+                "Consider the second invocation of `pkg.mod.C.run` in `src/pkg/mod.py`. How many \
+                 iterations does the `for` loop whose header begins at line 40 execute?",
+                None,
+            ),
+            (
+                "Consider the second\ninvocation of pkg.mod.C.run in src/pkg/mod.py. How many\n\
+                 iterations does the for loop whose header\nbegins at line 40 execute?",
+                None,
+            ),
+            (
+                "For invocation 2 of pkg.mod.C.run, count the iterations of its loop.",
+                Some("TARGET_FUNC = \"pkg.mod.C.run\"\nLOOP_HEADER_LINE = 40\nINVOCATION = 2\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "loop_iterations");
+    assert_eq!(
+        (
+            &x.params["header"],
+            &x.params["invocation"],
+            &x.params["function"]
+        ),
+        (&json!(40), &json!(2), &json!("C.run"))
+    );
+}
+
+#[test]
+fn loop_stats_reworded() {
+    let t = json!({"max_iterations": "int", "min_iterations": "int"});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "Consider `pkg.mod.f`. A loop activation is one complete execution of the `for` \
+                 statement whose header begins on line 12.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.f. A loop\nactivation is one complete execution of the for \
+                 statement whose header\nbegins on line 12.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (x.name.as_str(), &x.params["per"], &x.params["header"]),
+        ("loop_stats", &json!("entry"), &json!(12))
+    );
+}
+
+#[test]
+fn executed_path_reworded() {
+    let t = json!({"executed_path": [{"file": "str", "func": "str", "line": "int"}]});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "For the first invocation of `pkg.mod.f`, list the executed lines; attribute \
+                 each line to its innermost enclosing statement.",
+                None,
+            ),
+            (
+                "For the first invocation of pkg.mod.f, list the executed lines; attribute each \
+                 line to its innermost\nenclosing statement.",
+                None,
+            ),
+            (
+                "For the first invocation of `pkg.mod.f`, list the executed lines, normalised \
+                 to the statement's starting line.",
+                None,
+            ),
+            (
+                "For the first invocation of pkg.mod.f, list the executed lines.",
+                Some(
+                    "import ast\nTARGET = \"pkg.mod.f\"\n\ndef starts(tree):\n    for node in \
+                     ast.walk(tree):\n        if isinstance(node, ast.stmt):\n            \
+                     yield node.lineno, node.end_lineno\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.params["line_mode"], "statement");
+    assert_eq!(x.params["invocation"], 1);
+}
+
+#[test]
+fn covered_lines_reworded() {
+    let t = json!({"covered_lines": ["int"]});
+    let x = same(
+        "C.m",
+        t,
+        &[
+            (
+                "Which lines of `pkg.mod.C.m` run? Frames of `pkg.mod.C.m.<locals>.helper` \
+                 count too.",
+                None,
+            ),
+            (
+                "Which lines of pkg.mod.C.m run? Frames of\npkg.mod.C.m.<locals>.helper count \
+                 too.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["nested"], true);
+}
+
+#[test]
+fn state_at_reworded() {
+    let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+    let x = same(
+        "App.add",
+        t,
+        &[
+            (
+                "During the test, consider `pkg.mod.App.add` in `src/pkg/mod.py`. What are the \
+                 values of the local variables `endpoint` and `options` immediately after line \
+                 650 has executed for the 19th time?",
+                None,
+            ),
+            (
+                "During the test, consider pkg.mod.App.add in src/pkg/mod.py. What are the \
+                 values of the local\nvariables `options` and `endpoint` immediately after the \
+                 statement that begins on line 650 has executed for the 19th time?",
+                None,
+            ),
+            (
+                "During the test, consider pkg.mod.App.add: which values do its locals hold \
+                 there?",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.App.add\"\nOBSERVED_LINE = 650\nOCCURRENCE = 19\n\
+                     VARIABLES = (\"endpoint\", \"options\")\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "state_at");
+    assert_eq!(
+        (
+            &x.params["line"],
+            &x.params["occurrence"],
+            &x.params["variables"]
+        ),
+        (&json!(650), &json!(19), &json!(["endpoint", "options"]))
+    );
+}
+
+#[test]
+fn unique_values_of_one_local_and_of_a_tuple() {
+    let t = json!({"unique_values": ["str"]});
+    let x = same(
+        "f",
+        t.clone(),
+        &[
+            (
+                "Track the local variable `acc` of `pkg.mod.f` after line 7 executes.",
+                None,
+            ),
+            (
+                "Track the local variable `acc` of pkg.mod.f\nafter line 7 executes.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["variable"], &x.params["lines"]),
+        (&json!("acc"), &json!([7]))
+    );
+    // Two locals: the repr of their tuple.
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "For `pkg.mod.f`, the local variables `a` and `b` after line 7: report the \
+                 distinct (a, b) pairs.",
+                None,
+            ),
+            (
+                "For pkg.mod.f, report the distinct pairs.",
+                Some("TARGET_FUNC = 'pkg.mod.f'\nTRACKED_VARS = ('a', 'b')\nAFTER_LINE = 7\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["variables"], json!(["a", "b"]));
+    assert!(x.params.get("variable").is_none());
+}
+
+#[test]
+fn value_histories_reworded() {
+    let x = same(
+        "f",
+        json!({"temporal_value_history": ["str"]}),
+        &[
+            (
+                "Consider `pkg.mod.f`: the ordered history of local variable `acc` immediately \
+                 after line 7 has executed, for each invocation.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.f: the ordered history of local\nvariable `acc` immediately \
+                 after line 7 has executed, for each\ninvocation.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.answer["/temporal_value_history/*"],
+        "/value_history/*/value"
+    );
+    let x = same(
+        "f",
+        json!({"value_history": [{"value": "str"}]}),
+        &[
+            (
+                "For `pkg.mod.f`, the local variable `n` at each `line` event at line 4 and \
+                 each `return` event at line 9.",
+                None,
+            ),
+            (
+                "For pkg.mod.f, the local variable `n` at each line event at line 4 and each\n\
+                 return event at line 9.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["event"], "line_and_return");
+    assert_eq!(x.params["lines"], json!([4, 9]));
+}
+
+#[test]
+fn def_use_pairs_reworded_with_their_conventions() {
+    let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
+                   "variable": "str"}]});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "For all invocations of `pkg.mod.f`, list the def-use pairs of the local \
+                 variables `a`, `b`. Reads inside generator expressions and comprehensions are \
+                 excluded from the outer frame's uses; reads of these locals by nested \
+                 functions are included. Each load of a name is a separate use.",
+                None,
+            ),
+            (
+                "For all invocations of pkg.mod.f, list the def-use pairs of the local\n\
+                 variables `a`, `b`. Reads inside generator expressions and comprehensions\n\
+                 are excluded from the outer frame's uses; reads of these locals by nested\n\
+                 functions are included. Each load of a name is a separate use.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["comprehension_uses"], false);
+    assert_eq!(x.params["closure_uses"], true);
+    assert_eq!(x.params["use_count"], "load");
+    assert_eq!(x.params["variables"], json!(["a", "b"]));
+}
+
+#[test]
+fn exceptions_reworded_and_the_flat_propagated_shape() {
+    for (shape, name) in [
+        (json!({"caught_exception_kinds": ["str"]}), "caught_types"),
+        (
+            json!({"exception_type_counts": [{"count": "int", "exception_type": "str"}]}),
+            "exception_counts",
+        ),
+    ] {
+        let x = same(
+            "f",
+            shape,
+            &[
+                ("Which exceptions does `pkg.mod.f` catch?", None),
+                ("Which exceptions does\npkg.mod.f catch?", None),
+            ],
+        );
+        assert_eq!(x.name, name);
+    }
+    let x = same(
+        "f",
+        json!({"exception_type": "str", "exception_message": "str"}),
+        &[
+            (
+                "Which exception propagates out of `pkg.mod.f`? Give its type and message.",
+                None,
+            ),
+            (
+                "Which exception propagates out of\npkg.mod.f? Give its type and message.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "exception_info");
+    assert_eq!(x.params["escapes"], "f");
+    assert_eq!(x.answer["/exception_type"], "/exception/type");
+}
+
+#[test]
+fn calls_reworded() {
+    let x = same(
+        "C.run,C.step,helper",
+        json!({"function_call_order": [{"function": "str"}]}),
+        &[
+            (
+                "During the first invocation of `pkg.mod.C.run`, track calls to exactly these \
+                 functions: `pkg.mod.C.step`, `pkg.mod.helper`. Every resumption of a generator \
+                 counts as a call event, and the call that begins the invocation itself.",
+                None,
+            ),
+            (
+                "During the first invocation of pkg.mod.C.run, track calls to exactly these\n\
+                 functions: pkg.mod.C.step, pkg.mod.helper. Every resumption of a generator\n\
+                 counts as a call event, and the call that begins the invocation itself.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["functions"], json!(["C.step", "helper"]));
+    assert_eq!(x.params["resumptions"], true);
+    assert_eq!(x.params["include_self"], true);
+    let x = same(
+        "P.fresh",
+        json!({"invocation_counts": [{"count": "int", "file": "str", "func": "str"}]}),
+        &[
+            (
+                "The target is `pkg.mod.P.fresh`. Count calls of every code object defined in \
+                 the body of class `P`, comprehensions included; report 0 for those never \
+                 called. The tracked scope is every function defined directly in the body of \
+                 class `P`.",
+                None,
+            ),
+            (
+                "The target is pkg.mod.P.fresh. Count calls of every code object defined in\n\
+                 the body of class `P`, comprehensions included; report 0 for those never\n\
+                 called. The tracked scope is every function defined directly in the body of\n\
+                 class `P`.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["class"], &x.params["code_objects"]),
+        (&json!("P"), &json!(true))
+    );
+    let x = same(
+        "f,g",
+        json!({"covered_functions": [{"file": "str", "func": "str"}]}),
+        &[
+            (
+                "Tracked functions: `pkg.mod.f`, `pkg.mod.g`. Which of them run?",
+                None,
+            ),
+            (
+                "Tracked functions: pkg.mod.f,\npkg.mod.g. Which of them run?",
+                None,
+            ),
+            (
+                "Which of the tracked functions run?",
+                Some("TRACKED_FUNCS = ('pkg.mod.f', 'pkg.mod.g')\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["functions"], json!(["f", "g"]));
+}
+
+#[test]
+fn line_counts_reworded() {
+    let x = same(
+        "C.f",
+        json!({"line_execution_counts": [{"count": "int", "line": "int"}]}),
+        &[
+            (
+                "For `pkg.mod.C.f`, report the execution count of every line from 365 through \
+                 389 inclusive; attribute a continuation line to the line where its innermost \
+                 enclosing statement begins.",
+                None,
+            ),
+            (
+                "For pkg.mod.C.f, report the execution count of every line from 365 through\n\
+                 389 inclusive; attribute a continuation line to the line where its innermost\n\
+                 enclosing statement begins.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["from"], &x.params["to"], &x.params["line_mode"]),
+        (&json!(365), &json!(389), &json!("statement"))
+    );
+}
+
+#[test]
+fn invariants_reworded_and_prose_predicates_compiled() {
+    let t = json!({"invariant_report": [{"held_always": "bool", "observations": "int",
+                   "predicate": "str", "violations": "int"}]});
+    let x = same(
+        "C.run",
+        t.clone(),
+        &[
+            (
+                "For the target frame `pkg.mod.C.run`, evaluate these candidate predicates: \
+                 `len(x) > 2` at line 95; `y is None` at line 91.",
+                None,
+            ),
+            (
+                "For the target frame pkg.mod.C.run, evaluate these candidate predicates:\n\
+                 `len(x) > 2` at line 95;\n`y is None` at line 91.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["predicates"], json!(["len(x) > 2", "y is None"]));
+    // A predicate in prose is compiled to the Python it unambiguously means.
+    let ps = predicates(&Question {
+        eval: &eval("C.run"),
+        text: "For the target frame `pkg.mod.C.run`: `'/' occurs in repr(path)` at line 40.",
+        template: &t,
+        parser: None,
+    })
+    .unwrap();
+    assert_eq!(ps[0].expr, "('/') in (repr(path))");
+    assert_eq!(ps[0].lines, [40]);
+    assert_eq!(
+        prose_predicate("`count` is at least `len(items)`").as_deref(),
+        Some("(count) >= (len(items))")
+    );
+    assert_eq!(
+        prose_predicate("`stack` is non-empty").as_deref(),
+        Some("len(stack) > 0")
+    );
+    assert_eq!(prose_predicate("len(x) > 2"), None, "Python already");
+    let one = json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                     "violating_iteration_count": "int"});
+    let x = same(
+        "f",
+        one,
+        &[
+            (
+                "Across every invocation of `pkg.mod.f`, did the candidate predicate `n % 13 != \
+                 0` hold at every iteration? An iteration is one execution of the statement at \
+                 line 39.",
+                None,
+            ),
+            (
+                "Across every invocation of pkg.mod.f, did the candidate predicate\n`n % 13 != \
+                 0` hold at every iteration? An iteration is one execution of the\nstatement at \
+                 line 39.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["predicates"], json!(["n % 13 != 0"]));
+}
+
+/// Every rule of the table has a test above (a new rule needs one).
+#[test]
+fn every_rule_is_tested_here() {
+    let me = include_str!("native_rules.rs");
+    for (shape, _) in RULES {
+        let first = shape.split('+').next().unwrap();
+        assert!(
+            me.contains(&format!("\"{first}\"")),
+            "rule `{shape}` has no test in tests/native_rules.rs"
+        );
+    }
+}

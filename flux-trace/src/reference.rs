@@ -1,0 +1,578 @@
+//! The third witness's records read into a [`Trace`] (issue 23.1).
+//!
+//! Why: a gold answer counts when a witness sharing no code with flux's hook gives it too. The
+//! reference (`flux-harvest/reference/flux_reference.py`, a plain `sys.settrace` pytest plugin:
+//! its module doc defines every record) writes what it saw of one process; this module turns
+//! that into the same model the merge makes, so that the instance's own extractor and template
+//! apply to it unchanged. Its events carry [`Source::Reference`].
+//!
+//! What each field becomes (the conventions of [`crate::query`], which extractors rely on):
+//! - `activation`: a new id per `c` record; `frame`: the activation id of the frame's fresh start,
+//!   kept by every resumption (`resume`); a frame the reference saw resume without seeing it start
+//!   (`unseen`) gets an id no activation has, so `Invocation::starts_here` is false for it;
+//! - `parent` and `depth`: the thread's stack of open activations (0 and 0 at its bottom);
+//! - `ts`: the record's position (the reference writes one process's records in the order they
+//!   happened; threads interleave);
+//! - `test`: every event between a test's `ts` and `te` records (as the merge assigns it);
+//! - `file`, `func`, `qualname`: the `C` record of the code; `line`, `locals`, `value`, `exc`,
+//!   `suspended`, `unwind`, `outcome` (an exception's kind) and `origin` from the record.
+//!
+//! Read as untrusted output (the program under test could write there): every record is
+//! checked (arity, types, ids), and anything that does not fit — an unknown code or frame, a
+//! return or line of a frame that is not the thread's innermost, an activation never closed, a
+//! `lost` record, no `end` record or a count that disagrees — is a problem: the trace is then
+//! incomplete and no answer may be taken from it.
+use crate::{Event, ExcInfo, ExcOrigin, FileFacts, Kind, Meta, Source, Trace, Value};
+use serde_json::Value as J;
+use std::collections::{BTreeMap, HashMap};
+use std::io::BufRead;
+
+/// Records over this many problems are summarised (a broken stream says so once, not a million
+/// times).
+const MAX_PROBLEMS: usize = 20;
+
+struct Code {
+    file: String,
+    name: String,
+    qualname: String,
+}
+
+struct Open {
+    act: u64,
+    fid: u64,
+    code: u64,
+    frame: u64,
+}
+
+#[derive(Default)]
+struct Reader {
+    events: Vec<Event>,
+    facts: BTreeMap<String, FileFacts>,
+    codes: HashMap<u64, Code>,
+    /// fid → frame id.
+    frames: HashMap<u64, u64>,
+    stacks: HashMap<u32, Vec<Open>>,
+    next_id: u64,
+    pid: u32,
+    python: String,
+    test: String,
+    problems: Vec<String>,
+    more_problems: usize,
+    records: u64,
+    ended: Option<u64>,
+}
+
+/// Read one process's reference records (`reference-<pid>.jsonl`); `path` names it in problems.
+/// Fails only on I/O; everything wrong in the records is a problem of the trace
+/// (`meta.complete == false`).
+pub fn read(input: impl BufRead, path: &str) -> std::io::Result<Trace> {
+    let mut r = Reader {
+        next_id: 1,
+        ..Reader::default()
+    };
+    for (i, line) in input.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if r.ended.is_some() {
+            r.problem(format!("{path}:{}: a record after the `end` record", i + 1));
+            break;
+        }
+        match serde_json::from_str::<J>(&line) {
+            Ok(J::Array(a)) => {
+                if let Err(e) = r.record(&a) {
+                    r.problem(format!("{path}:{}: {e}", i + 1));
+                }
+            }
+            _ => r.problem(format!("{path}:{}: not a JSON array", i + 1)),
+        }
+    }
+    Ok(r.finish(path))
+}
+
+fn s(a: &[J], i: usize, what: &str) -> Result<String, String> {
+    a.get(i)
+        .and_then(J::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| format!("field {i} ({what}): expected a string"))
+}
+
+fn n(a: &[J], i: usize, what: &str) -> Result<u64, String> {
+    a.get(i)
+        .and_then(J::as_u64)
+        .ok_or_else(|| format!("field {i} ({what}): expected an unsigned integer"))
+}
+
+fn n32(a: &[J], i: usize, what: &str) -> Result<u32, String> {
+    u32::try_from(n(a, i, what)?).map_err(|_| format!("field {i} ({what}): out of range"))
+}
+
+/// `[repr, type]` or null.
+fn pair(a: &[J], i: usize, what: &str) -> Result<Option<(String, String)>, String> {
+    match a.get(i) {
+        None | Some(J::Null) => Ok(None),
+        Some(J::Array(p)) => match p.as_slice() {
+            [J::String(x), J::String(y)] => Ok(Some((x.clone(), y.clone()))),
+            _ => Err(format!("field {i} ({what}): expected [string, string]")),
+        },
+        _ => Err(format!(
+            "field {i} ({what}): expected null or [string, string]"
+        )),
+    }
+}
+
+fn locals(a: &[J], i: usize) -> Result<Vec<(String, Value)>, String> {
+    match a.get(i) {
+        None | Some(J::Null) => Ok(Vec::new()),
+        Some(J::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                J::Array(p) => match p.as_slice() {
+                    [J::String(r), J::String(t)] => Ok((
+                        k.clone(),
+                        Value {
+                            repr: r.clone(),
+                            ty: t.clone(),
+                        },
+                    )),
+                    _ => Err(format!("field {i} (locals): {k} is not [repr, type]")),
+                },
+                _ => Err(format!("field {i} (locals): {k} is not [repr, type]")),
+            })
+            .collect(),
+        _ => Err(format!("field {i} (locals): expected null or an object")),
+    }
+}
+
+fn arity(a: &[J], want: usize) -> Result<(), String> {
+    if a.len() == want + 1 {
+        Ok(())
+    } else {
+        Err(format!(
+            "record `{}` has {} fields, not {want}",
+            a[0].as_str().unwrap_or("?"),
+            a.len() - 1
+        ))
+    }
+}
+
+impl Reader {
+    fn problem(&mut self, p: String) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(p);
+        } else {
+            self.more_problems += 1;
+        }
+    }
+
+    fn record(&mut self, a: &[J]) -> Result<(), String> {
+        let tag = a.first().and_then(J::as_str).ok_or("no tag")?;
+        if tag != "hello" && tag != "end" {
+            self.records += 1;
+        }
+        match tag {
+            "hello" => {
+                arity(a, 3)?;
+                self.pid = n32(a, 2, "pid")?;
+                self.python = s(a, 3, "python")?;
+            }
+            "C" => {
+                arity(a, 6)?;
+                let code = Code {
+                    file: s(a, 2, "co_filename")?,
+                    name: s(a, 3, "co_name")?,
+                    qualname: s(a, 4, "co_qualname")?,
+                };
+                self.codes.insert(n(a, 1, "ref")?, code);
+            }
+            "c" => self.call(a)?,
+            "r" => self.ret(a)?,
+            "l" | "x" | "h" | "k" => self.in_frame(tag, a)?,
+            "ts" | "te" => {
+                arity(a, if tag == "ts" { 2 } else { 3 })?;
+                let kind = if tag == "ts" {
+                    Kind::TestStart
+                } else {
+                    Kind::TestEnd
+                };
+                let mut e = self.event(n32(a, 1, "tid")?, kind);
+                e.test = s(a, 2, "nodeid")?;
+                if tag == "te" {
+                    e.outcome = s(a, 3, "outcome")?;
+                    self.test.clear();
+                } else {
+                    self.test = e.test.clone();
+                }
+                self.events.push(e);
+            }
+            "F" => {
+                arity(a, 2)?;
+                let facts: FileFacts = serde_json::from_value(a[2].clone())
+                    .map_err(|e| format!("field 2 (facts): {e}"))?;
+                self.facts.insert(s(a, 1, "co_filename")?, facts);
+            }
+            "lost" => {
+                arity(a, 1)?;
+                return Err(format!(
+                    "the reference lost records: {}",
+                    s(a, 1, "reason")?
+                ));
+            }
+            "end" => {
+                arity(a, 1)?;
+                self.ended = Some(n(a, 1, "n")?);
+            }
+            other => return Err(format!("unknown record `{other}`")),
+        }
+        Ok(())
+    }
+
+    fn event(&self, tid: u32, kind: Kind) -> Event {
+        let mut e = Event::new(
+            self.events.len() as u64 + 1,
+            self.pid,
+            tid,
+            kind,
+            Source::Reference,
+        );
+        if !matches!(kind, Kind::TestStart | Kind::TestEnd) {
+            e.test = self.test.clone();
+        }
+        e
+    }
+
+    /// An event of `code` in activation `o` (at stack depth `depth`, under `parent`).
+    fn at(&self, tid: u32, kind: Kind, o: &Open, parent: u64, depth: usize) -> Event {
+        let mut e = self.event(tid, kind);
+        if let Some(c) = self.codes.get(&o.code) {
+            e.file = c.file.clone();
+            e.func = c.name.clone();
+            e.qualname = c.qualname.clone();
+        }
+        e.activation = o.act;
+        e.frame = o.frame;
+        e.parent = parent;
+        e.depth = u32::try_from(depth).unwrap_or(u32::MAX);
+        e
+    }
+
+    fn call(&mut self, a: &[J]) -> Result<(), String> {
+        arity(a, 5)?;
+        let tid = n32(a, 1, "tid")?;
+        let code = n(a, 2, "ref")?;
+        let fid = n(a, 3, "fid")?;
+        let line = n32(a, 4, "line")?;
+        if !self.codes.contains_key(&code) {
+            return Err(format!("a call of undefined code {code}"));
+        }
+        let act = self.next_id;
+        self.next_id += 1;
+        let frame = match s(a, 5, "start")?.as_str() {
+            "fresh" => act,
+            "resume" => *self
+                .frames
+                .get(&fid)
+                .ok_or_else(|| format!("a resumption of frame {fid}, never started"))?,
+            "unseen" => {
+                let f = self.next_id;
+                self.next_id += 1;
+                f
+            }
+            other => return Err(format!("field 5 (start): `{other}`")),
+        };
+        self.frames.insert(fid, frame);
+        let stack = self.stacks.entry(tid).or_default();
+        let parent = stack.last().map_or(0, |o| o.act);
+        let depth = stack.len();
+        let o = Open {
+            act,
+            fid,
+            code,
+            frame,
+        };
+        let mut e = self.at(tid, Kind::Call, &o, parent, depth);
+        e.line = line;
+        self.stacks.entry(tid).or_default().push(o);
+        self.events.push(e);
+        Ok(())
+    }
+
+    fn ret(&mut self, a: &[J]) -> Result<(), String> {
+        arity(a, 7)?;
+        let tid = n32(a, 1, "tid")?;
+        let fid = n(a, 2, "fid")?;
+        let stack = self.stacks.entry(tid).or_default();
+        if stack.last().map(|o| o.fid) != Some(fid) {
+            return Err(format!(
+                "a return of frame {fid}, which is not the innermost of thread {tid}"
+            ));
+        }
+        let o = stack.pop().expect("checked above");
+        let parent = stack.last().map_or(0, |p| p.act);
+        let depth = stack.len();
+        let mut e = self.at(tid, Kind::Return, &o, parent, depth);
+        e.line = n32(a, 3, "line")?;
+        match s(a, 4, "how")?.as_str() {
+            "return" => {}
+            "yield" => e.suspended = true,
+            "unwind" => e.unwind = true,
+            other => return Err(format!("field 4 (how): `{other}`")),
+        }
+        e.value = pair(a, 5, "value")?.map(|(repr, ty)| Value { repr, ty });
+        e.locals = locals(a, 6)?;
+        e.exc = pair(a, 7, "exc")?.map(|(ty, msg)| ExcInfo { ty, msg });
+        self.events.push(e);
+        Ok(())
+    }
+
+    /// `l`, `x`, `h`, `k`: events of the thread's innermost activation.
+    fn in_frame(&mut self, tag: &str, a: &[J]) -> Result<(), String> {
+        let want = match tag {
+            "l" => 4,
+            "x" => 7,
+            _ => 5,
+        };
+        arity(a, want)?;
+        let tid = n32(a, 1, "tid")?;
+        let fid = n(a, 2, "fid")?;
+        let stack = self.stacks.entry(tid).or_default();
+        let Some(o) = stack.last() else {
+            return Err(format!(
+                "a `{tag}` record of frame {fid} with nothing running"
+            ));
+        };
+        if o.fid != fid {
+            return Err(format!(
+                "a `{tag}` record of frame {fid}, which is not the innermost of thread {tid}"
+            ));
+        }
+        let parent = stack.len().checked_sub(2).map_or(0, |i| stack[i].act);
+        let depth = stack.len() - 1;
+        let o = Open { ..*o };
+        let kind = match tag {
+            "l" => Kind::Line,
+            "x" => Kind::Exception,
+            "h" => Kind::Handled,
+            _ => Kind::Check,
+        };
+        let mut e = self.at(tid, kind, &o, parent, depth);
+        e.line = n32(a, 3, "line")?;
+        match tag {
+            "l" => e.locals = locals(a, 4)?,
+            "x" => {
+                e.exc = Some(ExcInfo {
+                    ty: s(a, 4, "exc_type")?,
+                    msg: s(a, 5, "message")?,
+                });
+                e.outcome = s(a, 6, "kind")?;
+                if !["raise", "reraise", "propagate", "thrown"].contains(&e.outcome.as_str()) {
+                    return Err(format!("field 6 (kind): `{}`", e.outcome));
+                }
+                e.origin = match a.get(7) {
+                    None | Some(J::Null) => None,
+                    Some(J::Array(p)) => match p.as_slice() {
+                        [J::String(f), J::String(q), l] => Some(ExcOrigin {
+                            file: f.clone(),
+                            qualname: q.clone(),
+                            line: l
+                                .as_u64()
+                                .and_then(|l| u32::try_from(l).ok())
+                                .ok_or("field 7 (origin): a bad line")?,
+                        }),
+                        _ => return Err("field 7 (origin): expected [file, qualname, line]".into()),
+                    },
+                    _ => return Err("field 7 (origin): expected null or an array".into()),
+                };
+            }
+            "h" => {
+                e.exc = Some(ExcInfo {
+                    ty: s(a, 4, "exc_type")?,
+                    msg: s(a, 5, "message")?,
+                })
+            }
+            _ => {
+                e.predicate = s(a, 4, "expr")?;
+                match &a[5] {
+                    J::Bool(b) => {
+                        e.value = Some(Value {
+                            repr: if *b { "True" } else { "False" }.into(),
+                            ty: "bool".into(),
+                        })
+                    }
+                    J::Array(x) if x.len() == 2 && x[0] == "error" => {
+                        e.exc = Some(ExcInfo {
+                            ty: x[1].as_str().ok_or("field 5 (result)")?.to_string(),
+                            msg: String::new(),
+                        })
+                    }
+                    _ => {
+                        return Err("field 5 (result): expected a bool or [\"error\", type]".into())
+                    }
+                }
+            }
+        }
+        self.events.push(e);
+        Ok(())
+    }
+
+    fn finish(mut self, path: &str) -> Trace {
+        match self.ended {
+            None => self.problem(format!(
+                "{path}: no `end` record (the process died, or the file was cut)"
+            )),
+            Some(k) if k != self.records => self.problem(format!(
+                "{path}: the `end` record says {k} records, the file holds {}",
+                self.records
+            )),
+            _ => {}
+        }
+        let mut open: Vec<(u32, usize)> = self
+            .stacks
+            .iter()
+            .filter(|(_, s)| !s.is_empty())
+            .map(|(t, s)| (*t, s.len()))
+            .collect();
+        open.sort_unstable();
+        for (tid, k) in open {
+            self.problem(format!(
+                "{path}: {k} activation(s) of thread {tid} never returned"
+            ));
+        }
+        if self.more_problems > 0 {
+            self.problems
+                .push(format!("… and {} more problem(s)", self.more_problems));
+        }
+        let mut t = Trace {
+            meta: Meta {
+                complete: self.problems.is_empty(),
+                problems: self.problems,
+                lost_events: 0,
+                interpreter: self.python,
+                calls: "reference".into(),
+                ..Meta::default()
+            },
+            events: self.events,
+            facts: self.facts,
+        };
+        t.meta.counts = t.count_by_kind();
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(lines: &[&str]) -> Trace {
+        read(lines.join("\n").as_bytes(), "reference-7.jsonl").unwrap()
+    }
+
+    const HEAD: [&str; 3] = [
+        r#"["hello",1,7,"3.11.2"]"#,
+        r#"["C",1,"/p/m.py","f","C.f",10,1]"#,
+        r#"["C",2,"/p/m.py","gen","gen",20,0]"#,
+    ];
+
+    /// One test: `C.f` (targeted) starts `gen` (untargeted), which yields, then resumes it
+    /// after a line; a generator started before the window resumes unseen.
+    #[test]
+    fn records_become_the_merges_model() {
+        let mut lines = HEAD.to_vec();
+        lines.extend([
+            r#"["ts",5,"t.py::test_a"]"#,
+            r#"["c",5,1,1,10,"fresh"]"#,
+            r#"["l",5,1,11,{"x":["1","int"]}]"#,
+            r#"["c",5,2,2,20,"fresh"]"#,
+            r#"["r",5,2,21,"yield",null,null,null]"#,
+            r#"["l",5,1,12,null]"#,
+            r#"["c",5,2,2,21,"resume"]"#,
+            r#"["r",5,2,22,"return",null,null,null]"#,
+            r#"["x",5,1,12,"ValueError","no","propagate",["/p/n.py","g",3]]"#,
+            r#"["h",5,1,13,"ValueError","no"]"#,
+            r#"["c",5,2,9,25,"unseen"]"#,
+            r#"["r",5,9,26,"yield",null,null,null]"#,
+            r#"["r",5,1,14,"return",["None","NoneType"],{"y":["2","int"]},null]"#,
+            r#"["te",5,"t.py::test_a","passed"]"#,
+            r#"["end",16]"#,
+        ]);
+        let t = trace(&lines);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        assert_eq!(t.meta.interpreter, "3.11.2");
+        let e = &t.events;
+        assert_eq!(e.len(), 14);
+        assert!(e.iter().all(|e| e.src == Source::Reference && e.pid == 7));
+        // C.f: activation 1; gen: activation 2 (frame 2), resumed as activation 3 (frame 2).
+        assert_eq!(
+            (e[1].activation, e[1].frame, e[1].parent, e[1].depth),
+            (1, 1, 0, 0)
+        );
+        assert_eq!(
+            (e[3].activation, e[3].frame, e[3].parent, e[3].depth),
+            (2, 2, 1, 1)
+        );
+        assert!(e[4].suspended);
+        assert_eq!((e[6].activation, e[6].frame, e[6].line), (3, 2, 21));
+        assert_eq!(e[8].outcome, "propagate");
+        assert_eq!(e[8].origin.as_ref().map(|o| o.line), Some(3));
+        assert_eq!((e[9].ev, e[9].line), (Kind::Handled, 13));
+        // The unseen start: a frame id no activation has.
+        assert!(e[10].frame != e[10].activation && e[10].frame > 3);
+        assert_eq!(e[12].value.as_ref().map(|v| v.repr.as_str()), Some("None"));
+        assert_eq!(e[12].locals[0].0, "y");
+        assert!(e[1..13].iter().all(|x| x.test == "t.py::test_a"));
+        assert_eq!((e[1].qualname.as_str(), e[1].func.as_str()), ("C.f", "f"));
+        // What extractors read of it: gen is one invocation with two activations, called by
+        // C.f; the unseen frame is no call of C.f's.
+        let ix = crate::TraceIndex::new(&t);
+        let g = ix.invocations("gen", crate::query::Filter::default());
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].activations, vec![2, 3]);
+        assert!(g[0].starts_here() && !g[1].starts_here());
+        assert_eq!(ix.fresh_calls_under(1).len(), 1);
+    }
+
+    /// Untrusted output: a wrong record, a frame out of place, a loss, a cut file are
+    /// problems (an incomplete trace), never guesses.
+    #[test]
+    fn anything_that_does_not_fit_makes_it_incomplete() {
+        let cases: [(&[&str], &str); 6] = [
+            (
+                &[r#"["c",5,1,1,10,"fresh"]"#, r#"["end",3]"#],
+                "never returned",
+            ),
+            (
+                &[
+                    r#"["c",5,1,1,10,"fresh"]"#,
+                    r#"["r",5,4,11,"return",null,null,null]"#,
+                    r#"["end",4]"#,
+                ],
+                "not the innermost",
+            ),
+            (
+                &[r#"["c",5,3,1,10,"fresh"]"#, r#"["end",3]"#],
+                "undefined code 3",
+            ),
+            (
+                &[r#"["lost","over 5 records"]"#, r#"["end",3]"#],
+                "lost records: over 5",
+            ),
+            (&[r#"["ts",5,"t::a"]"#], "no `end` record"),
+            (&[r#"["l",5,1,3]"#, r#"["end",3]"#], "has 3 fields, not 4"),
+        ];
+        for (body, want) in cases {
+            let mut lines = HEAD.to_vec();
+            lines.extend_from_slice(body);
+            let t = trace(&lines);
+            assert!(!t.meta.complete, "{want}");
+            assert!(
+                t.meta.problems.iter().any(|p| p.contains(want)),
+                "{want}: {:?}",
+                t.meta.problems
+            );
+        }
+        let mut lines = HEAD.to_vec();
+        lines.extend([r#"["end",2]"#, r#"["ts",5,"t::a"]"#]);
+        assert!(!trace(&lines).meta.complete, "a record after the end");
+    }
+}
