@@ -169,8 +169,13 @@ fn test(a: TestArgs) -> Result<ExitCode> {
     tokio()?.block_on(async {
         let runtime = Runtime::connect().await?;
         for t in &targets {
-            let Target::Repo(r, b) = t else { continue };
-            match suite::run(&runtime, &config, r, b, &mut |l| eprintln!("  .. {l}")).await {
+            let mut progress = |l: &str| eprintln!("  .. {l}");
+            let run = match t {
+                Target::Repo(r, b) => suite::run(&runtime, &config, r, b, &mut progress).await,
+                Target::Java(j, b) => suite::run_java(&runtime, &config, j, b, &mut progress).await,
+                Target::Base(_) => continue,
+            };
+            match run {
                 Ok((rep, path)) => println!(
                     "{}: {} test modules collect, {} pass ({} fail to collect); tests: {} \
                      collected, {} passed, {} failed, {} errors, {} skipped, {} not run{} in \
@@ -321,6 +326,14 @@ fn list(c: &Common) -> Result<ExitCode> {
                     (true, _) => "default".to_owned(),
                     (false, true) => "on demand".to_owned(),
                     (false, false) => format!("on demand: {}", r.groups.join(",")),
+                },
+            ),
+            Target::Java(j, _) => (
+                "java",
+                match (j.default, j.groups.is_empty()) {
+                    (true, _) => "default".to_owned(),
+                    (false, true) => "on demand".to_owned(),
+                    (false, false) => format!("on demand: {}", j.groups.join(",")),
                 },
             ),
         };

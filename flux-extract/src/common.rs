@@ -203,6 +203,9 @@ pub(crate) fn in_test_order(
 /// `dist-packages/`, else after `lib/pythonX.Y/`, else from the component where `within`
 /// matches, else the file's stem; `.py` and `/__init__` dropped, `/` as `.`.
 pub(crate) fn module_of(file: &str, within: Option<&str>) -> String {
+    if let Some(m) = java_package(file) {
+        return m;
+    }
     let markers = ["/site-packages/", "/dist-packages/"];
     let stdlib = file.rfind("/lib/python").and_then(|i| {
         let after = &file[i + "/lib/python".len()..];
@@ -238,9 +241,23 @@ pub(crate) fn module_of(file: &str, within: Option<&str>) -> String {
     rest.replace('/', ".")
 }
 
+/// The module of a JVM method's file as `flux_merge::jvm` names it (`org/example/Main.java`,
+/// relative to its source root): its package (`org.example`), since the event's qualname
+/// already holds the class (`Main.Inner.run`). None for any other file.
+fn java_package(file: &str) -> Option<String> {
+    let stem = file.strip_suffix(".java")?;
+    Some(
+        stem.rsplit_once('/')
+            .map_or(String::new(), |(pkg, _)| pkg.replace('/', ".")),
+    )
+}
+
 /// The module of a file for answers: with `root`, from the path relative to it (`src/` layouts
 /// are handled by `module_root`), else [`module_of`].
 fn module_for(file: &str, root: Option<&str>, module_root: Option<&str>) -> String {
+    if let Some(m) = java_package(file) {
+        return m;
+    }
     let base = module_root.or(root);
     if let Some(r) = base {
         let r = r.trim_end_matches('/');
@@ -332,6 +349,17 @@ macro_rules! loc_fields {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A JVM event's module was taken from its file's stem (`Worker.java.Worker.run`).
+    #[test]
+    fn java_methods_are_named_by_package_and_class() {
+        assert_eq!(module_of("fluxfixture/Worker.java", None), "fluxfixture");
+        assert_eq!(
+            module_for("org/apache/commons/lang3/StringUtils.java", None, None),
+            "org.apache.commons.lang3"
+        );
+        assert_eq!(module_of("Top.java", Some("x/")), "");
+    }
 
     #[test]
     fn module_and_file_names() {

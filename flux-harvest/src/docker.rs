@@ -274,18 +274,29 @@ pub(crate) async fn run_timed(
     })?;
     let interp = Interpreter::inspect(&exe, &layer_root(&exe, interpreter))
         .with_context(|| format!("inspecting {interpreter} of image {image}"))?;
-    let prepared = crate::tracing::prepare(
-        &interp,
-        &inst.spec.tracing,
-        &crate::rundir::shared(run_dir),
-        flux_container::runtime::RUN_DIR_IN_CONTAINER,
-        opts.calls,
-        opts.scope,
-        // The container's default user (flux_container::ContainerSpec).
-        Some((1000, 1000)),
-    )?;
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
-    let spec = container_spec(inst, run_dir, &prepared.env);
+    // A JVM has one witness, its method probes: no hook to prepare, the probe flags in the
+    // environment, the class filter and the test methods from the instance's config.
+    let jvm = interp.family == flux_agent::interp::Family::HotSpot;
+    let prepared = if jvm {
+        None
+    } else {
+        Some(crate::tracing::prepare(
+            &interp,
+            &inst.spec.tracing,
+            &crate::rundir::shared(run_dir),
+            flux_container::runtime::RUN_DIR_IN_CONTAINER,
+            opts.calls,
+            opts.scope,
+            // The container's default user (flux_container::ContainerSpec).
+            Some((1000, 1000)),
+        )?)
+    };
+    let env = match &prepared {
+        Some(p) => p.env.clone(),
+        None => vec![flux_agent::run::jvm_env(None)],
+    };
+    let spec = container_spec(inst, run_dir, &env);
     let mut container = rt.create(spec).await?;
     let result = async {
         let in_container = container.host_path(interpreter).await?;
@@ -297,7 +308,6 @@ pub(crate) async fn run_timed(
             );
         }
         let started = container.start().await?;
-        let (plan, collector) = prepared.listen();
         let mut launched = ContainerRun {
             pidns: (started.pidns.dev, started.pidns.ino),
             init_pid: started.init_pid,
@@ -308,8 +318,25 @@ pub(crate) async fn run_timed(
             exited: None,
             container: &mut container,
         };
-        let (trace, code) =
-            crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer).await?;
+        let (trace, code) = match prepared {
+            Some(p) => {
+                let (plan, collector) = p.listen();
+                crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer)
+                    .await?
+            }
+            None => {
+                let topts = flux_agent::tracer::TracerOptions {
+                    classes: inst.spec.tracing.classes.clone(),
+                    ..opts.tracer.clone()
+                };
+                let jopts = flux_agent::run::JvmOptions {
+                    tests: inst.spec.tracing.test_methods.clone(),
+                };
+                let t = flux_agent::run::trace_jvm_launched(&mut launched, &interp, &topts, &jopts)
+                    .await?;
+                (t.trace, t.exit_code)
+            }
+        };
         let took = launched.program_time();
         let outcome = launched
             .outcome

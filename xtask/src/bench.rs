@@ -18,8 +18,11 @@
 //! splits a hit's cost into the trap and the program's work. Timings are never asserted in
 //! tests.
 //!
-//! It drives the release `flux` binary (built first), so xtask itself never links the BPF
-//! loader and builds on a machine that has no eBPF toolchain yet.
+//! It drives the release `flux` binary (built first; `FLUX_BENCH_BIN=PATH` measures another
+//! build, e.g. a baseline from before a change), so xtask itself never links the BPF loader and
+//! builds on a machine that has no eBPF toolchain yet. Where a JDK 17 is installed, a JVM
+//! workload is measured too (`bench_jvm`: untraced, the probe flags unattached, the trap floor,
+//! flux full; `FLUX_BENCH_NO_JVM=1` leaves it out).
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -33,6 +36,8 @@ mod bench_gen;
 mod bench_harvest;
 #[path = "bench_hook.rs"]
 mod bench_hook;
+#[path = "bench_jvm.rs"]
+mod bench_jvm;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -166,7 +171,7 @@ fn loop_ns(stdout: &[u8]) -> Result<u64> {
 }
 
 /// The median (the mean of the middle two for an even count); `None` for no values.
-fn median(mut v: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -284,7 +289,19 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             witness,
         } => return bench_gen::run(json, spec, check_sample, before, witness),
     };
-    let flux = crate::build_flux_release()?;
+    let flux = match std::env::var_os("FLUX_BENCH_BIN") {
+        // Another build of flux side by side (a baseline before a change): its path.
+        Some(p) => PathBuf::from(p),
+        None => crate::build_flux_release()?,
+    };
+    let jvm = if bench_jvm::available() && std::env::var_os("FLUX_BENCH_NO_JVM").is_none() {
+        Some(bench_jvm::report(
+            &bench_jvm::measure(&flux, calls, rounds.max(1))?,
+            calls,
+        ))
+    } else {
+        None
+    };
     let mut results = Vec::new();
     for t in targets()? {
         let m = measure(&flux, &t, calls, rounds.max(1))?;
@@ -323,6 +340,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                 "calls": calls,
                 "rounds": rounds,
                 "by_interpreter": by,
+                "jvm": jvm,
             }))?
         );
     } else {
@@ -353,6 +371,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         }
         println!("in program: the kernel's timing of flux's program per hit, less its timing of an empty one");
         println!("target: full/floor <= 1.3");
+        if let Some(j) = &jvm {
+            bench_jvm::print(j, calls, rounds);
+        }
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -10,13 +10,17 @@ use std::process::{Command, ExitCode};
 
 /// Debian packages flux needs: llvm-22-dev (bpf-linker links nightly rustc's LLVM), docker.io and
 /// debootstrap (images without a registry), python3.11 (Debian's, with USDT probes),
-/// python3-pytest (the hook's pytest-plugin tests on 3.11).
+/// python3-pytest (the hook's pytest-plugin tests on 3.11), openjdk-17-jdk-headless (the JVM
+/// witness: HotSpot's method probes, `javac` for its fixture), dpkg-dev (`dpkg-source`, which
+/// unpacks the Debian source packages of the Java images).
 const APT: &[&str] = &[
     "llvm-22-dev",
     "docker.io",
     "debootstrap",
     "python3.11",
     "python3-pytest",
+    "openjdk-17-jdk-headless",
+    "dpkg-dev",
 ];
 
 fn is_root() -> bool {

@@ -179,14 +179,25 @@ async fn probe(
         .join("build")
         .join(image.replace(['/', ':'], "_"));
     let stdlib = format!("/usr/lib/python{}", b.python);
-    let script = format!(
-        "set -eu\n\
-         {interp} -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
-         dpkg-query -W -f '${{Package}}=${{Version}}\\n' > /flux/run/dpkg\n\
-         {interp} {tools}/image_tools.py digest {interp} {stdlib} > /flux/run/digest.json\n",
-        interp = b.interpreter,
-        tools = TOOLS_IN_CONTAINER,
-    );
+    let script = match b.java.as_deref().and(b.interpreter.strip_suffix("/bin/java")) {
+        // A JDK base: the JDK's version from its `release` file, its home and Debian's jars
+        // digested by the base's Python (one of its packages, for flux's image tools).
+        Some(home) => format!(
+            "set -eu\n\
+             sed -n 's/^JAVA_VERSION=\"\\(.*\\)\"/\\1/p' {home}/release > /flux/run/python-version\n\
+             dpkg-query -W -f '${{Package}}=${{Version}}\\n' > /flux/run/dpkg\n\
+             python3 {tools}/image_tools.py digest {home} /usr/share/java > /flux/run/digest.json\n",
+            tools = TOOLS_IN_CONTAINER,
+        ),
+        None => format!(
+            "set -eu\n\
+             {interp} -c 'import platform; print(platform.python_version())' > /flux/run/python-version\n\
+             dpkg-query -W -f '${{Package}}=${{Version}}\\n' > /flux/run/dpkg\n\
+             {interp} {tools}/image_tools.py digest {interp} {stdlib} > /flux/run/digest.json\n",
+            interp = b.interpreter,
+            tools = TOOLS_IN_CONTAINER,
+        ),
+    };
     let mounts = vec![Mount::read_only(
         tools_dir(&config.cache_dir)?,
         TOOLS_IN_CONTAINER,
@@ -274,6 +285,11 @@ pub(super) async fn build(
     let imported = docker_import(&rootfs)?;
     progress(&format!("{image}: probing interpreter and packages"));
     let p = probe(rt, config, &image, &imported, b).await?;
+    let jdk_pin: Vec<String> = b
+        .java
+        .as_ref()
+        .map(|_| vec![format!("openjdk=={}", p.version)])
+        .unwrap_or_default();
     let mut manifest = Manifest {
         schema: MANIFEST_SCHEMA,
         image: image.clone(),
@@ -291,7 +307,10 @@ pub(super) async fn build(
             path: b.interpreter.clone(),
             version: p.version,
         },
-        pip_freeze: Vec::new(),
+        // A JDK base names its JDK the way an instance's `package` pins what it runs on
+        // (`openjdk==17.0.19`): a program compiled and run in the base itself (the JVM witness)
+        // is pinned to it. Python bases have no packages of their own.
+        pip_freeze: jdk_pin,
         wheels: Vec::new(),
         debian_packages: p.debian_packages,
         identity: String::new(),

@@ -44,11 +44,13 @@ use crate::runtime::{ContainerSpec, Mount, Runtime};
 
 mod base;
 pub mod identity;
+pub mod java;
 mod repo;
 pub mod source;
 pub mod suite;
 
 pub use identity::{check_pins, IdentityInputs, PinMismatch, TreeDigest};
+pub use java::JavaDef;
 pub use repo::resolve_pins;
 pub use source::{SourceInfo, TESTBED};
 
@@ -68,6 +70,8 @@ pub const BUILTIN_DEFINITIONS: &str = include_str!("../../../images/images.toml"
 pub(crate) const IMAGE_TOOLS: &str = include_str!("py/image_tools.py");
 /// The pytest plugin of [`suite`].
 pub(crate) const TESTREPORT_PLUGIN: &str = include_str!("py/flux_testreport.py");
+/// JUnit's XML reports as the plugin's lines, for a Java project's suite ([`java`]).
+pub(crate) const JUNIT_REPORT: &str = include_str!("py/junit_report.py");
 pub(crate) const TOOLS_IN_CONTAINER: &str = "/flux/tools";
 
 fn default_mirror() -> String {
@@ -82,7 +86,7 @@ fn default_host_python() -> String {
 fn default_namespace() -> String {
     "flux".to_owned()
 }
-fn default_true() -> bool {
+pub(crate) fn default_true() -> bool {
     true
 }
 
@@ -96,6 +100,9 @@ pub struct Definitions {
     pub bases: Vec<BaseDef>,
     #[serde(rename = "repo", default)]
     pub repos: Vec<RepoDef>,
+    /// Java projects (`[[java]]`, see [`java`]).
+    #[serde(rename = "java", default, skip_serializing_if = "Vec::is_empty")]
+    pub javas: Vec<JavaDef>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -132,8 +139,13 @@ pub struct BaseDef {
     /// The tag, e.g. `py3.11-bookworm`.
     pub name: String,
     pub suite: String,
-    /// `X.Y`.
+    /// `X.Y` (empty for a JDK base).
+    #[serde(default)]
     pub python: String,
+    /// A JDK base: the feature release (`17`); `interpreter` is then its `bin/java`, and
+    /// Python (for flux's image tools) is one of its packages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub java: Option<String>,
     pub interpreter: String,
     /// Debian packages for `debootstrap --include`.
     pub packages: Vec<String>,
@@ -276,16 +288,36 @@ impl Definitions {
         for r in &mut defs.repos {
             r.namespace = ns.clone();
         }
+        for j in &mut defs.javas {
+            j.namespace = ns.clone();
+        }
         let mut seen = std::collections::BTreeSet::new();
         for b in &defs.bases {
             if !seen.insert(b.image()) {
                 return Err(bad(format!("base {} defined twice", b.name)));
             }
-            if !b.interpreter.ends_with(&format!("python{}", b.python)) {
+            if let Some(v) = &b.java {
+                if !b.python.is_empty() || !b.interpreter.ends_with("/bin/java") {
+                    return Err(bad(format!(
+                        "base {}: a JDK base (java {v}) has no `python` and a .../bin/java \
+                         interpreter, not {}",
+                        b.name, b.interpreter
+                    )));
+                }
+            } else if !b.interpreter.ends_with(&format!("python{}", b.python)) {
                 return Err(bad(format!(
                     "base {}: interpreter {} is not python{}",
                     b.name, b.interpreter, b.python
                 )));
+            }
+        }
+        for j in &defs.javas {
+            let base = defs
+                .base(&j.base)
+                .ok_or_else(|| bad(format!("java {}: unknown base {}", j.name, j.base)))?;
+            j.check(base).map_err(bad)?;
+            if !seen.insert(j.image(base)) {
+                return Err(bad(format!("java {} {} defined twice", j.name, j.version)));
             }
         }
         let names: std::collections::BTreeSet<&str> = defs
@@ -293,6 +325,7 @@ impl Definitions {
             .iter()
             .map(|b| b.name.as_str())
             .chain(defs.repos.iter().map(|r| r.name.as_str()))
+            .chain(defs.javas.iter().map(|j| j.name.as_str()))
             .collect();
         for r in &defs.repos {
             let base = defs
@@ -375,6 +408,7 @@ impl Definitions {
     pub fn select(&self, names: &[String], path: &Path) -> Result<Vec<Target>> {
         let mut bases: Vec<&BaseDef> = Vec::new();
         let mut repos: Vec<&RepoDef> = Vec::new();
+        let mut javas: Vec<&JavaDef> = Vec::new();
         fn add_base<'a>(bases: &mut Vec<&'a BaseDef>, b: &'a BaseDef) {
             if !bases.contains(&b) {
                 bases.push(b)
@@ -385,6 +419,7 @@ impl Definitions {
                 add_base(&mut bases, b);
             }
             repos.extend(self.repos.iter().filter(|r| r.default));
+            javas.extend(self.javas.iter().filter(|j| j.default));
         }
         let ns_prefix = format!("{}/", self.settings.namespace);
         for name in names {
@@ -407,6 +442,23 @@ impl Definitions {
                         || self.base(&r.base).is_some_and(|b| r.image(b) == *name)
                 })
                 .collect();
+            let java_matching: Vec<&JavaDef> = self
+                .javas
+                .iter()
+                .filter(|j| {
+                    j.name == n
+                        || j.groups.iter().any(|g| g == n)
+                        || self.base(&j.base).is_some_and(|b| j.image(b) == *name)
+                })
+                .collect();
+            for j in &java_matching {
+                if !javas.contains(j) {
+                    javas.push(j);
+                }
+            }
+            if matching.is_empty() && !java_matching.is_empty() {
+                continue;
+            }
             if matching.is_empty() {
                 let mut known: Vec<String> = self
                     .bases
@@ -414,6 +466,8 @@ impl Definitions {
                     .map(|b| b.name.clone())
                     .chain(self.repos.iter().map(|r| r.name.clone()))
                     .chain(self.repos.iter().flat_map(|r| r.groups.iter().cloned()))
+                    .chain(self.javas.iter().map(|j| j.name.clone()))
+                    .chain(self.javas.iter().flat_map(|j| j.groups.iter().cloned()))
                     .collect();
                 known.dedup();
                 return Err(Error::Definition {
@@ -431,10 +485,18 @@ impl Definitions {
             let b = self.base(&r.base).expect("validated in parse");
             add_base(&mut bases, b);
         }
+        for j in &javas {
+            let b = self.base(&j.base).expect("validated in parse");
+            add_base(&mut bases, b);
+        }
         let mut targets: Vec<Target> = bases.into_iter().cloned().map(Target::Base).collect();
         targets.extend(repos.into_iter().map(|r| {
             let base = self.base(&r.base).expect("validated in parse").clone();
             Target::Repo(r.clone(), base)
+        }));
+        targets.extend(javas.into_iter().map(|j| {
+            let base = self.base(&j.base).expect("validated in parse").clone();
+            Target::Java(j.clone(), base)
         }));
         Ok(targets)
     }
@@ -445,6 +507,10 @@ impl Definitions {
         for r in &self.repos {
             let base = self.base(&r.base).expect("validated in parse").clone();
             targets.push(Target::Repo(r.clone(), base));
+        }
+        for j in &self.javas {
+            let base = self.base(&j.base).expect("validated in parse").clone();
+            targets.push(Target::Java(j.clone(), base));
         }
         targets
     }
@@ -472,6 +538,7 @@ pub fn build_hint(image: &str) -> String {
 pub enum Target {
     Base(BaseDef),
     Repo(RepoDef, BaseDef),
+    Java(JavaDef, BaseDef),
 }
 
 impl Target {
@@ -479,6 +546,7 @@ impl Target {
         match self {
             Target::Base(b) => b.image(),
             Target::Repo(r, b) => r.image(b),
+            Target::Java(j, b) => j.image(b),
         }
     }
 }
@@ -667,6 +735,19 @@ pub async fn build_with(
                     repo::build(rt, config, &defs.settings, r, b, progress).await
                 }
             }
+            Target::Java(j, b) => {
+                let failed_base = results
+                    .iter()
+                    .any(|(i, res)| *i == b.image() && res.is_err());
+                if failed_base {
+                    Err(Error::Build {
+                        image: image.clone(),
+                        message: format!("base {} failed", b.image()),
+                    })
+                } else {
+                    java::build(rt, config, &defs.settings, j, b, progress).await
+                }
+            }
         };
         let result = result
             .map_err(|e| disk_full(e, &image))
@@ -703,10 +784,15 @@ fn now_rfc3339() -> String {
 }
 
 fn base_definition(settings: &Settings, b: &BaseDef) -> serde_json::Value {
-    serde_json::json!({
+    let mut d = serde_json::json!({
         "suite": b.suite, "python": b.python, "interpreter": b.interpreter,
         "packages": b.packages, "mirror": settings.mirror,
-    })
+    });
+    // Only JDK bases name it: the Python bases' definitions (and hashes) stay as they were.
+    if let Some(v) = &b.java {
+        d["java"] = serde_json::json!(v);
+    }
+    d
 }
 
 /// What a repo image is built from. `layout` names the builder's way of laying the image out
@@ -914,6 +1000,7 @@ fn tools_dir(cache_dir: &Path) -> Result<PathBuf> {
     let files = [
         ("image_tools.py", IMAGE_TOOLS),
         ("flux_testreport.py", TESTREPORT_PLUGIN),
+        ("junit_report.py", JUNIT_REPORT),
     ];
     let mut h = Sha256::new();
     for (name, text) in files {

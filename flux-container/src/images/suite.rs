@@ -175,21 +175,6 @@ pub async fn run(
             r.name
         ),
     })?;
-    let manifest = super::image_manifest(rt, &image)
-        .await?
-        .ok_or_else(|| Error::ImageMissing {
-            image: image.clone(),
-            hint: super::build_hint(&image),
-        })?;
-    let cache_dir = std::path::absolute(&config.cache_dir)
-        .map_err(|e| Error::io(format!("resolve {}", config.cache_dir.display()), e))?;
-    let run_dir = cache_dir
-        .join("build")
-        .join(format!("{}.tests", image.replace(['/', ':'], "_")));
-    if run_dir.exists() {
-        std::fs::remove_dir_all(&run_dir)
-            .map_err(|e| Error::io(format!("remove {}", run_dir.display()), e))?;
-    }
     let mut command = vec![
         b.interpreter.clone(),
         "-m".into(),
@@ -205,6 +190,82 @@ pub async fn run(
     command.extend(tests.args.iter().cloned());
     command.extend(tests.paths.iter().cloned());
     let timeout = Duration::from_secs(tests.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S));
+    let env = [
+        ("PYTHONPATH", TOOLS_IN_CONTAINER.to_owned()),
+        (
+            "FLUX_TESTREPORT",
+            format!("{OUT_IN_CONTAINER}/report.jsonl"),
+        ),
+        ("HOME", "/home/flux".to_owned()),
+        ("PYTHONDONTWRITEBYTECODE", "1".to_owned()),
+        ("PYTHONHASHSEED", "0".to_owned()),
+    ];
+    run_suite(
+        rt, config, &image, command, &env, timeout, "pytest", progress,
+    )
+    .await
+}
+
+/// Runs the suite of the Java project `j` (built on `b`) in its image: every test class of
+/// `target/test-classes` through `flux-junit` (JUnit's console launcher, `--scan-classpath`),
+/// its XML reports turned into the plugin's lines by `py/junit_report.py`; writes the report
+/// (a module is a test class's source file).
+pub async fn run_java(
+    rt: &Runtime,
+    config: &BuildConfig,
+    j: &super::JavaDef,
+    b: &BaseDef,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(SuiteReport, PathBuf)> {
+    let image = j.image(b);
+    let script = format!(
+        "{launcher} --scan-classpath {TESTBED}/target/test-classes --reports-dir {OUT_IN_CONTAINER}/xml \
+           > {OUT_IN_CONTAINER}/junit.log 2>&1; \
+         python3 {TOOLS_IN_CONTAINER}/junit_report.py {OUT_IN_CONTAINER}/xml $? \
+           > {OUT_IN_CONTAINER}/report.jsonl",
+        launcher = super::java::LAUNCHER
+    );
+    let command = vec!["/bin/sh".to_owned(), "-c".to_owned(), script];
+    let timeout = Duration::from_secs(j.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S));
+    let env = [("HOME", "/home/flux".to_owned())];
+    run_suite(
+        rt, config, &image, command, &env, timeout, "JUnit", progress,
+    )
+    .await
+}
+
+/// Runs `command` in `image` (in `/testbed`, as uid 1000, network off, under `timeout`) with
+/// the report directory at `/flux/out`, and writes what its report lines count.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the one runner of both suites' commands"
+)]
+async fn run_suite(
+    rt: &Runtime,
+    config: &BuildConfig,
+    image: &str,
+    command: Vec<String>,
+    env: &[(&str, String)],
+    timeout: Duration,
+    runner: &str,
+    progress: &mut dyn FnMut(&str),
+) -> Result<(SuiteReport, PathBuf)> {
+    let image = image.to_owned();
+    let manifest = super::image_manifest(rt, &image)
+        .await?
+        .ok_or_else(|| Error::ImageMissing {
+            image: image.clone(),
+            hint: super::build_hint(&image),
+        })?;
+    let cache_dir = std::path::absolute(&config.cache_dir)
+        .map_err(|e| Error::io(format!("resolve {}", config.cache_dir.display()), e))?;
+    let run_dir = cache_dir
+        .join("build")
+        .join(format!("{}.tests", image.replace(['/', ':'], "_")));
+    if run_dir.exists() {
+        std::fs::remove_dir_all(&run_dir)
+            .map_err(|e| Error::io(format!("remove {}", run_dir.display()), e))?;
+    }
     // A test's container sees its run directory read-only: the report goes to `out/`, mounted
     // writable at /flux/out and read back as untrusted (a regular file, no link followed).
     let out_dir = run_dir.join("out");
@@ -222,17 +283,8 @@ pub async fn run(
     spec.timeout = timeout;
     spec.mounts
         .push(Mount::read_only(tools_dir(&cache_dir)?, TOOLS_IN_CONTAINER));
-    for (k, v) in [
-        ("PYTHONPATH", TOOLS_IN_CONTAINER.to_owned()),
-        (
-            "FLUX_TESTREPORT",
-            format!("{OUT_IN_CONTAINER}/report.jsonl"),
-        ),
-        ("HOME", "/home/flux".to_owned()),
-        ("PYTHONDONTWRITEBYTECODE", "1".to_owned()),
-        ("PYTHONHASHSEED", "0".to_owned()),
-    ] {
-        spec.env.insert(k.to_owned(), v);
+    for (k, v) in env {
+        spec.env.insert((*k).to_owned(), v.clone());
     }
     progress(&format!(
         "{image}: {} (in {TESTBED}, network off, deadline {}s)",
@@ -252,7 +304,7 @@ pub async fn run(
         return Err(Error::Suite {
             image,
             message: format!(
-                "pytest reported nothing (exit {}):\n{}",
+                "{runner} reported nothing (exit {}):\n{}",
                 outcome.exit_code,
                 tail[from..].join("\n")
             ),

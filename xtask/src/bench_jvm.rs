@@ -1,0 +1,251 @@
+//! `cargo xtask bench trace`'s JVM workload: what tracing a HotSpot JVM costs, side by side in
+//! one run, rounds interleaved.
+//!
+//! The workload (`Workload.java`, compiled with the JDK's `javac`) times its own loop
+//! (`System.nanoTime` around ≥ 1 M calls of a static method), so JVM start-up, class loading
+//! and attach are not counted. Configurations:
+//! - `untraced`: plain `java`;
+//! - `probes flag`: `-XX:+DTraceMethodProbes` alone, nothing attached (the flag routes every
+//!   call through the runtime: its own cost on the JIT);
+//! - `flux flags`: the flags flux runs a JVM with (`flux_agent::interp::JVM_TRACE_FLAGS`: the
+//!   probes and `-XX:-Inline`), nothing attached;
+//! - `floor`: flux's empty BPF program on the method probes (the uprobe trap);
+//! - `full`: flux's real program with the class filter keeping the workload's class, the
+//!   consumer draining.
+//!
+//! Per call: the loop's time over the calls. Per event: a traced configuration's added time
+//! over `flux flags` divided by the probe hits the kernel counted (two per call).
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const JAVA_HOME: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+/// What flux adds (kept equal to `flux_agent::interp::JVM_TRACE_FLAGS`; xtask does not link
+/// the agent).
+const FLUX_FLAGS: &[&str] = &["-XX:+DTraceMethodProbes", "-XX:-Inline"];
+
+const WORKLOAD: &str = r#"
+public final class Workload {
+    static int f(int n) {
+        return n + 1;
+    }
+
+    public static void main(String[] args) {
+        int count = Integer.parseInt(args[0]);
+        int x = 0;
+        // Warm up outside the timed loop, so the loop runs compiled code.
+        for (int i = 0; i < 20000; i++) {
+            x = f(x);
+        }
+        long t0 = System.nanoTime();
+        for (int i = 0; i < count; i++) {
+            x = f(x);
+        }
+        long t1 = System.nanoTime();
+        System.out.println(x);
+        System.out.println(t1 - t0);
+    }
+}
+"#;
+
+/// The median rounds of each configuration, and the full run's kernel counts.
+pub struct JvmMeasured {
+    pub untraced: f64,
+    pub probes_flag: f64,
+    pub flux_flags: f64,
+    pub floor: f64,
+    pub full: f64,
+    pub events: u64,
+    pub lost: u64,
+    pub class_filtered: u64,
+}
+
+/// Whether the JDK the workload needs is here.
+pub fn available() -> bool {
+    Path::new(JAVA_HOME).join("bin/javac").exists()
+}
+
+fn compile(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("Workload.java"), WORKLOAD)?;
+    let st = Command::new(Path::new(JAVA_HOME).join("bin/javac"))
+        .arg("-d")
+        .arg(dir)
+        .arg(dir.join("Workload.java"))
+        .status()
+        .context("running javac")?;
+    if !st.success() {
+        bail!("javac failed on the JVM workload");
+    }
+    Ok(())
+}
+
+fn loop_ns(stdout: &[u8]) -> Result<f64> {
+    let s = String::from_utf8_lossy(stdout);
+    s.lines()
+        .last()
+        .and_then(|l| l.trim().parse::<f64>().ok())
+        .with_context(|| format!("the JVM workload printed no timing: {s:?}"))
+}
+
+pub fn measure(flux: &Path, calls: u64, rounds: usize) -> Result<JvmMeasured> {
+    let tmp = std::env::temp_dir().join(format!("flux-bench-jvm-{}", std::process::id()));
+    compile(&tmp)?;
+    let java = PathBuf::from(JAVA_HOME).join("bin/java");
+    let plain = |flags: &[&str]| -> Result<f64> {
+        let o = Command::new(&java)
+            .args(flags)
+            .arg("-cp")
+            .arg(&tmp)
+            .arg("Workload")
+            .arg(calls.to_string())
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .output()?;
+        if !o.status.success() {
+            bail!(
+                "the JVM workload failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        loop_ns(&o.stdout)
+    };
+    let cfg = tmp.join("config.json");
+    std::fs::write(&cfg, r#"{"classes": ["Workload"]}"#)?;
+    let out = tmp.join("out.txt");
+    let stats = tmp.join("stats.json");
+    let traced = |empty: bool| -> Result<(f64, serde_json::Value)> {
+        let mut c = Command::new(flux);
+        c.args([
+            "trace",
+            "--accept-incomplete",
+            "--out",
+            "/dev/null",
+            "--stats-json",
+        ])
+        .arg(&stats)
+        .arg("--python")
+        .arg(&java);
+        if empty {
+            c.arg("--empty-program");
+        } else {
+            c.arg("--config").arg(&cfg);
+        }
+        c.args(["--", "sh", "-c"])
+            .arg(format!("exec \"$@\" > {}", out.display()))
+            .arg("sh")
+            .arg(&java)
+            .arg("-cp")
+            .arg(&tmp)
+            .arg("Workload")
+            .arg(calls.to_string())
+            .env_remove("JAVA_TOOL_OPTIONS");
+        let st = c
+            .status()
+            .context("running flux trace on the JVM workload")?;
+        if !st.success() {
+            bail!("flux trace failed ({st}) on the JVM workload");
+        }
+        Ok((
+            loop_ns(&std::fs::read(&out)?)?,
+            serde_json::from_slice(&std::fs::read(&stats)?)?,
+        ))
+    };
+    let mut v: [Vec<f64>; 5] = Default::default();
+    let (mut events, mut lost, mut class_filtered) = (0, 0, 0);
+    for _ in 0..rounds {
+        v[0].push(plain(&[])?);
+        v[1].push(plain(&FLUX_FLAGS[..1])?);
+        v[2].push(plain(FLUX_FLAGS)?);
+        v[3].push(traced(true)?.0);
+        let (ns, s) = traced(false)?;
+        v[4].push(ns);
+        events = s["kernel"]["events"].as_u64().unwrap_or(0);
+        lost += s["kernel"]["lost"].as_u64().unwrap_or(0);
+        class_filtered = s["counts"]["jvm.class_filtered"].as_u64().unwrap_or(0);
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    let m = |i: usize| super::median(v[i].clone()).expect("rounds >= 1");
+    Ok(JvmMeasured {
+        untraced: m(0),
+        probes_flag: m(1),
+        flux_flags: m(2),
+        floor: m(3),
+        full: m(4),
+        events,
+        lost,
+        class_filtered,
+    })
+}
+
+/// The figures as JSON (per call, per event, ratios).
+pub fn report(m: &JvmMeasured, calls: u64) -> serde_json::Value {
+    let per_call = |ns: f64| ns / calls as f64;
+    let ev = m.events.max(1) as f64;
+    json!({
+        "per_call_ns": {
+            "untraced": per_call(m.untraced),
+            "probes_flag": per_call(m.probes_flag),
+            "flux_flags": per_call(m.flux_flags),
+            "floor": per_call(m.floor),
+            "full": per_call(m.full),
+        },
+        "per_event_ns": {
+            "floor": (m.floor - m.flux_flags) / ev,
+            "full": (m.full - m.flux_flags) / ev,
+        },
+        "ratio_full_to_floor": (m.full - m.flux_flags) / (m.floor - m.flux_flags).max(1.0),
+        "ratio_flags_to_untraced": m.flux_flags / m.untraced.max(1.0),
+        "events": m.events,
+        "lost_events": m.lost,
+        "class_filtered": m.class_filtered,
+    })
+}
+
+pub fn print(r: &serde_json::Value, calls: u64, rounds: usize) {
+    let f = |p: &str| r.pointer(p).and_then(|v| v.as_f64()).unwrap_or(f64::NAN);
+    println!(
+        "\nJVM (HotSpot 17, method probes): {calls} calls per run, median of {rounds} interleaved rounds"
+    );
+    println!(
+        "{:<44} {:>12} {:>12}",
+        "configuration", "per call", "per event"
+    );
+    for (label, call, event) in [
+        ("untraced", "/per_call_ns/untraced", ""),
+        (
+            "-XX:+DTraceMethodProbes, unattached",
+            "/per_call_ns/probes_flag",
+            "",
+        ),
+        (
+            "flux's flags (+ -XX:-Inline), unattached",
+            "/per_call_ns/flux_flags",
+            "",
+        ),
+        (
+            "floor: empty program (trap)",
+            "/per_call_ns/floor",
+            "/per_event_ns/floor",
+        ),
+        (
+            "flux full (class filter on)",
+            "/per_call_ns/full",
+            "/per_event_ns/full",
+        ),
+    ] {
+        let e = if event.is_empty() {
+            String::from("-")
+        } else {
+            format!("{:.1} ns", f(event))
+        };
+        println!("{label:<44} {:>9.1} ns {e:>12}", f(call));
+    }
+    println!(
+        "full/floor per event {:.2}; flux's flags cost {:.1}x untraced; {} events, {} lost",
+        f("/ratio_full_to_floor"),
+        f("/ratio_flags_to_untraced"),
+        r["events"],
+        r["lost_events"]
+    );
+}
