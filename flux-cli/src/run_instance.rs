@@ -132,6 +132,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         o.insert("log_files".into(), files.into());
         o.insert("log_bytes".into(), bytes.into());
     }
+    // The agent's memory: flux's own peak resident set (the merge holds the trace in it).
+    v.as_object_mut()
+        .expect("an object")
+        .insert("agent_max_rss_bytes".into(), max_rss_bytes().into());
     println!("{}", serde_json::to_string(&v)?);
     if !a.keep_run_dir {
         let _ = std::fs::remove_dir_all(&r.run_dir);
@@ -148,4 +152,15 @@ fn reference_logs(run_dir: &Path) -> Result<(u64, u64, u64)> {
         lines += piece.iter().filter(|b| **b == b'\n').count() as u64;
     })?;
     Ok((files, lines, bytes))
+}
+
+/// This process's peak resident set size, in bytes (`getrusage`; Linux reports KiB).
+fn max_rss_bytes() -> u64 {
+    // SAFETY: getrusage writes a plain struct we own; RUSAGE_SELF is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    u64::try_from(ru.ru_maxrss).unwrap_or(0) * 1024
 }

@@ -57,6 +57,46 @@ const DEFAULT_INSTANCES: &[&str] = &[
     "instances/yt-dlp/ytdlp-jsinterp-throw",
 ];
 
+/// `--suite sympy`: SymPy's whole test suite under the slice's question, on 3.15 and 3.11.
+const SUITES: [&str; 2] = [
+    "xtask/bench/sympy/sympy-suite",
+    "xtask/bench/sympy/sympy-suite-311",
+];
+
+/// A copy of the workload in `dir` that runs the `k_n` part of it (`--split K/N`, appended to
+/// its test command), under `scratch`.
+fn split_copy(dir: &Path, k_n: &str, scratch: &Path) -> Result<PathBuf> {
+    let ok = k_n
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<u32>().ok()?, n.parse::<u32>().ok()?)))
+        .is_some_and(|(k, n)| k >= 1 && k <= n);
+    if !ok {
+        bail!("--split {k_n}: expected K/N with 1 <= K <= N");
+    }
+    let text = std::fs::read_to_string(dir.join("instance.toml"))?;
+    let mut spec: toml::Table = text.parse()?;
+    let id = format!(
+        "{}-part-{}",
+        spec.get("id").and_then(|v| v.as_str()).unwrap_or("suite"),
+        k_n.replace('/', "-of-")
+    );
+    spec.insert("id".into(), id.clone().into());
+    let Some(cmd) = spec
+        .get_mut("test")
+        .and_then(|t| t.get_mut("command"))
+        .and_then(|c| c.as_array_mut())
+    else {
+        bail!("{}: no [test] command", dir.display());
+    };
+    cmd.push("--split".into());
+    cmd.push(k_n.into());
+    let out = scratch.join("sympy").join(id);
+    std::fs::create_dir_all(&out)?;
+    std::fs::write(out.join("instance.toml"), toml::to_string(&spec)?)?;
+    std::fs::copy(dir.join("README.md"), out.join("README.md"))?;
+    Ok(out)
+}
+
 const SLICES: [&str; 2] = [
     "xtask/bench/sympy/sympy-slice",
     "xtask/bench/sympy/sympy-slice-311",
@@ -81,6 +121,13 @@ pub struct Args {
     /// Only the SymPy slice.
     #[arg(long, conflicts_with = "no_slice")]
     slice_only: bool,
+    /// A whole test suite instead of the instances and slices: `sympy` (SymPy's own suite as
+    /// its configuration runs it by default, on 3.15 and 3.11: `xtask/bench/sympy/sympy-suite*`).
+    #[arg(long, value_parser = ["sympy"], conflicts_with_all = ["slice_only", "instances"])]
+    suite: Option<String>,
+    /// With `--suite`: run only the K-th of N parts of it (`K/N`, SymPy's `--split`).
+    #[arg(long, requires = "suite")]
+    split: Option<String>,
     /// Configurations to run (comma-separated; `untraced` is always run).
     #[arg(long, value_delimiter = ',', default_values_t = CONFIGS.map(String::from))]
     configs: Vec<String>,
@@ -175,6 +222,8 @@ struct Cell {
     no_gold: u64,
     /// The gold answers' digests (`sha256:…`), run by run.
     gold: Vec<String>,
+    /// flux's peak resident set over the runs (the agent: drain, merge, extraction).
+    max_rss: u64,
     errors: Vec<String>,
     /// Not run on this workload, and why.
     skipped: Option<String>,
@@ -202,7 +251,16 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         }
     }
     let mut dirs = Vec::new();
-    if !a.slice_only {
+    // Workload copies (`--split`) live here until the bench ends.
+    let scratch = tempfile::tempdir()?;
+    if a.suite.is_some() {
+        for s in SUITES {
+            dirs.push(match &a.split {
+                Some(k_n) => split_copy(&root.join(s), k_n, scratch.path())?,
+                None => root.join(s),
+            });
+        }
+    } else if !a.slice_only {
         if a.instances.is_empty() {
             dirs.extend(DEFAULT_INSTANCES.iter().map(|d| root.join(d)));
         } else if a.instances.iter().any(|s| s == "all") {
@@ -223,8 +281,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             }
         }
     }
-    let n_instances = dirs.len();
-    if !a.no_slice {
+    // Suites count as slices: no geometric mean over them, no whole-run-traced config.
+    let n_instances = if a.suite.is_some() { 0 } else { dirs.len() };
+    if !a.no_slice && a.suite.is_none() {
         dirs.extend(SLICES.iter().map(|s| root.join(s)));
     }
     let rounds = a.rounds.max(1);
@@ -273,6 +332,9 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                         cell.events = v["events"].as_u64().unwrap_or(0);
                         cell.in_tests = v["events_in_tests"].as_u64();
                         cell.lost += v["lost_events"].as_u64().unwrap_or(0);
+                        cell.max_rss = cell
+                            .max_rss
+                            .max(v["agent_max_rss_bytes"].as_u64().unwrap_or(0));
                         if v["complete"].as_bool() == Some(false) {
                             cell.incomplete += 1;
                             if let Some(ps) = v["problems"].as_array() {
@@ -347,6 +409,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                     "lost_events": cell.lost,
                     "incomplete_runs": cell.incomplete,
                     "runs_without_gold": cell.no_gold,
+                    "agent_max_rss_bytes": cell.max_rss,
                     "gold": cell.gold,
                     "runs": cell.secs.len(),
                     "errors": cell.errors,
@@ -470,11 +533,11 @@ pub fn print_table(report: &Value) {
         .unwrap_or_else(|| CONFIGS.iter().map(|s| s.to_string()).collect());
     let rounds = report["rounds"].as_u64().unwrap_or(0);
     println!(
-        "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events/lost; gold (every run complete and answered) or INCOMPLETE/no-gold"
+        "flux bench harvest: program wall time (gate release → exit), median of {rounds} interleaved round(s); ratio to untraced; events/lost; gold (every run complete and answered) or INCOMPLETE/no-gold; flux's peak memory"
     );
     print!("{:<32}", "workload");
     for c in &configs {
-        print!(" {:>30}", c);
+        print!(" {:>36}", c);
     }
     println!(" {:>9}", "auto/ref+");
     for w in report["workloads"].as_array().into_iter().flatten() {
@@ -484,15 +547,21 @@ pub fn print_table(report: &Value) {
             let cell = match (v["seconds"].as_f64(), v["ratio_to_untraced"].as_f64()) {
                 (Some(s), Some(_)) if c == "untraced" => format!("{s:.2}s"),
                 (Some(s), Some(r)) => format!(
-                    "{s:.2}s {r:.2}x {}/{} {}",
+                    "{s:.2}s {r:.2}x {}/{} {}{}",
                     short(v["events"].as_u64().unwrap_or(0)),
                     v["lost_events"].as_u64().unwrap_or(0),
-                    completeness(v)
+                    completeness(v),
+                    match v["agent_max_rss_bytes"].as_u64() {
+                        Some(b) if b > 0 && c.starts_with("flux") => {
+                            format!(" {:.1}G", b as f64 / (1u64 << 30) as f64)
+                        }
+                        _ => String::new(),
+                    }
                 ),
                 _ if v["not_run"].is_string() => "not run".into(),
                 _ => "failed".into(),
             };
-            print!(" {cell:>30}");
+            print!(" {cell:>36}");
         }
         match w["added_time_vs_reference"]["flux-auto"].as_f64() {
             Some(x) => println!(" {x:>9.2}"),
@@ -505,8 +574,8 @@ pub fn print_table(report: &Value) {
     );
     for c in &configs {
         match report["geomean_ratio_to_untraced"][c].as_f64() {
-            Some(g) => print!(" {:>30}", format!("{g:.2}x")),
-            None => print!(" {:>30}", "-"),
+            Some(g) => print!(" {:>36}", format!("{g:.2}x")),
+            None => print!(" {:>36}", "-"),
         }
     }
     println!();
