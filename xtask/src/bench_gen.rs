@@ -15,6 +15,10 @@
 //! every instance witnessed by the plain settrace reference (`sample = 1`), side by side: the
 //! ratio of instances per hour and the witness's phase seconds are what it costs.
 //!
+//! Completeness beside throughput: the modules gen refused (their scout or shared trace
+//! incomplete, a timeout, no target) are counted and listed with why; a module refused for an
+//! incomplete trace makes the bench exit non-zero.
+//!
 //! Phase seconds are summed over modules, which run side by side (`budget.modules`), so they add
 //! up to more than the wall time. The load average before and after is printed: figures from a
 //! busy machine are for ratios only. Nothing here is asserted in tests.
@@ -151,8 +155,10 @@ pub fn run(
         runs.push(("as specified", plain));
     }
     let mut out = Vec::new();
+    let mut incomplete = 0u64;
     for (label, overrides) in runs {
         let j = gen_once(&flux, &root, &spec, overrides, check_sample)?;
+        incomplete += j["modules_refused_incomplete"].as_u64().unwrap_or(0);
         if !json_out {
             print_run(label, &spec, &j);
         }
@@ -177,6 +183,12 @@ pub fn run(
             out[0]["run"].as_str().unwrap_or(""),
             rate(1) / rate(0).max(1e-9)
         );
+    }
+    if incomplete > 0 {
+        eprintln!(
+            "bench gen: {incomplete} module(s) refused for an incomplete trace: the figures are no result"
+        );
+        return Ok(std::process::ExitCode::FAILURE);
     }
     Ok(std::process::ExitCode::SUCCESS)
 }
@@ -276,7 +288,19 @@ fn gen_once(
     let load_after = loadavg();
     let per_hour = screened as f64 / (wall / 3600.0);
     let _ = std::fs::remove_dir_all(&out);
+    // Completeness beside throughput (issue 28): a module left out (an incomplete scout or
+    // shared trace, a timeout) costs its time and gives nothing.
+    let modules = report["modules"].as_u64().unwrap_or(0);
+    let skipped = report["modules_skipped"].as_array().cloned().unwrap_or_default();
+    let incomplete = skipped
+        .iter()
+        .filter(|w| w[1].as_str().is_some_and(|s| s.contains("incomplete")))
+        .count();
     Ok(json!({
+        "modules_refused": skipped.len(),
+        "modules_refused_incomplete": incomplete,
+        "modules_refused_share": skipped.len() as f64 / (modules.max(1) as f64),
+        "modules_refused_why": skipped,
         "spec": spec.display().to_string(),
         "test_calls_override": test_calls,
         "witness_sample_override": overrides.witness,
@@ -311,6 +335,15 @@ fn print_run(label: &str, spec: &Path, j: &Value) {
         f("instances_per_hour"),
         f("seconds_per_instance")
     );
+    println!(
+        "  modules refused (no instance: incomplete trace, timeout): {} of {} ({:.0}%)",
+        j["modules_refused"],
+        j["modules"],
+        100.0 * f("modules_refused_share")
+    );
+    for w in j["modules_refused_why"].as_array().into_iter().flatten() {
+        println!("    {}: {}", w[0].as_str().unwrap_or("?"), w[1].as_str().unwrap_or("?"));
+    }
     println!(
         "  untraced run of the same modules: {:.1}s; gen / untraced = {:.1}x",
         f("untraced_seconds"),
