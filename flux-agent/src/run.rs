@@ -221,25 +221,16 @@ pub async fn trace_jvm_host(
     trace_jvm_launched(&mut launched, interp, topts, opts).await
 }
 
+/// `flux trace --no-hook`: a host command traced with USDT only, on every probe the
+/// interpreter reports reliably.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub cmd: Vec<String>,
     /// The interpreter binary to attach to; default: `cmd[0]` resolved on PATH.
     pub python: Option<PathBuf>,
-    /// Which probes; default: every probe the interpreter reports reliably.
-    pub probes: Option<ProbeSet>,
     pub tracer: TracerOptions,
     /// Extra environment for the command.
     pub env: Vec<(String, String)>,
-}
-
-pub struct RunResult {
-    pub trace: Trace,
-    /// The command's exit status: its code, or 128 + signal.
-    pub exit_code: i32,
-    pub counters: Counters,
-    pub interp: Interpreter,
-    pub sites: usize,
 }
 
 /// The probes an interpreter can be trusted with.
@@ -252,11 +243,11 @@ pub fn default_probes(interp: &Interpreter) -> ProbeSet {
 }
 
 /// Resolve the interpreter to attach to: an explicit path, or the command's program.
-pub fn resolve_python(opts: &RunOptions) -> Result<PathBuf> {
-    let p = match &opts.python {
-        Some(p) => p.clone(),
+pub fn resolve_python(cmd: &[String], python: Option<&Path>) -> Result<PathBuf> {
+    let p = match python {
+        Some(p) => p.to_path_buf(),
         None => {
-            let prog = opts.cmd.first().context("no command given")?;
+            let prog = cmd.first().context("no command given")?;
             crate::spawn::resolve(prog)
                 .with_context(|| format!("command `{prog}` not found on PATH"))?
         }
@@ -276,11 +267,11 @@ pub fn launch_host(cmd: &[String], env: &[(String, String)]) -> Result<Gated> {
 }
 
 /// `flux trace` with USDT only, on the host.
-pub async fn trace_command(opts: RunOptions) -> Result<RunResult> {
-    let python = resolve_python(&opts)?;
+pub async fn trace_command(opts: RunOptions) -> Result<(Traced, Interpreter)> {
+    let python = resolve_python(&opts.cmd, opts.python.as_deref())?;
     let interp = Interpreter::inspect(&python, Path::new("/"))
         .with_context(|| format!("inspecting {}", python.display()))?;
-    let set = opts.probes.unwrap_or_else(|| default_probes(&interp));
+    let set = default_probes(&interp);
     let mut env = opts.env.clone();
     if interp.family == Family::HotSpot {
         env.push(jvm_env(std::env::var("JAVA_TOOL_OPTIONS").ok().as_deref()));
@@ -288,20 +279,23 @@ pub async fn trace_command(opts: RunOptions) -> Result<RunResult> {
     let mut launched = launch_host(&opts.cmd, &env)?;
     let (cap, exit_code) = capture(&mut launched, &interp, set, &opts.tracer).await?;
     let trace = usdt_trace(&cap, &interp);
-    Ok(RunResult {
+    let traced = Traced {
         trace,
         exit_code,
         counters: cap.counters,
         sites: cap.sites,
-        interp,
-    })
+    };
+    Ok((traced, interp))
 }
 
-/// A traced run: the merged trace and what produced it.
+/// A traced run (USDT alone, or both witnesses merged): the trace and what produced it.
 pub struct Traced {
     pub trace: Trace,
+    /// The command's exit status: its code, or 128 + signal.
     pub exit_code: i32,
+    /// The kernel side's counters (zero when no probe was attached).
     pub counters: Counters,
+    /// USDT probe sites attached.
     pub sites: usize,
 }
 
@@ -374,13 +368,7 @@ pub struct HostTrace {
 }
 
 pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
-    let python = resolve_python(&RunOptions {
-        cmd: req.cmd.clone(),
-        python: req.python.clone(),
-        probes: None,
-        tracer: req.tracer.clone(),
-        env: Vec::new(),
-    })?;
+    let python = resolve_python(&req.cmd, req.python.as_deref())?;
     let interp = Interpreter::inspect(&python, &req.root)
         .with_context(|| format!("inspecting {}", python.display()))?;
     let plan = plan(&interp, req.calls, req.config.scope)?;

@@ -23,16 +23,41 @@ static EBPF_OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"),
 pub enum TracerError {
     #[error("this flux was built with AYA_BUILD_SKIP: it has no eBPF programs")]
     NoObject,
-    #[error("loading the eBPF programs failed (root and a BPF-enabled kernel are needed): {0}")]
-    Load(String),
-    #[error("{0}")]
+    #[error("loading the eBPF programs failed (root and a BPF-enabled kernel are needed)")]
+    Load(#[source] aya::EbpfError),
+    #[error("enabling BPF run-time stats")]
+    Stats(#[source] aya::sys::SyscallError),
+    #[error("eBPF program `{0}` is not in the object")]
+    NoProgram(&'static str),
+    #[error("eBPF program `{name}`: {doing}")]
+    Program {
+        name: &'static str,
+        doing: &'static str,
+        #[source]
+        source: aya::programs::ProgramError,
+    },
+    #[error(transparent)]
     Attach(#[from] AttachError),
     #[error("too many probe sites (max {MAX_SITES})")]
     TooManySites,
-    #[error("BPF map `{0}`: {1}")]
-    Map(&'static str, String),
+    #[error("BPF map `{0}` is not in the object (or was taken already)")]
+    NoMap(&'static str),
+    #[error("BPF map `{0}`")]
+    Map(&'static str, #[source] aya::maps::MapError),
     #[error("class filter: {0}")]
     Filter(String),
+}
+
+/// [`TracerError::Program`] of program `name` while `doing`.
+fn program_error(
+    name: &'static str,
+    doing: &'static str,
+) -> impl FnOnce(aya::programs::ProgramError) -> TracerError {
+    move |source| TracerError::Program {
+        name,
+        doing,
+        source,
+    }
 }
 
 pub use flux_merge::plan::ProbeSet;
@@ -98,25 +123,24 @@ impl Tracer {
         }
         let pmu = UprobePmu::detect()?;
         let stats = if opts.program_stats {
-            Some(
-                aya::sys::enable_stats(aya::sys::Stats::RunTime)
-                    .map_err(|e| TracerError::Load(format!("enabling BPF run-time stats: {e}")))?,
-            )
+            Some(aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(TracerError::Stats)?)
         } else {
             None
         };
         let mut ebpf = EbpfLoader::new()
             .map_max_entries("EVENTS", opts.ring_bytes)
             .load(EBPF_OBJECT)
-            .map_err(|e| TracerError::Load(format!("{e:#}")))?;
+            .map_err(TracerError::Load)?;
         let prog_name = program_name(&opts);
         let prog: &mut UProbe = ebpf
             .program_mut(prog_name)
-            .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
+            .ok_or(TracerError::NoProgram(prog_name))?
             .try_into()
-            .map_err(|e| TracerError::Load(format!("{e}")))?;
-        prog.load()
-            .map_err(|e| TracerError::Load(format!("{e:#}")))?;
+            .map_err(program_error(prog_name, "not a uprobe program"))?;
+        prog.load().map_err(program_error(
+            prog_name,
+            "loading it into the kernel (root and a BPF-enabled kernel are needed)",
+        ))?;
         // The namespace filter asks the kernel once per task if the program that forgets a
         // task at its exit is attached; without it (no tracepoint support) it asks every hit.
         let ns_cache =
@@ -130,14 +154,12 @@ impl Tracer {
             wakeup_bytes: opts.wakeup_bytes,
             fp_mask,
         };
-        let mut config: Array<_, Config> = Array::try_from(
-            ebpf.map_mut("CONFIG")
-                .ok_or_else(|| TracerError::Map("CONFIG", "missing".into()))?,
-        )
-        .map_err(|e| TracerError::Map("CONFIG", e.to_string()))?;
+        let mut config: Array<_, Config> =
+            Array::try_from(ebpf.map_mut("CONFIG").ok_or(TracerError::NoMap("CONFIG"))?)
+                .map_err(|e| TracerError::Map("CONFIG", e))?;
         config
             .set(0, cfg, 0)
-            .map_err(|e| TracerError::Map("CONFIG", e.to_string()))?;
+            .map_err(|e| TracerError::Map("CONFIG", e))?;
         Ok(Tracer {
             ebpf,
             pmu,
@@ -155,11 +177,11 @@ impl Tracer {
         let mut map: Array<_, ClassFilter> = Array::try_from(
             self.ebpf
                 .map_mut("FILTER")
-                .ok_or_else(|| TracerError::Map("FILTER", "missing".into()))?,
+                .ok_or(TracerError::NoMap("FILTER"))?,
         )
-        .map_err(|e| TracerError::Map("FILTER", e.to_string()))?;
+        .map_err(|e| TracerError::Map("FILTER", e))?;
         map.set(0, filter, 0)
-            .map_err(|e| TracerError::Map("FILTER", e.to_string()))
+            .map_err(|e| TracerError::Map("FILTER", e))
     }
 
     /// Take the ring buffer to drain it. Call once, before attaching.
@@ -167,8 +189,8 @@ impl Tracer {
         let map = self
             .ebpf
             .take_map("EVENTS")
-            .ok_or_else(|| TracerError::Map("EVENTS", "missing or already taken".into()))?;
-        RingBuf::try_from(map).map_err(|e| TracerError::Map("EVENTS", e.to_string()))
+            .ok_or(TracerError::NoMap("EVENTS"))?;
+        RingBuf::try_from(map).map_err(|e| TracerError::Map("EVENTS", e))
     }
 
     /// Attach to every site of the selected probes of `interp`. Returns the number of sites.
@@ -180,11 +202,11 @@ impl Tracer {
             let prog: &UProbe = self
                 .ebpf
                 .program(prog_name)
-                .ok_or_else(|| TracerError::Load(format!("program {prog_name} missing")))?
+                .ok_or(TracerError::NoProgram(prog_name))?
                 .try_into()
-                .map_err(|e| TracerError::Load(format!("{e}")))?;
+                .map_err(program_error(prog_name, "not a uprobe program"))?;
             prog.fd()
-                .map_err(|e| TracerError::Load(e.to_string()))?
+                .map_err(program_error(prog_name, "its file descriptor"))?
                 .as_fd()
                 .as_raw_fd()
         };
@@ -209,12 +231,12 @@ impl Tracer {
                 let mut specs: Array<_, SiteSpec> = Array::try_from(
                     self.ebpf
                         .map_mut("SITES")
-                        .ok_or_else(|| TracerError::Map("SITES", "missing".into()))?,
+                        .ok_or(TracerError::NoMap("SITES"))?,
                 )
-                .map_err(|e| TracerError::Map("SITES", e.to_string()))?;
+                .map_err(|e| TracerError::Map("SITES", e))?;
                 specs
                     .set(idx, spec, 0)
-                    .map_err(|e| TracerError::Map("SITES", e.to_string()))?;
+                    .map_err(|e| TracerError::Map("SITES", e))?;
                 self.sites.push(spec);
                 let a = attach_usdt(
                     &self.pmu,
@@ -240,14 +262,14 @@ impl Tracer {
         let arr: PerCpuArray<_, u64> = PerCpuArray::try_from(
             self.ebpf
                 .map("COUNTERS")
-                .ok_or_else(|| TracerError::Map("COUNTERS", "missing".into()))?,
+                .ok_or(TracerError::NoMap("COUNTERS"))?,
         )
-        .map_err(|e| TracerError::Map("COUNTERS", e.to_string()))?;
+        .map_err(|e| TracerError::Map("COUNTERS", e))?;
         let mut v = [0u64; NUM_COUNTERS as usize];
         for (i, slot) in v.iter_mut().enumerate() {
             let per = arr
                 .get(&(i as u32), 0)
-                .map_err(|e| TracerError::Map("COUNTERS", e.to_string()))?;
+                .map_err(|e| TracerError::Map("COUNTERS", e))?;
             *slot = per.iter().sum();
         }
         Ok(Counters {
@@ -259,15 +281,16 @@ impl Tracer {
             strdefs: v[flux_common::CNT_STRDEFS as usize],
             class_filtered: v[flux_common::CNT_CLASS_FILTERED as usize],
             program: if self.opts.program_stats {
+                let name = program_name(&self.opts);
                 let prog: &UProbe = self
                     .ebpf
-                    .program(program_name(&self.opts))
-                    .ok_or_else(|| TracerError::Load("program missing".into()))?
+                    .program(name)
+                    .ok_or(TracerError::NoProgram(name))?
                     .try_into()
-                    .map_err(|e| TracerError::Load(format!("{e}")))?;
+                    .map_err(program_error(name, "not a uprobe program"))?;
                 let info = prog
                     .info()
-                    .map_err(|e| TracerError::Load(format!("reading program info: {e}")))?;
+                    .map_err(program_error(name, "reading its info"))?;
                 Some((info.run_time().as_nanos() as u64, info.run_count()))
             } else {
                 None
@@ -328,12 +351,20 @@ fn program_name(opts: &TracerOptions) -> &'static str {
 fn attach_task_exit(ebpf: &mut Ebpf) -> Result<(), TracerError> {
     let tp: &mut aya::programs::RawTracePoint = ebpf
         .program_mut("flux_task_exit")
-        .ok_or_else(|| TracerError::Load("program flux_task_exit missing".into()))?
+        .ok_or(TracerError::NoProgram("flux_task_exit"))?
         .try_into()
-        .map_err(|e| TracerError::Load(format!("{e}")))?;
-    tp.load().map_err(|e| TracerError::Load(format!("{e:#}")))?;
-    tp.attach("sched_process_exit")
-        .map_err(|e| TracerError::Load(format!("attaching to sched_process_exit: {e:#}")))?;
+        .map_err(program_error(
+            "flux_task_exit",
+            "not a raw tracepoint program",
+        ))?;
+    tp.load().map_err(program_error(
+        "flux_task_exit",
+        "loading it into the kernel",
+    ))?;
+    tp.attach("sched_process_exit").map_err(program_error(
+        "flux_task_exit",
+        "attaching to sched_process_exit",
+    ))?;
     Ok(())
 }
 

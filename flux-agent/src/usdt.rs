@@ -26,11 +26,11 @@ pub enum UsdtError {
     },
     #[error("{path}: not a 64-bit ELF file we can parse: {msg}")]
     Elf { path: PathBuf, msg: String },
-    #[error("{path}: probe {provider}:{name} at {pc:#x}: argument {index} `{spec}`: {msg}")]
+    #[error("{path}: probe {probe} at {pc:#x}: argument {index} `{spec}`: {msg}")]
     Arg {
         path: PathBuf,
-        provider: String,
-        name: String,
+        /// `provider:name`.
+        probe: String,
         pc: u64,
         index: usize,
         spec: String,
@@ -212,8 +212,7 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
             for (index, text) in args_text.split_whitespace().enumerate() {
                 let spec = parse_arg(text).map_err(|msg| UsdtError::Arg {
                     path: path.to_path_buf(),
-                    provider: provider.clone(),
-                    name: pname.clone(),
+                    probe: format!("{provider}:{pname}"),
                     pc,
                     index,
                     spec: text.to_string(),
@@ -236,7 +235,7 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
         }
     }
 
-    let py_version_hex = read_py_version(&header, endian, data, &sections, &to_offset);
+    let py_version_hex = read_py_version(endian, data, &sections, &to_offset);
     Ok(Binary {
         path: path.to_path_buf(),
         sites,
@@ -247,13 +246,11 @@ pub fn parse_binary(path: &Path, data: &[u8]) -> Result<Binary, UsdtError> {
 
 /// Find the `Py_Version` data symbol (exported since 3.11) and read the u32 it holds.
 fn read_py_version(
-    header: &elf::FileHeader64<Endianness>,
     endian: Endianness,
     data: &[u8],
     sections: &object::read::elf::SectionTable<'_, elf::FileHeader64<Endianness>>,
     to_offset: &dyn Fn(u64) -> Option<u64>,
 ) -> Option<u32> {
-    let _ = header;
     for kind in [elf::SHT_DYNSYM, elf::SHT_SYMTAB] {
         let Ok(symbols) = sections.symbols(endian, data, kind) else {
             continue;

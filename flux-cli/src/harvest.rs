@@ -8,15 +8,6 @@ use flux_harvest::{InstanceReport, Runtime, Status};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum RuntimeArg {
-    /// Docker when the daemon answers, else the host.
-    Auto,
-    Docker,
-    /// On the host, in a venv of the instance's interpreter; outputs labelled "not reproducible".
-    Host,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WitnessArg {
     Flux,
@@ -44,7 +35,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "flux", requires = "check")]
     witness: WitnessArg,
     #[arg(long, value_enum, default_value = "auto")]
-    runtime: RuntimeArg,
+    runtime: Runtime,
     #[command(flatten)]
     cache: crate::cache::CacheArg,
     /// The most USDT events of the program kept per run; past it the test is stopped and the
@@ -107,11 +98,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         WitnessArg::Flux => flux_harvest::WitnessKind::Flux,
         WitnessArg::Reference => flux_harvest::WitnessKind::Reference,
     };
-    opts.runtime = match a.runtime {
-        RuntimeArg::Auto => Runtime::Auto,
-        RuntimeArg::Docker => Runtime::Docker,
-        RuntimeArg::Host => Runtime::Host,
-    };
+    opts.runtime = a.runtime;
     let paths = if a.paths.is_empty() {
         vec![Path::new("instances").to_path_buf()]
     } else {

@@ -17,7 +17,10 @@ macro_rules! eprintln {
     () => { $crate::out::write($crate::out::Stream::Stderr, format_args!(""), true) };
     ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), true) };
 }
-#[allow(unused_macros)] // none today; std's would panic
+#[expect(
+    unused_macros,
+    reason = "no `eprint!` today; defined so that std's, which panics on a closed stderr, is never the one used"
+)]
 macro_rules! eprint {
     ($($t:tt)*) => { $crate::out::write($crate::out::Stream::Stderr, format_args!($($t)*), false) };
 }

@@ -26,13 +26,6 @@ pub enum AssertionsArg {
     Keep,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum RuntimeArg {
-    Auto,
-    Docker,
-    Host,
-}
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Variants attempted per instance (at most, with --keep).
@@ -69,7 +62,7 @@ pub struct Args {
     #[arg(long)]
     force: bool,
     #[arg(long, value_enum, default_value = "auto")]
-    runtime: RuntimeArg,
+    runtime: Runtime,
     #[command(flatten)]
     cache: crate::cache::CacheArg,
     /// The Python that runs the mutator (default: $FLUX_PYTHON, else python3).
@@ -94,11 +87,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None
     } else {
         let mut h = flux_interop::external::harvest_options(a.cache.dir());
-        h.runtime = match a.runtime {
-            RuntimeArg::Auto => Runtime::Auto,
-            RuntimeArg::Docker => Runtime::Docker,
-            RuntimeArg::Host => Runtime::Host,
-        };
+        h.runtime = a.runtime;
         Some(h)
     };
     let mut o = PerturbOptions::new(harvest);

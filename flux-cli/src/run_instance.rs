@@ -12,8 +12,8 @@
 //! whose files are read back as untrusted: no link followed, no FIFO opened).
 use anyhow::{bail, Context, Result};
 use flux_agent::merge::CallsMode;
-use flux_container::runtime::RUN_DIR_IN_CONTAINER;
-use flux_harvest::{Witness, OUT_IN_CONTAINER};
+use flux_container::runtime::{OUT_IN_CONTAINER, RUN_DIR_IN_CONTAINER};
+use flux_harvest::Witness;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

@@ -28,20 +28,6 @@ pub fn check_config(c: &TracingConfig) -> Result<()> {
     Ok(())
 }
 
-/// CLOCK_REALTIME − CLOCK_MONOTONIC now, in ns: moves the trace's clock to the wall clock.
-pub fn wall_offset_ns() -> i128 {
-    let read = |clock| {
-        let mut t = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec we own.
-        unsafe { libc::clock_gettime(clock, &mut t) };
-        t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128
-    };
-    read(libc::CLOCK_REALTIME) - read(libc::CLOCK_MONOTONIC)
-}
-
 /// Write `trace` as their log, configured by this process's TRACE_* variables.
 pub fn write_log(trace: &Trace, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let cfg = log_config();
@@ -50,10 +36,11 @@ pub fn write_log(trace: &Trace, w: &mut dyn std::io::Write) -> std::io::Result<(
             "flux: note: TRACE_ON is not 1: the log is empty, as SWE-Flux's tracer leaves it"
         );
     }
-    let stats = sweflux_log::write_log(trace, &cfg, wall_offset_ns(), w).map_err(|e| match e {
-        sweflux_log::LogError::Io(e) => e,
-        other => std::io::Error::other(other.to_string()),
-    })?;
+    let stats = sweflux_log::write_log(trace, &cfg, flux_interop::external::wall_offset_ns(), w)
+        .map_err(|e| match e {
+            sweflux_log::LogError::Io(e) => e,
+            other => std::io::Error::other(other.to_string()),
+        })?;
     eprintln!(
         "flux:   swe-flux-log: {} lines, {} tests, {} events of matching frames",
         stats.lines, stats.tests, stats.matched

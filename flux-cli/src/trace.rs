@@ -20,21 +20,11 @@ pub enum Format {
     SweFluxLog,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum Calls {
-    /// USDT where the interpreter reports returns, else the hook.
-    Auto,
-    /// Calls and returns from USDT; the hook adds what the interpreter lacks.
-    Usdt,
-    /// Everything from the in-process hook (the reference witness).
-    Hook,
-}
-
 #[derive(clap::Args)]
 pub struct Args {
     /// Where calls and returns come from.
     #[arg(long, value_enum, default_value = "auto")]
-    calls: Calls,
+    calls: CallsMode,
     /// Tracing config (TOML or JSON): targeted files and functions, events, value limits.
     #[arg(long)]
     config: Option<PathBuf>,
@@ -112,27 +102,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let opts = JvmOptions {
             tests: config.test_methods.clone(),
         };
-        let t = rt.block_on(trace_jvm_host(&a.cmd, &interp, &tracer, &opts))?;
-        Res {
-            trace: t.trace,
-            exit_code: t.exit_code,
-            counters: t.counters,
-            sites: t.sites,
-        }
+        rt.block_on(trace_jvm_host(&a.cmd, &interp, &tracer, &opts))?
     } else if a.no_hook || a.empty_program {
-        let r = rt.block_on(trace_command(RunOptions {
+        let (traced, _) = rt.block_on(trace_command(RunOptions {
             cmd: a.cmd.clone(),
             python: a.python.clone(),
-            probes: None,
             tracer,
             env: Vec::new(),
         }))?;
-        Res {
-            trace: r.trace,
-            exit_code: r.exit_code,
-            counters: r.counters,
-            sites: r.sites,
-        }
+        traced
     } else {
         let config = match &a.config {
             Some(p) => load_config(p)?,
@@ -142,15 +120,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         if a.format == Format::SweFluxLog {
             crate::sweflux::check_config(&config)?;
         }
-        let calls = match a.calls {
-            Calls::Auto => CallsMode::Auto,
-            Calls::Usdt => CallsMode::Usdt,
-            Calls::Hook => CallsMode::Hook,
-        };
-        let (t, _, _) = rt.block_on(trace_host(HostTrace {
+        let (traced, _, _) = rt.block_on(trace_host(HostTrace {
             cmd: a.cmd.clone(),
             python: a.python.clone(),
-            calls,
+            calls: a.calls,
             config,
             tracer,
             root: a.root.clone(),
@@ -159,12 +132,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 program: a.cmd.join(" "),
             }),
         }))?;
-        Res {
-            trace: t.trace,
-            exit_code: t.exit_code,
-            counters: t.counters,
-            sites: t.sites,
-        }
+        traced
     };
     let write = |w: &mut dyn std::io::Write| -> std::io::Result<()> {
         match a.format {
@@ -229,23 +197,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     Ok(ExitCode::from(res.exit_code.clamp(0, 255) as u8))
 }
 
-struct Res {
-    trace: flux_trace::Trace,
-    exit_code: i32,
-    counters: flux_agent::tracer::Counters,
-    sites: usize,
-}
-
 /// The runtime to attach to when it is a JVM (the command's program or `--python`, inspected
 /// by its probes), else None.
 fn jvm_of(a: &Args) -> Result<Option<Interpreter>> {
-    let exe = flux_agent::run::resolve_python(&RunOptions {
-        cmd: a.cmd.clone(),
-        python: a.python.clone(),
-        probes: None,
-        tracer: TracerOptions::default(),
-        env: Vec::new(),
-    })?;
+    let exe = flux_agent::run::resolve_python(&a.cmd, a.python.as_deref())?;
     let interp = Interpreter::inspect(&exe, &a.root)
         .with_context(|| format!("inspecting {}", exe.display()))?;
     if interp.family != Family::HotSpot {

@@ -10,7 +10,7 @@
 //!
 //! Needs root (eBPF), a uprobe-capable kernel, a Docker daemon and the image; otherwise it
 //! says `skipping: …`.
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;
@@ -83,7 +83,7 @@ fn gen_in_shards_merges_into_the_set_one_run_regenerates() {
         return;
     }
     if let Some(why) = image_missing() {
-        eprintln!("skipping flux gen end to end: {why}");
+        flux_skip::skip("flux gen end to end", &why);
         return;
     }
     let cache = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.flux-cache");
@@ -271,7 +271,7 @@ fn the_committed_set_loads_and_flux_stats_describes_it() {
 #[test]
 fn the_static_baseline_reads_the_source_tree_of_the_image() {
     if let Some(why) = image_missing() {
-        eprintln!("skipping the static baseline's source: {why}");
+        flux_skip::skip("the static baseline's source", &why);
         return;
     }
     let tmp = common::tempdir();

@@ -2,9 +2,8 @@
 //! (3.11 settrace + USDT, 3.15 sys.monitoring + USDT), merged into `check` events, and the static
 //! facts of the targeted file carried into the trace; then the extractors that read them.
 //! Needs root and eBPF (and sid's rootfs for 3.15): skips loudly elsewhere.
-mod common;
 
-use common::{run_flux, sid_root, skip, tempdir, PY311};
+use crate::common::{run_flux, sid_root, skip, tempdir, PY311};
 use flux_extract::{extract, Params};
 use flux_trace::Trace;
 use serde_json::{json, Value};

@@ -6,9 +6,8 @@
 //! settrace tracer and the parser in that image), and `--check` must say so under their rules.
 //!
 //! Needs root, eBPF, Docker and the image; else `skipping: …`.
-mod common;
 
-use common::{cannot_trace, tempdir};
+use crate::common::{cannot_trace, tempdir};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -18,17 +17,16 @@ const ID: &str = "factor_multiplicity_m5_exceptions";
 
 fn skip(what: &str) -> bool {
     if let Some(why) = cannot_trace() {
-        eprintln!("skipping {what}: {why}");
-        return true;
+        return flux_skip::skip(what, why);
     }
     let ok = Command::new("docker")
         .args(["image", "inspect", IMAGE])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping {what}: Docker or image {IMAGE} is missing (cargo xtask images sympy)");
-    }
-    !ok
+    !ok && flux_skip::skip(
+        what,
+        &format!("Docker or image {IMAGE} is missing (cargo xtask images sympy)"),
+    )
 }
 
 fn flux(args: &[&str]) -> std::process::Output {

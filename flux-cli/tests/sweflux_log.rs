@@ -14,9 +14,8 @@
 //! the answers worked out by hand from the programs.
 //!
 //! Needs root, eBPF and Debian's `/usr/bin/python3.11` with pytest; else `skipping: …`.
-mod common;
 
-use common::{cannot_trace, tempdir, PY311};
+use crate::common::{cannot_trace, tempdir, PY311};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -30,19 +29,17 @@ fn reference_dir() -> PathBuf {
 
 fn skip(what: &str) -> bool {
     if let Some(why) = cannot_trace() {
-        eprintln!("skipping {what}: {why}");
-        return true;
+        return flux_skip::skip(what, why);
     }
     let has_pytest = Command::new(PY311)
         .args(["-c", "import pytest"])
         .status()
         .is_ok_and(|s| s.success());
-    if !has_pytest {
-        eprintln!(
-            "skipping {what}: {PY311} with pytest is missing (apt-get install python3-pytest)"
-        );
-    }
     !has_pytest
+        && flux_skip::skip(
+            what,
+            &format!("{PY311} with pytest is missing (apt-get install python3-pytest)"),
+        )
 }
 
 /// The pytest command both tracers run.

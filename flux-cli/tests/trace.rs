@@ -8,9 +8,8 @@
 //! for the 3.15 cases a sid root filesystem with python3.15 (`FLUX_SID_ROOTFS`, default
 //! `/var/cache/flux/rootfs/sid-py315`, made by `cargo xtask images`). Where one is missing the
 //! test says `skipping: …` loudly and returns; CI has all of them.
-mod common;
 
-use common::{
+use crate::common::{
     config_for, run_flux, sid_root, skip, tempdir, trace_with, witness_view, Traced, PY311,
 };
 use serde_json::Value;

@@ -39,9 +39,8 @@
 //!
 //! Needs root, a uprobe-capable kernel and the root filesystems of `cargo xtask images`; where
 //! one is missing the test says `skipping: …` and returns.
-mod common;
 
-use common::{cannot_trace, rootfs, tempdir, trace_with_env, witness_line, Traced, PY311};
+use crate::common::{cannot_trace, rootfs, tempdir, trace_with_env, witness_line, Traced, PY311};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -528,7 +527,10 @@ fn per_thread(
 /// One event as the reference and flux must both report it (see the module doc): `d` is the
 /// depth relative to the thread's first compared event, `known` whether how it ended / that
 /// it resumed is defined on both sides.
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one argument per field of the line, in the order the line shows them"
+)]
 fn ref_line(
     ev: &str,
     q: &str,
@@ -992,14 +994,15 @@ fn python314_hook_witness_is_complete_and_agrees_with_315_and_the_reference() {
 /// The pytest programs under every scope: flux (USDT where the interpreter has it, else the
 /// hook) against the reference.
 fn scoped(py: Python) {
+    let what = format!("scoped witnesses on {}", py.label);
     if let Some(why) = py.missing() {
-        eprintln!("skipping the scoped witnesses on {}: {why}", py.label);
+        flux_skip::skip(&what, &why);
         return;
     }
     if vendored_pytest().is_none() {
-        eprintln!(
-            "skipping the scoped witnesses on {}: no pytest wheels in .flux-cache/wheelhouse (run `cargo xtask images`)",
-            py.label
+        flux_skip::skip(
+            &what,
+            "no pytest wheels in .flux-cache/wheelhouse (run `cargo xtask images`)",
         );
         return;
     }

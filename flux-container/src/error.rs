@@ -34,7 +34,7 @@ pub enum Error {
         source: bollard::errors::Error,
     },
 
-    /// `hint` is [`crate::images::build_hint`]'s.
+    /// `hint` is [`build_hint`]'s.
     #[error("image {image} is missing; {hint}")]
     ImageMissing { image: String, hint: String },
 
@@ -140,4 +140,21 @@ pub(crate) fn is_not_found(e: &bollard::errors::Error) -> bool {
             ..
         }
     )
+}
+
+/// The one "how to build this image" hint, naming the user-facing command: `flux images build
+/// <image>` for an image of flux's namespace, a note that flux does not build it otherwise.
+pub fn build_hint(image: &str) -> String {
+    let ours = image.strip_prefix("flux/").is_some_and(|rest| {
+        rest.split_once(':')
+            .is_some_and(|(r, t)| !r.is_empty() && !t.is_empty())
+    });
+    if ours {
+        format!("build it with `flux images build {image}`")
+    } else {
+        format!(
+            "flux builds only the images of images/images.toml (`flux images list`); {image} is \
+             not one of them: define it there or make it available to Docker yourself"
+        )
+    }
 }

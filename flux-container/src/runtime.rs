@@ -59,6 +59,10 @@ pub const LABEL_RUN: &str = "flux.run";
 pub const LABEL_PID: &str = "flux.pid";
 /// Where the run directory is mounted inside the container.
 pub const RUN_DIR_IN_CONTAINER: &str = "/flux/run";
+/// Where a container writes what the host reads afterwards (a test suite's report, a reference
+/// tracer's logs, SWE-Flux's parser's answer): a writable directory of the run's on the host,
+/// read there as untrusted.
+pub const OUT_IN_CONTAINER: &str = "/flux/out";
 /// Name of the gate FIFO inside the run directory.
 pub const GATE_NAME: &str = ".flux-gate";
 /// How long a started container waits for its gate before it exits (125) without running its
@@ -533,7 +537,7 @@ impl Runtime {
 pub(crate) fn missing_image(image: &str) -> Error {
     Error::ImageMissing {
         image: image.to_owned(),
-        hint: crate::images::build_hint(image),
+        hint: crate::error::build_hint(image),
     }
 }
 

@@ -5,7 +5,7 @@
 //! what the package imports, read-only, and the repository's own test suite passes offline.
 //!
 //! Needs root (the base's rootfs is debootstrapped when missing), a Docker daemon and the
-//! package index; otherwise it prints `skipping: <reason>` and returns.
+//! package index; otherwise it skips through flux-skip (a failure under `FLUX_REQUIRE_ALL=1`).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,8 @@ use flux_container::{ContainerSpec, Runtime};
 
 const NS: &str = "fluxtest";
 const REPO: &str = "more-itertools";
+/// What skips where the machine cannot build images.
+const WHAT: &str = "image builds against Docker";
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,18 +27,21 @@ fn workspace_root() -> PathBuf {
 async fn runtime() -> Option<Runtime> {
     // SAFETY: a plain syscall without arguments.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: not root (building a base may debootstrap)");
+        flux_skip::skip(WHAT, "not root (building a base may debootstrap)");
         return None;
     }
     let socket = flux_container::runtime::default_socket();
     if !Path::new(&socket).exists() {
-        eprintln!("skipping: no Docker socket at {socket} (start dockerd)");
+        flux_skip::skip(
+            WHAT,
+            &format!("no Docker socket at {socket} (start dockerd)"),
+        );
         return None;
     }
     match Runtime::connect().await {
         Ok(rt) => Some(rt),
         Err(e) => {
-            eprintln!("skipping: {e}");
+            flux_skip::skip(WHAT, &e.to_string());
             None
         }
     }

@@ -43,6 +43,11 @@ struct Item {
     label: String,
 }
 
+/// How many classes up [`Src::method`] looks for a method through a class's bases: more than
+/// any real hierarchy, and the end of bases that cycle (a class deriving from one that derives
+/// from it, in one module or through imports), which source that never ran can write.
+const MAX_BASE_HOPS: usize = 32;
+
 struct Src<'a> {
     root: &'a Path,
     files: Vec<String>,
@@ -189,8 +194,12 @@ impl<'a> Src<'a> {
         Some((f, d))
     }
 
-    /// `class.m` in `file`, else in its bases (same module or imported).
+    /// `class.m` in `file`, else in its bases (same module or imported), at most
+    /// [`MAX_BASE_HOPS`] classes up.
     fn method(&mut self, file: &str, class: &str, m: &str, hops: usize) -> Option<(String, Def)> {
+        if hops > MAX_BASE_HOPS {
+            return None;
+        }
         let qual = format!("{class}.{m}");
         let module = self.module(file)?.0.clone();
         if let Some(d) = module.defs.iter().find(|d| d.qualname == qual) {
@@ -505,11 +514,14 @@ fn line_cost(l: &str) -> usize {
     l.len() + 8
 }
 
+/// Line ranges of one file, `(first, last)` each, inclusive.
+type Ranges = Vec<(usize, usize)>;
+
 fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Chosen {
     let mut remaining = budget;
     // file → (ranges, labels), files in order of first appearance.
     let mut order: Vec<String> = Vec::new();
-    let mut chosen: BTreeMap<String, (Vec<(usize, usize)>, Vec<String>)> = BTreeMap::new();
+    let mut chosen: BTreeMap<String, (Ranges, Vec<String>)> = BTreeMap::new();
     let mut left_out = Vec::new();
     for it in items {
         let Some((_, lines)) = src.module(&it.file) else {
@@ -625,4 +637,38 @@ fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Ch
         out.text.push_str("```\n");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_call;
+
+    /// A method looked up through bases that cycle (`class A(B)` where `B` derives from `A`)
+    /// recursed until the stack overflowed: the process aborted.
+    #[test]
+    fn a_method_lookup_through_cyclic_bases_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = |f: &str, s: &str| std::fs::write(tmp.path().join(f), s).unwrap();
+        w(
+            "a.py",
+            "from b import B\n\nclass A(B):\n    def f(self):\n        return self.m()\n",
+        );
+        w("b.py", "from a import A\n\nclass B(A):\n    pass\n");
+        w(
+            "c.py",
+            "class C(D):\n    def f(self):\n        return self.m()\n\nclass D(C):\n    pass\n",
+        );
+        assert_eq!(resolve_call(tmp.path(), "a.py", "A.f", "self.m"), None);
+        assert_eq!(resolve_call(tmp.path(), "c.py", "C.f", "self.m"), None);
+        // What the walk is for still works: a method found two classes up.
+        w(
+            "d.py",
+            "class E:\n    def m(self):\n        pass\n\nclass F(E):\n    pass\n\n\
+             class G(F):\n    def f(self):\n        return self.m()\n",
+        );
+        assert_eq!(
+            resolve_call(tmp.path(), "d.py", "G.f", "self.m"),
+            Some(("d.py".into(), "E.m".into()))
+        );
+    }
 }

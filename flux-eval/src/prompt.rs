@@ -85,7 +85,7 @@ pub fn resolve_all(name: &str, files: &[String]) -> Vec<String> {
         if n.is_empty() {
             return Vec::new();
         }
-        if files.iter().any(|f| *f == n) {
+        if files.contains(&n) {
             return vec![n];
         }
         let longest_inside = files

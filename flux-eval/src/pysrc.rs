@@ -504,18 +504,7 @@ pub fn calls_in_code(code: &str) -> Vec<String> {
                 && cs[k] == '('
                 && !KEYWORDS.contains(&head)
                 && !w.ends_with('.')
-                && !(s >= 4
-                    && cs[..s]
-                        .iter()
-                        .collect::<String>()
-                        .trim_end()
-                        .ends_with("def"))
-                && !(s >= 6
-                    && cs[..s]
-                        .iter()
-                        .collect::<String>()
-                        .trim_end()
-                        .ends_with("class"))
+                && !defines(&cs[..s])
             {
                 out.push(w);
             }
@@ -524,6 +513,14 @@ pub fn calls_in_code(code: &str) -> Vec<String> {
         i += 1;
     }
     out
+}
+
+/// Whether the code before a name (`before`) ends with `def` or `class`: the name is defined
+/// there, not called.
+fn defines(before: &[char]) -> bool {
+    let before: String = before.iter().collect();
+    let before = before.trim_end();
+    before.ends_with("def") || before.ends_with("class")
 }
 
 /// The file of a dotted module among `files` (source-relative paths): `a/b.py` or

@@ -1043,12 +1043,10 @@ pub(crate) fn check_combinations(ex: &Extractor, p: &Params) -> Result<(), Extra
         return Err(conflict("invocation", "across_invocations"));
     }
     match ex.name {
-        "unique_values" | "value_history" => {
-            if has("variable") == has("variables") {
-                return Err(ExtractError::MissingParam {
-                    param: "exactly one of `variable` and `variables`".into(),
-                });
-            }
+        "unique_values" | "value_history" if has("variable") == has("variables") => {
+            return Err(ExtractError::MissingParam {
+                param: "exactly one of `variable` and `variables`".into(),
+            });
         }
         "call_sequence" if !has("function") && !has("functions") => {
             return Err(ExtractError::MissingParam {

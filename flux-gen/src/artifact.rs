@@ -8,8 +8,6 @@
 //! module; the newest [`KEEP_TRACES`] `trace.jsonl` files of a set are kept beside it.
 use flux_trace::{Trace, TracingConfig};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// `trace.jsonl` files kept per set.
@@ -54,37 +52,12 @@ pub fn dir_of(root: &Path, id: &str) -> PathBuf {
     root.join(id.replace("::", "__"))
 }
 
-struct HashingWriter<W: Write> {
-    inner: W,
-    hash: Sha256,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Write `trace.jsonl` into `dir` and return its digest (equal to
 /// `flux_instance::trace_digest(trace)`).
 pub fn write_trace(dir: &Path, trace: &Trace) -> std::io::Result<String> {
     std::fs::create_dir_all(dir)?;
     let f = std::fs::File::create(dir.join("trace.jsonl"))?;
-    let mut w = HashingWriter {
-        inner: std::io::BufWriter::with_capacity(1 << 20, f),
-        hash: Sha256::new(),
-    };
-    trace.write_jsonl(&mut w)?;
-    Ok(w.hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    flux_instance::write_trace_jsonl(trace, std::io::BufWriter::with_capacity(1 << 20, f))
 }
 
 /// Write `artifact.json` into `dir`.

@@ -161,9 +161,15 @@ fn lines_of(trace: &Trace, inv: &Invocation) -> Vec<u32> {
     inv.lines(trace)
 }
 
+/// `(variable, value, type)`: a local a line's execution reports as changed.
+type Changed = (String, String, String);
+
+/// `(test, value, type)`: one observation of a (line, variable).
+type Observed = (String, String, String);
+
 /// `(line, names)` a line's execution reports as changed, with the values: every `line` event
 /// of the invocation and the locals the frame's next event reports.
-fn effects(trace: &Trace, inv: &Invocation) -> Vec<(u32, Vec<(String, String, String)>)> {
+fn effects(trace: &Trace, inv: &Invocation) -> Vec<(u32, Vec<Changed>)> {
     let mut out = Vec::new();
     for (k, &i) in inv.events.iter().enumerate() {
         let e = &trace.events[i];
@@ -337,8 +343,7 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
     }
     // S7: a (line, variable) with at least 3 observations over the test's invocations.
     let obs = observations(sub, &invs, ctx.func);
-    let mut cands: Vec<(&(u32, String), &Vec<(String, String, String)>)> =
-        obs.iter().filter(|(_, v)| v.len() >= 3).collect();
+    let mut cands: Vec<_> = obs.iter().filter(|(_, v)| v.len() >= 3).collect();
     // Numbers first: what the invariants say most about.
     cands.sort_by_key(|(k, v)| (!v.iter().all(|o| numeric(&o.2)), k.0, k.1.clone()));
     let numeric_first: Vec<_> = if cands.iter().any(|(_, v)| v.iter().all(|o| numeric(&o.2))) {
@@ -365,8 +370,8 @@ fn observations(
     trace: &Trace,
     invs: &[Invocation],
     func: &FunctionFacts,
-) -> BTreeMap<(u32, String), Vec<(String, String, String)>> {
-    let mut out: BTreeMap<(u32, String), Vec<(String, String, String)>> = BTreeMap::new();
+) -> BTreeMap<(u32, String), Vec<Observed>> {
+    let mut out: BTreeMap<(u32, String), Vec<Observed>> = BTreeMap::new();
     for inv in invs {
         let mut state: BTreeMap<String, (String, String)> = BTreeMap::new();
         for (k, &i) in inv.events.iter().enumerate() {

@@ -40,6 +40,7 @@ pub mod keyed;
 pub mod module;
 pub mod plan;
 pub mod profile;
+pub mod results;
 pub mod runner;
 pub mod screen;
 pub mod set;

@@ -30,76 +30,17 @@ use crate::author::{instance_id, Prose};
 use crate::draft::{self, Ctx, Draft};
 use crate::facts::{FileFacts, FileFactsExt};
 use crate::profile::ModuleProfile;
-use crate::runner::{pytest_command, Runner};
+use crate::results::{Candidate, ModuleResult};
+use crate::runner::{pytest_command, run_problem, Runner};
 use crate::spec::{GenSpec, RepoSpec};
 use crate::{features, plan};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
-use flux_instance::{GeneratedSpec, InstanceSpec, Oracle};
-use serde::{Deserialize, Serialize};
+use flux_instance::{GeneratedSpec, Oracle};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// A screened instance, before the set's selection.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Candidate {
-    pub id: String,
-    pub kind: QuestionKind,
-    pub extractor: String,
-    /// The target's qualname and file (relative to the repository's root).
-    pub function: String,
-    pub file: String,
-    pub tests: Vec<String>,
-    /// Its place in the set's seeded order.
-    pub priority: u64,
-    pub spec: InstanceSpec,
-    pub oracle: Oracle,
-}
-
-/// What one module gave.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ModuleResult {
-    pub repository: String,
-    pub module: String,
-    /// Why the module gave nothing, when it did not run through.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skipped: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub artifact: Option<TraceArtifact>,
-    /// Functions, drafts and instances left out, per rule (plan and screens).
-    pub left_out: BTreeMap<String, usize>,
-    /// Drafts made, per kind.
-    pub drafted: BTreeMap<String, usize>,
-    pub candidates: Vec<Candidate>,
-    /// Seconds per phase.
-    pub seconds: BTreeMap<String, f64>,
-    /// Events of the scout trace.
-    pub scout_events: usize,
-    /// Runs made for the cross-check.
-    pub check_runs: usize,
-    /// Instances the third witness (the spec's `[witness]`) agreed with (issue 23.1).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub witnessed: usize,
-    /// Instances it was asked about and did not confirm (not kept), with both answers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub witness: Vec<crate::witness::WitnessReport>,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
-}
-
-impl ModuleResult {
-    pub(crate) fn count(&mut self, rule: &str) {
-        *self.left_out.entry(rule.to_string()).or_insert(0) += 1;
-    }
-
-    fn time(&mut self, phase: &str, t: Instant) {
-        *self.seconds.entry(phase.to_string()).or_insert(0.0) += t.elapsed().as_secs_f64();
-    }
-}
 
 /// The file name of a module's result in `<out>/modules/<repository>/`.
 pub fn result_file(module: &str) -> String {
@@ -246,26 +187,6 @@ fn call_graphs(
         }
     }
     out
-}
-
-/// Why a run's trace cannot give gold answers (a timeout, a kill, an incomplete trace).
-pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
-    if run.timed_out {
-        return Some("timed out".into());
-    }
-    if let Some(k) = &run.killed {
-        return Some(format!("killed: {k}"));
-    }
-    let m = &run.trace.meta;
-    if !m.complete || m.lost_events > 0 {
-        return Some(format!(
-            "incomplete trace ({} lost{}{})",
-            m.lost_events,
-            if m.problems.is_empty() { "" } else { ": " },
-            m.problems.join("; ")
-        ));
-    }
-    None
 }
 
 /// Tests of `trace` with more than `limit` call events (none when `limit` is 0).

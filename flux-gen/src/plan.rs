@@ -106,7 +106,6 @@ pub fn scout_config() -> TracingConfig {
 }
 
 /// Why `key` is not a target (a rule name of the module doc), or None if it can be one.
-#[allow(clippy::too_many_arguments)]
 fn why_not(
     spec: &GenSpec,
     repo: &RepoSpec,
@@ -315,23 +314,27 @@ mod tests {
             ("mpmath/ctx.py", "f", 1, 1, 0),
             ("sympy/ntheory/factor_.py", "unknown", 99, 1, 0),
         ]);
-        let mut ff = FileFacts::default();
-        ff.functions = vec![
-            func("multiplicity", 10, 12),
-            func("tiny", 40, 1),
-            func("hot", 50, 5),
-            func("failing", 60, 5),
-        ];
-        ff.loops.push(LoopFacts {
-            func: "multiplicity".into(),
-            kind: "while".into(),
-            line: 12,
-            end_line: 15,
-            body: [13, 15],
-            ..LoopFacts::default()
-        });
-        let mut tf = FileFacts::default();
-        tf.functions = vec![func("test_a", 1, 3)];
+        let ff = FileFacts {
+            functions: vec![
+                func("multiplicity", 10, 12),
+                func("tiny", 40, 1),
+                func("hot", 50, 5),
+                func("failing", 60, 5),
+            ],
+            loops: vec![LoopFacts {
+                func: "multiplicity".into(),
+                kind: "while".into(),
+                line: 12,
+                end_line: 15,
+                body: [13, 15],
+                ..LoopFacts::default()
+            }],
+            ..FileFacts::default()
+        };
+        let tf = FileFacts {
+            functions: vec![func("test_a", 1, 3)],
+            ..FileFacts::default()
+        };
         let facts = BTreeMap::from([
             ("sympy/ntheory/factor_.py".to_string(), ff),
             ("sympy/ntheory/tests/test_factor_.py".to_string(), tf),

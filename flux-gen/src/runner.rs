@@ -296,6 +296,26 @@ with open("/flux/out/out.json", "w") as fh:
     json.dump(out, fh, separators=(",", ":"))
 "#;
 
+/// Why a run's trace cannot give gold answers (a timeout, a kill, an incomplete trace).
+pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
+    if run.timed_out.is_some() {
+        return Some("timed out".into());
+    }
+    if let Some(k) = &run.killed {
+        return Some(format!("killed: {k}"));
+    }
+    let m = &run.trace.meta;
+    if !m.complete || m.lost_events > 0 {
+        return Some(format!(
+            "incomplete trace ({} lost{}{})",
+            m.lost_events,
+            if m.problems.is_empty() { "" } else { ": " },
+            m.problems.join("; ")
+        ));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

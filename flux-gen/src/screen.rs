@@ -2,7 +2,7 @@
 //! it right (`easy`, decided at the set's assembly), the module's selection, and the cross-check — each instance's own run
 //! (its tests alone, its narrowed config, a fresh container) must give the gold answer the
 //! shared trace gave.
-use crate::module::{Candidate, ModuleResult};
+use crate::results::{Candidate, ModuleResult};
 use crate::runner::Runner;
 use crate::spec::{Budget, GenSpec, RepoSpec};
 use anyhow::{Context, Result};
@@ -430,7 +430,7 @@ pub async fn cross_check(
         let why_not = if run.exit_code != 0 {
             Some(format!("its tests exited with {}", run.exit_code))
         } else {
-            crate::module::run_problem(&run)
+            crate::runner::run_problem(&run)
         };
         for c in group {
             let verdict = match &why_not {

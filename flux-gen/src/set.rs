@@ -14,7 +14,8 @@
 //! report.json                                the last run's summary: counts, left-out rules, times
 //! ```
 use crate::keyed::{seeded_order, Shard};
-use crate::module::{self, Candidate, Gen, ModuleResult};
+use crate::module::{self, Gen};
+use crate::results::{Candidate, ModuleResult};
 use crate::runner::Runner;
 use crate::screen;
 use crate::spec::{self, GenSpec, RepoSpec};

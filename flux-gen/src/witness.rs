@@ -8,7 +8,7 @@
 //! result ([`WitnessReport`]) and printed.
 //!
 //! Candidates with the same tests and config share one reference run (as the cross-check does).
-use crate::module::{Candidate, ModuleResult};
+use crate::results::{Candidate, ModuleResult};
 use crate::runner::Runner;
 use crate::spec::GenSpec;
 use flux_harvest::witness::{self, Judgement};

@@ -6,7 +6,7 @@
 //! `trace_launched` loads the BPF side filtered on the container's PID namespace, attaches,
 //! releases the gate, waits (the instance's timeout; the container is killed when it expires)
 //! and drains → the container is removed, whatever happened.
-use crate::{HarvestOptions, RunOutput};
+use crate::{HarvestOptions, TracedRun};
 use anyhow::{anyhow, Context, Result};
 use flux_agent::interp::Interpreter;
 use flux_agent::run::Launched;
@@ -119,15 +119,6 @@ fn layer_root(exe: &Path, interpreter: &str) -> PathBuf {
     root
 }
 
-pub(crate) async fn run(
-    rt: &flux_container::Runtime,
-    inst: &Instance,
-    run_dir: &Path,
-    opts: &HarvestOptions,
-) -> Result<RunOutput> {
-    Ok(run_timed(rt, inst, run_dir, opts).await?.0)
-}
-
 /// The id of `image`; an error naming the command that builds it when it is missing.
 pub(crate) async fn image_id(rt: &flux_container::Runtime, image: &str) -> Result<String> {
     let Some(image_id) = rt.image_id(image).await? else {
@@ -223,8 +214,10 @@ pub(crate) async fn run_untraced(
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o777))?;
     }
-    spec.mounts
-        .push(Mount::read_write(&out, crate::run_test::OUT_IN_CONTAINER));
+    spec.mounts.push(Mount::read_write(
+        &out,
+        flux_container::runtime::OUT_IN_CONTAINER,
+    ));
     let timeout = spec.timeout;
     let mut container = rt.create(spec).await?;
     let result = async {
@@ -258,14 +251,15 @@ pub(crate) async fn run_untraced(
     Ok(r)
 }
 
-/// [`run`], and the program's wall time from the gate's release to its exit (attach before,
-/// drain and merge after, are not in it).
-pub(crate) async fn run_timed(
+/// The traced run of `inst`'s test in a container of its image, in `run_dir`. Its program time
+/// runs from the gate's release to the program's exit (attach before, drain and merge after,
+/// are not in it).
+pub(crate) async fn run(
     rt: &flux_container::Runtime,
     inst: &Instance,
     run_dir: &Path,
     opts: &HarvestOptions,
-) -> Result<(RunOutput, Duration)> {
+) -> Result<TracedRun> {
     let image = &inst.spec.image;
     let (image_id, image_identity) = checked_image(rt, inst).await?;
     let interpreter = &inst.spec.interpreter;
@@ -354,8 +348,9 @@ pub(crate) async fn run_timed(
         Err(e) => (None, Some(e.to_string())),
     };
     let labels = trace.meta.labels.clone();
-    let out = RunOutput {
+    Ok(TracedRun {
         trace,
+        run_dir: run_dir.to_path_buf(),
         exit_code,
         timed_out,
         killed,
@@ -367,8 +362,8 @@ pub(crate) async fn run_timed(
         image_identity,
         interpreter_version: interp.version_string(),
         labels,
-    };
-    Ok((out, took))
+        program_seconds: took.as_secs_f64(),
+    })
 }
 
 #[cfg(test)]

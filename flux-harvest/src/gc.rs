@@ -67,7 +67,7 @@ pub async fn gc(opts: &GcOptions) -> std::io::Result<GcReport> {
         by_instance.entry(id).or_default().push((t, p));
     }
     for (_, mut dirs) in by_instance {
-        dirs.sort_by(|a, b| b.0.cmp(&a.0));
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.0));
         for (i, (t, p)) in dirs.into_iter().enumerate() {
             if i < opts.keep {
                 let n = rundir::dir_size(&p);

@@ -15,7 +15,7 @@
 //!   written; `--replace` keeps the replaced files in the instance's `history/`.
 use crate::{json_diff, Harvested, InstanceReport, Status};
 use anyhow::{bail, Result};
-use flux_instance::{Instance, OnConflict, Oracle, WriteOutcome};
+use flux_instance::{Instance, Oracle, Stored, WriteOutcome};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -190,8 +190,8 @@ fn verdict_of(w: WriteOutcome) -> Verdict {
     }
 }
 
-/// Write the oracle and the call graph, checking both for conflicts first so that a refusal
-/// leaves both files as they were. With `replace`, the files replaced are kept in the
+/// Write the oracle and the call graph, checking both for conflicts first (once) so that a
+/// refusal leaves both files as they were. With `replace`, the files replaced are kept in the
 /// instance's `history/`.
 pub(crate) fn write_outputs(
     inst: &Instance,
@@ -201,45 +201,39 @@ pub(crate) fn write_outputs(
 ) -> Result<Status> {
     let oracle = &fresh.oracle;
     let graph = fresh.graph.as_ref();
+    let stored_oracle = flux_instance::stored_oracle(&inst.dir, oracle);
+    let stored_graph = graph.map(|g| flux_instance::stored_call_graph(&inst.dir, g));
     if !replace {
         let mut conflicts = Vec::new();
-        if inst.oracle_path().exists() {
-            match flux_instance::read_oracle(&inst.dir) {
-                Ok(old) if old.oracle_answer == oracle.oracle_answer => {
-                    report.oracle = Some(Verdict::Unchanged)
-                }
-                Ok(old) => {
-                    report.oracle = Some(Verdict::Differs);
-                    conflicts.push(format!(
-                        "oracle: {} holds a different answer:\n{}",
-                        inst.oracle_path().display(),
-                        json_diff(
-                            &old.oracle_answer,
-                            &oracle.oracle_answer,
-                            "stored",
-                            "harvested"
-                        )
-                    ))
-                }
-                Err(e) => {
-                    report.oracle = Some(Verdict::Differs);
-                    conflicts.push(format!("oracle: {e} (the file is kept)"))
-                }
+        match &stored_oracle {
+            Stored::Absent => {}
+            Stored::Same => report.oracle = Some(Verdict::Unchanged),
+            Stored::Differs(old) => {
+                report.oracle = Some(Verdict::Differs);
+                conflicts.push(format!(
+                    "oracle: {} holds a different answer:\n{}",
+                    inst.oracle_path().display(),
+                    json_diff(old, &oracle.oracle_answer, "stored", "harvested")
+                ))
+            }
+            Stored::Unreadable(e) => {
+                report.oracle = Some(Verdict::Differs);
+                conflicts.push(format!("oracle: {e} (the file is kept)"))
             }
         }
-        let graph_path = inst.dir.join(flux_instance::CALL_GRAPH_FILE);
-        if let (true, Some(graph)) = (graph_path.exists(), graph) {
-            match flux_instance::read_call_graph(&inst.dir) {
-                Ok(old) if &old == graph => report.call_graph = Some(Verdict::Unchanged),
-                Ok(old) => {
+        if let (Some(stored), Some(graph)) = (&stored_graph, graph) {
+            match stored {
+                Stored::Absent => {}
+                Stored::Same => report.call_graph = Some(Verdict::Unchanged),
+                Stored::Differs(old) => {
                     report.call_graph = Some(Verdict::Differs);
                     conflicts.push(format!(
                         "call graph: {} holds a different call graph:\n{}",
-                        graph_path.display(),
-                        json_diff(&old, graph, "stored", "harvested")
+                        inst.dir.join(flux_instance::CALL_GRAPH_FILE).display(),
+                        json_diff(old, graph, "stored", "harvested")
                     ))
                 }
-                Err(e) => {
+                Stored::Unreadable(e) => {
                     report.call_graph = Some(Verdict::Differs);
                     conflicts.push(format!("call graph: {e} (the file is kept)"))
                 }
@@ -253,22 +247,17 @@ pub(crate) fn write_outputs(
             );
         }
     }
-    let on_conflict = if replace {
-        OnConflict::Replace
-    } else {
-        OnConflict::Refuse
-    };
-    let o = flux_instance::write_oracle(&inst.dir, oracle, on_conflict)?;
+    let o = flux_instance::write_oracle_over(&inst.dir, oracle, &stored_oracle)?;
     report.oracle = Some(verdict_of(o));
-    let g = match graph {
-        Some(graph) => {
-            let g = flux_instance::write_call_graph(&inst.dir, graph, on_conflict)?;
+    let g = match (graph, &stored_graph) {
+        (Some(graph), Some(stored)) => {
+            let g = flux_instance::write_call_graph_over(&inst.dir, graph, stored)?;
             if !fresh.graph_unstable {
                 report.call_graph = Some(verdict_of(g));
             }
             g
         }
-        None => WriteOutcome::Unchanged,
+        _ => WriteOutcome::Unchanged,
     };
     Ok(match (o, g) {
         (WriteOutcome::Replaced, _) | (_, WriteOutcome::Replaced) => Status::Replaced,

@@ -12,7 +12,7 @@
 //! rest is drained and the truncation recorded); and, as in a container, coreutils' `timeout`
 //! (a child of the namespace's PID 1, a shell) kills it at the instance's timeout plus
 //! [`flux_container::runtime::DEADLINE_GRACE`] even if flux is gone.
-use crate::{HarvestOptions, RunOutput, NOT_REPRODUCIBLE};
+use crate::{HarvestOptions, TracedRun, NOT_REPRODUCIBLE};
 use anyhow::{bail, Context, Result};
 use flux_agent::interp::Interpreter;
 use flux_agent::run::Launched;
@@ -223,7 +223,7 @@ pub(crate) async fn run_host(
     inst: &Instance,
     run_dir: &Path,
     opts: &HarvestOptions,
-) -> Result<RunOutput> {
+) -> Result<TracedRun> {
     // Blocking, once per pin set; the harvest runs one instance at a time.
     let venv = venv(&opts.cache_dir, inst).context("preparing the host venv")?;
     let bin = venv.join("bin");
@@ -326,8 +326,9 @@ pub(crate) async fn run_host(
     };
     let (stdout, stdout_truncated) = joined(out_reader);
     let (stderr, stderr_truncated) = joined(err_reader);
-    Ok(RunOutput {
+    Ok(TracedRun {
         trace,
+        run_dir: run_dir.to_path_buf(),
         exit_code,
         timed_out: launched.timed_out.then_some(timeout),
         killed,
@@ -339,6 +340,7 @@ pub(crate) async fn run_host(
         image_identity: String::new(),
         interpreter_version: interp.version_string(),
         labels,
+        program_seconds: 0.0,
     })
 }
 

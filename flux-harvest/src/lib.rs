@@ -59,9 +59,7 @@ pub use diff::json_diff;
 pub use external::ExternalAnswers;
 pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
-pub use run_test::{
-    read_untrusted, run_test, run_traced, RunGold, TestRun, TracedRun, Witness, OUT_IN_CONTAINER,
-};
+pub use run_test::{read_untrusted, run_test, run_traced, RunGold, TestRun, Witness};
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
 pub use signals::Interrupted;
 pub use witness::{Judgement, WitnessKind};
@@ -69,8 +67,9 @@ pub use witness::{Judgement, WitnessKind};
 /// The label every output of a host run carries.
 pub const NOT_REPRODUCIBLE: &str = "not reproducible";
 
-/// Where the test runs.
+/// Where the test runs (`flux harvest --runtime`, which takes it with feature `clap`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Runtime {
     /// Docker when the daemon answers, else the host.
@@ -420,11 +419,14 @@ async fn harvest_one(
     report
 }
 
-/// What a traced run of an instance's test produced.
-pub(crate) struct RunOutput {
+/// What a traced run of an instance's test produced (a harvest's, or [`run_traced`]'s).
+pub struct TracedRun {
     pub trace: flux_trace::Trace,
+    /// The run directory (its logs, trace and the instance copy the test ran in).
+    pub run_dir: PathBuf,
     /// Exit code of the test command (128 + signal when killed).
     pub exit_code: i32,
+    /// After how long the test was killed for its timeout, if it was.
     pub timed_out: Option<Duration>,
     /// Why the program was killed (OOM, signal), if it was.
     pub killed: Option<String>,
@@ -442,6 +444,9 @@ pub(crate) struct RunOutput {
     pub interpreter_version: String,
     /// Labels every output must carry.
     pub labels: Vec<String>,
+    /// The program's wall time, from the gate's release to its exit (0 where not measured: host
+    /// runs).
+    pub program_seconds: f64,
 }
 
 async fn harvest_instance(
@@ -695,7 +700,7 @@ fn strip_id(msg: &str, id: &str) -> String {
 }
 
 /// What a run that is not failed for it should still tell: logs cut at the cap.
-fn run_warnings(out: &RunOutput) -> Vec<String> {
+fn run_warnings(out: &TracedRun) -> Vec<String> {
     let cap = flux_container::runtime::LOG_CAP >> 20;
     [
         ("stdout", out.stdout_truncated),
@@ -708,7 +713,7 @@ fn run_warnings(out: &RunOutput) -> Vec<String> {
 }
 
 /// The gates that come before the extractor: how the test ended, and whether the trace is whole.
-fn screen_run(inst: &Instance, out: &RunOutput, run_dir: &Path) -> anyhow::Result<()> {
+fn screen_run(inst: &Instance, out: &TracedRun, run_dir: &Path) -> anyhow::Result<()> {
     let tail = |b: &[u8]| -> String {
         let s = String::from_utf8_lossy(b);
         let lines: Vec<&str> = s.lines().collect();
@@ -774,8 +779,9 @@ mod tests {
     /// 17.12: a log cut at the 64 MiB cap was kept silently (the outcome knew, nobody said).
     #[test]
     fn truncated_logs_are_reported() {
-        let out = crate::RunOutput {
+        let out = crate::TracedRun {
             trace: flux_trace::Trace::default(),
+            run_dir: std::path::PathBuf::new(),
             exit_code: 0,
             timed_out: None,
             killed: None,
@@ -787,6 +793,7 @@ mod tests {
             image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
+            program_seconds: 0.0,
         };
         assert_eq!(
             super::run_warnings(&out),

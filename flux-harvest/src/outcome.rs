@@ -22,7 +22,7 @@ pub(crate) fn exit_meaning(code: i32) -> Option<&'static str> {
         3 => "pytest's internal error",
         4 => "pytest's usage error",
         5 => "no tests were collected",
-        97 => "flux's hook lost its connection to the agent",
+        flux_merge::protocol::HOOK_EXIT => "flux's hook lost its connection to the agent",
         125 => "the gate was never opened",
         126 | 127 => "the command could not be run",
         _ => return None,

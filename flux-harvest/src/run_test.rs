@@ -7,16 +7,12 @@
 //! the witness differs ([`Witness`]): flux's tracer with [`HarvestOptions::calls`], or none at
 //! all with extra files and environment (an untraced baseline, or another tracer injected the
 //! way flux's hook is: `PYTHONPATH` into the run directory, `PYTEST_PLUGINS`).
-use crate::{docker, rundir, HarvestOptions};
+use crate::{docker, rundir, HarvestOptions, TracedRun};
 use anyhow::{Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-/// Where an untraced run's container may write what the host reads afterwards (a reference
-/// tracer's logs): `<run dir>/out` on the host. Read it as untrusted ([`read_untrusted`]).
-pub const OUT_IN_CONTAINER: &str = "/flux/out";
 
 /// What watches the program in [`run_test`].
 #[derive(Clone, Debug)]
@@ -27,7 +23,8 @@ pub enum Witness {
     /// written there, readable by everyone, before the container is created; `env` is added
     /// to the container's environment. `shared/` is at
     /// [`flux_container::runtime::RUN_DIR_IN_CONTAINER`] in the container (read-only), and
-    /// `<run dir>/out` at [`OUT_IN_CONTAINER`] (writable).
+    /// `<run dir>/out` at [`flux_container::runtime::OUT_IN_CONTAINER`] (writable; read it as
+    /// untrusted: [`read_untrusted`]).
     Untraced {
         env: Vec<(String, String)>,
         files: Vec<(String, Vec<u8>)>,
@@ -126,7 +123,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
         Witness::Flux => {
             flux_agent::tracer::can_trace()
                 .map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
-            let (out, took) = docker::run_timed(&rt, &inst, &run_dir, opts).await?;
+            let out = docker::run(&rt, &inst, &run_dir, opts).await?;
             let total_seconds = t0.elapsed().as_secs_f64();
             rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
             rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
@@ -141,7 +138,7 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 run_dir,
                 exit_code: out.exit_code,
                 timed_out: out.timed_out.is_some(),
-                program_seconds: took.as_secs_f64(),
+                program_seconds: out.program_seconds,
                 total_seconds,
                 events: Some(out.trace.events.len() as u64),
                 lost_events: Some(m.lost_events),
@@ -183,29 +180,6 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
     }
 }
 
-/// What [`run_traced`] returns: the merged trace of one traced run and how the program ended.
-pub struct TracedRun {
-    pub trace: flux_trace::Trace,
-    /// The run directory (`stdout.txt`, `stderr.txt`, `trace-meta.json` are kept there).
-    pub run_dir: PathBuf,
-    /// The test command's exit code (128 + signal when killed).
-    pub exit_code: i32,
-    pub timed_out: bool,
-    /// Why the program was killed (OOM, signal), if it was.
-    pub killed: Option<String>,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    /// `sha256:…` of the image.
-    pub image_id: String,
-    /// The image's content identity (`flux-id:…`, from its manifest), for an oracle's
-    /// provenance as a harvest records it.
-    pub image_identity: String,
-    /// `X.Y.Z` of the interpreter traced.
-    pub interpreter_version: String,
-    /// The program's wall time: from the gate's release to its exit.
-    pub program_seconds: f64,
-}
-
 /// Run `inst`'s test once in its image (Docker only) under flux's tracer, exactly as a harvest
 /// does, and hand back the merged trace without extracting, screening or writing anything to
 /// the instance: what `flux gen` builds its scout profiles and shared module traces from.
@@ -217,7 +191,7 @@ pub async fn run_traced(
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
     let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
-    let (out, took) = docker::run_timed(rt, inst, &run_dir, opts).await?;
+    let out = docker::run(rt, inst, &run_dir, opts).await?;
     rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
     rundir::write_new(
@@ -225,19 +199,7 @@ pub async fn run_traced(
         "trace-meta.json",
         (serde_json::to_string_pretty(&out.trace.meta)? + "\n").as_bytes(),
     )?;
-    Ok(TracedRun {
-        trace: out.trace,
-        run_dir,
-        exit_code: out.exit_code,
-        timed_out: out.timed_out.is_some(),
-        killed: out.killed,
-        stdout: out.stdout,
-        stderr: out.stderr,
-        image_id: out.image_id,
-        image_identity: out.image_identity,
-        interpreter_version: out.interpreter_version,
-        program_seconds: took.as_secs_f64(),
-    })
+    Ok(out)
 }
 
 /// Events of `trace` (test boundaries aside) with a timestamp inside a test's window.

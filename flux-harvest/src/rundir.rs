@@ -21,10 +21,9 @@
 //! already there — a link, a FIFO, a file — is an error naming it, never followed or truncated.
 //! (It once was the container user's directory, mounted read-write, and a test planted links
 //! named `stdout.txt` and `oracle.json` to a host file and to another instance's gold answer.)
-use crate::RunOutput;
+use crate::TracedRun;
 use anyhow::{Context, Result};
 use flux_instance::Instance;
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -323,38 +322,14 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
     copy_dir(&root, from, to, true)
 }
 
-/// Writes to a file and hashes what it wrote.
-struct HashingWriter<W> {
-    inner: W,
-    hash: Sha256,
-}
-
-impl<W: Write> Write for HashingWriter<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Keep the trace, its meta, the logs of a run. Returns the sha256 (hex) of `trace.jsonl`,
 /// which is `flux_instance::trace_digest` of the trace.
-pub(crate) fn keep_outputs(dir: &Path, out: &RunOutput) -> Result<String> {
+pub(crate) fn keep_outputs(dir: &Path, out: &TracedRun) -> Result<String> {
     let f = create_new(dir, "trace.jsonl")?;
-    let mut w = HashingWriter {
-        inner: std::io::BufWriter::with_capacity(1 << 20, f),
-        hash: Sha256::new(),
-    };
-    out.trace.write_jsonl(&mut w)?;
-    let digest: String = w
-        .hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest = flux_instance::write_trace_jsonl(
+        &out.trace,
+        std::io::BufWriter::with_capacity(1 << 20, f),
+    )?;
     let mut meta = serde_json::to_value(&out.trace.meta)?;
     if let Some(m) = meta.as_object_mut() {
         m.insert("exit_code".into(), out.exit_code.into());
@@ -580,8 +555,9 @@ mod tests {
             e.func = format!("f{i}");
             trace.events.push(e);
         }
-        let out = crate::RunOutput {
+        let out = crate::TracedRun {
             trace,
+            run_dir: std::path::PathBuf::new(),
             exit_code: 0,
             timed_out: None,
             killed: None,
@@ -593,6 +569,7 @@ mod tests {
             image_identity: String::new(),
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
+            program_seconds: 0.0,
         };
         let dir = tempfile::tempdir().unwrap();
         let digest = super::keep_outputs(dir.path(), &out).unwrap();

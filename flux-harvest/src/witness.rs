@@ -117,7 +117,7 @@ pub async fn run_reference(
         ),
         (
             "FLUX_REFERENCE_OUT".into(),
-            crate::run_test::OUT_IN_CONTAINER.into(),
+            flux_container::runtime::OUT_IN_CONTAINER.into(),
         ),
         (
             "FLUX_REFERENCE_MAX_RECORDS".into(),

@@ -5,9 +5,8 @@
 //!
 //! Needs root (eBPF), a uprobe-capable kernel, a Docker daemon and the image (`cargo xtask
 //! images sympy`). Where one is missing the test says `skipping: …` and returns.
-mod common;
 
-use common::*;
+use crate::common::*;
 use flux_harvest::Status;
 use serde_json::{json, Value};
 use std::path::PathBuf;

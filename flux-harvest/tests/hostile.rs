@@ -1,9 +1,8 @@
 //! Hostile tests: test code is hostile until proven otherwise (it runs third-party packages and
 //! perturbed inputs while flux runs as root next to it). Real Docker, the real kernel, the
 //! `flux/sympy:1.13.3-py3.11` image; each test skips loudly where those are missing.
-mod common;
 
-use common::*;
+use crate::common::*;
 use flux_harvest::Status;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

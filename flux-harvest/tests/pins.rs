@@ -4,7 +4,7 @@
 //! is written into the instance.
 //!
 //! Needs a Docker daemon and the image `flux/sympy:1.13.3-py3.11` (no root, no eBPF: the check
-//! comes before the tracer); otherwise it says `skipping: …` and returns.
+//! comes before the tracer); otherwise it skips through flux-skip.
 use flux_harvest::{harvest_blocking, HarvestOptions, Runtime, Status};
 use std::path::{Path, PathBuf};
 
@@ -18,13 +18,18 @@ fn have_image() -> bool {
         Ok(o) if o.status.success() => true,
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
-            eprintln!("skipping: image {IMAGE} is not available ({}); build it with `flux images build {IMAGE}`", err.trim());
-            false
+            !flux_skip::skip(
+                "pins checked against the image",
+                &format!(
+                    "image {IMAGE} is not available ({}); build it with `flux images build {IMAGE}`",
+                    err.trim()
+                ),
+            )
         }
-        Err(e) => {
-            eprintln!("skipping: docker CLI not runnable: {e}");
-            false
-        }
+        Err(e) => !flux_skip::skip(
+            "pins checked against the image",
+            &format!("docker CLI not runnable: {e}"),
+        ),
     }
 }
 

@@ -23,7 +23,17 @@ EXCLUDED = 0  # flux_hook's own code: never recorded
 PLAIN = 1  # untargeted: calls only (depending on FLUX_HOOK_CALLS)
 TARGET = 2  # targeted: lines, locals, values, exceptions
 
-# Traits of a code object in its C record.
+# Protocol constants, written in Rust too (flux-merge's protocol.rs and plan.rs): its tests
+# (tests/protocol_doc.rs) check that both sides agree.
+# What FLUX_HOOK_CALLS may say (flux_merge::plan::HookCalls).
+CALLS = ("all", "entries", "none", "generators")
+# What FLUX_HOOK_LEAVE may name, in the order the hello echoes them (flux_merge::plan::Leave).
+LEAVE = ("lineless",)
+# The exit status of a process whose hook cannot go on: the agent gone, a bad FLUX_HOOK_* setting
+# (flux_merge::protocol::HOOK_EXIT; a harvest names it).
+EXIT_CODE = 97
+
+# Traits of a code object in its C record (flux_merge::protocol::CODE_*).
 CODE_GEN = 1  # generator, coroutine or async generator
 CODE_NO_FIRST_LINE = 2  # its first instruction has no line (MAKE_CELL, 3.15's genexpr RESUME...)
 CODE_TARGET = 4  # targeted by the config (scope "targets": the hook reports its starts)
@@ -120,7 +130,7 @@ def agent_gone(reason):
         sys.stderr.flush()
     except Exception:
         pass
-    _real_exit(97)
+    _real_exit(EXIT_CODE)
 
 
 def internal_error(where):
@@ -417,7 +427,7 @@ class Hook:
         hello = (
             '{"hello":1,"pid":%d,"python":"%d.%d.%d","mode":"%s","calls":"%s","scope":"%s","leave":[%s],"gen_starts":"marked","clock":"monotonic_ns"}\n'
             % ((self.pid,) + tuple(sys.version_info[:3]) + (self.mode, self.calls, self.cfg.scope,
-               ",".join('"%s"' % x for x in sorted(self.leave))))
+               ",".join('"%s"' % x for x in sorted(self.leave, key=LEAVE.index))))
         )
         self._send(hello.encode("ascii"))
 
@@ -1094,23 +1104,23 @@ def install_hook():
     if not sock_path:
         return None
     calls = os.environ.get("FLUX_HOOK_CALLS", "all").strip() or "all"
-    if calls not in ("all", "entries", "none", "generators"):
-        sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (all|entries|none|generators)\n" % calls)
-        _real_exit(97)
+    if calls not in CALLS:
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_CALLS=%r (%s)\n" % (calls, "|".join(CALLS)))
+        _real_exit(EXIT_CODE)
     leave = frozenset(x for x in os.environ.get("FLUX_HOOK_LEAVE", "").split(",") if x)
-    if not leave <= {"lineless"}:
-        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (lineless)\n" % ",".join(sorted(leave)))
-        _real_exit(97)
+    if not leave <= set(LEAVE):
+        sys.stderr.write("flux-hook: bad FLUX_HOOK_LEAVE=%r (%s)\n" % (",".join(sorted(leave)), ",".join(LEAVE)))
+        _real_exit(EXIT_CODE)
     try:
         cfg = Config(os.environ.get("FLUX_HOOK_CONFIG", ""))
     except Exception as e:
         sys.stderr.write("flux-hook: bad FLUX_HOOK_CONFIG: %s\n" % e)
-        _real_exit(97)
+        _real_exit(EXIT_CODE)
     try:
         seed_randomness(os.environ.get("FLUX_HOOK_SEED", "0").strip() or "0")
     except ValueError:
         sys.stderr.write("flux-hook: bad FLUX_HOOK_SEED=%r (an integer, or off)\n" % os.environ["FLUX_HOOK_SEED"])
-        _real_exit(97)
+        _real_exit(EXIT_CODE)
     if sys.version_info >= (3, 12):
         from . import _sysmon as backend
 
@@ -1150,7 +1160,7 @@ def install_hook():
             hook.take_semaphores(spec)
         except Exception as e:
             sys.stderr.write("flux-hook: FLUX_HOOK_SEMAPHORES=%r: %s\n" % (spec, e))
-            _real_exit(97)
+            _real_exit(EXIT_CODE)
     elif spec:
         # Scope "run": only to quiet the probes while the hook renders values (vrepr); without
         # them (no /proc) rendering is merely visible to the probes, as before.

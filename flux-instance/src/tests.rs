@@ -159,7 +159,7 @@ fn scope_targets_needs_a_targeted_function_and_extractor() {
         "params = { function = \"Add.flatten\", invocation = 1 }",
         "params = { function = \"Add.flatten.<locals>.f\" }",
     );
-    assert!(load_instance(&make(&s.0, "sympy", "sympy-add-flatten-path", &nested)).is_ok());
+    assert!(load_instance(make(&s.0, "sympy", "sympy-add-flatten-path", &nested)).is_ok());
     let graph = targets
         .replace(
             "kind = \"S1_IntraProceduralCFG\"",
@@ -179,7 +179,7 @@ fn scope_targets_needs_a_targeted_function_and_extractor() {
         e.contains("field `tracing.scope`") && e.contains("`call_graph`"),
         "{e}"
     );
-    assert!(load_instance(&make(
+    assert!(load_instance(make(
         &s.0,
         "sympy",
         "sympy-add-flatten-path",
@@ -901,7 +901,7 @@ fn predicate_reports_need_configured_predicates() {
         e.contains("no [tracing] predicate is evaluated at line 201"),
         "{e}"
     );
-    assert!(load_instance(&make(
+    assert!(load_instance(make(
         &s.0,
         "sympy",
         "sympy-add-flatten-path",

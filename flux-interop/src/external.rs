@@ -15,7 +15,7 @@
 //! with its output's end: no gold answer is made from it.
 use crate::sweflux_log::{self, LogConfig};
 use anyhow::{bail, Context, Result};
-use flux_container::runtime::RUN_DIR_IN_CONTAINER;
+use flux_container::runtime::{OUT_IN_CONTAINER, RUN_DIR_IN_CONTAINER};
 use flux_container::{ContainerSpec, Mount};
 use flux_instance::external::ExternalParser;
 use flux_instance::Instance;
@@ -30,8 +30,6 @@ pub const PARSER_DIR: &str = "swe-flux-parser";
 pub const LOG_FILE: &str = "trace.log";
 /// What it writes, in [`PARSER_DIR`].
 pub const OUT_FILE: &str = "parser-oracle.json";
-/// Where the parser writes (`<parser dir>/out`, writable) in its container.
-pub const OUT_IN_CONTAINER: &str = "/flux/out";
 /// How long a parser may run.
 pub const PARSER_TIMEOUT: Duration = Duration::from_secs(300);
 

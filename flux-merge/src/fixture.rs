@@ -483,7 +483,7 @@ impl Fixture {
         let n0 = self.usdt.len();
         self.usdt.sort_by_key(|r| r.ts);
         self.usdt.retain(|r| {
-            if !start.get(&r.pid).is_some_and(|t| r.ts < *t) {
+            if start.get(&r.pid).is_none_or(|t| r.ts >= *t) {
                 return true;
             }
             let k = seen.entry(r.pid).or_default();

@@ -82,6 +82,9 @@ struct Count {
     tests: u64,
 }
 
+/// One method event of a thread: its timestamp, its kind code and the method.
+type MethodEvent = (u64, u32, Method);
+
 /// The JVM's oracle trace from one capture: `interpreter` labels it.
 pub fn jvm_trace(drained: &Drained, c: &Counters, interpreter: &str, opts: &JvmOptions) -> Trace {
     let mut unresolved = 0u64;
@@ -93,7 +96,7 @@ pub fn jvm_trace(drained: &Drained, c: &Counters, interpreter: &str, opts: &JvmO
             .strings
             .get(&(r.host_tgid, r.strs[i].0, r.strs[i].1))
     };
-    let mut threads: BTreeMap<(u32, u32), Vec<(u64, u32, Method)>> = BTreeMap::new();
+    let mut threads: BTreeMap<(u32, u32), Vec<MethodEvent>> = BTreeMap::new();
     for r in evs {
         match (get(r, 0), get(r, 1), get(r, 2)) {
             (Some(class), Some(name), Some(sig)) => {

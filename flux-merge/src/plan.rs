@@ -7,15 +7,16 @@
 use flux_trace::Scope;
 use serde::{Deserialize, Serialize};
 
-/// Where calls come from (`flux trace --calls`).
+/// Where calls come from (`flux trace --calls`, which takes it with feature `clap`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum CallsMode {
-    /// USDT where the interpreter can supply returns, else the hook.
+    /// USDT where the interpreter reports returns, else the hook.
     Auto,
-    /// Calls/returns from USDT; the hook adds only what the interpreter lacks.
+    /// Calls and returns from USDT; the hook adds what the interpreter lacks.
     Usdt,
-    /// Everything from the hook: the in-process reference witness.
+    /// Everything from the in-process hook (the reference witness).
     Hook,
 }
 

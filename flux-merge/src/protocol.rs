@@ -204,6 +204,20 @@ pub struct CodeDef {
     pub module: Option<String>,
 }
 
+/// The exit status of a process whose hook cannot go on (the agent gone, a bad `FLUX_HOOK_*`
+/// setting): the hook's `EXIT_CODE`.
+pub const HOOK_EXIT: i32 = 97;
+
+/// The `how` of an `r` record.
+pub const HOW: [&str; 3] = ["return", "yield", "unwind"];
+
+/// The `started` of a `c` record, when not null: opened by `gen.throw()`/`close()`, or a fresh
+/// start of generator code.
+pub const STARTED: [&str; 2] = ["throw", "new"];
+
+// The traits of a code definition (`C` record), as the hook's `CODE_*` constants (the hook's
+// Python and this decoder are checked against each other by tests/protocol_doc.rs).
+
 /// A generator, coroutine or async generator.
 pub const CODE_GEN: u32 = 1;
 /// Its first instruction has no line (`MAKE_CELL`, `COPY_FREE_VARS`, 3.15's generator
@@ -256,7 +270,7 @@ pub enum ExcKind {
 }
 
 impl ExcKind {
-    const ALL: [ExcKind; 6] = [
+    pub const ALL: [ExcKind; 6] = [
         ExcKind::Raise,
         ExcKind::Reraise,
         ExcKind::Propagate,
@@ -841,10 +855,11 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
         }
         "c" => {
             let (ts, tid) = tt()?;
+            let [throw, new] = STARTED;
             let (thrown, fresh) = match f.opt_str(5)?.as_deref() {
                 None => (false, false),
-                Some("throw") => (true, false),
-                Some("new") => (false, true),
+                Some(w) if w == throw => (true, false),
+                Some(w) if w == new => (false, true),
                 Some(_) => return Err(f.err(5, "null, \"throw\" or \"new\"")),
             };
             let (locals, deleted) = f.locals(6)?;
@@ -869,8 +884,7 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
                 code: f.u32(2)?,
                 frame: f.u64(3)?,
                 line: f.u32(4)?,
-                how: [How::Return, How::Yield, How::Unwind]
-                    [f.word(5, &["return", "yield", "unwind"])?],
+                how: [How::Return, How::Yield, How::Unwind][f.word(5, &HOW)?],
                 payload: f.opt_pair(6)?,
                 locals,
                 deleted,

@@ -5,8 +5,7 @@
 use flux_merge::fixture::render;
 use std::path::{Path, PathBuf};
 
-mod support;
-use support::load;
+use crate::support::load;
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")

@@ -4,10 +4,9 @@
 //! (Within a thread both witnesses stamp one monotonic clock in program order, so a real
 //! recording never swaps records; the property is what keeps a merge rule from papering over
 //! records it cannot place.)
-mod support;
+use crate::support::load;
 use flux_merge::fixture::{render, Fixture};
 use serde_json::Value as J;
-use support::load;
 
 /// xorshift64*: deterministic, no dependency.
 struct Rng(u64);

@@ -532,18 +532,17 @@ async fn propose(
                 flux_instance::Expect::Fail => "fail",
             };
             let name = format!("{}/{}", inst.spec.repository, inst.id());
-            let proposals = llm::propose(
-                lo,
-                &name,
-                q,
+            let ask = llm::Ask {
+                name: &name,
+                question: q,
                 expect,
                 files,
-                &sites,
-                seeds.len(),
-                first,
-                opts.max_mutations,
-            )
-            .await;
+                sites: &sites,
+                n: seeds.len(),
+                seed: first,
+                max_edits: opts.max_mutations,
+            };
+            let proposals = llm::propose(lo, &ask).await;
             let proposals = match proposals {
                 Ok(p) => p,
                 Err(e) => {
@@ -580,7 +579,10 @@ struct RoundState {
     origin_answer: Option<Value>,
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one stage of the round: what it reads, and the round's state, report and progress it writes"
+)]
 async fn stage_and_harvest(
     inst: &flux_instance::Instance,
     origin_dir: &Path,

@@ -54,17 +54,35 @@ A benchmark question is asked about a traced run of a Python test; its gold answ
 from the trace. You change literal inputs of the test so that the test still runs and ends the \
 same way, but the gold answer changes, so that a memorised answer becomes wrong. Reply with JSON only.";
 
+/// What the model is asked for one instance: `n` variants of its test's inputs.
+pub struct Ask<'a> {
+    /// `repository/id`.
+    pub name: &'a str,
+    pub question: &'a str,
+    /// `pass` or `fail`: how the test ends.
+    pub expect: &'a str,
+    pub files: &'a [TestFile],
+    /// The input literals the model may change (the AST mutator's sites).
+    pub sites: &'a [Site],
+    pub n: usize,
+    /// The variation seed the prompt names.
+    pub seed: u64,
+    /// Edits per variant, at most.
+    pub max_edits: usize,
+}
+
 /// The user message for one instance.
-pub fn prompt(
-    name: &str,
-    question: &str,
-    expect: &str,
-    files: &[TestFile],
-    sites: &[Site],
-    n: usize,
-    seed: u64,
-    max_edits: usize,
-) -> String {
+pub fn prompt(ask: &Ask<'_>) -> String {
+    let Ask {
+        name,
+        question,
+        expect,
+        files,
+        sites,
+        n,
+        seed,
+        max_edits,
+    } = *ask;
     let mut s = format!(
         "Instance: {name}\n\nThe question asked about the test run:\n{}\n\n",
         question.trim()
@@ -163,19 +181,8 @@ pub fn parse_variants(text: &str, n: usize) -> Result<Vec<Vec<Edit>>> {
     Ok(out)
 }
 
-/// Ask the model for `n` variants of one instance.
-#[allow(clippy::too_many_arguments)]
-pub async fn propose(
-    opts: &LlmOptions,
-    name: &str,
-    question: &str,
-    expect: &str,
-    files: &[TestFile],
-    sites: &[Site],
-    n: usize,
-    seed: u64,
-    max_edits: usize,
-) -> Result<Vec<Vec<Edit>>> {
+/// Ask the model for `ask.n` variants of one instance.
+pub async fn propose(opts: &LlmOptions, ask: &Ask<'_>) -> Result<Vec<Vec<Edit>>> {
     let key = match &opts.api_key {
         Some(k) => Some(k.clone()),
         None => std::env::var(opts.api.key_env())
@@ -195,7 +202,7 @@ pub async fn propose(
         opts.retry.clone(),
     )
     .map_err(|e| anyhow!(e))?;
-    let user = prompt(name, question, expect, files, sites, n, seed, max_edits);
+    let user = prompt(ask);
     let c = client
         .complete(
             SYSTEM,
@@ -206,5 +213,5 @@ pub async fn propose(
         )
         .await
         .map_err(|e| anyhow!("model request failed: {e}"))?;
-    parse_variants(&c.text, n)
+    parse_variants(&c.text, ask.n)
 }

@@ -239,7 +239,7 @@ impl Mutator {
             "op": "mutate", "files": files, "question": question, "seed": seed,
             "max_mutations": max_mutations.max(1), "assertions": assertions.as_str(),
         }))?;
-        Ok(serde_json::from_value(v).context("the mutator's reply")?)
+        serde_json::from_value(v).context("the mutator's reply")
     }
 
     /// Apply literal replacements (validated: each must hit an input site and be a literal).
@@ -254,7 +254,7 @@ impl Mutator {
             "op": "apply", "files": files, "question": question, "edits": edits,
             "assertions": assertions.as_str(),
         }))?;
-        Ok(serde_json::from_value(v).context("the mutator's reply")?)
+        serde_json::from_value(v).context("the mutator's reply")
     }
 
     /// Every input site and the operators that apply to it; also the test function names.

@@ -80,7 +80,7 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
         .build()
         .unwrap();
     let report = match rt.block_on(flux_perturb::perturb(
-        &[origin.clone()],
+        std::slice::from_ref(&origin),
         &opts,
         &mut |l: &str| eprintln!("{l}"),
     )) {
@@ -140,7 +140,7 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
         // harvest the origin here (a copy elsewhere) to compare with
         let o2 = tmp.path().join("origin-copy/sympy").join(ORIGIN);
         copy_dir(&origin, &o2);
-        let r = flux_harvest::harvest_blocking(&[o2.clone()], &h, &mut |_| {}).unwrap();
+        let r = flux_harvest::harvest_blocking(std::slice::from_ref(&o2), &h, &mut |_| {}).unwrap();
         assert!(r.ok(), "{:?}", r.instances[0].error);
         flux_instance::read_oracle(&o2).unwrap().oracle_answer
     };
@@ -157,7 +157,8 @@ fn perturbs_reharvests_keeps_a_changed_variant_that_check_reproduces() {
         // reproduce it from a clean run
         let mut c = h.clone();
         c.check = true;
-        let r = flux_harvest::harvest_blocking(&[dir.clone()], &c, &mut |_| {}).unwrap();
+        let r =
+            flux_harvest::harvest_blocking(std::slice::from_ref(&dir), &c, &mut |_| {}).unwrap();
         assert_eq!(
             r.instances[0].status,
             Status::Reproduced,

@@ -151,7 +151,7 @@ async fn run(api: Api) {
     opts.seed = 11;
     opts.proposer = Proposer::Llm(lo);
     let mut lines = Vec::new();
-    let report = flux_perturb::perturb(&[dir.clone()], &opts, &mut |l: &str| {
+    let report = flux_perturb::perturb(std::slice::from_ref(&dir), &opts, &mut |l: &str| {
         lines.push(l.to_string())
     })
     .await

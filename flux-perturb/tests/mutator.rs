@@ -185,7 +185,7 @@ fn expected_values_messages_and_checks_are_never_sites() {
     // the module constants read by tests
     assert!(sites.iter().any(|s| s.function == "<module> TEXT"));
     assert!(
-        sites.iter().any(|s| s.function == "<module> LONG") == false,
+        !sites.iter().any(|s| s.function == "<module> LONG"),
         "LONG is read by no test"
     );
     // never: expected values, messages, pytest.raises arguments, helper bodies

@@ -97,8 +97,7 @@ fn scored(r: &Report) -> BTreeMap<(String, String), (bool, f64)> {
 /// The paired comparison of `b` against `a`.
 pub fn compare_pair(a: &Report, b: &Report) -> Comparison {
     let (sa, sb) = (scored(a), scored(b));
-    let both: Vec<(&(String, String), &(bool, f64))> =
-        sa.iter().filter(|(k, _)| sb.contains_key(*k)).collect();
+    let both: Vec<_> = sa.iter().filter(|(k, _)| sb.contains_key(*k)).collect();
     let pa: Vec<f64> = both.iter().map(|(_, v)| f64::from(u8::from(v.0))).collect();
     let pb: Vec<f64> = both
         .iter()

@@ -35,8 +35,17 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
-/// `(image, interpreter, root, pytest args, modules)` of each repository of the spec.
-fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, Vec<String>)>> {
+/// One repository of a bench spec: where and how its modules run.
+struct RepoModules {
+    image: String,
+    interpreter: String,
+    root: String,
+    pytest_args: Vec<String>,
+    modules: Vec<String>,
+}
+
+/// Each repository of the spec.
+fn modules_of(spec: &Path) -> Result<Vec<RepoModules>> {
     let text = std::fs::read_to_string(spec).with_context(|| spec.display().to_string())?;
     let v: toml::Value = toml::from_str(&text)?;
     let mut out = Vec::new();
@@ -59,13 +68,13 @@ fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, V
         if args.is_empty() {
             args = vec!["-q".into(), "-p".into(), "no:cacheprovider".into()];
         }
-        out.push((
-            s("image"),
-            s("interpreter"),
-            s("root"),
-            args,
-            list("modules"),
-        ));
+        out.push(RepoModules {
+            image: s("image"),
+            interpreter: s("interpreter"),
+            root: s("root"),
+            pytest_args: args,
+            modules: list("modules"),
+        });
     }
     Ok(out)
 }
@@ -73,7 +82,14 @@ fn modules_of(spec: &Path) -> Result<Vec<(String, String, String, Vec<String>, V
 /// Each listed module run once, untraced, in its image (the same command flux gen runs).
 fn untraced_seconds(spec: &Path) -> Result<f64> {
     let mut total = 0.0;
-    for (image, interp, root, args, modules) in modules_of(spec)? {
+    for RepoModules {
+        image,
+        interpreter: interp,
+        root,
+        pytest_args: args,
+        modules,
+    } in modules_of(spec)?
+    {
         for m in modules {
             let t = std::time::Instant::now();
             let st = Command::new("docker")
@@ -291,7 +307,10 @@ fn gen_once(
     // Completeness beside throughput (issue 28): a module left out (an incomplete scout or
     // shared trace, a timeout) costs its time and gives nothing.
     let modules = report["modules"].as_u64().unwrap_or(0);
-    let skipped = report["modules_skipped"].as_array().cloned().unwrap_or_default();
+    let skipped = report["modules_skipped"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let incomplete = skipped
         .iter()
         .filter(|w| w[1].as_str().is_some_and(|s| s.contains("incomplete")))
@@ -342,7 +361,11 @@ fn print_run(label: &str, spec: &Path, j: &Value) {
         100.0 * f("modules_refused_share")
     );
     for w in j["modules_refused_why"].as_array().into_iter().flatten() {
-        println!("    {}: {}", w[0].as_str().unwrap_or("?"), w[1].as_str().unwrap_or("?"));
+        println!(
+            "    {}: {}",
+            w[0].as_str().unwrap_or("?"),
+            w[1].as_str().unwrap_or("?")
+        );
     }
     println!(
         "  untraced run of the same modules: {:.1}s; gen / untraced = {:.1}x",

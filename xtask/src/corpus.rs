@@ -1,7 +1,7 @@
 //! `cargo xtask record-merge-corpus [--flux PATH] [--only NAME,…] [--reencode]`: record the merge's inputs of
 //! every witness-corpus program (`flux-cli/tests/witness/*.py`) as fixtures of the offline merge
 //! corpus (`flux-merge/tests/corpus/<python>-<scope>/<program>.jsonl.gz`), then refresh their
-//! snapshots (`UPDATE_EXPECT=1 cargo test -p flux-merge --test corpus`). Rerun it when the hook,
+//! snapshots (`UPDATE_EXPECT=1 cargo test -p flux-merge --test integration -- corpus::`). Rerun it when the hook,
 //! the probes or the corpus change, and read the snapshots' diff: it is what the change did to
 //! the merged traces. `--reencode` records nothing: it rewrites every fixture in the current
 //! encoding and trim (frozen ones only re-encoded), for a change of `flux_merge::fixture`.
@@ -211,7 +211,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&ws)
         .env("UPDATE_EXPECT", "1")
-        .args(["test", "-q", "-p", "flux-merge", "--test", "corpus"])
+        .args([
+            "test",
+            "-q",
+            "-p",
+            "flux-merge",
+            "--test",
+            "integration",
+            "--",
+            "corpus::",
+        ])
         .status()?;
     if !st.success() {
         bail!("refreshing the snapshots failed");

@@ -1,6 +1,5 @@
 //! Harness shared by the end-to-end tests: run the real `flux` binary, read its trace, and
 //! decide at run time whether the machine can run a case (`skipping: …` when it cannot).
-#![allow(dead_code, reason = "each test binary uses its own subset")]
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

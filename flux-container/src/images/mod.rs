@@ -49,6 +49,9 @@ mod repo;
 pub mod source;
 pub mod suite;
 
+// The one "how to build this image" text lives beside the error that carries it, so the runtime
+// names a missing image without depending on the images.
+pub use crate::error::build_hint;
 pub use identity::{check_pins, IdentityInputs, PinMismatch, TreeDigest};
 pub use java::JavaDef;
 pub use repo::resolve_pins;
@@ -492,11 +495,11 @@ impl Definitions {
         let mut targets: Vec<Target> = bases.into_iter().cloned().map(Target::Base).collect();
         targets.extend(repos.into_iter().map(|r| {
             let base = self.base(&r.base).expect("validated in parse").clone();
-            Target::Repo(r.clone(), base)
+            Target::Repo(Box::new(r.clone()), base)
         }));
         targets.extend(javas.into_iter().map(|j| {
             let base = self.base(&j.base).expect("validated in parse").clone();
-            Target::Java(j.clone(), base)
+            Target::Java(Box::new(j.clone()), base)
         }));
         Ok(targets)
     }
@@ -506,30 +509,13 @@ impl Definitions {
         let mut targets: Vec<Target> = self.bases.iter().cloned().map(Target::Base).collect();
         for r in &self.repos {
             let base = self.base(&r.base).expect("validated in parse").clone();
-            targets.push(Target::Repo(r.clone(), base));
+            targets.push(Target::Repo(Box::new(r.clone()), base));
         }
         for j in &self.javas {
             let base = self.base(&j.base).expect("validated in parse").clone();
-            targets.push(Target::Java(j.clone(), base));
+            targets.push(Target::Java(Box::new(j.clone()), base));
         }
         targets
-    }
-}
-
-/// The one "how to build this image" hint, naming the user-facing command: `flux images build
-/// <image>` for an image of flux's namespace, a note that flux does not build it otherwise.
-pub fn build_hint(image: &str) -> String {
-    let ours = image.strip_prefix("flux/").is_some_and(|rest| {
-        rest.split_once(':')
-            .is_some_and(|(r, t)| !r.is_empty() && !t.is_empty())
-    });
-    if ours {
-        format!("build it with `flux images build {image}`")
-    } else {
-        format!(
-            "flux builds only the images of images/images.toml (`flux images list`); {image} is \
-             not one of them: define it there or make it available to Docker yourself"
-        )
     }
 }
 
@@ -537,8 +523,8 @@ pub fn build_hint(image: &str) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Target {
     Base(BaseDef),
-    Repo(RepoDef, BaseDef),
-    Java(JavaDef, BaseDef),
+    Repo(Box<RepoDef>, BaseDef),
+    Java(Box<JavaDef>, BaseDef),
 }
 
 impl Target {

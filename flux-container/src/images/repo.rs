@@ -7,13 +7,13 @@ use std::process::Command;
 use std::time::Instant;
 
 use super::{
-    build_hint, commit, hash_json, identity, lines, manifest_path, now_rfc3339, read_run_file,
-    remove_replaced, repo_definition, run_build_container, run_cmd, sha256_hex, source, tools_dir,
-    up_to_date, write_json, write_manifest, Action, BaseDef, BuildConfig, IdentityInputs,
-    ImageSource, Interpreter, Manifest, RepoDef, Settings, TreeDigest, Wheel, MANIFEST_SCHEMA,
-    TESTBED, TOOLS_IN_CONTAINER,
+    commit, hash_json, identity, lines, manifest_path, now_rfc3339, read_run_file, remove_replaced,
+    repo_definition, run_build_container, run_cmd, sha256_hex, source, tools_dir, up_to_date,
+    write_json, write_manifest, Action, BaseDef, BuildConfig, IdentityInputs, ImageSource,
+    Interpreter, Manifest, RepoDef, Settings, TreeDigest, Wheel, MANIFEST_SCHEMA, TESTBED,
+    TOOLS_IN_CONTAINER,
 };
-use crate::error::{Error, Result};
+use crate::error::{build_hint, Error, Result};
 use crate::runtime::{Mount, Runtime};
 
 /// Downloads the repo's wheels on the host (unless the wheelhouse already matches) and returns

@@ -315,7 +315,10 @@ mod tests {
             .into_iter()
             .find(|p| Path::new(p).exists());
         if py.is_none() {
-            eprintln!("skipping: no /usr/bin/python3 to run image_tools.py with");
+            flux_skip::skip(
+                "image_tools.py against the Rust digest",
+                "no /usr/bin/python3 to run image_tools.py with",
+            );
         }
         py
     }

@@ -18,10 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{tools_dir, BaseDef, BuildConfig, Manifest, RepoDef, TESTBED, TOOLS_IN_CONTAINER};
 use crate::error::{Error, Result};
-use crate::runtime::{ContainerSpec, Mount, Runtime};
-
-/// Where the suite's report is written in the container (writable, unlike the run directory).
-const OUT_IN_CONTAINER: &str = "/flux/out";
+use crate::runtime::{ContainerSpec, Mount, Runtime, OUT_IN_CONTAINER};
 
 /// The text of `path`, a file test code could have written: only a regular file, opened
 /// without following a link (a planted link is read as nothing, never followed).

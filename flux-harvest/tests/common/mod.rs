@@ -1,6 +1,5 @@
 //! Helpers the harvest's integration tests share: the sympy ibin instance written into a temp
 //! dir, options for Docker, skipping loudly where the machine cannot trace or lacks the image.
-#![allow(dead_code)]
 use flux_harvest::{harvest_blocking, HarvestOptions, InstanceReport, Report, Runtime};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -47,51 +47,91 @@ pub(super) struct Counters {
 const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
-    fn named(&self) -> [(&'static str, u64); 15] {
+    /// Every counter: (its rule, its name in `meta.counts`, its value).
+    fn named(&self) -> [(&'static str, &'static str, u64); 15] {
         [
-            ("merge.reconciled_unwind", self.reconciled_unwind),
             (
+                "unwind-reconcile",
+                "merge.reconciled_unwind",
+                self.reconciled_unwind,
+            ),
+            (
+                "hook-lines-win",
                 "merge.usdt_lines_dropped_for_hook_lines",
                 self.usdt_lines_dropped,
             ),
             (
+                "generator-entries",
                 "merge.usdt_generator_entries_dropped",
                 self.generator_entries_dropped,
             ),
-            ("merge.usdt_line0_entries_named", self.lineless_named),
             (
+                "line0-naming",
+                "merge.usdt_line0_entries_named",
+                self.lineless_named,
+            ),
+            (
+                "line0-naming",
                 "merge.usdt_line0_entries_dropped_for_hook_starts",
                 self.lineless_dropped,
             ),
-            ("merge.returns_joined", self.joined_returns),
+            ("join-returns", "merge.returns_joined", self.joined_returns),
             (
+                "unmatched-returns",
                 "merge.usdt_returns_of_frames_started_before_hook",
                 self.pre_hook_returns,
             ),
             (
+                "hook-own-work",
                 "merge.usdt_events_of_hook_internals_dropped",
                 self.hook_internal_dropped,
             ),
             (
+                "before-hook",
                 "merge.usdt_events_before_hook_install",
                 self.before_hook_install,
             ),
-            ("merge.usdt_events_after_hook_end", self.after_hook),
             (
+                "after-hook",
+                "merge.usdt_events_after_hook_end",
+                self.after_hook,
+            ),
+            (
+                "fresh-frames",
                 "merge.fresh_generator_starts_at_a_suspended_frames_key",
                 self.fresh_at_suspended_key,
             ),
             (
+                "unseen-starts",
                 "merge.resumptions_of_generator_frames_started_untraced",
                 self.unseen_starts,
             ),
-            ("merge.events_outside_test_windows", self.outside_windows),
-            ("merge.events_outside_target_extents", self.outside_extents),
             (
+                "test-windows",
+                "merge.events_outside_test_windows",
+                self.outside_windows,
+            ),
+            (
+                "target-extents",
+                "merge.events_outside_target_extents",
+                self.outside_extents,
+            ),
+            (
+                "target-entries",
                 "merge.usdt_target_entries_dropped_for_hook_starts",
                 self.target_entries_dropped,
             ),
         ]
+    }
+
+    /// `(rule, counter)` of every counter (the merge's tests pair each rule with its evidence).
+    #[cfg(test)]
+    pub(super) fn rules() -> Vec<(&'static str, &'static str)> {
+        Counters::default()
+            .named()
+            .iter()
+            .map(|(rule, name, _)| (*rule, *name))
+            .collect()
     }
 
     /// Write the problems (the first [`SHOWN_PROBLEMS`] in full) and the counts into `trace`,
@@ -108,7 +148,7 @@ impl Counters {
         }
         trace.meta.complete = trace.meta.problems.is_empty();
         trace.meta.counts = trace.count_by_kind();
-        for (k, v) in self.named() {
+        for (_, k, v) in self.named() {
             if v > 0 {
                 trace.meta.counts.insert(k.into(), v);
             }

@@ -9,8 +9,10 @@
 //!
 //! The core is small: [`scopes`] cuts each thread's timeline to what was traced, [`thread`]
 //! walks it with a stack of open activations that gives every event its activation, frame,
-//! parent and depth. Every special case is a named rule with its home, its counter
-//! ([`counters`]) and a fixture of the offline corpus (`tests/corpus/`) that pins it:
+//! parent and depth. Every special case is a named rule with its home and its evidence: its
+//! counter ([`counters`]) not zero in a fixture of the offline corpus (`tests/corpus/`), or a
+//! test that names it and fails without it (`rules` checks that each has one; ARCHITECTURE.md's
+//! copy of this table is generated from it):
 //!
 //! | rule | home | what it says |
 //! |---|---|---|
@@ -51,6 +53,8 @@ mod codes;
 mod counters;
 mod hook_work;
 pub(crate) use hook_work::is_hook_file;
+#[cfg(test)]
+mod rules;
 mod scopes;
 mod thread;
 
@@ -145,15 +149,11 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
                 scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
                     work.busy(*until)
                 }
-                scopes::Item::Hook(_, r)
-                    if matches!(
-                        r,
-                        crate::protocol::Rec::ExtentOpen { .. }
-                            | crate::protocol::Rec::ExtentClose { .. }
-                    ) =>
-                {
-                    work.reset_bracket()
-                }
+                scopes::Item::Hook(
+                    _,
+                    crate::protocol::Rec::ExtentOpen { .. }
+                    | crate::protocol::Rec::ExtentClose { .. },
+                ) => work.reset_bracket(),
                 scopes::Item::Hook(..) => {}
                 scopes::Item::Usdt(e) => {
                     let interior = work.busy_at(e.ts)

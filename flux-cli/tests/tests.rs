@@ -1,0 +1,16 @@
+//! The integration tests of flux-cli (the `flux` binary end to end): one test binary,
+//! `integration`, with a module per concern (ripgrep keeps its own so: `autotests = false` and one
+//! `[[test]]`). One module alone: `cargo test -p flux-cli --test integration -- <module>::`.
+
+mod common;
+
+mod cli;
+mod extractors;
+mod gen;
+mod harvest;
+mod images;
+mod predicates;
+mod sweflux_import;
+mod sweflux_log;
+mod trace;
+mod witness;
