@@ -329,11 +329,12 @@ class TestGenerators(HookTestCase):
         got = seq(r, kinds="crxh", names={"g"})
         self.assertEqual(got, [
             ("c", "g", 1), ("r", "g", 3, "yield"),
-            ("c", "g", 3), ("x", "g", 3, "KeyError", "raise"), ("h", "g", 4, "KeyError"),
+            # throw() and close() put the exception in at the yield: "thrown", not raised by g.
+            ("c", "g", 3), ("x", "g", 3, "KeyError", "thrown"), ("h", "g", 4, "KeyError"),
             ("r", "g", 5, "yield"),
-            ("c", "g", 5), ("x", "g", 5, "ValueError", "raise"), ("r", "g", 5, "unwind"),
+            ("c", "g", 5), ("x", "g", 5, "ValueError", "thrown"), ("r", "g", 5, "unwind"),
             ("c", "g", 1), ("r", "g", 3, "yield"),
-            ("c", "g", 3), ("x", "g", 3, "GeneratorExit", "raise"), ("r", "g", 4, "unwind"),
+            ("c", "g", 3), ("x", "g", 3, "GeneratorExit", "thrown"), ("r", "g", 4, "unwind"),
         ])
         check_balanced(self, r)
 
