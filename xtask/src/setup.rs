@@ -171,7 +171,10 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root).arg("test").args(&a.cargo_args);
+    // Every test binary runs even after one fails: a CI log then shows every failure at once.
+    cmd.current_dir(&root)
+        .args(["test", "--no-fail-fast"])
+        .args(&a.cargo_args);
     // Setup proved root, eBPF (the uprobe PMU), Docker and the images: from here a test that
     // skips for lack of one of them fails instead (flux-skip). An explicit value is kept.
     let uprobes = Path::new("/sys/bus/event_source/devices/uprobe/type").exists();
