@@ -59,6 +59,7 @@ fn definitions(dir: &Path) -> PathBuf {
         .clone();
     defs.bases.retain(|b| b.name == repo.base);
     defs.repos = vec![repo];
+    defs.javas.clear();
     defs.settings.namespace = NS.into();
     let path = dir.join("images.toml");
     std::fs::write(&path, toml::to_string(&defs).unwrap()).unwrap();

@@ -206,12 +206,12 @@ mod tests {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../instances");
         let s = stats(&[root]).unwrap();
         assert!(s.invalid.is_empty(), "{:?}", s.invalid);
-        assert_eq!(s.repositories.len(), 3);
+        assert_eq!(s.repositories.len(), 4);
         assert_eq!(s.by_kind.len(), 14);
         assert_eq!(s.instances, s.by_kind.values().sum::<usize>());
         assert_eq!(s.with_features, 0);
         let text = render(&s);
-        assert!(text.contains("over 3 repositories"), "{text}");
+        assert!(text.contains("over 4 repositories"), "{text}");
         let j = serde_json::to_value(&s).unwrap();
         for k in ["instances", "repositories", "by_kind", "median"] {
             assert!(j.get(k).is_some(), "{k}");

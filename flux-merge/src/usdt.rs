@@ -136,10 +136,10 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
             out.malformed += 1;
             return;
         }
+        let ptr = bytes.as_ptr().cast::<MethodEvent>();
         // SAFETY: MethodEvent is repr(C), Copy and valid for any bit pattern; the slice is long
         // enough; read_unaligned copes with the ring buffer's 8-byte alignment.
-        let m: MethodEvent =
-            unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<MethodEvent>()) };
+        let m: MethodEvent = unsafe { std::ptr::read_unaligned(ptr) };
         out.program_events += 1;
         out.methods.push(RawMethod {
             kind: if tag == TAG_METHOD_CALL {
