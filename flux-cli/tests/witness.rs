@@ -29,12 +29,14 @@
 //! A program may say, in a line `# witness: incomplete on 3.11: <text>`, that flux cannot
 //! trace it completely on that interpreter: the trace must then be marked incomplete with a
 //! problem containing `<text>` (never a complete trace that misses calls), and nothing else is
-//! compared there.
+//! compared there (a scoped program: under each scope it runs with).
 //!
 //! `tests/witness/scoped/test_*.py` are pytest files run under each `scope` (`run`, `tests`,
 //! `targets`), targeting the functions their first line names (`# targets: a, b`): with
 //! `tests` the reference's events inside test protocols are compared, with `targets` those
-//! inside activations of targeted code. pytest comes from the images' wheelhouse
+//! inside activations of targeted code; `# witness: scopes tests, targets` limits the scopes a
+//! program runs with (a fork inside a test window, which only the scopes with windows lose).
+//! pytest comes from the images' wheelhouse
 //! (`.flux-cache/wheelhouse`, made by `cargo xtask images`); without it they are skipped, loudly.
 //!
 //! Needs root, a uprobe-capable kernel and the root filesystems of `cargo xtask images`; where
@@ -93,6 +95,8 @@ struct Header {
     /// `# answer: EXTRACTOR {params} -> {expected}` (scoped programs): what the extractor must
     /// answer on flux's trace under every scope (the keys of `expected` are compared).
     answers: Vec<(String, Value, Value)>,
+    /// `# witness: scopes a, b` (scoped programs): the scopes it runs with (all when empty).
+    scopes: Vec<String>,
     /// `# witness: gc-timing`: the program's finalizers run when the cyclic GC does, and a
     /// tracer's own allocations move that point, so each side's events are compared as a
     /// multiset (sorted, depths and locals left out): the same events, in whatever order.
@@ -106,6 +110,9 @@ fn header(prog: &Path) -> Header {
         if let Some(r) = l.strip_prefix("# witness: incomplete on ") {
             let (label, why) = r.split_once(": ").expect("`on X.Y: text`");
             h.incomplete.push((label.to_string(), why.to_string()));
+        }
+        if let Some(r) = l.strip_prefix("# witness: scopes ") {
+            h.scopes = r.split(',').map(|s| s.trim().to_string()).collect();
         }
         if l.trim() == "# witness: gc-timing" {
             h.gc_timing = true;
@@ -1012,6 +1019,9 @@ fn scoped(py: Python) {
     for prog in scoped_corpus() {
         let h = header(&prog);
         for scope in ["run", "tests", "targets"] {
+            if !h.scopes.is_empty() && !h.scopes.iter().any(|s| s == scope) {
+                continue;
+            }
             let name = format!(
                 "{} (scope {scope})",
                 prog.file_stem().unwrap().to_str().unwrap()
@@ -1021,6 +1031,10 @@ fn scoped(py: Python) {
                 functions: &h.functions,
             };
             let (t, file) = py.trace(&prog, calls, run);
+            if let Some(bad) = expected_incomplete(&t, &h, py.label) {
+                results.push((name, bad));
+                continue;
+            }
             let mut bad = check_run(&t, &file, true);
             if let Some(d) = against_reference(&py, &h, &prog, run, &t, &file, usdt) {
                 bad.push(format!("{calls} vs the settrace reference: {d}"));

@@ -734,7 +734,20 @@ class Hook:
         # Code definitions must be re-sent on the new connection.
         for info in self.codes.values():
             info[4] = False
+        parent = self.pid
         self.connect()
+        if self.window and self.in_window:
+            # Forked inside a test window (os.fork, multiprocessing's fork start method): the
+            # child's stream has no window of its own, so everything it records would lie
+            # outside every window (rule `test-windows`) and vanish without a word. Not
+            # followed: said, so the trace is incomplete rather than silently without the
+            # child's calls (issue 23.3).
+            self.lost(
+                "process %d was forked by process %d inside a test window: flux does not "
+                "follow a child forked inside a test window (scope %s), its calls are missing"
+                % (self.pid, parent, self.cfg.scope)
+            )
+            self.flush()
 
     # ---- helpers for the back-ends ---------------------------------------------------
     def tid(self):

@@ -10,6 +10,7 @@ import gc
 import sys
 from opcode import opmap
 import time
+import types
 
 from ._core import (
     EXCLUDED,
@@ -33,8 +34,98 @@ def _pick_tool(M):
     raise RuntimeError("no free sys.monitoring tool id")
 
 
+# What changes a tool's events, callbacks or id (`clear_tool_id`: 3.14+). The hook calls the
+# originals; the program, for flux's tool, goes through `guard`'s wrappers.
+_CHANGERS = ("set_events", "set_local_events", "register_callback", "free_tool_id",
+             "use_tool_id", "clear_tool_id")
+
+
+def guard(hook, tool, M, owned):
+    """Issue 23.4: a program that changes flux's tool (its events, local events, callbacks or
+    id) loses events, and may put everything back before the next check: switched off and on,
+    freed and taken again under flux's name, a callback replaced and restored. Each function of
+    sys.monitoring that can change a tool is wrapped: called for flux's tool (`tool`, while the
+    hook holds it: `owned[0]`) by anyone but the hook (which calls `M`'s originals), the change
+    is a loss (`lost`), then the call goes on unchanged. Other tool ids (coverage's, a
+    profiler's) are the program's own business."""
+    mon = sys.monitoring
+
+    def mine(a):
+        return owned[0] and a and type(a[0]) is int and a[0] == tool
+
+    def report(what):
+        try:
+            hook.lost(
+                "the program called sys.monitoring.%s on flux's tool %d: events of what ran "
+                "after it may be missing" % (what, tool)
+            )
+        except Exception:
+            pass
+
+    def set_events(*a):
+        before = M.get_events(tool) if mine(a) else None
+        r = M.set_events(*a)
+        if before is not None and M.get_events(tool) != before:
+            report("set_events(%d, %d) (events were %d)" % (tool, a[1], before))
+        return r
+
+    def set_local_events(*a):
+        before = None
+        if mine(a) and len(a) == 3:
+            try:
+                before = M.get_local_events(tool, a[1])
+            except Exception:
+                pass
+        r = M.set_local_events(*a)
+        if before is not None and M.get_local_events(tool, a[1]) != before:
+            report("set_local_events for %s (local events were %d)" % (getattr(a[1], "co_qualname", "?"), before))
+        return r
+
+    def register_callback(*a):
+        r = M.register_callback(*a)
+        if mine(a) and len(a) == 3 and r is not a[2]:
+            report("register_callback(%d, %d, ...), replacing flux's callback" % (tool, a[1]))
+        return r
+
+    def free_tool_id(*a):
+        r = M.free_tool_id(*a)
+        if mine(a):
+            report("free_tool_id(%d)" % tool)
+        return r
+
+    def clear_tool_id(*a):
+        r = M.clear_tool_id(*a)
+        if mine(a):
+            report("clear_tool_id(%d)" % tool)
+        return r
+
+    def use_tool_id(*a):
+        r = M.use_tool_id(*a)
+        if mine(a):
+            report("use_tool_id(%d, ...), taking it again after it was freed" % tool)
+        return r
+
+    wrappers = {
+        "set_events": set_events,
+        "set_local_events": set_local_events,
+        "register_callback": register_callback,
+        "free_tool_id": free_tool_id,
+        "clear_tool_id": clear_tool_id,
+        "use_tool_id": use_tool_id,
+    }
+    for name in _CHANGERS:
+        if hasattr(mon, name):
+            w = wrappers[name]
+            w.__name__ = w.__qualname__ = name
+            w.__doc__ = getattr(mon, name).__doc__
+            setattr(mon, name, w)
+
+
 def start(hook):
-    M = sys.monitoring
+    # The hook's own calls go to the originals (a copy of the module's namespace): the
+    # program's, to `guard`'s wrappers.
+    mon = sys.monitoring
+    M = types.SimpleNamespace(**{k: getattr(mon, k) for k in dir(mon) if not k.startswith("__")})
     E = M.events
     tool = _pick_tool(M)
     cfg = hook.cfg
@@ -670,16 +761,20 @@ def start(hook):
         return None
 
     reg = M.register_callback
-    reg(tool, E.PY_START, on_start)
-    reg(tool, E.PY_RESUME, on_resume)
-    reg(tool, E.PY_THROW, on_throw)
-    reg(tool, E.PY_RETURN, on_return)
-    reg(tool, E.PY_YIELD, on_yield)
-    reg(tool, E.PY_UNWIND, on_unwind)
-    reg(tool, E.RAISE, on_raise)
-    reg(tool, E.RERAISE, on_reraise)
-    reg(tool, E.LINE, on_line)
-    reg(tool, E.JUMP, on_jump)
+    callbacks = (
+        (E.PY_START, on_start),
+        (E.PY_RESUME, on_resume),
+        (E.PY_THROW, on_throw),
+        (E.PY_RETURN, on_return),
+        (E.PY_YIELD, on_yield),
+        (E.PY_UNWIND, on_unwind),
+        (E.RAISE, on_raise),
+        (E.RERAISE, on_reraise),
+        (E.LINE, on_line),
+        (E.JUMP, on_jump),
+    )
+    for ev, cb in callbacks:
+        reg(tool, ev, cb)
 
     glob = E.PY_START | E.PY_UNWIND
     if want_c or gen_only:
@@ -704,6 +799,7 @@ def start(hook):
 
     def stop():
         hook.active = False
+        owned[0] = False
         M.set_events(tool, 0)
         for code in instrumented:
             try:
@@ -750,6 +846,18 @@ def start(hook):
             )
         if M.get_tool(tool) != "flux-hook" or M.get_events(tool) != glob:
             hook.lost("sys.monitoring tool %d was taken or its events changed by someone else" % tool)
+        # What the wrappers cannot see (a change made from C): flux's callbacks and local events
+        # as the hook set them. Registering ours again returns what was there (and repairs it).
+        for ev, cb in callbacks:
+            if reg(tool, ev, cb) is not cb:
+                hook.lost("the callback of flux's sys.monitoring tool %d for event %d was replaced by someone else" % (tool, ev))
+        for code in instrumented:
+            if M.get_local_events(tool, code) != local_ev:
+                hook.lost(
+                    "the local events of flux's sys.monitoring tool %d on %s were changed by "
+                    "someone else" % (tool, code.co_qualname)
+                )
+                set_local_events(tool, code, local_ev)
 
     # `gc-defer`: a collection an allocation scheduled runs at the next eval-breaker check,
     # which may be a callback's first instruction, before its guard. A collection that starts
@@ -797,6 +905,8 @@ def start(hook):
                 continue
         define_gens(roots)
     hook.watch_program_tracers(settrace_replaces_hook=False)
+    owned = [True]  # flux holds `tool` (until stop frees it)
+    guard(hook, tool, M, owned)
     if not hook.window:
         hook.active = True
         M.set_events(tool, glob)

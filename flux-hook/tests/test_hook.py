@@ -860,6 +860,39 @@ class TestThreadsAndProcesses(HookTestCase):
                          [("x", "boom", 18), ("r", "boom", 18)])
         check_balanced(self, r)
 
+    def test_monitoring_changes_to_flux_tool_are_a_loss_other_tools_are_not(self):
+        # Issue 23.4: a program that switched flux's sys.monitoring tool off and on again lost
+        # the events in between while the trace said complete. Its own tool id (coverage's) is
+        # its business: no loss.
+        if VERSION < (3, 12):
+            self.skipTest("sys.monitoring is 3.12+")
+        src = """\
+        import sys
+        M = sys.monitoring
+
+        def square(x):
+            return x * x
+
+        M.use_tool_id(M.COVERAGE_ID, "mine")
+        M.register_callback(M.COVERAGE_ID, M.events.PY_START, lambda code, off: None)
+        M.set_events(M.COVERAGE_ID, M.events.PY_START)
+        M.set_events(M.COVERAGE_ID, 0)
+        M.free_tool_id(M.COVERAGE_ID)
+        print(square(2))
+        flux = [i for i in range(6) if M.get_tool(i) == "flux-hook"][0]
+        saved = M.get_events(flux)
+        M.set_events(flux, saved)  # no change: no loss
+        M.set_events(flux, 0)
+        v = square(3)
+        M.set_events(flux, saved)
+        print(v)
+        """
+        r = self.run_ok(src)
+        self.assertEqual(r.proc.stdout, "4\n9\n")
+        lost = [x[3] for x in r.records() if x[0] == "lost"]
+        self.assertEqual(len(lost), 2, lost)
+        self.assertTrue(all("sys.monitoring.set_events" in x and "flux's tool" in x for x in lost), lost)
+
     def test_program_own_tracers_are_a_loss_never_silence(self):
         # 17.2: while the program's own sys.settrace replaced the hook's (3.11), its calls were
         # missing from a trace that said nothing. A trace or profile function of the program's
