@@ -453,7 +453,9 @@ fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
                 continue;
             };
             // The reference is Python's settrace: a JVM instance is not its to check.
-            let jvm = toml.lines().any(|l| l.starts_with("interpreter = \"/usr/lib/jvm/"));
+            let jvm = toml
+                .lines()
+                .any(|l| l.starts_with("interpreter = \"/usr/lib/jvm/"));
             if jvm || !image_here(image) {
                 continue;
             }
