@@ -74,6 +74,28 @@ fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "flux score: {}", r.answers);
+    if !r.scored_against.is_empty() {
+        let _ = writeln!(
+            out,
+            "scored against {} (set {}), {}",
+            r.scored_against.join(", "),
+            r.set,
+            r.selection.describe()
+        );
+    }
+    if !r.unmatched_answers.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} answer(s) match no instance of the set (not scored): {}{}",
+            r.unmatched_answers.len(),
+            r.unmatched_answers[..r.unmatched_answers.len().min(5)].join(", "),
+            if r.unmatched_answers.len() > 5 {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(
         out,
         "accuracy {} ({}/{} passed), {} infra errors (excluded), {} not harvested",
@@ -217,7 +239,17 @@ pub(crate) fn pass_at_k_sorted(r: &Report) -> Vec<(usize, crate::Estimate)> {
 /// per run), then every paired comparison.
 pub fn text_multi(m: &MultiReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "flux score: {} runs\n", m.runs.len());
+    let _ = writeln!(out, "flux score: {} runs", m.runs.len());
+    if let Some(r) = m.runs.first().filter(|r| !r.scored_against.is_empty()) {
+        let _ = writeln!(
+            out,
+            "scored against {} (set {}), {}",
+            r.scored_against.join(", "),
+            r.set,
+            r.selection.describe()
+        );
+    }
+    let _ = writeln!(out);
     let runs: BTreeMap<String, Bucket> = m
         .runs
         .iter()
