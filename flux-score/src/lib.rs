@@ -427,9 +427,13 @@ pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
         .map(|r| r.display().to_string())
         .collect();
     let against = format!("{} ({} instances)", roots.join(", "), found.instances.len());
+    let invalid_names = invalid_names(&found.invalid);
     let mut runs = Vec::new();
     for src in &sources {
-        let unmatched = src.unmatched(&found.instances)?;
+        let mut unmatched = src.unmatched(&found.instances)?;
+        // An answer of an instance directory that could not be read belongs to the set: that
+        // instance is reported as invalid, not its answer as unmatched.
+        unmatched.retain(|u| !invalid_names.iter().any(|(key, id)| u == key || u == id));
         if !unmatched.is_empty() && !opts.allow_unmatched {
             return Err(ScoreError::Unmatched(source::unmatched_message(
                 src, &unmatched, &against,
@@ -481,6 +485,23 @@ pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
         rendered,
         results,
     })
+}
+
+/// `(repo/id, id)` of each instance directory that could not be read, from its path.
+fn invalid_names(invalid: &[InvalidInstance]) -> Vec<(String, String)> {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    invalid
+        .iter()
+        .map(|i| {
+            let p = Path::new(&i.path);
+            let id = name(Some(p));
+            (format!("{}/{id}", name(p.parent())), id)
+        })
+        .collect()
 }
 
 /// Score already-loaded instances against a run's answers, from a directory or predictions.
