@@ -132,12 +132,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         None => print!("{}", out.rendered),
     }
     if opts.out.is_some() || opts.format != Format::Text {
-        eprintln!(
-            "flux score: scored against {} (set {}), {}",
-            r.scored_against.join(", "),
-            r.set,
-            r.selection.describe()
-        );
+        if let Some(l) = flux_score::report::against(r) {
+            eprintln!("flux score: {l}");
+        }
     }
     for run in &out.multi.runs {
         if !run.unmatched_answers.is_empty() {

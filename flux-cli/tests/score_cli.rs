@@ -150,7 +150,7 @@ fn score_refuses_answers_that_match_no_instance() {
     .code(0);
     assert!(
         run.stdout()
-            .contains("scored against other (set other), all instances"),
+            .contains("scored against other (set other), all instances; 1 of 1 without an answer"),
         "{}",
         run.stdout()
     );
@@ -226,7 +226,19 @@ fn eval_and_score_select_the_same_instances() {
     .code(0)
     .json();
     assert_eq!(all["passed"], 3);
-    assert!(all["total"].as_u64().unwrap() > 3);
+    let total = all["total"].as_u64().unwrap();
+    assert!(total > 3);
+    let text = flux(
+        dir,
+        &["score", "--answers", "answers", "--instances", &root],
+    )
+    .code(0);
+    let want = format!("all instances; {} of {total} without an answer", total - 3);
+    assert!(
+        text.stdout().contains(&want),
+        "{want:?}:\n{}",
+        text.stdout()
+    );
 }
 
 #[test]

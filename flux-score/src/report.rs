@@ -71,17 +71,31 @@ fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
 }
 
 /// A readable plain-text report.
+/// `scored against ROOTS (set NAME), SELECTION; K of N without an answer`: what a run was
+/// scored against (`None` for a report made without [`crate::run_score`]).
+pub fn against(r: &Report) -> Option<String> {
+    if r.scored_against.is_empty() {
+        return None;
+    }
+    let unanswered = r
+        .instances
+        .iter()
+        .filter(|i| i.reason.as_deref() == Some("no answer"))
+        .count();
+    let scored = r.total + r.infra_errors;
+    Some(format!(
+        "scored against {} (set {}), {}; {unanswered} of {scored} without an answer",
+        r.scored_against.join(", "),
+        r.set,
+        r.selection.describe()
+    ))
+}
+
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "flux score: {}", r.answers);
-    if !r.scored_against.is_empty() {
-        let _ = writeln!(
-            out,
-            "scored against {} (set {}), {}",
-            r.scored_against.join(", "),
-            r.set,
-            r.selection.describe()
-        );
+    if let Some(l) = against(r) {
+        let _ = writeln!(out, "{l}");
     }
     if !r.unmatched_answers.is_empty() {
         let _ = writeln!(
@@ -240,14 +254,8 @@ pub(crate) fn pass_at_k_sorted(r: &Report) -> Vec<(usize, crate::Estimate)> {
 pub fn text_multi(m: &MultiReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "flux score: {} runs", m.runs.len());
-    if let Some(r) = m.runs.first().filter(|r| !r.scored_against.is_empty()) {
-        let _ = writeln!(
-            out,
-            "scored against {} (set {}), {}",
-            r.scored_against.join(", "),
-            r.set,
-            r.selection.describe()
-        );
+    if let Some(l) = m.runs.first().and_then(against) {
+        let _ = writeln!(out, "{l}");
     }
     let _ = writeln!(out);
     let runs: BTreeMap<String, Bucket> = m

@@ -103,7 +103,7 @@ fn allow_unmatched_scores_and_lists_them() {
     assert_eq!(r.unmatched_answers.len(), n);
     assert_eq!(r.scored_against, vec![other.display().to_string()]);
     assert!(out.rendered.contains(&format!(
-        "scored against {} (set {}), all instances",
+        "scored against {} (set {}), all instances; 1 of 1 without an answer",
         other.display(),
         other.display()
     )));
