@@ -430,6 +430,14 @@ pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
     let invalid_names = invalid_names(&found.invalid);
     let mut runs = Vec::new();
     for src in &sources {
+        if !opts.allow_unmatched && src.is_empty()? {
+            return Err(ScoreError::Unmatched(format!(
+                "{}: holds no answers (<repo>/<id>/answer.json or meta.json; for predictions, \
+                 no line): is it one run's answers (e.g. answers/<model>)? Pass \
+                 --allow-unmatched to score it anyway",
+                src.path().display()
+            )));
+        }
         let mut unmatched = src.unmatched(&found.instances)?;
         // An answer of an instance directory that could not be read belongs to the set: that
         // instance is reported as invalid, not its answer as unmatched.

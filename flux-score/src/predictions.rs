@@ -27,6 +27,9 @@ pub struct Prediction {
     pub line: usize,
 }
 
+/// Predictions by the `repo/id` key of their instance (`None`: `"answer": null`).
+pub type Resolved = BTreeMap<String, Option<Value>>;
+
 /// A whole predictions file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictions {
@@ -139,10 +142,7 @@ impl Predictions {
     /// Each prediction's instance (`repo/id` key → answer), and the ids that name no instance
     /// of `instances`. An `id` that two repositories share is ambiguous: an error unless it is
     /// written `repo/id`.
-    pub fn resolve(
-        &self,
-        instances: &[Instance],
-    ) -> Result<(BTreeMap<String, Option<Value>>, Vec<String>), ScoreError> {
+    pub fn resolve(&self, instances: &[Instance]) -> Result<(Resolved, Vec<String>), ScoreError> {
         let mut by_id: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for i in instances {
             by_id.entry(i.id.as_str()).or_default().push(i.key());

@@ -30,6 +30,16 @@ impl AnswerSource {
         }
     }
 
+    /// True when it holds no answer at all (no `<repo>/<id>/` with an answer or meta file, or
+    /// no prediction): the sign of a wrong directory, e.g. the parent of a run's (`answers/`
+    /// for `answers/<model>`).
+    pub fn is_empty(&self) -> Result<bool, ScoreError> {
+        match self {
+            AnswerSource::Dir(d) => Ok(answered_keys(d)?.is_empty()),
+            AnswerSource::Predictions(p) => Ok(p.predictions.is_empty()),
+        }
+    }
+
     /// The answers (`repo/id` directories, or predictions' `instance_id`s) that name no
     /// instance of `all`, sorted.
     pub fn unmatched(&self, all: &[Instance]) -> Result<Vec<String>, ScoreError> {

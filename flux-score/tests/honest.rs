@@ -66,7 +66,7 @@ fn score_refuses_answers_that_match_no_instance() {
     let n = oracle_answers(&answers);
     let other = t.path().join("other");
     one_instance_set(&other, "");
-    let e = run_score(&opts(&answers, &[other.clone()])).unwrap_err();
+    let e = run_score(&opts(&answers, std::slice::from_ref(&other))).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, ScoreError::Unmatched(_)), "{e:?}");
     for want in [
@@ -95,7 +95,7 @@ fn allow_unmatched_scores_and_lists_them() {
     let n = oracle_answers(&answers);
     let other = t.path().join("other");
     one_instance_set(&other, "");
-    let mut o = opts(&answers, &[other.clone()]);
+    let mut o = opts(&answers, std::slice::from_ref(&other));
     o.allow_unmatched = true;
     let out = run_score(&o).unwrap();
     let r = &out.report;
@@ -487,4 +487,29 @@ fn results_record_flux_the_set_the_selection_and_the_eval_settings() {
     assert_eq!(back["set"]["digest"], json!(r.set.digest));
     assert_eq!(back["selection"]["limit"], 4);
     assert_eq!(back["runs"][0]["accuracy"], 1.0);
+}
+
+#[test]
+fn score_refuses_an_answers_directory_that_holds_no_answers() {
+    // `--answers answers` for `answers/<model>`: every instance would be "no answer".
+    let t = tempfile::tempdir().unwrap();
+    let answers = t.path().join("answers");
+    oracle_answers(&answers.join("oracle"));
+    let e = run_score(&opts(&answers, &[starter()]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("answers: holds no answers") && e.contains("answers/<model>"),
+        "{e}"
+    );
+    let mut o = opts(&answers, &[starter()]);
+    o.allow_unmatched = true;
+    assert_eq!(run_score(&o).unwrap().report.passed, 0);
+    // An empty predictions file likewise.
+    let p = write_preds(t.path(), "\n");
+    o.allow_unmatched = false;
+    o.answers.clear();
+    o.predictions = vec![p];
+    let e = run_score(&o).unwrap_err().to_string();
+    assert!(e.contains("preds.jsonl: holds no answers"), "{e}");
 }
