@@ -40,8 +40,8 @@ pub struct Args {
     predictions: Vec<PathBuf>,
     #[command(flatten)]
     select: SelectArgs,
-    /// Score even when some answers match no instance of the set (they are listed); without
-    /// it such a run is an error naming them.
+    /// Score even when some answers match no instance of the set (they are listed), or none
+    /// is there at all; without it such a run is an error naming them.
     #[arg(long)]
     allow_unmatched: bool,
     /// Write the results file (flux version, set digest, models, selection, scores) here;
