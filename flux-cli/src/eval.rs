@@ -37,6 +37,8 @@ pub struct Args {
     /// Instance root (repeatable).
     #[arg(long = "instances", default_value = "instances")]
     instances: Vec<PathBuf>,
+    #[command(flatten)]
+    select: crate::score::SelectArgs,
     /// Answers directory (default: answers/<model> for eval, validation/<model> for validate).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -138,6 +140,7 @@ fn options(a: Args, default_out_under: Option<&str>) -> Result<EvalOptions> {
     });
     let mut o = EvalOptions::new(&a.model, a.api, &base_url);
     o.instances = a.instances;
+    o.selection = a.select.selection()?;
     match (a.out, default_out_under) {
         (Some(out), _) => o.out = out,
         // EvalOptions::new's default is answers/<sanitised model>: keep the sanitised name.

@@ -1,16 +1,56 @@
 //! `flux score`: score answers directories against the harvested gold (flux-score): one run's
-//! report, or several compared (`--answers A --answers B`).
-use anyhow::{bail, Result};
-use flux_score::{Format, ScoreOptions};
-use std::path::PathBuf;
+//! report, or several compared (`--answers A --answers B`); answers from directories or
+//! predictions JSONL; a results file beside the answers (or `--results FILE`).
+use anyhow::{bail, Context, Result};
+use flux_score::{Format, ScoreOptions, Selection};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// `--filter` and `--limit`, shared by `flux eval` and `flux score` (one selection:
+/// `flux_score::select`).
+#[derive(clap::Args)]
+pub struct SelectArgs {
+    /// Only instances with this `kind`, `repository`, `split` or `id` (`key=value`; repeat it
+    /// or join with commas; several values of one key: any of them; different keys: all).
+    #[arg(long = "filter", value_name = "KEY=VALUE")]
+    filter: Vec<String>,
+    /// Only the first N harvested instances (in repo/id order, after --filter).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+impl SelectArgs {
+    pub fn selection(&self) -> Result<Selection> {
+        Ok(Selection::parse(&self.filter, self.limit)?)
+    }
+}
+
+/// The commit flux was built from (build.rs), if it was built in a git checkout.
+pub const GIT_COMMIT: Option<&str> = option_env!("FLUX_GIT_COMMIT");
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Answers directory (`<answers>/<repo>/<id>/answer.json`, e.g. written by `flux eval`);
     /// repeat it to compare runs (paired, on the instances every run scored).
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "predictions")]
     answers: Vec<PathBuf>,
+    /// Predictions JSONL (`{"instance_id": …, "answer": {…}, "model_name_or_path": …}` a
+    /// line) instead of, or beside, answers directories (repeatable).
+    #[arg(long, value_name = "FILE")]
+    predictions: Vec<PathBuf>,
+    #[command(flatten)]
+    select: SelectArgs,
+    /// Score even when some answers match no instance of the set (they are listed), or none
+    /// is there at all; without it such a run is an error naming them.
+    #[arg(long)]
+    allow_unmatched: bool,
+    /// Write the results file (flux version, set digest, models, selection, scores) here;
+    /// default `<answers>/results.json` or `<predictions>.results.json` with one run.
+    #[arg(long, value_name = "FILE")]
+    results: Option<PathBuf>,
+    /// Write the (selected) answers of the one --answers directory as predictions JSONL.
+    #[arg(long, value_name = "FILE")]
+    write_predictions: Option<PathBuf>,
     /// Instance root (repeatable); a root may be the store, one repository or one instance.
     #[arg(long = "instances", default_value = "instances")]
     instances: Vec<PathBuf>,
@@ -29,10 +69,16 @@ pub struct Args {
 }
 
 /// Exit 0 when the scoring ran (whatever the accuracy), 1 when some instance directories could
-/// not be read (reported on stderr, the others scored), an error on unusable input.
+/// not be read (reported on stderr, the others scored), an error on unusable input, answers
+/// that match no instance of the set (unless `--allow-unmatched`) included.
 pub fn run(a: Args) -> Result<ExitCode> {
     for ans in &a.answers {
         require_dir("answers", ans)?;
+    }
+    for p in &a.predictions {
+        if !p.is_file() {
+            bail!("predictions file {}: no such file", p.display());
+        }
     }
     if !(0.0..=1.0).contains(&a.call_graph_threshold) {
         bail!(
@@ -43,8 +89,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
     for root in &a.instances {
         require_dir("instances", root)?;
     }
+    let selection = a.select.selection()?;
+    if let Some(w) = &a.write_predictions {
+        write_predictions(&a, &selection, w)?;
+    }
+    let runs = a.answers.len() + a.predictions.len();
+    let default_results = match (&a.answers[..], &a.predictions[..]) {
+        ([d], []) => Some(d.join("results.json")),
+        ([], [p]) => Some(PathBuf::from(format!("{}.results.json", p.display()))),
+        _ => None,
+    };
     let opts = ScoreOptions {
         answers: a.answers,
+        predictions: a.predictions,
+        selection,
+        allow_unmatched: a.allow_unmatched,
+        flux_version: env!("CARGO_PKG_VERSION").to_string(),
+        flux_commit: GIT_COMMIT.map(String::from),
         instances: a.instances,
         call_graph_threshold: a.call_graph_threshold,
         max_answer_bytes: a.max_answer_bytes,
@@ -70,6 +131,26 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         None => print!("{}", out.rendered),
     }
+    if opts.out.is_some() || opts.format != Format::Text {
+        if let Some(l) = flux_score::report::against(r) {
+            eprintln!("flux score: {l}");
+        }
+    }
+    for run in &out.multi.runs {
+        if !run.unmatched_answers.is_empty() {
+            eprintln!(
+                "flux score: {}: {} answer(s) match no instance of the set, not scored (--allow-unmatched)",
+                run.answers,
+                run.unmatched_answers.len()
+            );
+        }
+    }
+    write_results(
+        &out.results,
+        a.results.as_deref(),
+        default_results.as_deref(),
+        runs,
+    )?;
     for i in &r.invalid_instances {
         eprintln!("flux: invalid instance {}: {}", i.path, i.error);
     }
@@ -78,6 +159,48 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The results file: where `--results` says (an error when it cannot be written), else beside
+/// the one run's answers (a warning when it cannot be written: the answers may be read-only).
+fn write_results(
+    results: &flux_score::Results,
+    explicit: Option<&Path>,
+    default: Option<&Path>,
+    runs: usize,
+) -> Result<()> {
+    if let Some(path) = explicit {
+        flux_score::results::write(path, results)?;
+        eprintln!("flux score: results written to {}", path.display());
+    } else if let Some(path) = default.filter(|_| runs == 1) {
+        match flux_score::results::write(path, results) {
+            Ok(()) => eprintln!("flux score: results written to {}", path.display()),
+            Err(e) => eprintln!("flux score: warning: results not written: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// `--write-predictions FILE`: the selected instances' answers of the one answers directory.
+fn write_predictions(a: &Args, selection: &Selection, path: &Path) -> Result<()> {
+    let [answers] = &a.answers[..] else {
+        bail!("--write-predictions needs exactly one --answers directory");
+    };
+    let found = flux_score::discover_selected(&a.instances, selection)?;
+    let mut buf = Vec::new();
+    let n = flux_score::predictions::write(&found.instances, answers, a.max_answer_bytes, &mut buf)
+        .context("writing predictions")?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(path, buf).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "flux score: {n} prediction(s) of {} written to {}",
+        answers.display(),
+        path.display()
+    );
+    Ok(())
 }
 
 /// An error naming `path` unless it is a directory.

@@ -10,6 +10,7 @@ mod gen;
 mod harvest;
 mod images;
 mod predicates;
+mod score_cli;
 mod sweflux_import;
 mod sweflux_log;
 mod trace;

@@ -93,6 +93,9 @@ pub struct EvalOptions {
     pub base_url: String,
     /// Instance roots (default `instances`).
     pub instances: Vec<PathBuf>,
+    /// Which instances are asked (`--filter`, `--limit`): the selection `flux score` applies
+    /// too ([`flux_score::select`]).
+    pub selection: flux_score::Selection,
     /// Answers directory (default `answers/<model>`).
     pub out: PathBuf,
     pub concurrency: usize,
@@ -153,6 +156,7 @@ impl EvalOptions {
             api,
             base_url: base_url.to_string(),
             instances: vec![PathBuf::from("instances")],
+            selection: flux_score::Selection::default(),
             out: PathBuf::from("answers").join(sanitize(model)),
             concurrency: 4,
             max_context_tokens: 100_000,
@@ -299,6 +303,9 @@ pub struct Summary {
     /// Samples asked per instance.
     #[serde(default)]
     pub samples: u32,
+    /// The instances asked (`--filter`, `--limit`).
+    #[serde(default)]
+    pub selection: flux_score::Selection,
     pub tokens_in: u64,
     pub tokens_out: u64,
     /// Sum of per-instance wall time (seconds).
@@ -343,6 +350,9 @@ impl Summary {
             self.scored,
             self.accuracy * 100.0
         );
+        if !self.selection.is_all() {
+            s.push_str(&format!("selection: {}\n", self.selection.describe()));
+        }
         for i in &self.invalid_instances {
             s.push_str(&format!("invalid instance {}: {}\n", i.path, i.error));
         }
@@ -426,8 +436,9 @@ fn make_client(opts: &EvalOptions) -> Result<ChatClient, EvalError> {
 /// the summary.
 pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     let start = Instant::now();
-    let found = flux_score::discover_all(&opts.instances)?;
+    let found = flux_score::discover_selected(&opts.instances, &opts.selection)?;
     let instances = found.instances;
+    let asked: Vec<Instance> = instances.clone();
     let solver = Solver::for_model(&opts.model);
     let client = match solver {
         Solver::Model => Some(make_client(opts)?),
@@ -461,6 +472,7 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
         out: opts.out.display().to_string(),
         invalid_instances: found.invalid,
         samples: opts.samples,
+        selection: opts.selection.clone(),
         ..Default::default()
     };
     std::fs::create_dir_all(&opts.out).map_err(|e| EvalError::Io(opts.out.clone(), e))?;
@@ -543,8 +555,7 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
         summary.cost = Some(0.0);
     }
     // Score what is there now (including answers from earlier runs).
-    let report =
-        flux_score::score_instances(&flux_score::discover(&opts.instances)?, &opts.out, 1.0);
+    let report = flux_score::score_instances(&asked, &opts.out, 1.0);
     summary.accuracy = report.accuracy;
     summary.passed = report.passed;
     summary.scored = report.total;
@@ -739,7 +750,7 @@ pub async fn run_validate(opts: &EvalOptions) -> Result<ValidationReport, EvalEr
     let mut o = opts.clone();
     o.reasoning = true;
     let summary = run_eval(&o).await?;
-    let instances = flux_score::discover(&o.instances)?;
+    let instances = flux_score::discover_selected(&o.instances, &o.selection)?.instances;
     let report = flux_score::score_instances(&instances, &o.out, 1.0);
     let mut review = Vec::new();
     for r in &report.instances {

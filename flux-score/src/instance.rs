@@ -40,6 +40,11 @@ pub struct Instance {
     /// The extractor's name and all its parameters (`[extractor]`), as JSON.
     pub extractor_name: Option<String>,
     pub extractor_params: Value,
+    /// The split it belongs to: `[generated] split` (`train` or `test`); `variants` for a
+    /// perturbation variant (`[variant]`); `test` otherwise (the starter set is all test).
+    pub split: String,
+    /// The set it was generated for (`[generated] set`), if any.
+    pub set: Option<String>,
     /// The gold answer; `None` when the instance is not harvested.
     pub oracle: Option<Value>,
     /// The instance directory.
@@ -251,7 +256,24 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         }
     }
 
+    let generated = t.get("generated").and_then(|v| v.as_table());
+    let gen_str = |k: &str| {
+        generated
+            .and_then(|g| g.get(k))
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    let split = gen_str("split").unwrap_or_else(|| {
+        if t.contains_key("variant") {
+            "variants".into()
+        } else {
+            "test".into()
+        }
+    });
+
     Ok(Instance {
+        split,
+        set: gen_str("set"),
         id: get_str("id").unwrap_or_else(|| id_dir.clone()),
         repository: get_str("repository").unwrap_or_else(|| repo_dir.clone()),
         kind,

@@ -20,6 +20,12 @@
 //! failure named by its size, never a reason to exhaust memory. An answer file that exists but
 //! cannot be read is an infrastructure error, not "no answer".
 //!
+//! A run covers the instances a [`select::Selection`] keeps (`--filter`, `--limit`; the same
+//! selection `flux eval` uses); answers come from a directory or a predictions JSONL file
+//! ([`source`], [`predictions`]). Answers that match no instance of the set make the run an
+//! error unless allowed ([`ScoreOptions::allow_unmatched`]), and every run can be written as a
+//! results file with the set's digest and flux's version ([`results`]).
+//!
 //! Architecture invariant: this crate knows nothing about how answers were produced; it only
 //! reads files. It does not depend on `flux-instance`.
 
@@ -30,7 +36,11 @@ mod html;
 pub mod instance;
 pub mod multi;
 pub mod partial;
+pub mod predictions;
 pub mod report;
+pub mod results;
+pub mod select;
+pub mod source;
 pub mod stats;
 
 use serde::{Deserialize, Serialize};
@@ -43,6 +53,9 @@ pub use compare::{compare, CompareOptions, Mismatch};
 pub use failure::FailureClass;
 pub use instance::{discover, discover_all, Discovered, Instance, InvalidInstance};
 pub use multi::{Comparison, MultiReport};
+pub use results::Results;
+pub use select::{discover_selected, Selection};
+pub use source::AnswerSource;
 
 /// Errors of the scorer. Problems with one answer are verdicts, not errors; these are only
 /// for inputs the scorer cannot read at all.
@@ -56,6 +69,15 @@ pub enum ScoreError {
     Instance(PathBuf, String),
     #[error("serialising the report: {0}")]
     Serialize(String),
+    /// `--filter` / `--limit` that cannot be applied.
+    #[error("{0}")]
+    Selection(String),
+    /// A predictions file that cannot be read (names the line).
+    #[error("{0}")]
+    Predictions(String),
+    /// Answers that match no instance of the set scored.
+    #[error("{0}")]
+    Unmatched(String),
 }
 
 /// Output format of a report.
@@ -88,6 +110,16 @@ pub const MAX_ANSWER_BYTES: u64 = 8 << 20;
 pub struct ScoreOptions {
     /// Answers directories (`<answers>/<repo>/<id>/answer.json`); several are compared.
     pub answers: Vec<PathBuf>,
+    /// Predictions JSONL files ([`predictions`]), scored as runs after the directories.
+    pub predictions: Vec<PathBuf>,
+    /// Which instances are scored (default: all).
+    pub selection: Selection,
+    /// Score even when some answers match no instance of the set (listed in the report);
+    /// by default that is an error naming them.
+    pub allow_unmatched: bool,
+    /// flux's version and git commit, for the results file.
+    pub flux_version: String,
+    pub flux_commit: Option<String>,
     /// Instance roots (default `instances`).
     pub instances: Vec<PathBuf>,
     /// Pass threshold on edge F1 for call-graph instances (default 1.0).
@@ -103,6 +135,11 @@ impl ScoreOptions {
     pub fn new(answers: impl Into<PathBuf>) -> Self {
         ScoreOptions {
             answers: vec![answers.into()],
+            predictions: Vec::new(),
+            selection: Selection::default(),
+            allow_unmatched: false,
+            flux_version: env!("CARGO_PKG_VERSION").to_string(),
+            flux_commit: None,
             instances: vec![PathBuf::from("instances")],
             call_graph_threshold: 1.0,
             max_answer_bytes: MAX_ANSWER_BYTES,
@@ -336,6 +373,17 @@ pub struct Report {
     /// Failures per class.
     #[serde(default)]
     pub failure_classes: BTreeMap<String, usize>,
+    /// The instance roots scored against, and the set's name ([`results::set_name`]).
+    #[serde(default)]
+    pub scored_against: Vec<String>,
+    #[serde(default)]
+    pub set: String,
+    /// The selection scored (`--filter`, `--limit`).
+    #[serde(default)]
+    pub selection: Selection,
+    /// Answers that match no instance of the set (kept only with `--allow-unmatched`).
+    #[serde(default)]
+    pub unmatched_answers: Vec<String>,
 }
 
 /// A report and its rendering in the requested format.
@@ -346,22 +394,86 @@ pub struct ScoreOutput {
     /// Every run and their comparisons (one run: no comparisons).
     pub multi: MultiReport,
     pub rendered: String,
+    /// What the results file holds ([`results::write`]).
+    pub results: Results,
 }
 
 /// Score the answers directories, render the report (one run's, or all runs compared) and
 /// write it to `opts.out` when set.
 pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
     let found = discover_all(&opts.instances)?;
-    if opts.answers.is_empty() {
-        return Err(ScoreError::Serialize("no answers directory given".into()));
+    let mut sources: Vec<AnswerSource> = opts
+        .answers
+        .iter()
+        .cloned()
+        .map(AnswerSource::Dir)
+        .collect();
+    for p in &opts.predictions {
+        sources.push(AnswerSource::Predictions(predictions::read(
+            p,
+            opts.max_answer_bytes,
+        )?));
     }
+    if sources.is_empty() {
+        return Err(ScoreError::Serialize(
+            "no answers directory or predictions file given".into(),
+        ));
+    }
+    let selected = opts.selection.apply(found.instances.clone())?;
+    let set = results::set_name(&opts.instances, &selected);
+    let roots: Vec<String> = opts
+        .instances
+        .iter()
+        .map(|r| r.display().to_string())
+        .collect();
+    let against = format!("{} ({} instances)", roots.join(", "), found.instances.len());
+    let invalid_names = invalid_names(&found.invalid);
     let mut runs = Vec::new();
-    for a in &opts.answers {
-        let mut r = score_instances_with(&found.instances, a, &opts.config());
+    for src in &sources {
+        if !opts.allow_unmatched && src.is_empty()? {
+            return Err(ScoreError::Unmatched(format!(
+                "{}: holds no answers (<repo>/<id>/answer.json or meta.json; for predictions, \
+                 no line): is it one run's answers (e.g. answers/<model>)? Pass \
+                 --allow-unmatched to score it anyway",
+                src.path().display()
+            )));
+        }
+        let mut unmatched = src.unmatched(&found.instances)?;
+        // An answer of an instance directory that could not be read belongs to the set: that
+        // instance is reported as invalid, not its answer as unmatched.
+        unmatched.retain(|u| !invalid_names.iter().any(|(key, id)| u == key || u == id));
+        if !unmatched.is_empty() && !opts.allow_unmatched {
+            return Err(ScoreError::Unmatched(source::unmatched_message(
+                src, &unmatched, &against,
+            )));
+        }
+        let mut r = score_source(&selected, src, &opts.config())?;
         r.invalid_instances = found.invalid.clone();
+        r.scored_against = roots.clone();
+        r.set = set.clone();
+        r.selection = opts.selection.clone();
+        r.unmatched_answers = unmatched;
         runs.push(r);
     }
     multi::name_runs(&mut runs);
+    let results = Results {
+        flux_version: opts.flux_version.clone(),
+        flux_commit: opts.flux_commit.clone(),
+        date: results::now_utc(),
+        set: results::SetInfo {
+            name: set,
+            roots,
+            instances: selected.len(),
+            digest: results::digest(&selected),
+        },
+        selection: opts.selection.clone(),
+        call_graph_threshold: opts.call_graph_threshold,
+        runs: runs
+            .iter()
+            .zip(&sources)
+            .map(|(r, src)| results::run_result(r, src, &selected, opts.max_answer_bytes))
+            .collect(),
+    };
     let multi = multi::compare_runs(runs);
     let report = multi.runs[0].clone();
     let rendered = if multi.runs.len() == 1 {
@@ -379,7 +491,50 @@ pub fn run_score(opts: &ScoreOptions) -> Result<ScoreOutput, ScoreError> {
         report,
         multi,
         rendered,
+        results,
     })
+}
+
+/// `(repo/id, id)` of each instance directory that could not be read, from its path.
+fn invalid_names(invalid: &[InvalidInstance]) -> Vec<(String, String)> {
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    invalid
+        .iter()
+        .map(|i| {
+            let p = Path::new(&i.path);
+            let id = name(Some(p));
+            (format!("{}/{id}", name(p.parent())), id)
+        })
+        .collect()
+}
+
+/// Score already-loaded instances against a run's answers, from a directory or predictions.
+pub fn score_source(
+    instances: &[Instance],
+    src: &AnswerSource,
+    cfg: &ScoreConfig,
+) -> Result<Report, ScoreError> {
+    let p = match src {
+        AnswerSource::Dir(d) => return Ok(score_instances_with(instances, d, cfg)),
+        AnswerSource::Predictions(p) => p,
+    };
+    let (found, _) = p.resolve(instances)?;
+    let results = instances
+        .iter()
+        .map(|i| {
+            score_loaded(i, "answer.json", cfg, || match found.get(&i.key()) {
+                Some(Some(v)) => LoadedAnswer::Answer(v.clone()),
+                Some(None) | None => LoadedAnswer::Missing,
+            })
+        })
+        .collect();
+    let mut report = build_report(&p.path, results, cfg.call_graph_threshold);
+    report.usage.models = p.models();
+    Ok(report)
 }
 
 /// Score already-loaded instances against an answers directory.
@@ -605,6 +760,19 @@ pub fn score_one_with(inst: &Instance, answer_dir: &Path, cfg: &ScoreConfig) -> 
 }
 
 fn score_file(inst: &Instance, answer_dir: &Path, file: &str, cfg: &ScoreConfig) -> InstanceResult {
+    score_loaded(inst, file, cfg, || {
+        load_answer_file(answer_dir, file, cfg.max_answer_bytes)
+    })
+}
+
+/// Score one answer of `inst` (`file` names it in messages); `load` is called only when the
+/// instance has gold.
+fn score_loaded(
+    inst: &Instance,
+    file: &str,
+    cfg: &ScoreConfig,
+    load: impl FnOnce() -> LoadedAnswer,
+) -> InstanceResult {
     let mut r = InstanceResult {
         id: inst.id.clone(),
         repo: inst.repository.clone(),
@@ -634,7 +802,7 @@ fn score_file(inst: &Instance, answer_dir: &Path, file: &str, cfg: &ScoreConfig)
         r.gold = Some(gold.clone());
         fail(r, reason, None)
     };
-    let answer = match load_answer_file(answer_dir, file, cfg.max_answer_bytes) {
+    let answer = match load() {
         LoadedAnswer::Answer(a) => a,
         LoadedAnswer::Missing => return format_fail(r, "no answer".into()),
         LoadedAnswer::Unparseable(e) => return format_fail(r, format!("unparseable answer: {e}")),
@@ -820,5 +988,9 @@ fn build_report(answers: &Path, results: Vec<InstanceResult>, threshold: f64) ->
         call_graph: cg,
         usage: Usage::default(),
         invalid_instances: Vec::new(),
+        scored_against: Vec::new(),
+        set: String::new(),
+        selection: Selection::default(),
+        unmatched_answers: Vec::new(),
     }
 }

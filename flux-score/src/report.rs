@@ -71,9 +71,45 @@ fn table_rows(out: &mut String, title: &str, m: &BTreeMap<String, Bucket>) {
 }
 
 /// A readable plain-text report.
+/// `scored against ROOTS (set NAME), SELECTION; K of N without an answer`: what a run was
+/// scored against (`None` for a report made without [`crate::run_score`]).
+pub fn against(r: &Report) -> Option<String> {
+    if r.scored_against.is_empty() {
+        return None;
+    }
+    let unanswered = r
+        .instances
+        .iter()
+        .filter(|i| i.reason.as_deref() == Some("no answer"))
+        .count();
+    let scored = r.total + r.infra_errors;
+    Some(format!(
+        "scored against {} (set {}), {}; {unanswered} of {scored} without an answer",
+        r.scored_against.join(", "),
+        r.set,
+        r.selection.describe()
+    ))
+}
+
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "flux score: {}", r.answers);
+    if let Some(l) = against(r) {
+        let _ = writeln!(out, "{l}");
+    }
+    if !r.unmatched_answers.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} answer(s) match no instance of the set (not scored): {}{}",
+            r.unmatched_answers.len(),
+            r.unmatched_answers[..r.unmatched_answers.len().min(5)].join(", "),
+            if r.unmatched_answers.len() > 5 {
+                ", …"
+            } else {
+                ""
+            }
+        );
+    }
     let _ = writeln!(
         out,
         "accuracy {} ({}/{} passed), {} infra errors (excluded), {} not harvested",
@@ -217,7 +253,11 @@ pub(crate) fn pass_at_k_sorted(r: &Report) -> Vec<(usize, crate::Estimate)> {
 /// per run), then every paired comparison.
 pub fn text_multi(m: &MultiReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "flux score: {} runs\n", m.runs.len());
+    let _ = writeln!(out, "flux score: {} runs", m.runs.len());
+    if let Some(l) = m.runs.first().and_then(against) {
+        let _ = writeln!(out, "{l}");
+    }
+    let _ = writeln!(out);
     let runs: BTreeMap<String, Bucket> = m
         .runs
         .iter()
