@@ -1,0 +1,240 @@
+//! Self-contained prompts (issue 24.1): the default prompt of an instance defines the tests its
+//! question names and the function it asks about, read from the repository's source tree with
+//! their real line numbers — not a whole test file, and not only the files of the instance
+//! directory (generated instances keep their tests in the image).
+//!
+//! Over the committed sets (`instances/`, `sets/flux-gen-v1/instances/`) the check runs on a
+//! seeded sample of [`SAMPLE`] instances per set; `FLUX_PROMPT_CHECK=all` checks every one and
+//! prints the figure. The trees come from the cache (`$FLUX_CACHE`, else the checkout's
+//! `.flux-cache`); a repository whose tree is absent is skipped loudly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use flux_eval::{prompt, source, Located};
+use flux_score::Instance;
+
+/// Instances checked per set unless `FLUX_PROMPT_CHECK=all`.
+const SAMPLE: usize = 40;
+const SEED: u64 = 20_261_201;
+
+fn cfg(source: &Located) -> prompt::PromptConfig<'_> {
+    prompt::PromptConfig {
+        source,
+        max_context_tokens: 100_000,
+        reasoning: false,
+        mode: prompt::Mode::Context,
+        system: None,
+    }
+}
+
+/// The test functions a question names: each backquoted `file.py::[Class::]name[params]` (ids
+/// may wrap lines inside their parameters, never before them), and bare backquoted `test_…`
+/// names (the starters name a test of their own file so).
+pub fn named_test_functions(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (i, span) in question.split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        let head = span.split('[').next().unwrap_or(span).trim();
+        let name = if head.contains(".py::") {
+            head.rsplit("::").next().unwrap_or(head)
+        } else if head.starts_with("test_")
+            && head.chars().all(|c| c.is_alphanumeric() || c == '_')
+        {
+            head
+        } else {
+            continue;
+        };
+        if !name.is_empty() && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The functions the question asks about: `[extractor] params.function` and `[tracing]
+/// functions`, each by its last name (`Class.method` → `method`).
+pub fn target_functions(inst: &Instance) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for f in inst
+        .extractor_function
+        .iter()
+        .chain(inst.tracing_functions.iter())
+    {
+        let last = f
+            .rsplit(':')
+            .next()
+            .unwrap_or(f)
+            .trim_end_matches("()")
+            .rsplit('.')
+            .next()
+            .unwrap_or(f)
+            .to_string();
+        if !last.is_empty() && !out.contains(&last) {
+            out.push(last);
+        }
+    }
+    out
+}
+
+/// Does the prompt show a numbered source line `def name(` (or `async def name(`)?
+pub fn defines(prompt: &str, name: &str) -> bool {
+    let def = format!("def {name}(");
+    prompt.lines().any(|l| {
+        let t = l.trim_start();
+        let Some(code) = t
+            .find(|c: char| !c.is_ascii_digit())
+            .filter(|&i| i > 0)
+            .map(|i| t[i..].trim_start())
+        else {
+            return false;
+        };
+        code.starts_with(&def) || code.strip_prefix("async ").is_some_and(|c| c.starts_with(&def))
+    })
+}
+
+/// What an instance's default prompt lacks: the names it should define and does not.
+pub fn missing_definitions(inst: &Instance, user: &str) -> Vec<String> {
+    named_test_functions(&inst.question)
+        .into_iter()
+        .map(|t| format!("test {t}"))
+        .chain(
+            target_functions(inst)
+                .into_iter()
+                .map(|f| format!("target {f}")),
+        )
+        .filter(|what| {
+            let name = what.rsplit(' ').next().unwrap_or(what);
+            !defines(user, name)
+        })
+        .collect()
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate is in the workspace")
+        .to_path_buf()
+}
+
+fn cache() -> PathBuf {
+    std::env::var_os("FLUX_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join(".flux-cache"))
+}
+
+fn fnv(seed: u64, s: &str) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Python instances only: the JVM starter's tests and targets are Java.
+fn is_python(inst: &Instance) -> bool {
+    !inst.test_files.iter().any(|f| f.ends_with(".java"))
+        && !inst.image.as_deref().is_some_and(|i| i.contains("jdk"))
+}
+
+#[derive(Default)]
+struct Tally {
+    checked: usize,
+    passed: usize,
+    failures: Vec<String>,
+    absent: BTreeMap<String, PathBuf>,
+}
+
+fn check_set(set: &Path, all: bool, tally: &mut Tally) {
+    let mut insts: Vec<Instance> = flux_score::instance::discover(&[set.to_path_buf()])
+        .unwrap_or_else(|e| panic!("{}: {e}", set.display()))
+        .into_iter()
+        .filter(is_python)
+        .collect();
+    insts.sort_by_key(|i| (fnv(SEED, &i.key()), i.key()));
+    if !all {
+        insts.truncate(SAMPLE);
+    }
+    let src = source::Source::Cache(cache());
+    for inst in insts {
+        let located = source::locate(&inst, &src);
+        if let Located::Missing { path, .. } = &located {
+            tally
+                .absent
+                .entry(inst.repository.clone())
+                .or_insert_with(|| path.clone());
+            continue;
+        }
+        let p = prompt::build(&inst, &cfg(&located));
+        tally.checked += 1;
+        let missing = missing_definitions(&inst, &p.user);
+        if missing.is_empty() {
+            tally.passed += 1;
+        } else {
+            tally
+                .failures
+                .push(format!("{}: lacks {}", inst.key(), missing.join(", ")));
+        }
+    }
+}
+
+/// Generated questions name tests kept in the image, and the default prompt showed only the
+/// instance directory's files: 13 of 2,013 prompts defined the tests their question named.
+#[test]
+fn every_committed_prompt_defines_its_tests_and_target() {
+    let all = std::env::var("FLUX_PROMPT_CHECK").is_ok_and(|v| v == "all");
+    let root = workspace();
+    let mut tally = Tally::default();
+    for set in ["instances", "sets/flux-gen-v1/instances"] {
+        let (checked, passed) = (tally.checked, tally.passed);
+        check_set(&root.join(set), all, &mut tally);
+        eprintln!(
+            "{set}: {} of {} prompts define their tests and target",
+            tally.passed - passed,
+            tally.checked - checked
+        );
+    }
+    for (repo, path) in &tally.absent {
+        flux_skip::skip(
+            &format!("every_committed_prompt_defines_its_tests_and_target ({repo})"),
+            &format!(
+                "its source tree {} is not in the cache (`flux images build` of its image, \
+                 or `flux images source {repo}`, unpacks it)",
+                path.display()
+            ),
+        );
+    }
+    eprintln!(
+        "prompts checked: {} ({}), defining their tests and target: {}",
+        tally.checked,
+        if all { "every instance" } else { "seeded sample" },
+        tally.passed
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} of {} prompts lack a definition:\n{}",
+        tally.failures.len(),
+        tally.checked,
+        tally
+            .failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_checker_reads_test_names_and_definitions() {
+    let q = "run `tests/a.py::TestC::test_y[1-\n2]` and `t.py::test_z`, and in `test_w` \
+             only; `test x` and `foo.py` are no tests";
+    assert_eq!(named_test_functions(q), ["test_y", "test_z", "test_w"]);
+    assert!(defines("   12  def test_y(self):\n", "test_y"));
+    assert!(defines("    3      async def test_z(x):\n", "test_z"));
+    assert!(!defines("def test_y(self):\n", "test_y"), "not a source line");
+    assert!(!defines("   12  # def test_y(\n", "test_y"));
+}
