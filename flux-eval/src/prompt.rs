@@ -286,6 +286,32 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let pkg = inst.package.as_deref().unwrap_or("the package");
     let mut files = Vec::new();
     let mut targets = Vec::new();
+    // The repository's own tests the question names, from the source tree.
+    let tests = crate::testsrc::named_tests(inst);
+    match cfg.source {
+        Located::Dir(root) if !tests.is_empty() && cfg.mode != Mode::Agent => {
+            let c = crate::testsrc::choose(inst, &tests, root, remaining.saturating_sub(500) / 2);
+            if !c.text.is_empty() {
+                let sec = format!(
+                    "\n## Test code ({pkg}'s test suite)\nThe test(s) the question names, with the fixtures and helpers they use from their file and its conftest.py files, with the files' own line numbers (`⋮` marks lines not shown).\n{}",
+                    c.text
+                );
+                remaining = remaining.saturating_sub(sec.len());
+                body.push_str(&sec);
+            }
+            notes.extend(c.notes);
+            files.extend(c.files);
+        }
+        Located::Dir(_) => {}
+        Located::Off => notes.extend(crate::testsrc::unshown_note(
+            &tests,
+            "no repository source is given for this run",
+        )),
+        Located::Missing { path, .. } => notes.extend(crate::testsrc::unshown_note(
+            &tests,
+            &format!("the source tree {} is missing", path.display()),
+        )),
+    }
     match (cfg.source, cfg.mode) {
         (Located::Off, _) => notes.push(format!(
             "no repository source is given for this run (package {pkg})"
@@ -295,7 +321,11 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
             path.display()
         )),
         (Located::Dir(_), Mode::Agent) => {
-            let mut what: Vec<String> = inst.tracing_files.clone();
+            let mut what: Vec<String> = tests
+                .iter()
+                .map(|t| format!("the test `{}`", t.id))
+                .collect();
+            what.extend(inst.tracing_files.iter().cloned());
             what.extend(inst.extractor_function.iter().map(|f| format!("`{f}`")));
             what.extend(
                 inst.tracing_functions
@@ -314,6 +344,7 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
         }
         (Located::Dir(root), _) => {
             let c = crate::context::choose(inst, root, remaining.saturating_sub(500));
+            files.extend(c.files);
             if !c.text.is_empty() {
                 body.push_str(&format!(
                     "\n## Repository source ({pkg})\nThe code the question is about and what it calls, with the files' own line numbers (`⋮` marks lines not shown).\n"
@@ -321,7 +352,6 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                 body.push_str(&c.text);
             }
             notes.extend(c.notes);
-            files = c.files;
             targets = c.targets;
         }
     }

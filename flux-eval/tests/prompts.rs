@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use flux_eval::{prompt, source, Located};
 use flux_score::Instance;
 
-/// Instances checked per set unless `FLUX_PROMPT_CHECK=all`.
+/// Instances checked per set unless `FLUX_PROMPT_CHECK=all` (`FLUX_PROMPT_DUMP=<repo>/<id>,…`
+/// prints those instances' prompts when they are checked).
 const SAMPLE: usize = 40;
 const SEED: u64 = 20_261_201;
 
@@ -40,8 +41,7 @@ pub fn named_test_functions(question: &str) -> Vec<String> {
         let head = span.split('[').next().unwrap_or(span).trim();
         let name = if head.contains(".py::") {
             head.rsplit("::").next().unwrap_or(head)
-        } else if head.starts_with("test_")
-            && head.chars().all(|c| c.is_alphanumeric() || c == '_')
+        } else if head.starts_with("test_") && head.chars().all(|c| c.is_alphanumeric() || c == '_')
         {
             head
         } else {
@@ -72,7 +72,8 @@ pub fn target_functions(inst: &Instance) -> Vec<String> {
             .next()
             .unwrap_or(f)
             .to_string();
-        if !last.is_empty() && !out.contains(&last) {
+        // A lambda's frame (`<lambda>`) has no `def` to show.
+        if !last.is_empty() && !last.starts_with('<') && !out.contains(&last) {
             out.push(last);
         }
     }
@@ -91,7 +92,10 @@ pub fn defines(prompt: &str, name: &str) -> bool {
         else {
             return false;
         };
-        code.starts_with(&def) || code.strip_prefix("async ").is_some_and(|c| c.starts_with(&def))
+        code.starts_with(&def)
+            || code
+                .strip_prefix("async ")
+                .is_some_and(|c| c.starts_with(&def))
     })
 }
 
@@ -169,6 +173,9 @@ fn check_set(set: &Path, all: bool, tally: &mut Tally) {
             continue;
         }
         let p = prompt::build(&inst, &cfg(&located));
+        if std::env::var("FLUX_PROMPT_DUMP").is_ok_and(|k| k.split(',').any(|k| k == inst.key())) {
+            eprintln!("{}", p.user);
+        }
         tally.checked += 1;
         let missing = missing_definitions(&inst, &p.user);
         if missing.is_empty() {
@@ -210,7 +217,11 @@ fn every_committed_prompt_defines_its_tests_and_target() {
     eprintln!(
         "prompts checked: {} ({}), defining their tests and target: {}",
         tally.checked,
-        if all { "every instance" } else { "seeded sample" },
+        if all {
+            "every instance"
+        } else {
+            "seeded sample"
+        },
         tally.passed
     );
     assert!(
@@ -235,6 +246,9 @@ fn the_checker_reads_test_names_and_definitions() {
     assert_eq!(named_test_functions(q), ["test_y", "test_z", "test_w"]);
     assert!(defines("   12  def test_y(self):\n", "test_y"));
     assert!(defines("    3      async def test_z(x):\n", "test_z"));
-    assert!(!defines("def test_y(self):\n", "test_y"), "not a source line");
+    assert!(
+        !defines("def test_y(self):\n", "test_y"),
+        "not a source line"
+    );
     assert!(!defines("   12  # def test_y(\n", "test_y"));
 }
