@@ -252,3 +252,121 @@ fn the_checker_reads_test_names_and_definitions() {
     );
     assert!(!defines("   12  # def test_y(\n", "test_y"));
 }
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a relative path has a parent")).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A repository tree as an sdist unpacks it: a package, its tests (a class whose test comes
+/// from a base, a parametrized test taking fixtures from its file and two conftests) and an
+/// unrelated test the prompt must leave out.
+fn fixture_tree(root: &Path) {
+    write(
+        root,
+        "pkg/mod.py",
+        "def helper(x):\n    return x + 1\n\n\ndef target(x):\n    return helper(x) * 2\n",
+    );
+    write(
+        root,
+        "conftest.py",
+        "import pytest\n\n\n@pytest.fixture\ndef base():\n    return 40\n",
+    );
+    write(
+        root,
+        "tests/conftest.py",
+        "import pytest\n\n\n@pytest.fixture\ndef number(base):\n    return base + 1\n\n\n\
+         @pytest.fixture(autouse=True)\ndef always():\n    yield\n",
+    );
+    write(
+        root,
+        "tests/base.py",
+        "class Checks:\n    def test_inherited(self):\n        assert self.value == 3\n",
+    );
+    write(
+        root,
+        "tests/test_mod.py",
+        "import pytest\n\nfrom pkg.mod import target\n\nfrom .base import Checks\n\n\
+         CASES = [1, 2]\n\n\ndef check(v):\n    return target(v)\n\n\n\
+         def test_unrelated():\n    assert UNRELATED_MARK\n\n\n\
+         @pytest.mark.parametrize(\"v\", CASES)\ndef test_param(v, number):\n    assert check(v) < number\n\n\n\
+         class TestC(Checks):\n    value = 3\n\n    def setup_method(self):\n        self.n = 1\n\n\
+         \x20   def test_own(self):\n        assert target(self.n) == 4\n",
+    );
+}
+
+fn fixture_instance(root: &Path) -> Instance {
+    let dir = root.join("instances/fx/fx-1");
+    write(
+        &dir,
+        "instance.toml",
+        "id = \"fx-1\"\nrepository = \"fx\"\nkind = \"S1_IntraProceduralCFG\"\npackage = \"fx==1.0\"\n\
+         question = \"\"\"Run `tests/test_mod.py::test_param[1]` and\n`tests/test_mod.py::TestC::test_own`: \
+         which lines of `target` (pkg/mod.py) run?\"\"\"\ntemplate = '{\"lines\": [\"int\"]}'\n\
+         [test]\nfiles = []\nimage_files = [\"/testbed/tests/test_mod.py\"]\n\
+         command = [\"python\", \"-m\", \"pytest\", \"/testbed/tests/test_mod.py::TestC::test_inherited\"]\n\
+         [tracing]\nfiles = [\"pkg/mod.py\"]\nfunctions = [\"target\"]\n",
+    );
+    flux_score::instance::load(&dir).unwrap()
+}
+
+/// Generated instances name tests that live in the image, and the prompt showed only the
+/// instance directory (empty): the model was asked about tests it could not read.
+#[test]
+fn the_prompt_defines_the_test_the_question_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("src/fx-1.0");
+    fixture_tree(&tree);
+    let inst = fixture_instance(tmp.path());
+    let located = Located::Dir(tree.clone());
+    let p = prompt::build(&inst, &cfg(&located));
+    let u = &p.user;
+    // The named tests (the command's too, found in the base class), by their real lines.
+    assert!(missing_definitions(&inst, u).is_empty(), "{u}");
+    assert!(u.contains("   19  def test_param(v, number):"), "{u}");
+    assert!(
+        u.contains("   18  @pytest.mark.parametrize(\"v\", CASES)"),
+        "{u}"
+    );
+    assert!(u.contains("    2      def test_inherited(self):"), "{u}");
+    // The class header and its setup, the fixtures (two conftests, one fixture taking another,
+    // the autouse one), the helper it calls, the table its decorator reads, the imports.
+    for line in [
+        "   23  class TestC(Checks):",
+        "   26      def setup_method(self):",
+        "    5  def number(base):",
+        "    5  def base():",
+        "   10  def always():",
+        "   10  def check(v):",
+        "    7  CASES = [1, 2]",
+        "    3  from pkg.mod import target",
+    ] {
+        assert!(u.contains(line), "{line:?} missing:\n{u}");
+    }
+    // Never the whole file: the test nobody named is not there.
+    assert!(!u.contains("UNRELATED_MARK"), "{u}");
+    // The target and what it calls, from the package.
+    assert!(u.contains("    5  def target(x):") && u.contains("    1  def helper(x):"));
+    assert!(p.files.iter().any(|f| f.starts_with("tests/test_mod.py:")));
+
+    // No tree: the prompt names the tests it cannot show.
+    let missing = Located::Missing {
+        path: tmp.path().join("nowhere"),
+        hint: String::new(),
+    };
+    let p = prompt::build(&inst, &cfg(&missing));
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.contains("is not shown"))
+        .unwrap_or_else(|| panic!("{:?}", p.notes));
+    for id in [
+        "tests/test_mod.py::test_param[1]",
+        "tests/test_mod.py::TestC::test_own",
+        "/testbed/tests/test_mod.py::TestC::test_inherited",
+    ] {
+        assert!(note.contains(id), "{note}");
+    }
+    assert!(note.contains("nowhere"), "{note}");
+}
