@@ -208,8 +208,7 @@ fn every_committed_prompt_defines_its_tests_and_target() {
         flux_skip::skip(
             &format!("every_committed_prompt_defines_its_tests_and_target ({repo})"),
             &format!(
-                "its source tree {} is not in the cache (`flux images build` of its image, \
-                 or `flux images source {repo}`, unpacks it)",
+                "its source tree {} is not in the cache (`flux images source {repo}` unpacks it)",
                 path.display()
             ),
         );
