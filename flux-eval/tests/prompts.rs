@@ -149,6 +149,10 @@ struct Tally {
     checked: usize,
     passed: usize,
     failures: Vec<String>,
+    /// Prompts whose notes say a named test's code is not (all) shown.
+    test_notes: Vec<String>,
+    /// Characters of test code shown, over all prompts.
+    test_chars: usize,
     absent: BTreeMap<String, PathBuf>,
 }
 
@@ -177,6 +181,14 @@ fn check_set(set: &Path, all: bool, tally: &mut Tally) {
             eprintln!("{}", p.user);
         }
         tally.checked += 1;
+        if let Some(n) = p.notes.iter().find(|n| n.contains("test")) {
+            tally.test_notes.push(format!("{}: {n}", inst.key()));
+        }
+        tally.test_chars += p
+            .user
+            .split("\n## Test code")
+            .nth(1)
+            .map_or(0, |t| t.split("\n## Repository source").next().unwrap_or(t).len());
         let missing = missing_definitions(&inst, &p.user);
         if missing.is_empty() {
             tally.passed += 1;
@@ -222,6 +234,17 @@ fn every_committed_prompt_defines_its_tests_and_target() {
             "seeded sample"
         },
         tally.passed
+    );
+    eprintln!(
+        "test code shown: {} characters on average; {} prompt(s) with a note on test code{}",
+        tally.test_chars / tally.checked.max(1),
+        tally.test_notes.len(),
+        tally
+            .test_notes
+            .iter()
+            .take(10)
+            .map(|n| format!("\n  {n}"))
+            .collect::<String>()
     );
     assert!(
         tally.failures.is_empty(),
