@@ -1,8 +1,10 @@
 //! Prompt construction under a context budget.
 //!
-//! Order of priority: the question and the template, the instance's test files, then the
-//! repository source chosen around the target ([`crate::context`]) — or, in agent mode, a
-//! note that the source is read through tools. Source lines are numbered as in their files
+//! Order of priority: the question and the template, the instance's test files (of a long one,
+//! the tests the question names), the repository's tests the question names
+//! ([`crate::testsrc`]), then the repository source chosen around the target
+//! ([`crate::context`]) — or, in agent mode, a note that the source is read through tools (and
+//! which tests the question names). Source lines are numbered as in their files
 //! (questions ask about line numbers). What does not fit is cut, and the prompt says so in a
 //! closing "Context notes" section. The budget counts about four characters per token.
 
@@ -10,6 +12,10 @@ use std::path::Path;
 
 use crate::source::Located;
 use flux_score::Instance;
+
+/// An instance directory's test file up to this long is shown whole; of a longer one, only the
+/// tests the question names by id and what they use ([`crate::testsrc`]).
+pub const WHOLE_TEST_FILE_LINES: usize = 200;
 
 /// Characters per token used for budgeting.
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -271,6 +277,22 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                     continue;
                 }
             };
+            // A long file of which the question names tests: those tests and what they use.
+            let own = crate::testsrc::own_tests(inst, tf);
+            let total = text.lines().count();
+            if total > WHOLE_TEST_FILE_LINES && !own.is_empty() {
+                let c = crate::testsrc::choose(inst, &own, &inst.dir, remaining / 2);
+                if !c.targets.is_empty() {
+                    let sec = format!(
+                        "\nOf {tf} ({total} lines), the test(s) the question names and what they use:\n{}",
+                        c.text
+                    );
+                    remaining = remaining.saturating_sub(sec.len());
+                    body.push_str(&sec);
+                    notes.extend(c.notes);
+                    continue;
+                }
+            }
             let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
             let sec = format!("\n### {tf}\n```python\n{num}```\n");
             if shown < total {

@@ -71,10 +71,32 @@ impl TestId {
     }
 }
 
-/// The tests the instance names: the question's backquoted pytest ids, then the ids of its
-/// `[test] command`, each once. Ids of a file in the instance directory are left out (that file
-/// is shown whole already).
+/// The tests the instance names in the repository's tree: the question's backquoted pytest ids,
+/// then the ids of its `[test] command`, each once. Ids of a file in the instance directory are
+/// left out ([`own_tests`] has them: the prompt shows that file).
 pub fn named_tests(inst: &Instance) -> Vec<TestId> {
+    all_named(inst)
+        .into_iter()
+        .filter(|t| own_file(inst, t).is_none())
+        .collect()
+}
+
+/// The instance directory's test file a test id points into, if any.
+fn own_file<'a>(inst: &'a Instance, t: &TestId) -> Option<&'a String> {
+    inst.test_files
+        .iter()
+        .find(|f| **f == t.file || t.file.ends_with(&format!("/{f}")))
+}
+
+/// The named tests that live in `file`, one of the instance directory's own test files.
+pub fn own_tests(inst: &Instance, file: &str) -> Vec<TestId> {
+    all_named(inst)
+        .into_iter()
+        .filter(|t| own_file(inst, t).is_some_and(|f| f == file))
+        .collect()
+}
+
+fn all_named(inst: &Instance) -> Vec<TestId> {
     let from_question = inst
         .question
         .split('`')
@@ -84,11 +106,7 @@ pub fn named_tests(inst: &Instance) -> Vec<TestId> {
     let from_command = inst.test_command.iter().map(String::as_str);
     let mut out: Vec<TestId> = Vec::new();
     for t in from_question.chain(from_command).filter_map(TestId::parse) {
-        let own = inst
-            .test_files
-            .iter()
-            .any(|f| *f == t.file || t.file.ends_with(&format!("/{f}")));
-        if !own && !out.iter().any(|o| o.same(&t)) {
+        if !out.iter().any(|o| o.same(&t)) {
             out.push(t);
         }
     }

@@ -184,11 +184,9 @@ fn check_set(set: &Path, all: bool, tally: &mut Tally) {
         if let Some(n) = p.notes.iter().find(|n| n.contains("test")) {
             tally.test_notes.push(format!("{}: {n}", inst.key()));
         }
-        tally.test_chars += p
-            .user
-            .split("\n## Test code")
-            .nth(1)
-            .map_or(0, |t| t.split("\n## Repository source").next().unwrap_or(t).len());
+        tally.test_chars += p.user.split("\n## Test code").nth(1).map_or(0, |t| {
+            t.split("\n## Repository source").next().unwrap_or(t).len()
+        });
         let missing = missing_definitions(&inst, &p.user);
         if missing.is_empty() {
             tally.passed += 1;
@@ -391,4 +389,43 @@ fn the_prompt_defines_the_test_the_question_names() {
         assert!(note.contains(id), "{note}");
     }
     assert!(note.contains("nowhere"), "{note}");
+}
+
+/// An imported instance kept its 925-line test file in the instance directory and the
+/// call-graph prompt showed all of it: the tests its question names are what it needs.
+#[test]
+fn a_long_instance_test_file_shows_the_named_tests_not_the_whole_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("src/fx-1.0");
+    write(&tree, "pkg/mod.py", "def target(x):\n    return x\n");
+    let dir = tmp.path().join("instances/fx/fx-2");
+    let mut t = String::from("from pkg.mod import target\n\n\ndef make():\n    return 1\n\n");
+    for i in 0..300 {
+        t.push_str(&format!("\ndef test_filler_{i}():\n    assert FILLER\n"));
+    }
+    t.push_str("\n\ndef test_named():\n    assert target(make()) == 1\n");
+    write(&dir, "tests/test_long.py", &t);
+    write(
+        &dir,
+        "instance.toml",
+        "id = \"fx-2\"\nrepository = \"fx\"\nkind = \"S6_InterProceduralCFG\"\npackage = \"fx==1.0\"\n\
+         question = \"Run `tests/test_long.py::test_named`: what does `target` call?\"\n\
+         template = '{\"call_graph\": {}}'\n\
+         [test]\nfiles = [\"tests/test_long.py\"]\n\
+         command = [\"python\", \"-m\", \"pytest\", \"tests/test_long.py::test_named\"]\n\
+         [tracing]\nfiles = [\"pkg/mod.py\"]\nfunctions = [\"target\"]\n",
+    );
+    let inst = flux_score::instance::load(&dir).unwrap();
+    let p = prompt::build(&inst, &cfg(&Located::Dir(tree)));
+    let u = &p.user;
+    assert!(missing_definitions(&inst, u).is_empty(), "{u}");
+    assert!(u.contains("  909  def test_named():"), "{u}");
+    assert!(u.contains("    4  def make():"), "its helper:\n{u}");
+    assert!(
+        !u.contains("FILLER"),
+        "the other 300 tests are left out:\n{u}"
+    );
+    assert!(u.contains("Of tests/test_long.py (910 lines)"), "{u}");
+    // The library source is there too.
+    assert!(u.contains("    1  def target(x):"), "{u}");
 }
