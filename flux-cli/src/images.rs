@@ -1,4 +1,4 @@
-//! `flux images build|list|test`: the reproducible images of `images.toml` (flux-container's
+//! `flux images build|source|list|test`: the reproducible images of `images.toml` (flux-container's
 //! builder, the same functions `cargo xtask images` drives), their manifests in
 //! `<cache>/images/*.json` and the runs of their repositories' own test suites.
 //!
@@ -23,6 +23,10 @@ enum Cmd {
     /// its package's source at /testbed (imported from there) and the same tree is unpacked
     /// into <cache>/src/<package>-<version>/, where `flux eval` finds it.
     Build(BuildArgs),
+    /// Fetch and unpack repositories' package sources into <cache>/src/<package>-<version>/
+    /// (what `flux eval` shows models: the code and the tests its questions name) without
+    /// building their images: no Docker, only the host's Python and the package index.
+    Source(SourceArgs),
     /// List the defined images: built or not, content identity, source layout, test results.
     List(Common),
     /// Run repositories' own test suites in their images, offline; write
@@ -71,6 +75,16 @@ struct BuildArgs {
 }
 
 #[derive(clap::Args)]
+struct SourceArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Repositories as `build` names them: a repo (`attrs`), a group (`gen`) or an image
+    /// reference (`flux/attrs:26.1.0-py3.11`).
+    #[arg(required = true)]
+    names: Vec<String>,
+}
+
+#[derive(clap::Args)]
 struct TestArgs {
     #[command(flatten)]
     common: Common,
@@ -83,6 +97,7 @@ struct TestArgs {
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.cmd {
         Cmd::Build(b) => build(b),
+        Cmd::Source(s) => source(&s),
         Cmd::List(l) => list(&l),
         Cmd::Test(t) => test(t),
         Cmd::Pin(p) => pin(p),
@@ -160,6 +175,23 @@ fn build(a: BuildArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn source(a: &SourceArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, false)?;
+    let trees = images::fetch_sources(&config, &defs, &a.names, &mut |line| {
+        eprintln!("  .. {line}")
+    })?;
+    if trees.is_empty() {
+        anyhow::bail!(
+            "{} name(s) no repository image with a package source (bases and JVM images have none)",
+            a.names.join(" ")
+        );
+    }
+    for (image, tree) in trees {
+        println!("{image}: {}", tree.display());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn test(a: TestArgs) -> Result<ExitCode> {

@@ -562,7 +562,7 @@ fn eval_of_a_model_without_key_fails_without_printing_keys() {
         .stderr_has(&["ANTHROPIC_API_KEY"]);
 }
 
-/// The package sources of the store's instances where `flux images build` unpacks them:
+/// The package sources of the store's instances where `flux images source` unpacks them:
 /// `.flux-cache/src/<name>-<version>/` (found as the nearest `.flux-cache` above the cwd).
 fn sources(s: &Scratch) {
     for repo in ["demo", "other"] {
@@ -581,7 +581,7 @@ fn eval_without_source_fails_naming_the_path_and_the_build_command() {
         .code(2)
         .stderr_has(&[
             ".flux-cache/src/demo-1.0 does not exist",
-            "`flux images build flux/demo:1.0-py3.11` unpacks it",
+            "`flux images source flux/demo:1.0-py3.11` unpacks it",
             "--no-source",
         ]);
     // --cache names another cache; the message follows it.

@@ -36,11 +36,11 @@ pub struct Chosen {
 }
 
 #[derive(Debug, Clone)]
-struct Item {
-    file: String,
-    start: usize,
-    end: usize,
-    label: String,
+pub(crate) struct Item {
+    pub(crate) file: String,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+    pub(crate) label: String,
 }
 
 /// How many classes up [`Src::method`] looks for a method through a class's bases: more than
@@ -48,14 +48,24 @@ struct Item {
 /// from it, in one module or through imports), which source that never ran can write.
 const MAX_BASE_HOPS: usize = 32;
 
-struct Src<'a> {
+pub(crate) struct Src<'a> {
     root: &'a Path,
-    files: Vec<String>,
+    pub(crate) files: Vec<String>,
     modules: BTreeMap<String, Option<(Module, Vec<String>)>>,
 }
 
 impl<'a> Src<'a> {
-    fn module(&mut self, file: &str) -> Option<&(Module, Vec<String>)> {
+    /// The Python files under `root`, none read yet.
+    pub(crate) fn new(root: &'a Path) -> Self {
+        Src {
+            root,
+            files: list_py_files(root),
+            modules: BTreeMap::new(),
+        }
+    }
+
+    /// A file parsed, with its lines; `None` when it cannot be read.
+    pub(crate) fn module(&mut self, file: &str) -> Option<&(Module, Vec<String>)> {
         if !self.modules.contains_key(file) {
             let parsed = std::fs::read(self.root.join(file)).ok().map(|b| {
                 let text = String::from_utf8_lossy(&b).into_owned();
@@ -67,7 +77,7 @@ impl<'a> Src<'a> {
         self.modules.get(file).and_then(|m| m.as_ref())
     }
 
-    fn defs(&mut self, file: &str, qual: &str) -> Vec<Def> {
+    pub(crate) fn defs(&mut self, file: &str, qual: &str) -> Vec<Def> {
         self.module(file)
             .map(|(m, _)| m.find(qual).into_iter().cloned().collect())
             .unwrap_or_default()
@@ -124,7 +134,7 @@ impl<'a> Src<'a> {
     }
 
     /// The definition a call by `name` from `caller` (in `file`) runs, when it can be told.
-    fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         file: &str,
         caller: &Def,
@@ -196,7 +206,13 @@ impl<'a> Src<'a> {
 
     /// `class.m` in `file`, else in its bases (same module or imported), at most
     /// [`MAX_BASE_HOPS`] classes up.
-    fn method(&mut self, file: &str, class: &str, m: &str, hops: usize) -> Option<(String, Def)> {
+    pub(crate) fn method(
+        &mut self,
+        file: &str,
+        class: &str,
+        m: &str,
+        hops: usize,
+    ) -> Option<(String, Def)> {
         if hops > MAX_BASE_HOPS {
             return None;
         }
@@ -291,12 +307,14 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     // The targeted files.
     let mut named: Vec<String> = inst.tracing_files.clone();
     named.extend(inst.extractor_file.iter().cloned());
-    // Files the question names, except the instance's own tests (they are shown already).
+    // Files the question names, except the tests' (the instance's own are shown whole, the
+    // repository's named tests by [`crate::testsrc`]).
+    let tests = crate::testsrc::named_tests(inst);
     named.extend(mentioned_files(&inst.question).into_iter().filter(|m| {
-        !inst
-            .test_files
-            .iter()
-            .any(|t| t == m || t.ends_with(&format!("/{m}")))
+        let ends = |t: &str| t == m || t.ends_with(&format!("/{m}"));
+        !inst.test_files.iter().any(|t| ends(t))
+            && !inst.test_image_files.iter().any(|t| ends(t))
+            && !tests.iter().any(|t| ends(&t.file))
     }));
     let mut targeted: Vec<String> = Vec::new();
     for n in &named {
@@ -467,8 +485,9 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
                 m.imports.iter().map(|i| i.line).min(),
                 m.imports.iter().map(|i| i.line).max(),
             ) {
-                // The import block (from the first to the last module-level import), when it
-                // is one block; else each import line.
+                // The import block (from the first to the last module-level import, that
+                // one's continuation lines included), when it is one block.
+                let b = m.logical_end(b);
                 if b - a < 60 {
                     near_items.push(Item {
                         file: f.clone(),
@@ -517,7 +536,7 @@ fn line_cost(l: &str) -> usize {
 /// Line ranges of one file, `(first, last)` each, inclusive.
 type Ranges = Vec<(usize, usize)>;
 
-fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Chosen {
+pub(crate) fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Chosen) -> Chosen {
     let mut remaining = budget;
     // file → (ranges, labels), files in order of first appearance.
     let mut order: Vec<String> = Vec::new();

@@ -29,6 +29,7 @@ pub mod prompt;
 pub mod pysrc;
 pub mod solvers;
 pub mod source;
+pub mod testsrc;
 pub mod tools;
 pub mod transcript;
 

@@ -1,8 +1,10 @@
 //! Prompt construction under a context budget.
 //!
-//! Order of priority: the question and the template, the instance's test files, then the
-//! repository source chosen around the target ([`crate::context`]) — or, in agent mode, a
-//! note that the source is read through tools. Source lines are numbered as in their files
+//! Order of priority: the question and the template, the instance's test files (of a long one,
+//! the tests the question names), the repository's tests the question names
+//! ([`crate::testsrc`]), then the repository source chosen around the target
+//! ([`crate::context`]) — or, in agent mode, a note that the source is read through tools (and
+//! which tests the question names). Source lines are numbered as in their files
 //! (questions ask about line numbers). What does not fit is cut, and the prompt says so in a
 //! closing "Context notes" section. The budget counts about four characters per token.
 
@@ -10,6 +12,10 @@ use std::path::Path;
 
 use crate::source::Located;
 use flux_score::Instance;
+
+/// An instance directory's test file up to this long is shown whole; of a longer one, only the
+/// tests the question names by id and what they use ([`crate::testsrc`]).
+pub const WHOLE_TEST_FILE_LINES: usize = 200;
 
 /// Characters per token used for budgeting.
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -271,6 +277,22 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                     continue;
                 }
             };
+            // A long file of which the question names tests: those tests and what they use.
+            let own = crate::testsrc::own_tests(inst, tf);
+            let total = text.lines().count();
+            if total > WHOLE_TEST_FILE_LINES && !own.is_empty() {
+                let c = crate::testsrc::choose(inst, &own, &inst.dir, remaining / 2);
+                if !c.targets.is_empty() {
+                    let sec = format!(
+                        "\nOf {tf} ({total} lines), the test(s) the question names and what they use:\n{}",
+                        c.text
+                    );
+                    remaining = remaining.saturating_sub(sec.len());
+                    body.push_str(&sec);
+                    notes.extend(c.notes);
+                    continue;
+                }
+            }
             let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
             let sec = format!("\n### {tf}\n```python\n{num}```\n");
             if shown < total {
@@ -286,6 +308,32 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let pkg = inst.package.as_deref().unwrap_or("the package");
     let mut files = Vec::new();
     let mut targets = Vec::new();
+    // The repository's own tests the question names, from the source tree.
+    let tests = crate::testsrc::named_tests(inst);
+    match cfg.source {
+        Located::Dir(root) if !tests.is_empty() && cfg.mode != Mode::Agent => {
+            let c = crate::testsrc::choose(inst, &tests, root, remaining.saturating_sub(500) / 2);
+            if !c.text.is_empty() {
+                let sec = format!(
+                    "\n## Test code ({pkg}'s test suite)\nThe test(s) the question names, with the fixtures and helpers they use from their file and its conftest.py files, with the files' own line numbers (`⋮` marks lines not shown).\n{}",
+                    c.text
+                );
+                remaining = remaining.saturating_sub(sec.len());
+                body.push_str(&sec);
+            }
+            notes.extend(c.notes);
+            files.extend(c.files);
+        }
+        Located::Dir(_) => {}
+        Located::Off => notes.extend(crate::testsrc::unshown_note(
+            &tests,
+            "no repository source is given for this run",
+        )),
+        Located::Missing { path, .. } => notes.extend(crate::testsrc::unshown_note(
+            &tests,
+            &format!("the source tree {} is missing", path.display()),
+        )),
+    }
     match (cfg.source, cfg.mode) {
         (Located::Off, _) => notes.push(format!(
             "no repository source is given for this run (package {pkg})"
@@ -295,7 +343,11 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
             path.display()
         )),
         (Located::Dir(_), Mode::Agent) => {
-            let mut what: Vec<String> = inst.tracing_files.clone();
+            let mut what: Vec<String> = tests
+                .iter()
+                .map(|t| format!("the test `{}`", t.id))
+                .collect();
+            what.extend(inst.tracing_files.iter().cloned());
             what.extend(inst.extractor_function.iter().map(|f| format!("`{f}`")));
             what.extend(
                 inst.tracing_functions
@@ -314,6 +366,7 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
         }
         (Located::Dir(root), _) => {
             let c = crate::context::choose(inst, root, remaining.saturating_sub(500));
+            files.extend(c.files);
             if !c.text.is_empty() {
                 body.push_str(&format!(
                     "\n## Repository source ({pkg})\nThe code the question is about and what it calls, with the files' own line numbers (`⋮` marks lines not shown).\n"
@@ -321,7 +374,6 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                 body.push_str(&c.text);
             }
             notes.extend(c.notes);
-            files = c.files;
             targets = c.targets;
         }
     }

@@ -425,6 +425,39 @@ impl Module {
         out
     }
 
+    /// The last physical line of the logical line that starts at `line` (a parenthesized
+    /// import, a call spanning lines); `line` itself when none starts there.
+    pub fn logical_end(&self, line: usize) -> usize {
+        self.logical
+            .iter()
+            .find(|l| l.first == line)
+            .map_or(line, |l| l.last)
+    }
+
+    /// The parameter names of a function (`def f(self, a: int = 1, *args, **kw)` → `self`, `a`,
+    /// `args`, `kw`), read from its header; a test's are the fixtures pytest passes it.
+    pub fn params(&self, def: &Def) -> Vec<String> {
+        let Some(l) = self.logical.iter().find(|l| l.first == def.def_line) else {
+            return Vec::new();
+        };
+        let Some((_, _, rest)) = header(&l.code) else {
+            return Vec::new();
+        };
+        let Some(inner) = rest
+            .trim_start()
+            .strip_prefix('(')
+            .and_then(|r| r.rsplit_once(')'))
+            .map(|(inner, _)| inner)
+        else {
+            return Vec::new();
+        };
+        split_top(inner)
+            .iter()
+            .filter_map(|p| ident_at(p.trim_start_matches('*').trim_start()))
+            .map(String::from)
+            .collect()
+    }
+
     /// Identifiers read inside `def` (for module-level constants it uses).
     pub fn names_in(&self, def: &Def) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

@@ -6,8 +6,10 @@
 //! purpose ([`Source::Off`], `--no-source`).
 //!
 //! The default is the cache's unpacked sources, `<cache>/src/<name>-<version>/`, which
-//! `flux images build` writes for each image's package (the cache is found as `flux harvest`
-//! finds it: `--cache`, `$FLUX_CACHE`, the nearest `.flux-cache` above the working directory).
+//! `flux images source` fetches alone (no Docker) and `flux images build` writes too, for each
+//! image's package (the cache is found as `flux harvest` finds it: `--cache`, `$FLUX_CACHE`,
+//! the nearest `.flux-cache` above the working directory). The tree holds the repository's own
+//! tests as well: the ones a question names are shown from it ([`crate::testsrc`]).
 
 use std::path::{Path, PathBuf};
 
@@ -49,11 +51,12 @@ fn usable(d: &Path) -> bool {
     std::fs::read_dir(d).is_ok_and(|mut rd| rd.next().is_some())
 }
 
-/// The command that makes an instance's source (its image's build unpacks it).
+/// The command that makes an instance's source: `flux images source` fetches and unpacks it
+/// alone (no Docker); its image's build unpacks it too.
 pub fn build_hint(inst: &Instance) -> String {
     match inst.image.as_deref() {
-        Some(img) => format!("flux images build {img}"),
-        None => format!("flux images build {}", inst.repository),
+        Some(img) => format!("flux images source {img}"),
+        None => format!("flux images source {}", inst.repository),
     }
 }
 

@@ -886,7 +886,7 @@ async fn missing_source_is_an_error_naming_the_path_and_the_command_unless_no_so
         "{msg}"
     );
     assert!(
-        msg.contains("flux images build flux/big:2.0-py3.11"),
+        msg.contains("flux images source flux/big:2.0-py3.11"),
         "{msg}"
     );
     assert!(msg.contains("--no-source"), "{msg}");

@@ -3,4 +3,5 @@
 //! One module alone: `cargo test -p flux-eval --test integration -- <module>::`.
 
 mod eval;
+mod prompts;
 mod units;

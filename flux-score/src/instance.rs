@@ -29,6 +29,11 @@ pub struct Instance {
     pub image: Option<String>,
     /// Test files, relative to the instance directory (`[test] files`).
     pub test_files: Vec<String>,
+    /// Test files inside the image (`[test] image_files`, e.g. `/testbed/tests/test_x.py`): the
+    /// repository's own tests, which live in its source tree rather than the instance directory.
+    pub test_image_files: Vec<String>,
+    /// The command that runs the tests (`[test] command`); its pytest node ids name the tests.
+    pub test_command: Vec<String>,
     /// Source files named by the tracing config (`[tracing] files`).
     pub tracing_files: Vec<String>,
     /// Target functions named by the tracing config (`[tracing] functions`), if any.
@@ -283,6 +288,8 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         package: get_str("package"),
         image: get_str("image"),
         test_files: str_list(test.and_then(|x| x.get("files"))),
+        test_image_files: str_list(test.and_then(|x| x.get("image_files"))),
+        test_command: str_list(test.and_then(|x| x.get("command"))),
         tracing_files: str_list(tracing.and_then(|x| x.get("files"))),
         tracing_functions: str_list(tracing.and_then(|x| x.get("functions"))),
         extractor_function: t

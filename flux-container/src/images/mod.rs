@@ -673,6 +673,32 @@ pub fn manifest_path(cache_dir: &Path, image: &str) -> PathBuf {
         .join(format!("{}.json", image.replace(['/', ':'], "_")))
 }
 
+/// Fetches and unpacks the package source of each selected repository image into
+/// `<cache>/src/<package>-<version>/` (what `flux eval` shows models), without building any
+/// image: no container runtime, only the host's Python and the package index. Bases and JVM
+/// images have no such tree and are passed over. Returns `(image, tree)` per repository.
+pub fn fetch_sources(
+    config: &BuildConfig,
+    defs: &Definitions,
+    names: &[String],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for t in defs.select(names, &config.definitions)? {
+        if let Target::Repo(r, b) = &t {
+            let (tree, _) = source::ensure(
+                &config.cache_dir,
+                &defs.settings.host_python,
+                r.package(),
+                &r.version,
+                progress,
+            )?;
+            out.push((r.image(b), tree));
+        }
+    }
+    Ok(out)
+}
+
 /// Builds the selected images of `config.definitions` in order (see [`build_with`]).
 pub async fn build(
     rt: &Runtime,
