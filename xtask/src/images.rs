@@ -70,7 +70,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Build what the tests and the harvest use: the default bases and repository images,
-/// then the hook-only bases (3.13, 3.14) the witness tests run on.
+/// then the hook-only bases (3.13, 3.14) the witness tests run on, then the package source
+/// trees of the committed sets' repositories (no image: their prompts show their tests' code).
 pub fn build_default() -> anyhow::Result<()> {
     for names in [
         vec![],
@@ -84,6 +85,39 @@ pub fn build_default() -> anyhow::Result<()> {
         if code != ExitCode::SUCCESS {
             anyhow::bail!("building images failed (see above)");
         }
+    }
+    fetch_sources(&committed_set_repositories()?)
+}
+
+/// The repositories of the committed sets (`sets/*/instances/<repository>/`): their prompts
+/// show their tests' code from these trees.
+fn committed_set_repositories() -> anyhow::Result<Vec<String>> {
+    let mut repos = std::collections::BTreeSet::new();
+    let sets = crate::workspace_root().join("sets");
+    for set in std::fs::read_dir(&sets).with_context(|| format!("{}", sets.display()))? {
+        let Ok(rd) = std::fs::read_dir(set?.path().join("instances")) else {
+            continue;
+        };
+        for repo in rd.flatten().filter(|e| e.path().is_dir()) {
+            repos.insert(repo.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Ok(repos.into_iter().collect())
+}
+
+/// Fetch and unpack the package sources of `names` into `<workspace>/.flux-cache/src/` (what
+/// `flux images source` does; sdists from PyPI, nothing built).
+fn fetch_sources(names: &[String]) -> anyhow::Result<()> {
+    let root = crate::workspace_root();
+    let config = BuildConfig {
+        definitions: root.join("images/images.toml"),
+        cache_dir: root.join(".flux-cache"),
+        rebuild: false,
+    };
+    let defs = images::Definitions::load(&config.definitions)?;
+    let trees = images::fetch_sources(&config, &defs, names, &mut |line| eprintln!("  .. {line}"))?;
+    for (image, tree) in trees {
+        println!("source  {image}: {}", tree.display());
     }
     Ok(())
 }
