@@ -362,9 +362,13 @@ def locals_detacher(lost):
         return None
     import ctypes
 
-    l2f = ctypes.pythonapi.PyFrame_LocalsToFast
-    l2f.argtypes = (ctypes.py_object, ctypes.c_int)
+    # A function object of the hook's own (`pythonapi.X` is shared with the program). No
+    # argtypes: their converters are calls that fail at the recursion limit with an
+    # ArgumentError, after which 3.11 switched tracing off; py_object(frame) fails there with
+    # a plain RecursionError, which the back-ends catch (`recursion_hit`).
+    l2f = ctypes.pythonapi["PyFrame_LocalsToFast"]
     l2f.restype = None
+    pyo = ctypes.py_object
 
     def detach(frame, loc):
         if not frame.f_code.co_flags & 1:  # CO_OPTIMIZED: a function's frame
@@ -378,10 +382,11 @@ def locals_detacher(lost):
                 "untraced" % frame.f_code.co_qualname
             )
             return
-        l2f(frame, 0)
+        l2f(pyo(frame), 0)
         loc.clear()
 
     detach.l2f = l2f
+    detach.pyo = pyo
     return detach
 
 
@@ -450,11 +455,12 @@ class Hook:
         self.active = False  # the back-end is tracing (scope "tests": inside a window)
         self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
         # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
-        self.detach = self.l2f = None
+        self.detach = self.l2f = self.pyo = None
         if config.want_vars or config.checks is not None:
             self.detach = locals_detacher(self.lost)
             if self.detach is not None:
                 self.l2f = self.detach.l2f
+                self.pyo = self.detach.pyo
             if config.checks is not None:
                 config.checks.detach = self.detach
         self.connect()
@@ -1034,7 +1040,7 @@ class Hook:
             # reference, `loc`, getrefcount's argument.
             if frame.f_code.co_flags & 1:
                 if getrefcount(loc) == 3:
-                    l2f(frame, 0)
+                    l2f(self.pyo(frame), 0)
                     loc.clear()
                 else:
                     self.detach(frame, loc)  # shared: a loss
