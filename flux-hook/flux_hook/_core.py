@@ -338,6 +338,58 @@ _STABLE_REPR = frozenset(
 )
 
 
+getrefcount = sys.getrefcount
+
+
+def locals_detacher(lost):
+    """`detach(frame, loc)` for Python < 3.13, where `frame.f_locals` of a function's frame is a
+    snapshot dict cached on the frame (refreshed by each read): once read, it holds every
+    value the frame had then. A value the program then drops (`del x`, a rebinding) stays
+    alive in it, and is finalized (`__del__`, a suspended generator's `close()`) only when the
+    next read refreshes the snapshot: inside the hook, untraced, its calls lost while the trace
+    says complete (23.5a). So whoever reads a frame's locals (changed_locals, the checks)
+    detaches the snapshot right after: PyFrame_LocalsToFast(frame, 0) writes the values it
+    just read back (the very same objects) and clears the frame's "locals were copied" flag,
+    so 3.11's trace trampoline, which merges the dict back into the frame after the trace
+    function (deleting every local absent from it), leaves the frame alone; then the dict is
+    emptied. Nothing the frame still holds is finalized by that; what it dropped is finalized
+    when it drops it, as without the hook.
+    Not for module or class bodies (their f_locals is their namespace, not a snapshot); and not
+    when the program itself holds the dict (`d = locals()`): emptying it would change what the
+    program sees, and refreshing it can finalize what it drops inside the hook: a loss.
+    None on 3.13+ (PEP 667: f_locals is a proxy onto the frame, no snapshot)."""
+    if sys.version_info >= (3, 13):
+        return None
+    import ctypes
+
+    # A function object of the hook's own (`pythonapi.X` is shared with the program). No
+    # argtypes: their converters are calls that fail at the recursion limit with an
+    # ArgumentError, after which 3.11 switched tracing off; py_object(frame) fails there with
+    # a plain RecursionError, which the back-ends catch (`recursion_hit`).
+    l2f = ctypes.pythonapi["PyFrame_LocalsToFast"]
+    l2f.restype = None
+    pyo = ctypes.py_object
+
+    def detach(frame, loc):
+        if not frame.f_code.co_flags & 1:  # CO_OPTIMIZED: a function's frame
+            return
+        # The references to an unshared snapshot: the frame's, the caller's name, this
+        # parameter, getrefcount's argument.
+        if getrefcount(loc) > 4:
+            lost(
+                "the program holds the locals() dict of %s (Python < 3.13): reading the frame's "
+                "locals refreshes it, so a value it drops can be finalized inside the hook, "
+                "untraced" % frame.f_code.co_qualname
+            )
+            return
+        l2f(pyo(frame), 0)
+        loc.clear()
+
+    detach.l2f = l2f
+    detach.pyo = pyo
+    return detach
+
+
 class FrameState:
     """Per-frame state of a targeted frame (keyed by id(frame))."""
 
@@ -402,6 +454,15 @@ class Hook:
         self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
         self.active = False  # the back-end is tracing (scope "tests": inside a window)
         self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
+        # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
+        self.detach = self.l2f = self.pyo = None
+        if config.want_vars or config.checks is not None:
+            self.detach = locals_detacher(self.lost)
+            if self.detach is not None:
+                self.l2f = self.detach.l2f
+                self.pyo = self.detach.pyo
+            if config.checks is not None:
+                config.checks.detach = self.detach
         self.connect()
 
     # ---- transport -------------------------------------------------------------------
@@ -973,6 +1034,16 @@ class Hook:
             items = list(loc.items())
         except Exception:
             return None
+        l2f = self.l2f
+        if l2f is not None:
+            # locals_detacher's detach, inlined (every event of a targeted frame): the frame's
+            # reference, `loc`, getrefcount's argument.
+            if frame.f_code.co_flags & 1:
+                if getrefcount(loc) == 3:
+                    l2f(self.pyo(frame), 0)
+                    loc.clear()
+                else:
+                    self.detach(frame, loc)  # shared: a loss
         if self.cfg.swe:
             return self._changed_swe(fs, items)
         old = fs.vars

@@ -27,6 +27,9 @@ class Checks:
         # line -> [(expr text, code object, function or None)]
         self.by_line = {}
         self.typename = typename
+        # Set by the hook (Python < 3.13): detaches the frame's f_locals snapshot after the
+        # predicates read it (_core.locals_detacher).
+        self.detach = None
         for spec in specs:
             if not isinstance(spec, dict):
                 raise ValueError("a predicate is an object {expr, lines, function}, not %r" % (spec,))
@@ -50,17 +53,22 @@ class Checks:
         run `line`), in config order."""
         out = []
         qualname = frame.f_code.co_qualname
+        loc = None
         for text, code, func in self.by_line.get(line, ()):
             if func is not None and func != qualname:
                 continue
             try:
-                res = "true" if eval(code, frame.f_globals, frame.f_locals) else "false"
+                if loc is None:
+                    loc = frame.f_locals
+                res = "true" if eval(code, frame.f_globals, loc) else "false"
             except Exception as e:  # noqa: BLE001 - the record says what was raised
                 res = json.dumps(["error", self.typename(e)])
             out.append(
                 '["k",%d,%d,%d,%d,%d,%s,%s]'
                 % (time.monotonic_ns(), tid, code_id, frame_key, line, json.dumps(text), res)
             )
+        if loc is not None and self.detach is not None:
+            self.detach(frame, loc)
         return out
 
 

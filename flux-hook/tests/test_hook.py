@@ -676,6 +676,57 @@ class TestLocals(HookTestCase):
         ls = [e for e in r2.events(file_suffix="prog.py") if e[0] == "l"]
         self.assertEqual(ls[3][6], {"bad": ["<repr failed: Bad>", "Bad"]})
 
+    def test_reading_locals_keeps_no_dropped_value_alive(self):
+        # Issue 23.5a: before 3.13 `frame.f_locals` is a snapshot cached on the frame; the hook
+        # read it and the snapshot kept a dropped local alive, so its `__del__` ran at the
+        # hook's next read, untraced. It must run where the program drops it, traced, and the
+        # frame's locals (cells, a predicate's read) must be what they were.
+        src = """\
+        class D:
+            def __del__(self):
+                print("del")
+
+        def f(a):
+            x = D()
+            z = [a]
+            def inner():
+                return z
+            del x
+            z.append(2)
+            return a, inner()
+
+        print(f(5))
+        """
+        preds = [{"expr": "a == 5", "lines": [10, 11]}]
+        r = self.run_ok(src, config={"files": ["prog.py"], "predicates": preds})
+        self.assertEqual(r.proc.stdout, "del\n(5, [5, 2])\n")
+        s = seq(r, kinds="cl")
+        i = s.index(("l", "f", 10))
+        self.assertEqual(s[i + 1], ("c", "D.__del__", 2), s)
+        self.assertEqual(s[i + 3], ("l", "f", 11), s)
+        self.assertEqual([x for x in r.records() if x[0] == "lost"], [])
+        ks = [x[7] for x in r.records() if x[0] == "k"]
+        self.assertEqual(ks, [True, True])
+
+    def test_a_locals_dict_the_program_holds_is_a_loss_before_3_13(self):
+        # Emptying it would change what the program sees; refreshing it (every read) can
+        # finalize a value the program dropped inside the hook.
+        src = """\
+        def f():
+            held = locals()
+            y = 1
+            return sorted(held)
+
+        print(f())
+        """
+        r = self.run_ok(src)
+        lost = [x[3] for x in r.records() if x[0] == "lost"]
+        if VERSION >= (3, 13):
+            self.assertEqual(lost, [])
+            return
+        self.assertEqual(len(lost), 1, lost)
+        self.assertIn("the program holds the locals() dict of f", lost[0])
+
 
     def test_program_code_the_hook_runs_lies_in_an_internal_span(self):
         # 3.11 only (the settrace back-end): USDT sees the `__repr__` the hook calls for a local
