@@ -26,7 +26,9 @@ pub mod context;
 pub mod parse;
 pub mod price;
 pub mod prompt;
-pub mod pysrc;
+/// The static reader of Python source lives in flux-extract (flux-instance checks instances
+/// with it too); re-exported under its old path.
+pub use flux_extract::pysrc;
 pub mod solvers;
 pub mod source;
 pub mod tools;
