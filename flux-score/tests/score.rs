@@ -574,3 +574,38 @@ fn missing_instances_dir_is_an_error_not_a_panic() {
     opts.instances = vec!["/nonexistent/instances".into()];
     assert!(run_score(&opts).is_err());
 }
+
+#[test]
+fn a_cost_without_a_price_is_unknown_not_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("i");
+    let ans = tmp.path().join("a");
+    for id in ["x", "y"] {
+        instance(&inst, "r", id, "S2_Loops", &[], Some(json!({"n": 1})));
+        write(&ans.join("r").join(id).join("answer.json"), r#"{"n": 1}"#);
+    }
+    let meta = |id: &str, cost: Value| {
+        let m = json!({"status": "ok", "model": "local-model", "tokens_in": 100,
+                       "tokens_out": 10, "cost": cost, "seconds": 1.0});
+        write(&ans.join("r").join(id).join("meta.json"), &m.to_string());
+    };
+    meta("x", Value::Null);
+    meta("y", Value::Null);
+    let render = |format| {
+        let mut opts = ScoreOptions::new(&ans);
+        opts.instances = vec![inst.clone()];
+        opts.format = format;
+        run_score(&opts).unwrap().rendered
+    };
+    let text = render(Format::Text);
+    assert!(text.contains("cost unknown (no price)"), "{text}");
+    assert!(!text.contains("$0.0"), "{text}");
+    assert!(render(Format::Html).contains("unknown (no price)"));
+    // One answer priced: its cost, and how many were.
+    meta("y", json!(0.25));
+    let text = render(Format::Text);
+    assert!(
+        text.contains("cost $0.2500 (1 of 2 answers priced)"),
+        "{text}"
+    );
+}
