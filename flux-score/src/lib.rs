@@ -629,6 +629,17 @@ enum ReadError {
 /// the filesystem does not report, is cut at the limit and refused).
 fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
     use std::io::Read;
+    // Only a regular file is opened: opening a FIFO (or a device) blocks until someone writes.
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return Err(ReadError::Unreadable(format!(
+                "{}: not a regular file (a FIFO, socket or device is not read)",
+                path.display()
+            )))
+        }
+        _ => {}
+    }
     let f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

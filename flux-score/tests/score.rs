@@ -609,3 +609,43 @@ fn a_cost_without_a_price_is_unknown_not_zero() {
         "{text}"
     );
 }
+
+/// A FIFO where an answer file (or a predictions file) should be: refused, not opened (opening
+/// one blocks until someone writes to it, and `flux score` hung).
+#[test]
+fn a_fifo_as_an_answer_or_predictions_file_is_refused_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("i");
+    let ans = tmp.path().join("a");
+    instance(&inst, "r", "x", "S2_Loops", &[], Some(json!({"n": 1})));
+    std::fs::create_dir_all(ans.join("r/x")).unwrap();
+    let fifo = |p: &Path| {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mkfifo {}", p.display());
+    };
+    fifo(&ans.join("r/x/answer.json"));
+    let preds = tmp.path().join("preds.jsonl");
+    fifo(&preds);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (i2, a2, p2) = (inst.clone(), ans.clone(), preds.clone());
+    std::thread::spawn(move || {
+        let mut opts = ScoreOptions::new(&a2);
+        opts.instances = vec![i2];
+        opts.format = Format::Text;
+        let text = run_score(&opts)
+            .map(|o| o.rendered)
+            .map_err(|e| e.to_string());
+        let preds = flux_score::predictions::read(&p2, 1 << 20).map(|_| ());
+        let _ = tx.send((text, preds.map_err(|e| e.to_string())));
+    });
+    let (text, preds) = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("flux score waited on a FIFO");
+    let text = text.unwrap();
+    assert!(text.contains("not a regular file"), "{text}");
+    let e = preds.unwrap_err();
+    assert!(e.contains("not a regular file"), "{e}");
+}
