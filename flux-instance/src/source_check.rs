@@ -355,7 +355,7 @@ fn check_names(
                 .iter()
                 .filter_map(|x| x.as_str().map(String::from))
                 .collect(),
-            serde_json::Value::Object(m) => m.values().flat_map(|x| strs_of(x)).collect(),
+            serde_json::Value::Object(m) => m.values().flat_map(strs_of).collect(),
             _ => Vec::new(),
         }
     };
