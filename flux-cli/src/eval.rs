@@ -96,7 +96,8 @@ pub struct Args {
     /// Repair rounds after an unparseable or ill-shaped reply.
     #[arg(long, default_value_t = 2)]
     repair_rounds: u32,
-    /// HTTP retries after a transient failure (429, 408, 5xx, timeouts, refused connections).
+    /// HTTP retries after a transient failure (429, 408, 5xx, timeouts; a refused connection
+    /// stops the run at once).
     #[arg(long, default_value_t = 4)]
     retries: u32,
     /// First backoff in seconds (doubled each retry; a Retry-After header wins).
@@ -117,6 +118,10 @@ pub struct Args {
     /// Re-answer instances that already have an ok answer.
     #[arg(long)]
     force: bool,
+    /// Ask again the instances whose earlier answer was unparseable (a rerun keeps them: they
+    /// are the model's answers, scored as wrong).
+    #[arg(long)]
+    retry_unparseable: bool,
     /// No per-instance progress lines on stderr.
     #[arg(long, short)]
     quiet: bool,
@@ -208,6 +213,7 @@ fn options(a: Args, default_out_under: Option<&str>) -> Result<EvalOptions> {
     o.price_in = a.price_in;
     o.price_out = a.price_out;
     o.force = a.force;
+    o.retry_unparseable = a.retry_unparseable;
     o.progress = !a.quiet;
     Ok(o)
 }

@@ -77,7 +77,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     for p in &a.predictions {
         if !p.is_file() {
-            bail!("predictions file {}: no such file", p.display());
+            let why = if p.exists() {
+                "not a regular file (a FIFO, socket or device is not read)"
+            } else {
+                "no such file"
+            };
+            bail!("predictions file {}: {why}", p.display());
         }
     }
     if !(0.0..=1.0).contains(&a.call_graph_threshold) {

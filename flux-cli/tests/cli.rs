@@ -581,8 +581,11 @@ fn eval_without_source_fails_naming_the_path_and_the_build_command() {
         .code(2)
         .stderr_has(&[
             ".flux-cache/src/demo-1.0 does not exist",
-            "`flux images source flux/demo:1.0-py3.11` unpacks it",
+            "`flux images source flux/demo:1.0-py3.11` unpacks it into the cache",
+            "--cache DIR or FLUX_CACHE=DIR names another cache",
             "--no-source",
+            // No cache here or above: the one it falls back to is new, and said so.
+            "flux: note: no cache found",
         ]);
     // --cache names another cache; the message follows it.
     s.flux(&[

@@ -1,11 +1,20 @@
 //! Chat clients for the two wire protocols (OpenAI chat-completions, Anthropic messages), with
-//! bounded retries and exponential backoff on 429, 5xx, timeouts and connection errors.
-//! `Retry-After` (seconds) is honoured, capped by [`RetryPolicy::max_backoff`].
+//! bounded retries and exponential backoff on 429, 5xx and timeouts (a reply cut by a timeout
+//! while its body arrives included). `Retry-After` (seconds) is honoured, capped by
+//! [`RetryPolicy::max_backoff`]. A connection that cannot be made (nothing listening at the base
+//! URL) is not retried: the client remembers it ([`ChatClient::unreachable`]) and `flux eval`
+//! stops at once instead of retrying every instance. A reply body larger than
+//! [`MAX_REPLY_BYTES`] is refused, not read to its end.
 //!
 //! The API key is sent in a header and never appears in errors, logs or files.
 
 use serde_json::{json, Value};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+/// The largest reply body read (bytes): a model's reply is text, and a server streaming without
+/// end must not fill the memory.
+pub const MAX_REPLY_BYTES: usize = 32 << 20;
 
 /// Wire protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,6 +257,8 @@ pub struct ChatClient {
     max_tokens: u32,
     retry: RetryPolicy,
     params: GenParams,
+    /// Set (shared by clones) once a connection could not be made: why.
+    unreachable: Arc<OnceLock<String>>,
 }
 
 impl std::fmt::Debug for ChatClient {
@@ -291,7 +302,14 @@ impl ChatClient {
             max_tokens,
             retry,
             params: GenParams::default(),
+            unreachable: Arc::new(OnceLock::new()),
         })
+    }
+
+    /// Why the server cannot be reached, once a request found nothing listening at the base URL
+    /// (shared by every clone of this client).
+    pub fn unreachable(&self) -> Option<&str> {
+        self.unreachable.get().map(String::as_str)
     }
 
     /// Use these sampling settings (temperature 0 and no output limit on OpenAI otherwise).
@@ -584,7 +602,7 @@ impl ChatClient {
             let tt = std::time::Instant::now();
             let (err, retry_after, status) =
                 match self.request(system, messages, tools).send().await {
-                    Ok(resp) => {
+                    Ok(resp) => 'reply: {
                         let status = resp.status();
                         let retry_after = resp
                             .headers()
@@ -593,7 +611,30 @@ impl ChatClient {
                             .and_then(|s| s.trim().parse::<f64>().ok())
                             .filter(|s| s.is_finite() && *s >= 0.0)
                             .map(Duration::from_secs_f64);
-                        let body = resp.text().await.unwrap_or_default();
+                        let status_code = Some(status.as_u16());
+                        let body = match read_capped(resp, MAX_REPLY_BYTES).await {
+                            Ok(b) => b,
+                            // Cut while it arrived (a timeout mid-body): retried as a timeout.
+                            Err(BodyError::Read(e)) => break 'reply (e, retry_after, status_code),
+                            Err(BodyError::TooLarge) => {
+                                let msg = format!(
+                                    "the reply is larger than {} MiB; refused (not retried)",
+                                    MAX_REPLY_BYTES >> 20
+                                );
+                                http.push(HttpTry {
+                                    status: status_code,
+                                    error: Some(msg.clone()),
+                                    seconds: tt.elapsed().as_secs_f64(),
+                                    backoff_seconds: 0.0,
+                                });
+                                return Err(InfraError {
+                                    message: msg,
+                                    requests: attempt + 1,
+                                    http,
+                                    seconds: t0.elapsed().as_secs_f64(),
+                                });
+                            }
+                        };
                         if status.is_success() {
                             let parsed = serde_json::from_str::<Value>(&body)
                                 .map_err(|e| format!("response body is not JSON: {e}"))
@@ -640,9 +681,36 @@ impl ChatClient {
                         }
                         (msg, retry_after, Some(status.as_u16()))
                     }
+                    Err(e) if e.is_connect() && !e.is_timeout() => {
+                        // Nothing listening (or no such host): retrying changes nothing.
+                        let msg = format!(
+                            "cannot connect to {}: {} (is the server running, and is --base-url \
+                             right? not retried)",
+                            self.base_url,
+                            error_chain(&e)
+                        );
+                        let _ = self.unreachable.set(msg.clone());
+                        http.push(HttpTry {
+                            status: None,
+                            error: Some(msg.clone()),
+                            seconds: tt.elapsed().as_secs_f64(),
+                            backoff_seconds: 0.0,
+                        });
+                        return Err(InfraError {
+                            message: msg,
+                            requests: attempt + 1,
+                            http,
+                            seconds: t0.elapsed().as_secs_f64(),
+                        });
+                    }
                     Err(e) => {
                         // reqwest errors carry the URL but never our headers.
-                        (format!("request failed: {e}"), None, None)
+                        let what = if e.is_timeout() { " (timed out)" } else { "" };
+                        (
+                            format!("request failed{what}: {}", error_chain(&e)),
+                            None,
+                            None,
+                        )
                     }
                 };
             let mut tried = HttpTry {
@@ -671,6 +739,55 @@ impl ChatClient {
             http.push(tried);
             tokio::time::sleep(backoff).await;
             attempt += 1;
+        }
+    }
+}
+
+/// An error and its causes, `a: b: c` (reqwest's own message hides the cause: "error sending
+/// request" says nothing of the refused connection under it).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+enum BodyError {
+    /// Reading failed (a timeout, a cut connection): the message.
+    Read(String),
+    TooLarge,
+}
+
+/// The reply's body as text, read in chunks and refused past `cap` bytes.
+async fn read_capped(mut resp: reqwest::Response, cap: usize) -> Result<String, BodyError> {
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if buf.len() + c.len() > cap {
+                    return Err(BodyError::TooLarge);
+                }
+                buf.extend_from_slice(&c);
+            }
+            Ok(None) => return Ok(String::from_utf8_lossy(&buf).into_owned()),
+            Err(e) => {
+                let what = if e.is_timeout() { " (timed out)" } else { "" };
+                return Err(BodyError::Read(format!(
+                    "reading the reply failed{what} after {} bytes: {}",
+                    buf.len(),
+                    error_chain(&e)
+                )));
+            }
         }
     }
 }

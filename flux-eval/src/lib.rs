@@ -26,7 +26,9 @@ pub mod context;
 pub mod parse;
 pub mod price;
 pub mod prompt;
-pub mod pysrc;
+/// The static reader of Python source lives in flux-extract (flux-instance checks instances
+/// with it too); re-exported under its old path.
+pub use flux_extract::pysrc;
 pub mod solvers;
 pub mod source;
 pub mod testsrc;
@@ -60,6 +62,9 @@ pub enum EvalError {
     NoSource(String),
     #[error("{0}")]
     Config(String),
+    /// Nothing answers at the base URL: the run stopped at the first refused connection.
+    #[error("{0}; the run stopped (answers written so far are kept)")]
+    Unreachable(String),
 }
 
 /// Which solver answers.
@@ -125,6 +130,9 @@ pub struct EvalOptions {
     pub reasoning: bool,
     /// Re-answer instances that already have an ok answer.
     pub force: bool,
+    /// Ask again instances whose earlier answer was unparseable (kept by default: it is the
+    /// model's answer, scored as wrong, and asking again would change the run's result).
+    pub retry_unparseable: bool,
     /// Print one progress line per instance to stderr.
     pub progress: bool,
     /// Most tool-call rounds per sample (agent and context+tools modes).
@@ -174,6 +182,7 @@ impl EvalOptions {
             api_key: None,
             reasoning: false,
             force: false,
+            retry_unparseable: false,
             progress: false,
             max_tool_rounds: 16,
         }
@@ -295,8 +304,11 @@ pub struct Summary {
     pub instances: usize,
     /// Answered in this run.
     pub answered: usize,
-    /// Skipped because an ok answer was already there.
+    /// Skipped because an ok answer (or a kept unparseable one) was already there.
     pub skipped_existing: usize,
+    /// Of those, unparseable answers kept (asked again only with `retry_unparseable`).
+    #[serde(default)]
+    pub kept_unparseable: usize,
     pub not_harvested: usize,
     pub ok: usize,
     pub infra_errors: usize,
@@ -354,6 +366,12 @@ impl Summary {
         if !self.selection.is_all() {
             s.push_str(&format!("selection: {}\n", self.selection.describe()));
         }
+        if self.kept_unparseable > 0 {
+            s.push_str(&format!(
+                "kept {} unparseable answer(s) of an earlier run (--retry-unparseable asks again)\n",
+                self.kept_unparseable
+            ));
+        }
         for i in &self.invalid_instances {
             s.push_str(&format!("invalid instance {}: {}\n", i.path, i.error));
         }
@@ -398,6 +416,21 @@ pub fn has_ok_answer(dir: &Path, samples: u32) -> bool {
             ok && n >= samples as usize
         }),
     }
+}
+
+/// What an earlier run left in an answer directory: an answer to keep (`Some(true)` when it is
+/// an unparseable one), or `None` when the instance is to be asked (nothing, an infrastructure
+/// error, fewer samples than asked, or an unparseable answer with `retry_unparseable`).
+pub fn kept_answer(dir: &Path, samples: u32, retry_unparseable: bool) -> Option<bool> {
+    if has_ok_answer(dir, samples) {
+        return Some(false);
+    }
+    if retry_unparseable {
+        return None;
+    }
+    let m = read_meta(dir)?;
+    let n = m.samples.len().max(1);
+    (m.status == AnswerStatus::Unparseable && n >= samples as usize).then_some(true)
 }
 
 /// The file of sample `k` (1-based) in an answer directory.
@@ -488,8 +521,11 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
         }
         summary.instances += 1;
         let dir = opts.out.join(&inst.rel);
-        if !opts.force && has_ok_answer(&dir, opts.samples) {
+        if let Some(unparseable) =
+            kept_answer(&dir, opts.samples, opts.retry_unparseable).filter(|_| !opts.force)
+        {
             summary.skipped_existing += 1;
+            summary.kept_unparseable += usize::from(unparseable);
             continue;
         }
         let sem = sem.clone();
@@ -500,7 +536,15 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
             let Ok(_permit) = sem.acquire_owned().await else {
                 return Err(EvalError::Config("semaphore closed".into()));
             };
+            // Nothing listening at the base URL: every other instance would fail the same way.
+            let unreachable = || client.as_ref().and_then(|c| c.unreachable()).is_some();
+            if unreachable() {
+                return Ok(None);
+            }
             let done = answer_instance(&inst, &o, &solver, client.as_ref(), &loc, price).await;
+            if unreachable() {
+                return Ok(None); // not written: a rerun asks it again
+            }
             write_answers(&dir, &done, o.samples)?;
             if o.progress {
                 let m = &done.meta;
@@ -515,13 +559,14 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
                         .unwrap_or_default()
                 );
             }
-            Ok::<(String, Meta), EvalError>((inst.key(), done.meta))
+            Ok::<_, EvalError>(Some((inst.key(), done.meta)))
         });
     }
     let mut first_err = None;
     while let Some(res) = set.join_next().await {
         match res {
-            Ok(Ok((key, m))) => {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some((key, m)))) => {
                 summary.answered += 1;
                 match m.status {
                     AnswerStatus::Ok => summary.ok += 1,
@@ -550,6 +595,9 @@ pub async fn run_eval(opts: &EvalOptions) -> Result<Summary, EvalError> {
     }
     if let Some(e) = first_err {
         return Err(e);
+    }
+    if let Some(why) = client.as_ref().and_then(|c| c.unreachable()) {
+        return Err(EvalError::Unreachable(why.to_string()));
     }
     summary.infra_error_instances.sort();
     if summary.cost.is_none() && price.is_some() {

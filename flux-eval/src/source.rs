@@ -96,7 +96,12 @@ pub fn locate(inst: &Instance, source: &Source) -> Located {
                     Located::Dir(p)
                 } else {
                     Located::Missing {
-                        hint: format!("`{}` unpacks it", build_hint(inst)),
+                        hint: format!(
+                            "`{}` unpacks it into the cache {} (--cache DIR or FLUX_CACHE=DIR \
+                             names another cache)",
+                            build_hint(inst),
+                            c.display()
+                        ),
                         path: p,
                     }
                 }

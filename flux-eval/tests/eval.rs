@@ -97,7 +97,7 @@ fn script(instance: &str, call: usize, body: &Value) -> (u16, Vec<(&'static str,
             let ok = t.contains("3  def count_up(n):") && t.contains("not allowed") && t.contains("toy/other.py");
             (200, vec![], if ok { good } else { r#"{"loop_iteration_count": 99}"#.into() })
         }
-        "targeted" | "sampled" | "nosource" => (200, vec![], good),
+        "targeted" | "sampled" | "nosource" | "stall" | "huge" => (200, vec![], good),
         // Agent mode: a search, then a read of what it found, then the answer only when both
         // tool results came back with the source's text.
         "agent" if call == 0 => (200, vec![], json!({"tools": [["search", {"query": "def count_up"}]]}).to_string()),
@@ -227,7 +227,24 @@ async fn handle(mut sock: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
         resp.push_str(&format!("{k}: {v}\r\n"));
     }
     resp.push_str("\r\n");
-    resp.push_str(&payload);
+    match instance.rsplit('/').next().unwrap_or("") {
+        // A reply that says it is 40 MB long.
+        "huge" => {
+            resp = resp.replace(
+                &format!("content-length: {}", payload.len()),
+                "content-length: 40000000",
+            );
+            resp.push('{');
+        }
+        // The first reply stops halfway through its body (past the client's timeout).
+        "stall" if call == 0 => {
+            resp.push_str(&payload[..payload.len() / 2]);
+            let _ = sock.write_all(resp.as_bytes()).await;
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            return;
+        }
+        _ => resp.push_str(&payload),
+    }
     let _ = sock.write_all(resp.as_bytes()).await;
     let _ = sock.shutdown().await;
 }
@@ -494,12 +511,25 @@ async fn end_to_end(api: Api) {
         reason("shape")
     );
 
-    // Resume: ok answers are skipped; only the infra error and the unparseable one are retried.
+    // Resume: ok and unparseable answers are kept; only the infra error is asked again.
     let before = server.calls("toy/correct");
+    let shape_calls = server.calls("toy/shape");
     let s2 = run_eval(&o).await.unwrap();
-    assert_eq!((s2.skipped_existing, s2.answered), (4, 2), "{s2:?}");
+    assert_eq!(
+        (s2.skipped_existing, s2.kept_unparseable, s2.answered),
+        (5, 1, 1),
+        "{s2:?}"
+    );
+    assert!(s2.to_text().contains("kept 1 unparseable answer(s)"));
     assert_eq!(server.calls("toy/correct"), before);
+    assert_eq!(server.calls("toy/shape"), shape_calls);
     assert_eq!(server.calls("toy/down"), 6);
+    // Asked for: the unparseable one too.
+    let mut o3 = o.clone();
+    o3.retry_unparseable = true;
+    let s3 = run_eval(&o3).await.unwrap();
+    assert_eq!((s3.skipped_existing, s3.answered), (4, 2), "{s3:?}");
+    assert_eq!(server.calls("toy/shape"), shape_calls + 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -639,7 +669,7 @@ async fn missing_api_key_is_an_error() {
 }
 
 #[tokio::test]
-async fn connection_refused_is_infra_error() {
+async fn a_refused_connection_stops_the_run_at_once_without_retries() {
     // Port 9 (discard) on loopback: nothing listens there in the test environment.
     let tmp = tempfile::tempdir().unwrap();
     let (inst, _src) = store(tmp.path());
@@ -653,9 +683,34 @@ async fn connection_refused_is_infra_error() {
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
     };
-    let s = run_eval(&o).await.unwrap();
-    assert_eq!(s.infra_errors, 1);
-    assert_eq!(s.scored, 0);
+    // Three instances, four tries each allowed: the first refused connection stops the run,
+    // without a retry and without asking the others.
+    o.instances = vec![inst.join("toy")];
+    o.concurrency = 1;
+    o.retry = RetryPolicy {
+        max_retries: 3,
+        initial_backoff: Duration::from_secs(5),
+        max_backoff: Duration::from_secs(5),
+    };
+    let t = std::time::Instant::now();
+    let e = run_eval(&o).await.unwrap_err();
+    assert!(matches!(e, EvalError::Unreachable(_)), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("cannot connect to http://127.0.0.1:9"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("--base-url") && msg.contains("stopped"),
+        "{msg}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "retried: {:?}",
+        t.elapsed()
+    );
+    // Nothing was written as an answer (a rerun asks every instance).
+    assert!(!grep_dir(&o.out, "infra_error"));
 }
 
 async fn tools_mode(api: Api) {
@@ -1056,4 +1111,42 @@ async fn openai_agent_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_agent_mode() {
     agent_mode(Api::Anthropic).await;
+}
+
+#[tokio::test]
+async fn a_reply_cut_by_the_timeout_mid_body_is_retried_and_a_huge_one_refused() {
+    let server = start_server().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let (inst, src) = store(tmp.path());
+    let out = tmp.path().join("answers");
+    let stall = copy_instance(&inst, "stall");
+    let huge = copy_instance(&inst, "huge");
+    let mut o = options(&server, Api::OpenAi, &stall, &src, &out);
+    o.instances = vec![stall, huge];
+    o.request_timeout = Duration::from_millis(800);
+    let s = run_eval(&o).await.unwrap();
+    // The stalled body: a timeout, retried, then answered.
+    assert_eq!(server.calls("toy/stall"), 2);
+    let t: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("toy/stall/transcript.json")).unwrap(),
+    )
+    .unwrap();
+    let http = t["samples"][0]["attempts"][0]["http"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(http.len(), 2, "{http:?}");
+    let first = http[0]["error"].as_str().unwrap_or("");
+    assert!(
+        first.contains("reading the reply failed (timed out)"),
+        "{first}"
+    );
+    assert_eq!(meta(&out, "stall")["status"], "ok");
+    // The 40 MB one: refused at once, not retried, an infrastructure error.
+    assert_eq!(server.calls("toy/huge"), 1);
+    assert_eq!(s.infra_errors, 1, "{s:?}");
+    assert!(
+        s.infra_error_instances[0].contains("larger than 32 MiB"),
+        "{s:?}"
+    );
 }

@@ -10,7 +10,8 @@
 //! [`extract`] (validate the parameters, refuse an incomplete trace, run), [`extract_indexed`]
 //! (the same over a [`TraceIndex`] built once for many questions), [`candidates`] (what a
 //! function's run offers to ask about, for `flux gen`), [`QuestionKind`] and [`answer_size`]
-//! (the screening gate).
+//! (the screening gate), and [`pysrc`] (a static read of Python source: definitions, their
+//! spans, loops; flux-eval's prompts and flux-instance's checks of hand-written parameters).
 //!
 //! An extractor computes a record whose shape it declares ([`Extractor::shape`]: every field an
 //! instance may select, such as `file`, `func`, `qualname` and `line` of an executed-path item);
@@ -54,6 +55,7 @@ mod invariants;
 mod kinds;
 mod loops;
 mod params;
+pub mod pysrc;
 mod registry;
 pub mod shape;
 mod state;

@@ -183,6 +183,9 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             })
             .collect();
         let n = mine.len();
+        let todo_n = todo.len();
+        let started = std::time::Instant::now();
+        let mut done = 0;
         let g = &g;
         let out_dir = &out;
         let spec = &spec;
@@ -199,7 +202,13 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         .buffer_unordered(spec.budget.modules.max(1));
         while let Some((i, r)) = runs.next().await {
             module::write_result(out_dir, &r)?;
-            eprintln!("flux gen: [{}/{n}] {}", i + 1, line(&r));
+            done += 1;
+            eprintln!(
+                "flux gen: [{}/{n}] {} ({})",
+                i + 1,
+                line(&r),
+                progress(done, todo_n, started.elapsed())
+            );
             report.modules_run += 1;
         }
     }
@@ -353,6 +362,29 @@ async fn finish(
         }
     }
     Ok(())
+}
+
+/// `3/40 run, 2m05s, about 26m left`: modules run of those to run now, the time so far, and
+/// the rest at the mean pace so far (modules run side by side, so the pace is the run's own).
+fn progress(done: usize, total: usize, elapsed: std::time::Duration) -> String {
+    let left = total.saturating_sub(done);
+    let eta = if done == 0 || left == 0 {
+        String::new()
+    } else {
+        let per = elapsed.as_secs_f64() / done as f64;
+        format!(", about {} left", clock(per * left as f64))
+    };
+    format!("{done}/{total} run, {}{eta}", clock(elapsed.as_secs_f64()))
+}
+
+/// `45s`, `2m05s`, `1h02m`.
+fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
 }
 
 fn line(r: &ModuleResult) -> String {
@@ -662,6 +694,22 @@ pub fn shard_instances(paths: &[PathBuf], shard: Shard) -> Result<Vec<PathBuf>> 
 
 #[cfg(test)]
 mod tests {
+    /// `flux gen` ran for hours with no idea of when it would end: each module's line says
+    /// how many are run and about how long the rest will take.
+    #[test]
+    fn progress_says_how_many_are_run_and_about_how_long_is_left() {
+        use std::time::Duration;
+        assert_eq!(
+            super::progress(3, 40, Duration::from_secs(125)),
+            "3/40 run, 2m05s, about 25m42s left"
+        );
+        assert_eq!(
+            super::progress(40, 40, Duration::from_secs(4000)),
+            "40/40 run, 1h06m"
+        );
+        assert_eq!(super::progress(0, 5, Duration::ZERO), "0/5 run, 0s");
+    }
+
     use super::*;
     use crate::screen::tests::fake;
     use flux_extract::QuestionKind as K;

@@ -99,12 +99,22 @@ fn manifest(cache_dir: &Path, image: &str) -> Result<Manifest> {
     if !path.exists() {
         bail!(
             "no manifest for image {image} at {} (the host runtime installs that image's pinned \
-             wheels); {}",
+             wheels); {}{}",
             path.display(),
-            flux_container::images::build_hint(image)
+            flux_container::images::build_hint(image),
+            cache_note(cache_dir)
         );
     }
     Ok(Manifest::load(&path)?)
+}
+
+/// Which cache was searched, and how to name another (a command run elsewhere finds, or makes,
+/// another cache).
+fn cache_note(cache_dir: &Path) -> String {
+    format!(
+        " (searched the cache {}; --cache DIR or FLUX_CACHE=DIR names another)",
+        cache_dir.display()
+    )
 }
 
 fn def_str<'a>(m: &'a Manifest, ptr: &str) -> Result<&'a str> {
@@ -146,9 +156,10 @@ fn venv(cache_dir: &Path, inst: &Instance) -> Result<PathBuf> {
     let wheelhouse = std::path::absolute(cache_dir.join("wheelhouse").join(&name))?;
     if !wheelhouse.is_dir() {
         bail!(
-            "wheelhouse {} is missing; `flux images build {}` downloads it",
+            "wheelhouse {} is missing; `flux images build {}` downloads it{}",
             wheelhouse.display(),
-            m.image
+            m.image,
+            cache_note(cache_dir)
         );
     }
     let venv = std::path::absolute(cache_dir.join("venvs").join(&name))?;
@@ -357,5 +368,20 @@ mod tests {
             (b"ok".to_vec(), false)
         );
         assert_eq!(super::read_capped(&big[..], 300_000), (big.clone(), false));
+    }
+
+    /// A missing manifest names the cache searched and how to name another (a command run in
+    /// another directory finds, or makes, another cache).
+    #[test]
+    fn a_missing_manifest_names_the_cache_searched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = super::manifest(tmp.path(), "flux/demo:1.0-py3.11")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("searched the cache {}", tmp.path().display())),
+            "{e}"
+        );
+        assert!(e.contains("--cache DIR or FLUX_CACHE=DIR"), "{e}");
     }
 }

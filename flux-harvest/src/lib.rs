@@ -6,7 +6,9 @@
 //!
 //! Per instance ([`harvest`] goes through them in order, ripgrep style: an error on one is
 //! reported, changes the exit status, and the others still run):
-//! 1. load and validate the instance (`flux_instance::load_instance`; errors name file and field);
+//! 1. load and validate the instance (`flux_instance::load_instance`; errors name file and field),
+//!    its extractor's parameters against the target's source where the instance directory or
+//!    the cache's `src/` holds it (`flux_instance::check_source`; a skipped check is a warning);
 //! 2. make a run directory `<cache>/runs/<id>-<utc time>/` holding a copy of the instance
 //!    directory (what is mounted read-only at `/flux/instance`), the hook package, the hook's
 //!    socket and, afterwards, `trace.jsonl`, `trace-meta.json`, `stdout.txt`, `stderr.txt`;
@@ -478,6 +480,7 @@ async fn harvest_instance(
             l.workdir
         );
     }
+    check_against_source(inst, opts, report)?;
     // Their stored answer, kept by `flux import swe-flux` with the instance their parser answers
     // and with its native twin (answered by a flux extractor).
     let reference = flux_instance::external::read_reference(&inst.dir)?.is_some();
@@ -534,6 +537,32 @@ async fn harvest_instance(
         }
         None => gold::write_outputs(inst, &fresh, opts.replace, report),
     }
+}
+
+/// The extractor's parameters against the target's source (the instance directory's, else the
+/// cache's unpacked package source `<cache>/src/<name>-<version>/`), before anything runs: a
+/// loop header that is no loop line would otherwise harvest a plausible gold answer. Where the
+/// source is not on the host the check is skipped, and the report's warnings say why.
+fn check_against_source(
+    inst: &Instance,
+    opts: &HarvestOptions,
+    report: &mut InstanceReport,
+) -> anyhow::Result<()> {
+    let roots: Vec<PathBuf> = inst
+        .spec
+        .package
+        .split_once("==")
+        .map(|(n, v)| opts.cache_dir.join("src").join(format!("{n}-{v}")))
+        .into_iter()
+        .collect();
+    if let flux_instance::SourceCheck::Skipped { reason } =
+        flux_instance::check_source(inst, &roots)?
+    {
+        report.warnings.push(format!(
+            "parameters not checked against the source: {reason}"
+        ));
+    }
+    Ok(())
 }
 
 /// `--check --witness reference`: the stored gold re-derived by the plain settrace reference

@@ -9,9 +9,11 @@
 //! Two stages, as in ripgrep's argument handling: [`load_instance`] parses and validates
 //! everything that can be checked without running the test (ids match directories, the
 //! package is pinned, the template parses, the extractor exists, serves the kind, accepts the
-//! parameters and answers in the template's shape, the test files exist); [`Instance::build_oracle`]
-//! then turns a merged trace and the run's [`RunFacts`] into an [`Oracle`] (extract, validate
-//! against the template, screen by answer size), and [`write_oracle`] stores it atomically
+//! parameters and answers in the template's shape, the test files exist, and the parameters
+//! agree with the target's source where it is on the host: [`check_source`]);
+//! [`Instance::build_oracle`] then turns a merged trace and the run's [`RunFacts`] into an
+//! [`Oracle`] (extract, validate against the template, screen by answer size), and
+//! [`write_oracle`] stores it atomically
 //! without silently changing an existing gold answer (a replaced one is kept in the instance's
 //! `history/`). The schema is documented in `instances/README.md`.
 use flux_extract::{ExtractError, Params, QuestionKind};
@@ -24,6 +26,7 @@ pub mod export;
 pub mod external;
 pub mod hf;
 mod oracle;
+mod source_check;
 pub mod template;
 
 pub use oracle::{
@@ -32,6 +35,7 @@ pub use oracle::{
     write_oracle_over, write_trace_jsonl, OnConflict, Oracle, Provenance, Stored, Witnessed,
     WriteOutcome, CALL_GRAPH_FILE, HISTORY_DIR, ORACLE_FILE,
 };
+pub use source_check::{check_source, SourceCheck};
 pub use template::{Projection, Template, TemplateError};
 
 /// The name of the instance file in an instance directory.
@@ -724,6 +728,9 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
     }
     check_targeted(path, ex, &params, &spec.tracing)?;
     check_predicates(path, ex, &params, &spec.tracing)?;
+    // Against the target's source when the instance directory holds it (`flux harvest` looks
+    // in the cache's package source too, and reports a skipped check).
+    source_check::check(dir, path, &spec, &params, &[])?;
     Ok(Instance {
         dir: dir.to_path_buf(),
         spec,

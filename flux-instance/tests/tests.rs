@@ -3,4 +3,5 @@
 //! `[[test]]`). One module alone: `cargo test -p flux-instance --test integration -- <module>::`.
 
 mod shapes;
+mod source_check;
 mod starter_set;

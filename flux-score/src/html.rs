@@ -390,7 +390,7 @@ fn cards(s: &mut String, r: &Report) {
         ));
     }
     if r.usage.with_meta > 0 {
-        items.push((format!("${:.2}", r.usage.cost), "cost".into()));
+        items.push((r.usage.cost_text(2), "cost".into()));
         items.push((
             format!(
                 "{}k / {}k",
@@ -613,7 +613,7 @@ pub fn html_multi(m: &MultiReport) -> String {
             p.low,
             p.high,
             r.infra_errors,
-            if r.usage.with_meta > 0 { format!("${:.2}", r.usage.cost) } else { "-".into() }
+            if r.usage.with_meta > 0 { esc(&r.usage.cost_text(2)) } else { "-".into() }
         );
     }
     s.push_str("</table>");

@@ -333,6 +333,10 @@ pub struct Usage {
     pub tokens_out: u64,
     /// USD, summed over answers with a known price.
     pub cost: f64,
+    /// Answers whose cost is known (a model without a price writes `cost: null`): with none,
+    /// the cost is unknown, not $0.
+    #[serde(default)]
+    pub priced: usize,
     /// Sum of per-instance wall time.
     pub seconds: f64,
 }
@@ -564,6 +568,20 @@ pub fn score_instances_with(instances: &[Instance], answers: &Path, cfg: &ScoreC
     report
 }
 
+impl Usage {
+    /// The cost for a report: `$X`, `$X (N of M answers priced)`, or `unknown (no price)`.
+    pub fn cost_text(&self, decimals: usize) -> String {
+        match self.priced {
+            0 => "unknown (no price)".to_string(),
+            n if n < self.with_meta => format!(
+                "${:.decimals$} ({n} of {} answers priced)",
+                self.cost, self.with_meta
+            ),
+            _ => format!("${:.decimals$}", self.cost),
+        }
+    }
+}
+
 fn usage(instances: &[Instance], answers: &Path, limit: u64) -> Usage {
     let mut u = Usage::default();
     for i in instances.iter().filter(|i| i.oracle.is_some()) {
@@ -574,7 +592,10 @@ fn usage(instances: &[Instance], answers: &Path, limit: u64) -> Usage {
         let n = |k: &str| m.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         u.tokens_in += n("tokens_in") as u64;
         u.tokens_out += n("tokens_out") as u64;
-        u.cost += n("cost");
+        if let Some(c) = m.get("cost").and_then(Value::as_f64) {
+            u.cost += c;
+            u.priced += 1;
+        }
         u.seconds += n("seconds");
         if let Some(model) = m.get("model").and_then(Value::as_str) {
             if !u.models.iter().any(|x| x == model) {
@@ -608,6 +629,17 @@ enum ReadError {
 /// the filesystem does not report, is cut at the limit and refused).
 fn read_limited(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
     use std::io::Read;
+    // Only a regular file is opened: opening a FIFO (or a device) blocks until someone writes.
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return Err(ReadError::Unreadable(format!(
+                "{}: not a regular file (a FIFO, socket or device is not read)",
+                path.display()
+            )))
+        }
+        _ => {}
+    }
     let f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

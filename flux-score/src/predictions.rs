@@ -75,6 +75,14 @@ fn next_line(
 /// Read a predictions file; every line over `limit` bytes, not an object with a string
 /// `instance_id` and an `answer`, or repeating an `instance_id`, is an error naming its line.
 pub fn read(path: &Path, limit: u64) -> Result<Predictions, ScoreError> {
+    // Opening a FIFO would block until someone writes to it.
+    let m = std::fs::metadata(path).map_err(|e| ScoreError::Io(path.to_path_buf(), e))?;
+    if !m.is_file() {
+        return Err(ScoreError::Io(
+            path.to_path_buf(),
+            std::io::Error::other("not a regular file (a FIFO, socket or device is not read)"),
+        ));
+    }
     let f = std::fs::File::open(path).map_err(|e| ScoreError::Io(path.to_path_buf(), e))?;
     let mut r = std::io::BufReader::new(f);
     let mut out = Vec::new();

@@ -154,11 +154,11 @@ pub fn text(r: &Report) -> String {
         let u = &r.usage;
         let _ = writeln!(
             out,
-            "model {}: {} tokens in, {} out, ${:.4}, {:.1} s over {} answers\n",
+            "model {}: {} tokens in, {} out, cost {}, {:.1} s over {} answers\n",
             u.models.join(", "),
             u.tokens_in,
             u.tokens_out,
-            u.cost,
+            u.cost_text(4),
             u.seconds,
             u.with_meta
         );

@@ -574,3 +574,78 @@ fn missing_instances_dir_is_an_error_not_a_panic() {
     opts.instances = vec!["/nonexistent/instances".into()];
     assert!(run_score(&opts).is_err());
 }
+
+#[test]
+fn a_cost_without_a_price_is_unknown_not_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("i");
+    let ans = tmp.path().join("a");
+    for id in ["x", "y"] {
+        instance(&inst, "r", id, "S2_Loops", &[], Some(json!({"n": 1})));
+        write(&ans.join("r").join(id).join("answer.json"), r#"{"n": 1}"#);
+    }
+    let meta = |id: &str, cost: Value| {
+        let m = json!({"status": "ok", "model": "local-model", "tokens_in": 100,
+                       "tokens_out": 10, "cost": cost, "seconds": 1.0});
+        write(&ans.join("r").join(id).join("meta.json"), &m.to_string());
+    };
+    meta("x", Value::Null);
+    meta("y", Value::Null);
+    let render = |format| {
+        let mut opts = ScoreOptions::new(&ans);
+        opts.instances = vec![inst.clone()];
+        opts.format = format;
+        run_score(&opts).unwrap().rendered
+    };
+    let text = render(Format::Text);
+    assert!(text.contains("cost unknown (no price)"), "{text}");
+    assert!(!text.contains("$0.0"), "{text}");
+    assert!(render(Format::Html).contains("unknown (no price)"));
+    // One answer priced: its cost, and how many were.
+    meta("y", json!(0.25));
+    let text = render(Format::Text);
+    assert!(
+        text.contains("cost $0.2500 (1 of 2 answers priced)"),
+        "{text}"
+    );
+}
+
+/// A FIFO where an answer file (or a predictions file) should be: refused, not opened (opening
+/// one blocks until someone writes to it, and `flux score` hung).
+#[test]
+fn a_fifo_as_an_answer_or_predictions_file_is_refused_not_waited_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inst = tmp.path().join("i");
+    let ans = tmp.path().join("a");
+    instance(&inst, "r", "x", "S2_Loops", &[], Some(json!({"n": 1})));
+    std::fs::create_dir_all(ans.join("r/x")).unwrap();
+    let fifo = |p: &Path| {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mkfifo {}", p.display());
+    };
+    fifo(&ans.join("r/x/answer.json"));
+    let preds = tmp.path().join("preds.jsonl");
+    fifo(&preds);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (i2, a2, p2) = (inst.clone(), ans.clone(), preds.clone());
+    std::thread::spawn(move || {
+        let mut opts = ScoreOptions::new(&a2);
+        opts.instances = vec![i2];
+        opts.format = Format::Text;
+        let text = run_score(&opts)
+            .map(|o| o.rendered)
+            .map_err(|e| e.to_string());
+        let preds = flux_score::predictions::read(&p2, 1 << 20).map(|_| ());
+        let _ = tx.send((text, preds.map_err(|e| e.to_string())));
+    });
+    let (text, preds) = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("flux score waited on a FIFO");
+    let text = text.unwrap();
+    assert!(text.contains("not a regular file"), "{text}");
+    let e = preds.unwrap_err();
+    assert!(e.contains("not a regular file"), "{e}");
+}

@@ -404,6 +404,64 @@ impl Definitions {
         self.bases.iter().find(|b| b.name == name)
     }
 
+    /// What to say about a name no definition builds: no stanza defines it (add one), the
+    /// nearest defined names, then every name once.
+    fn no_such_image(&self, name: &str) -> String {
+        let mut known: Vec<String> = Vec::new();
+        let names = self
+            .bases
+            .iter()
+            .map(|b| b.name.clone())
+            .chain(self.repos.iter().map(|r| r.name.clone()))
+            .chain(self.repos.iter().flat_map(|r| r.groups.iter().cloned()))
+            .chain(self.javas.iter().map(|j| j.name.clone()))
+            .chain(self.javas.iter().flat_map(|j| j.groups.iter().cloned()));
+        for n in names {
+            if !known.contains(&n) {
+                known.push(n);
+            }
+        }
+        // Nearest by edit distance, over names and the full image names they build.
+        let images = self
+            .bases
+            .iter()
+            .map(BaseDef::image)
+            .chain(
+                self.repos
+                    .iter()
+                    .filter_map(|r| Some(r.image(self.base(&r.base)?))),
+            )
+            .chain(
+                self.javas
+                    .iter()
+                    .filter_map(|j| Some(j.image(self.base(&j.base)?))),
+            );
+        let mut near: Vec<(usize, String)> = known
+            .iter()
+            .cloned()
+            .chain(images)
+            .map(|c| (edit_distance(name, &c), c))
+            .filter(|(d, _)| *d <= name.chars().count() / 2 + 2)
+            .collect();
+        near.sort();
+        near.dedup_by(|a, b| a.1 == b.1);
+        let mean: Vec<String> = near
+            .into_iter()
+            .take(3)
+            .map(|(_, c)| format!("`{c}`"))
+            .collect();
+        let mean = if mean.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", mean.join(", "))
+        };
+        format!(
+            "no image named {name:?}: no definition builds it{mean}; to build another version or \
+             repository, add a `[[repo]]` stanza to images/images.toml. Defined: {}",
+            known.join(", ")
+        )
+    }
+
     /// Resolves names to build targets, bases first; a repo brings its base. A name is a repo
     /// (`sympy`: every image of it), an image (`flux/sympy:1.13.3-py3.11`), a base
     /// (`py3.11-bookworm`, `base:py3.11-bookworm`, `flux/base:py3.11-bookworm`) or a group of
@@ -463,19 +521,9 @@ impl Definitions {
                 continue;
             }
             if matching.is_empty() {
-                let mut known: Vec<String> = self
-                    .bases
-                    .iter()
-                    .map(|b| b.name.clone())
-                    .chain(self.repos.iter().map(|r| r.name.clone()))
-                    .chain(self.repos.iter().flat_map(|r| r.groups.iter().cloned()))
-                    .chain(self.javas.iter().map(|j| j.name.clone()))
-                    .chain(self.javas.iter().flat_map(|j| j.groups.iter().cloned()))
-                    .collect();
-                known.dedup();
                 return Err(Error::Definition {
                     path: path.to_owned(),
-                    message: format!("no image named {name:?}; known: {}", known.join(", ")),
+                    message: self.no_such_image(name),
                 });
             }
             for r in matching {
@@ -1077,6 +1125,22 @@ pub async fn image_manifest(rt: &Runtime, image: &str) -> Result<Option<Manifest
         .and_then(|s| serde_json::from_str(s).ok()))
 }
 
+/// Levenshtein distance between `a` and `b` (in characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1191,6 +1255,32 @@ pip = "pip==25.3"
             err.contains("no image named \"numpy\"") && err.contains("sympy"),
             "{err}"
         );
+        assert!(
+            err.contains("add a `[[repo]]` stanza to images/images.toml"),
+            "{err}"
+        );
+        // A version no stanza builds: the nearest defined image.
+        let err = d
+            .select(&strings(&["flux/sympy:1.12-py3.11"]), p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("did you mean `flux/sympy:1.13.3-py3.11`"),
+            "{err}"
+        );
+        // Each name once, however many repositories share a group.
+        let grouped = TOML.replace(
+            "pip = \"pip==25.3\"\n",
+            "pip = \"pip==25.3\"\ngroups = [\"starter\", \"small\"]\n",
+        );
+        let d = Definitions::parse(&grouped, Path::new("images.toml")).unwrap();
+        let err = d.select(&strings(&["numpy"]), p).unwrap_err().to_string();
+        assert!(err.contains("starter"), "{err}");
+        let defined = err.split("Defined: ").nth(1).unwrap_or("");
+        let mut seen = std::collections::BTreeSet::new();
+        for n in defined.split(", ") {
+            assert!(seen.insert(n), "{n} twice in {err}");
+        }
     }
 
     #[test]

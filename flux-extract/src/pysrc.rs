@@ -458,6 +458,63 @@ impl Module {
             .collect()
     }
 
+    /// The loops of `def`'s own body (not of definitions nested in it): `(header, last line)`
+    /// of each `for`/`async for`/`while` statement, its header's first line and the last line
+    /// of its block (its `else:` included), in textual order.
+    pub fn loops_in(&self, def: &Def) -> Vec<(usize, usize)> {
+        let own = |line: usize| {
+            self.enclosing(line)
+                .is_some_and(|d| d.def_line == def.def_line && d.qualname == def.qualname)
+        };
+        let mut out = Vec::new();
+        for (i, l) in self.logical.iter().enumerate() {
+            if l.first <= def.def_line || l.last > def.end || !own(l.first) {
+                continue;
+            }
+            let code = l.code.trim_start();
+            let code = code.strip_prefix("async ").unwrap_or(code).trim_start();
+            let is_loop = ["for", "while"].iter().any(|kw| {
+                code.strip_prefix(kw)
+                    .and_then(|r| r.chars().next())
+                    .is_some_and(|c| !(c.is_alphanumeric() || c == '_'))
+            });
+            if !is_loop {
+                continue;
+            }
+            // The block runs to the last line before the next logical line indented no deeper
+            // (an `else:` at the loop's own indentation belongs to it).
+            let mut end = l.last;
+            for next in &self.logical[i + 1..] {
+                let t = next.code.trim_start();
+                let own_else = next.indent == l.indent
+                    && t.strip_prefix("else")
+                        .is_some_and(|r| r.trim_start().starts_with(':'));
+                if (next.indent <= l.indent && !own_else) || next.last > def.end {
+                    break;
+                }
+                end = next.last;
+            }
+            out.push((l.first, end));
+        }
+        out
+    }
+
+    /// Does the identifier `name` occur as code (not as an attribute after `.`, not in a string
+    /// or comment) anywhere in `def`, its header (parameters) included?
+    pub fn mentions(&self, def: &Def, name: &str) -> bool {
+        let word = |c: char| c.is_alphanumeric() || c == '_';
+        self.logical
+            .iter()
+            .filter(|l| l.first >= def.def_line && l.last <= def.end)
+            .any(|l| {
+                l.code.match_indices(name).any(|(at, _)| {
+                    let before = l.code[..at].chars().next_back();
+                    let after = l.code[at + name.len()..].chars().next();
+                    !before.is_some_and(|c| word(c) || c == '.') && !after.is_some_and(word)
+                })
+            })
+    }
+
     /// Identifiers read inside `def` (for module-level constants it uses).
     pub fn names_in(&self, def: &Def) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -712,5 +769,17 @@ def helper(x):
             Some("sympy/core/__init__.py")
         );
         assert_eq!(module_file("sympy.nope", &files), None);
+    }
+
+    #[test]
+    fn loops_of_a_function_and_the_names_it_mentions() {
+        let src = "def f(xs, n):\n    total = 0\n    for x in xs:\n        while n:\n            n -= 1\n    else:\n        pass\n    def g():\n        for y in (1,):\n            pass\n    s = \"for z in q\"  # while w\n    return total.real\n";
+        let m = Module::parse(src);
+        let f = &m.find("f")[0];
+        assert_eq!(m.loops_in(f), vec![(3, 7), (4, 5)]);
+        let g = &m.find("f.<locals>.g")[0];
+        assert_eq!(m.loops_in(g), vec![(9, 10)]);
+        assert!(m.mentions(f, "n") && m.mentions(f, "total") && m.mentions(f, "xs"));
+        assert!(!m.mentions(f, "z") && !m.mentions(f, "w") && !m.mentions(f, "real"));
     }
 }
