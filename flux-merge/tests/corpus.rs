@@ -123,7 +123,10 @@ fn every_witness_program_has_fixtures_on_both_interpreters() {
 /// incomplete with a problem containing `text` (`# witness: incomplete on 3.11: …`).
 fn expected_incomplete(prog: &str, python: &str) -> Option<String> {
     let witness = Path::new(env!("CARGO_MANIFEST_DIR")).join("../flux-cli/tests/witness");
-    let text = std::fs::read_to_string(witness.join(format!("{prog}.py"))).ok()?;
+    // A top-level program, or a scoped one (`scoped/test_*.py`).
+    let text = std::fs::read_to_string(witness.join(format!("{prog}.py")))
+        .or_else(|_| std::fs::read_to_string(witness.join(format!("scoped/{prog}.py"))))
+        .ok()?;
     let tag = format!("# witness: incomplete on {python}: ");
     text.lines()
         .find_map(|l| l.strip_prefix(&tag).map(str::to_string))

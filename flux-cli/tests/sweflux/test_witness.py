@@ -22,12 +22,20 @@ def gc_timed(f):
         return any(line.strip() == "# witness: gc-timing" for line in fh)
 
 
+def not_comparable(f):
+    """`# witness: not-in-swe-flux-log: <why>`: the reference tracer (SWE-Flux's way) cannot
+    log the program as it runs (e.g. its own read of f_locals keeps dropped values alive)."""
+    with open(os.path.join(CORPUS, f)) as fh:
+        return any(line.startswith("# witness: not-in-swe-flux-log:") for line in fh)
+
+
 PROGRAMS = sorted(
     f[:-3]
     for f in os.listdir(CORPUS)
     if f.endswith(".py")
     and f[:-3] not in OWN_TRACERS
     and not gc_timed(f)
+    and not not_comparable(f)
     and (not ONLY or f[:-3] in ONLY)
 )
 

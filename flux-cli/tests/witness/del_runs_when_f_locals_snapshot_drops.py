@@ -5,6 +5,7 @@
 # the snapshot, and the finalizer ran there, inside the hook's trace function, untraced: its
 # calls were lost (or USDT's returns of them had no start) while the trace said complete. The
 # hook now reads the locals and detaches the snapshot from the frame at once.
+# witness: not-in-swe-flux-log: SWE-Flux's tracer reads f_locals at every event, so on 3.11 it keeps the dropped values alive: its finalizers run inside that tracer, untraced, and its log misses them
 class Res:
     def __init__(self, name):
         self.name = name
