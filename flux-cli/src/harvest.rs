@@ -34,6 +34,11 @@ pub struct Args {
     /// a disagreement fails with both answers).
     #[arg(long, value_enum, default_value = "flux", requires = "check")]
     witness: WitnessArg,
+    /// With `--check --witness reference`: record the agreeing reference run in each stored
+    /// gold's provenance (`provenance.witness`; the answer is untouched), which `flux stats`
+    /// counts as witnessed.
+    #[arg(long, requires = "witness")]
+    record_witness: bool,
     #[arg(long, value_enum, default_value = "auto")]
     runtime: Runtime,
     #[command(flatten)]
@@ -99,6 +104,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         WitnessArg::Reference => flux_harvest::WitnessKind::Reference,
     };
     opts.runtime = a.runtime;
+    if a.record_witness && !matches!(a.witness, WitnessArg::Reference) {
+        anyhow::bail!("--record-witness records the reference witness: add --witness reference");
+    }
+    opts.record_witness = a.record_witness;
     let paths = if a.paths.is_empty() {
         vec![Path::new("instances").to_path_buf()]
     } else {

@@ -418,8 +418,9 @@ fn cannot_harvest_in(image: &str) -> Option<String> {
 
 /// Issue 23.1, the third witness in CI: `flux harvest --check --witness reference` on a seeded
 /// sample of the starter instances (`FLUX_WITNESS_SEED`, default fixed; four instances whose
-/// image is here: about a minute) must agree with every stored gold, and a gold made wrong on
-/// purpose must fail, naming both answers.
+/// image is here: about a minute) must agree with every stored gold, `--record-witness` must
+/// write the agreeing run into a gold's provenance (answer untouched), and a gold made wrong on
+/// purpose must fail, naming both answers, with nothing recorded.
 #[test]
 fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
     if skip("the_reference_witness_agrees_with_a_seeded_sample_of_the_starters") {
@@ -497,8 +498,33 @@ fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
         }
     }
     let oracle = dst.join("oracle.json");
+    let check = |record: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_flux"));
+        c.args(["harvest", "--check", "--witness", "reference", "--cache"])
+            .arg(cache.path());
+        if record {
+            c.arg("--record-witness");
+        }
+        c.arg(&dst).env_remove("FLUX_CACHE").output().unwrap()
+    };
+    // --record-witness: the agreeing reference run is written into the gold's provenance, the
+    // answer untouched (what `flux stats` counts as witnessed).
+    let before: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&oracle).unwrap()).unwrap();
+    let out = check(true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut o: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&oracle).unwrap()).unwrap();
+    assert_eq!(o["oracle_answer"], before["oracle_answer"]);
+    assert_eq!(o["provenance"]["witness"]["by"], "reference", "{o}");
+    assert!(
+        o["provenance"]["witness"]["trace_sha256"].is_string(),
+        "{o}"
+    );
     // One leaf changed, in the template's shape (the stored gold is checked against it).
     fn spoil(v: &mut serde_json::Value) -> bool {
         match v {
@@ -521,15 +547,15 @@ fn the_reference_witness_agrees_with_a_seeded_sample_of_the_starters() {
     }
     assert!(spoil(&mut o["oracle_answer"]), "a gold with no leaf");
     std::fs::write(&oracle, o.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_flux"))
-        .args(["harvest", "--check", "--witness", "reference", "--cache"])
-        .arg(cache.path())
-        .arg(&dst)
-        .env_remove("FLUX_CACHE")
-        .output()
-        .unwrap();
+    let spoiled = std::fs::read(&oracle).unwrap();
+    let out = check(true);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
+    assert_eq!(
+        std::fs::read(&oracle).unwrap(),
+        spoiled,
+        "a disagreement records nothing"
+    );
     assert!(
         err.contains("the reference witness disagrees")
             && err.contains(": gold ")

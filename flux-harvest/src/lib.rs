@@ -37,6 +37,7 @@
 //! Architecture invariant: this crate decides nothing about what an answer is (that is
 //! `flux-extract` through `flux-instance`) and nothing about how events are captured (that is
 //! `flux-agent`); it sequences them and owns the gates.
+use anyhow::Context as _;
 use flux_extract::QuestionKind;
 use flux_instance::{Instance, Oracle};
 use serde::Serialize;
@@ -120,6 +121,10 @@ pub struct HarvestOptions {
     /// `--check`: which witness re-derives the stored gold ([`witness`]: flux from a clean run,
     /// or the plain settrace reference, which shares no code with the hook).
     pub witness: WitnessKind,
+    /// `--check --witness reference --record-witness`: a stored gold the reference agrees with
+    /// records that witness in its provenance (`provenance.witness`; the answer is untouched),
+    /// so a set's stats count it as witnessed.
+    pub record_witness: bool,
     /// A peer benchmark's parsers and stored answers (flux-interop's SWE-Flux, handed in by the
     /// caller): instances answered by an external parser need it.
     pub external: Option<std::sync::Arc<dyn ExternalAnswers>>,
@@ -138,6 +143,7 @@ impl HarvestOptions {
             twice: false,
             runs_max_bytes: RUNS_MAX_BYTES,
             witness: WitnessKind::Flux,
+            record_witness: false,
             external: None,
         }
     }
@@ -589,6 +595,9 @@ async fn check_with_reference(
         Judgement::Agrees => {
             report.oracle = Some(Verdict::Reproduced);
             report.witness = Some(WitnessKind::Reference);
+            if opts.record_witness {
+                record_witness(inst, stored, &run)?;
+            }
             Ok(Status::Reproduced)
         }
         Judgement::Disagrees { reference } => {
@@ -604,6 +613,28 @@ async fn check_with_reference(
             anyhow::bail!("the reference witness could not check it: {why}")
         }
     }
+}
+
+/// `--record-witness`: write `stored` back with the reference run that agreed with it as its
+/// `provenance.witness` (the answer and the rest of the file unchanged), through a temporary
+/// file renamed over the old one.
+fn record_witness(
+    inst: &Instance,
+    stored: &Oracle,
+    run: &witness::ReferenceRun,
+) -> anyhow::Result<()> {
+    let mut oracle = stored.clone();
+    oracle.provenance.witness = Some(flux_instance::Witnessed {
+        by: "reference".into(),
+        trace_sha256: run.trace_sha256.clone(),
+        interpreter: run.trace.meta.interpreter.clone(),
+    });
+    let path = inst.oracle_path();
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&oracle)? + "\n")
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("replacing {}", path.display()))?;
+    Ok(())
 }
 
 /// One traced run of the instance's test, screened, with its gold answer and call graph.
