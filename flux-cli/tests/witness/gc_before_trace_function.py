@@ -86,3 +86,4 @@ try:
     main()
 finally:
     gc.set_threshold(700)
+# witness: not-in-swe-flux-log: SWE-Flux's tracer renders locals with collection on inside its trace function, so its own allocations run the collection there, untraced
