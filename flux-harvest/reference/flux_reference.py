@@ -86,6 +86,7 @@ import fnmatch
 import gc
 import json
 import os
+import re
 import reprlib
 import sys
 import threading
@@ -262,6 +263,15 @@ def _flat(v, t):
         return None
 
 
+# The documented rule for values (flux-gen's values note): a memory address in a repr
+# (`<Foo object at 0x7f3a…>`) shows as `0x?`, since it changes from run to run.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _scrub(s):
+    return _ADDRESS.sub(" at 0x?", s) if " at 0x" in s else s
+
+
 def _render(v):
     t = type(v)
     if t in _SCALARS:
@@ -279,7 +289,7 @@ def _render(v):
                 s = _reprer.repr(v)
             except Exception:
                 s = "<repr failed: %s>" % t.__name__
-    return [_clean(_cut(s)), _clean(t.__name__)]
+    return [_clean(_scrub(_cut(s))), _clean(t.__name__)]
 
 
 def _typename(e):
