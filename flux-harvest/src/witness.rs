@@ -293,6 +293,40 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// An attrs M3 gold of cell reprs disagreed with the reference only by memory addresses: the
+    /// reference rendered them raw where flux's gold follows the documented `0x?` rule.
+    #[test]
+    fn the_reference_shows_addresses_as_0x_as_flux_gold_does() {
+        let py = "/usr/bin/python3.11";
+        if !std::path::Path::new(py).exists()
+            && flux_skip::skip("reference address rule", "no /usr/bin/python3.11")
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("flux_reference.py"), REFERENCE_PY).unwrap();
+        let out = std::process::Command::new(py)
+            .arg("-c")
+            .arg(
+                "import flux_reference as r\n\
+                 class C: pass\n\
+                 print(r._render((C(), lambda: 0))[0])",
+            )
+            .env("PYTHONPATH", dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            text.trim(),
+            "(<__main__.C object at 0x?>, <function <lambda> at 0x?>)"
+        );
+    }
+
     #[test]
     fn order_insensitive_lists_compare_as_multisets_and_nothing_else_does() {
         let gold = json!({"a": [1, 2, 3], "b": [{"l": [2, 1]}, {"l": [3]}], "c": [1, 2]});
