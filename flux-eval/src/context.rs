@@ -412,20 +412,11 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
                 .into_iter()
                 .find(|c| c.is_class && c.qualname == class_q)
             {
-                let first_member = src
-                    .module(f)
-                    .and_then(|(m, _)| {
-                        m.defs
-                            .iter()
-                            .filter(|x| x.start > c.def_line && x.end <= c.end)
-                            .map(|x| x.start)
-                            .min()
-                    })
-                    .unwrap_or(c.end + 1);
+                let end = crate::pysrc::class_header_end(src.module(f).map(|(m, _)| m), &c);
                 class_items.push(Item {
                     file: f.clone(),
                     start: c.start,
-                    end: (first_member - 1).min(c.def_line + 40).max(c.def_line),
+                    end,
                     label: format!("class `{}`", c.qualname),
                 });
             }

@@ -330,18 +330,8 @@ fn add_class(src: &mut Src, parts: &mut Parts, file: &str, class: &str) {
     else {
         return;
     };
-    let first_member = src
-        .module(file)
-        .and_then(|(m, _)| {
-            m.defs
-                .iter()
-                .filter(|x| x.start > c.def_line && x.end <= c.end)
-                .map(|x| x.start)
-                .min()
-        })
-        .unwrap_or(c.end + 1);
     let header = Def {
-        end: (first_member - 1).min(c.def_line + 40).max(c.def_line),
+        end: crate::pysrc::class_header_end(src.module(file).map(|(m, _)| m), &c),
         ..c.clone()
     };
     parts.add(Kind::Class, file, &header, format!("class `{class}`"));

@@ -567,6 +567,21 @@ pub fn code_of(text: &str) -> Vec<String> {
     logical_lines(text).into_iter().map(|l| l.code).collect()
 }
 
+/// The last line of class `c`'s header as prompts show it: the line before its first member
+/// definition, at most 40 lines past `class …:` (without its module: the class up to that cap).
+pub fn class_header_end(module: Option<&Module>, c: &Def) -> usize {
+    let first_member = module
+        .and_then(|m| {
+            m.defs
+                .iter()
+                .filter(|x| x.start > c.def_line && x.end <= c.end)
+                .map(|x| x.start)
+                .min()
+        })
+        .unwrap_or(c.end + 1);
+    (first_member - 1).min(c.def_line + 40).max(c.def_line)
+}
+
 /// `(name)` of every call in one logical line's code (strings already blanked).
 pub fn calls_in_code(code: &str) -> Vec<String> {
     let cs: Vec<char> = code.chars().collect();
