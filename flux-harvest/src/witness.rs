@@ -313,6 +313,9 @@ mod tests {
                  print(r._render((C(), lambda: 0))[0])",
             )
             .env("PYTHONPATH", dir.path())
+            // Its records (written at exit) stay in the scratch directory.
+            .env("FLUX_REFERENCE_OUT", dir.path())
+            .current_dir(dir.path())
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
