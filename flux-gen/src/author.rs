@@ -7,7 +7,6 @@
 use crate::draft::Draft;
 use crate::facts::{FileFacts, FunctionFacts};
 use crate::plan::{narrowed, Target};
-use crate::runner::pytest_command;
 use crate::spec::RepoSpec;
 use flux_extract::QuestionKind as K;
 use flux_instance::{Expect, ExtractorSpec, InstanceSpec, TestSpec};
@@ -24,6 +23,9 @@ pub struct Prose<'a> {
 
 /// "In sympy 1.13.3's own test suite (Python 3.11), run the test `…` by itself."
 fn run_clause(repo: &RepoSpec, d: &Draft) -> String {
+    if crate::runtime::calls_only(repo) {
+        return crate::calls_only::run_clause(repo, d);
+    }
     let (name, version) = repo.name_version();
     let py = python_version(&repo.interpreter);
     let tests: Vec<String> = d.tests.iter().map(|t| code(t)).collect();
@@ -62,7 +64,7 @@ fn callee_note(within: &str) -> String {
     )
 }
 
-fn ordinal(n: u64) -> String {
+pub(crate) fn ordinal(n: u64) -> String {
     let suffix = match (n % 10, n % 100) {
         (_, 11..=13) => "th",
         (1, _) => "st",
@@ -73,11 +75,11 @@ fn ordinal(n: u64) -> String {
     format!("{n}{suffix}")
 }
 
-fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     format!("`{s}`")
 }
 
-fn list_and(items: &[String]) -> String {
+pub(crate) fn list_and(items: &[String]) -> String {
     match items.len() {
         0 => String::new(),
         1 => items[0].clone(),
@@ -90,7 +92,7 @@ fn list_and(items: &[String]) -> String {
     }
 }
 
-fn python_version(interpreter: &str) -> &str {
+pub(crate) fn python_version(interpreter: &str) -> &str {
     interpreter
         .rsplit('/')
         .next()
@@ -463,7 +465,14 @@ pub fn instance_spec(
     files.dedup();
     let mut functions = d.functions.clone();
     functions.sort();
-    let tracing = if d.extractor == "call_graph" {
+    let tracing = if crate::runtime::calls_only(repo) {
+        let methods: Vec<String> = d
+            .tests
+            .iter()
+            .filter_map(|t| crate::runtime::test_method(t))
+            .collect();
+        crate::runtime::calls_config(repo, &methods)
+    } else if d.extractor == "call_graph" {
         crate::plan::scout_config()
     } else {
         narrowed(files, functions)
@@ -472,7 +481,7 @@ pub fn instance_spec(
         let mut v: Vec<String> = d
             .tests
             .iter()
-            .map(|t| repo.in_image(t.split("::").next().unwrap_or(t)))
+            .map(|t| crate::runtime::image_file(repo, t))
             .collect();
         v.sort();
         v.dedup();
@@ -492,7 +501,7 @@ pub fn instance_spec(
         test: TestSpec {
             files: Vec::new(),
             image_files,
-            command: pytest_command(repo, &d.tests),
+            command: crate::runtime::test_command(repo, &d.tests),
             expect: Expect::Pass,
             timeout_s: 300,
             layout: None,
@@ -512,6 +521,19 @@ pub fn instance_spec(
 /// repository's functions).
 pub fn call_graph_question(repo: &RepoSpec, d: &Draft) -> String {
     let within = s(&d.params, "within");
+    if crate::runtime::calls_only(repo) {
+        return wrap(
+            &format!(
+                "{} While that test method runs, which methods of the project's classes call \
+                 which other such methods directly? Give the dynamic call graph as a map from \
+                 each calling method to the sorted list of the distinct methods it calls \
+                 directly, its keys sorted; a method that calls none of them is not a key. {}",
+                run_clause(repo, d),
+                crate::calls_only::callee_note(within, true)
+            ),
+            96,
+        );
+    }
     wrap(
         &format!(
             "{} While that test runs (its setup and teardown included), which functions defined \

@@ -139,7 +139,7 @@ fn key_of(kind: K, extractor: &str, p: &Map<String, Value>, tests: &[String]) ->
     )
 }
 
-fn draft(
+pub(crate) fn draft(
     kind: K,
     extractor: &'static str,
     p: Map<String, Value>,
@@ -588,11 +588,16 @@ pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
 }
 
 /// A call-graph question (S6 `call_graph`) about one test, from the scout's trace (every call
-/// of the test, with qualnames): the edges among the repository's functions.
-pub fn call_graph(test: &str, within: &str) -> Draft {
+/// of the test, with qualnames): the edges among the repository's functions; with `qualify`,
+/// names carry their module (a JVM's package).
+pub fn call_graph(test: &str, within: &str, qualify: bool) -> Draft {
     let mut p = Map::new();
     p.insert("test".into(), json!(test));
     p.insert("within".into(), json!(within));
+    if qualify {
+        // Methods by their package too (`org.x.Foo.bar`): TraceEval's qualified names.
+        p.insert("qualify".into(), json!("module"));
+    }
     let tests = vec![test.to_string()];
     Draft {
         key: key_of(K::S6, "call_graph", &p, &tests),

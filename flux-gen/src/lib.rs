@@ -24,7 +24,8 @@
 //! in images), [`profile`] (the scout's reading), [`facts`] (static facts), [`plan`] (targets),
 //! [`draft`] (questions from the trace), [`author`] (prose and instance), [`features`]
 //! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
-//! [`module`] (one module end to end), [`set`] (the work list, phase 2, the set on disk),
+//! [`module`] (one module end to end), [`runtime`] (the runtime seam: pytest on CPython, JUnit
+//! on HotSpot) and [`calls_only`] (a module of a runtime whose probes report calls only), [`set`] (the work list, phase 2, the set on disk),
 //! [`stats`] (`flux stats`).
 //!
 //! Architecture invariants: every seeded choice is a function of the seed and a stable key of
@@ -33,6 +34,7 @@
 //! image (`[test] image_files`), never copies it.
 pub mod artifact;
 pub mod author;
+pub mod calls_only;
 pub mod draft;
 pub mod facts;
 pub mod features;
@@ -42,6 +44,7 @@ pub mod plan;
 pub mod profile;
 pub mod results;
 pub mod runner;
+pub mod runtime;
 pub mod screen;
 pub mod set;
 pub mod spec;

@@ -31,7 +31,7 @@ use crate::draft::{self, Ctx, Draft};
 use crate::facts::{FileFacts, FileFactsExt};
 use crate::profile::ModuleProfile;
 use crate::results::{Candidate, ModuleResult};
-use crate::runner::{pytest_command, run_problem, Runner};
+use crate::runner::{run_problem, Runner};
 use crate::spec::{GenSpec, RepoSpec};
 use crate::{features, plan};
 use anyhow::{Context, Result};
@@ -118,7 +118,13 @@ pub async fn run_module(g: &Gen<'_>, repo: &RepoSpec, module: &str) -> ModuleRes
         module: module.to_string(),
         ..ModuleResult::default()
     };
-    if let Err(e) = run_module_inner(g, repo, module, &mut r).await {
+    // The runtime's probes decide what a trace holds: calls only (the JVM's) or everything.
+    let done = if crate::runtime::calls_only(repo) {
+        crate::calls_only::run_module(g, repo, module, &mut r).await
+    } else {
+        run_module_inner(g, repo, module, &mut r).await
+    };
+    if let Err(e) = done {
         r.skipped = Some(format!("{e:#}"));
         r.candidates.clear();
     }
@@ -127,7 +133,7 @@ pub async fn run_module(g: &Gen<'_>, repo: &RepoSpec, module: &str) -> ModuleRes
 
 /// Call-graph questions from the scout's trace: up to two passed tests (seeded) that call the
 /// repository's code a moderate number of times, when every such call carries its qualname.
-fn call_graphs(
+pub(crate) fn call_graphs(
     spec: &GenSpec,
     repo: &RepoSpec,
     scope: &str,
@@ -167,7 +173,7 @@ fn call_graphs(
     crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
     let mut out = Vec::new();
     for test in pool.into_iter().take(2) {
-        let d = draft::call_graph(test, &within);
+        let d = draft::call_graph(test, &within, crate::runtime::calls_only(repo));
         *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
         let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
             continue;
@@ -334,7 +340,7 @@ async fn run_module_inner(
         image: repo.image.clone(),
         image_id: run.image_id.clone(),
         interpreter: run.interpreter_version.clone(),
-        command: pytest_command(repo, &paths),
+        command: crate::runtime::test_command(repo, &paths),
         config,
         plan: plan
             .targets
@@ -431,23 +437,7 @@ async fn run_module_inner(
             authored.push((d, gold, Some(ti)));
         }
     }
-    // No two questions about one function and kind with the same answer.
-    let mut seen: BTreeSet<(String, QuestionKind, String)> = BTreeSet::new();
-    authored.sort_by_cached_key(|(d, _, _)| {
-        crate::keyed::hash64(spec.seed, &format!("{scope}/{}", d.key))
-    });
-    authored.retain(|(d, gold, _)| {
-        let who = d
-            .functions
-            .first()
-            .cloned()
-            .unwrap_or_else(|| d.tests.join(" "));
-        let fresh = seen.insert((who, d.kind, gold.to_string()));
-        if !fresh {
-            *r.left_out.entry("same-answer".into()).or_insert(0) += 1;
-        }
-        fresh
-    });
+    drop_same_answers(spec.seed, &scope, &mut authored, r);
     r.time("draft", t);
     // 6. Author and validate (the baseline's `easy` is decided at the set's assembly).
     let t = Instant::now();
@@ -555,6 +545,31 @@ async fn run_module_inner(
     r.artifact = Some(art);
     r.candidates = kept;
     Ok(())
+}
+
+/// No two questions about one function and kind with the same answer (`same-answer`): of
+/// equals, the first in a seeded order of their keys is kept.
+pub(crate) fn drop_same_answers(
+    seed: u64,
+    scope: &str,
+    authored: &mut Vec<(Draft, Value, Option<usize>)>,
+    r: &mut ModuleResult,
+) {
+    let mut seen: BTreeSet<(String, QuestionKind, String)> = BTreeSet::new();
+    authored
+        .sort_by_cached_key(|(d, _, _)| crate::keyed::hash64(seed, &format!("{scope}/{}", d.key)));
+    authored.retain(|(d, gold, _)| {
+        let who = d
+            .functions
+            .first()
+            .cloned()
+            .unwrap_or_else(|| d.tests.join(" "));
+        let fresh = seen.insert((who, d.kind, gold.to_string()));
+        if !fresh {
+            *r.left_out.entry("same-answer".into()).or_insert(0) += 1;
+        }
+        fresh
+    });
 }
 
 /// A draft's oracle, made by the one constructor `flux harvest` uses

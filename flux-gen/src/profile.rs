@@ -5,7 +5,9 @@
 //! Conventions:
 //! - A function is a code object, keyed by (file, `co_name`, first line): what both witnesses
 //!   report for a fresh call (USDT on 3.15 gives no qualname; the qualname comes later from the
-//!   static facts of the file). Generator and coroutine resumptions are not calls.
+//!   static facts of the file). Generator and coroutine resumptions are not calls. A JVM method
+//!   (an event with a signature) is keyed by its qualname (`Outer.Inner.run`), line 0: the
+//!   probes name the class; overloads are one function.
 //! - An event belongs to the test whose `test_start` is the latest one before it and whose
 //!   `test_end` has not come yet (pytest runs one test at a time); events outside every test
 //!   are ignored (a scout runs with `scope = "tests"`, so there are few).
@@ -130,7 +132,13 @@ impl ModuleProfile {
                     let fresh = e.frame == 0 || e.frame == e.activation;
                     let key = CodeKey {
                         file: e.file.clone(),
-                        name: e.func.clone(),
+                        // A JVM method is named by class and method (`sig` set): a file
+                        // holds its nested classes, whose methods may share a name.
+                        name: if e.sig.is_empty() {
+                            e.func.clone()
+                        } else {
+                            e.qualname.clone()
+                        },
                         first_line: e.line,
                     };
                     let func = if fresh {

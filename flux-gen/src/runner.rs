@@ -75,7 +75,10 @@ impl Runner {
         let outd = dir.join("out");
         std::fs::create_dir_all(&outd)?;
         set_mode(&outd, 0o777)?;
-        let mut cmd = vec![repo.interpreter.clone(), "/flux/gen/script.py".to_string()];
+        let mut cmd = vec![
+            crate::runtime::tools_python(repo).to_string(),
+            "/flux/gen/script.py".to_string(),
+        ];
         cmd.extend(args.iter().cloned());
         let mut spec = ContainerSpec::new(&repo.image, cmd, &run);
         spec.mounts.push(Mount::read_only(&dir, "/flux/gen"));
@@ -106,13 +109,16 @@ impl Runner {
         Ok(bytes)
     }
 
-    /// Every `.py` file under the repository's code and test directories, relative to `root`,
-    /// sorted.
+    /// Every source file (`.py`, or the runtime's) under the repository's code and test
+    /// directories, relative to `root`, sorted.
     pub async fn list_files(&self, repo: &RepoSpec) -> Result<Vec<String>> {
         let dirs = list_dirs(repo);
         let bytes = self
             .python(repo, LIST_SCRIPT, &{
-                let mut a = vec![repo.root.clone()];
+                let mut a = vec![
+                    crate::runtime::source_ext(repo).to_string(),
+                    repo.root.clone(),
+                ];
                 a.extend(dirs);
                 a
             })
@@ -129,6 +135,20 @@ impl Runner {
         let abs: Vec<String> = files.iter().map(|f| repo.in_image(f)).collect();
         let bytes = self.python(repo, FACTS_SCRIPT, &abs).await?;
         serde_json::from_slice(&bytes).context("static facts of the image's files")
+    }
+
+    /// The test methods a JUnit test class (`module`, a `.java` file under `root`) declares,
+    /// as `<binary class name>.<method>`: methods annotated `@Test`, or, in a class without
+    /// `@Test` (JUnit 3), its `public void test…()` methods. Read from the source in the image;
+    /// the trace decides which of them ran (only those get a window).
+    pub async fn test_methods(&self, repo: &RepoSpec, module: &str) -> Result<Vec<String>> {
+        let class = crate::runtime::test_class(repo, module)
+            .with_context(|| format!("{module} is not a test class's source"))?;
+        let bytes = self
+            .python(repo, TEST_METHODS_SCRIPT, &[repo.in_image(module)])
+            .await?;
+        let names: Vec<String> = serde_json::from_slice(&bytes).context("test methods")?;
+        Ok(names.into_iter().map(|m| format!("{class}.{m}")).collect())
     }
 
     /// One traced run of `paths` (files or node ids under `root`) in the repository's image
@@ -203,9 +223,9 @@ fn run_instance(
             files: vec!["README.md".into()],
             image_files: paths
                 .iter()
-                .map(|p| repo.in_image(p.split("::").next().unwrap_or(p)))
+                .map(|p| crate::runtime::image_file(repo, p))
                 .collect(),
-            command: pytest_command(repo, paths),
+            command: crate::runtime::test_command(repo, paths),
             expect: Expect::Pass,
             timeout_s,
             layout: None,
@@ -239,7 +259,7 @@ fn tail(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// argv: ROOT DIR... → out.json: the sorted `.py` files under ROOT/DIR, relative to ROOT.
+/// argv: EXT ROOT DIR... → out.json: the sorted `EXT` files under ROOT/DIR, relative to ROOT.
 /// The directories (under `root`) whose files [`Runner::list_files`] lists: the code, the
 /// listed modules' directories and, since tests may live outside the code (`tests/` beside
 /// `src/`), the directory of the select glob's literal prefix.
@@ -263,7 +283,7 @@ pub fn list_dirs(repo: &RepoSpec) -> Vec<String> {
 
 const LIST_SCRIPT: &str = r#"
 import json, os, sys
-root, dirs = sys.argv[1].rstrip("/"), sys.argv[2:]
+ext, root, dirs = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3:]
 out = set()
 for d in dirs:
     base = os.path.join(root, d)
@@ -273,10 +293,34 @@ for d in dirs:
     for dp, dns, fns in os.walk(base):
         dns[:] = sorted(x for x in dns if x != "__pycache__" and not x.startswith("."))
         for f in fns:
-            if f.endswith(".py"):
+            if f.endswith(ext):
                 out.add(os.path.relpath(os.path.join(dp, f), root))
 with open("/flux/out/out.json", "w") as fh:
     json.dump(sorted(out), fh)
+"#;
+
+/// argv: FILE.java → out.json: the names of the test methods it declares (see
+/// [`Runner::test_methods`]); comments are dropped first.
+const TEST_METHODS_SCRIPT: &str = r#"
+import json, re, sys
+src = open(sys.argv[1], encoding="utf-8", errors="replace").read()
+src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+src = re.sub(r"//[^\n]*", " ", src)
+names = []
+ann = r"@(?:org\.junit\.(?:jupiter\.api\.)?)?Test\b(?!\w)(?:\s*\([^)]*\))?"
+other = r"(?:\s*@\w[\w.]*(?:\s*\([^)]*\))?)*"
+mods = r"\s*(?:(?:public|protected|private|static|final|synchronized)\s+)*"
+for m in re.finditer(ann + other + mods + r"void\s+(\w+)\s*\(", src):
+    names.append(m.group(1))
+if "@Test" not in src:
+    for m in re.finditer(r"public\s+void\s+(test\w*)\s*\(\s*\)", src):
+        names.append(m.group(1))
+out = []
+for n in names:
+    if n not in out:
+        out.append(n)
+with open("/flux/out/out.json", "w") as fh:
+    json.dump(out, fh)
 "#;
 
 /// `flux_hook.static_facts` (stdlib only), run as a module of its own in the image.

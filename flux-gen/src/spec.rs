@@ -215,6 +215,36 @@ pub struct RepoSpec {
     /// network, or to be too heavy to trace.
     #[serde(default)]
     pub skip_tests: Vec<String>,
+    /// The runtime, as its probes describe it (default: CPython, pytest, the hook).
+    #[serde(default, skip_serializing_if = "RuntimeSpec::is_python")]
+    pub runtime: RuntimeSpec,
+}
+
+/// `runtime = { probes = "hotspot", classes = [...], tests = "src/test/java/" }`: which runtime
+/// runs the repository's tests, named by the provider of its probes. The runtime decides what a
+/// trace can hold and so which questions can be asked ([`crate::runtime`]):
+/// - `python` (default): CPython's probes and flux's hook; pytest modules; every kind.
+/// - `hotspot`: HotSpot's `method__entry`/`method__return` probes, one witness, calls only;
+///   JUnit test classes (modules are their `.java` files under `root`, the test sources under
+///   `tests`); the call-structure kinds (S6, M6) alone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "probes", rename_all = "lowercase", deny_unknown_fields)]
+pub enum RuntimeSpec {
+    #[default]
+    Python,
+    Hotspot {
+        /// Class-name prefixes the kernel keeps (`org.apache.commons.lang3.`): the project's.
+        classes: Vec<String>,
+        /// The test source root under `root` (`src/test/java/`): a test class's file is
+        /// `<tests><package path>/<Class>.java`.
+        tests: String,
+    },
+}
+
+impl RuntimeSpec {
+    pub fn is_python(&self) -> bool {
+        matches!(self, RuntimeSpec::Python)
+    }
 }
 
 /// `select = { glob = "sympy/*/tests/test_*.py", count = 20 }`: `count` modules matching
@@ -395,6 +425,20 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
                 "no test module: give `modules` or `select`".into(),
             ));
         }
+        if let RuntimeSpec::Hotspot { classes, tests } = &r.runtime {
+            if classes.is_empty() || classes.len() > 8 {
+                return Err(bad(
+                    f("runtime.classes"),
+                    "lists 1 to 8 class prefixes (the kernel's filter)".into(),
+                ));
+            }
+            if tests.starts_with('/') || tests.split('/').any(|c| c == "..") {
+                return Err(bad(
+                    f("runtime.tests"),
+                    format!("`{tests}` must be a path under `root`, without `..`"),
+                ));
+            }
+        }
         if let Some(s) = &r.select {
             if s.count == 0 || s.glob.trim().is_empty() {
                 return Err(bad(
@@ -435,8 +479,13 @@ impl RepoSpec {
                 .any(|g| glob_match(g, rel) || glob_match(g, &format!("/{rel}")))
     }
 
-    /// `abs` (a file path as the interpreter saw it) relative to `root`, if it lies there.
+    /// `abs` (a file path as the interpreter saw it) relative to `root`, if it lies there. A
+    /// JVM names a method's file relative to its source root already
+    /// (`org/apache/commons/lang3/StringUtils.java`, `flux_merge::jvm`): kept as it is.
     pub fn relative<'a>(&self, abs: &'a str) -> Option<&'a str> {
+        if !self.runtime.is_python() {
+            return (!abs.starts_with('/')).then_some(abs);
+        }
         let root = self.root.trim_end_matches('/');
         abs.strip_prefix(root)?.strip_prefix('/')
     }

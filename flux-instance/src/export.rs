@@ -21,7 +21,8 @@
 //!   harvested answer.
 //! * TraceEval: `<out>/<repo>/<id>/callgraph.json` (`{caller: [callees]}`) from the instance's
 //!   harvested `callgraph.json`, else from a `call_graph` oracle answer; plus `<out>/splits.json`
-//!   = `{"python": ["<repo>/<id>", …]}` (program directories relative to `<out>`).
+//!   = `{"python": ["<repo>/<id>", …], "java": […]}` (program directories relative to `<out>`,
+//!   by the language of the instance: [`language`]).
 //!
 //! One instance's trouble never stops the export (ripgrep's rule): instances without
 //! `oracle.json` are skipped with a note, malformed ones are reported as errors naming the file
@@ -126,7 +127,7 @@ pub fn export(format: ExportFormat, dirs: &[PathBuf], out: &Path) -> ExportRepor
         match result {
             Ok(Some(rel)) => {
                 if format == ExportFormat::TraceEval {
-                    programs.push(rel.clone());
+                    programs.push((language(&inst), rel.clone()));
                 }
                 report.exported.push(rel);
             }
@@ -140,8 +141,17 @@ pub fn export(format: ExportFormat, dirs: &[PathBuf], out: &Path) -> ExportRepor
         }
     }
     if format == ExportFormat::TraceEval {
-        programs.sort();
-        if let Err(e) = write_json(&out.join(SPLITS_FILE), &json!({ "python": programs })) {
+        // `{lang: [programs]}`, TraceEval's splits: "python" always, each other language
+        // when it has a program.
+        let mut splits: std::collections::BTreeMap<&str, Vec<String>> =
+            std::collections::BTreeMap::from([("python", Vec::new())]);
+        for (lang, rel) in programs {
+            splits.entry(lang).or_default().push(rel);
+        }
+        for v in splits.values_mut() {
+            v.sort();
+        }
+        if let Err(e) = write_json(&out.join(SPLITS_FILE), &json!(splits)) {
             report.errors.push(e);
         }
     }
@@ -390,6 +400,16 @@ fn shell_quote(s: &str) -> String {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The language of an instance's program, as TraceEval's splits name it: a JVM target (its
+/// tracing names classes) is "java", any other "python".
+pub fn language(inst: &Instance) -> &'static str {
+    if inst.spec.tracing.classes.is_empty() {
+        "python"
+    } else {
+        "java"
     }
 }
 

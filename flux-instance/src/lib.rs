@@ -861,10 +861,21 @@ impl Instance {
         Ok(answer)
     }
 
-    /// The path scope of the repository's own code for [`Instance::call_graph`]: the first
+    /// The path scope of the repository's own code for [`Instance::call_graph`]: for JVM
+    /// classes, the first class prefix as a path (`org.x.` → `org/x/`); else the first
     /// component of the first `[tracing] files` entry that starts with a plain name
     /// (`sympy/core/add.py` → `sympy/`), else the package name (`sympy==1.13.3` → `sympy/`).
     pub fn call_graph_scope(&self) -> String {
+        // A JVM target's code is its classes (`org.x.`): the files a JVM trace names are
+        // relative to the source root (`org/x/Foo.java`).
+        if let Some(c) = self.spec.tracing.classes.first() {
+            let path = c.replace('.', "/");
+            return if path.ends_with('/') {
+                path
+            } else {
+                format!("{path}/")
+            };
+        }
         let from_files = self.spec.tracing.files.iter().find_map(|f| {
             let first = f.trim_start_matches('/').split('/').next()?;
             let plain = !first.is_empty()

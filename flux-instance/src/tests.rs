@@ -705,6 +705,30 @@ fn call_graph_of_the_repositorys_code() {
     );
 }
 
+/// The JVM fixture's harvested callgraph.json was `{}`: the scope came from the package name
+/// (`openjdk/`), which no JVM file (`fluxfixture/Main.java`) lies under. A JVM instance's scope
+/// is its classes, and its graph names methods by package.
+#[test]
+fn a_jvm_instances_call_graph_scope_is_its_classes() {
+    use flux_extract::testkit::TraceBuilder;
+    let s = Scratch::new();
+    let mut inst = load_instance(good(&s.0)).unwrap();
+    inst.spec.tracing.classes = vec!["org.x.".into()];
+    assert_eq!(inst.call_graph_scope(), "org/x/");
+    let t = TraceBuilder::new()
+        .call_in("Foo.bar", "org/x/Foo.java", 0, &[])
+        .call_in("Foo.Inner.baz", "org/x/Foo.java", 0, &[])
+        .ret("")
+        .call_in("Util.go", "org/x/sub/Util.java", 0, &[])
+        .ret("")
+        .ret("")
+        .build();
+    assert_eq!(
+        inst.call_graph(&t).unwrap(),
+        json!({"org.x.Foo.bar": ["org.x.Foo.Inner.baz", "org.x.sub.Util.go"]})
+    );
+}
+
 #[test]
 fn a_variant_table_is_optional_and_checked() {
     let s = Scratch::new();
