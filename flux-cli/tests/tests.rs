@@ -7,6 +7,7 @@ mod common;
 mod cli;
 mod extractors;
 mod gen;
+mod gen_java;
 mod harvest;
 mod images;
 mod predicates;

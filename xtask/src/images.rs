@@ -70,12 +70,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Build what the tests and the harvest use: the default bases and repository images,
-/// then the hook-only bases (3.13, 3.14) the witness tests run on, then the package source
+/// then the hook-only bases (3.13, 3.14) the witness tests run on, the Java group (the JDK
+/// base and the Java projects the JVM tests run), then the package source
 /// trees of the committed sets' repositories (no image: their prompts show their tests' code).
 pub fn build_default() -> anyhow::Result<()> {
     for names in [
         vec![],
         vec!["py3.13-trixie".to_string(), "py3.14-sid".to_string()],
+        // The JDK base and the Java projects (issue 27): the JVM tests' fixture is one test
+        // class of commons-codec, and the fixture instance runs in the base.
+        vec!["java".to_string()],
     ] {
         let code = run(Args {
             rebuild: false,
