@@ -437,76 +437,18 @@ pub(crate) async fn run_module(
     crate::module::drop_same_answers(spec.seed, &scope, &mut authored, r);
     r.time("draft", t);
     let t = Instant::now();
-    let facts = BTreeMap::new();
-    let mut cands = Vec::new();
-    for (d, gold, ti) in authored {
-        let id = instance_id(&repo.name, &d, &scope);
-        let ex = flux_extract::find(d.extractor).expect("a registered extractor");
-        let params = flux_extract::params(Value::Object(d.params.clone()))?;
-        let template = crate::runtime::template(repo, d.extractor, (ex.template)(&params));
-        let (question, function, file) = match ti {
-            Some(ti) => {
-                let target = &targets[ti];
-                (
-                    question(repo, &d, target),
-                    target.qualname.clone(),
-                    target.file.clone(),
-                )
-            }
-            None => (
-                crate::author::call_graph_question(repo, &d),
-                d.tests[0].clone(),
-                module.to_string(),
-            ),
-        };
-        let files_of = BTreeMap::new();
-        let mut ispec = crate::author::instance_spec(repo, &d, &id, &template, question, &files_of);
-        ispec.generated = Some(GeneratedSpec {
-            set: spec.name.clone(),
-            split: repo.split.as_str().to_string(),
-            module: module.to_string(),
-            trace: scope.clone(),
-            easy: false,
-            difficulty: crate::features::difficulty(repo, &profile, &facts, &d.tests),
-        });
-        let run_facts = flux_instance::RunFacts {
-            harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
-            image_id: run.image_id.clone(),
-            image_identity: run.image_identity.clone(),
-            interpreter: run.interpreter_version.clone(),
-            trace_sha256: Some(digest.clone()),
-            labels: Vec::new(),
-        };
-        let scratch = g.runner.work.join("baseline");
-        let sub = draft::sub_trace(&trace, &d.tests);
-        let oracle = match crate::screen::instance_of(&scratch, &ispec)
-            .and_then(|inst| draft_oracle(&inst, gold, &sub, &run_facts).map_err(Into::into))
-        {
-            Ok(o) => o,
-            Err(e) => {
-                r.count("invalid");
-                eprintln!("flux gen: {id}: does not load: {e:#}");
-                continue;
-            }
-        };
-        let c = Candidate {
-            priority: crate::keyed::hash64(spec.seed, &id),
-            id,
-            kind: d.kind,
-            extractor: d.extractor.to_string(),
-            function,
-            file,
-            tests: d.tests.clone(),
-            spec: ispec,
-            oracle,
-        };
-        if let Err(e) = crate::screen::loads(&scratch, &c) {
-            r.count("invalid");
-            eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-            continue;
-        }
-        cands.push(c);
+    let cands = Authoring {
+        g,
+        repo,
+        module,
+        scope: &scope,
+        targets: &targets,
+        profile: &profile,
+        trace: &trace,
+        run: &run,
+        digest: &digest,
     }
+    .candidates(authored, r)?;
     r.time("author", t);
     let chosen = crate::screen::select_module(spec, cands, r);
     let t = Instant::now();
@@ -515,6 +457,102 @@ pub(crate) async fn run_module(
     r.artifact = Some(art);
     r.candidates = kept;
     Ok(())
+}
+
+/// What authoring a calls-only module's drafts needs.
+struct Authoring<'a> {
+    g: &'a Gen<'a>,
+    repo: &'a RepoSpec,
+    module: &'a str,
+    scope: &'a str,
+    targets: &'a [Target],
+    profile: &'a ModuleProfile,
+    trace: &'a flux_trace::Trace,
+    run: &'a flux_harvest::TracedRun,
+    digest: &'a str,
+}
+
+impl Authoring<'_> {
+    /// Each draft authored (question, template, config, gold through `Instance::oracle_for`)
+    /// and loaded; what does not load is counted `invalid`.
+    fn candidates(
+        &self,
+        authored: Vec<(Draft, Value, Option<usize>)>,
+        r: &mut ModuleResult,
+    ) -> Result<Vec<Candidate>> {
+        let facts = BTreeMap::new();
+        let mut cands = Vec::new();
+        for (d, gold, ti) in authored {
+            let id = instance_id(&self.repo.name, &d, self.scope);
+            let ex = flux_extract::find(d.extractor).expect("a registered extractor");
+            let params = flux_extract::params(Value::Object(d.params.clone()))?;
+            let template = crate::runtime::template(self.repo, d.extractor, (ex.template)(&params));
+            let (question, function, file) = match ti {
+                Some(ti) => {
+                    let target = &self.targets[ti];
+                    (
+                        question(self.repo, &d, target),
+                        target.qualname.clone(),
+                        target.file.clone(),
+                    )
+                }
+                None => (
+                    crate::author::call_graph_question(self.repo, &d),
+                    d.tests[0].clone(),
+                    self.module.to_string(),
+                ),
+            };
+            let files_of = BTreeMap::new();
+            let mut ispec =
+                crate::author::instance_spec(self.repo, &d, &id, &template, question, &files_of);
+            ispec.generated = Some(GeneratedSpec {
+                set: self.g.spec.name.clone(),
+                split: self.repo.split.as_str().to_string(),
+                module: self.module.to_string(),
+                trace: self.scope.to_string(),
+                easy: false,
+                difficulty: crate::features::difficulty(self.repo, self.profile, &facts, &d.tests),
+            });
+            let run_facts = flux_instance::RunFacts {
+                harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
+                image_id: self.run.image_id.clone(),
+                image_identity: self.run.image_identity.clone(),
+                interpreter: self.run.interpreter_version.clone(),
+                trace_sha256: Some(self.digest.to_string()),
+                labels: Vec::new(),
+            };
+            let scratch = self.g.runner.work.join("baseline");
+            let sub = draft::sub_trace(self.trace, &d.tests);
+            let oracle = match crate::screen::instance_of(&scratch, &ispec)
+                .and_then(|inst| draft_oracle(&inst, gold, &sub, &run_facts).map_err(Into::into))
+            {
+                Ok(o) => o,
+                Err(e) => {
+                    r.count("invalid");
+                    eprintln!("flux gen: {id}: does not load: {e:#}");
+                    continue;
+                }
+            };
+            let c = Candidate {
+                priority: crate::keyed::hash64(self.g.spec.seed, &id),
+                id,
+                kind: d.kind,
+                extractor: d.extractor.to_string(),
+                function,
+                file,
+                tests: d.tests.clone(),
+                spec: ispec,
+                oracle,
+            };
+            if let Err(e) = crate::screen::loads(&scratch, &c) {
+                r.count("invalid");
+                eprintln!("flux gen: {}: does not load: {e:#}", c.id);
+                continue;
+            }
+            cands.push(c);
+        }
+        Ok(cands)
+    }
 }
 
 #[cfg(test)]
