@@ -140,7 +140,7 @@ fn the_committed_java_set_loads_and_exports_its_call_graphs_as_java() {
             &std::fs::read_to_string(out.join(rel).join("callgraph.json")).unwrap(),
         )
         .unwrap();
-        let gold = flux_instance::read_oracle(&set.join("instances").join(rel))
+        let gold = flux_instance::read_oracle(set.join("instances").join(rel))
             .unwrap()
             .oracle_answer["call_graph"]
             .clone();
