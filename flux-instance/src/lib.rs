@@ -24,7 +24,6 @@ use std::path::{Path, PathBuf};
 
 pub mod export;
 pub mod external;
-pub mod hf;
 mod oracle;
 mod source_check;
 pub mod template;
