@@ -285,10 +285,34 @@ fn instance_test_files(inst: &Instance, remaining: &mut usize, notes: &mut Vec<S
     out
 }
 
+/// The conventions `inst`'s question was written against (its `preamble`), sent once in the
+/// system prompt; a preamble this flux does not have is noted and its kind's current one sent.
+pub fn preamble(
+    inst: &Instance,
+    notes: &mut Vec<String>,
+) -> Option<&'static flux_instance::preamble::Preamble> {
+    let id = inst.preamble.as_deref()?;
+    if let Some(p) = flux_instance::preamble::by_id(id) {
+        return Some(p);
+    }
+    let kind: flux_extract::QuestionKind =
+        serde_json::from_value(serde_json::Value::String(inst.kind.clone())).ok()?;
+    let p = flux_instance::preamble::for_kind(kind);
+    notes.push(format!(
+        "the question was written against preamble {id}, which this flux does not have; {} is sent",
+        p.id()
+    ));
+    Some(p)
+}
+
 /// Build the prompt of one instance.
 pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let mut notes = Vec::new();
-    let system = cfg.system.unwrap_or(SYSTEM).to_string();
+    let mut system = cfg.system.unwrap_or(SYSTEM).to_string();
+    if let Some(p) = preamble(inst, &mut notes) {
+        system.push_str("\n\n");
+        system.push_str(p.text);
+    }
     let template =
         serde_json::to_string_pretty(&inst.template).unwrap_or_else(|_| inst.template.to_string());
     let mut head = format!(

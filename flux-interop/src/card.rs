@@ -66,7 +66,8 @@ const FIELDS: &str = "\n## Fields\n\n\
 | `kind` | one of 14 question kinds (`S1`–`S7` about one test, `M1`–`M7` about several) |\n\
 | `split`, `set` | the split; the generated set the instance belongs to (null for hand-written ones) |\n\
 | `question` | the question |\n\
-| `system`, `prompt` | the system and user messages exactly as `flux eval` sends them (default context mode): the question, the answer format, the test code and the repository source it needs, with the files' own line numbers |\n\
+| `preamble_id`, `preamble` | the conventions the question was written against (`family@version`, and its text: what a line, an iteration, a call, a raise are, how values are rendered), sent once in the system prompt; null for questions that spell them out |\n\
+| `system`, `prompt` | the system (with the preamble) and user messages exactly as `flux eval` sends them (default context mode): the question, the answer format, the test code and the repository source it needs, with the files' own line numbers |\n\
 | `test_source` | the test code of the prompt: the tests the question names, with their class, fixtures and helpers |\n\
 | `context` | the repository source of the prompt: the target function and what it calls |\n\
 | `template` | JSON text: the answer's shape, leaves naming types (`\"int\"`, `\"str\"`) |\n\

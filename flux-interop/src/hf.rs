@@ -1,6 +1,7 @@
 //! A Hugging Face dataset of the harvested instances (`flux export --format hf OUT`), self-
-//! contained: each row holds what a model is asked (the system prompt and the user prompt
-//! exactly as `flux eval` renders them, with the test code and the repository source chosen
+//! contained: each row holds what a model is asked (the system prompt, with the preamble of
+//! conventions the question was written against, and the user prompt exactly as `flux eval`
+//! renders them, with the test code and the repository source chosen
 //! around the target, [`flux_eval::prompt::build`]) and what scores it (template, gold,
 //! order-insensitive paths, the instance's `oracle.json` verbatim).
 //!
@@ -39,6 +40,8 @@ pub const COLUMNS: &[(&str, Col)] = &[
     ("split", Col::Str),
     ("set", Col::OptStr),
     ("question", Col::Str),
+    ("preamble_id", Col::OptStr),
+    ("preamble", Col::OptStr),
     ("system", Col::Str),
     ("prompt", Col::Str),
     ("test_source", Col::Str),
@@ -131,6 +134,7 @@ pub fn row(
             system: None,
         },
     );
+    let preamble = prompt::preamble(inst, &mut Vec::new());
     let difficulty = s.generated.as_ref().map(|g| {
         let mut d = serde_json::to_value(&g.difficulty).unwrap_or(Value::Null);
         if let Some(o) = d.as_object_mut() {
@@ -150,6 +154,8 @@ pub fn row(
         "split": inst.split,
         "set": inst.set,
         "question": inst.question,
+        "preamble_id": preamble.map(|p| p.id()),
+        "preamble": preamble.map(|p| p.text),
         "system": p.system,
         "prompt": p.user,
         "test_source": p.test_source,

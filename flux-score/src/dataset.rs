@@ -7,7 +7,7 @@
 //! A row reads as the instance it was exported from ([`row_instance`]): `instance_id` (the
 //! `repo/id` key of answers and predictions), `id`, `repository`, `kind`, `question`,
 //! `template` and `gold` (JSON text), `order_insensitive`, `split`, and when present `set`,
-//! `package`, `image` and `oracle`. A line that is not such a row is an invalid instance naming
+//! `preamble_id`, `package`, `image` and `oracle`. A line that is not such a row is an invalid instance naming
 //! the file and line; the others are still read.
 
 use serde_json::Value;
@@ -120,6 +120,7 @@ pub fn row_instance(row: &Value, file: &Path) -> Result<Instance, String> {
         repository: field(row, "repository")?.to_string(),
         kind: field(row, "kind")?.to_string(),
         question: field(row, "question")?.to_string(),
+        preamble: opt(row, "preamble_id"),
         template: json_text(row, "template")?.ok_or("the row has no `template`")?,
         order_insensitive: strings(row, "order_insensitive"),
         package: opt(row, "package"),

@@ -19,6 +19,9 @@ pub struct Instance {
     /// Question kind, e.g. `S4_DataFlow` (instance.toml `kind`, else oracle `question_kind`).
     pub kind: String,
     pub question: String,
+    /// The shared conventions the question was written against (`preamble`, `family@version`:
+    /// flux-instance's `preamble` module), if any: sent once, in the system prompt.
+    pub preamble: Option<String>,
     /// The answer template (JSON), from oracle.json `template_answer` or instance.toml `template`.
     pub template: Value,
     /// JSON-pointer patterns whose lists compare as multisets.
@@ -298,6 +301,7 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         repository: get_str("repository").unwrap_or_else(|| repo_dir.clone()),
         kind,
         question,
+        preamble: get_str("preamble"),
         template,
         order_insensitive,
         package: get_str("package"),
