@@ -310,7 +310,7 @@ fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
         s(&inst),
         s(&out),
     ]);
-    let insts: Vec<flux_score::Instance> = flux_score::discover(&[inst.clone()])
+    let insts: Vec<flux_score::Instance> = flux_score::discover(std::slice::from_ref(&inst))
         .unwrap()
         .into_iter()
         .filter(|i| i.oracle.is_some())

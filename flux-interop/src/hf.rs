@@ -165,7 +165,7 @@ pub fn row(
         "order_insensitive": inst.order_insensitive,
         "test_image_files": inst.test_image_files,
         "test_command": inst.test_command,
-        "expect": serde_json::to_value(&s.test.expect).unwrap_or(Value::Null),
+        "expect": serde_json::to_value(s.test.expect).unwrap_or(Value::Null),
         "tracing": text(&s.tracing),
         "extractor": s.extractor.name,
         "extractor_params": text(&inst.extractor_params),
