@@ -419,3 +419,54 @@ fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
     // The fixture is half gold, half not: both verdicts are exercised.
     assert_eq!(passed, golds);
 }
+
+/// Rows of the generated set carry the preamble their question was written against (its id and
+/// text, which the system prompt holds) and the instance's difficulty features.
+#[test]
+fn hf_rows_of_the_generated_set_carry_their_preamble_and_difficulty() {
+    let d = tempdir();
+    let set = workspace().join("sets/flux-gen-v1/instances");
+    let out = d.join("ds");
+    flux_ok(&[
+        "export",
+        "--format",
+        "hf",
+        "--no-source",
+        "--limit",
+        "25",
+        "--instances",
+        s(&set),
+        s(&out),
+    ]);
+    let insts: BTreeMap<String, flux_score::Instance> = flux_score::discover(&[set])
+        .unwrap()
+        .into_iter()
+        .map(|i| (i.key(), i))
+        .collect();
+    let mut n = 0;
+    for split in ["test", "train"] {
+        let file = out.join(format!("data/{split}.jsonl"));
+        if !file.exists() {
+            continue;
+        }
+        for r in rows(&file) {
+            let key = r["instance_id"].as_str().unwrap();
+            let i = &insts[key];
+            let id = i
+                .preamble
+                .as_deref()
+                .unwrap_or_else(|| panic!("{key}: no preamble"));
+            let p = flux_instance::preamble::by_id(id).unwrap();
+            assert_eq!(r["preamble_id"].as_str(), Some(id), "{key}");
+            assert_eq!(r["preamble"].as_str(), Some(p.text), "{key}");
+            assert!(r["system"].as_str().unwrap().contains(p.text), "{key}");
+            let diff: Value = serde_json::from_str(r["difficulty"].as_str().unwrap()).unwrap();
+            assert!(
+                diff["calls"].as_u64().is_some() && diff["easy"].is_boolean(),
+                "{key}"
+            );
+            n += 1;
+        }
+    }
+    assert_eq!(n, 25);
+}
