@@ -25,7 +25,9 @@
 //! [`draft`] (questions from the trace), [`author`] (prose and instance), [`features`]
 //! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
 //! [`module`] (one module end to end), [`set`] (the work list, phase 2, the set on disk),
-//! [`stats`] (`flux stats`).
+//! [`discriminate`] (the screens of answers that do not discriminate), [`reauthor`] (`flux gen
+//! --reauthor`: a set's questions written again and screened, nothing run), [`stats`] (`flux
+//! stats`).
 //!
 //! Architecture invariants: every seeded choice is a function of the seed and a stable key of
 //! what is chosen (never of processing order), so shards merge into the unsharded set; nothing
@@ -33,6 +35,7 @@
 //! image (`[test] image_files`), never copies it.
 pub mod artifact;
 pub mod author;
+pub mod discriminate;
 pub mod draft;
 pub mod facts;
 pub mod features;
@@ -40,6 +43,7 @@ pub mod keyed;
 pub mod module;
 pub mod plan;
 pub mod profile;
+pub mod reauthor;
 pub mod results;
 pub mod runner;
 pub mod screen;
