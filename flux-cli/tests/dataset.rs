@@ -59,6 +59,17 @@ fn rows(file: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// The JSON a Python script printed on its last line; the script must have succeeded.
+fn last_json_line(run: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap()).unwrap()
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -201,13 +212,7 @@ fn hf_export_loads_with_datasets() {
         .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let res: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let res = last_json_line(&run);
     assert_eq!(res["warnings"], json!([]), "datasets warned");
     let mut want: BTreeMap<String, BTreeMap<String, flux_score::Instance>> = BTreeMap::new();
     for i in flux_score::discover(&[inst, var]).unwrap() {
@@ -347,13 +352,7 @@ fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
         .env("INSPECT_LOG_DIR", d.join("logs"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let inspect: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let inspect = last_json_line(&run);
     let report: Value = serde_json::from_str(&flux_ok(&[
         "score",
         "--instances",

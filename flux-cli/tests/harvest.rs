@@ -134,6 +134,30 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
     }
 }
 
+/// Send `signal` to flux and wait (at most 60 s) for it to end: its status and stderr.
+fn signal_and_wait(flux: &mut Child, signal: i32) -> (std::process::ExitStatus, String) {
+    // SAFETY: a plain syscall on our own child.
+    assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = flux.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "flux did not stop on signal {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    flux.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
+}
+
 /// The tests here start harvests, and every harvest removes the containers of dead flux
 /// processes: one at a time, so that none sweeps away what another is watching.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -167,25 +191,7 @@ fn sigint_and_sigterm_remove_the_running_container() {
         let dir = sleeper(tmp.path(), id, 600, 900);
         let mut flux = harvest(&tmp.path().join("cache"), &dir);
         wait_until_the_test_runs(&name, &mut flux);
-        // SAFETY: a plain syscall on our own child.
-        assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(st) = flux.try_wait().unwrap() {
-                break st;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "flux did not stop on signal {signal}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let mut err = String::new();
-        flux.stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let (status, err) = signal_and_wait(&mut flux, signal);
         assert_eq!(status.code(), Some(code), "{err}");
         assert!(err.contains("interrupted by SIG"), "{err}");
         assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");
@@ -216,25 +222,7 @@ fn bench_run_killed_by_sigterm_leaves_no_container_running() {
         .spawn()
         .expect("run flux");
     wait_until_the_test_runs(&name, &mut flux);
-    // SAFETY: a plain syscall on our own child.
-    assert_eq!(unsafe { libc::kill(flux.id() as i32, libc::SIGTERM) }, 0);
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = flux.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "flux bench-run did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let mut err = String::new();
-    flux.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let (status, err) = signal_and_wait(&mut flux, libc::SIGTERM);
     assert_eq!(status.code(), Some(143), "{err}");
     assert!(err.contains("interrupted by SIGTERM"), "{err}");
     assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");

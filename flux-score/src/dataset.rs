@@ -104,17 +104,7 @@ pub fn row_instance(row: &Value, file: &Path) -> Result<Instance, String> {
     }
     let params = json_text(row, "extractor_params")?.unwrap_or(Value::Null);
     let tracing = json_text(row, "tracing")?.unwrap_or(Value::Null);
-    let tracing_list = |k: &str| -> Vec<String> {
-        tracing
-            .get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let tracing_list = |k: &str| strings(&tracing, k);
     Ok(Instance {
         id: field(row, "id")?.to_string(),
         repository: field(row, "repository")?.to_string(),
