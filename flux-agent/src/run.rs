@@ -343,12 +343,20 @@ pub async fn trace_recorded<L: Launched>(
         f.write(&mut std::io::BufWriter::new(file))
             .with_context(|| format!("writing {}", r.path.display()))?;
     }
+    // The raw records are events now: free them before the merge, which holds the USDT
+    // events and its output at once (the agent's peak memory).
+    let UsdtCapture {
+        drained,
+        counters,
+        sites,
+    } = cap;
+    drop(drained);
     let trace = merge(usdt, &hook, &label, plan);
     Ok(Traced {
         trace,
         exit_code,
-        counters: cap.counters,
-        sites: cap.sites,
+        counters,
+        sites,
     })
 }
 

@@ -1,5 +1,5 @@
-//! `flux gen SET [--shard K/N] [--merge] [--resume] [--check] [--out DIR]` and
-//! `flux stats [--json] PATH…`: glue over `flux_gen`.
+//! `flux gen SET [--shard K/N] [--merge] [--resume] [--check] [--out DIR]`, `flux gen SET
+//! --reauthor` and `flux stats [--json] PATH…`: glue over `flux_gen`.
 //!
 //! Exit status of `flux gen`: 0 when the set (or the shard's module results) was written, or
 //! `--check` found the set equal to its regeneration; 1 when `--check` found differences; 2
@@ -27,6 +27,11 @@ pub struct Args {
     /// results the set was assembled from (<cache>/gen/<set name>/) and the set's instances.
     #[arg(long)]
     check: bool,
+    /// Write the set's questions again with this flux's prose and preambles and drop what the
+    /// screens drop (recorded in screened.json), running nothing: oracle.json files stay as
+    /// they are. Reads the repositories' sources from <cache>/src/ (`flux images source`).
+    #[arg(long, conflicts_with_all = ["shard", "merge", "resume", "check"])]
+    reauthor: bool,
     /// Where module results and the run report go (default: <cache>/gen/<set name>/).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -43,6 +48,9 @@ pub fn parse_shard(s: &str) -> Result<flux_gen::Shard, String> {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let cache = a.cache.dir();
+    if a.reauthor {
+        return reauthor(&a, &cache);
+    }
     let opts = flux_gen::GenOptions {
         spec: a.set.clone(),
         shard: a.shard.unwrap_or(flux_gen::Shard::ALL),
@@ -106,6 +114,48 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         eprintln!("flux gen: --check: the set is what its spec regenerates");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn reauthor(a: &Args, cache: &std::path::Path) -> Result<ExitCode> {
+    let dir = if a.set.is_dir() {
+        a.set.clone()
+    } else {
+        a.set.parent().map(PathBuf::from).unwrap_or_default()
+    };
+    let r = match flux_gen::reauthor::reauthor(&dir, cache) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("flux: error: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    }
+    for repo in &r.without_source {
+        eprintln!(
+            "flux gen: --reauthor: no source of {repo} under {}/src (`flux images source \
+             {repo}` unpacks it): echoed-literal left unchecked for it",
+            cache.display()
+        );
+    }
+    let dropped: Vec<String> = r.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    eprintln!(
+        "flux gen: --reauthor {}: {} instance(s), {} question(s) rewritten ({} changed the static \
+         baseline's verdict), {} kept, {} dropped ({})",
+        r.set,
+        r.instances,
+        r.rewritten,
+        r.easy_changed,
+        r.kept,
+        r.instances - r.kept,
+        if dropped.is_empty() {
+            "none".to_string()
+        } else {
+            dropped.join(", ")
+        }
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -108,7 +108,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let r = rt.block_on(flux_harvest::run_test(&a.instance, &opts, &witness))?;
+    let r = match rt.block_on(flux_harvest::until_interrupted(flux_harvest::run_test(
+        &a.instance,
+        &opts,
+        &witness,
+    ))) {
+        Ok(r) => r?,
+        Err(sig) => {
+            eprintln!(
+                "flux bench-run: interrupted by {sig}: the test was stopped and its container removed"
+            );
+            return Ok(ExitCode::from(sig.exit_code()));
+        }
+    };
     let mut v = serde_json::to_value(&r)?;
     let o = v.as_object_mut().expect("an object");
     o.insert(

@@ -51,7 +51,8 @@ pub struct Args {
     /// Write the (selected) answers of the one --answers directory as predictions JSONL.
     #[arg(long, value_name = "FILE")]
     write_predictions: Option<PathBuf>,
-    /// Instance root (repeatable); a root may be the store, one repository or one instance.
+    /// Instance root (repeatable); a root may be the store, one repository or one instance,
+    /// or an exported dataset (`flux export --format hf`: its directory or a `data/*.jsonl`).
     #[arg(long = "instances", default_value = "instances")]
     instances: Vec<PathBuf>,
     /// Report format: text, json or html (one self-contained file with SVG charts).
@@ -92,7 +93,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         );
     }
     for root in &a.instances {
-        require_dir("instances", root)?;
+        // An exported dataset (`flux export --format hf`) is a set too: its rows carry the gold.
+        if !flux_score::dataset::is_dataset(root) {
+            require_dir("instances", root)?;
+        }
     }
     let selection = a.select.selection()?;
     if let Some(w) = &a.write_predictions {

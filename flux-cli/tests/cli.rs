@@ -962,9 +962,10 @@ fn export_traceeval_layout() {
 // ---------------------------------------------------------------------------------------------
 // bad input
 
-/// 14.6: the committed instances and variants as a Hugging Face dataset: one JSONL file per
-/// split, every row the same columns, gold as JSON text equal to the harvested answer, and a
-/// card whose YAML header names each split's file and size.
+/// 14.6: the committed instances and variants as a Hugging Face dataset: one JSONL and one
+/// Parquet file per split, every row the same columns, gold as JSON text equal to the harvested
+/// answer, and a card whose YAML header names each split's file and size (24.5: with the
+/// `num_bytes` `datasets` requires of each split, else it calls the `splits` malformed).
 #[test]
 fn export_hf_dataset_keeps_splits_and_writes_a_card() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -975,6 +976,7 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
             "export",
             "--format",
             "hf",
+            "--no-source",
             "--instances",
             inst.to_str().unwrap(),
             "--instances",
@@ -1003,26 +1005,7 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
         "{}",
         run.describe()
     );
-    let features = [
-        "id",
-        "repository",
-        "package",
-        "image",
-        "interpreter",
-        "kind",
-        "question",
-        "template",
-        "gold",
-        "order_insensitive",
-        "test_files",
-        "test_command",
-        "expect",
-        "tracing",
-        "extractor",
-        "extractor_params",
-        "variant_of",
-        "provenance",
-    ];
+    let features: Vec<&str> = flux_interop::hf::COLUMNS.iter().map(|c| c.0).collect();
     for (split, n, dir) in [("test", n_test, &inst), ("variants", n_var, &var)] {
         let text = s.read(&format!("ds/data/{split}.jsonl"));
         let rows: Vec<Value> = text
@@ -1049,7 +1032,12 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
             let gold: Value = serde_json::from_str(r["gold"].as_str().unwrap()).unwrap();
             assert_eq!(gold, oracle["oracle_answer"], "{}", r["id"]);
             assert_eq!(r["variant_of"].is_null(), split == "test");
-            assert!(!r["test_files"][0]["content"].as_str().unwrap().is_empty());
+            // The starters' tests are in their directories: the prompt shows them.
+            assert!(!r["test_source"].as_str().unwrap().is_empty());
+            assert!(r["prompt"]
+                .as_str()
+                .unwrap()
+                .contains(r["question"].as_str().unwrap()));
         }
     }
     let card = s.read("ds/README.md");
@@ -1057,9 +1045,10 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
     let header = card.split("\n---\n").next().unwrap();
     for needle in [
         "configs:\n- config_name: default\n  data_files:\n",
-        "  - split: test\n    path: data/test.jsonl\n",
-        "  - split: variants\n    path: data/variants.jsonl\n",
-        &format!("  - name: test\n    num_examples: {n_test}\n"),
+        "  - split: test\n    path: data/test.parquet\n",
+        "  - split: variants\n    path: data/variants.parquet\n",
+        &format!("    num_examples: {n_test}\n"),
+        "  - name: test\n    num_bytes: ",
         "task_categories:",
         "  - name: gold\n    dtype: string\n",
     ] {
@@ -1069,6 +1058,14 @@ fn export_hf_dataset_keeps_splits_and_writes_a_card() {
         );
     }
     assert!(card.contains("## Fields") && card.contains("## Scoring"));
+    assert!(card.contains("## Citation") && card.contains("## Repositories"));
+    for split in ["test", "variants"] {
+        let pq = std::fs::read(s.path(&format!("ds/data/{split}.parquet"))).unwrap();
+        assert!(
+            pq.starts_with(b"PAR1") && pq.ends_with(b"PAR1"),
+            "{split}.parquet"
+        );
+    }
 }
 
 #[test]

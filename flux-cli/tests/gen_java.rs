@@ -53,6 +53,28 @@ fn check_java_instances(set: &Path, index: &[Value]) {
             d.display()
         );
         assert!(!inst.spec.tracing.classes.is_empty(), "{}", d.display());
+        // A short question against the JVM's preamble, naming its tests by their ids.
+        assert_eq!(
+            inst.spec.preamble.as_deref(),
+            Some("jvm-calls@1"),
+            "{}",
+            d.display()
+        );
+        let flat = inst
+            .spec
+            .question
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(flat.len() <= 1000, "{}: {flat}", d.display());
+        assert!(flat.contains("(Java 17)"), "{}: {flat}", d.display());
+        for t in flux_gen::discriminate::command_tests(&inst.spec.test.command) {
+            assert!(
+                flat.contains(&format!("`{t}`")),
+                "{}: {t} not in {flat}",
+                d.display()
+            );
+        }
         assert!(
             !inst.spec.tracing.test_methods.is_empty(),
             "{}",

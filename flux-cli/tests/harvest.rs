@@ -134,6 +134,30 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
     }
 }
 
+/// Send `signal` to flux and wait (at most 60 s) for it to end: its status and stderr.
+fn signal_and_wait(flux: &mut Child, signal: i32) -> (std::process::ExitStatus, String) {
+    // SAFETY: a plain syscall on our own child.
+    assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = flux.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "flux did not stop on signal {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    flux.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status, err)
+}
+
 /// The tests here start harvests, and every harvest removes the containers of dead flux
 /// processes: one at a time, so that none sweeps away what another is watching.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -167,30 +191,41 @@ fn sigint_and_sigterm_remove_the_running_container() {
         let dir = sleeper(tmp.path(), id, 600, 900);
         let mut flux = harvest(&tmp.path().join("cache"), &dir);
         wait_until_the_test_runs(&name, &mut flux);
-        // SAFETY: a plain syscall on our own child.
-        assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(st) = flux.try_wait().unwrap() {
-                break st;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "flux did not stop on signal {signal}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        let mut err = String::new();
-        flux.stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
+        let (status, err) = signal_and_wait(&mut flux, signal);
         assert_eq!(status.code(), Some(code), "{err}");
         assert!(err.contains("interrupted by SIG"), "{err}");
         assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");
         assert!(!dir.join("oracle.json").exists());
     }
+}
+
+/// `flux bench-run` (one traced or untraced run of an instance, what `cargo xtask bench
+/// harvest` drives for hours on a whole suite) stopped by SIGTERM died at once and left its
+/// container running until its deadline. Now it removes the container and exits 143.
+#[test]
+fn bench_run_killed_by_sigterm_leaves_no_container_running() {
+    if skip("bench_run_killed_by_sigterm_leaves_no_container_running") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let id = "bench-run-sleeps-then-sigterm";
+    let name = format!("sympy/{id}");
+    let _cleanup = Cleanup(name.clone());
+    let dir = sleeper(tmp.path(), id, 600, 900);
+    let mut flux = Command::new(env!("CARGO_BIN_EXE_flux"))
+        .args(["bench-run", "--witness", "flux", "--calls", "auto"])
+        .arg(&dir)
+        .env("FLUX_CACHE", tmp.path().join("cache"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run flux");
+    wait_until_the_test_runs(&name, &mut flux);
+    let (status, err) = signal_and_wait(&mut flux, libc::SIGTERM);
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    assert_eq!(containers(&name, false), Vec::<String>::new(), "{err}");
 }
 
 /// 17.8: a SIGKILLed flux can remove nothing; its container ran on past its timeout. Now the

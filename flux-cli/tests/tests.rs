@@ -5,6 +5,7 @@
 mod common;
 
 mod cli;
+mod dataset;
 mod extractors;
 mod gen;
 mod gen_java;

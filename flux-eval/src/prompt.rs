@@ -186,6 +186,11 @@ pub struct Prompt {
     pub targets: Vec<String>,
     /// What was cut or left out.
     pub notes: Vec<String>,
+    /// The test code shown (the instance's test files and the repository's tests the question
+    /// names), as in `user`: what a dataset row ships as its test source.
+    pub test_source: String,
+    /// The repository source shown around the target, as in `user` (empty in agent mode).
+    pub context: String,
 }
 
 /// How the source reaches the model.
@@ -239,10 +244,75 @@ pub struct PromptConfig<'a> {
     pub system: Option<&'a str>,
 }
 
+/// The body of the "Test file(s)" section: the instance directory's test files, each whole or (a long one
+/// of which the question names tests) those tests and what they use.
+fn instance_test_files(inst: &Instance, remaining: &mut usize, notes: &mut Vec<String>) -> String {
+    let mut out = String::new();
+    for tf in &inst.test_files {
+        let text = match std::fs::read_to_string(inst.dir.join(tf)) {
+            Ok(t) => t,
+            Err(e) => {
+                notes.push(format!("test file {tf} could not be read: {e}"));
+                continue;
+            }
+        };
+        // A long file of which the question names tests: those tests and what they use.
+        let own = crate::testsrc::own_tests(inst, tf);
+        let total = text.lines().count();
+        if total > WHOLE_TEST_FILE_LINES && !own.is_empty() {
+            let c = crate::testsrc::choose(inst, &own, &inst.dir, *remaining / 2);
+            if !c.targets.is_empty() {
+                let sec = format!(
+                    "\nOf {tf} ({total} lines), the test(s) the question names and what they use:\n{}",
+                    c.text
+                );
+                *remaining = remaining.saturating_sub(sec.len());
+                out.push_str(&sec);
+                notes.extend(c.notes);
+                continue;
+            }
+        }
+        let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
+        let sec = format!("\n### {tf}\n```python\n{num}```\n");
+        if shown < total {
+            notes.push(format!(
+                "test file {tf} truncated: lines 1-{shown} of {total} shown"
+            ));
+        }
+        *remaining = remaining.saturating_sub(sec.len());
+        out.push_str(&sec);
+    }
+    out
+}
+
+/// The conventions `inst`'s question was written against (its `preamble`), sent once in the
+/// system prompt; a preamble this flux does not have is noted and its kind's current one sent.
+pub fn preamble(
+    inst: &Instance,
+    notes: &mut Vec<String>,
+) -> Option<&'static flux_instance::preamble::Preamble> {
+    let id = inst.preamble.as_deref()?;
+    if let Some(p) = flux_instance::preamble::by_id(id) {
+        return Some(p);
+    }
+    let kind: flux_extract::QuestionKind =
+        serde_json::from_value(serde_json::Value::String(inst.kind.clone())).ok()?;
+    let p = flux_instance::preamble::for_kind(kind);
+    notes.push(format!(
+        "the question was written against preamble {id}, which this flux does not have; {} is sent",
+        p.id()
+    ));
+    Some(p)
+}
+
 /// Build the prompt of one instance.
 pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let mut notes = Vec::new();
-    let system = cfg.system.unwrap_or(SYSTEM).to_string();
+    let mut system = cfg.system.unwrap_or(SYSTEM).to_string();
+    if let Some(p) = preamble(inst, &mut notes) {
+        system.push_str("\n\n");
+        system.push_str(p.text);
+    }
     let template =
         serde_json::to_string_pretty(&inst.template).unwrap_or_else(|_| inst.template.to_string());
     let mut head = format!(
@@ -264,45 +334,16 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
         .saturating_sub(system.len() + 8_000);
     let mut remaining = budget.saturating_sub(head.len());
     let mut body = String::new();
+    let mut test_source = String::new();
+    let mut context = String::new();
 
     if !inst.test_files.is_empty() {
+        let sec = instance_test_files(inst, &mut remaining, &mut notes);
         body.push_str(
             "\n## Test file(s)\nThe test(s) below drive the code the question is about.\n",
         );
-        for tf in &inst.test_files {
-            let text = match std::fs::read_to_string(inst.dir.join(tf)) {
-                Ok(t) => t,
-                Err(e) => {
-                    notes.push(format!("test file {tf} could not be read: {e}"));
-                    continue;
-                }
-            };
-            // A long file of which the question names tests: those tests and what they use.
-            let own = crate::testsrc::own_tests(inst, tf);
-            let total = text.lines().count();
-            if total > WHOLE_TEST_FILE_LINES && !own.is_empty() {
-                let c = crate::testsrc::choose(inst, &own, &inst.dir, remaining / 2);
-                if !c.targets.is_empty() {
-                    let sec = format!(
-                        "\nOf {tf} ({total} lines), the test(s) the question names and what they use:\n{}",
-                        c.text
-                    );
-                    remaining = remaining.saturating_sub(sec.len());
-                    body.push_str(&sec);
-                    notes.extend(c.notes);
-                    continue;
-                }
-            }
-            let (num, shown, total) = numbered(&text, remaining.saturating_sub(200));
-            let sec = format!("\n### {tf}\n```python\n{num}```\n");
-            if shown < total {
-                notes.push(format!(
-                    "test file {tf} truncated: lines 1-{shown} of {total} shown"
-                ));
-            }
-            remaining = remaining.saturating_sub(sec.len());
-            body.push_str(&sec);
-        }
+        body.push_str(&sec);
+        test_source.push_str(&sec);
     }
 
     let pkg = inst.package.as_deref().unwrap_or("the package");
@@ -320,6 +361,7 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                 );
                 remaining = remaining.saturating_sub(sec.len());
                 body.push_str(&sec);
+                test_source.push_str(&c.text);
             }
             notes.extend(c.notes);
             files.extend(c.files);
@@ -372,6 +414,7 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
                     "\n## Repository source ({pkg})\nThe code the question is about and what it calls, with the files' own line numbers (`⋮` marks lines not shown).\n"
                 ));
                 body.push_str(&c.text);
+                context = c.text;
             }
             notes.extend(c.notes);
             targets = c.targets;
@@ -394,5 +437,7 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
         files,
         targets,
         notes,
+        test_source,
+        context,
     }
 }

@@ -429,3 +429,44 @@ fn a_long_instance_test_file_shows_the_named_tests_not_the_whole_file() {
     // The library source is there too.
     assert!(u.contains("    1  def target(x):"), "{u}");
 }
+
+/// Generated questions repeated the same conventions in every prompt (issue 24.2): they are
+/// the instance's preamble now, sent once in the system prompt, and the question only says
+/// what to compute.
+#[test]
+fn the_preamble_an_instance_names_is_the_system_prompts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("src/fx-1.0");
+    fixture_tree(&tree);
+    let inst = fixture_instance(tmp.path());
+    let located = Located::Dir(tree);
+    let plain = prompt::build(&inst, &cfg(&located));
+    assert_eq!(plain.system, prompt::SYSTEM, "no preamble named, none sent");
+    let mut with = inst.clone();
+    with.kind = "S2_Loops".into();
+    with.preamble = Some("loops@1".into());
+    let p = prompt::build(&with, &cfg(&located));
+    assert!(p.system.starts_with(prompt::SYSTEM), "{}", p.system);
+    assert!(
+        p.system
+            .contains("An iteration is one evaluation of the loop header"),
+        "{}",
+        p.system
+    );
+    assert!(
+        !p.user.contains("An iteration is one evaluation"),
+        "sent once"
+    );
+    assert!(p.notes.is_empty(), "{:?}", p.notes);
+    // A preamble this flux does not have: the kind's current one, and a note saying so.
+    with.preamble = Some("loops@0".into());
+    let p = prompt::build(&with, &cfg(&located));
+    assert!(p.system.contains("An iteration is one evaluation"));
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("loops@0") && n.contains("loops@1")),
+        "{:?}",
+        p.notes
+    );
+}

@@ -1,7 +1,8 @@
-//! Author an instance from a draft: the question prose (one template per extractor, stating
-//! the conventions the extractor's definition uses: line numbering, what counts as an
-//! invocation, an iteration, a call, a definition), the answer template, the narrowed tracing
-//! config, and the test as the repository's own node ids, referenced in the image.
+//! Author an instance from a draft: the question prose (one template per extractor, [`question`],
+//! saying in plain words what to compute; the conventions it relies on — line numbering, what
+//! counts as an invocation, an iteration, a call, a definition — are its kind's preamble,
+//! `flux_instance::preamble`, which the instance names), the answer template, the narrowed
+//! tracing config, and the test as the repository's own node ids, referenced in the image.
 //!
 //! No LLM: the prose is a function of the draft, so it is reproducible byte for byte.
 use crate::draft::Draft;
@@ -21,47 +22,64 @@ pub struct Prose<'a> {
     pub file: &'a FileFacts,
 }
 
-/// "In sympy 1.13.3's own test suite (Python 3.11), run the test `…` by itself."
-fn run_clause(repo: &RepoSpec, d: &Draft) -> String {
-    if crate::runtime::calls_only(repo) {
-        return crate::calls_only::run_clause(repo, d);
-    }
-    let (name, version) = repo.name_version();
-    let py = python_version(&repo.interpreter);
-    let tests: Vec<String> = d.tests.iter().map(|t| code(t)).collect();
-    // Installed packages (the root holds the package) or a source tree (`src/pkg/`).
-    let from = match repo.code.first().map(|c| c.trim_end_matches('/')) {
-        Some(c) if !c.contains('/') => format!("the directory that holds the `{c}` package"),
-        _ => "the top directory of its source tree".to_string(),
-    };
-    if d.kind.as_str().starts_with('S') {
-        format!(
-            "Take {name} {version}'s own test suite (Python {py}) and run the test {} by \
-             itself with pytest, from {from} (test ids and file paths here are relative to \
-             it).",
-            tests[0]
-        )
-    } else {
-        format!(
-            "Take {name} {version}'s own test suite (Python {py}) and run these {} tests \
-             together with pytest, in this order: {} (test ids and file paths are relative \
-             to {from}).",
-            tests.len(),
-            list_and(&tests)
-        )
+/// What a question says about its target besides the draft's parameters: read from the static
+/// facts when drafting ([`Prose`]), from the question it replaces when re-authoring
+/// (`crate::reauthor`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Subject {
+    pub qualname: String,
+    /// Relative to the repository's root.
+    pub file: String,
+    pub def_line: u32,
+    /// The first line of its code object, where its arguments are defined: its first
+    /// decorator's line for a decorated function, else `def_line`.
+    pub first_line: u32,
+    /// The loop a loop question names: its keyword (`for`, `while`, `async for`) and its
+    /// body's first line.
+    pub loop_head: Option<(String, u32)>,
+}
+
+/// What a question asks: a draft's kind, extractor, parameters and tests, and the functions
+/// its tracing follows (an exception's frames).
+pub struct Ask<'a> {
+    pub kind: K,
+    pub extractor: &'a str,
+    pub params: &'a Map<String, Value>,
+    pub tests: &'a [String],
+    pub functions: &'a [String],
+}
+
+impl<'a> Ask<'a> {
+    pub fn of(d: &'a Draft) -> Ask<'a> {
+        Ask {
+            kind: d.kind,
+            extractor: d.extractor,
+            params: &d.params,
+            tests: &d.tests,
+            functions: &d.functions,
+        }
     }
 }
 
-fn callee_note(within: &str) -> String {
-    format!(
-        "Only functions defined in files under {} count. A direct call is a call made by \
-         the function's own frame; calls made through built-ins (`map`, `sorted(key=...)`, \
-         ...) count as made by it, and comprehensions, generator expressions and lambdas \
-         are functions like any other (named like `f.<locals>.<genexpr>`). Resuming a \
-         generator is not a call. Functions are named by their qualified name \
-         (`__qualname__`, e.g. `Class.method`).",
-        code(within)
-    )
+/// "Run the test `…` of flask 3.1.3 (Python 3.11)." The preamble says how pytest runs it and
+/// what its ids are relative to.
+fn run_clause(repo: &RepoSpec, a: &Ask) -> String {
+    if crate::runtime::calls_only(repo) {
+        return crate::calls_only::run_clause(repo, a);
+    }
+    let (name, version) = repo.name_version();
+    let py = python_version(&repo.interpreter);
+    let tests: Vec<String> = a.tests.iter().map(|t| code(t)).collect();
+    if a.kind.is_multi_test() {
+        format!(
+            "Run these {} tests of {name} {version} (Python {py}) together, in this order: {}.",
+            tests.len(),
+            list_and(&tests)
+        )
+    } else {
+        let t = tests.first().cloned().unwrap_or_default();
+        format!("Run the test {t} of {name} {version} (Python {py}).")
+    }
 }
 
 pub(crate) fn ordinal(n: u64) -> String {
@@ -73,6 +91,15 @@ pub(crate) fn ordinal(n: u64) -> String {
         _ => "th",
     };
     format!("{n}{suffix}")
+}
+
+/// "first", "2nd", ...
+pub(crate) fn nth(n: u64) -> String {
+    if n == 1 {
+        "first".to_string()
+    } else {
+        ordinal(n)
+    }
 }
 
 pub(crate) fn code(s: &str) -> String {
@@ -109,337 +136,223 @@ fn s<'a>(p: &'a Map<String, Value>, k: &str) -> &'a str {
     p.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
+/// "`pkg/`": where the counted callees are defined.
+fn within(p: &Map<String, Value>) -> String {
+    code(s(p, "within"))
+}
+
+/// `(variables, "of `x` at lines 3 and 5; of `y` at line 4")`: the reads that count as uses.
+fn uses_clause(p: &Map<String, Value>) -> (Vec<String>, String) {
+    let mut by_var: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    if let Some(Value::Object(m)) = p.get("uses") {
+        for (line, names) in m {
+            let l: u64 = line.parse().unwrap_or(0);
+            for n in names
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                by_var.entry(n.to_string()).or_default().push(l);
+            }
+        }
+    }
+    let vars: Vec<String> = by_var.keys().map(|v| code(v)).collect();
+    let parts: Vec<String> = by_var
+        .iter()
+        .map(|(v, ls)| {
+            let mut ls = ls.clone();
+            ls.sort();
+            let ls: Vec<String> = ls.iter().map(u64::to_string).collect();
+            format!(
+                "of {} at line{} {}",
+                code(v),
+                if ls.len() > 1 { "s" } else { "" },
+                list_and(&ls)
+            )
+        })
+        .collect();
+    (vars, parts.join("; "))
+}
+
 impl Prose<'_> {
-    /// "`Class.method`, defined at line 12 of `pkg/mod.py`"
-    fn function(&self) -> String {
-        format!(
-            "{}, defined at line {} of {}",
-            code(&self.target.qualname),
-            self.func.def_line,
-            code(&self.target.file)
-        )
-    }
-
-    fn invocation(&self, p: &Map<String, Value>, single: bool) -> String {
-        let n = int(p, "invocation");
-        let during = if single { " in that test" } else { "" };
-        if n == 1 {
-            format!("its first invocation{during}")
-        } else {
-            format!(
-                "its {} invocation{during} (invocations counted in the order they start)",
-                ordinal(n)
-            )
-        }
-    }
-
-    fn lines_note(&self) -> String {
-        format!(
-            "Line numbers are absolute line numbers of {}. Lines are the ones Python's line \
-             tracing reports: a statement spanning several lines may report more than one of \
-             them, and the same line again (a call spanning lines reports its first line, then \
-             its argument lines, then its first line again as the call is made); lines of the \
-             functions it calls are not its lines (nor are those of {}, which run in frames of \
-             their own).",
-            code(&self.target.file),
-            if python_version(&self.repo.interpreter) == "3.11" {
-                "lambdas, generator expressions and comprehensions"
-            } else {
-                "lambdas and generator expressions"
-            }
-        )
-    }
-
-    fn values_note(&self) -> &'static str {
-        "Values are given as `repr()` strings, as a bounded tracer renders them: a repr longer \
-         than 200 characters is cut to 200 and ends in `...`, containers nested deeper than 3 \
-         levels show `...`, dict keys keep insertion order, and memory addresses show as `0x?` \
-         (`<Foo object at 0x?>`)."
-    }
-
-    fn loop_clause(&self, p: &Map<String, Value>) -> String {
-        let header = int(p, "header") as u32;
-        let body_end = int(p, "body_end");
-        let l = self.file.loops.iter().find(|l| l.line == header);
-        let kw = match l.map(|l| l.kind.as_str()) {
-            Some("while") => "while",
-            Some("async_for") => "async for",
-            _ => "for",
-        };
-        let first = l
-            .map(|l| l.body_first_line)
-            .filter(|&b| b > 0)
-            .unwrap_or(header + 1);
-        format!(
-            "the `{kw}` loop whose header is line {header} (its body: lines {first} to \
-             {body_end}, not counting any `else:` clause)"
-        )
-    }
-
-    fn iteration_note(&self) -> &'static str {
-        "An iteration is one evaluation of the loop header that is followed by the execution of \
-         a line of its body: the final evaluation that ends the loop is not an iteration, and a \
-         `break` or `return` in the body ends the last one. Every entry into the loop counts."
-    }
-
-    fn uses_clause(&self, p: &Map<String, Value>) -> (Vec<String>, String) {
-        let mut by_var: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        if let Some(Value::Object(m)) = p.get("uses") {
-            for (line, names) in m {
-                let l: u64 = line.parse().unwrap_or(0);
-                for n in names
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                {
-                    by_var.entry(n.to_string()).or_default().push(l);
-                }
-            }
-        }
-        let vars: Vec<String> = by_var.keys().map(|v| code(v)).collect();
-        let parts: Vec<String> = by_var
-            .iter()
-            .map(|(v, ls)| {
-                let mut ls = ls.clone();
-                ls.sort();
-                let ls: Vec<String> = ls.iter().map(u64::to_string).collect();
-                format!(
-                    "{} is read at line{} {}",
-                    code(v),
-                    if ls.len() > 1 { "s" } else { "" },
-                    list_and(&ls)
-                )
-            })
-            .collect();
-        (vars, parts.join("; "))
-    }
-
-    /// Arguments are defined at the code object's first line: for a decorated function that
-    /// is its first decorator's line, not the `def` line the question names it by.
-    fn def_use_note(&self) -> String {
-        let at = if self.func.first_line != self.func.def_line && self.func.first_line > 0 {
-            format!(
-                "at line {} for its arguments (the first line of its definition: its first \
-                 decorator's, not the `def` line)",
+    /// What the facts say about the target (and the draft's loop, if any).
+    pub fn subject(&self, d: &Draft) -> Subject {
+        let header = d.params.get("header").and_then(Value::as_u64);
+        let loop_head = header.map(|h| {
+            let l = self.file.loops.iter().find(|l| u64::from(l.line) == h);
+            let kw = match l.map(|l| l.kind.as_str()) {
+                Some("while") => "while",
+                Some("async_for") => "async for",
+                _ => "for",
+            };
+            let first = l
+                .map(|l| l.body_first_line)
+                .filter(|&b| b > 0)
+                .unwrap_or(h as u32 + 1);
+            (kw.to_string(), first)
+        });
+        Subject {
+            qualname: self.target.qualname.clone(),
+            file: self.target.file.clone(),
+            def_line: self.func.def_line,
+            first_line: if self.func.first_line > 0 {
                 self.func.first_line
-            )
-        } else {
-            "at the function's `def` line for its arguments".to_string()
-        };
-        format!(
-            "A variable is defined {at}, and at a line L when executing L changes its value (its \
-             repr): an assignment that leaves the value unchanged is not a new definition, and \
-             the earlier one stays current. Each execution of a use line pairs the variable with \
-             its current definition line; a line's uses are taken before its own definitions, so \
-             `x += 1` uses the previous definition of `x` and then defines it."
-        )
-    }
-
-    fn invariants_note(&self) -> &'static str {
-        "Over the observations: `observations` is their number; `types` the distinct type \
-         names (`type(v).__name__`), sorted; `single_type` whether there is exactly one; \
-         `non_negative` whether every value is an int or float >= 0; `constant` whether all \
-         reprs are equal; `monotonic` is \"constant\" if constant, else \"non_decreasing\" or \
-         \"non_increasing\" if every value is an int or float and each is >= (or <=) the one \
-         before, else \"none\"."
-    }
-
-    fn exception_scope(&self, d: &Draft) -> String {
-        let fs: Vec<String> = d.functions.iter().map(|f| code(f)).collect();
-        format!(
-            "The exception is followed only through the frames of {} (the functions traced \
-             line by line): if it propagates out of them it counts as not handled (null \
-             handler), and `unwound` lists the frames of these functions it exits, innermost \
-             first. An exception raised by a built-in (C) function counts as raised by the \
-             Python function that called it; one that propagates into the function from a \
-             callee is not raised there.",
-            list_and(&fs)
-        )
+            } else {
+                self.func.def_line
+            },
+            loop_head,
+        }
     }
 
     /// The question for `d`.
     pub fn question(&self, d: &Draft) -> String {
-        let p = &d.params;
-        let run = run_clause(self.repo, d);
-        let f = self.function();
-        let body = match (d.kind, d.extractor) {
-            (K::S1, "executed_path") => format!(
-                "Which lines of {f} execute during {}, in execution order? Give one entry per \
-                 executed line: a line executed k times appears k times. {}",
-                self.invocation(p, true),
-                self.lines_note()
-            ),
-            (K::S1, _) => format!(
-                "Which lines of {f} execute at least once during that test, over all its \
-                 invocations? Give them sorted ascending, each once. {}",
-                self.lines_note()
-            ),
-            (K::S2, _) => format!(
-                "How many iterations does {} of {f} perform in {}? {} {}",
-                self.loop_clause(p),
-                self.invocation(p, true),
-                self.iteration_note(),
-                self.lines_note()
-            ),
-            (K::S3, _) => {
-                let vars: Vec<String> = p
-                    .get("variables")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(code)
-                    .collect();
-                let occ = int(p, "occurrence");
-                format!(
-                    "In {} of {f}, what {} right after line {} executes for the {} time (the \
-                     frame's state when its next line starts, or when it returns)? {} {}",
-                    self.invocation(p, true),
-                    if vars.len() == 1 {
-                        format!("is the value of the local variable {}", vars[0])
-                    } else {
-                        format!("are the values of the local variables {}", list_and(&vars))
-                    },
-                    int(p, "line"),
-                    if occ == 1 {
-                        "first".to_string()
-                    } else {
-                        ordinal(occ)
-                    },
-                    self.values_note(),
-                    self.lines_note()
-                )
-            }
-            (K::S4, _) => {
-                let (vars, uses) = self.uses_clause(p);
-                format!(
-                    "Which runtime def-use pairs of {} occur in {} of {f}, and how often each? \
-                     Only these reads count as uses: {uses}. {} Report every (variable, \
-                     def_line, use_line) pair with the number of times it occurs, sorted by \
-                     variable, then def_line, then use_line. {}",
-                    list_and(&vars),
-                    self.invocation(p, true),
-                    self.def_use_note(),
-                    self.lines_note()
-                )
-            }
-            (K::S5, _) => {
-                let occ = int(p, "occurrence");
-                format!(
-                    "During that test, consider the {} exception of type {} raised in {f}. What \
-                     is its type, its message (`str()` of the exception; a message longer than 200 \
-                     characters is cut to 200 and ends in `...`), the function it is raised in and the line of the raise, the function that handles it and the \
-                     line of the matching `except` clause, and the functions whose frames it \
-                     exits on the way? {} {}",
-                    if occ == 1 { "first".to_string() } else { ordinal(occ) },
-                    code(s(p, "type")),
-                    self.exception_scope(d),
-                    self.lines_note()
-                )
-            }
-            (K::S6, "call_sequence") => format!(
-                "Which functions does {f} call directly during {}, in the order of the calls? \
-                 {} For each call give the callee and the line of {} it is made from (the line \
-                 executing when the call starts). {}",
-                self.invocation(p, true),
-                callee_note(s(p, "within")),
-                code(&self.target.qualname),
-                self.lines_note()
-            ),
-            (K::S6, _) => format!(
-                "Which functions does {f} call directly during {}, and how many times each? \
-                 {} List each callee once with its number of calls, sorted by name.",
-                self.invocation(p, true),
-                callee_note(s(p, "within"))
-            ),
-            (K::S7, _) => format!(
-                "Observe the value of the local variable {} of {f} right after each execution \
-                 of line {} during that test (in every invocation, in execution order; \
-                 executions where it is unbound are skipped). {} {} {}",
-                code(s(p, "variable")),
-                int(p, "line"),
-                self.invariants_note(),
-                self.values_note(),
-                self.lines_note()
-            ),
-            (K::M1, _) if p.contains_key("line") => format!(
-                "Which of these tests execute line {} of {f}? `covering_tests`: the tests in \
-                 which it executes at least once; `non_covering_tests`: the others; both in the \
-                 order given. {}",
-                int(p, "line"),
-                self.lines_note()
-            ),
-            (K::M1, _) => format!(
-                "For each of these tests, in the order given, which lines of {f} execute while \
-                 the test runs (sorted ascending, each once; an empty list for a test that \
-                 never runs it)? {}",
-                self.lines_note()
-            ),
-            (K::M2, _) => format!(
-                "For each of these tests, count the iterations of {} of {f} over all its \
-                 invocations during the test. {} Over the tests in which the loop's header \
-                 line executes, what are the smallest and the largest of these totals, and \
-                 which tests attain each (in the order given)? {}",
-                self.loop_clause(p),
-                self.iteration_note(),
-                self.lines_note()
-            ),
-            (K::M3, _) => format!(
-                "For each of these tests in which line {} of {f} executes, what is the value \
-                 of the local variable {} right after the line's first execution in that test \
-                 (the frame's state when its next line starts, or when it returns)? Give the \
-                 tests in the order given, leaving out tests that never reach the line. {} {}",
-                int(p, "line"),
-                code(s(p, "variable")),
-                self.values_note(),
-                self.lines_note()
-            ),
-            (K::M4, _) => {
-                let (vars, uses) = self.uses_clause(p);
-                format!(
-                    "Which runtime def-use pairs of {} occur in any invocation of {f} during \
-                     these tests, and in which tests? Only these reads count as uses: {uses}. \
-                     {} Report every (variable, def_line, use_line) pair observed, with the \
-                     tests in which it is observed (in the order given), sorted by variable, \
-                     def_line, use_line. {}",
-                    list_and(&vars),
-                    self.def_use_note(),
-                    self.lines_note()
-                )
-            }
-            (K::M5, _) => format!(
-                "In which of these tests is an exception of type {} raised in {f} (by its own \
-                 code, or by a built-in function it calls; an exception that only propagates \
-                 through it from a function it calls does not count)? `crashing_tests`: those \
-                 tests; `safe_tests`: the others; both in the order given.",
-                code(s(p, "type"))
-            ),
-            (K::M6, _) => format!(
-                "For each of these tests in which {f} runs (in the order given), which \
-                 functions does it call directly, over all its invocations during the test? \
-                 {} Give each test's callees sorted by name, each once.",
-                callee_note(s(p, "within"))
-            ),
-            (K::M7, _) => format!(
-                "Observe the value of the local variable {} of {f} right after each execution \
-                 of line {} during these tests (every invocation, in execution order; \
-                 executions where it is unbound are skipped). {} Here `observations`, `types`, \
-                 `single_type`, `non_negative` and `constant` are over all the tests' \
-                 observations together, while `monotonic` is decided per test and combined: \
-                 \"constant\" if every test's sequence is constant, \"non_decreasing\" if each \
-                 is constant or non_decreasing, likewise \"non_increasing\", else \"none\". \
-                 `tests` lists the tests with at least one observation, in the order given. {} \
-                 {}",
-                code(s(p, "variable")),
-                int(p, "line"),
-                self.invariants_note(),
-                self.values_note(),
-                self.lines_note()
-            ),
-        };
-        wrap(&format!("{run} {body}"), 96)
+        question(self.repo, &self.subject(d), &Ask::of(d))
     }
+}
+
+/// The question of `a` about `t`: what to compute, in plain words, under the conventions of
+/// its kind's preamble (`flux_instance::preamble`), which it must not repeat. One arm per
+/// kind and extractor (the kind's prose, all of it).
+pub fn question(repo: &RepoSpec, t: &Subject, a: &Ask) -> String {
+    if crate::runtime::calls_only(repo) {
+        return crate::calls_only::question(repo, a);
+    }
+    let p = a.params;
+    if a.extractor == "call_graph" {
+        return wrap(
+            &format!(
+                "{} What is the test's dynamic call graph among the functions defined in files \
+                 under {}?",
+                run_clause(repo, a),
+                within(p)
+            ),
+            96,
+        );
+    }
+    let f = format!(
+        "{} (defined at line {} of {})",
+        code(&t.qualname),
+        t.def_line,
+        code(&t.file)
+    );
+    let inv = format!("its {} invocation", nth(int(p, "invocation")));
+    let the_loop = || {
+        let (kw, first) = t.loop_head.clone().unwrap_or(("for".into(), 0));
+        format!(
+            "the `{kw}` loop at line {} (body: lines {first} to {})",
+            int(p, "header"),
+            int(p, "body_end")
+        )
+    };
+    let args = format!("Its arguments are defined at line {}", t.first_line);
+    let body = match (a.kind, a.extractor) {
+        (K::S1, "executed_path") => {
+            format!("Which lines of {f} execute during {inv}, in execution order?")
+        }
+        (K::S1, _) => format!("Which lines of {f} are covered during the test?"),
+        (K::S2, _) => format!(
+            "How many iterations does {} of {f} perform in {inv}?",
+            the_loop()
+        ),
+        (K::S3, _) => {
+            let vars: Vec<String> = p
+                .get("variables")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(code)
+                .collect();
+            format!(
+                "In {inv} of {f}, what {} right after line {} executes for the {} time?",
+                if vars.len() == 1 {
+                    format!("is the value of the local variable {}", vars[0])
+                } else {
+                    format!("are the values of the local variables {}", list_and(&vars))
+                },
+                int(p, "line"),
+                nth(int(p, "occurrence"))
+            )
+        }
+        (K::S4, _) => {
+            let (vars, uses) = uses_clause(p);
+            format!(
+                "Which def-use pairs of {} occur in {inv} of {f}, and how often each? {args}; \
+                 the uses are the reads {uses}.",
+                list_and(&vars)
+            )
+        }
+        (K::S5, _) => {
+            let mut fs: Vec<String> = a.functions.iter().map(|f| code(f)).collect();
+            fs.sort();
+            format!(
+                "Take the {} exception of type {} raised in {f} during the test, followed through \
+                 the frames of {}. What are its type and message, the function and line raising \
+                 it, the function handling it and the line of its `except` clause, and the \
+                 frames it unwinds?",
+                nth(int(p, "occurrence")),
+                code(s(p, "type")),
+                list_and(&fs)
+            )
+        }
+        (K::S6, "call_sequence") => format!(
+            "Which functions defined under {} does {f} call directly during {inv}, in call \
+             order, and from which of its lines?",
+            within(p)
+        ),
+        (K::S6, _) => format!(
+            "Which functions defined under {} does {f} call directly during {inv}, and how many \
+             times each?",
+            within(p)
+        ),
+        (K::S7, _) => format!(
+            "Observe the local variable {} of {f} right after each execution of line {} during \
+             the test. What are the invariants of these observations?",
+            code(s(p, "variable")),
+            int(p, "line")
+        ),
+        (K::M1, _) if p.contains_key("line") => format!(
+            "Which of these tests execute line {} of {f}?",
+            int(p, "line")
+        ),
+        (K::M1, _) => format!("For each test, which lines of {f} are covered while it runs?"),
+        (K::M2, _) => format!(
+            "For each test, count the iterations of {} of {f} over all its invocations. What \
+             are the smallest and the largest totals, and which tests attain each?",
+            the_loop()
+        ),
+        (K::M3, _) => format!(
+            "For each test in which line {} of {f} executes, what is the value of the local \
+             variable {} right after the line's first execution in that test?",
+            int(p, "line"),
+            code(s(p, "variable"))
+        ),
+        (K::M4, _) => {
+            let (vars, uses) = uses_clause(p);
+            format!(
+                "Which def-use pairs of {} occur in {f} during these tests, and in which tests? \
+                 {args}; the uses are the reads {uses}.",
+                list_and(&vars)
+            )
+        }
+        (K::M5, _) => format!(
+            "In which of these tests is an exception of type {} raised in {f}?",
+            code(s(p, "type"))
+        ),
+        (K::M6, _) => format!(
+            "For each test in which {f} runs, which functions defined under {} does it call \
+             directly?",
+            within(p)
+        ),
+        (K::M7, _) => format!(
+            "Observe the local variable {} of {f} right after each execution of line {} during \
+             these tests. What are the invariants of these observations, over all the tests?",
+            code(s(p, "variable")),
+            int(p, "line")
+        ),
+    };
+    wrap(&format!("{} {body}", run_clause(repo, a)), 96)
 }
 
 /// The instance spec of `d` (question, template, narrowed config, test in the image).
@@ -495,6 +408,7 @@ pub fn instance_spec(
         interpreter: repo.interpreter.clone(),
         kind: d.kind,
         question,
+        preamble: Some(crate::runtime::preamble(repo, d.kind).id()),
         template: template.to_string(),
         order_insensitive: Vec::new(),
         min_answer_size: None,
@@ -520,33 +434,7 @@ pub fn instance_spec(
 /// The question of a call-graph draft (no target function: the test's calls among the
 /// repository's functions).
 pub fn call_graph_question(repo: &RepoSpec, d: &Draft) -> String {
-    let within = s(&d.params, "within");
-    if crate::runtime::calls_only(repo) {
-        return wrap(
-            &format!(
-                "{} While that test method runs, which methods of the project's classes call \
-                 which other such methods directly? Give the dynamic call graph as a map from \
-                 each calling method to the sorted list of the distinct methods it calls \
-                 directly, its keys sorted; a method that calls none of them is not a key. {}",
-                run_clause(repo, d),
-                crate::calls_only::callee_note(within, true)
-            ),
-            96,
-        );
-    }
-    wrap(
-        &format!(
-            "{} While that test runs (its setup and teardown included), which functions defined \
-             in files under {} call which other such functions directly? Give the dynamic call \
-             graph as a map from each calling function to the sorted list of the distinct \
-             functions it calls directly, its keys sorted; a function that calls none of them is \
-             not a key, and neither is a call from or to a function defined elsewhere. {}",
-            run_clause(repo, d),
-            code(within),
-            callee_note(within)
-        ),
-        96,
-    )
+    question(repo, &Subject::default(), &Ask::of(d))
 }
 
 /// Wrap `text` at `width` columns on spaces (a question reads better in instance.toml).
@@ -720,7 +608,7 @@ mod tests {
         };
         let q = prose.question(&d).replace('\n', " ");
         assert!(q.contains("defined at line 3 of"), "{q}");
-        assert!(q.contains("defined at line 2 for its arguments"), "{q}");
+        assert!(q.contains("Its arguments are defined at line 2;"), "{q}");
         // One variable reads as one.
         p.insert("variables".into(), serde_json::json!(["t"]));
         p.insert("line".into(), 4.into());

@@ -22,7 +22,7 @@
 //! `too-many-calls`, `heavy-subtree`, `few-callees` (fewer than 2 distinct callees in the
 //! project's main code) and `over-budget`.
 use crate::artifact::{self, TestOutcome, TraceArtifact};
-use crate::author::{code, instance_id, list_and, ordinal, wrap};
+use crate::author::{code, instance_id, list_and, nth, wrap, Ask};
 use crate::draft::{self, Draft};
 use crate::module::{call_graphs, draft_oracle, has_address, heavy_tests, Gen};
 use crate::plan::Target;
@@ -37,108 +37,72 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-/// "Take commons-lang3 3.12.0's own test suite (Java 17, …) and run the test method …".
-pub(crate) fn run_clause(repo: &RepoSpec, d: &Draft) -> String {
+/// "Run the test `org/x/FooTest.java::FooTest::testBar` of commons-lang3 3.12.0 (Java 17)."
+/// The preamble (`flux_instance::preamble::JVM_CALLS`) says how JUnit runs it.
+pub(crate) fn run_clause(repo: &RepoSpec, a: &Ask) -> String {
     let (name, version) = repo.name_version();
     let rt = crate::runtime::runtime_name(repo);
-    let sel = |t: &String| crate::runtime::method_selector(t).map_or_else(|| code(t), |s| code(&s));
-    if d.tests.len() == 1 {
-        format!(
-            "Take {name} {version}'s own test suite ({rt}, its compiled test classes run by \
-             JUnit's console launcher) and run the test method {} by itself (its test id is {}).",
-            sel(&d.tests[0]),
-            code(&d.tests[0])
-        )
-    } else {
-        let ids: Vec<String> = d.tests.iter().map(|t| code(t)).collect();
-        let sels: Vec<String> = d.tests.iter().map(sel).collect();
-        format!(
-            "Take {name} {version}'s own test suite ({rt}, its compiled test classes run by \
-             JUnit's console launcher) and run these {} test methods together, in this order: \
-             {} (test ids {}).",
-            d.tests.len(),
-            list_and(&sels),
+    let ids: Vec<String> = a.tests.iter().map(|t| code(t)).collect();
+    match ids.as_slice() {
+        [one] => format!("Run the test {one} of {name} {version} ({rt})."),
+        _ => format!(
+            "Run these {} tests of {name} {version} ({rt}) together, in this order: {}.",
+            ids.len(),
             list_and(&ids)
-        )
+        ),
     }
 }
 
-/// What counts as a callee, and how methods are named, on the JVM (`qualified`: with their
-/// package, as a call graph names them).
-pub(crate) fn callee_note(within: &str, qualified: bool) -> String {
-    let pkg = within.trim_end_matches('/').replace('/', ".");
-    let naming = if qualified {
-        format!(
-            "Methods are named by package, class and method, without signature \
-             (`{pkg}.Outer.Inner.method`, nested classes joined by `.`)"
-        )
-    } else {
-        "Methods are named `Class.method`, without package or signature, nested classes \
-         joined by `.` (`Outer.Inner.method`)"
-            .to_string()
-    };
-    format!(
-        "Only methods of the classes in package {} and its subpackages count (the project's \
-         main and test classes); a call into the JDK or another library is not one, and a \
-         project method such code calls back (a comparator, a lambda a stream runs) counts as \
-         called directly by the nearest project method running below it. A direct call is one \
-         made by the method's own frame. {naming}; constructors are `<init>`, static \
-         initialisers `<clinit>`, a lambda's body is a method of its class \
-         (`Foo.lambda$bar$0`), and the overloads of a method are one method.",
-        code(&pkg)
-    )
+/// "`org.x`": the package whose classes' methods count, from the draft's `within`.
+fn package(p: &Map<String, Value>) -> String {
+    let within = p.get("within").and_then(Value::as_str).unwrap_or("");
+    code(&within.trim_end_matches('/').replace('/', "."))
 }
 
-/// "`StringUtils.join` (class `org.apache.commons.lang3.StringUtils`, any of its overloads)".
-fn method_phrase(t: &Target) -> String {
-    let pkg = t
-        .file
+/// "`StringUtils.join` (of class `org.apache.commons.lang3.StringUtils`)": the target method,
+/// from the draft's `function` and `file`.
+fn method_phrase(p: &Map<String, Value>) -> String {
+    let s = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("");
+    let pkg = s("file")
         .rsplit_once('/')
         .map_or(String::new(), |(p, _)| p.replace('/', "."));
-    let class = t.qualname.rsplit_once('.').map_or("", |(c, _)| c);
+    let function = s("function");
+    let class = function.rsplit_once('.').map_or("", |(c, _)| c);
     format!(
-        "{} (of class {}, any of its overloads)",
-        code(&t.qualname),
+        "{} (of class {})",
+        code(function),
         code(&format!("{pkg}.{class}"))
     )
 }
 
-fn invocation_phrase(p: &Map<String, Value>) -> String {
-    let n = p.get("invocation").and_then(Value::as_u64).unwrap_or(1);
-    if n == 1 {
-        "its first invocation in that test".into()
-    } else {
-        format!(
-            "its {} invocation in that test (invocations counted in the order they start)",
-            ordinal(n)
-        )
-    }
-}
-
-/// The question of a draft about a target method.
-pub(crate) fn question(repo: &RepoSpec, d: &Draft, t: &Target) -> String {
-    let p = &d.params;
-    let within = p.get("within").and_then(Value::as_str).unwrap_or("");
-    let f = method_phrase(t);
-    let note = callee_note(within, false);
-    let body = match d.extractor {
+/// The question of a calls-only draft `a`: what to compute, under the JVM's call preamble
+/// (`flux_instance::preamble::JVM_CALLS`), which it does not repeat. Its target is the draft's
+/// `function` and `file` (no static facts: the probes report no lines).
+pub(crate) fn question(repo: &RepoSpec, a: &Ask) -> String {
+    let p = a.params;
+    let pkg = package(p);
+    let f = method_phrase(p);
+    let inv = format!(
+        "its {} invocation",
+        nth(p.get("invocation").and_then(Value::as_u64).unwrap_or(1))
+    );
+    let body = match a.extractor {
+        "call_graph" => {
+            format!("What is the test's dynamic call graph among the methods of package {pkg}?")
+        }
         "call_sequence" => format!(
-            "Which methods does {f} call directly during {}, in the order of the calls? {note} \
-             Give one entry per call.",
-            invocation_phrase(p)
+            "Which methods of package {pkg} does {f} call directly during {inv}, in call order?"
         ),
         "callees_count" => format!(
-            "Which methods does {f} call directly during {}, and how many times each? {note} \
-             List each callee once with its number of calls, sorted by name.",
-            invocation_phrase(p)
+            "Which methods of package {pkg} does {f} call directly during {inv}, and how many \
+             times each?"
         ),
         _ => format!(
-            "For each of these tests in which {f} runs (in the order given), which methods does \
-             it call directly, over all its invocations during the test? {note} Give each \
-             test's callees sorted by name, each once."
+            "For each test in which {f} runs, which methods of package {pkg} does it call \
+             directly?"
         ),
     };
-    wrap(&format!("{} {body}", run_clause(repo, d)), 96)
+    wrap(&format!("{} {body}", run_clause(repo, a)), 96)
 }
 
 /// The plan of a calls-only module: the targets, and what was left out per rule.
@@ -487,20 +451,13 @@ impl Authoring<'_> {
             let ex = flux_extract::find(d.extractor).expect("a registered extractor");
             let params = flux_extract::params(Value::Object(d.params.clone()))?;
             let template = crate::runtime::template(self.repo, d.extractor, (ex.template)(&params));
-            let (question, function, file) = match ti {
+            let question = question(self.repo, &Ask::of(&d));
+            let (function, file) = match ti {
                 Some(ti) => {
                     let target = &self.targets[ti];
-                    (
-                        question(self.repo, &d, target),
-                        target.qualname.clone(),
-                        target.file.clone(),
-                    )
+                    (target.qualname.clone(), target.file.clone())
                 }
-                None => (
-                    crate::author::call_graph_question(self.repo, &d),
-                    d.tests[0].clone(),
-                    self.module.to_string(),
-                ),
+                None => (d.tests[0].clone(), self.module.to_string()),
             };
             let files_of = BTreeMap::new();
             let mut ispec =
@@ -673,10 +630,19 @@ mod tests {
                 {"test": format!("{TEST_FILE}::FooTest::b"), "callees": ["Foo.Inner.step"]},
             ]})
         );
-        let q = question(repo, m6, &targets[0]);
+        let q = question(repo, &Ask::of(m6));
         let flat = q.split_whitespace().collect::<Vec<_>>().join(" ");
-        assert!(flat.contains("`org.x.FooTest#a`"), "{q}");
-        assert!(flat.contains("`Foo.run` (of class `org.x.Foo`"), "{q}");
+        assert!(
+            flat.contains("together, in this order: `org/x/FooTest.java::FooTest::a` and"),
+            "{q}"
+        );
+        assert!(
+            flat.contains(
+                "`Foo.run` (of class `org.x.Foo`) runs, which methods of package `org.x`"
+            ),
+            "{q}"
+        );
+        assert!(flat.contains("(Java 17)"), "{q}");
         let ispec = crate::author::instance_spec(repo, m6, "x", "{}", q, &BTreeMap::new());
         assert_eq!(ispec.tracing.classes, ["org.x."]);
         assert_eq!(

@@ -25,8 +25,10 @@
 //! [`draft`] (questions from the trace), [`author`] (prose and instance), [`features`]
 //! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
 //! [`module`] (one module end to end), [`runtime`] (the runtime seam: pytest on CPython, JUnit
-//! on HotSpot) and [`calls_only`] (a module of a runtime whose probes report calls only), [`set`] (the work list, phase 2, the set on disk),
-//! [`stats`] (`flux stats`).
+//! on HotSpot) and [`calls_only`] (a module of a runtime whose probes report calls only),
+//! [`set`] (the work list, phase 2, the set on disk), [`discriminate`] (the screens of answers
+//! that do not discriminate), [`reauthor`] (`flux gen --reauthor`: a set's questions written
+//! again and screened, nothing run), [`stats`] (`flux stats`).
 //!
 //! Architecture invariants: every seeded choice is a function of the seed and a stable key of
 //! what is chosen (never of processing order), so shards merge into the unsharded set; nothing
@@ -35,6 +37,7 @@
 pub mod artifact;
 pub mod author;
 pub mod calls_only;
+pub mod discriminate;
 pub mod draft;
 pub mod facts;
 pub mod features;
@@ -42,6 +45,7 @@ pub mod keyed;
 pub mod module;
 pub mod plan;
 pub mod profile;
+pub mod reauthor;
 pub mod results;
 pub mod runner;
 pub mod runtime;

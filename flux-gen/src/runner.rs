@@ -216,6 +216,7 @@ fn run_instance(
         interpreter: repo.interpreter.clone(),
         kind: flux_extract::QuestionKind::M6,
         question: "(a run of flux gen)".into(),
+        preamble: None,
         template: RUN_TEMPLATE.into(),
         order_insensitive: Vec::new(),
         min_answer_size: None,

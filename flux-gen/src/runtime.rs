@@ -83,6 +83,31 @@ pub fn method_selector(id: &str) -> Option<String> {
     Some(format!("{class}#{method}"))
 }
 
+/// The test id of a JUnit method selector (`org.x.FooTest$Inner#testBar` →
+/// `org/x/FooTest.java::FooTest::Inner::testBar`), the inverse of [`method_selector`]; None
+/// when it is not one.
+pub fn selector_test_id(selector: &str) -> Option<String> {
+    let (class, method) = selector.split_once('#')?;
+    let mut nested = class.split('$');
+    let outer = nested.next().filter(|c| !c.is_empty())?;
+    let simple = outer.rsplit('.').next()?;
+    let mut id = format!("{}.java::{simple}", outer.replace('.', "/"));
+    for inner in nested {
+        id.push_str("::");
+        id.push_str(inner);
+    }
+    (!method.is_empty()).then(|| format!("{id}::{method}"))
+}
+
+/// The preamble a question of `kind` on this runtime is written against
+/// (`flux_instance::preamble`: the JVM's call-structure questions have their own).
+pub fn preamble(
+    repo: &RepoSpec,
+    kind: flux_extract::QuestionKind,
+) -> &'static flux_instance::preamble::Preamble {
+    flux_instance::preamble::for_runtime(kind, calls_only(repo))
+}
+
 /// The test command for `paths`: modules (files under `root`) or test ids.
 pub fn test_command(repo: &RepoSpec, paths: &[String]) -> Vec<String> {
     match repo.runtime {
@@ -200,6 +225,18 @@ mod tests {
             "/testbed/src/test/java/org/x/FooTest.java"
         );
         assert_eq!(method_selector("m.py::test_a"), None);
+        for id in [
+            "org/x/FooTest.java::FooTest::testA",
+            "org/x/FooTest.java::FooTest::Inner::testB",
+        ] {
+            let sel = method_selector(id).unwrap();
+            assert_eq!(selector_test_id(&sel).as_deref(), Some(id), "{sel}");
+        }
+        assert_eq!(selector_test_id("org.x.FooTest"), None);
+        assert_eq!(
+            preamble(&r, flux_extract::QuestionKind::M6).id(),
+            "jvm-calls@1"
+        );
         assert!(calls_only(&r));
         assert_eq!(
             r.relative("org/x/Foo.java"),

@@ -484,6 +484,7 @@ pub(crate) mod tests {
             interpreter: "/usr/bin/python3.11".into(),
             kind,
             question: "q".into(),
+            preamble: None,
             template: "{}".into(),
             order_insensitive: vec![],
             min_answer_size: None,

@@ -278,6 +278,21 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
     if opts.shard.count == 1 || opts.merge {
         finish(&spec, &runner, &mut results, &mut report).await?;
         let chosen = assemble(&spec, results);
+        // The answers that do not discriminate leave the set (`flux gen --reauthor` applies
+        // the same screens to a set on disk).
+        let mut sources = BTreeMap::new();
+        for repo in &spec.repositories {
+            if let Some(src) = screen::source_root(&runner, repo).await {
+                sources.insert(repo.name.clone(), src);
+            }
+        }
+        let (chosen, screened) = crate::discriminate::apply(chosen, &|r| sources.get(r).cloned());
+        for d in &screened {
+            *report
+                .left_out
+                .entry(format!("screen:{}", d.screen))
+                .or_insert(0) += 1;
+        }
         for c in &chosen {
             *report
                 .by_kind
@@ -294,6 +309,7 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             report.differences = check_set(&dir, &chosen)?;
         } else {
             write_set(&dir, &chosen)?;
+            crate::reauthor::write_screened(&dir, &screened)?;
         }
     }
     report.wall_seconds = t0.elapsed().as_secs_f64();
@@ -449,7 +465,7 @@ struct IndexRow<'a> {
     witness: Option<&'a str>,
 }
 
-fn index_json(chosen: &[Candidate]) -> Result<String> {
+pub(crate) fn index_json(chosen: &[Candidate]) -> Result<String> {
     let rows: Vec<IndexRow> = chosen
         .iter()
         .filter_map(|c| {

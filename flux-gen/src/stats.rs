@@ -1,6 +1,7 @@
 //! `flux stats [--json] PATH…`: what a set of instances holds — counts per kind, repository
-//! and split, and the distributions of the difficulty features — beside the SWE-Flux paper's
-//! median instance.
+//! and split, the distributions of the difficulty features beside the SWE-Flux paper's median
+//! instance, question lengths, and what the screens of [`crate::discriminate`] dropped (a
+//! set's `screened.json`) and would drop now.
 use flux_instance::Difficulty;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -41,8 +42,55 @@ pub struct Stats {
     pub p90: BTreeMap<String, f64>,
     /// The paper's median, for comparison.
     pub paper_median: BTreeMap<String, f64>,
+    /// Characters of the questions of generated instances: median and largest.
+    pub question_chars_median: f64,
+    pub question_chars_max: usize,
+    /// Generated instances over [`QUESTION_CHARS_MAX`] characters.
+    pub questions_over_max: usize,
+    /// Instances per preamble (`family@version`).
+    pub preambles: BTreeMap<String, usize>,
+    /// Values in the gold answers (`flux_extract::answer_size`): p10, median, p90.
+    pub answer_size: [f64; 3],
+    /// Instances each screen dropped from the set (its `screened.json`).
+    pub screened: BTreeMap<String, usize>,
+    /// Share of the instances before the screens (kept + dropped), per screen, in percent.
+    pub screened_percent: BTreeMap<String, f64>,
+    /// Generated instances a screen of the degenerate class would drop now (`echoed-literal`,
+    /// which needs the source, not asked), and their share.
+    pub degenerate: usize,
+    pub degenerate_percent: f64,
     /// Directories that did not load, with the reason.
     pub invalid: Vec<(PathBuf, String)>,
+}
+
+/// The longest generated question issue 24 allows (its median: at most 450).
+pub const QUESTION_CHARS_MAX: usize = 1000;
+
+/// The set holding `path` (the set directory, its `instances/` or below), if it has a
+/// `screened.json`.
+fn set_of(path: &std::path::Path) -> Option<PathBuf> {
+    path.ancestors()
+        .find(|d| d.join(crate::discriminate::SCREENED_FILE).is_file())
+        .map(PathBuf::from)
+}
+
+/// Would a degenerate screen drop `inst` (with gold `gold`) now?
+fn degenerate_now(inst: &flux_instance::Instance, gold: &serde_json::Value) -> bool {
+    let tests = crate::discriminate::command_tests(&inst.spec.test.command);
+    let item = crate::discriminate::Item {
+        id: inst.id(),
+        kind: inst.kind(),
+        extractor: &inst.spec.extractor.name,
+        params: &inst.spec.extractor.params,
+        tests: &tests,
+        gold,
+        easy: inst.spec.generated.as_ref().is_some_and(|g| g.easy),
+        test_source: None,
+        first_with_key: None,
+    };
+    crate::discriminate::SCREENS
+        .iter()
+        .any(|s| s.class == crate::discriminate::Class::Degenerate && (s.fires)(&item))
 }
 
 fn features(d: &Difficulty) -> [(&'static str, f64); 6] {
@@ -80,6 +128,15 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
     };
     let mut values: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
     let mut split_repos: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    let mut qchars: Vec<f64> = Vec::new();
+    let mut sizes: Vec<f64> = Vec::new();
+    let sets: std::collections::BTreeSet<PathBuf> =
+        paths.iter().filter_map(|p| set_of(p)).collect();
+    for set in &sets {
+        for d in crate::reauthor::read_screened(set)? {
+            *s.screened.entry(d.screen).or_insert(0) += 1;
+        }
+    }
     for d in dirs {
         let inst = match flux_instance::load_instance(&d) {
             Ok(i) => i,
@@ -95,9 +152,19 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
         *s.by_kind
             .entry(inst.kind().as_str().to_string())
             .or_insert(0) += 1;
-        let witnessed = flux_instance::read_oracle(&d)
-            .ok()
+        let oracle = flux_instance::read_oracle(&d).ok();
+        let witnessed = oracle
+            .as_ref()
             .is_some_and(|o| o.provenance.witness.is_some());
+        if let Some(o) = &oracle {
+            sizes.push(flux_extract::answer_size(&o.oracle_answer) as f64);
+            if inst.spec.generated.is_some() && degenerate_now(&inst, &o.oracle_answer) {
+                s.degenerate += 1;
+            }
+        }
+        if let Some(p) = &inst.spec.preamble {
+            *s.preambles.entry(p.clone()).or_insert(0) += 1;
+        }
         if witnessed {
             *s.witnessed
                 .entry(inst.kind().as_str().to_string())
@@ -110,6 +177,10 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
                 .or_default()
                 .insert(inst.spec.repository.clone());
             s.easy += usize::from(g.easy);
+            let n = inst.spec.question.chars().count();
+            qchars.push(n as f64);
+            s.question_chars_max = s.question_chars_max.max(n);
+            s.questions_over_max += usize::from(n > QUESTION_CHARS_MAX);
             s.with_features += 1;
             for (k, v) in features(&g.difficulty) {
                 values.entry(k).or_default().push(v);
@@ -122,6 +193,17 @@ pub fn stats(paths: &[PathBuf]) -> anyhow::Result<Stats> {
         s.p10.insert(k.to_string(), quantile(&v, 0.1));
         s.p90.insert(k.to_string(), quantile(&v, 0.9));
     }
+    qchars.sort_by(f64::total_cmp);
+    s.question_chars_median = quantile(&qchars, 0.5);
+    sizes.sort_by(f64::total_cmp);
+    s.answer_size = [0.1, 0.5, 0.9].map(|q| quantile(&sizes, q));
+    let before = s.instances + s.screened.values().sum::<usize>();
+    s.screened_percent = s
+        .screened
+        .iter()
+        .map(|(k, n)| (k.clone(), 100.0 * *n as f64 / before.max(1) as f64))
+        .collect();
+    s.degenerate_percent = 100.0 * s.degenerate as f64 / s.with_features.max(1) as f64;
     for (k, n) in &s.by_kind {
         s.kind_percent
             .insert(k.clone(), 100.0 * *n as f64 / s.instances.max(1) as f64);
@@ -183,8 +265,61 @@ pub fn render(s: &Stats) -> String {
             );
         }
     }
+    out += &render_screens(s);
     for (d, e) in &s.invalid {
         out += &format!("invalid: {}: {e}\n", d.display());
+    }
+    out
+}
+
+/// Answer sizes, question lengths, preambles, the degenerate share and the screens' drops.
+fn render_screens(s: &Stats) -> String {
+    let mut out = format!(
+        "\nanswer size (values)  p10 {:.0}, median {:.0}, p90 {:.0}\n",
+        s.answer_size[0], s.answer_size[1], s.answer_size[2]
+    );
+    if s.with_features > 0 {
+        let preambles: Vec<String> = s
+            .preambles
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        out += &format!(
+            "question length (generated, characters)  median {:.0}, max {} ({} over \
+             {QUESTION_CHARS_MAX}); preambles: {}\n",
+            s.question_chars_median,
+            s.question_chars_max,
+            s.questions_over_max,
+            if preambles.is_empty() {
+                "none".to_string()
+            } else {
+                preambles.join(", ")
+            }
+        );
+        out += &format!(
+            "degenerate now (empty, constant, static-baseline): {} ({:.1} %)\n",
+            s.degenerate, s.degenerate_percent
+        );
+    }
+    if !s.screened.is_empty() {
+        let before = s.instances + s.screened.values().sum::<usize>();
+        out += &format!("\nscreen            class          dropped   % of {before}\n");
+        for sc in &crate::discriminate::SCREENS {
+            let n = s.screened.get(sc.name).copied().unwrap_or(0);
+            out += &format!(
+                "{:<17} {:<12} {n:>9} {:>6.1}\n",
+                sc.name,
+                format!("{:?}", sc.class).to_lowercase(),
+                s.screened_percent.get(sc.name).copied().unwrap_or(0.0)
+            );
+        }
+        let total: usize = s.screened.values().sum();
+        out += &format!(
+            "{:<17} {:<12} {total:>9} {:>6.1}\n",
+            "all",
+            "",
+            100.0 * total as f64 / before.max(1) as f64
+        );
     }
     out
 }
@@ -199,6 +334,54 @@ mod tests {
         assert_eq!(quantile(&[5.0], 0.9), 5.0);
         assert_eq!(quantile(&[0.0, 10.0], 0.1), 1.0);
         assert_eq!(quantile(&[], 0.5), 0.0);
+    }
+
+    /// Generated questions repeated their conventions: median 1,469 characters, about half of
+    /// it the same paragraph on line events (issue 24.2). Every committed set's (`sets/*`,
+    /// `instances/`) generated questions now name a current preamble and keep to the bounds.
+    #[test]
+    fn every_committed_generated_question_is_short_and_names_its_preamble() {
+        let ws = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut roots = vec![ws.join("instances")];
+        for e in std::fs::read_dir(ws.join("sets")).unwrap().flatten() {
+            roots.push(e.path().join("instances"));
+        }
+        for root in roots.iter().filter(|r| r.is_dir()) {
+            let s = stats(std::slice::from_ref(root)).unwrap();
+            assert!(s.invalid.is_empty(), "{:?}", s.invalid);
+            if s.with_features == 0 {
+                continue;
+            }
+            let over: Vec<String> = flux_instance::discover(std::slice::from_ref(root))
+                .unwrap()
+                .iter()
+                .filter_map(|d| {
+                    let i = flux_instance::load_instance(d).ok()?;
+                    let n = i.spec.question.chars().count();
+                    (i.spec.generated.is_some() && n > QUESTION_CHARS_MAX)
+                        .then(|| format!("{} ({n})", d.display()))
+                })
+                .collect();
+            assert!(
+                over.is_empty(),
+                "{} over {QUESTION_CHARS_MAX}, as {:?}",
+                over.len(),
+                &over[..over.len().min(5)]
+            );
+            assert_eq!(s.questions_over_max, 0);
+            assert!(
+                s.question_chars_median <= 450.0,
+                "{}: median {}",
+                root.display(),
+                s.question_chars_median
+            );
+            assert_eq!(
+                s.preambles.values().sum::<usize>(),
+                s.with_features,
+                "{}: every generated instance names its preamble",
+                root.display()
+            );
+        }
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub use gc::{gc, GcOptions, GcReport};
 pub use gold::{verdicts, Verdict};
 pub use run_test::{read_untrusted, run_test, run_traced, RunGold, TestRun, Witness};
 pub use rundir::{KEEP_RUNS, KEEP_RUNS_TOTAL, RUNS_MAX_BYTES};
-pub use signals::Interrupted;
+pub use signals::{until_interrupted, Interrupted};
 pub use witness::{Judgement, WitnessKind};
 
 /// The label every output of a host run carries.

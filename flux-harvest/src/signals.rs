@@ -65,3 +65,24 @@ impl Signals {
         }
     }
 }
+
+/// `fut` run to its end, or stopped by SIGINT/SIGTERM: then it is dropped (its container
+/// removed by `Container`'s `Drop`, a host run's process group killed by its own), every
+/// container this process still has is removed, and the signal is returned. For one-run
+/// commands (`flux bench-run`) that would otherwise die at the signal with their container
+/// left running until its deadline.
+pub async fn until_interrupted<F: std::future::Future>(fut: F) -> Result<F::Output, Interrupted> {
+    let Ok(mut signals) = Signals::install() else {
+        // Without handlers the signals end the process as they always did.
+        return Ok(fut.await);
+    };
+    tokio::select! {
+        r = fut => Ok(r),
+        sig = signals.recv() => {
+            if let Ok(rt) = flux_container::Runtime::connect().await {
+                let _ = rt.remove_own().await;
+            }
+            Err(sig)
+        }
+    }
+}

@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 
 pub mod export;
 pub mod external;
-pub mod hf;
 mod oracle;
+pub mod preamble;
 mod source_check;
 pub mod template;
 
@@ -56,8 +56,14 @@ pub struct InstanceSpec {
     /// The interpreter inside the image.
     pub interpreter: String,
     pub kind: QuestionKind,
-    /// The question, in English, with its conventions spelled out.
+    /// The question, in English: with its conventions spelled out, or, with `preamble`, what
+    /// to compute under the conventions of that preamble.
     pub question: String,
+    /// The shared conventions the question was written against (`family@version`, see
+    /// [`preamble`]): sent once as (part of) the system prompt. Generated instances have one;
+    /// a question that spells its conventions out has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preamble: Option<String>,
     /// The answer template, JSON text (see [`template`]).
     pub template: String,
     /// Paths (template pointers, `/*` for list items) of lists compared as multisets.
@@ -579,6 +585,22 @@ pub fn validate(dir: &Path, path: &Path, spec: InstanceSpec) -> Result<Instance,
     ] {
         if value.trim().is_empty() {
             return Err(invalid(path, field, "must not be empty"));
+        }
+    }
+    if let Some(id) = &spec.preamble {
+        // A JVM instance (traced through a class filter) has the JVM's call preamble.
+        let current = preamble::for_runtime(spec.kind, !spec.tracing.classes.is_empty());
+        if *id != current.id() {
+            return Err(invalid(
+                path,
+                "preamble",
+                format!(
+                    "the question was written against preamble `{id}`, and this flux's {} \
+                     preamble is `{}`: re-author it (`flux gen --reauthor SET`)",
+                    spec.kind,
+                    current.id()
+                ),
+            ));
         }
     }
     let template =

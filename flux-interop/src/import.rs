@@ -322,6 +322,7 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
         interpreter: opts.interpreter.clone(),
         kind,
         question,
+        preamble: None,
         template: serde_json::to_string(&template).map_err(|e| e.to_string())?,
         order_insensitive: order_insensitive(&template),
         // Their screening kept it; flux's defaults are not theirs.

@@ -17,10 +17,18 @@
 //! The log their parsers read is written by [`sweflux_log`] from flux's trace; the
 //! tracing config that records what it needs comes from their variables
 //! (`LogConfig::tracing_config`). Export to their layout is `flux_instance::export`.
+//!
+//! Datasets for other harnesses are written here too: [`hf`] (a Hugging Face dataset whose rows
+//! hold the prompts `flux eval` renders, in Parquet ([`parquet_out`]) and JSONL, with its card,
+//! [`card`]) and [`inspect`] (an Inspect task over it that scores with `flux score`).
+pub mod card;
 pub mod evalsh;
 pub mod evidence;
 pub mod external;
+pub mod hf;
 pub mod import;
+pub mod inspect;
 pub mod native;
+pub mod parquet_out;
 pub mod parser_facts;
 pub mod sweflux_log;

@@ -19,6 +19,9 @@ pub struct Instance {
     /// Question kind, e.g. `S4_DataFlow` (instance.toml `kind`, else oracle `question_kind`).
     pub kind: String,
     pub question: String,
+    /// The shared conventions the question was written against (`preamble`, `family@version`:
+    /// flux-instance's `preamble` module), if any: sent once, in the system prompt.
+    pub preamble: Option<String>,
     /// The answer template (JSON), from oracle.json `template_answer` or instance.toml `template`.
     pub template: Value,
     /// JSON-pointer patterns whose lists compare as multisets.
@@ -52,6 +55,9 @@ pub struct Instance {
     pub set: Option<String>,
     /// The gold answer; `None` when the instance is not harvested.
     pub oracle: Option<Value>,
+    /// The `oracle.json` text as read (the set digest hashes it, [`crate::results::digest`]);
+    /// `None` when the instance is not harvested.
+    pub oracle_json: Option<String>,
     /// The instance directory.
     pub dir: PathBuf,
     /// `<repo-dir>/<id-dir>`: where the answer lives under an answers directory.
@@ -95,12 +101,20 @@ pub struct Discovered {
 }
 
 /// Find every instance under the given roots (directories holding `instance.toml`, searched
-/// down to four levels), sorted by `rel`. A root may be the store, one repository, or one
-/// instance directory. A root that is not a directory is an error; an unreadable instance is
-/// listed in [`Discovered::invalid`] and the others are still returned.
+/// down to four levels), sorted by `rel`. A root may be the store, one repository, one
+/// instance directory, or an exported dataset (a `.jsonl` file of rows or its directory,
+/// [`crate::dataset`]). A root that is neither is an error; an unreadable instance is listed in
+/// [`Discovered::invalid`] and the others are still returned.
 pub fn discover_all(roots: &[PathBuf]) -> Result<Discovered, ScoreError> {
     let mut dirs = Vec::new();
+    let mut out = Discovered::default();
     for root in roots {
+        if crate::dataset::is_dataset(root) {
+            let rows = crate::dataset::read(root)?;
+            out.instances.extend(rows.instances);
+            out.invalid.extend(rows.invalid);
+            continue;
+        }
         if !root.is_dir() {
             return Err(ScoreError::NotADirectory(root.clone()));
         }
@@ -108,7 +122,6 @@ pub fn discover_all(roots: &[PathBuf]) -> Result<Discovered, ScoreError> {
     }
     dirs.sort();
     dirs.dedup();
-    let mut out = Discovered::default();
     for d in dirs {
         match load(&d) {
             Ok(i) => out.instances.push(i),
@@ -180,15 +193,20 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
     let get_str = |k: &str| t.get(k).and_then(|v| v.as_str()).map(String::from);
 
     let oracle_path = dir.join("oracle.json");
-    let oracle_doc: Option<Value> = if oracle_path.is_file() {
-        let s = std::fs::read_to_string(&oracle_path)
-            .map_err(|e| ScoreError::Io(oracle_path.clone(), e))?;
+    let oracle_json = if oracle_path.is_file() {
         Some(
-            serde_json::from_str(&s)
-                .map_err(|e| ScoreError::Instance(oracle_path.clone(), e.to_string()))?,
+            std::fs::read_to_string(&oracle_path)
+                .map_err(|e| ScoreError::Io(oracle_path.clone(), e))?,
         )
     } else {
         None
+    };
+    let oracle_doc: Option<Value> = match &oracle_json {
+        Some(s) => Some(
+            serde_json::from_str(s)
+                .map_err(|e| ScoreError::Instance(oracle_path.clone(), e.to_string()))?,
+        ),
+        None => None,
     };
     let oracle = oracle_doc
         .as_ref()
@@ -283,6 +301,7 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         repository: get_str("repository").unwrap_or_else(|| repo_dir.clone()),
         kind,
         question,
+        preamble: get_str("preamble"),
         template,
         order_insensitive,
         package: get_str("package"),
@@ -310,6 +329,7 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
             .map(toml_to_json)
             .unwrap_or(Value::Null),
         oracle,
+        oracle_json,
         dir: dir.to_path_buf(),
         rel: PathBuf::from(repo_dir).join(id_dir),
     })

@@ -31,6 +31,7 @@
 
 pub mod callgraph;
 pub mod compare;
+pub mod dataset;
 pub mod failure;
 mod html;
 pub mod instance;

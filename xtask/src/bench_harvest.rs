@@ -30,6 +30,8 @@
 //!
 //! Each run is one `flux bench-run` of the release binary, so xtask never links the BPF loader.
 use super::median;
+#[path = "bench_suite.rs"]
+mod bench_suite;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -97,6 +99,81 @@ fn split_copy(dir: &Path, k_n: &str, scratch: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
+/// The suites `--interpreter` selects (both without it).
+fn suites(interpreter: Option<&str>) -> Vec<&'static str> {
+    SUITES
+        .into_iter()
+        .filter(|s| match interpreter {
+            Some("3.11") => s.ends_with("-311"),
+            Some(_) => !s.ends_with("-311"),
+            None => true,
+        })
+        .collect()
+}
+
+/// `--suite … --parts N --ledger FILE`: measure what the ledger lacks, then report it.
+fn suite_parts(
+    a: &Args,
+    root: &Path,
+    flux: &Path,
+    n: u32,
+    configs: &[String],
+) -> Result<std::process::ExitCode> {
+    if n == 0 {
+        bail!("--parts 0: a suite has at least one part");
+    }
+    let ledger = a.ledger.as_deref().context("--parts needs --ledger")?;
+    let named: Vec<(String, PathBuf)> = suites(a.interpreter.as_deref())
+        .into_iter()
+        .map(|s| (workload_name(&root.join(s)), root.join(s)))
+        .collect();
+    let only = match &a.part_range {
+        None => None,
+        Some(r) => {
+            let (x, y) = r
+                .split_once('-')
+                .and_then(|(x, y)| Some((x.parse::<u32>().ok()?, y.parse::<u32>().ok()?)))
+                .filter(|(x, y)| 1 <= *x && x <= y && *y <= n)
+                .with_context(|| {
+                    format!("--part-range {r}: expected A-B with 1 <= A <= B <= {n}")
+                })?;
+            Some((x, y))
+        }
+    };
+    if !a.report_only {
+        bench_suite::measure(&bench_suite::Plan {
+            root,
+            flux,
+            suites: named.clone(),
+            parts: n,
+            only,
+            configs,
+            ledger,
+        })?;
+    }
+    let names: Vec<String> = named.into_iter().map(|(n, _)| n).collect();
+    let ok = bench_suite::report(ledger, &names, n, configs, a.json)?;
+    Ok(if ok {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}
+
+/// `<repo>/<id>` of a workload directory.
+fn workload_name(d: &Path) -> String {
+    let id = d
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let repo = d
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{repo}/{id}")
+}
+
 const SLICES: [&str; 2] = [
     "xtask/bench/sympy/sympy-slice",
     "xtask/bench/sympy/sympy-slice-311",
@@ -126,8 +203,25 @@ pub struct Args {
     #[arg(long, value_parser = ["sympy"], conflicts_with_all = ["slice_only", "instances"])]
     suite: Option<String>,
     /// With `--suite`: run only the K-th of N parts of it (`K/N`, SymPy's `--split`).
-    #[arg(long, requires = "suite")]
+    #[arg(long, requires = "suite", conflicts_with = "parts")]
     split: Option<String>,
+    /// With `--suite`: the whole suite as N parts (SymPy's `--split K/N`), every run appended
+    /// to `--ledger` as it finishes; a rerun with the same ledger runs only what it lacks
+    /// (`bench_suite`).
+    #[arg(long, requires_all = ["suite", "ledger"])]
+    parts: Option<u32>,
+    /// With `--parts`: only parts A..=B (`A-B`), e.g. to spread a suite over machines.
+    #[arg(long, requires = "parts")]
+    part_range: Option<String>,
+    /// With `--parts`: the ledger (JSON lines) runs are appended to and figures read from.
+    #[arg(long, requires = "parts")]
+    ledger: Option<PathBuf>,
+    /// With `--parts`: print the ledger's figures without running anything.
+    #[arg(long, requires = "parts")]
+    report_only: bool,
+    /// With `--suite`: only the suite on this interpreter (`3.15` or `3.11`).
+    #[arg(long, requires = "suite", value_parser = ["3.15", "3.11"])]
+    interpreter: Option<String>,
     /// Configurations to run (comma-separated; `untraced` is always run).
     #[arg(long, value_delimiter = ',', default_values_t = CONFIGS.map(String::from))]
     configs: Vec<String>,
@@ -250,11 +344,14 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             configs.push(c.clone());
         }
     }
+    if let Some(n) = a.parts {
+        return suite_parts(&a, &root, &flux, n, &configs);
+    }
     let mut dirs = Vec::new();
     // Workload copies (`--split`) live here until the bench ends.
     let scratch = tempfile::tempdir()?;
     if a.suite.is_some() {
-        for s in SUITES {
+        for s in suites(a.interpreter.as_deref()) {
             dirs.push(match &a.split {
                 Some(k_n) => split_copy(&root.join(s), k_n, scratch.path())?,
                 None => root.join(s),
@@ -287,21 +384,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         dirs.extend(SLICES.iter().map(|s| root.join(s)));
     }
     let rounds = a.rounds.max(1);
-    let names: Vec<String> = dirs
-        .iter()
-        .map(|d| {
-            let id = d
-                .file_name()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let repo = d
-                .parent()
-                .and_then(|p| p.file_name())
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            format!("{repo}/{id}")
-        })
-        .collect();
+    let names: Vec<String> = dirs.iter().map(|d| workload_name(d)).collect();
     let mut cells: Vec<BTreeMap<String, Cell>> = dirs.iter().map(|_| BTreeMap::new()).collect();
     for r in 0..rounds {
         for (i, d) in dirs.iter().enumerate() {

@@ -508,6 +508,18 @@ fn kind_of(dir: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// An import refused because the instance has neither their parser nor a native rule
+/// (`flux: error: DIR: files/parser.py (…) is missing (native: WHY)`): the parser's reason and
+/// the mapping's, so the report counts it as `no-parser` / `unmapped`, not as an import error.
+fn without_parser_or_mapping(stderr: &str) -> Option<(String, String)> {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains(" is missing (native: "))?;
+    let (head, native) = line.split_once(" (native: ")?;
+    let parser = head.rsplit_once(": ").map_or(head, |(_, p)| p);
+    Some((parser.to_string(), native.trim_end_matches(')').to_string()))
+}
+
 /// The first useful line of a failure's message.
 fn reason(stderr: &str) -> (String, String) {
     let text = stderr.trim();
@@ -607,11 +619,15 @@ pub fn run_validate(a: Args) -> Result<ExitCode> {
             };
             let stdout = String::from_utf8_lossy(&imported.stdout).into_owned();
             let ((import, why), (native, native_why)) = if !imported.status.success() {
-                let e = format!(
-                    "import: {}",
-                    String::from_utf8_lossy(&imported.stderr).trim()
-                );
-                (("error".to_string(), e.clone()), ("error".to_string(), e))
+                let stderr = String::from_utf8_lossy(&imported.stderr);
+                match without_parser_or_mapping(&stderr) {
+                    // Nothing to import: no parser stored, and the question has no native rule.
+                    Some((p, n)) => (("no-parser".to_string(), p), ("unmapped".to_string(), n)),
+                    None => {
+                        let e = format!("import: {}", stderr.trim());
+                        (("error".to_string(), e.clone()), ("error".to_string(), e))
+                    }
+                }
             } else {
                 let no_parser = stdout
                     .lines()
@@ -757,6 +773,27 @@ mod tests {
         );
         assert_eq!(own.matches("SETUPTOOLS_SCM_PRETEND_VERSION").count(), 1);
         assert!(!dockerfile(&repo(&[], None), "b", "p.whl").contains("PRETEND"));
+    }
+
+    /// Issue 25 (test-part run, 2026-12-02): an instance stored without `files/parser.py` whose
+    /// question has no native rule made `flux import` refuse it, and the report counted that
+    /// refusal as an import *error* for both twins instead of `no-parser` / `unmapped`.
+    #[test]
+    fn an_instance_without_parser_or_native_rule_is_reported_as_such_not_as_an_import_error() {
+        let stderr =
+            "flux: note: no cache found\nflux: error: /s/flask/x_m5: files/parser.py (the parser \
+                      eval.sh runs) is missing (native: no flux extractor is mapped for the answer \
+                      shape `exception_types`)\n";
+        let (parser, native) = without_parser_or_mapping(stderr).expect("recognised");
+        assert_eq!(
+            parser,
+            "files/parser.py (the parser eval.sh runs) is missing"
+        );
+        assert_eq!(
+            native,
+            "no flux extractor is mapped for the answer shape `exception_types`"
+        );
+        assert!(without_parser_or_mapping("flux: error: the image is missing\n").is_none());
     }
 
     #[test]

@@ -110,6 +110,9 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     for (key, items) in &threads {
         thread::Thread::new(*key, &shared, &mut next_act, &mut out, &mut c).run(items);
     }
+    // Every USDT event is placed (or counted dropped): free them before sorting the output.
+    drop(threads);
+    drop(usdt_events);
     name_modules(&mut out, hook);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
