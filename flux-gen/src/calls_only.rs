@@ -105,6 +105,14 @@ pub(crate) fn question(repo: &RepoSpec, a: &Ask) -> String {
     wrap(&format!("{} {body}", run_clause(repo, a)), 96)
 }
 
+/// Call graphs a test class asks (a pytest module asks `module::GRAPHS_PER_MODULE`): a test
+/// method's call graph is TraceEval's question, and the class's one traced run answers it for
+/// every test method at no further cost.
+pub(crate) const GRAPHS_PER_CLASS: usize = 6;
+
+/// Tests a target's S6 questions are asked on (each a call sequence and its callee counts).
+pub(crate) const S6_TESTS_PER_TARGET: usize = 2;
+
 /// The plan of a calls-only module: the targets, and what was left out per rule.
 fn plan_targets(
     spec: &GenSpec,
@@ -224,7 +232,14 @@ fn drafts_of(
         .iter()
         .filter(|x| (1..=5).contains(&per_test[x.as_str()]))
         .collect();
-    if let Some(test) = rng.pick(&few).map(|x| x.to_string()) {
+    // S6 on up to `S6_TESTS_PER_TARGET` tests, each drawn from those not drawn yet; the draws
+    // after the first come after the M6's, so a count raised later keeps every earlier draft.
+    let mut few = few;
+    let mut s6_on_a_test = |rng: &mut crate::keyed::Rng, out: &mut Vec<Draft>| {
+        let Some(test) = rng.pick(&few).map(|x| x.to_string()) else {
+            return;
+        };
+        few.retain(|x| **x != test);
         let n = 1 + rng.below(per_test[test.as_str()].min(3));
         let mut p = base.clone();
         p.insert("test".into(), json!(test));
@@ -233,7 +248,8 @@ fn drafts_of(
         for ex in ["call_sequence", "callees_count"] {
             out.push(draft::draft(K::S6, ex, p.clone(), &tests, &t.qualname));
         }
-    }
+    };
+    s6_on_a_test(&mut rng, &mut out);
     let mut pool = running.clone();
     rng.shuffle(&mut pool);
     pool.truncate(spec.budget.max_tests);
@@ -242,6 +258,9 @@ fn drafts_of(
         .filter(|x| pool.contains(x))
         .cloned()
         .collect();
+    for _ in 1..S6_TESTS_PER_TARGET {
+        s6_on_a_test(&mut rng, &mut out);
+    }
     if tests.len() >= 2 {
         out.push(draft::draft(
             K::M6,
@@ -344,7 +363,7 @@ pub(crate) async fn run_module(
     }
     let trace = draft::sub_trace(&run.trace, &light);
     let profile = ModuleProfile::from_trace(&trace);
-    let graphs = call_graphs(spec, repo, &scope, &profile, &trace, r);
+    let graphs = call_graphs(spec, repo, &scope, (&profile, &trace), GRAPHS_PER_CLASS, r);
     let (targets, left) = plan_targets(spec, repo, module, &profile);
     for (rule, n) in left {
         *r.left_out.entry(format!("plan:{rule}")).or_insert(0) += n;
@@ -618,9 +637,18 @@ mod tests {
             [
                 ("call_sequence", 1),
                 ("callees_count", 1),
+                ("call_sequence", 1),
+                ("callees_count", 1),
                 ("callees_across_tests", 2)
             ]
         );
+        // The S6 pairs are asked on the two tests, one each.
+        let s6_tests: BTreeSet<&str> = drafts
+            .iter()
+            .filter(|d| d.kind == K::S6)
+            .map(|d| d.tests[0].as_str())
+            .collect();
+        assert_eq!(s6_tests.len(), 2, "{s6_tests:?}");
         let m6 = drafts.iter().find(|d| d.kind == K::M6).unwrap();
         let gold = gold_of(&spec, m6, &draft::sub_trace(&t, &m6.tests)).unwrap();
         assert_eq!(

@@ -131,14 +131,18 @@ pub async fn run_module(g: &Gen<'_>, repo: &RepoSpec, module: &str) -> ModuleRes
     r
 }
 
-/// Call-graph questions from the scout's trace: up to two passed tests (seeded) that call the
-/// repository's code a moderate number of times, when every such call carries its qualname.
+/// Call graphs a pytest module asks (a calls-only module asks more: `calls_only`).
+pub(crate) const GRAPHS_PER_MODULE: usize = 2;
+
+/// Call-graph questions from the scout's trace: up to `per_module` passed tests (seeded) that
+/// call the repository's code a moderate number of times, when every such call carries its
+/// qualname.
 pub(crate) fn call_graphs(
     spec: &GenSpec,
     repo: &RepoSpec,
     scope: &str,
-    profile: &ModuleProfile,
-    trace: &flux_trace::Trace,
+    (profile, trace): (&ModuleProfile, &flux_trace::Trace),
+    per_module: usize,
     r: &mut ModuleResult,
 ) -> Vec<(Draft, Value)> {
     let within = repo.code.first().cloned().unwrap_or_default();
@@ -172,7 +176,7 @@ pub(crate) fn call_graphs(
         .collect();
     crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
     let mut out = Vec::new();
-    for test in pool.into_iter().take(2) {
+    for test in pool.into_iter().take(per_module) {
         let d = draft::call_graph(test, &within, crate::runtime::calls_only(repo));
         *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
         let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
@@ -275,7 +279,14 @@ async fn run_module_inner(
     };
     let profile = ModuleProfile::from_trace(&scout_trace);
     let scout_outcomes = outcomes(&scout_trace);
-    let graphs = call_graphs(spec, repo, &scope, &profile, &scout_trace, r);
+    let graphs = call_graphs(
+        spec,
+        repo,
+        &scope,
+        (&profile, &scout_trace),
+        GRAPHS_PER_MODULE,
+        r,
+    );
     drop(scout_trace);
     r.time("profile", t);
     // 2. Static facts of the repository's files that ran.
