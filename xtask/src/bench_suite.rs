@@ -107,7 +107,7 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
                     continue;
                 }
                 eprintln!("bench suite: {name} part {k_n}: {config}");
-                let (result, error) = match one(p.flux, p.root, &copy, config) {
+                let (result, error) = match one(p.flux, p.root, &copy, config, true) {
                     Ok(v) => {
                         eprintln!(
                             "  {:.2}s, events {}, lost {}, complete {}",
@@ -197,6 +197,23 @@ pub(super) fn figures(entries: &[Entry], suite: &str, of: u32, configs: &[String
             }
         }
         if all {
+            // A tracer must not change what the tests do: the same exit code in every
+            // configuration (pytest's 1 when some test failed).
+            let codes: Vec<String> = configs
+                .iter()
+                .map(|c| {
+                    let e = &latest[&(part, c.as_str())];
+                    let code = e.result.as_ref().map(|v| v["exit_code"].clone());
+                    format!("{c} {}", code.unwrap_or_default())
+                })
+                .collect();
+            let first = codes[0].split_once(' ').map(|x| x.1);
+            if codes.iter().any(|c| c.split_once(' ').map(|x| x.1) != first) {
+                errors.push(format!(
+                    "part {part}/{of}: exit codes differ ({}): the tracer changed the tests' outcome",
+                    codes.join(", ")
+                ));
+            }
             counted.push(part);
         }
     }
@@ -371,6 +388,29 @@ mod tests {
         assert_eq!(f.sums["flux-auto"].incomplete, 1);
         assert_eq!(f.sums["flux-auto"].max_rss, 2000);
         assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
+    }
+
+    /// A part where the traced run's tests ended otherwise than the untraced run's is an error:
+    /// the tracer changed what the tests do, whatever the timing says.
+    #[test]
+    fn a_part_whose_exit_codes_differ_across_configs_is_an_error() {
+        let configs = ["untraced".to_string(), "flux-auto".to_string()];
+        let mut es = vec![
+            entry(1, "untraced", 10.0, true),
+            entry(1, "flux-auto", 15.0, true),
+        ];
+        es[0].result.as_mut().unwrap()["exit_code"] = json!(0);
+        es[1].result.as_mut().unwrap()["exit_code"] = json!(1);
+        let f = figures(&es, "sympy/sympy-suite", 3, &configs);
+        assert_eq!(f.counted, vec![1]);
+        assert!(
+            f.errors.iter().any(|e| e.contains("exit codes differ")),
+            "{:?}",
+            f.errors
+        );
+        es[0].result.as_mut().unwrap()["exit_code"] = json!(1);
+        let f = figures(&es, "sympy/sympy-suite", 3, &configs);
+        assert!(f.errors.is_empty(), "{:?}", f.errors);
     }
 
     #[test]
