@@ -65,8 +65,9 @@ const SUITES: [&str; 2] = [
     "xtask/bench/sympy/sympy-suite-311",
 ];
 
-/// A copy of the workload in `dir` that runs the `k_n` part of it (`--split K/N`, appended to
-/// its test command), under `scratch`.
+/// A copy of the workload in `dir` that runs the `k_n` part of it under `scratch`: every N-th
+/// module of its `modules.txt` from the K-th in place of `--pyargs PACKAGE`, or without a
+/// `modules.txt` the runner's own `--split K/N` appended to its test command.
 fn split_copy(dir: &Path, k_n: &str, scratch: &Path) -> Result<PathBuf> {
     let ok = k_n
         .split_once('/')
@@ -101,7 +102,10 @@ fn split_copy(dir: &Path, k_n: &str, scratch: &Path) -> Result<PathBuf> {
             .with_context(|| format!("reading {}", modules.display()))?;
         let at = cmd.iter().position(|a| a.as_str() == Some("--pyargs"));
         let Some(at) = at.filter(|&i| i + 1 < cmd.len()) else {
-            bail!("{}: modules.txt needs the command to end in `--pyargs PACKAGE`", dir.display());
+            bail!(
+                "{}: modules.txt needs the command to end in `--pyargs PACKAGE`",
+                dir.display()
+            );
         };
         cmd.drain(at..at + 2);
         let mine = list
@@ -226,10 +230,11 @@ pub struct Args {
     /// its configuration runs it by default, on 3.15 and 3.11: `xtask/bench/sympy/sympy-suite*`).
     #[arg(long, value_parser = ["sympy"], conflicts_with_all = ["slice_only", "instances"])]
     suite: Option<String>,
-    /// With `--suite`: run only the K-th of N parts of it (`K/N`, SymPy's `--split`).
+    /// With `--suite`: run only the K-th of N parts of it (`K/N`: every N-th module of its
+    /// `modules.txt` from the K-th).
     #[arg(long, requires = "suite", conflicts_with = "parts")]
     split: Option<String>,
-    /// With `--suite`: the whole suite as N parts (SymPy's `--split K/N`), every run appended
+    /// With `--suite`: the whole suite as N parts (as `--split`), every run appended
     /// to `--ledger` as it finishes; a rerun with the same ledger runs only what it lacks
     /// (`bench_suite`).
     #[arg(long, requires_all = ["suite", "ledger"])]
@@ -313,7 +318,10 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str, failed_tests_ok: bool
         )
     })?;
     let accepted = if failed_tests_ok { 0..=1 } else { 0..=0 };
-    if !v["exit_code"].as_i64().is_some_and(|c| accepted.contains(&c)) {
+    if !v["exit_code"]
+        .as_i64()
+        .is_some_and(|c| accepted.contains(&c))
+    {
         bail!(
             "{config} {}: the test exited with {} (run dir removed; rerun with `flux bench-run --keep-run-dir`)",
             dir.display(),
@@ -798,8 +806,14 @@ mod tests {
                     .iter()
                     .map(|v| v.as_str().unwrap().to_string())
                     .collect();
-                assert!(!cmd.iter().any(|a| a == "--pyargs" || a == "--split"), "{cmd:?}");
-                assert!(cmd.iter().any(|a| a == "not slow and not tooslow"), "{cmd:?}");
+                assert!(
+                    !cmd.iter().any(|a| a == "--pyargs" || a == "--split"),
+                    "{cmd:?}"
+                );
+                assert!(
+                    cmd.iter().any(|a| a == "not slow and not tooslow"),
+                    "{cmd:?}"
+                );
                 seen.extend(cmd.into_iter().filter(|a| a.ends_with(".py")));
             }
             seen.sort();

@@ -1,5 +1,5 @@
 //! `cargo xtask bench harvest --suite sympy --parts N --ledger FILE`: a whole test suite measured
-//! as N parts (SymPy's own `--split K/N`), each part one traced run per configuration side by
+//! as N parts (round-robin over its `modules.txt`), each part one traced run per configuration side by
 //! side (the order rotates part by part), every finished run appended to a ledger at once.
 //!
 //! Why parts: the whole suite is hours of wall time per configuration on this machine (the
@@ -208,7 +208,10 @@ pub(super) fn figures(entries: &[Entry], suite: &str, of: u32, configs: &[String
                 })
                 .collect();
             let first = codes[0].split_once(' ').map(|x| x.1);
-            if codes.iter().any(|c| c.split_once(' ').map(|x| x.1) != first) {
+            if codes
+                .iter()
+                .any(|c| c.split_once(' ').map(|x| x.1) != first)
+            {
                 errors.push(format!(
                     "part {part}/{of}: exit codes differ ({}): the tracer changed the tests' outcome",
                     codes.join(", ")
