@@ -12,6 +12,7 @@ mod harvest;
 mod images;
 mod predicates;
 mod score_cli;
+mod scoring_port;
 mod sweflux_import;
 mod sweflux_log;
 mod trace;
