@@ -11,6 +11,7 @@ mod gen;
 mod harvest;
 mod images;
 mod predicates;
+mod readme;
 mod score_cli;
 mod scoring_port;
 mod sweflux_import;
