@@ -1,7 +1,8 @@
 //! The `flux` binary end to end on hand-made instances (and, for the prompts eval sends, a
-//! seeded sample of the committed sets): eval → score, score formats, export layouts, bad input. No Docker, no eBPF: every test runs the real binary in a fresh temporary
-//! directory and compares what it wrote or printed with what is expected, showing a line diff
-//! when they differ.
+//! seeded sample of the committed sets): eval → score, score formats, export layouts, bad
+//! input. No Docker, no eBPF: every test runs the real binary in a fresh temporary directory
+//! and compares what it wrote or printed with what is expected, showing a line diff when they
+//! differ.
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
