@@ -53,8 +53,8 @@ struct SaveArgs {
     /// identity is not written again).
     #[arg(long, value_name = "DIR")]
     to: PathBuf,
-    /// Images as `build` names them (a repository's base comes with it). None: every defined
-    /// image built here.
+    /// Images as `build` names them (a repository's image alone: its archive holds its base's
+    /// layers too; a base when named). None: every defined image built here.
     names: Vec<String>,
 }
 
@@ -145,10 +145,20 @@ fn save(a: SaveArgs) -> Result<ExitCode> {
             .filter(|i| images::manifest_path(&config.cache_dir, i).is_file())
             .collect()
     } else {
-        defs.select(&a.names, &config.definitions)?
-            .iter()
-            .map(Target::image)
-            .collect()
+        // A repository's image alone (its archive holds every layer, its base's too: a node
+        // runs tests without the base); a base only when it is named itself.
+        let mut names = Vec::new();
+        for n in &a.names {
+            let targets = defs.select(std::slice::from_ref(n), &config.definitions)?;
+            let a_base = targets.iter().all(|t| matches!(t, Target::Base(_)));
+            for t in targets {
+                let image = t.image();
+                if (a_base || !matches!(t, Target::Base(_))) && !names.contains(&image) {
+                    names.push(image);
+                }
+            }
+        }
+        names
     };
     if names.is_empty() {
         anyhow::bail!(

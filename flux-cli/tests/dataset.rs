@@ -19,25 +19,7 @@ fn workspace() -> PathBuf {
 
 /// The interpreter with `datasets` and `inspect_ai`, or a loud skip.
 fn hub_python(what: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("FLUX_HUB_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".flux-cache/venv-hub/bin/python"));
-    let ok = Command::new(&py)
-        .args(["-c", "import datasets, inspect_ai"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Some(py)
-    } else {
-        flux_skip::skip(
-            what,
-            &format!(
-                "{} cannot import datasets and inspect_ai (`cargo xtask setup` installs them)",
-                py.display()
-            ),
-        );
-        None
-    }
+    crate::common::hub_python(what, &["datasets", "inspect_ai"])
 }
 
 fn flux_ok(args: &[&str]) -> String {

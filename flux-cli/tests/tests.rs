@@ -10,6 +10,7 @@ mod extractors;
 mod gen;
 mod harvest;
 mod images;
+mod k8s;
 mod predicates;
 mod readme;
 mod score_cli;

@@ -131,8 +131,8 @@ pub async fn file_digest(path: &Path) -> Result<(String, u64)> {
     Ok((format!("{:x}", h.finalize()), n))
 }
 
-/// Save `images` (built here: their manifest in `cache_dir` names the image id Docker has) into
-/// `dir`. An image whose identity is already archived there with a matching file is skipped.
+/// Save `images` (built by flux: the manifest they carry as a label names their content
+/// identity; a manifest of the same name in `cache_dir` must name the same) into `dir`. An image whose identity is already archived there with a matching file is skipped.
 pub async fn save(
     rt: &Runtime,
     cache_dir: &Path,
@@ -145,12 +145,7 @@ pub async fn save(
     let mut out = Vec::new();
     for image in images {
         let mpath = manifest_path(cache_dir, image);
-        let m = Manifest::load(&mpath).map_err(|_| {
-            bad(
-                &mpath,
-                format!("{image} is not built here (no manifest): `flux images build` it first"),
-            )
-        })?;
+        let (m, image_id) = what_docker_has(rt, image, &mpath).await?;
         let hex = hex_of(&m.identity)
             .ok_or_else(|| {
                 bad(
@@ -159,17 +154,6 @@ pub async fn save(
                 )
             })?
             .to_owned();
-        let current = rt.image_id(image).await?;
-        let Some(image_id) = m.image_id.clone().filter(|id| current.as_ref() == Some(id)) else {
-            return Err(bad(
-                &mpath,
-                format!(
-                    "{image}: Docker's image ({}) is not the one its manifest describes ({}): rebuild it",
-                    current.as_deref().unwrap_or("none"),
-                    m.image_id.as_deref().unwrap_or("none")
-                ),
-            ));
-        };
         let file = format!("{hex}.tar");
         let tar = dir.join(&file);
         if let Some(e) = index.images.iter().find(|e| e.identity == m.identity) {
@@ -185,7 +169,9 @@ pub async fn save(
             }
         }
         progress(&format!("{image}: docker save → {}", tar.display()));
-        let (sha256, bytes) = export(rt, &image_id, &tar).await?;
+        // By name, not id: an archive of an id carries no tag, and `docker load` would give an
+        // untagged image (the id was checked to be the name's just above).
+        let (sha256, bytes) = export(rt, image, &tar).await?;
         let text = serde_json::to_string_pretty(&m).expect("a manifest serialises") + "\n";
         write_atomically(&dir.join(format!("{hex}.json")), text.as_bytes())?;
         index
@@ -212,18 +198,61 @@ pub async fn save(
     Ok(out)
 }
 
-/// `docker save` of `image_id` into `tar` (through a temporary file), hashed on the way.
-async fn export(rt: &Runtime, image_id: &str, tar: &Path) -> Result<(String, u64)> {
+/// The manifest of the image Docker has under `image` (its label, with Docker's id), checked
+/// against the cache's manifest of that name when there is one: the same content identity
+/// (another checkout's cache may have rebuilt the image since, giving it a new id but, for the
+/// same definition, the same identity).
+async fn what_docker_has(rt: &Runtime, image: &str, mpath: &Path) -> Result<(Manifest, String)> {
+    let Some(id) = rt.image_id(image).await? else {
+        return Err(bad(
+            mpath,
+            format!("{image} is not in Docker: `flux images build` it first"),
+        ));
+    };
+    let cached = Manifest::load(mpath).ok();
+    let labelled = super::image_manifest(rt, image).await?;
+    let m =
+        match (labelled, cached) {
+            (Some(l), Some(c)) if !c.identity.is_empty() && c.identity != l.identity => {
+                return Err(bad(
+                    mpath,
+                    format!(
+                        "{image}: Docker's image is {} but this cache built {}: rebuild it",
+                        l.identity, c.identity
+                    ),
+                ))
+            }
+            (Some(l), _) => l,
+            (None, Some(c)) if c.image_id.as_deref() == Some(id.as_str()) => c,
+            (None, _) => return Err(bad(
+                mpath,
+                format!(
+                    "{image}: Docker's image ({id}) carries no flux manifest: not built by flux"
+                ),
+            )),
+        };
+    Ok((
+        Manifest {
+            image_id: Some(id.clone()),
+            ..m
+        },
+        id,
+    ))
+}
+
+/// `docker save` of `image` (a name: the archive then carries its tag for `docker load`) into
+/// `tar` (through a temporary file), hashed on the way.
+async fn export(rt: &Runtime, image: &str, tar: &Path) -> Result<(String, u64)> {
     let tmp = tar.with_extension("tar.tmp");
     let mut f = tokio::fs::File::create(&tmp)
         .await
         .map_err(io(format!("create {}", tmp.display())))?;
     let mut h = Sha256::new();
     let mut n = 0u64;
-    let mut stream = rt.docker().export_image(image_id);
+    let mut stream = rt.docker().export_image(image);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| Error::Docker {
-            op: format!("save {image_id}"),
+            op: format!("save {image}"),
             source: e,
         })?;
         h.update(&chunk);
