@@ -94,7 +94,7 @@ fn the_k8s_manifests_validate_against_kubernetes_schemas() {
             );
             assert_eq!(env_of(c, "FLUX_SET"), env_of(gen, "FLUX_SET"));
         }
-        for (host, inside) in mounts(pod, &containers(pod)[0]) {
+        for (host, inside) in mounts(pod, containers(pod)[0]) {
             if let Mount::Host(h) = host {
                 if h != "/var/run/docker.sock" {
                     assert_eq!(h, inside, "{job_name}: a hostPath at the same path");

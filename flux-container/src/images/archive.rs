@@ -211,26 +211,27 @@ async fn what_docker_has(rt: &Runtime, image: &str, mpath: &Path) -> Result<(Man
     };
     let cached = Manifest::load(mpath).ok();
     let labelled = super::image_manifest(rt, image).await?;
-    let m =
-        match (labelled, cached) {
-            (Some(l), Some(c)) if !c.identity.is_empty() && c.identity != l.identity => {
-                return Err(bad(
-                    mpath,
-                    format!(
-                        "{image}: Docker's image is {} but this cache built {}: rebuild it",
-                        l.identity, c.identity
-                    ),
-                ))
-            }
-            (Some(l), _) => l,
-            (None, Some(c)) if c.image_id.as_deref() == Some(id.as_str()) => c,
-            (None, _) => return Err(bad(
+    let m = match (labelled, cached) {
+        (Some(l), Some(c)) if !c.identity.is_empty() && c.identity != l.identity => {
+            return Err(bad(
+                mpath,
+                format!(
+                    "{image}: Docker's image is {} but this cache built {}: rebuild it",
+                    l.identity, c.identity
+                ),
+            ))
+        }
+        (Some(l), _) => l,
+        (None, Some(c)) if c.image_id.as_deref() == Some(id.as_str()) => c,
+        (None, _) => {
+            return Err(bad(
                 mpath,
                 format!(
                     "{image}: Docker's image ({id}) carries no flux manifest: not built by flux"
                 ),
-            )),
-        };
+            ))
+        }
+    };
     Ok((
         Manifest {
             image_id: Some(id.clone()),
