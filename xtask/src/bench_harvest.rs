@@ -175,6 +175,7 @@ fn suite_parts(
             suites: named.clone(),
             parts: n,
             only,
+            rerun: a.rerun,
             configs,
             ledger,
         })?;
@@ -248,6 +249,10 @@ pub struct Args {
     /// With `--parts`: print the ledger's figures without running anything.
     #[arg(long, requires = "parts")]
     report_only: bool,
+    /// With `--part-range`: run those parts again even where the ledger has them (the new
+    /// entries win: e.g. parts measured while the machine was busy, see each entry's `load`).
+    #[arg(long, requires = "part_range")]
+    rerun: bool,
     /// With `--suite`: only the suite on this interpreter (`3.15` or `3.11`).
     #[arg(long, requires = "suite", value_parser = ["3.15", "3.11"])]
     interpreter: Option<String>,

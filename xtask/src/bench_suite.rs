@@ -27,6 +27,10 @@ pub(super) struct Entry {
     /// When it ran (UTC, RFC 3339) and with which flux binary (its sha256).
     pub date: String,
     pub flux: String,
+    /// The 1-minute load average when the run started and when it ended (`/proc/loadavg`):
+    /// what else the machine was doing, for reading the figures.
+    #[serde(default)]
+    pub load: Option<[f64; 2]>,
     /// `flux bench-run`'s JSON, or why the run failed.
     #[serde(default)]
     pub result: Option<Value>,
@@ -78,6 +82,8 @@ pub(super) struct Plan<'a> {
     pub parts: u32,
     /// Only these parts (1-based), else all.
     pub only: Option<(u32, u32)>,
+    /// Run `only`'s parts again even where the ledger has them.
+    pub rerun: bool,
     pub configs: &'a [String],
     pub ledger: &'a Path,
 }
@@ -103,10 +109,11 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
             let copy = split_copy(dir, &k_n, scratch.path())?;
             for k in 0..p.configs.len() {
                 let config = &p.configs[(k + part as usize + s) % p.configs.len()];
-                if has(name, part, config) {
+                if !p.rerun && has(name, part, config) {
                     continue;
                 }
                 eprintln!("bench suite: {name} part {k_n}: {config}");
+                let load_before = load_average();
                 let (result, error) = match one(p.flux, p.root, &copy, config, true) {
                     Ok(v) => {
                         eprintln!(
@@ -132,6 +139,7 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
                         config: config.clone(),
                         date: chrono_now(),
                         flux: flux_sha.clone(),
+                        load: load_before.zip(load_average()).map(|(a, b)| [a, b]),
                         result,
                         error,
                     },
@@ -140,6 +148,16 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The 1-minute load average, when /proc says it.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn chrono_now() -> String {
@@ -355,6 +373,7 @@ mod tests {
             config: config.into(),
             date: String::new(),
             flux: String::new(),
+            load: None,
             result: Some(json!({
                 "program_seconds": secs,
                 "events": 10,
