@@ -35,7 +35,8 @@ pub struct Args {
     /// traceeval (`<out>/<repo>/<id>/callgraph.json` and `<out>/splits.json`),
     /// hf (a self-contained Hugging Face dataset: `data/<split>.parquet` and `.jsonl`, rows
     /// with the prompts `flux eval` sends, and a dataset card `README.md`) or
-    /// inspect (that dataset and `flux_task.py`, an Inspect task scored by `flux score`).
+    /// inspect (that dataset, `flux_task.py`, an Inspect task, and `flux_scoring.py`, flux's
+    /// scoring rules in Python: no flux binary needed to score).
     #[arg(long)]
     format: Format,
     /// Instance root (repeatable).
@@ -132,8 +133,9 @@ fn dataset(a: &Args) -> Result<ExitCode> {
         out.join("README.md").display(),
         match a.format {
             Format::Inspect => format!(
-                ", and the Inspect task {}",
-                out.join(flux_interop::inspect::TASK_FILE).display()
+                ", and the Inspect task {} (scored by {})",
+                out.join(flux_interop::inspect::TASK_FILE).display(),
+                out.join(flux_interop::inspect::SCORING_FILE).display()
             ),
             _ => String::new(),
         },

@@ -35,6 +35,35 @@ enum Cmd {
     /// Resolve requirements (any specifiers) into the `==` pins a `[[repo]]` stanza wants, as
     /// the builder would download them (wheels only, CPython on x86-64 Linux).
     Pin(PinArgs),
+    /// Save built images into a directory as `docker save` archives keyed by their content
+    /// identity (`<identity>.tar`, its manifest, `index.json` with sizes and sha256), for
+    /// other machines to `load` instead of building.
+    Save(SaveArgs),
+    /// Load the images a `save` wrote: archives checked against the index (size, sha256,
+    /// identity) before Docker sees them, Docker's image id checked after; their manifests go
+    /// to the cache, so the images count as built here.
+    Load(LoadArgs),
+}
+
+#[derive(clap::Args)]
+struct SaveArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The directory to write (created; archives already there are kept, one of the same
+    /// identity is not written again).
+    #[arg(long, value_name = "DIR")]
+    to: PathBuf,
+    /// Images as `build` names them (a repository's image alone: its archive holds its base's
+    /// layers too; a base when named). None: every defined image built here.
+    names: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct LoadArgs {
+    #[command(flatten)]
+    common: Common,
+    /// A directory `flux images save` wrote.
+    dir: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -101,6 +130,75 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Cmd::List(l) => list(&l),
         Cmd::Test(t) => test(t),
         Cmd::Pin(p) => pin(p),
+        Cmd::Save(s) => save(s),
+        Cmd::Load(l) => load(l),
+    }
+}
+
+fn save(a: SaveArgs) -> Result<ExitCode> {
+    let (defs, config) = setup(&a.common, false)?;
+    let names: Vec<String> = if a.names.is_empty() {
+        // Every defined image this cache has a manifest of.
+        defs.all()
+            .iter()
+            .map(Target::image)
+            .filter(|i| images::manifest_path(&config.cache_dir, i).is_file())
+            .collect()
+    } else {
+        // A repository's image alone (its archive holds every layer, its base's too: a node
+        // runs tests without the base); a base only when it is named itself.
+        let mut names = Vec::new();
+        for n in &a.names {
+            let targets = defs.select(std::slice::from_ref(n), &config.definitions)?;
+            let a_base = targets.iter().all(|t| matches!(t, Target::Base(_)));
+            for t in targets {
+                let image = t.image();
+                if (a_base || !matches!(t, Target::Base(_))) && !names.contains(&image) {
+                    names.push(image);
+                }
+            }
+        }
+        names
+    };
+    if names.is_empty() {
+        anyhow::bail!(
+            "no built image to save (no manifest in {}): `flux images build` first",
+            config.cache_dir.join("images").display()
+        );
+    }
+    let moved = tokio()?.block_on(async {
+        let runtime = Runtime::connect().await?;
+        images::archive::save(&runtime, &config.cache_dir, &names, &a.to, &mut |l| {
+            eprintln!("  .. {l}")
+        })
+        .await
+    })?;
+    print_moved("saved", &moved);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load(a: LoadArgs) -> Result<ExitCode> {
+    let (_, config) = setup(&a.common, false)?;
+    let moved = tokio()?.block_on(async {
+        let runtime = Runtime::connect().await?;
+        images::archive::load(&runtime, &config.cache_dir, &a.dir, &mut |l| {
+            eprintln!("  .. {l}")
+        })
+        .await
+    })?;
+    print_moved("loaded", &moved);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_moved(verb: &str, moved: &[images::archive::Moved]) {
+    for m in moved {
+        println!(
+            "{} {}  {}  {:.1} MB",
+            if m.skipped { "present" } else { verb },
+            m.image,
+            m.identity,
+            m.bytes as f64 / 1e6
+        );
     }
 }
 

@@ -61,7 +61,7 @@ enum Cmd {
     Trace(trace::Args),
     /// Show the USDT probes of a Python binary and what flux can trace with it.
     Probes(probes::Args),
-    /// Score an answers directory against the harvested gold answers.
+    /// Score answers (a directory, or predictions JSONL) against the harvested gold answers.
     Score(score::Args),
     /// Ask a model (or `oracle`, `static-baseline`) every question; write answers and a summary.
     Eval(eval::Args),
@@ -71,7 +71,7 @@ enum Cmd {
     Images(images::Args),
     /// Print each extractor's definition, parameters and answer shapes.
     Extractors(extractors::Args),
-    /// Write instances in a peer benchmark's layout (SWE-Flux, TraceEval).
+    /// Write instances in a peer layout (SWE-Flux, TraceEval) or as a dataset (hf, inspect).
     Export(export::Args),
     /// Turn instances of a peer benchmark's layout (SWE-Flux) into flux instances.
     Import(import::Args),

@@ -1,7 +1,8 @@
-//! The `flux` binary end to end on hand-made instances: eval → score, score formats, export
-//! layouts, bad input. No Docker, no eBPF: every test runs the real binary in a fresh temporary
-//! directory and compares what it wrote or printed with what is expected, showing a line diff
-//! when they differ.
+//! The `flux` binary end to end on hand-made instances (and, for the prompts eval sends, a
+//! seeded sample of the committed sets): eval → score, score formats, export layouts, bad
+//! input. No Docker, no eBPF: every test runs the real binary in a fresh temporary directory
+//! and compares what it wrote or printed with what is expected, showing a line diff when they
+//! differ.
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -1292,4 +1293,142 @@ fn the_starter_set_scores_100_percent_with_the_oracle_solver() {
             assert_eq!(g["accuracy"], 1.0, "{k} {name}: {g}");
         }
     }
+}
+
+/// The seeded order flux-eval's `prompts` test samples the committed sets in (FNV-1a of the
+/// `repo/id` key under its seed).
+fn prompt_sample_order(key: &str) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ 20_261_201;
+    for b in key.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Issue 24.1 over the wire: against a fake OpenAI-compatible server, `flux eval` sends each
+/// instance of a seeded sample of 40 per committed set (the sample flux-eval's `prompts` test
+/// checks: its prompt defines the tests its question names and its target) the system and user
+/// messages `flux_eval::prompt::build` renders from the cache's source tree, and each user
+/// message shows its target's `def` with a line number. Repositories whose source tree is not
+/// in the cache are skipped loudly.
+#[test]
+fn eval_sends_each_sampled_instance_of_the_committed_sets_its_self_contained_prompt() {
+    let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cache = std::env::var_os("FLUX_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| ws.join(".flux-cache"));
+    let api = fake_openai(&[]);
+    let source = flux_eval::Source::Cache(cache.clone());
+    let mut want = std::collections::BTreeMap::new();
+    for set in ["instances", "variants", "sets/flux-gen-v1/instances"] {
+        let root = ws.join(set);
+        let mut insts: Vec<flux_score::Instance> =
+            flux_score::discover(std::slice::from_ref(&root)).unwrap();
+        insts.retain(|i| {
+            !i.test_files.iter().any(|f| f.ends_with(".java"))
+                && !i.image.as_deref().is_some_and(|m| m.contains("jdk"))
+        });
+        insts.sort_by_key(|i| (prompt_sample_order(&i.key()), i.key()));
+        insts.truncate(40);
+        let mut ids = Vec::new();
+        for i in insts.into_iter().filter(|i| i.oracle.is_some()) {
+            let located = flux_eval::source::locate(&i, &source);
+            if let flux_eval::Located::Missing { path, .. } = &located {
+                flux_skip::skip(
+                    &format!("the over-the-wire prompt of {}", i.key()),
+                    &format!("{} is not in the cache", path.display()),
+                );
+                continue;
+            }
+            let cfg = flux_eval::prompt::PromptConfig {
+                source: &located,
+                max_context_tokens: 100_000,
+                reasoning: false,
+                mode: flux_eval::Mode::Context,
+                system: None,
+            };
+            let p = flux_eval::prompt::build(&i, &cfg);
+            ids.push(format!("id={}", i.id));
+            want.insert(i.key(), (i, p.system, p.user));
+        }
+        if ids.is_empty() {
+            continue;
+        }
+        let s = Scratch::new();
+        let filter = ids.join(",");
+        let cache_arg = cache.to_str().unwrap();
+        let run = s.flux(&[
+            "eval",
+            "--model",
+            "fake",
+            "--api",
+            "openai",
+            "--base-url",
+            &api.url,
+            "--cache",
+            cache_arg,
+            "--instances",
+            root.to_str().unwrap(),
+            "--filter",
+            &filter,
+            "--repair-rounds",
+            "0",
+            "--concurrency",
+            "2",
+            "--quiet",
+        ]);
+        assert!(run.out.status.success(), "{}", run.describe());
+    }
+    let bodies = api.bodies.lock().unwrap().clone();
+    let mut sent = std::collections::BTreeSet::new();
+    for b in &bodies {
+        let v: Value = serde_json::from_str(b).unwrap();
+        let text = |role: &str| -> String {
+            let m = v["messages"].as_array().unwrap();
+            let m = m.iter().find(|m| m["role"] == role).unwrap();
+            m["content"].as_str().unwrap().to_string()
+        };
+        let user = text("user");
+        let key = user
+            .split("Instance: ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        let Some((i, system, built)) = want.get(key) else {
+            continue; // an instance of the same id in another repository
+        };
+        assert_eq!(
+            &user, built,
+            "{key}: the user message is not prompt::build's"
+        );
+        assert_eq!(&text("system"), system, "{key}: the system message");
+        let target = i
+            .extractor_function
+            .as_deref()
+            .or(i.tracing_functions.first().map(String::as_str));
+        if let Some(t) = target.map(|t| t.rsplit(['.', ':']).next().unwrap_or(t)) {
+            let def = format!("def {t}(");
+            let shown = !t.starts_with('<')
+                && user.lines().any(|l| {
+                    let l = l.trim_start();
+                    let code = l.trim_start_matches(|c: char| c.is_ascii_digit());
+                    code.len() < l.len()
+                        && code
+                            .trim_start()
+                            .trim_start_matches("async ")
+                            .starts_with(&def)
+                });
+            assert!(
+                shown || t.starts_with('<'),
+                "{key}: no numbered `{def}` in the prompt"
+            );
+        }
+        sent.insert(key.to_string());
+    }
+    let expected: std::collections::BTreeSet<String> = want.keys().cloned().collect();
+    assert_eq!(sent, expected, "instances asked vs sampled");
+    eprintln!("{} prompts sent as prompt::build renders them", sent.len());
 }

@@ -19,25 +19,7 @@ fn workspace() -> PathBuf {
 
 /// The interpreter with `datasets` and `inspect_ai`, or a loud skip.
 fn hub_python(what: &str) -> Option<PathBuf> {
-    let py = std::env::var_os("FLUX_HUB_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".flux-cache/venv-hub/bin/python"));
-    let ok = Command::new(&py)
-        .args(["-c", "import datasets, inspect_ai"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Some(py)
-    } else {
-        flux_skip::skip(
-            what,
-            &format!(
-                "{} cannot import datasets and inspect_ai (`cargo xtask setup` installs them)",
-                py.display()
-            ),
-        );
-        None
-    }
+    crate::common::hub_python(what, &["datasets", "inspect_ai"])
 }
 
 fn flux_ok(args: &[&str]) -> String {
@@ -261,12 +243,13 @@ fn hf_export_loads_with_datasets() {
 }
 
 /// Inspect runs the exported task with `mockllm` answering each prompt from the fixture (found
-/// by the instance key the prompt names), and prints each sample's score.
+/// by the instance key the prompt names), and prints each sample's score and explanation.
+/// `task_args` is JSON (`{}`: the default, binary-free scorer).
 const INSPECT: &str = r#"
 import json, sys
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
-task, replies, flux, logs = sys.argv[1:5]
+task, replies, task_args, logs = sys.argv[1:5]
 replies = json.load(open(replies))
 def reply(input, tools, tool_choice, config):
     user = [m for m in input if m.role == "user"][-1].text
@@ -277,11 +260,30 @@ def reply(input, tools, tool_choice, config):
     out.usage = ModelUsage(input_tokens=len(user) // 4, output_tokens=1, total_tokens=len(user) // 4 + 1)
     return out
 model = get_model("mockllm/model", custom_outputs=reply)
-log = inspect_eval(task, model=model, task_args={"flux": flux}, log_dir=logs,
+log = inspect_eval(task, model=model, task_args=json.loads(task_args), log_dir=logs,
                    display="none", max_samples=4)[0]
 assert log.status == "success", log.error
-print(json.dumps({s.id: s.scores["flux_score"].value for s in log.samples}))
+print(json.dumps({s.id: dict(next(iter(s.scores.values())).value,
+                             explanation=next(iter(s.scores.values())).explanation)
+                  for s in log.samples}))
 "#;
+
+/// Run the exported task in `out` under Inspect with the replies of `replies` (a JSON file).
+fn run_inspect(py: &Path, out: &Path, replies: &Path, task_args: &Value, logs: &Path) -> Value {
+    // Inspect is given the task as a relative path: with Python 3.11 it cannot resolve an
+    // absolute one (pathlib's glob refuses "non-relative patterns"). No flux binary is in reach
+    // unless the task arguments name it.
+    let run = Command::new(py)
+        .current_dir(out)
+        .args(["-c", INSPECT])
+        .args(["flux_task.py", s(replies), &task_args.to_string(), s(logs)])
+        .env("INSPECT_LOG_DIR", logs)
+        .env("PATH", "/usr/bin:/bin")
+        .env_remove("FLUX_BIN")
+        .output()
+        .unwrap();
+    last_json_line(&run)
+}
 
 /// A wrong answer of the template's shape: every leaf a value of its type that no gold has.
 fn wrong(template: &Value) -> Value {
@@ -295,11 +297,13 @@ fn wrong(template: &Value) -> Value {
     }
 }
 
-/// The Inspect task's verdicts (pass and partial credit) are `flux score`'s on the same answers:
-/// replies that are the gold (bare, and in prose with a code fence), wrong answers of the right
-/// shape, and a reply without JSON.
+/// The Inspect task, run without any flux binary in reach, gives `flux score`'s verdicts (pass,
+/// partial credit and reason) on the same answers: replies that are the gold (bare, and in prose
+/// with a code fence), wrong answers of the right shape, and a reply without JSON; with `-T
+/// scorer=flux` (the binary) it gives the same. (The Python scorer is held to every rule of
+/// `flux score` by `scoring_port`.)
 #[test]
-fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
+fn inspect_task_scores_a_fixture_set_as_flux_score_does_without_the_binary() {
     let Some(py) = hub_python("the Inspect task of flux export --format inspect") else {
         return;
     };
@@ -338,21 +342,12 @@ fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
     }
     std::fs::write(d.join("replies.json"), Value::Object(replies).to_string()).unwrap();
     std::fs::write(d.join("preds.jsonl"), preds).unwrap();
-    // Inspect is given the task as a relative path: with Python 3.11 it cannot resolve an
-    // absolute one (pathlib's glob refuses "non-relative patterns").
-    let run = Command::new(&py)
-        .current_dir(&out)
-        .args(["-c", INSPECT])
-        .args([
-            "flux_task.py",
-            s(&d.join("replies.json")),
-            env!("CARGO_BIN_EXE_flux"),
-            s(&d.join("logs")),
-        ])
-        .env("INSPECT_LOG_DIR", d.join("logs"))
-        .output()
-        .unwrap();
-    let inspect = last_json_line(&run);
+    let replies = d.join("replies.json");
+    let inspect = run_inspect(&py, &out, &replies, &json!({}), &d.join("logs"));
+    // The task's other scorer, the flux binary itself, gives the same scores.
+    let args = json!({"scorer": "flux", "flux": env!("CARGO_BIN_EXE_flux")});
+    let binary = run_inspect(&py, &out, &replies, &args, &d.join("logs-flux"));
+    assert_eq!(inspect, binary);
     let report: Value = serde_json::from_str(&flux_ok(&[
         "score",
         "--instances",
@@ -413,6 +408,8 @@ fn inspect_task_scores_a_fixture_set_as_flux_score_does() {
             (v["partial"].as_f64().unwrap() - partial).abs() < 1e-12,
             "{k}: {v} vs {f}"
         );
+        let reason = f["reason"].as_str().unwrap_or("passed");
+        assert_eq!(v["explanation"].as_str(), Some(reason), "{k}");
         passed += usize::from(pass);
     }
     // The fixture is half gold, half not: both verdicts are exercised.

@@ -18,7 +18,8 @@ use std::process::Command;
 
 const IMAGE: &str = "flux/sympy:1.13.3-py3.11";
 
-const SPEC: &str = r#"
+/// Two SymPy modules on 3.11 (also the k8s Job simulation's set).
+pub(crate) const SPEC: &str = r#"
 name = "ci-sample"
 seed = 3
 
@@ -48,7 +49,7 @@ modules = ["sympy/ntheory/tests/test_modular.py", "sympy/core/tests/test_facts.p
 split = "test"
 "#;
 
-fn image_missing() -> Option<String> {
+pub(crate) fn image_missing() -> Option<String> {
     let out = Command::new("docker")
         .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
         .output();

@@ -182,5 +182,76 @@ async fn identity_survives_a_rebuild_and_the_image_imports_its_testbed() {
     assert_eq!(report.modules_collected, 2, "{report:#?}");
     assert_eq!(report.modules_passing, 2, "{:#?}", report.modules);
     assert!(report.tests_collected > 500 && report.tests_failed == 0);
+
+    save_and_load_on_a_machine_without_the_image(&rt, &config, m).await;
     remove_images(&rt, &names).await;
+}
+
+/// `flux images save/load` (a fleet's nodes share built images): the repository image saved,
+/// removed from Docker, a damaged index refused before Docker sees a byte, then loaded into a
+/// fresh cache: the same Docker id, its manifest in that cache, and it runs.
+async fn save_and_load_on_a_machine_without_the_image(
+    rt: &Runtime,
+    config: &BuildConfig,
+    m: &images::Manifest,
+) {
+    use images::archive;
+    let dir = tempfile::tempdir().unwrap();
+    let image = vec![m.image.clone()];
+    let saved = archive::save(rt, &config.cache_dir, &image, dir.path(), &mut |_| {})
+        .await
+        .unwrap();
+    assert_eq!(saved.len(), 1);
+    assert!(!saved[0].skipped && saved[0].bytes > 1_000_000, "{saved:?}");
+    let again = archive::save(rt, &config.cache_dir, &image, dir.path(), &mut |_| {})
+        .await
+        .unwrap();
+    assert!(again[0].skipped, "the same identity is not written twice");
+    let (tar, json) = archive::files_of(dir.path(), &m.identity).unwrap();
+    assert!(tar.is_file() && json.is_file());
+
+    remove_images(rt, &image).await;
+    assert_eq!(rt.image_id(&m.image).await.unwrap(), None);
+
+    // A damaged archive (here: the index's digest no longer its file's) is refused by name.
+    let index_path = dir.path().join("index.json");
+    let good = std::fs::read_to_string(&index_path).unwrap();
+    let entry = archive::read_index(dir.path()).unwrap().images[0].clone();
+    std::fs::write(&index_path, good.replace(&entry.sha256, &"0".repeat(64))).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let err = archive::load(rt, cache.path(), dir.path(), &mut |_| {})
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&entry.file) && err.contains("damaged"),
+        "{err}"
+    );
+    assert_eq!(rt.image_id(&m.image).await.unwrap(), None, "nothing loaded");
+    std::fs::write(&index_path, good).unwrap();
+
+    let loaded = archive::load(rt, cache.path(), dir.path(), &mut |_| {})
+        .await
+        .unwrap();
+    assert!(!loaded[0].skipped);
+    assert_eq!(rt.image_id(&m.image).await.unwrap(), m.image_id);
+    let there = images::Manifest::load(&images::manifest_path(cache.path(), &m.image)).unwrap();
+    assert_eq!(there.identity, m.identity);
+    let run_dir = tempfile::tempdir().unwrap();
+    let spec = ContainerSpec::new(
+        &m.image,
+        vec![
+            "/usr/bin/python3.11".into(),
+            "-c".into(),
+            "import more_itertools; print(more_itertools.__name__)".into(),
+        ],
+        run_dir.path(),
+    );
+    let out = rt.run(spec).await.unwrap();
+    assert_eq!(
+        out.stdout_lossy(),
+        "more_itertools\n",
+        "{}",
+        out.stderr_lossy()
+    );
 }

@@ -487,8 +487,8 @@ pub(crate) fn index_json(chosen: &[Candidate]) -> Result<String> {
 }
 
 /// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle.json
-/// differs only in [`RUN_FIELDS`] keeps its file as it is, so a regeneration that changes
-/// nothing changes no byte), and `index.json`.
+/// differs only in [`RUN_FIELDS`] and the question it records keeps its file as it is, so a
+/// regeneration that changes nothing changes no byte: [`owned_by_harvest`]), and `index.json`.
 pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
     let inst_root = dir.join("instances");
     let staging = dir.join(".instances.new");
@@ -501,8 +501,8 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
         // recorded).
         if let Ok(prev) = std::fs::read_to_string(old.join(flux_instance::ORACLE_FILE)) {
             let now = screen::oracle_json(&c.oracle)?;
-            if without_run_fields(&prev).is_some()
-                && without_run_fields(&prev) == without_run_fields(&now)
+            if owned_by_harvest(&prev).is_some()
+                && owned_by_harvest(&prev) == owned_by_harvest(&now)
             {
                 std::fs::write(d.join(flux_instance::ORACLE_FILE), prev)?;
             }
@@ -526,8 +526,16 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
 /// may change.
 const RUN_FIELDS: [&str; 3] = ["harvested_at", "trace_sha256", "image_id"];
 
-fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
+/// What of an oracle.json a harvest owns and a regeneration must reproduce: everything but the
+/// [`RUN_FIELDS`] and `question`. The question is the instance's (instance.toml, compared byte
+/// for byte on its own): `flux gen --reauthor` rewrites it there and leaves oracle.json as it
+/// was, so the `question` oracle.json records is the text it was harvested under, which a
+/// fresh generation (asking the new text) does not reproduce.
+fn owned_by_harvest(oracle_json: &str) -> Option<serde_json::Value> {
     let mut v: serde_json::Value = serde_json::from_str(oracle_json).ok()?;
+    if let Some(o) = v.as_object_mut() {
+        o.remove("question");
+    }
     if let Some(p) = v.get_mut("provenance").and_then(|p| p.as_object_mut()) {
         for f in RUN_FIELDS {
             p.remove(f);
@@ -541,7 +549,8 @@ fn without_run_fields(oracle_json: &str) -> Option<serde_json::Value> {
 }
 
 /// `--check`: what differs between the set in `dir` and `chosen` (instance.toml byte for byte,
-/// oracle.json byte for byte save [`RUN_FIELDS`], index.json, and which instances there are).
+/// oracle.json byte for byte save [`RUN_FIELDS`] and its recorded question
+/// ([`owned_by_harvest`]), index.json, and which instances there are).
 pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
     let mut diffs = Vec::new();
     let inst_root = dir.join("instances");
@@ -564,7 +573,7 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
         }
         let oracle_now = screen::oracle_json(&c.oracle)?;
         let old = std::fs::read_to_string(d.join(flux_instance::ORACLE_FILE)).unwrap_or_default();
-        if without_run_fields(&old) != without_run_fields(&oracle_now) {
+        if owned_by_harvest(&old) != owned_by_harvest(&oracle_now) {
             diffs.push(format!("{}: oracle.json differs", d.display()));
         }
     }
@@ -590,7 +599,7 @@ pub fn check_modules(reference: &Path, fresh: &[ModuleResult]) -> Result<Vec<Str
     let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
         Ok((
             screen::instance_toml(&c.spec)?,
-            without_run_fields(&screen::oracle_json(&c.oracle)?),
+            owned_by_harvest(&screen::oracle_json(&c.oracle)?),
         ))
     };
     for r in fresh {
@@ -650,7 +659,7 @@ pub fn check_set_modules(dir: &Path, fresh: &[ModuleResult]) -> Result<Vec<Strin
     let texts = |c: &Candidate| -> Result<(String, Option<serde_json::Value>)> {
         Ok((
             screen::instance_toml(&c.spec)?,
-            without_run_fields(&screen::oracle_json(&c.oracle)?),
+            owned_by_harvest(&screen::oracle_json(&c.oracle)?),
         ))
     };
     let mine: BTreeSet<(String, String)> = fresh
@@ -683,7 +692,7 @@ pub fn check_set_modules(dir: &Path, fresh: &[ModuleResult]) -> Result<Vec<Strin
             diffs.push(format!("{}: instance.toml differs", d.display()));
         }
         let old = std::fs::read_to_string(d.join(flux_instance::ORACLE_FILE)).unwrap_or_default();
-        if without_run_fields(&old) != j_new {
+        if owned_by_harvest(&old) != j_new {
             diffs.push(format!("{}: oracle.json differs", d.display()));
         }
     }
@@ -883,6 +892,48 @@ mod tests {
             Vec::<String>::new()
         );
         r.candidates[0].oracle.provenance.image_identity = "flux-id:cd".into();
+        let d = check_set(t.path(), &r.candidates).unwrap();
+        assert!(
+            d.len() == 1 && d[0].ends_with("oracle.json differs"),
+            "{d:?}"
+        );
+    }
+
+    /// `flux gen --reauthor` rewrote each question in instance.toml and left oracle.json (the
+    /// harvested answer) as it was, old question included: `--check` then reported every
+    /// re-authored instance's oracle.json as different, though its answer was the fresh one.
+    /// The question is instance.toml's; a changed answer still differs.
+    #[test]
+    fn check_of_a_reauthored_set_reports_no_stale_oracle_question() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f")]);
+        let c = &mut r.candidates[0];
+        c.spec.question = "A long question that spells out every convention.".into();
+        c.oracle.question = c.spec.question.clone();
+        write_set(t.path(), &r.candidates).unwrap();
+        let dir = t.path().join("instances/r/a1");
+        let oracle_before = std::fs::read(dir.join(flux_instance::ORACLE_FILE)).unwrap();
+        // Re-authored: the new question in instance.toml only.
+        let c = &mut r.candidates[0];
+        c.spec.question = "Which lines run?".into();
+        std::fs::write(
+            dir.join(flux_instance::INSTANCE_FILE),
+            screen::instance_toml(&c.spec).unwrap(),
+        )
+        .unwrap();
+        // A fresh generation asks (and harvests under) the new question.
+        c.oracle.question = c.spec.question.clone();
+        assert_eq!(
+            check_set(t.path(), &r.candidates).unwrap(),
+            Vec::<String>::new()
+        );
+        // Writing the regenerated set changes no byte of the harvested file.
+        write_set(t.path(), &r.candidates).unwrap();
+        assert_eq!(
+            std::fs::read(dir.join(flux_instance::ORACLE_FILE)).unwrap(),
+            oracle_before
+        );
+        r.candidates[0].oracle.oracle_answer = serde_json::json!({"n": 2});
         let d = check_set(t.path(), &r.candidates).unwrap();
         assert!(
             d.len() == 1 && d[0].ends_with("oracle.json differs"),

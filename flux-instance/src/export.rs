@@ -28,7 +28,7 @@
 //! `oracle.json` are skipped with a note, malformed ones are reported as errors naming the file
 //! and field, and the rest are still exported. The caller decides the exit code from
 //! [`ExportReport::errors`].
-use crate::{load_instance, question_json, read_call_graph, read_oracle, InstanceError};
+use crate::{load_instance, question_json, read_call_graph, InstanceError};
 use crate::{Instance, Oracle, CALL_GRAPH_FILE, ORACLE_FILE};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -113,8 +113,14 @@ pub fn export(format: ExportFormat, dirs: &[PathBuf], out: &Path) -> ExportRepor
             });
             continue;
         }
-        let oracle = match read_oracle(dir) {
-            Ok(o) => o,
+        // The instance's question, not the one oracle.json was harvested under (re-authoring
+        // rewrites instance.toml only); SWE-Flux's layout has no system prompt, so the
+        // conventions of the question's preamble go with it.
+        let oracle = match inst.read_oracle() {
+            Ok(mut o) => {
+                o.question = inst.self_contained_question();
+                o
+            }
             Err(e) => {
                 report.errors.push(e);
                 continue;

@@ -836,6 +836,25 @@ impl Instance {
         self.dir.join(ORACLE_FILE)
     }
 
+    /// The stored gold with the instance's current question: `instance.toml` owns the question
+    /// (`flux gen --reauthor` rewrites it there and leaves `oracle.json` byte for byte as it
+    /// was), `oracle.json` owns the answer, whose own `question` field only records the text it
+    /// was harvested under. Whatever hands the question on (exports) reads it through this.
+    pub fn read_oracle(&self) -> Result<Oracle, InstanceError> {
+        let mut o = read_oracle(&self.dir)?;
+        o.question = self.spec.question.clone();
+        Ok(o)
+    }
+
+    /// The question with its conventions spelled out, for a format with no system prompt to
+    /// carry them: the question, then its preamble's text when it was written against one.
+    pub fn self_contained_question(&self) -> String {
+        match self.spec.preamble.as_deref().and_then(preamble::by_id) {
+            Some(p) => format!("{}\n\n{}", self.spec.question.trim_end(), p.text),
+            None => self.spec.question.clone(),
+        }
+    }
+
     /// The external parser that answers this instance, if it is one of SWE-Flux's
     /// ([`external::SWE_FLUX_PARSER`]; checked at load).
     pub fn external_parser(&self) -> Option<external::ExternalParser> {

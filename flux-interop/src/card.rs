@@ -163,8 +163,8 @@ pub fn card(rows: &[Row], info: &CardInfo) -> String {
          call graphs by edge F1. `flux score` implements it and reads this dataset directly \
          (predictions JSONL: `{\"instance_id\": …, \"answer\": {…}}` a line):\n\n```sh\n\
          flux score --instances data/test.jsonl --predictions preds.jsonl\n```\n\n\
-         An Inspect task that asks these prompts and scores with `flux score` is written by \
-         `flux export --format inspect`.\n",
+         An Inspect task that asks these prompts and scores them by the same rules (ported \
+         to pure Python, no flux binary needed) is written by `flux export --format inspect`.\n",
     );
     b.push_str(&format!(
         "\n## Citation\n\n```bibtex\n@software{{flux,\n  title = {{flux: execution-grounded \

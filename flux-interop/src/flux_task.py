@@ -6,11 +6,16 @@ Each sample is one row of `data/<split>.jsonl` beside this file: the system and 
 exactly as `flux eval` sends them (the user message holds the question, the answer format, and
 the test code and repository source the question needs). The model answers once (no repair
 rounds); the first JSON object of its reply is taken as `flux eval` takes it (a code fence's
-content, else the first balanced object), and `flux score` scores it against the row's gold,
-with the rows of this dataset as its instances, so a verdict here is `flux score`'s verdict.
-The scorer needs the `flux` binary: on PATH, or named by `-T flux=PATH` or `$FLUX_BIN`.
+content, else the first balanced object) and scored against the row's gold by flux's rules,
+ported to `flux_scoring.py` beside this file (pure Python: no flux binary is needed), so a
+verdict here is the one `flux score --predictions` gives. `-T call_graph_threshold=F` is
+`flux score --call-graph-threshold F`.
+
+`-T scorer=flux` scores with the flux binary itself instead (`flux score --predictions` on each
+reply): the binary on PATH, or named by `-T flux=PATH` or `$FLUX_BIN`.
 """
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -27,6 +32,17 @@ from inspect_ai.solver import TaskState, generate
 HERE = pathlib.Path(__file__).resolve().parent
 
 
+def _load_scoring():
+    spec = importlib.util.spec_from_file_location("flux_scoring", HERE / "flux_scoring.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+scoring = _load_scoring()
+extract_json = scoring.extract_json
+
+
 def record_to_sample(row):
     return Sample(
         id=row["instance_id"],
@@ -40,70 +56,28 @@ def record_to_sample(row):
             "repository": row["repository"],
             "split": row["split"],
             "template": row["template"],
+            "order_insensitive": list(row.get("order_insensitive") or []),
         },
     )
 
 
-def _balanced_end(text, start):
-    """Length of the balanced {...} at text[start] (JSON strings honoured), or None."""
-    depth, in_str, esc = 0, False, False
-    for i in range(start, len(text)):
-        c = text[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-            continue
-        if c == '"':
-            in_str = True
-        elif c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth < 0:
-                return None
-            if depth == 0:
-                return i + 1 - start
-    return None
+@scorer(metrics={"pass": [accuracy(), stderr()], "partial": [mean()]})
+def flux_score(call_graph_threshold=1.0):
+    """Score a reply by flux's rules (flux_scoring.py) against the sample's gold."""
 
+    async def score(state: TaskState, target: Target) -> Score:
+        gold = json.loads(target.text)
+        answer = extract_json(state.output.completion)
+        oi = state.metadata.get("order_insensitive") or []
+        r = scoring.score(gold, answer, oi, float(call_graph_threshold))
+        return Score(
+            value={"pass": 1.0 if r["pass"] else 0.0, "partial": float(r["partial"])},
+            answer=json.dumps(answer) if answer is not None else None,
+            explanation=r["reason"] or "passed",
+            metadata={"flux": r},
+        )
 
-def _strip_fences(text):
-    open_ = text.find("```")
-    if open_ < 0:
-        return text
-    after = text[open_ + 3 :]
-    nl = after.find("\n")
-    body = after[nl + 1 :] if nl >= 0 else after
-    close = body.find("```")
-    if close >= 0 and "{" in body[:close]:
-        return body[:close]
-    return text
-
-
-def extract_json(text):
-    """The first JSON object of a reply, as flux eval takes it (flux-eval's parse.rs); None."""
-    t = _strip_fences(text)
-    try:
-        v = json.loads(t.strip())
-        if isinstance(v, dict):
-            return v
-    except ValueError:
-        pass
-    start = 0
-    while True:
-        s = t.find("{", start)
-        if s < 0:
-            return None
-        n = _balanced_end(t, s)
-        if n is not None:
-            try:
-                return json.loads(t[s : s + n])
-            except ValueError:
-                pass
-        start = s + 1
+    return score
 
 
 def _flux_binary(flux):
@@ -117,7 +91,7 @@ def _flux_binary(flux):
 
 
 @scorer(metrics={"pass": [accuracy(), stderr()], "partial": [mean()]})
-def flux_score(data, flux=None):
+def flux_binary_score(data, flux=None, call_graph_threshold=1.0):
     """Score a reply with `flux score` against the row of `data` (a JSONL file of this dataset)."""
     binary = _flux_binary(flux)
 
@@ -132,6 +106,7 @@ def flux_score(data, flux=None):
                 [
                     binary, "score", "--instances", str(data), "--predictions", str(preds),
                     "--filter", "id=" + key, "--format", "json",
+                    "--call-graph-threshold", str(call_graph_threshold),
                     "--results", str(pathlib.Path(tmp) / "results.json"),
                 ],
                 capture_output=True,
@@ -156,14 +131,24 @@ def flux_score(data, flux=None):
 
 
 @task
-def flux(split="test", flux=None):
-    """flux's questions of one split of this dataset, scored by `flux score`."""
+def flux(split="test", scorer="python", flux=None, call_graph_threshold=1.0):
+    """flux's questions of one split of this dataset, scored by flux's rules: in Python
+    (`scorer="python"`, the default) or by the flux binary (`scorer="flux"`)."""
     data = HERE / "data" / f"{split}.jsonl"
     if not data.is_file():
         have = sorted(p.stem for p in (HERE / "data").glob("*.jsonl"))
         raise ValueError(f"no split {split!r} in {HERE / 'data'} (splits: {', '.join(have)})")
+    threshold = float(call_graph_threshold)
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"call_graph_threshold {threshold}: must be between 0 and 1")
+    if scorer == "python":
+        chosen = flux_score(threshold)
+    elif scorer == "flux":
+        chosen = flux_binary_score(data, flux, threshold)
+    else:
+        raise ValueError(f"scorer {scorer!r}: `python` (the default) or `flux` (the binary)")
     return Task(
         dataset=json_dataset(str(data), record_to_sample),
         solver=generate(),
-        scorer=flux_score(data, flux),
+        scorer=chosen,
     )

@@ -373,3 +373,49 @@ fn their_interpreter_is_read_from_the_tests_pycache_tag() {
         "compiled files are not copied"
     );
 }
+
+/// `flux gen --reauthor` rewrote each generated question in instance.toml and left oracle.json
+/// (the harvested answer) byte for byte, its old long question included; the SWE-Flux export
+/// read the question from oracle.json and so shipped the text the set no longer asks. It asks
+/// the instance's question now, with its preamble's conventions (SWE-Flux has no system
+/// prompt), and the answer stays the harvested one.
+#[test]
+fn swe_flux_export_of_a_reauthored_instance_asks_its_current_question() {
+    let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/flux-gen-v1/instances");
+    let mut dirs = flux_instance::discover(&[&set]).unwrap();
+    dirs.sort();
+    let src = dirs
+        .iter()
+        .find(|d| {
+            let stored = flux_instance::read_oracle(d).unwrap();
+            stored.question != flux_instance::load_instance(d).unwrap().spec.question
+        })
+        .expect("a re-authored instance whose oracle.json keeps its old question");
+    let work = tempfile::tempdir().unwrap();
+    let x = work.path().join("instances").join(
+        src.strip_prefix(&set).unwrap(), // <repo>/<id>
+    );
+    copy_dir(src, &x);
+    let inst = flux_instance::load_instance(&x).unwrap();
+    let stored = flux_instance::read_oracle(&x).unwrap();
+    let out = work.path().join("swe-flux");
+    let r = export(ExportFormat::SweFlux, std::slice::from_ref(&x), &out);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let e = out.join(&r.exported[0]);
+    let read = |f: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(e.join(f)).unwrap()).unwrap()
+    };
+    let preamble = flux_instance::preamble::by_id(inst.spec.preamble.as_deref().unwrap()).unwrap();
+    for f in ["oracle.json", "question.json"] {
+        let q = read(f)["question"].as_str().unwrap().to_string();
+        assert!(q.starts_with(inst.spec.question.trim_end()), "{f}: {q}");
+        assert!(q.ends_with(preamble.text), "{f}: {q}");
+        assert_ne!(q, stored.question, "{f}: the stale question");
+    }
+    assert_eq!(read("oracle.json")["oracle_answer"], stored.oracle_answer);
+    // The instance's oracle.json is not rewritten.
+    assert_eq!(
+        std::fs::read(x.join("oracle.json")).unwrap(),
+        std::fs::read(src.join("oracle.json")).unwrap()
+    );
+}

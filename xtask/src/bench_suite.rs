@@ -1,5 +1,5 @@
 //! `cargo xtask bench harvest --suite sympy --parts N --ledger FILE`: a whole test suite measured
-//! as N parts (SymPy's own `--split K/N`), each part one traced run per configuration side by
+//! as N parts (round-robin over its `modules.txt`), each part one traced run per configuration side by
 //! side (the order rotates part by part), every finished run appended to a ledger at once.
 //!
 //! Why parts: the whole suite is hours of wall time per configuration on this machine (the
@@ -27,6 +27,10 @@ pub(super) struct Entry {
     /// When it ran (UTC, RFC 3339) and with which flux binary (its sha256).
     pub date: String,
     pub flux: String,
+    /// The 1-minute load average when the run started and when it ended (`/proc/loadavg`):
+    /// what else the machine was doing, for reading the figures.
+    #[serde(default)]
+    pub load: Option<[f64; 2]>,
     /// `flux bench-run`'s JSON, or why the run failed.
     #[serde(default)]
     pub result: Option<Value>,
@@ -78,6 +82,8 @@ pub(super) struct Plan<'a> {
     pub parts: u32,
     /// Only these parts (1-based), else all.
     pub only: Option<(u32, u32)>,
+    /// Run `only`'s parts again even where the ledger has them.
+    pub rerun: bool,
     pub configs: &'a [String],
     pub ledger: &'a Path,
 }
@@ -103,11 +109,12 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
             let copy = split_copy(dir, &k_n, scratch.path())?;
             for k in 0..p.configs.len() {
                 let config = &p.configs[(k + part as usize + s) % p.configs.len()];
-                if has(name, part, config) {
+                if !p.rerun && has(name, part, config) {
                     continue;
                 }
                 eprintln!("bench suite: {name} part {k_n}: {config}");
-                let (result, error) = match one(p.flux, p.root, &copy, config) {
+                let load_before = load_average();
+                let (result, error) = match one(p.flux, p.root, &copy, config, true) {
                     Ok(v) => {
                         eprintln!(
                             "  {:.2}s, events {}, lost {}, complete {}",
@@ -132,6 +139,7 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
                         config: config.clone(),
                         date: chrono_now(),
                         flux: flux_sha.clone(),
+                        load: load_before.zip(load_average()).map(|(a, b)| [a, b]),
                         result,
                         error,
                     },
@@ -140,6 +148,16 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The 1-minute load average, when /proc says it.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn chrono_now() -> String {
@@ -197,6 +215,26 @@ pub(super) fn figures(entries: &[Entry], suite: &str, of: u32, configs: &[String
             }
         }
         if all {
+            // A tracer must not change what the tests do: the same exit code in every
+            // configuration (pytest's 1 when some test failed).
+            let codes: Vec<String> = configs
+                .iter()
+                .map(|c| {
+                    let e = &latest[&(part, c.as_str())];
+                    let code = e.result.as_ref().map(|v| v["exit_code"].clone());
+                    format!("{c} {}", code.unwrap_or_default())
+                })
+                .collect();
+            let first = codes[0].split_once(' ').map(|x| x.1);
+            if codes
+                .iter()
+                .any(|c| c.split_once(' ').map(|x| x.1) != first)
+            {
+                errors.push(format!(
+                    "part {part}/{of}: exit codes differ ({}): the tracer changed the tests' outcome",
+                    codes.join(", ")
+                ));
+            }
             counted.push(part);
         }
     }
@@ -335,6 +373,7 @@ mod tests {
             config: config.into(),
             date: String::new(),
             flux: String::new(),
+            load: None,
             result: Some(json!({
                 "program_seconds": secs,
                 "events": 10,
@@ -371,6 +410,29 @@ mod tests {
         assert_eq!(f.sums["flux-auto"].incomplete, 1);
         assert_eq!(f.sums["flux-auto"].max_rss, 2000);
         assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
+    }
+
+    /// A part where the traced run's tests ended otherwise than the untraced run's is an error:
+    /// the tracer changed what the tests do, whatever the timing says.
+    #[test]
+    fn a_part_whose_exit_codes_differ_across_configs_is_an_error() {
+        let configs = ["untraced".to_string(), "flux-auto".to_string()];
+        let mut es = vec![
+            entry(1, "untraced", 10.0, true),
+            entry(1, "flux-auto", 15.0, true),
+        ];
+        es[0].result.as_mut().unwrap()["exit_code"] = json!(0);
+        es[1].result.as_mut().unwrap()["exit_code"] = json!(1);
+        let f = figures(&es, "sympy/sympy-suite", 3, &configs);
+        assert_eq!(f.counted, vec![1]);
+        assert!(
+            f.errors.iter().any(|e| e.contains("exit codes differ")),
+            "{:?}",
+            f.errors
+        );
+        es[0].result.as_mut().unwrap()["exit_code"] = json!(1);
+        let f = figures(&es, "sympy/sympy-suite", 3, &configs);
+        assert!(f.errors.is_empty(), "{:?}", f.errors);
     }
 
     #[test]

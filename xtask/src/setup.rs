@@ -29,7 +29,11 @@ const APT: &[&str] = &[
 /// `flux export --format hf`'s dataset, `inspect_ai` runs `--format inspect`'s task (with its
 /// own `mockllm` provider). Pinned: the versions the tests were written against. About 1 min
 /// 45 s and 610 MB on the 2-core development machine.
-pub const HUB_PACKAGES: &[&str] = &["datasets==5.2.0", "inspect_ai==0.3.285"];
+pub const HUB_PACKAGES: &[&str] = &[
+    "datasets==5.2.0",
+    "inspect_ai==0.3.285",
+    "kubernetes-validate==1.37.0",
+];
 
 /// The virtual environment of [`HUB_PACKAGES`]: `<workspace>/.flux-cache/venv-hub` (the tests
 /// look for it there, or where `FLUX_HUB_PYTHON` names its interpreter).
@@ -42,7 +46,7 @@ pub fn hub_venv() -> std::path::PathBuf {
 fn ensure_hub_venv() -> Result<()> {
     let venv = hub_venv();
     let py = venv.join("bin/python");
-    if ok(Command::new(&py).args(["-c", "import datasets, inspect_ai"])) {
+    if ok(Command::new(&py).args(["-c", "import datasets, inspect_ai, kubernetes_validate"])) {
         return Ok(());
     }
     step(&format!(

@@ -31,6 +31,32 @@ pub fn cannot_trace() -> Option<&'static str> {
     None
 }
 
+/// The Python environment `cargo xtask setup` makes (`<workspace>/.flux-cache/venv-hub`, or
+/// the interpreter `$FLUX_HUB_PYTHON` names) if it imports `modules`, else a loud skip.
+pub fn hub_python(what: &str, modules: &[&str]) -> Option<PathBuf> {
+    let py = std::env::var_os("FLUX_HUB_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../.flux-cache/venv-hub/bin/python")
+        });
+    let ok = Command::new(&py)
+        .args(["-c", &format!("import {}", modules.join(", "))])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(py);
+    }
+    flux_skip::skip(
+        what,
+        &format!(
+            "{} cannot import {} (`cargo xtask setup` installs them)",
+            py.display(),
+            modules.join(", ")
+        ),
+    );
+    None
+}
+
 pub fn skip(what: &str) -> bool {
     match cannot_trace() {
         Some(why) => flux_skip::skip(what, why),

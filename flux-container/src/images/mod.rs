@@ -42,6 +42,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::runtime::{ContainerSpec, Mount, Runtime};
 
+pub mod archive;
 mod base;
 pub mod identity;
 pub mod java;
