@@ -29,7 +29,8 @@ pub struct Args {
     check: bool,
     /// Write the set's questions again with this flux's prose and preambles and drop what the
     /// screens drop (recorded in screened.json), running nothing: oracle.json files stay as
-    /// they are. Reads the repositories' sources from <cache>/src/ (`flux images source`).
+    /// they are; the module results in <cache>/gen/<set name>/modules/ get the same questions.
+    /// Reads the repositories' sources from <cache>/src/ (`flux images source`).
     #[arg(long, conflicts_with_all = ["shard", "merge", "resume", "check"])]
     reauthor: bool,
     /// Where module results and the run report go (default: <cache>/gen/<set name>/).
@@ -143,11 +144,12 @@ fn reauthor(a: &Args, cache: &std::path::Path) -> Result<ExitCode> {
     let dropped: Vec<String> = r.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!(
         "flux gen: --reauthor {}: {} instance(s), {} question(s) rewritten ({} changed the static \
-         baseline's verdict), {} kept, {} dropped ({})",
+         baseline's verdict; {} in the module results), {} kept, {} dropped ({})",
         r.set,
         r.instances,
         r.rewritten,
         r.easy_changed,
+        r.module_questions_rewritten,
         r.kept,
         r.instances - r.kept,
         if dropped.is_empty() {
