@@ -26,8 +26,9 @@
 //! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
 //! [`module`] (one module end to end), [`set`] (the work list, phase 2, the set on disk),
 //! [`discriminate`] (the screens of answers that do not discriminate), [`reauthor`] (`flux gen
-//! --reauthor`: a set's questions written again and screened, nothing run), [`stats`] (`flux
-//! stats`).
+//! --reauthor`: a set's questions written again and screened, nothing run), [`release`] (dated
+//! releases: `flux gen --release`, the old release's instances kept, targets diffed), [`stats`]
+//! (`flux stats`).
 //!
 //! Architecture invariants: every seeded choice is a function of the seed and a stable key of
 //! what is chosen (never of processing order), so shards merge into the unsharded set; nothing
@@ -44,6 +45,7 @@ pub mod module;
 pub mod plan;
 pub mod profile;
 pub mod reauthor;
+pub mod release;
 pub mod results;
 pub mod runner;
 pub mod screen;
