@@ -262,6 +262,35 @@ pub fn archive(set_dir: &Path, out: &Path, repo: &str, version: &str) -> Result<
     Ok(done)
 }
 
+/// Date the archived instances of `moved` that carry no release yet (a set made before it
+/// dated releases): `[generated.release]` with `version`, `date` and `source`.
+pub fn date_archived(a: &Archived, version: &str, date: &str, source: &str) -> Result<usize> {
+    let mut n = 0;
+    for (_, to) in &a.moved {
+        let path = to.join(flux_instance::INSTANCE_FILE);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let mut doc: toml_edit::DocumentMut = text
+            .parse()
+            .with_context(|| format!("reading {}", path.display()))?;
+        let Some(g) = doc.get_mut("generated").and_then(|g| g.as_table_mut()) else {
+            continue;
+        };
+        if g.contains_key("release") {
+            continue;
+        }
+        let mut t = toml_edit::Table::new();
+        t["version"] = toml_edit::value(version);
+        t["date"] = toml_edit::value(date);
+        t["source"] = toml_edit::value(source);
+        g.insert("release", toml_edit::Item::Table(t));
+        std::fs::write(&path, doc.to_string())?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// `id` of the instance.toml in `dir`, its other bytes kept.
 fn set_id(dir: &Path, id: &str) -> Result<()> {
     let path = dir.join(flux_instance::INSTANCE_FILE);
@@ -485,6 +514,7 @@ def f():
             assert!(i.spec.id.ends_with("@3.1.3"));
         }
         assert!(out.join("modules/flask@3.1.3").is_dir());
+
         // Archiving again moves nothing: its instances are archived already.
         assert!(archive(&set, &out, "flask", "3.1.3").is_ok_and(|a| a.moved.is_empty()));
         restore(&a).unwrap();
@@ -496,5 +526,23 @@ def f():
                 std::fs::read(s.join(flux_instance::INSTANCE_FILE)).unwrap()
             );
         }
+        // Archived for good: dated once, with the old release's date.
+        let a = archive(&set, &out, "flask", "3.1.3").unwrap();
+        assert_eq!(
+            date_archived(&a, "3.1.3", "2025-01-01", "given").unwrap(),
+            2
+        );
+        for d in &now {
+            let i = flux_instance::load_instance(d).unwrap();
+            let r = i.spec.generated.unwrap().release.unwrap();
+            assert_eq!(
+                (r.version.as_str(), r.date.as_str()),
+                ("3.1.3", "2025-01-01")
+            );
+        }
+        assert_eq!(
+            date_archived(&a, "3.1.3", "2026-01-01", "given").unwrap(),
+            0
+        );
     }
 }
