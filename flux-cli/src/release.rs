@@ -26,23 +26,30 @@ pub struct Prepared {
     old_date: Option<(String, String)>,
 }
 
-/// PyPI's release date of `package==version` (its JSON API).
+/// PyPI's release date of `package==version`: its project JSON (`/pypi/<name>/json`, whose
+/// `releases` list every version's files). The system's CA bundle (`SSL_CERT_FILE`, else
+/// Debian's) is trusted besides the built-in roots, as pip and curl trust it (an index behind
+/// a proxy of its own CA).
 fn pypi_date(package: &str, version: &str) -> Result<(String, String)> {
-    let url = format!("https://pypi.org/pypi/{package}/{version}/json");
+    let url = format!("https://pypi.org/pypi/{package}/json");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let mut client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(30));
+    let bundle = std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    if let Ok(pem) = std::fs::read(&bundle) {
+        for cert in reqwest::Certificate::from_pem_bundle(&pem).unwrap_or_default() {
+            client = client.add_root_certificate(cert);
+        }
+    }
+    let client = client.build()?;
     let json: serde_json::Value = rt.block_on(async {
-        let r = reqwest::Client::builder()
-            .timeout(std::time::Duration::from_secs(30))
-            .build()?
-            .get(&url)
-            .send()
-            .await?
-            .error_for_status()?;
+        let r = client.get(&url).send().await?.error_for_status()?;
         anyhow::Ok(r.json().await?)
     })?;
-    release::pypi_release(&json).with_context(|| format!("{package}=={version} on PyPI"))
+    release::pypi_release(&json, version).with_context(|| format!("{package}=={version} on PyPI"))
 }
 
 /// Check and write everything but the run (see the module doc).

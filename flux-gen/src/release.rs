@@ -21,13 +21,20 @@ use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The release date and its source from PyPI's JSON API answer for one version
-/// (`/pypi/<name>/<version>/json`): the sdist's `upload_time_iso_8601`, else the earliest file's.
-pub fn pypi_release(json: &Value) -> Result<(String, String)> {
-    let files = json
-        .get("urls")
-        .and_then(Value::as_array)
-        .context("PyPI's answer has no `urls` (the version's files)")?;
+/// The release date of `version` and its source from PyPI's JSON API answer: the project's
+/// (`/pypi/<name>/json`, its `releases`) or the version's (`/pypi/<name>/<version>/json`, its
+/// `urls`). The sdist's `upload_time_iso_8601`, else the earliest file's.
+pub fn pypi_release(json: &Value, version: &str) -> Result<(String, String)> {
+    let files = match json.get("releases") {
+        Some(r) => r
+            .get(version)
+            .and_then(Value::as_array)
+            .with_context(|| format!("PyPI lists no release {version}"))?,
+        None => json
+            .get("urls")
+            .and_then(Value::as_array)
+            .context("PyPI's answer has no `urls` (the version's files)")?,
+    };
     let time = |f: &Value| {
         f.get("upload_time_iso_8601")
             .or_else(|| f.get("upload_time"))
@@ -70,15 +77,13 @@ pub fn is_archived(dir: &Path) -> bool {
 pub fn function_source(text: &str, qualname: &str) -> Option<String> {
     let want: Vec<&str> = qualname.split('.').filter(|p| *p != "<locals>").collect();
     let lines: Vec<&str> = text.lines().collect();
+    let starts = logical_starts(&lines);
     let indent = |l: &str| l.len() - l.trim_start().len();
     // (indent, name) of the enclosing `class`/`def` blocks.
     let mut stack: Vec<(usize, String)> = Vec::new();
-    let mut depth = 0i32;
     for (i, line) in lines.iter().enumerate() {
         let t = line.trim_start();
-        let at_start = depth == 0;
-        depth += bracket_change(t);
-        if !at_start || t.is_empty() || t.starts_with('#') {
+        if !starts[i] || t.is_empty() || t.starts_with('#') {
             continue;
         }
         let ind = indent(line);
@@ -89,7 +94,7 @@ pub fn function_source(text: &str, qualname: &str) -> Option<String> {
         stack.push((ind, name));
         let path: Vec<&str> = stack.iter().map(|(_, n)| n.as_str()).collect();
         if path == want && !t.starts_with("class ") {
-            return Some(block_text(&lines, i, ind));
+            return Some(block_text(&lines, &starts, i, ind));
         }
     }
     None
@@ -108,34 +113,73 @@ fn block_name(t: &str) -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-/// Opening minus closing brackets of a line, strings and comments not told apart (a rough
-/// count: it only has to keep a multi-line signature or call together).
-fn bracket_change(t: &str) -> i32 {
-    let code = t.split(" #").next().unwrap_or(t);
-    code.chars()
-        .map(|c| match c {
-            '(' | '[' | '{' => 1,
-            ')' | ']' | '}' => -1,
-            _ => 0,
-        })
-        .sum()
+/// For each line: does a logical line start there (not inside brackets, a triple-quoted
+/// string or after a backslash continuation)? Strings and comments are skipped when counting
+/// brackets, so a `(` in a docstring does not swallow the rest of the module.
+fn logical_starts(lines: &[&str]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(lines.len());
+    let (mut depth, mut triple, mut cont) = (0i32, None::<&str>, false);
+    for line in lines {
+        out.push(depth <= 0 && triple.is_none() && !cont);
+        let b = line.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if let Some(q) = triple {
+                match line[i..].find(q) {
+                    Some(at) => {
+                        i += at + 3;
+                        triple = None;
+                    }
+                    None => i = b.len(),
+                }
+                continue;
+            }
+            match b[i] {
+                b'#' => break,
+                b'"' | b'\'' => {
+                    let q = if b[i] == b'"' { "\"\"\"" } else { "\'\'\'" };
+                    if line[i..].starts_with(q) {
+                        triple = Some(q);
+                        i += 3;
+                        continue;
+                    }
+                    // A one-line string: to its unescaped closing quote.
+                    let c = b[i];
+                    i += 1;
+                    while i < b.len() && b[i] != c {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                    i += 1;
+                }
+                b'(' | b'[' | b'{' => {
+                    depth += 1;
+                    i += 1;
+                }
+                b')' | b']' | b'}' => {
+                    depth -= 1;
+                    i += 1;
+                }
+                _ => i += 1,
+            }
+        }
+        cont = triple.is_none() && line.trim_end().ends_with('\\');
+    }
+    out
 }
 
 /// The block of the `def` at line `at` (indent `ind`), with the decorators right above it.
-fn block_text(lines: &[&str], at: usize, ind: usize) -> String {
+fn block_text(lines: &[&str], starts: &[bool], at: usize, ind: usize) -> String {
     let mut start = at;
     while start > 0 && lines[start - 1].trim_start().starts_with('@') {
         start -= 1;
     }
     let mut end = at + 1;
-    let mut depth = bracket_change(lines[at].trim_start());
     while end < lines.len() {
         let l = lines[end];
         let t = l.trim_start();
-        if depth <= 0 && !t.is_empty() && l.len() - t.len() <= ind && !t.starts_with('#') {
+        if starts[end] && !t.is_empty() && l.len() - t.len() <= ind && !t.starts_with('#') {
             break;
         }
-        depth += bracket_change(t);
         end += 1;
     }
     while end > at + 1 && lines[end - 1].trim().is_empty() {
@@ -363,6 +407,9 @@ mod tests {
 
     const OLD: &str = "\
 import os
+X = \"\"\"a ( not closed
+  and [ this neither\"\"\"  # nor {
+
 
 class C:
     x = 1
@@ -404,6 +451,31 @@ def f():
         );
     }
 
+    /// Brackets were counted in strings too: a docstring's `(` (flask's `app.py`) hid every
+    /// function after it, and 15 of 43 targets of a flask release went uncompared.
+    #[test]
+    fn a_bracket_in_a_string_or_comment_does_not_hide_the_functions_after_it() {
+        let text = [
+            "class A:",
+            "    def f(self):",
+            "        \"\"\"Returns (x or [y.",
+            "",
+            "        More.\"\"\"",
+            "        s = ')' + \"[\"  # (",
+            "        return s",
+            "",
+            "    def g(self):",
+            "        return 1",
+        ]
+        .join("\n");
+        let text = text.as_str();
+        assert_eq!(
+            function_source(text, "A.g").unwrap(),
+            "    def g(self):\n        return 1"
+        );
+        assert!(function_source(text, "A.f").unwrap().ends_with("return s"));
+    }
+
     #[test]
     fn a_target_changed_when_its_text_did_not_when_only_other_code_did() {
         let t = tempfile::tempdir().unwrap();
@@ -431,21 +503,29 @@ def f():
             {"packagetype": "sdist", "filename": "flask-3.1.2.tar.gz",
              "upload_time_iso_8601": "2025-08-19T19:34:51.456Z"}]});
         assert_eq!(
-            pypi_release(&j).unwrap(),
+            pypi_release(&j, "3.1.2").unwrap(),
             (
                 "2025-08-19T19:34:51.456Z".to_string(),
                 "pypi:flask-3.1.2.tar.gz".to_string()
             )
         );
+        // The project's answer lists every release.
+        let p = serde_json::json!({"releases": {"3.1.2": j["urls"], "3.1.3": []}});
+        assert_eq!(
+            pypi_release(&p, "3.1.2").unwrap().1,
+            "pypi:flask-3.1.2.tar.gz"
+        );
+        assert!(pypi_release(&p, "3.1.3").is_err(), "no file");
+        assert!(pypi_release(&p, "9.9").is_err(), "no release");
         // No sdist: the earliest wheel.
         let j = serde_json::json!({"urls": [
             {"packagetype": "bdist_wheel", "filename": "b.whl", "upload_time_iso_8601": "2024-02-02T00:00:00Z"},
             {"packagetype": "bdist_wheel", "filename": "a.whl", "upload_time_iso_8601": "2024-01-05T00:00:00Z"}]});
-        assert_eq!(pypi_release(&j).unwrap().1, "pypi:a.whl");
-        assert!(pypi_release(&serde_json::json!({"urls": []})).is_err());
-        assert!(pypi_release(&serde_json::json!({"info": {}})).is_err());
+        assert_eq!(pypi_release(&j, "1").unwrap().1, "pypi:a.whl");
+        assert!(pypi_release(&serde_json::json!({"urls": []}), "1").is_err());
+        assert!(pypi_release(&serde_json::json!({"info": {}}), "1").is_err());
         let bad = serde_json::json!({"urls": [{"packagetype": "sdist", "upload_time_iso_8601": "yesterday"}]});
-        assert!(pypi_release(&bad).is_err());
+        assert!(pypi_release(&bad, "1").is_err());
     }
 
     #[test]
