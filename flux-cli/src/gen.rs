@@ -1,5 +1,6 @@
 //! `flux gen SET [--shard K/N] [--merge] [--resume] [--check] [--out DIR]`, `flux gen SET
-//! --reauthor` and `flux stats [--json] PATH…`: glue over `flux_gen`.
+//! --reauthor`, `flux gen SET --release NAME=VERSION` (`crate::release`) and `flux stats
+//! [--json] PATH…`: glue over `flux_gen`.
 //!
 //! Exit status of `flux gen`: 0 when the set (or the shard's module results) was written, or
 //! `--check` found the set equal to its regeneration; 1 when `--check` found differences; 2
@@ -29,9 +30,23 @@ pub struct Args {
     check: bool,
     /// Write the set's questions again with this flux's prose and preambles and drop what the
     /// screens drop (recorded in screened.json), running nothing: oracle.json files stay as
-    /// they are. Reads the repositories' sources from <cache>/src/ (`flux images source`).
+    /// they are; the module results in <cache>/gen/<set name>/modules/ get the same questions.
+    /// Reads the repositories' sources from <cache>/src/ (`flux images source`).
     #[arg(long, conflicts_with_all = ["shard", "merge", "resume", "check"])]
     reauthor: bool,
+    /// Regenerate repository NAME of the set for a new VERSION (NAME=VERSION): the current
+    /// release's instances stay in the set as <id>@<old version>, gen.toml gets the new pin,
+    /// image and release date, the other repositories' module results are kept (--resume), and
+    /// each new instance says whether its target function changed since the old release.
+    #[arg(long, value_name = "NAME=VERSION", conflicts_with_all = ["shard", "merge", "check", "reauthor"])]
+    release: Option<String>,
+    /// The new release's date (YYYY-MM-DD or ISO 8601) instead of PyPI's upload time of its
+    /// sdist.
+    #[arg(long, value_name = "DATE", requires = "release")]
+    released: Option<String>,
+    /// The new release's image (default: the current image with the version replaced).
+    #[arg(long, requires = "release")]
+    image: Option<String>,
     /// Where module results and the run report go (default: <cache>/gen/<set name>/).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -56,17 +71,45 @@ pub fn run(a: Args) -> Result<ExitCode> {
         shard: a.shard.unwrap_or(flux_gen::Shard::ALL),
         out: a.out.clone(),
         merge: a.merge,
-        resume: a.resume,
+        resume: a.resume || a.release.is_some(),
         check: a.check,
-        harvest: flux_interop::external::harvest_options(cache),
+        harvest: flux_interop::external::harvest_options(cache.clone()),
+    };
+    let release = match &a.release {
+        None => None,
+        Some(r) => {
+            let out = match &a.out {
+                Some(o) => o.clone(),
+                None => {
+                    let spec = flux_gen::spec::load(&a.set)?;
+                    cache.join("gen").join(&spec.name)
+                }
+            };
+            let prepared =
+                crate::release::prepare(&a.set, &out, r, a.released.as_deref(), a.image.as_deref());
+            match prepared {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    eprintln!("flux: error: {e:#}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
     };
     let report = match flux_gen::generate_blocking(&opts) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("flux: error: {e:#}");
+            if let Some(p) = release {
+                p.undo()?;
+                eprintln!("flux gen: --release: gen.toml and the old release's instances put back");
+            }
             return Ok(ExitCode::from(2));
         }
     };
+    if let Some(p) = release {
+        p.finish()?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     }
@@ -143,11 +186,12 @@ fn reauthor(a: &Args, cache: &std::path::Path) -> Result<ExitCode> {
     let dropped: Vec<String> = r.dropped.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!(
         "flux gen: --reauthor {}: {} instance(s), {} question(s) rewritten ({} changed the static \
-         baseline's verdict), {} kept, {} dropped ({})",
+         baseline's verdict; {} in the module results), {} kept, {} dropped ({})",
         r.set,
         r.instances,
         r.rewritten,
         r.easy_changed,
+        r.module_questions_rewritten,
         r.kept,
         r.instances - r.kept,
         if dropped.is_empty() {

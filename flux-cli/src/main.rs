@@ -39,6 +39,7 @@ mod images;
 mod import;
 mod perturb;
 mod probes;
+mod release;
 mod run_instance;
 mod score;
 mod sweflux;

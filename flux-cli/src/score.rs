@@ -17,11 +17,17 @@ pub struct SelectArgs {
     /// Only the first N harvested instances (in repo/id order, after --filter).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Only instances whose repository version was released after this day ([generated.release]
+    /// date, `flux gen --release`): score a model on questions newer than its training cutoff.
+    /// Undated instances are left out. The results file records it.
+    #[arg(long, value_name = "YYYY-MM-DD")]
+    released_after: Option<String>,
 }
 
 impl SelectArgs {
     pub fn selection(&self) -> Result<Selection> {
-        Ok(Selection::parse(&self.filter, self.limit)?)
+        Ok(Selection::parse(&self.filter, self.limit)?
+            .released_after(self.released_after.as_deref())?)
     }
 }
 

@@ -380,3 +380,165 @@ fn the_static_baseline_reads_the_source_tree_of_the_image() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// Copy the committed set's flask instances `range` (in id order) under `root/flask/`.
+fn flask_instances(root: &Path, range: std::ops::Range<usize>) -> Vec<std::path::PathBuf> {
+    let set = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/flux-gen-v1/instances/flask");
+    let src = flux_instance::discover(&[set]).unwrap();
+    src[range]
+        .iter()
+        .map(|d| {
+            let to = root.join("flask").join(d.file_name().unwrap());
+            std::fs::create_dir_all(&to).unwrap();
+            for f in [flux_instance::INSTANCE_FILE, flux_instance::ORACLE_FILE] {
+                std::fs::copy(d.join(f), to.join(f)).unwrap();
+            }
+            to
+        })
+        .collect()
+}
+
+/// A tiny set of two releases of flask (3.1.2 archived as `<id>@3.1.2`, 3.1.3 current):
+/// `flux eval` and `flux score --released-after` ask and score only the newer release's
+/// instances, and the results file records the filter; a malformed day is an error.
+#[test]
+fn released_after_keeps_only_the_newer_release() {
+    let t = tempfile::tempdir().unwrap();
+    let set = t.path().join("set");
+    let root = set.join("instances");
+    // The older release: two instances, archived and dated as `flux gen --release` leaves them.
+    flask_instances(&root, 0..2);
+    let a = flux_gen::release::archive(&set, &t.path().join("out"), "flask", "3.1.2").unwrap();
+    assert_eq!(a.moved.len(), 2);
+    flux_gen::release::date_archived(&a, "3.1.2", "2025-05-13T16:32:18Z", "given").unwrap();
+    // The newer release: dated after the cutoff.
+    let new = flask_instances(&root, 2..3).remove(0);
+    let toml = new.join(flux_instance::INSTANCE_FILE);
+    let text = std::fs::read_to_string(&toml).unwrap()
+        + "\n[generated.release]\nversion = \"3.1.3\"\ndate = \"2025-08-19T19:34:51Z\"\nsource = \
+           \"given\"\nprevious = \"3.1.2\"\ntarget = \"unchanged\"\n";
+    std::fs::write(&toml, text).unwrap();
+    flux_instance::load_instance(&new).unwrap();
+    let (r, ans) = (root.to_str().unwrap(), t.path().join("answers"));
+    let cache = t.path().join("cache");
+    let out = flux(
+        &[
+            "eval",
+            "--model",
+            "oracle",
+            "--quiet",
+            "--no-source",
+            "--instances",
+            r,
+            "--released-after",
+            "2025-06-30",
+            "--out",
+            ans.to_str().unwrap(),
+        ],
+        &cache,
+    );
+    assert!(out.status.success());
+    let answered: Vec<String> = std::fs::read_dir(ans.join("flask"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(answered, [new.file_name().unwrap().to_string_lossy()]);
+    let score = |after: &str| {
+        flux(
+            &[
+                "score",
+                "--answers",
+                ans.to_str().unwrap(),
+                "--instances",
+                r,
+                "--released-after",
+                after,
+                "--format",
+                "json",
+                "--allow-unmatched",
+            ],
+            &cache,
+        )
+    };
+    let out = score("2025-06-30");
+    assert!(out.status.success());
+    let res: Value =
+        serde_json::from_str(&std::fs::read_to_string(ans.join("results.json")).unwrap()).unwrap();
+    assert_eq!(res["selection"]["released_after"], "2025-06-30", "{res}");
+    assert_eq!(res["set"]["instances"], 1, "{res}");
+    assert_eq!(
+        (&res["runs"][0]["total"], &res["runs"][0]["passed"]),
+        (&Value::from(1), &Value::from(1)),
+        "{res}"
+    );
+    // A cutoff before both releases selects all three (two of them unanswered).
+    let out = score("2025-01-01");
+    assert!(out.status.success());
+    let res: Value =
+        serde_json::from_str(&std::fs::read_to_string(ans.join("results.json")).unwrap()).unwrap();
+    assert_eq!(res["set"]["instances"], 3, "{res}");
+    assert_eq!(res["runs"][0]["passed"], 1, "{res}");
+    // After both: nothing to score, an error naming the selection; a malformed day likewise.
+    let out = score("2025-09-01");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("released after 2025-09-01"));
+    let out = score("2025-9-1");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--released-after \"2025-9-1\""));
+}
+
+/// `flux gen --release` checks before it changes anything, and a generation that fails (here:
+/// no image of the new release, or no Docker) puts gen.toml and the old release's instances
+/// back byte for byte.
+#[test]
+fn a_failed_release_leaves_the_set_as_it_was() {
+    let t = tempfile::tempdir().unwrap();
+    let set = t.path().join("set");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/flux-gen-v1");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(committed.join("gen.toml"), set.join("gen.toml")).unwrap();
+    flask_instances(&set.join("instances"), 0..2);
+    let snapshot = |root: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = flux_instance::discover(&[root.join("instances")])
+            .unwrap()
+            .iter()
+            .flat_map(|d| {
+                [flux_instance::INSTANCE_FILE, flux_instance::ORACLE_FILE].map(|f| {
+                    (
+                        d.join(f).display().to_string(),
+                        std::fs::read(d.join(f)).unwrap(),
+                    )
+                })
+            })
+            .collect();
+        v.push((
+            "gen.toml".into(),
+            std::fs::read(root.join("gen.toml")).unwrap(),
+        ));
+        v
+    };
+    let before = snapshot(&set);
+    let s = set.to_str().unwrap();
+    let cache = t.path().join("cache");
+    for (args, says) in [
+        (vec!["--release", "flask=3.1.3"], "at 3.1.3 already"),
+        (vec!["--release", "nope=1.0"], "has no repository `nope`"),
+        (vec!["--release", "flask"], "expected NAME=VERSION"),
+        (
+            vec!["--release", "flask=99.0.0", "--released", "yesterday"],
+            "--released \"yesterday\"",
+        ),
+        // Checked, archived, gen.toml written; the generation cannot run (no such image).
+        (
+            vec!["--release", "flask=99.0.0", "--released", "2030-01-01"],
+            "put back",
+        ),
+    ] {
+        let out = flux(&[&["gen", s][..], &args[..]].concat(), &cache);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(snapshot(&set) == before, "{args:?} changed the set");
+    }
+}

@@ -28,7 +28,8 @@
 //! on HotSpot) and [`calls_only`] (a module of a runtime whose probes report calls only),
 //! [`set`] (the work list, phase 2, the set on disk), [`discriminate`] (the screens of answers
 //! that do not discriminate), [`reauthor`] (`flux gen --reauthor`: a set's questions written
-//! again and screened, nothing run), [`stats`] (`flux stats`).
+//! again and screened, nothing run), [`release`] (dated releases: `flux gen --release`, the old
+//! release's instances kept, targets diffed), [`stats`] (`flux stats`).
 //!
 //! Architecture invariants: every seeded choice is a function of the seed and a stable key of
 //! what is chosen (never of processing order), so shards merge into the unsharded set; nothing
@@ -46,6 +47,7 @@ pub mod module;
 pub mod plan;
 pub mod profile;
 pub mod reauthor;
+pub mod release;
 pub mod results;
 pub mod runner;
 pub mod runtime;

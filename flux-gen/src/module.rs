@@ -492,6 +492,7 @@ async fn run_module_inner(
             trace: scope.clone(),
             easy: false,
             difficulty: features::difficulty(repo, &profile, &facts, &d.tests),
+            release: None,
         });
         let run_facts = flux_instance::RunFacts {
             harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),

@@ -14,7 +14,7 @@
 //! from the question it replaces, which states them in both the long and the short form.
 use crate::author::{question, Ask, Subject};
 use crate::discriminate::{self, Screened, SCREENED_FILE};
-use crate::results::Candidate;
+use crate::results::{Candidate, ModuleResult};
 use crate::spec::RepoSpec;
 use anyhow::{bail, Context, Result};
 use flux_instance::InstanceSpec;
@@ -40,6 +40,9 @@ pub struct Reauthored {
     pub without_source: Vec<String>,
     /// Instances whose `easy` (the static baseline's verdict) the new question changed.
     pub easy_changed: usize,
+    /// Candidates of the module results the set was assembled from (`<cache>/gen/<set>/
+    /// modules/`) whose question was rewritten as the set's were ([`reauthor_modules`]).
+    pub module_questions_rewritten: usize,
 }
 
 /// The first number after `pat` in `q` that `then` follows.
@@ -159,9 +162,54 @@ pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
     Ok(())
 }
 
-/// Re-author the set at `set_dir` (see the module doc), reading sources from `cache`.
+/// The module results under `out` (`<out>/modules/<repository>/<module>.json`, what `flux gen`
+/// assembled the set from), each candidate's question and preamble re-authored as the set's
+/// instances are ([`reauthor_spec`]), and how many questions changed. Nothing is written:
+/// [`reauthor`] writes them with the set. Without them re-authored, `flux gen --check --shard`
+/// compared a fresh module (asking the new question) with its stored result (the old one) and
+/// reported every re-authored candidate's instance.toml as different. `easy` stays as it is
+/// (module results do not hold it: the set's assembly decides it).
+pub fn reauthor_modules(
+    out: &Path,
+    spec: &crate::spec::GenSpec,
+) -> Result<(Vec<ModuleResult>, usize)> {
+    let mut results = Vec::new();
+    let mut changed = 0;
+    for repo in &spec.repositories {
+        let dir = out.join("modules").join(&repo.name);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        paths.sort();
+        for path in paths {
+            let text = std::fs::read_to_string(&path)?;
+            let mut r: ModuleResult = serde_json::from_str(&text)
+                .with_context(|| format!("reading {}", path.display()))?;
+            for c in &mut r.candidates {
+                let before = c.spec.question.clone();
+                reauthor_spec(repo, &mut c.spec)
+                    .with_context(|| format!("{}: {}", path.display(), c.id))?;
+                changed += usize::from(before != c.spec.question);
+            }
+            results.push(r);
+        }
+    }
+    Ok((results, changed))
+}
+
+/// Re-author the set at `set_dir` (see the module doc), reading sources from `cache`, and the
+/// module results it was assembled from (`<cache>/gen/<set>/`, [`reauthor_modules`]).
 pub fn reauthor(set_dir: &Path, cache: &Path) -> Result<Reauthored> {
     let spec = crate::spec::load(set_dir)?;
+    // Read (and re-authored in memory) first, so a question that does not parse leaves both
+    // the set and the module results as they were.
+    let gen_out = cache.join("gen").join(&spec.name);
+    let (modules, module_questions) = reauthor_modules(&gen_out, &spec)?;
     let root = set_dir.join("instances");
     let dirs = flux_instance::discover(&[&root])?;
     let mut out = Reauthored {
@@ -250,6 +298,10 @@ pub fn reauthor(set_dir: &Path, cache: &Path) -> Result<Reauthored> {
     }
     write_screened(set_dir, &dropped)?;
     std::fs::write(set_dir.join("index.json"), crate::set::index_json(&kept)?)?;
+    for r in &modules {
+        crate::module::write_result(&gen_out, r)?;
+    }
+    out.module_questions_rewritten = module_questions;
     out.kept = kept.len();
     Ok(out)
 }
@@ -315,6 +367,88 @@ mod tests {
         );
         let s = subject_of(&exc).unwrap();
         assert_eq!((s.qualname.as_str(), s.file.as_str()), ("g", "pkg/e.py"));
+    }
+
+    /// `flux gen --reauthor` rewrote each instance's question in the set but not the module
+    /// results the set was assembled from (`<cache>/gen/<set>/modules/`): a later `flux gen
+    /// --check --shard K/N`, whose fresh modules ask the new question, then reported every
+    /// re-authored candidate's instance.toml as different from its stored result.
+    #[test]
+    fn check_shard_of_a_reauthored_set_reports_no_stale_module_question() {
+        let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/flux-gen-v1");
+        let mut dirs = flux_instance::discover(&[committed.join("instances/flask")]).unwrap();
+        dirs.truncate(4);
+        // The committed set is what this flux writes: its questions are the fresh ones.
+        let mut by_module: BTreeMap<String, ModuleResult> = BTreeMap::new();
+        for d in &dirs {
+            let spec: InstanceSpec = toml::from_str(
+                &std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)).unwrap(),
+            )
+            .unwrap();
+            let module = spec.generated.as_ref().unwrap().module.clone();
+            let r = by_module
+                .entry(module.clone())
+                .or_insert_with(|| ModuleResult {
+                    repository: spec.repository.clone(),
+                    module,
+                    ..ModuleResult::default()
+                });
+            r.candidates.push(Candidate {
+                id: spec.id.clone(),
+                kind: spec.kind,
+                extractor: spec.extractor.name.clone(),
+                function: String::new(),
+                file: String::new(),
+                tests: vec![],
+                priority: 0,
+                oracle: flux_instance::read_oracle(d).unwrap(),
+                spec,
+            });
+        }
+        let fresh: Vec<ModuleResult> = by_module.into_values().collect();
+        let n = dirs.len();
+        // A set and its module results as an older flux wrote them: another question.
+        let t = tempfile::tempdir().unwrap();
+        let (set, cache) = (t.path().join("set"), t.path().join("cache"));
+        let gen_out = cache.join("gen/flux-gen-v1");
+        std::fs::create_dir_all(&set).unwrap();
+        std::fs::copy(committed.join("gen.toml"), set.join("gen.toml")).unwrap();
+        for r in &fresh {
+            let mut old = r.clone();
+            for c in &mut old.candidates {
+                c.spec.question = format!("An older prose. {}", c.spec.question);
+                let to = set.join("instances/flask").join(&c.id);
+                std::fs::create_dir_all(&to).unwrap();
+                std::fs::write(
+                    to.join(flux_instance::INSTANCE_FILE),
+                    crate::screen::instance_toml(&c.spec).unwrap(),
+                )
+                .unwrap();
+                std::fs::write(
+                    to.join(flux_instance::ORACLE_FILE),
+                    crate::screen::oracle_json(&c.oracle).unwrap(),
+                )
+                .unwrap();
+            }
+            crate::module::write_result(&gen_out, &old).unwrap();
+        }
+        let stale = crate::set::check_modules(&gen_out, &fresh).unwrap();
+        assert_eq!(stale.len(), n, "{stale:?}");
+        assert!(stale.iter().all(|d| d.ends_with("instance.toml differs")));
+        let r = reauthor(&set, &cache).unwrap();
+        assert_eq!(r.rewritten, n);
+        assert_eq!(r.module_questions_rewritten, n);
+        assert_eq!(
+            [
+                crate::set::check_modules(&gen_out, &fresh).unwrap(),
+                crate::set::check_set_modules(&set, &fresh).unwrap()
+            ]
+            .concat(),
+            Vec::<String>::new()
+        );
+        // Re-authoring again rewrites nothing, in the set or in the modules.
+        let again = reauthor(&set, &cache).unwrap();
+        assert_eq!((again.rewritten, again.module_questions_rewritten), (0, 0));
     }
 
     #[test]

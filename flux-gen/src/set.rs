@@ -342,6 +342,11 @@ async fn finish(
     let scratch = runner.work.join("baseline");
     for repo in &spec.repositories {
         let src = screen::source_root(runner, repo).await;
+        // The previous release's source, when the set dates releases (targets are compared).
+        let old_src = match crate::release::previous_repo(repo) {
+            Some(prev) => screen::source_root(runner, &prev).await,
+            None => None,
+        };
         for r in results.iter_mut().filter(|r| r.repository == repo.name) {
             let mut kept = Vec::new();
             let mut seen: BTreeSet<(String, String, String)> = BTreeSet::new();
@@ -372,6 +377,7 @@ async fn finish(
                 kept.push(c);
             }
             kept.sort_by(|a, b| a.id.cmp(&b.id));
+            crate::release::stamp(repo, &mut kept, src.as_deref(), old_src.as_deref());
             r.candidates = kept;
             report.easy_candidates +=
                 screen::mark_easy(&scratch, src.as_deref(), &mut r.candidates)?;
@@ -463,6 +469,12 @@ struct IndexRow<'a> {
     /// The independent witness that agreed with its gold (`reference`), when one was asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     witness: Option<&'a str>,
+    /// The release date of its repository version, when the set dates releases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    released: Option<&'a str>,
+    /// Its target since the previous release: `changed`, `unchanged` or `new`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    target: Option<&'a str>,
 }
 
 pub(crate) fn index_json(chosen: &[Candidate]) -> Result<String> {
@@ -480,13 +492,16 @@ pub(crate) fn index_json(chosen: &[Candidate]) -> Result<String> {
                 easy: g.easy,
                 difficulty: &g.difficulty,
                 witness: c.oracle.provenance.witness.as_ref().map(|w| w.by.as_str()),
+                released: g.release.as_ref().map(|r| r.date.as_str()),
+                target: g.release.as_ref().and_then(|r| r.target.as_deref()),
             })
         })
         .collect();
     Ok(serde_json::to_string_pretty(&rows)? + "\n")
 }
 
-/// Write the set: `instances/` made to hold exactly `chosen` (an instance whose oracle.json
+/// Write the set: `instances/` made to hold exactly `chosen` and the earlier releases' kept
+/// instances ([`crate::release::is_archived`]; an instance whose oracle.json
 /// differs only in [`RUN_FIELDS`] and the question it records keeps its file as it is, so a
 /// regeneration that changes nothing changes no byte: [`owned_by_harvest`]), and `index.json`.
 pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
@@ -509,6 +524,16 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
         }
     }
     std::fs::create_dir_all(&staging)?;
+    // Earlier releases' instances (`<id>@<version>`, `flux gen --release`) stay as they are.
+    for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
+        if crate::release::is_archived(&d) {
+            if let Ok(rel) = d.strip_prefix(&inst_root) {
+                let to = staging.join(rel);
+                std::fs::create_dir_all(to.parent().unwrap_or(&staging))?;
+                std::fs::rename(&d, &to)?;
+            }
+        }
+    }
     let old = dir.join(".instances.old");
     let _ = std::fs::remove_dir_all(&old);
     if inst_root.exists() {
@@ -557,6 +582,7 @@ pub fn check_set(dir: &Path, chosen: &[Candidate]) -> Result<Vec<String>> {
     let have: BTreeSet<PathBuf> = flux_instance::discover(&[&inst_root])
         .unwrap_or_default()
         .into_iter()
+        .filter(|d| !crate::release::is_archived(d))
         .collect();
     let mut want = BTreeSet::new();
     for c in chosen {
@@ -673,6 +699,9 @@ pub fn check_set_modules(dir: &Path, fresh: &[ModuleResult]) -> Result<Vec<Strin
         .collect();
     let inst_root = dir.join("instances");
     for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
+        if crate::release::is_archived(&d) {
+            continue;
+        }
         let toml_text =
             std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)).unwrap_or_default();
         let Ok(spec) = toml::from_str::<flux_instance::InstanceSpec>(&toml_text) else {
@@ -806,6 +835,7 @@ mod tests {
                 trace: "r/m1.py".into(),
                 easy: false,
                 difficulty: Default::default(),
+                release: None,
             });
             c.oracle.oracle_answer = serde_json::json!({"n": 1});
         }
@@ -938,6 +968,46 @@ mod tests {
         assert!(
             d.len() == 1 && d[0].ends_with("oracle.json differs"),
             "{d:?}"
+        );
+    }
+
+    /// A set regenerated for a new release (`flux gen --release`) keeps the earlier release's
+    /// instances (`<id>@<version>`): writing the set leaves them, `--check` does not count
+    /// them as instances the spec no longer makes.
+    #[test]
+    fn a_new_release_keeps_the_old_releases_instances() {
+        let t = tempfile::tempdir().unwrap();
+        let mut r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "g")]);
+        for c in &mut r.candidates {
+            c.spec.generated = Some(flux_instance::GeneratedSpec {
+                set: "s".into(),
+                split: "test".into(),
+                module: "m1.py".into(),
+                trace: "r/m1.py".into(),
+                easy: false,
+                difficulty: Default::default(),
+                release: None,
+            });
+        }
+        write_set(t.path(), &r.candidates).unwrap();
+        crate::release::archive(t.path(), &t.path().join("out"), "r", "1").unwrap();
+        // The new release: a1 again (the same id), a2 gone.
+        r.candidates.truncate(1);
+        assert_eq!(check_set(t.path(), &r.candidates).unwrap().len(), 2);
+        write_set(t.path(), &r.candidates).unwrap();
+        let names: Vec<String> = flux_instance::discover(&[t.path().join("instances")])
+            .unwrap()
+            .iter()
+            .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a1", "a1@1", "a2@1"]);
+        assert_eq!(
+            check_set(t.path(), &r.candidates).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            check_set_modules(t.path(), std::slice::from_ref(&r)).unwrap(),
+            Vec::<String>::new()
         );
     }
 

@@ -218,6 +218,10 @@ pub struct RepoSpec {
     /// The runtime, as its probes describe it (default: CPython, pytest, the hook).
     #[serde(default, skip_serializing_if = "RuntimeSpec::is_python")]
     pub runtime: RuntimeSpec,
+    /// When this version was released and the version before it (`flux gen --release`
+    /// writes it; [`crate::release`]): stamped on every instance as `[generated.release]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<RepoRelease>,
 }
 
 /// `runtime = { probes = "hotspot", classes = [...], tests = "src/test/java/" }`: which runtime
@@ -245,6 +249,21 @@ impl RuntimeSpec {
     pub fn is_python(&self) -> bool {
         matches!(self, RuntimeSpec::Python)
     }
+}
+
+/// `release = { date = "2025-08-19T19:34:51Z", source = "pypi:flask-3.1.2.tar.gz", previous =
+/// "3.1.1", previous_image = "flux/flask:3.1.1-py3.11" }`: the pinned version's release date,
+/// where it came from, and the release the set held before (its image: the source its targets
+/// are compared with).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoRelease {
+    pub date: String,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_image: Option<String>,
 }
 
 /// `select = { glob = "sympy/*/tests/test_*.py", count = 20 }`: `count` modules matching
@@ -416,6 +435,14 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
                 return Err(bad(
                     f("modules"),
                     format!("`{m}` must be a path under `root`, without `..`"),
+                ));
+            }
+        }
+        if let Some(rel) = &r.release {
+            if flux_instance::release_day(&rel.date).is_none() {
+                return Err(bad(
+                    f("release.date"),
+                    format!("`{}` is not a date (YYYY-MM-DD, or ISO 8601)", rel.date),
                 ));
             }
         }

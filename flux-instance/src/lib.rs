@@ -102,6 +102,45 @@ pub struct GeneratedSpec {
     pub easy: bool,
     /// Difficulty features of the instance's test run (see `Difficulty`).
     pub difficulty: Difficulty,
+    /// The repository release it was generated from, when the set dates its releases (`flux
+    /// eval/score --released-after`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<ReleaseStamp>,
+}
+
+/// `[generated.release]`: the release of the repository an instance was generated from, when
+/// it was published, and whether its target function changed since the release before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseStamp {
+    /// The repository's version (the `package` pin's).
+    pub version: String,
+    /// When it was published: ISO 8601 in UTC (`2025-08-19T19:34:51Z`), or a day
+    /// (`2025-08-19`). [`release_day`] reads its day.
+    pub date: String,
+    /// Where the date comes from (`pypi:flask-3.1.2.tar.gz`: PyPI's upload time of that file;
+    /// `given`: `flux gen --released`).
+    pub source: String,
+    /// The release before it in the set, whose instances the set keeps (`<id>@<version>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// The target function's source text against `previous`'s: `changed`, `unchanged` or
+    /// `new` (not in the previous release); absent when it could not be compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+}
+
+/// The day (`YYYY-MM-DD`) a release date or timestamp names, if it starts with a valid one.
+pub fn release_day(date: &str) -> Option<&str> {
+    let day = date.get(..10)?;
+    let b = day.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let ok = digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10);
+    if !ok || !(date.len() == 10 || date[10..].starts_with('T')) {
+        return None;
+    }
+    let (m, d): (u32, u32) = (day[5..7].parse().ok()?, day[8..10].parse().ok()?);
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then_some(day)
 }
 
 /// How much runs in an instance's test, SWE-Flux's paper's measures (its median instance: 603

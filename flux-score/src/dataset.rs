@@ -129,6 +129,7 @@ pub fn row_instance(row: &Value, file: &Path) -> Result<Instance, String> {
         extractor_params: params,
         split: field(row, "split")?.to_string(),
         set: opt(row, "set"),
+        released: opt(row, "released"),
         oracle: json_text(row, "gold")?,
         oracle_json: opt(row, "oracle"),
         dir: file.parent().map(Path::to_path_buf).unwrap_or_default(),

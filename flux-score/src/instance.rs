@@ -53,6 +53,9 @@ pub struct Instance {
     pub split: String,
     /// The set it was generated for (`[generated] set`), if any.
     pub set: Option<String>,
+    /// When its repository version was released (`[generated.release] date`, ISO 8601), if
+    /// the set dates its releases: what `--released-after` reads.
+    pub released: Option<String>,
     /// The gold answer; `None` when the instance is not harvested.
     pub oracle: Option<Value>,
     /// The `oracle.json` text as read (the set digest hashes it, [`crate::results::digest`]);
@@ -294,9 +297,15 @@ pub fn load(dir: &Path) -> Result<Instance, ScoreError> {
         }
     });
 
+    let released = generated
+        .and_then(|g| g.get("release"))
+        .and_then(|r| r.get("date"))
+        .and_then(|v| v.as_str())
+        .map(String::from);
     Ok(Instance {
         split,
         set: gen_str("set"),
+        released,
         id: get_str("id").unwrap_or_else(|| id_dir.clone()),
         repository: get_str("repository").unwrap_or_else(|| repo_dir.clone()),
         kind,

@@ -6,6 +6,10 @@
 //! all hold. A key flux does not know, or a value no instance of the set has, is an error
 //! naming it and the values there are: a typo never silently selects nothing.
 //!
+//! `--released-after DAY` keeps the instances whose repository version was released after
+//! that day (`[generated.release] date`, `flux gen --release`); an undated instance is left
+//! out. The results file records it with the rest of the selection.
+//!
 //! Order: instances are discovered sorted by `repo/id` ([`crate::discover_all`]); filtering
 //! keeps that order and `--limit N` keeps the first N *harvested* instances of it (an instance
 //! without gold is never asked nor scored, so it does not count, and is dropped).
@@ -28,6 +32,25 @@ pub struct Selection {
     /// Keep the first N harvested instances (after the filters).
     #[serde(default)]
     pub limit: Option<usize>,
+    /// `--released-after DAY` (`YYYY-MM-DD`): only instances whose repository version was
+    /// released after that day (`[generated.release] date`), so a model is scored on
+    /// questions newer than its training cutoff. An instance without a release date is left
+    /// out (nothing shows it is newer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_after: Option<String>,
+}
+
+/// The day (`YYYY-MM-DD`) a date or ISO 8601 timestamp starts with, if it is a valid one.
+pub fn release_day(date: &str) -> Option<&str> {
+    let day = date.get(..10)?;
+    let b = day.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+    let ok = digits(0..4) && b[4] == b'-' && digits(5..7) && b[7] == b'-' && digits(8..10);
+    if !ok || !(date.len() == 10 || date[10..].starts_with('T')) {
+        return None;
+    }
+    let (m, d): (u32, u32) = (day[5..7].parse().ok()?, day[8..10].parse().ok()?);
+    ((1..=12).contains(&m) && (1..=31).contains(&d)).then_some(day)
 }
 
 fn err(msg: String) -> ScoreError {
@@ -40,6 +63,7 @@ impl Selection {
         let mut sel = Selection {
             filters: BTreeMap::new(),
             limit,
+            released_after: None,
         };
         if limit == Some(0) {
             return Err(err("--limit 0: must be at least 1".into()));
@@ -71,9 +95,34 @@ impl Selection {
         Ok(sel)
     }
 
+    /// The selection with `--released-after DAY` (checked: `YYYY-MM-DD`).
+    pub fn released_after(mut self, day: Option<&str>) -> Result<Selection, ScoreError> {
+        if let Some(d) = day {
+            if release_day(d) != Some(d) {
+                return Err(err(format!(
+                    "--released-after {d:?}: expected a day, YYYY-MM-DD"
+                )));
+            }
+        }
+        self.released_after = day.map(String::from);
+        Ok(self)
+    }
+
     /// True when it selects every instance.
     pub fn is_all(&self) -> bool {
-        self.filters.is_empty() && self.limit.is_none()
+        self.filters.is_empty() && self.limit.is_none() && self.released_after.is_none()
+    }
+
+    /// Is `i` released after `--released-after`'s day (true without one)?
+    fn fresh(&self, i: &Instance) -> bool {
+        match &self.released_after {
+            None => true,
+            Some(after) => i
+                .released
+                .as_deref()
+                .and_then(release_day)
+                .is_some_and(|d| d > after.as_str()),
+        }
     }
 
     /// `kind=A,kind=B,repository=r limit 5`, or `all instances`.
@@ -86,6 +135,12 @@ impl Selection {
             parts.extend(vs.iter().map(|v| format!("{k}={v}")));
         }
         let mut s = parts.join(",");
+        if let Some(d) = &self.released_after {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(&format!("released after {d}"));
+        }
         if let Some(n) = self.limit {
             if !s.is_empty() {
                 s.push(' ');
@@ -113,6 +168,7 @@ impl Selection {
                     .iter()
                     .all(|(k, vs)| vs.iter().any(|v| matches(i, k, v)))
             })
+            .filter(|i| self.fresh(i))
             .collect();
         if let Some(n) = self.limit {
             out = out
