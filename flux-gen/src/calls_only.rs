@@ -488,6 +488,7 @@ impl Authoring<'_> {
                 trace: self.scope.to_string(),
                 easy: false,
                 difficulty: crate::features::difficulty(self.repo, self.profile, &facts, &d.tests),
+                release: None,
             });
             let run_facts = flux_instance::RunFacts {
                 harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
