@@ -558,6 +558,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
             p(
                 "order",
                 T::Choice(&["sorted", "first_seen"]),
@@ -585,6 +586,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
             DEDUPE,
         ],
         shape: |_| {
@@ -609,6 +611,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
         ],
         shape: |_| {
             r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#

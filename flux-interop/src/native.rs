@@ -390,6 +390,7 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         "local variable",
         "variable names",
         "binding for",
+        "the local ",
     ];
     let lower = q.text.to_lowercase();
     for ph in PHRASES {
@@ -411,6 +412,22 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         }
     }
     Vec::new()
+}
+
+/// The line of "the statement beginning on / that begins on / starting on line N" (the
+/// statement whose first line is N), the first the prose names.
+fn statement_named(text: &str) -> Option<u32> {
+    [
+        "statement beginning on",
+        "statement begins on",
+        "statement that begins",
+        "statement which begins",
+        "statement starting on",
+        "statement starting at",
+        "statement that starts",
+    ]
+    .iter()
+    .find_map(|phrase| line_after(text, phrase, 30))
 }
 
 /// The question normalises lines to their statement's first line (not the physical line a
@@ -834,9 +851,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "state_at" => {
             let line = ev
                 .observed_line()
-                .or_else(|| line_after(text, "statement beginning on", 30))
-                .or_else(|| line_after(text, "statement begins on", 30))
-                .or_else(|| line_after(text, "statement that begins", 30))
+                .or_else(|| statement_named(text))
                 .or_else(|| line_after(text, "after", 40))
                 .ok_or("the question names no observed line")?;
             p.insert("line".into(), json!(line));
@@ -876,10 +891,19 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 p.insert("lines".into(), json!([l, r]));
                 p.insert("event".into(), json!("line_and_return"));
                 p.insert("at".into(), json!("before"));
-            } else if let Some(line) = ev.observed_line().or_else(|| line_after(text, "after", 60))
+            } else if let Some(line) = ev
+                .observed_line()
+                .or_else(|| statement_named(text))
+                .or_else(|| line_after(text, "after", 60))
             {
                 p.insert("lines".into(), json!([line]));
                 p.insert("at".into(), json!("after"));
+                if statement_named(text).is_some() || statement_lines(text) {
+                    // "after each execution of the statement that begins on line N and ends
+                    // on line M": one observation per run of the statement, read when it
+                    // completes (its continuation lines are not executions of their own)
+                    p.insert("line_mode".into(), json!("statement"));
+                }
             } else {
                 return Err("the question names no observation line".into());
             }

@@ -289,6 +289,55 @@ fn value_histories_reworded() {
     assert_eq!(x.params["lines"], json!([4, 9]));
 }
 
+/// "after each execution of the statement that begins on line N and ends on line M": the
+/// statement's line, read per run of the statement (its continuation lines are no executions).
+#[test]
+fn value_history_after_a_multi_line_statement_reworded() {
+    let x = same(
+        "f",
+        json!({"value_history": ["str"]}),
+        &[
+            (
+                "Consider `pkg.mod.f`. Record the value of the local variable `key` immediately \
+                 after each execution of the assignment statement that begins on line 89 and \
+                 ends on line 92, in order.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.f. Record the value of the local variable `key` immediately\n\
+                 after each execution of the assignment statement that\nbegins on line 89 and \
+                 ends on line 92, in order.",
+                None,
+            ),
+            (
+                "In `pkg.mod.f`, list the values of the local `key` right after every run of \
+                 the statement starting on line 89 (it spans lines 89-92), in execution order.",
+                None,
+            ),
+            (
+                "In pkg.mod.f, list the values of `key` after each execution of the statement \
+                 beginning on line 89.",
+                Some("TARGET_FUNC = 'pkg.mod.f'\nVAR_NAME = 'key'\nOBSERVED_LINE = 89\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "value_history");
+    assert_eq!(
+        (&x.params["variable"], &x.params["lines"], &x.params["at"]),
+        (&json!("key"), &json!([89]), &json!("after"))
+    );
+    assert_eq!(x.params["line_mode"], "statement");
+    // "after line N" alone stays per reported line event.
+    let x = map(
+        "f",
+        "Consider `pkg.mod.f`: the values of the local variable `key` after line 89 executes.",
+        &json!({"value_history": ["str"]}),
+        None,
+    );
+    assert_eq!(x.params["lines"], json!([89]));
+    assert!(x.params.get("line_mode").is_none());
+}
+
 #[test]
 fn def_use_pairs_reworded_with_their_conventions() {
     let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
