@@ -189,6 +189,12 @@ const CLOSURE_USES: ParamDoc = p(
     "reads of the function's locals by lambdas and nested functions at a line are uses at that \
      line (default: `nested_uses`)",
 );
+const ITERABLE_USES: ParamDoc = p(
+    "iterable_uses",
+    T::Choice(&["every", "entry"]),
+    "the names a `for` header reads are uses at `every` execution of the header (default) or \
+     once per `entry` into the loop (static facts)",
+);
 const USE_COUNT: ParamDoc = p(
     "use_count",
     T::Choice(&["line", "load"]),
@@ -644,6 +650,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
         ],
@@ -670,6 +677,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
             p("variable", T::Str, "only pairs of this variable"),
@@ -703,6 +711,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
         ],

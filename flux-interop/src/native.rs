@@ -456,7 +456,8 @@ fn statement_lines(text: &str) -> bool {
 /// The def-use conventions a question's prose fixes beyond flux's defaults, as extractor
 /// parameters: reads inside comprehensions and generator expressions out of the outer frame's
 /// uses ("excluded", "do not count", "are not uses"), nested-function reads of outer locals in
-/// or out, and uses counted per load ("each load", "every occurrence ... counts").
+/// or out, uses counted per load ("each load", "every occurrence ... counts"), and a `for`
+/// header's iterable used once per entry into the loop.
 fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
     use bool_or_str::V;
     let lower = text.to_lowercase();
@@ -507,6 +508,23 @@ fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
         ],
     ) {
         out.push(("use_count", V::S("load")));
+    }
+    // "for `for item in collection`, the iterable expression uses `collection` once when the
+    // loop is entered" (not at every iteration's return to the header)
+    if near(
+        "iterable",
+        &[
+            " once when",
+            " once per",
+            " once at",
+            " once on",
+            " only once",
+        ],
+    ) || mentions(
+        text,
+        &["once per loop entry", "once when the loop is entered"],
+    ) {
+        out.push(("iterable_uses", V::S("entry")));
     }
     out
 }

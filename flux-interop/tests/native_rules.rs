@@ -366,6 +366,36 @@ fn def_use_pairs_reworded_with_their_conventions() {
     assert_eq!(x.params["closure_uses"], true);
     assert_eq!(x.params["use_count"], "load");
     assert_eq!(x.params["variables"], json!(["a", "b"]));
+    assert!(x.params.get("iterable_uses").is_none());
+    // A `for` header's iterable used once per entry into the loop.
+    let t = json!({"observed_def_use_pairs": [{"count": "int", "def_line": "int",
+                   "use_line": "int", "variable": "str"}]});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of \
+                 `pkg.mod.f`. For `for item in collection`, the iterable expression uses \
+                 `collection` once when the loop is entered.",
+                None,
+            ),
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of\n\
+                 pkg.mod.f. For `for item in collection`, the iterable expression uses\n\
+                 `collection` once when the loop is entered.",
+                None,
+            ),
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of \
+                 `pkg.mod.f`; a loop's iterable is read only once, when the loop starts, not \
+                 at every iteration.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["iterable_uses"], "entry");
+    assert_eq!(x.params["variables"], json!(["items", "out"]));
 }
 
 #[test]
