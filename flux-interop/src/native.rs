@@ -58,6 +58,7 @@ pub struct Question<'a> {
 pub const RULES: &[(&str, &str)] = &[
     ("loop_iteration_count", "loop_iterations"),
     ("max_iterations+min_iterations", "loop_stats"),
+    ("total_iterations", "loop_stats"),
     ("executed_path", "executed_path"),
     ("covered_lines", "covered_lines"),
     ("observed_state", "state_at"),
@@ -412,6 +413,34 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         }
     }
     Vec::new()
+}
+
+/// The question observes line `line`'s state *before* it runs ("on each `line` event for line
+/// 384, immediately before the return statement beginning there executes", "just before line
+/// 384 executes"), not after it ("after line N", "just before line N+1 executes" observes N
+/// after it ran).
+fn observed_before(text: &str, line: u32) -> bool {
+    let lower = text.to_lowercase().replace('`', "");
+    let there = lower.match_indices("before the").any(|(i, _)| {
+        let end = floor_char(&lower, (i + 60).min(lower.len()));
+        let tail = &lower[i..end];
+        [
+            "beginning there",
+            "there executes",
+            "on that line",
+            "at that line",
+        ]
+        .iter()
+        .any(|p| tail.contains(p))
+    });
+    there
+        || [
+            format!("before line {line} executes"),
+            format!("before line {line} runs"),
+            format!("before line {line} is executed"),
+        ]
+        .iter()
+        .any(|p| lower.contains(p.as_str()))
 }
 
 /// The line of "the statement beginning on / that begins on / starting on line N" (the
@@ -913,9 +942,13 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 .observed_line()
                 .or_else(|| statement_named(text))
                 .or_else(|| line_after(text, "after", 60))
+                .or_else(|| line_after(&unquoted, "line event for", 20))
+                .or_else(|| line_after(&unquoted, "every execution of", 40))
+                .or_else(|| line_after(&unquoted, "each execution of", 40))
             {
                 p.insert("lines".into(), json!([line]));
-                p.insert("at".into(), json!("after"));
+                let before = observed_before(text, line);
+                p.insert("at".into(), json!(if before { "before" } else { "after" }));
                 if statement_named(text).is_some() || statement_lines(text) {
                     // "after each execution of the statement that begins on line N and ends
                     // on line M": one observation per run of the statement, read when it

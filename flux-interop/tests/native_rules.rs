@@ -108,6 +108,50 @@ fn loop_stats_reworded() {
     );
 }
 
+/// Their "total number of iterations summed over every invocation": `loop_stats`'
+/// `total_iterations` over every invocation (zero-iteration ones included), an iteration being
+/// an execution of the body's first line.
+#[test]
+fn total_iterations_reworded() {
+    let x = same(
+        "C._fmt",
+        json!({"total_iterations": "int"}),
+        &[
+            (
+                "Consider exactly `pkg.mod.C._fmt` in `src/pkg/mod.py`. For the `for` loop \
+                 whose header is absolute source line 148, what is the total number of \
+                 iterations summed over every completed invocation of the target function?",
+                None,
+            ),
+            (
+                "Consider exactly pkg.mod.C._fmt in src/pkg/mod.py. For the for loop whose\n\
+                 header is absolute source line 148, what is the total number of iterations\n\
+                 summed over every completed invocation?",
+                None,
+            ),
+            (
+                "Sum, over all calls of pkg.mod.C._fmt, how many times the loop iterates.",
+                Some("TARGET_FUNC = 'pkg.mod.C._fmt'\nLOOP_HEADER_LINE = 148\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (
+            x.name.as_str(),
+            &x.params["header"],
+            &x.params["invocations"],
+            &x.params["count"]
+        ),
+        (
+            "loop_stats",
+            &json!(148),
+            &json!("all"),
+            &json!("body_line")
+        )
+    );
+    assert!(x.params.get("per").is_none());
+}
+
 #[test]
 fn executed_path_reworded() {
     let t = json!({"executed_path": [{"file": "str", "func": "str", "line": "int"}]});
@@ -336,6 +380,56 @@ fn value_history_after_a_multi_line_statement_reworded() {
     );
     assert_eq!(x.params["lines"], json!([89]));
     assert!(x.params.get("line_mode").is_none());
+    assert_eq!(x.params["at"], "after");
+}
+
+/// "on each `line` event for line 384, immediately before the return statement beginning there
+/// executes": the state the line event shows, before the line runs (scrapy
+/// referer_policy_m3_state, dev: mapped to "after" it was equal only because a `return` changes
+/// no local); "just before line N+1 executes" still observes N after it ran.
+#[test]
+fn observations_before_the_line_runs_reworded() {
+    let t = json!({"unique_values": ["str"]});
+    let x = same(
+        "C.policy",
+        t.clone(),
+        &[
+            (
+                "Consider `pkg.mod.C.policy`. What is the sorted set of distinct values taken by \
+                 the local variable `cls` at every execution of absolute source line 384? \
+                 Observe `cls` on each `line` event for line 384, immediately before the \
+                 return statement beginning there executes.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.C.policy. What is the sorted set of distinct values taken by\n\
+                 the local variable `cls` at every execution of line 384? Observe `cls` on\n\
+                 each line event for line 384, immediately before the return statement\n\
+                 beginning there executes.",
+                None,
+            ),
+            (
+                "Consider `pkg.mod.C.policy`: the distinct values of the local variable `cls` \
+                 just before line 384 executes.",
+                Some("TARGET_FUNC = 'pkg.mod.C.policy'\nOBSERVED_LINE = 384\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["lines"], &x.params["at"]),
+        (&json!([384]), &json!("before"))
+    );
+    let x = map(
+        "f",
+        "Consider `pkg.mod.f`: the distinct values of the local variable `acc` after the \
+         statement that begins on line 7 has run, just before line 8 executes.",
+        &t,
+        None,
+    );
+    assert_eq!(
+        (&x.params["lines"], &x.params["at"]),
+        (&json!([7]), &json!("after"))
+    );
 }
 
 #[test]
