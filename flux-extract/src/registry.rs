@@ -780,8 +780,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             p(
                 "events",
-                T::Choice(&["all", "raises"]),
-                "count `all` exception events of the frames (default) or only `raises`",
+                T::Choice(&["all", "raises", "reported"]),
+                "count `all` exception events of the frames (default), only `raises`, or those \
+                 `reported` to a tracer (flux's inferred bare re-raises left out)",
             ),
         ],
         shape: |_| {

@@ -997,7 +997,13 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 p.insert(param.into(), json!(value));
             }
         }
-        "caught_types" | "exception_counts" => {}
+        "caught_types" => {}
+        "exception_counts" => {
+            // their answer counts their tracer's `exception` events (settrace's): a bare
+            // `raise`, which CPython re-raises without calling the tracer and flux infers, is
+            // not one ("a bare re-raise ... does not count as another observation")
+            p.insert("events".into(), json!("reported"));
+        }
         "exception_info" => {
             // their flat shape: the exception that propagates out of the target
             p.remove("function");

@@ -511,6 +511,27 @@ fn exceptions_reworded_and_the_flat_propagated_shape() {
         );
         assert_eq!(x.name, name);
     }
+    // Their counts are their tracer's exception events: flux's inferred bare re-raises are
+    // left out, however the prose words re-raises.
+    let x = same(
+        "f",
+        json!({"exception_type_counts": [{"count": "int", "exception_type": "str"}]}),
+        &[
+            (
+                "Across every invocation of `pkg.mod.f`, how many target-frame observations \
+                 are there of each exception type? A bare re-raise in the target frame does not \
+                 count as another observation when it re-raises the same exception object.",
+                None,
+            ),
+            (
+                "Across every invocation of pkg.mod.f, count each exception type observed in\n\
+                 its frame. Count an observation whenever Python reports an exception event in \
+                 that exact target frame.",
+                Some("TARGET_FUNC = 'pkg.mod.f'\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["events"], "reported");
     let x = same(
         "f",
         json!({"exception_type": "str", "exception_message": "str"}),
