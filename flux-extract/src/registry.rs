@@ -918,7 +918,8 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             p(
                 "methods",
                 T::Bool,
-                "with `module`, also the methods of the module's classes (not nested functions)",
+                "with `module`, also the methods of the module's classes; with `class`, also the methods \
+                 of the classes nested in it (not functions nested in functions)",
             ),
             FUNCTIONS,
             p("class", T::Str, "every method defined directly in this class (qualname)"),

@@ -482,6 +482,17 @@ fn statement_lines(text: &str) -> bool {
     )
 }
 
+/// Whether one of `bs` is said within 60 characters before or 120 after an occurrence of `a`
+/// (case-insensitive).
+fn near(text: &str, a: &str, bs: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    lower.match_indices(a).any(|(i, _)| {
+        let end = floor_char(&lower, (i + a.len() + 120).min(lower.len()));
+        let start = floor_char(&lower, i.saturating_sub(60));
+        bs.iter().any(|b| lower[start..end].contains(b))
+    })
+}
+
 /// The def-use conventions a question's prose fixes beyond flux's defaults, as extractor
 /// parameters: reads inside comprehensions and generator expressions out of the outer frame's
 /// uses ("excluded", "do not count", "are not uses"), nested-function reads of outer locals in
@@ -660,9 +671,14 @@ pub fn prose_predicate(text: &str) -> Option<String> {
 /// directly in the body of class \`RFC2616Policy\``), as a qualname.
 fn class_scope(text: &str) -> Option<String> {
     let lower = text.to_lowercase();
-    let at = ["directly in the body of class", "defined directly in class"]
-        .iter()
-        .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
+    let at = [
+        "directly in the body of class",
+        "defined directly in class",
+        "contained in the body of class",
+        "in the body of class",
+    ]
+    .iter()
+    .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
     let rest = &text[at..];
     let open = rest.find('`')?;
     if open > 4 {
@@ -1048,17 +1064,42 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("class".into(), json!(class_scope(text)));
             p.insert("count".into(), json!("calls"));
+            let excluded = |word: &str| {
+                near(
+                    text,
+                    word,
+                    &["exclude", "not counted", "are not", "do not count"],
+                )
+            };
+            let comprehensions = ["comprehension", "generator expression", "genexpr"]
+                .iter()
+                .any(|w| mentions(text, &[w]) && !excluded(w));
+            let every_code_object = mentions(
+                text,
+                &[
+                    "every code object",
+                    "all code objects",
+                    "each code object",
+                    "code objects defined",
+                    "code objects of",
+                    "code objects in",
+                ],
+            );
+            if every_code_object || comprehensions {
+                // "every code object of the class, comprehensions included" (not "exclude
+                // ... comprehension frames")
+                p.insert("code_objects".into(), json!(true));
+            }
             if mentions(
                 text,
                 &[
-                    "code object",
-                    "comprehension",
-                    "generator expression",
-                    "genexpr",
+                    "classes nested within",
+                    "nested classes",
+                    "classes nested in",
                 ],
             ) {
-                // "every code object of the class, comprehensions included"
-                p.insert("code_objects".into(), json!(true));
+                // "including definitions in classes nested within `C`"
+                p.insert("methods".into(), json!(true));
             }
             located(&mut p);
         }

@@ -551,6 +551,40 @@ fn exceptions_reworded_and_the_flat_propagated_shape() {
     assert_eq!(x.answer["/exception_type"], "/exception/type");
 }
 
+/// "every function lexically contained in the body of class `C`, including definitions in
+/// classes nested within `C` ... Exclude ... comprehension frames, and functions nested inside
+/// a method" (scrapy media_process_request_m6_calls, dev): the class with `methods`, and no
+/// `code_objects` (comprehensions are excluded there, not included).
+#[test]
+fn class_scope_with_nested_classes_and_excluded_comprehensions() {
+    let x = same(
+        "C._run",
+        json!({"invocation_counts": [{"count": "int", "file": "str", "func": "str"}]}),
+        &[
+            (
+                "The target reached is `pkg.mod.C._run`. Consider every function or method \
+                 definition lexically contained in the body of class `C` in `src/pkg/mod.py`, including definitions in classes nested \
+                 within `C`. Exclude module-level functions, comprehension frames, and \
+                 functions or closures nested inside a method.",
+                None,
+            ),
+            (
+                "The target reached is pkg.mod.C._run. Consider every method definition in\n\
+                 the body of class `C` in src/pkg/mod.py,\n\
+                 including definitions in classes nested\nwithin `C`. Exclude comprehension \
+                 frames and functions nested inside a method. Function identity is the executing \
+                 code object's dotted qualname.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["class"], &x.params["methods"]),
+        (&json!("C"), &json!(true))
+    );
+    assert!(x.params.get("code_objects").is_none());
+}
+
 #[test]
 fn calls_reworded() {
     let x = same(
