@@ -415,6 +415,42 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
     Vec::new()
 }
 
+/// Where `unique_values` / `value_history` observe (`lines`, `at`, `event`, `line_mode`): "each
+/// line event at L1 and each return event at L2", or one observed line (their parser's, "the
+/// statement that begins on line N", "after line N", "line event for line N", "every execution
+/// of line N"), read after it runs unless the prose says before, per execution of the statement
+/// when the prose names the statement or normalises lines to statements.
+fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> Result<(), String> {
+    let unquoted = text.replace('`', "");
+    let at_line = line_after(&unquoted, "line event at", 20);
+    let at_return = line_after(&unquoted, "return event at", 20);
+    if let (Some(l), Some(r)) = (at_line, at_return) {
+        // "each line event at L1 (the state it shows) and each return at L2"
+        p.insert("lines".into(), json!([l, r]));
+        p.insert("event".into(), json!("line_and_return"));
+        p.insert("at".into(), json!("before"));
+        return Ok(());
+    }
+    let line = ev
+        .observed_line()
+        .or_else(|| statement_named(text))
+        .or_else(|| line_after(text, "after", 60))
+        .or_else(|| line_after(&unquoted, "line event for", 20))
+        .or_else(|| line_after(&unquoted, "every execution of", 40))
+        .or_else(|| line_after(&unquoted, "each execution of", 40))
+        .ok_or("the question names no observation line")?;
+    p.insert("lines".into(), json!([line]));
+    let before = observed_before(text, line);
+    p.insert("at".into(), json!(if before { "before" } else { "after" }));
+    if statement_named(text).is_some() || statement_lines(text) {
+        // "after each execution of the statement that begins on line N and ends on line M":
+        // one observation per run of the statement, read when it completes (its continuation
+        // lines are not executions of their own)
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    Ok(())
+}
+
 /// The question observes line `line`'s state *before* it runs ("on each `line` event for line
 /// 384, immediately before the return statement beginning there executes", "just before line
 /// 384 executes"), not after it ("after line N", "just before line N+1 executes" observes N
@@ -441,6 +477,49 @@ fn observed_before(text: &str, line: u32) -> bool {
         ]
         .iter()
         .any(|p| lower.contains(p.as_str()))
+}
+
+/// The class scope's options from the prose: every code object when it asks for them ("every
+/// code object", comprehensions not excluded), the nested classes' methods ("classes nested
+/// within `C`").
+fn class_scope_options(text: &str, p: &mut Map<String, Value>) {
+    let excluded = |word: &str| {
+        near(
+            text,
+            word,
+            &["exclude", "not counted", "are not", "do not count"],
+        )
+    };
+    let comprehensions = ["comprehension", "generator expression", "genexpr"]
+        .iter()
+        .any(|w| mentions(text, &[w]) && !excluded(w));
+    let every_code_object = mentions(
+        text,
+        &[
+            "every code object",
+            "all code objects",
+            "each code object",
+            "code objects defined",
+            "code objects of",
+            "code objects in",
+        ],
+    );
+    if every_code_object || comprehensions {
+        // "every code object of the class, comprehensions included" (not "exclude
+        // ... comprehension frames")
+        p.insert("code_objects".into(), json!(true));
+    }
+    if mentions(
+        text,
+        &[
+            "classes nested within",
+            "nested classes",
+            "classes nested in",
+        ],
+    ) {
+        // "including definitions in classes nested within `C`"
+        p.insert("methods".into(), json!(true));
+    }
 }
 
 /// The line of "the statement beginning on / that begins on / starting on line N" (the
@@ -946,34 +1025,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             } else {
                 p.insert("variable".into(), json!(var));
             }
-            let unquoted = text.replace('`', "");
-            let at_line = line_after(&unquoted, "line event at", 20);
-            let at_return = line_after(&unquoted, "return event at", 20);
-            if let (Some(l), Some(r)) = (at_line, at_return) {
-                // "each line event at L1 (the state it shows) and each return at L2"
-                p.insert("lines".into(), json!([l, r]));
-                p.insert("event".into(), json!("line_and_return"));
-                p.insert("at".into(), json!("before"));
-            } else if let Some(line) = ev
-                .observed_line()
-                .or_else(|| statement_named(text))
-                .or_else(|| line_after(text, "after", 60))
-                .or_else(|| line_after(&unquoted, "line event for", 20))
-                .or_else(|| line_after(&unquoted, "every execution of", 40))
-                .or_else(|| line_after(&unquoted, "each execution of", 40))
-            {
-                p.insert("lines".into(), json!([line]));
-                let before = observed_before(text, line);
-                p.insert("at".into(), json!(if before { "before" } else { "after" }));
-                if statement_named(text).is_some() || statement_lines(text) {
-                    // "after each execution of the statement that begins on line N and ends
-                    // on line M": one observation per run of the statement, read when it
-                    // completes (its continuation lines are not executions of their own)
-                    p.insert("line_mode".into(), json!("statement"));
-                }
-            } else {
-                return Err("the question names no observation line".into());
-            }
+            observation_point(text, &ev, &mut p)?;
             let every = mentions(
                 text,
                 &[
@@ -1064,43 +1116,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("class".into(), json!(class_scope(text)));
             p.insert("count".into(), json!("calls"));
-            let excluded = |word: &str| {
-                near(
-                    text,
-                    word,
-                    &["exclude", "not counted", "are not", "do not count"],
-                )
-            };
-            let comprehensions = ["comprehension", "generator expression", "genexpr"]
-                .iter()
-                .any(|w| mentions(text, &[w]) && !excluded(w));
-            let every_code_object = mentions(
-                text,
-                &[
-                    "every code object",
-                    "all code objects",
-                    "each code object",
-                    "code objects defined",
-                    "code objects of",
-                    "code objects in",
-                ],
-            );
-            if every_code_object || comprehensions {
-                // "every code object of the class, comprehensions included" (not "exclude
-                // ... comprehension frames")
-                p.insert("code_objects".into(), json!(true));
-            }
-            if mentions(
-                text,
-                &[
-                    "classes nested within",
-                    "nested classes",
-                    "classes nested in",
-                ],
-            ) {
-                // "including definitions in classes nested within `C`"
-                p.insert("methods".into(), json!(true));
-            }
+            class_scope_options(text, &mut p);
             located(&mut p);
         }
         "invocation_counts" => {
