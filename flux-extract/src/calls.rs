@@ -47,7 +47,8 @@ How many times each function of a set is invoked over the trace (`test` restrict
 `functions` (qualnames), or every method defined directly in the class `class` (from the static \
 facts of `file`), or every function of the module in `file` (`module = true`; with `methods`, \
 the methods of its classes too, SWE-Flux's \"module-level functions and methods of every \
-class\"); with `nested`, functions defined inside those too; with `code_objects`, every code \
+class\"; with `class`, the methods of the classes nested in it too, not functions inside \
+methods); with `nested`, functions defined inside those too; with `code_objects`, every code \
 object under the class (or module) besides: nested functions, lambdas, comprehensions and \
 generator expressions that have a frame of their own (SWE-Flux's counts over a class's code \
 objects). `exclude_decorated` drops functions with one of those \
@@ -423,8 +424,9 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         if !is_function(&f.kind) || decorated(&f.decorators) {
             continue;
         }
+        // With a class, `methods` takes the methods of classes nested in it too.
         let method = methods
-            && root == "<module>"
+            && (root == "<module>" || f.qualname.starts_with(&format!("{root}.")))
             && !f.qualname.contains("<locals>")
             && f.parent
                 .as_deref()

@@ -28,7 +28,12 @@ comprehensions, lambdas and closures at line L read from the function's locals; 
 for comprehensions and generator expressions, and for lambdas and nested functions. With \
 `use_count = \"load\"` each load of a name by the function's own code at line L is one use \
 (`x + x`: two occurrences per execution of L), instead of one per `line` event (`\"line\"`, \
-default). With \
+default). With `iterable_uses = \"entry\"` (static facts) the names a `for` header reads \
+are used once per entry into the loop, SWE-Flux's \"the iterable expression uses \
+`collection` once when the loop is entered\": a `line` event at the header that follows a line \
+of the loop's body (the next iteration, or the exhausted iterator's exit) uses nothing, \
+though the target is still defined there; a target that reads names (`for x.a in ...`) then \
+loses those uses too. With \
 `nested_frames = true`, `line` events of the function's nested code objects (`f.<locals>....`) \
 that run while the invocation is active are uses too, of the names their line reads from the \
 function's locals. Each time a `line` event at L occurs, every name it uses that has a current \
@@ -186,6 +191,10 @@ struct Analysis<'t> {
     ast: Option<&'t FunctionFacts>,
     nested_frames: bool,
     variables: Option<HashSet<String>>,
+    /// With `iterable_uses = "entry"`: the `for` loops of the function, (header's first and
+    /// last line, body's first and last line); their header's reads are uses only when the
+    /// loop is entered, not when an iteration comes back to the header.
+    iterable_once: Vec<([u32; 2], [u32; 2])>,
 }
 
 impl<'t> Analysis<'t> {
@@ -221,7 +230,20 @@ impl<'t> Analysis<'t> {
                 }
             }
         };
+        let iterable_once =
+            if p.choice_or("iterable_uses", &["every", "entry"], "every")? == "entry" {
+                let f = facts_of(ix, first, "`iterable_uses = \"entry\"`")?;
+                let file = ix.facts_of_invocation(first).map(|(file, _)| file);
+                file.into_iter()
+                    .flat_map(|file| file.loops_of(&f.qualname))
+                    .filter(|l| l.kind == "for" || l.kind == "async_for")
+                    .map(|l| ([l.line, l.header_end.max(l.line)], l.body))
+                    .collect()
+            } else {
+                Vec::new()
+            };
         Ok(Analysis {
+            iterable_once,
             per_load: p.choice_or("use_count", &["line", "load"], "line")? == "load",
             uses,
             ast,
@@ -296,6 +318,9 @@ impl<'t> Analysis<'t> {
         let own_frame = inv.activations.clone();
         let mut current: Option<u32> = None;
         let mut first_call = true;
+        // The frame's previous line, and whether it was a `for` header an iteration came back
+        // to (with `iterable_uses = "entry"`: no uses there).
+        let mut back_at_header = false;
         for i in self.events(ix, inv) {
             let e = ix.event(i);
             let nested = !own_frame.contains(&ix.owner(i));
@@ -317,12 +342,24 @@ impl<'t> Analysis<'t> {
             if e.ev != Kind::Line {
                 continue;
             }
+            if !nested && !self.iterable_once.is_empty() {
+                let within = |span: [u32; 2], line: Option<u32>| {
+                    line.is_some_and(|l| span[0] <= l && l <= span[1])
+                };
+                back_at_header = self.iterable_once.iter().any(|&(header, body)| {
+                    within(header, Some(e.line))
+                        && (within(body, current) || (back_at_header && within(header, current)))
+                });
+            }
             let names: Vec<String> = if nested {
                 // A nested frame's line: the names it reads from the function's locals.
                 match &self.uses {
                     UseSource::Facts { f, .. } => f.nested_reads_at(e.line).to_vec(),
                     UseSource::Given(u) => u.get(&e.line).cloned().unwrap_or_default(),
                 }
+            } else if back_at_header {
+                // the iterable was evaluated when the loop was entered
+                Vec::new()
             } else {
                 self.uses.at(e.line).into_iter().map(String::from).collect()
             };

@@ -48,8 +48,12 @@ pub(crate) const EXCEPTION_COUNTS: &str = "\
 Per-type counts of the `exception` events in the frames of `function` over its selected \
 invocations (`test`, `file`; `lines` keeps only events at those lines): with `events = \"all\"` \
 (default, SWE-Flux's definition) every exception event of the frame counts (an exception raised \
-there, one propagating into it from a callee, each re-raise); with `\"raises\"` only raises as \
-defined for `exception_info`. Answer: {\"exception_type_counts\": [{\"exception_type\", \
+there, one propagating into it from a callee, each re-raise); with `\"reported\"` the events \
+the interpreter reports to a tracer (`sys.settrace`), which a bare `raise` is not one of \
+(CPython re-raises without calling the tracer; flux infers those, outcome \
+`reraise-inferred`, and they are left out: SWE-Flux's \"a bare re-raise of the exception already \
+observed does not count again\", and what their tracer's log holds); with `\"raises\"` only \
+raises as defined for `exception_info`. Answer: {\"exception_type_counts\": [{\"exception_type\", \
 \"count\"}, ...] sorted by type, \"exception_types\": [the types, sorted], \"total\": N, \
 \"per_test\": [{\"test\", \"exception_type_counts\"}, ...] for the tests with one}.";
 
@@ -342,7 +346,9 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
     let function = p.str("function")?;
     let invs = invocations(ix, p, function)?;
     let lines = p.opt_line_list("lines")?;
-    let raises_only = p.choice_or("events", &["all", "raises"], "all")? == "raises";
+    let which = p.choice_or("events", &["all", "raises", "reported"], "all")?;
+    let raises_only = which == "raises";
+    let reported_only = which == "reported";
     let origins: BTreeSet<usize> = if raises_only {
         raise_origins(ix).into_iter().collect()
     } else {
@@ -355,6 +361,7 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             let e = ix.event(i);
             if e.ev != Kind::Exception
                 || (raises_only && !origins.contains(&i))
+                || (reported_only && e.outcome == "reraise-inferred")
                 || lines.as_ref().is_some_and(|ls| !ls.contains(&e.line))
             {
                 continue;

@@ -189,6 +189,12 @@ const CLOSURE_USES: ParamDoc = p(
     "reads of the function's locals by lambdas and nested functions at a line are uses at that \
      line (default: `nested_uses`)",
 );
+const ITERABLE_USES: ParamDoc = p(
+    "iterable_uses",
+    T::Choice(&["every", "entry"]),
+    "the names a `for` header reads are uses at `every` execution of the header (default) or \
+     once per `entry` into the loop (static facts)",
+);
 const USE_COUNT: ParamDoc = p(
     "use_count",
     T::Choice(&["line", "load"]),
@@ -558,6 +564,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
             p(
                 "order",
                 T::Choice(&["sorted", "first_seen"]),
@@ -585,6 +592,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
             DEDUPE,
         ],
         shape: |_| {
@@ -609,6 +617,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            LINE_MODE,
         ],
         shape: |_| {
             r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#
@@ -641,6 +650,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
         ],
@@ -667,6 +677,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
             p("variable", T::Str, "only pairs of this variable"),
@@ -700,6 +711,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             COMPREHENSION_USES,
             CLOSURE_USES,
             USE_COUNT,
+            ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
         ],
@@ -768,8 +780,9 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             p(
                 "events",
-                T::Choice(&["all", "raises"]),
-                "count `all` exception events of the frames (default) or only `raises`",
+                T::Choice(&["all", "raises", "reported"]),
+                "count `all` exception events of the frames (default), only `raises`, or those \
+                 `reported` to a tracer (flux's inferred bare re-raises left out)",
             ),
         ],
         shape: |_| {
@@ -905,7 +918,8 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             p(
                 "methods",
                 T::Bool,
-                "with `module`, also the methods of the module's classes (not nested functions)",
+                "with `module`, also the methods of the module's classes; with `class`, also the methods \
+                 of the classes nested in it (not functions nested in functions)",
             ),
             FUNCTIONS,
             p("class", T::Str, "every method defined directly in this class (qualname)"),

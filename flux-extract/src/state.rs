@@ -37,7 +37,13 @@ line runs) or `after` (at the frame's next `line`/`return` event); `return` at e
 return of the frame (neither an unwind nor a suspension), optionally only returns at `lines`, \
 reading the final state; `change` at every event of the frame that reports one of the variables \
 changed; `line_and_return` at both the `line` events and the normal returns (at `lines`, when \
-given: SWE-Flux's \"each line event at L1 and each return at L2\"). `occurrence` keeps only the Mth observation of each invocation. The value observed is \
+given: SWE-Flux's \"each line event at L1 and each return at L2\"). With `line_mode = \
+\"statement\"` (static facts) a line event is one of its statement's (the span holding it, \
+named by its first line, which `lines` then name): one execution of a statement is one \
+observation however many line events it reports (3.11 reports a multi-line statement's lines \
+and its first line again when it completes), and `at = \"after\"` reads the state at the \
+frame's first event outside it (SWE-Flux's \"after each execution of the statement that \
+begins on line N and ends on line M\"). `occurrence` keeps only the Mth observation of each invocation. The value observed is \
 the repr of `variable`, or with `variables` the repr of the tuple of their reprs \
 (`(a, b)`, `(a,)` for one); an observation where one is unbound is skipped.";
 
@@ -264,8 +270,20 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
     let lines = p.opt_line_list("lines")?;
     let before = p.choice_or("at", &["before", "after"], "before")? == "before";
     let occ = p.opt_pos("occurrence")?;
+    let by_statement =
+        p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
     let mut out = Vec::new();
     for (n, inv) in invs {
+        // With `line_mode = "statement"`, a line event's statement (its first line), and the
+        // statement the frame's previous line event was in: a line event of the same statement
+        // continues its execution (3.11 reports a multi-line statement's lines, then its first
+        // line again when it completes), so it is neither an observation nor its end.
+        let facts = if by_statement && matches!(at, Where::Line | Where::LineAndReturn) {
+            Some(facts_of(ix, inv, "`line_mode = \"statement\"`")?)
+        } else {
+            None
+        };
+        let mut inside: Option<u32> = None;
         let mut state: BTreeMap<String, Observed> = BTreeMap::new();
         let mut waiting: Option<usize> = None; // a line event whose effects come next
         let mut taken = 0u64;
@@ -288,7 +306,18 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
             for (k, v) in &e.locals {
                 state.insert(k.clone(), v.clone());
             }
-            let at_listed = lines.as_ref().is_none_or(|ls| ls.contains(&e.line));
+            let line = facts.map_or(e.line, |f| f.statement_start(e.line));
+            if let Some(f) = facts {
+                if e.ev == Kind::Line {
+                    let start = f.statement_start(e.line);
+                    if inside.replace(start) == Some(start) {
+                        continue; // the same statement's execution goes on
+                    }
+                } else if e.ev == Kind::Return {
+                    inside = None;
+                }
+            }
+            let at_listed = lines.as_ref().is_none_or(|ls| ls.contains(&line));
             if at == Where::LineAndReturn
                 && e.ev == Kind::Return
                 && !e.unwind

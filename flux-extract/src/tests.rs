@@ -207,7 +207,7 @@ fn every_extractor_reports_unanswerable_parameters() {
         (
             "exception_counts",
             json!({"function": "f", "events": "some"}),
-            "parameter `events`: expected one of \"all\", \"raises\", got \"some\"",
+            "parameter `events`: expected one of \"all\", \"raises\", \"reported\", got \"some\"",
         ),
         (
             "covered_functions",

@@ -58,6 +58,7 @@ pub struct Question<'a> {
 pub const RULES: &[(&str, &str)] = &[
     ("loop_iteration_count", "loop_iterations"),
     ("max_iterations+min_iterations", "loop_stats"),
+    ("total_iterations", "loop_stats"),
     ("executed_path", "executed_path"),
     ("covered_lines", "covered_lines"),
     ("observed_state", "state_at"),
@@ -390,6 +391,7 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         "local variable",
         "variable names",
         "binding for",
+        "the local ",
     ];
     let lower = q.text.to_lowercase();
     for ph in PHRASES {
@@ -411,6 +413,129 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         }
     }
     Vec::new()
+}
+
+/// Where `unique_values` / `value_history` observe (`lines`, `at`, `event`, `line_mode`): "each
+/// line event at L1 and each return event at L2", or one observed line (their parser's, "the
+/// statement that begins on line N", "after line N", "line event for line N", "every execution
+/// of line N"), read after it runs unless the prose says before, per execution of the statement
+/// when the prose names the statement or normalises lines to statements.
+fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> Result<(), String> {
+    let unquoted = text.replace('`', "");
+    let at_line = line_after(&unquoted, "line event at", 20);
+    let at_return = line_after(&unquoted, "return event at", 20);
+    if let (Some(l), Some(r)) = (at_line, at_return) {
+        // "each line event at L1 (the state it shows) and each return at L2"
+        p.insert("lines".into(), json!([l, r]));
+        p.insert("event".into(), json!("line_and_return"));
+        p.insert("at".into(), json!("before"));
+        return Ok(());
+    }
+    let line = ev
+        .observed_line()
+        .or_else(|| statement_named(text))
+        .or_else(|| line_after(text, "after", 60))
+        .or_else(|| line_after(&unquoted, "line event for", 20))
+        .or_else(|| line_after(&unquoted, "every execution of", 40))
+        .or_else(|| line_after(&unquoted, "each execution of", 40))
+        .ok_or("the question names no observation line")?;
+    p.insert("lines".into(), json!([line]));
+    let before = observed_before(text, line);
+    p.insert("at".into(), json!(if before { "before" } else { "after" }));
+    if statement_named(text).is_some() || statement_lines(text) {
+        // "after each execution of the statement that begins on line N and ends on line M":
+        // one observation per run of the statement, read when it completes (its continuation
+        // lines are not executions of their own)
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    Ok(())
+}
+
+/// The question observes line `line`'s state *before* it runs ("on each `line` event for line
+/// 384, immediately before the return statement beginning there executes", "just before line
+/// 384 executes"), not after it ("after line N", "just before line N+1 executes" observes N
+/// after it ran).
+fn observed_before(text: &str, line: u32) -> bool {
+    let lower = text.to_lowercase().replace('`', "");
+    let there = lower.match_indices("before the").any(|(i, _)| {
+        let end = floor_char(&lower, (i + 60).min(lower.len()));
+        let tail = &lower[i..end];
+        [
+            "beginning there",
+            "there executes",
+            "on that line",
+            "at that line",
+        ]
+        .iter()
+        .any(|p| tail.contains(p))
+    });
+    there
+        || [
+            format!("before line {line} executes"),
+            format!("before line {line} runs"),
+            format!("before line {line} is executed"),
+        ]
+        .iter()
+        .any(|p| lower.contains(p.as_str()))
+}
+
+/// The class scope's options from the prose: every code object when it asks for them ("every
+/// code object", comprehensions not excluded), the nested classes' methods ("classes nested
+/// within `C`").
+fn class_scope_options(text: &str, p: &mut Map<String, Value>) {
+    let excluded = |word: &str| {
+        near(
+            text,
+            word,
+            &["exclude", "not counted", "are not", "do not count"],
+        )
+    };
+    let comprehensions = ["comprehension", "generator expression", "genexpr"]
+        .iter()
+        .any(|w| mentions(text, &[w]) && !excluded(w));
+    let every_code_object = mentions(
+        text,
+        &[
+            "every code object",
+            "all code objects",
+            "each code object",
+            "code objects defined",
+            "code objects of",
+            "code objects in",
+        ],
+    );
+    if every_code_object || comprehensions {
+        // "every code object of the class, comprehensions included" (not "exclude
+        // ... comprehension frames")
+        p.insert("code_objects".into(), json!(true));
+    }
+    if mentions(
+        text,
+        &[
+            "classes nested within",
+            "nested classes",
+            "classes nested in",
+        ],
+    ) {
+        // "including definitions in classes nested within `C`"
+        p.insert("methods".into(), json!(true));
+    }
+}
+
+/// The line of "the statement beginning on / that begins on / starting on line N" (the
+/// statement whose first line is N), the first the prose names.
+fn statement_named(text: &str) -> Option<u32> {
+    [
+        "statement beginning on",
+        "statement begins on",
+        "statement that begins",
+        "statement which begins",
+        "statement starting on",
+        "statement starting at",
+        "statement that starts",
+    ]
+    .iter()
+    .find_map(|phrase| line_after(text, phrase, 30))
 }
 
 /// The question normalises lines to their statement's first line (not the physical line a
@@ -436,10 +561,22 @@ fn statement_lines(text: &str) -> bool {
     )
 }
 
+/// Whether one of `bs` is said within 60 characters before or 120 after an occurrence of `a`
+/// (case-insensitive).
+fn near(text: &str, a: &str, bs: &[&str]) -> bool {
+    let lower = text.to_lowercase();
+    lower.match_indices(a).any(|(i, _)| {
+        let end = floor_char(&lower, (i + a.len() + 120).min(lower.len()));
+        let start = floor_char(&lower, i.saturating_sub(60));
+        bs.iter().any(|b| lower[start..end].contains(b))
+    })
+}
+
 /// The def-use conventions a question's prose fixes beyond flux's defaults, as extractor
 /// parameters: reads inside comprehensions and generator expressions out of the outer frame's
 /// uses ("excluded", "do not count", "are not uses"), nested-function reads of outer locals in
-/// or out, and uses counted per load ("each load", "every occurrence ... counts").
+/// or out, uses counted per load ("each load", "every occurrence ... counts"), and a `for`
+/// header's iterable used once per entry into the loop.
 fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
     use bool_or_str::V;
     let lower = text.to_lowercase();
@@ -490,6 +627,23 @@ fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
         ],
     ) {
         out.push(("use_count", V::S("load")));
+    }
+    // "for `for item in collection`, the iterable expression uses `collection` once when the
+    // loop is entered" (not at every iteration's return to the header)
+    if near(
+        "iterable",
+        &[
+            " once when",
+            " once per",
+            " once at",
+            " once on",
+            " only once",
+        ],
+    ) || mentions(
+        text,
+        &["once per loop entry", "once when the loop is entered"],
+    ) {
+        out.push(("iterable_uses", V::S("entry")));
     }
     out
 }
@@ -596,9 +750,14 @@ pub fn prose_predicate(text: &str) -> Option<String> {
 /// directly in the body of class \`RFC2616Policy\``), as a qualname.
 fn class_scope(text: &str) -> Option<String> {
     let lower = text.to_lowercase();
-    let at = ["directly in the body of class", "defined directly in class"]
-        .iter()
-        .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
+    let at = [
+        "directly in the body of class",
+        "defined directly in class",
+        "contained in the body of class",
+        "in the body of class",
+    ]
+    .iter()
+    .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
     let rest = &text[at..];
     let open = rest.find('`')?;
     if open > 4 {
@@ -834,9 +993,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "state_at" => {
             let line = ev
                 .observed_line()
-                .or_else(|| line_after(text, "statement beginning on", 30))
-                .or_else(|| line_after(text, "statement begins on", 30))
-                .or_else(|| line_after(text, "statement that begins", 30))
+                .or_else(|| statement_named(text))
                 .or_else(|| line_after(text, "after", 40))
                 .ok_or("the question names no observed line")?;
             p.insert("line".into(), json!(line));
@@ -868,21 +1025,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             } else {
                 p.insert("variable".into(), json!(var));
             }
-            let unquoted = text.replace('`', "");
-            let at_line = line_after(&unquoted, "line event at", 20);
-            let at_return = line_after(&unquoted, "return event at", 20);
-            if let (Some(l), Some(r)) = (at_line, at_return) {
-                // "each line event at L1 (the state it shows) and each return at L2"
-                p.insert("lines".into(), json!([l, r]));
-                p.insert("event".into(), json!("line_and_return"));
-                p.insert("at".into(), json!("before"));
-            } else if let Some(line) = ev.observed_line().or_else(|| line_after(text, "after", 60))
-            {
-                p.insert("lines".into(), json!([line]));
-                p.insert("at".into(), json!("after"));
-            } else {
-                return Err("the question names no observation line".into());
-            }
+            observation_point(text, &ev, &mut p)?;
             let every = mentions(
                 text,
                 &[
@@ -922,7 +1065,13 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 p.insert(param.into(), json!(value));
             }
         }
-        "caught_types" | "exception_counts" => {}
+        "caught_types" => {}
+        "exception_counts" => {
+            // their answer counts their tracer's `exception` events (settrace's): a bare
+            // `raise`, which CPython re-raises without calling the tracer and flux infers, is
+            // not one ("a bare re-raise ... does not count as another observation")
+            p.insert("events".into(), json!("reported"));
+        }
         "exception_info" => {
             // their flat shape: the exception that propagates out of the target
             p.remove("function");
@@ -967,18 +1116,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             p.remove("function");
             p.insert("class".into(), json!(class_scope(text)));
             p.insert("count".into(), json!("calls"));
-            if mentions(
-                text,
-                &[
-                    "code object",
-                    "comprehension",
-                    "generator expression",
-                    "genexpr",
-                ],
-            ) {
-                // "every code object of the class, comprehensions included"
-                p.insert("code_objects".into(), json!(true));
-            }
+            class_scope_options(text, &mut p);
             located(&mut p);
         }
         "invocation_counts" => {

@@ -108,6 +108,50 @@ fn loop_stats_reworded() {
     );
 }
 
+/// Their "total number of iterations summed over every invocation": `loop_stats`'
+/// `total_iterations` over every invocation (zero-iteration ones included), an iteration being
+/// an execution of the body's first line.
+#[test]
+fn total_iterations_reworded() {
+    let x = same(
+        "C._fmt",
+        json!({"total_iterations": "int"}),
+        &[
+            (
+                "Consider exactly `pkg.mod.C._fmt` in `src/pkg/mod.py`. For the `for` loop \
+                 whose header is absolute source line 148, what is the total number of \
+                 iterations summed over every completed invocation of the target function?",
+                None,
+            ),
+            (
+                "Consider exactly pkg.mod.C._fmt in src/pkg/mod.py. For the for loop whose\n\
+                 header is absolute source line 148, what is the total number of iterations\n\
+                 summed over every completed invocation?",
+                None,
+            ),
+            (
+                "Sum, over all calls of pkg.mod.C._fmt, how many times the loop iterates.",
+                Some("TARGET_FUNC = 'pkg.mod.C._fmt'\nLOOP_HEADER_LINE = 148\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (
+            x.name.as_str(),
+            &x.params["header"],
+            &x.params["invocations"],
+            &x.params["count"]
+        ),
+        (
+            "loop_stats",
+            &json!(148),
+            &json!("all"),
+            &json!("body_line")
+        )
+    );
+    assert!(x.params.get("per").is_none());
+}
+
 #[test]
 fn executed_path_reworded() {
     let t = json!({"executed_path": [{"file": "str", "func": "str", "line": "int"}]});
@@ -289,6 +333,105 @@ fn value_histories_reworded() {
     assert_eq!(x.params["lines"], json!([4, 9]));
 }
 
+/// "after each execution of the statement that begins on line N and ends on line M": the
+/// statement's line, read per run of the statement (its continuation lines are no executions).
+#[test]
+fn value_history_after_a_multi_line_statement_reworded() {
+    let x = same(
+        "f",
+        json!({"value_history": ["str"]}),
+        &[
+            (
+                "Consider `pkg.mod.f`. Record the value of the local variable `key` immediately \
+                 after each execution of the assignment statement that begins on line 89 and \
+                 ends on line 92, in order.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.f. Record the value of the local variable `key` immediately\n\
+                 after each execution of the assignment statement that\nbegins on line 89 and \
+                 ends on line 92, in order.",
+                None,
+            ),
+            (
+                "In `pkg.mod.f`, list the values of the local `key` right after every run of \
+                 the statement starting on line 89 (it spans lines 89-92), in execution order.",
+                None,
+            ),
+            (
+                "In pkg.mod.f, list the values of `key` after each execution of the statement \
+                 beginning on line 89.",
+                Some("TARGET_FUNC = 'pkg.mod.f'\nVAR_NAME = 'key'\nOBSERVED_LINE = 89\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "value_history");
+    assert_eq!(
+        (&x.params["variable"], &x.params["lines"], &x.params["at"]),
+        (&json!("key"), &json!([89]), &json!("after"))
+    );
+    assert_eq!(x.params["line_mode"], "statement");
+    // "after line N" alone stays per reported line event.
+    let x = map(
+        "f",
+        "Consider `pkg.mod.f`: the values of the local variable `key` after line 89 executes.",
+        &json!({"value_history": ["str"]}),
+        None,
+    );
+    assert_eq!(x.params["lines"], json!([89]));
+    assert!(x.params.get("line_mode").is_none());
+    assert_eq!(x.params["at"], "after");
+}
+
+/// "on each `line` event for line 384, immediately before the return statement beginning there
+/// executes": the state the line event shows, before the line runs (scrapy
+/// referer_policy_m3_state, dev: mapped to "after" it was equal only because a `return` changes
+/// no local); "just before line N+1 executes" still observes N after it ran.
+#[test]
+fn observations_before_the_line_runs_reworded() {
+    let t = json!({"unique_values": ["str"]});
+    let x = same(
+        "C.policy",
+        t.clone(),
+        &[
+            (
+                "Consider `pkg.mod.C.policy`. What is the sorted set of distinct values taken by \
+                 the local variable `cls` at every execution of absolute source line 384? \
+                 Observe `cls` on each `line` event for line 384, immediately before the \
+                 return statement beginning there executes.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.C.policy. What is the sorted set of distinct values taken by\n\
+                 the local variable `cls` at every execution of line 384? Observe `cls` on\n\
+                 each line event for line 384, immediately before the return statement\n\
+                 beginning there executes.",
+                None,
+            ),
+            (
+                "Consider `pkg.mod.C.policy`: the distinct values of the local variable `cls` \
+                 just before line 384 executes.",
+                Some("TARGET_FUNC = 'pkg.mod.C.policy'\nOBSERVED_LINE = 384\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["lines"], &x.params["at"]),
+        (&json!([384]), &json!("before"))
+    );
+    let x = map(
+        "f",
+        "Consider `pkg.mod.f`: the distinct values of the local variable `acc` after the \
+         statement that begins on line 7 has run, just before line 8 executes.",
+        &t,
+        None,
+    );
+    assert_eq!(
+        (&x.params["lines"], &x.params["at"]),
+        (&json!([7]), &json!("after"))
+    );
+}
+
 #[test]
 fn def_use_pairs_reworded_with_their_conventions() {
     let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
@@ -317,6 +460,36 @@ fn def_use_pairs_reworded_with_their_conventions() {
     assert_eq!(x.params["closure_uses"], true);
     assert_eq!(x.params["use_count"], "load");
     assert_eq!(x.params["variables"], json!(["a", "b"]));
+    assert!(x.params.get("iterable_uses").is_none());
+    // A `for` header's iterable used once per entry into the loop.
+    let t = json!({"observed_def_use_pairs": [{"count": "int", "def_line": "int",
+                   "use_line": "int", "variable": "str"}]});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of \
+                 `pkg.mod.f`. For `for item in collection`, the iterable expression uses \
+                 `collection` once when the loop is entered.",
+                None,
+            ),
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of\n\
+                 pkg.mod.f. For `for item in collection`, the iterable expression uses\n\
+                 `collection` once when the loop is entered.",
+                None,
+            ),
+            (
+                "List the def-use pairs of the outer-function locals `items`, `out` of \
+                 `pkg.mod.f`; a loop's iterable is read only once, when the loop starts, not \
+                 at every iteration.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["iterable_uses"], "entry");
+    assert_eq!(x.params["variables"], json!(["items", "out"]));
 }
 
 #[test]
@@ -338,6 +511,27 @@ fn exceptions_reworded_and_the_flat_propagated_shape() {
         );
         assert_eq!(x.name, name);
     }
+    // Their counts are their tracer's exception events: flux's inferred bare re-raises are
+    // left out, however the prose words re-raises.
+    let x = same(
+        "f",
+        json!({"exception_type_counts": [{"count": "int", "exception_type": "str"}]}),
+        &[
+            (
+                "Across every invocation of `pkg.mod.f`, how many target-frame observations \
+                 are there of each exception type? A bare re-raise in the target frame does not \
+                 count as another observation when it re-raises the same exception object.",
+                None,
+            ),
+            (
+                "Across every invocation of pkg.mod.f, count each exception type observed in\n\
+                 its frame. Count an observation whenever Python reports an exception event in \
+                 that exact target frame.",
+                Some("TARGET_FUNC = 'pkg.mod.f'\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["events"], "reported");
     let x = same(
         "f",
         json!({"exception_type": "str", "exception_message": "str"}),
@@ -355,6 +549,40 @@ fn exceptions_reworded_and_the_flat_propagated_shape() {
     assert_eq!(x.name, "exception_info");
     assert_eq!(x.params["escapes"], "f");
     assert_eq!(x.answer["/exception_type"], "/exception/type");
+}
+
+/// "every function lexically contained in the body of class `C`, including definitions in
+/// classes nested within `C` ... Exclude ... comprehension frames, and functions nested inside
+/// a method" (scrapy media_process_request_m6_calls, dev): the class with `methods`, and no
+/// `code_objects` (comprehensions are excluded there, not included).
+#[test]
+fn class_scope_with_nested_classes_and_excluded_comprehensions() {
+    let x = same(
+        "C._run",
+        json!({"invocation_counts": [{"count": "int", "file": "str", "func": "str"}]}),
+        &[
+            (
+                "The target reached is `pkg.mod.C._run`. Consider every function or method \
+                 definition lexically contained in the body of class `C` in `src/pkg/mod.py`, including definitions in classes nested \
+                 within `C`. Exclude module-level functions, comprehension frames, and \
+                 functions or closures nested inside a method.",
+                None,
+            ),
+            (
+                "The target reached is pkg.mod.C._run. Consider every method definition in\n\
+                 the body of class `C` in src/pkg/mod.py,\n\
+                 including definitions in classes nested\nwithin `C`. Exclude comprehension \
+                 frames and functions nested inside a method. Function identity is the executing \
+                 code object's dotted qualname.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["class"], &x.params["methods"]),
+        (&json!("C"), &json!(true))
+    );
+    assert!(x.params.get("code_objects").is_none());
 }
 
 #[test]

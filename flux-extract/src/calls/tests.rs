@@ -325,3 +325,38 @@ fn invocation_counts_over_a_classs_code_objects_include_comprehensions_and_zero_
         ]
     );
 }
+
+/// SWE-Flux's "every function lexically contained in the body of class `C`, including
+/// definitions in classes nested within `C`" and excluding "functions nested inside a method"
+/// (scrapy media_process_request_m6_calls, dev: `MediaPipeline.SpiderInfo.__init__`):
+/// `methods` with `class` adds the nested classes' methods, not a method's inner function.
+#[test]
+fn invocation_counts_of_a_class_with_methods_include_nested_classes_methods() {
+    let src = "class C:\n    class Info:\n        def __init__(self):\n            pass\n    def m(self):\n        def inner():\n            pass\n        return C.Info()\n\ndef top():\n    pass\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("C.m", 5, &[])
+        .call("C.Info.__init__", 3, &[])
+        .ret("None")
+        .ret("None")
+        .build();
+    let names = |methods: bool| {
+        let p = json!({"class": "C", "file": crate::testkit::FILE, "count": "calls",
+                       "methods": methods});
+        let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
+        v["invocation_counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["qualname"].as_str().unwrap().to_string(),
+                    x["count"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let s = |q: &str, n: u64| (q.to_string(), n);
+    assert_eq!(names(false), [s("C.m", 1)]);
+    assert_eq!(names(true), [s("C.Info.__init__", 1), s("C.m", 1)]);
+}

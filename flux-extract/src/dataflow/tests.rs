@@ -260,3 +260,77 @@ fn comprehension_closure_and_per_load_uses_are_options() {
         [(3, 1), (5, 1)]
     );
 }
+
+/// SWE-Flux's "for `for item in collection`, the iterable expression uses `collection` once
+/// when the loop is entered" (scrapy conf_feed_process_params_from_cli_m4_dataflow, dev): 3.11
+/// reports the header at every iteration and at the exit, and flux counted a use at each.
+/// With `iterable_uses = "entry"` a header reached from the loop's body uses nothing; a nested
+/// loop entered again by the next outer iteration is entered again.
+#[test]
+fn iterable_uses_once_per_loop_entry() {
+    let src = "def f(xs):\n    out = []\n    for x in xs:\n        out.append(x)\n    for y in out:\n        for z in xs:\n            pass\n    return out\n";
+    let mut b = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("xs", "[1, 2]")])
+        .line(2, &[])
+        .line(3, &[("out", "[]")]);
+    for x in ["1", "2"] {
+        b = b.line(4, &[("x", x)]).line(3, &[]);
+    }
+    b = b.line(5, &[]);
+    for y in ["1", "2"] {
+        b = b.line(6, &[("y", y)]);
+        for z in ["1", "2"] {
+            b = b.line(7, &[("z", z)]).line(6, &[]);
+        }
+        b = b.line(5, &[]);
+    }
+    let t = b.line(8, &[]).ret("[1, 2]").build();
+    let counts = |mode: &str| {
+        let p = params(json!({"function": "f", "definitions": "ast",
+            "variables": ["xs", "out"], "iterable_uses": mode}))
+        .unwrap();
+        let v = extract(&t, "def_use_pairs", &p).unwrap();
+        v["observed_def_use_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["variable"].as_str().unwrap().to_string(),
+                    x["use_line"].as_i64().unwrap(),
+                    x["count"].as_i64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let row = |v: &str, u: i64, c: i64| (v.to_string(), u, c);
+    assert_eq!(
+        counts("every"),
+        [
+            row("out", 4, 2),
+            row("out", 5, 3),
+            row("out", 8, 1),
+            row("xs", 3, 3),
+            row("xs", 6, 6)
+        ]
+    );
+    assert_eq!(
+        counts("entry"),
+        [
+            row("out", 4, 2),
+            row("out", 5, 1),
+            row("out", 8, 1),
+            row("xs", 3, 1),
+            row("xs", 6, 2)
+        ]
+    );
+    // Targets are still defined at every iteration: `x` at 3 reaches line 4 twice.
+    let p = params(
+        json!({"function": "f", "definitions": "ast", "variables": ["x"],
+        "iterable_uses": "entry"}),
+    )
+    .unwrap();
+    let v = extract(&t, "def_use_pairs", &p).unwrap();
+    assert_eq!(v["observed_def_use_pairs"][0]["count"], 2);
+}

@@ -275,3 +275,48 @@ fn exception_info_with_escapes_keeps_what_propagates_out_of_the_function() {
         "{err}"
     );
 }
+
+/// SWE-Flux's "a bare re-raise in the target frame does not count as another observation when
+/// it re-raises the same exception object already observed after propagation from a callee"
+/// (scrapy files_media_downloaded_m5_exceptions, dev: flux counted 278 `FileException`s where
+/// their tracer saw 239): 3.11 calls no tracer for a bare `raise`; flux's hook infers it
+/// (`reraise-inferred`). `events = "reported"` leaves those out and keeps a `raise e`.
+#[test]
+fn exception_counts_reported_leaves_out_inferred_bare_reraises() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("outer", 10, &[])
+        .line(11, &[])
+        .call("parse", 20, &[])
+        .line(21, &[])
+        .exception("ValueError", "bad", "raise", Some(("parse", 21)))
+        .unwind("ValueError", "bad")
+        .exception("ValueError", "bad", "propagate", Some(("parse", 21)))
+        .line(12, &[])
+        .line(13, &[])
+        .exception("ValueError", "bad", "reraise-inferred", Some(("parse", 21)))
+        .unwind("ValueError", "bad")
+        .call("outer", 10, &[])
+        .line(11, &[])
+        .line(14, &[])
+        .exception("KeyError", "'k'", "raise", Some(("outer", 14)))
+        .line(15, &[])
+        .exception("KeyError", "'k'", "reraise", Some(("outer", 14)))
+        .unwind("KeyError", "'k'")
+        .end("failed")
+        .build();
+    let counts = |events: &str| {
+        let p = params(json!({"function": "outer", "events": events})).unwrap();
+        extract(&t, "exception_counts", &p).unwrap()["exception_type_counts"].clone()
+    };
+    assert_eq!(
+        counts("all"),
+        json!([{"exception_type": "KeyError", "count": 2},
+               {"exception_type": "ValueError", "count": 2}])
+    );
+    assert_eq!(
+        counts("reported"),
+        json!([{"exception_type": "KeyError", "count": 2},
+               {"exception_type": "ValueError", "count": 1}])
+    );
+}

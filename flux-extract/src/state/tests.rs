@@ -137,6 +137,89 @@ fn value_history_numbers_its_steps() {
     );
 }
 
+/// SWE-Flux's "the unique values of the tuple `(i, n)`": each observation's value is the repr of
+/// the tuple of the locals' reprs, and the distinct ones are kept (sorted); an observation
+/// where one of them is unbound is skipped (line 2, before `i` is bound).
+#[test]
+fn unique_values_of_a_tuple_of_locals() {
+    let t = counting();
+    let p = params(
+        json!({"function": "f", "variables": ["i", "n"], "lines": [2, 4],
+        "at": "before"}),
+    )
+    .unwrap();
+    assert_eq!(
+        extract(&t, "unique_values", &p).unwrap(),
+        json!({"unique_values": ["(0, 1)", "(0, 2)", "(1, 2)"], "observations": 3})
+    );
+    // One local as a tuple is `(v,)`; as `variable`, its bare repr.
+    let p = params(json!({"function": "f", "variables": ["n"], "lines": [2]})).unwrap();
+    assert_eq!(
+        extract(&t, "unique_values", &p).unwrap()["unique_values"],
+        json!(["(1,)", "(2,)"])
+    );
+    let p = params(json!({"function": "f", "variable": "n", "lines": [2]})).unwrap();
+    assert_eq!(
+        extract(&t, "unique_values", &p).unwrap()["unique_values"],
+        json!(["1", "2"])
+    );
+}
+
+/// SWE-Flux's "immediately after each execution of the assignment statement that begins on line
+/// 3 and ends on line 6" (a comprehension inside): 3.11 reports line 3, the iterable's line 5,
+/// then line 3 again as the statement completes. Observed per reported line, the first line-3
+/// event is read at line 5 (the old `out`) and makes an extra entry; per statement, one
+/// execution is one entry, read at line 7.
+#[test]
+fn observations_per_statement_execution_of_a_multi_line_statement() {
+    let src = "def f(xs):\n    out = []\n    out = [\n        x * 2\n        for x in xs\n    ]\n    return out\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("xs", "[1, 2]")])
+        .line(2, &[])
+        .line(3, &[("out", "[]")])
+        .line(5, &[])
+        .line(3, &[])
+        .line(7, &[("out", "[2, 4]")])
+        .ret("[2, 4]")
+        .build();
+    let history = |mode: &str, at: &str| {
+        let p = params(
+            json!({"function": "f", "variable": "out", "lines": [3], "at": at,
+            "line_mode": mode}),
+        )
+        .unwrap();
+        let h = extract(&t, "value_history", &p).unwrap();
+        h["value_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["value"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(history("reported", "after"), ["[]", "[2, 4]"]);
+    assert_eq!(history("statement", "after"), ["[2, 4]"]);
+    assert_eq!(history("statement", "before"), ["[]"]);
+    // A line inside the statement names no statement of its own.
+    let p = params(
+        json!({"function": "f", "variable": "out", "lines": [5], "at": "after",
+        "line_mode": "statement"}),
+    )
+    .unwrap();
+    assert!(extract(&t, "value_history", &p).is_err());
+    // Without static facts the mode says what it needs.
+    let bare = TraceBuilder::new()
+        .call("f", 1, &[("xs", "[1, 2]")])
+        .line(3, &[])
+        .ret("[]")
+        .build();
+    let err = extract(&bare, "value_history", &p).unwrap_err().to_string();
+    assert!(
+        err.contains("line_mode = \"statement\"` needs the static facts"),
+        "{err}"
+    );
+}
+
 /// SWE-Flux's "each line event at L1 and each return at L2": line 4's events (the state before
 /// it runs) and the returns at line 5, in trace order.
 #[test]
