@@ -8,6 +8,7 @@ mod cli;
 mod dataset;
 mod extractors;
 mod gen;
+mod gen_safety;
 mod harvest;
 mod images;
 mod predicates;

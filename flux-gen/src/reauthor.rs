@@ -140,6 +140,12 @@ pub fn read_screened(dir: &Path) -> Result<Vec<Screened>> {
 
 /// Write `screened.json`: the earlier drops and `now`, by repository and id.
 pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
+    std::fs::write(dir.join(SCREENED_FILE), screened_json(dir, now)?)?;
+    Ok(())
+}
+
+/// The text of `dir`'s `screened.json` with `now` added (what [`write_screened`] writes).
+pub fn screened_json(dir: &Path, now: &[Screened]) -> Result<String> {
     let mut all = read_screened(dir)?;
     for s in now {
         if !all.iter().any(|a| a.id == s.id) {
@@ -147,16 +153,13 @@ pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
         }
     }
     all.sort_by(|a, b| (&a.repository, &a.id).cmp(&(&b.repository, &b.id)));
-    std::fs::write(
-        dir.join(SCREENED_FILE),
-        serde_json::to_string_pretty(&all)? + "\n",
-    )?;
-    Ok(())
+    Ok(serde_json::to_string_pretty(&all)? + "\n")
 }
 
 /// Re-author the set at `set_dir` (see the module doc), reading sources from `cache`.
 pub fn reauthor(set_dir: &Path, cache: &Path) -> Result<Reauthored> {
     let spec = crate::spec::load(set_dir)?;
+    let _lock = crate::lock::SetLock::acquire(set_dir, crate::lock::Use::Whole)?;
     let root = set_dir.join("instances");
     let dirs = flux_instance::discover(&[&root])?;
     let mut out = Reauthored {
