@@ -787,32 +787,40 @@ impl Container {
     /// Waits for the exit, collecting stdout and stderr; on expiry kills the container
     /// (SIGKILL) and reports `timed_out`. The container is not removed.
     pub async fn wait(&mut self, timeout: Duration) -> Result<Outcome> {
-        self.wait_streaming(timeout, |_, _| {}).await
+        self.wait_inner(timeout, None::<fn(LogStream, &[u8])>).await
     }
 
     /// [`Container::wait`], also handing every chunk of output to `sink` as it arrives.
     ///
-    /// Output is read from Docker as it is consumed (no queue between the two) and kept up to
-    /// [`LOG_CAP`] per stream, so a test printing gigabytes costs this process at most that:
-    /// it cost the whole volume when chunks went through an unbounded channel that nobody
-    /// drained once the container had exited while Docker was still sending its log (issue
-    /// 26.6: 3.9 GB in `flux gen`). What was read when the log does not end within 30 s of the
-    /// exit is kept (it was all dropped).
+    /// Output is read by a task of its own and kept up to [`LOG_CAP`] per stream; chunks reach
+    /// `sink` through a bounded queue (the reader waits when it is full), so a test printing
+    /// gigabytes costs this process about [`LOG_CAP`]: it cost the whole volume when every
+    /// chunk went through an unbounded channel that nobody drained once the container had
+    /// exited while Docker was still sending its log (issue 26.6: 3.9 GB in `flux gen`).
     pub async fn wait_streaming(
         &mut self,
         timeout: Duration,
-        mut sink: impl FnMut(LogStream, &[u8]),
+        sink: impl FnMut(LogStream, &[u8]),
+    ) -> Result<Outcome> {
+        self.wait_inner(timeout, Some(sink)).await
+    }
+
+    async fn wait_inner(
+        &mut self,
+        timeout: Duration,
+        mut sink: Option<impl FnMut(LogStream, &[u8])>,
     ) -> Result<Outcome> {
         let from = self.released_at.unwrap_or_else(Instant::now);
-        let mut logs = Logs::default();
-        let log_docker = self.docker.clone();
-        let options = LogsOptionsBuilder::default()
-            .follow(true)
-            .stdout(true)
-            .stderr(true)
-            .build();
-        let mut stream = log_docker.logs(&self.id, Some(options));
-        let mut log_ended = false;
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        // Without a sink nothing is queued: the reader only keeps what the caps allow.
+        let tx = sink.is_some().then_some(tx);
+        let logs = tokio::spawn(collect_logs(self.docker.clone(), self.id.clone(), tx));
+        tokio::pin!(logs);
+        let mut give = |stream: LogStream, bytes: &[u8]| {
+            if let Some(f) = sink.as_mut() {
+                f(stream, bytes);
+            }
+        };
         let waited = {
             let mut waiter = self.docker.wait_container(&self.id, None);
             let next = waiter.next();
@@ -823,9 +831,7 @@ impl Container {
                 tokio::select! {
                     r = &mut next => break Some(r),
                     _ = &mut deadline => break None,
-                    item = stream.next(), if !log_ended => {
-                        log_ended = logs.take(item, &self.id, &mut sink)?;
-                    }
+                    Some((stream, bytes)) = rx.recv() => give(stream, &bytes),
                 }
             }
         };
@@ -854,22 +860,34 @@ impl Container {
             let mut waiter = self.docker.wait_container(&self.id, None);
             let _ = tokio::time::timeout(Duration::from_secs(30), waiter.next()).await;
         }
-        // The rest of the log, for at most 30 s.
+        // The rest of the log (at most 30 s), the queue drained meanwhile so the reader can go on.
         let rest = async {
-            while !log_ended {
-                log_ended = logs.take(stream.next().await, &self.id, &mut sink)?;
+            loop {
+                tokio::select! {
+                    Some((stream, bytes)) = rx.recv() => give(stream, &bytes),
+                    r = &mut logs => break r,
+                }
             }
-            Ok::<(), Error>(())
         };
-        if let Ok(r) = tokio::time::timeout(Duration::from_secs(30), rest).await {
-            r?;
+        let (stdout, stdout_truncated, stderr, stderr_truncated) =
+            match tokio::time::timeout(Duration::from_secs(30), rest).await {
+                Ok(Ok(Ok(l))) => l,
+                Ok(Ok(Err(e))) => return Err(e),
+                Ok(Err(join)) => {
+                    let message = format!("log reader failed: {join}");
+                    return Err(Error::Storage {
+                        container: self.name.clone(),
+                        message,
+                    });
+                }
+                Err(_) => {
+                    logs.abort();
+                    Default::default()
+                }
+            };
+        while let Ok((stream, bytes)) = rx.try_recv() {
+            give(stream, &bytes);
         }
-        let Logs {
-            out: stdout,
-            out_truncated: stdout_truncated,
-            err: stderr,
-            err_truncated: stderr_truncated,
-        } = logs;
         let inspect = self
             .docker
             .inspect_container(&self.id, None)
@@ -935,48 +953,49 @@ pub enum LogStream {
     Stderr,
 }
 
-/// A container's output as kept: each stream up to [`LOG_CAP`], and whether more came.
-#[derive(Default)]
-struct Logs {
-    out: Vec<u8>,
-    out_truncated: bool,
-    err: Vec<u8>,
-    err_truncated: bool,
-}
+type Logs = (Vec<u8>, bool, Vec<u8>, bool);
 
-impl Logs {
-    /// One item of Docker's log stream kept (to the cap) and handed to `sink`; `true` when the
-    /// log has ended.
-    fn take(
-        &mut self,
-        item: Option<std::result::Result<bollard::container::LogOutput, bollard::errors::Error>>,
-        id: &str,
-        sink: &mut impl FnMut(LogStream, &[u8]),
-    ) -> Result<bool> {
-        use bollard::container::LogOutput;
-        let push = |buf: &mut Vec<u8>, trunc: &mut bool, bytes: &[u8]| {
-            let room = LOG_CAP.saturating_sub(buf.len());
-            if bytes.len() > room {
-                *trunc = true;
-            }
-            buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        };
-        match item {
-            None => return Ok(true),
-            Some(Ok(LogOutput::StdOut { message })) => {
-                push(&mut self.out, &mut self.out_truncated, &message);
-                sink(LogStream::Stdout, &message);
-            }
-            Some(Ok(LogOutput::StdErr { message })) => {
-                push(&mut self.err, &mut self.err_truncated, &message);
-                sink(LogStream::Stderr, &message);
-            }
-            Some(Ok(_)) => {}
-            Some(Err(e)) if is_not_found(&e) => return Ok(true),
-            Some(Err(e)) => return Err(Error::docker(format!("logs of container {id}"), e)),
+/// Read the container's log to its end, keeping each stream up to [`LOG_CAP`] and, when `tx`
+/// is given, queueing every chunk for the sink (waiting while the queue is full).
+async fn collect_logs(
+    docker: Docker,
+    id: String,
+    tx: Option<tokio::sync::mpsc::Sender<(LogStream, bytes::Bytes)>>,
+) -> Result<Logs> {
+    use bollard::container::LogOutput;
+    let options = LogsOptionsBuilder::default()
+        .follow(true)
+        .stdout(true)
+        .stderr(true)
+        .build();
+    let mut stream = docker.logs(&id, Some(options));
+    let (mut out, mut out_t, mut err, mut err_t) = (Vec::new(), false, Vec::new(), false);
+    let push = |buf: &mut Vec<u8>, trunc: &mut bool, bytes: &[u8]| {
+        let room = LOG_CAP.saturating_sub(buf.len());
+        if bytes.len() > room {
+            *trunc = true;
         }
-        Ok(false)
+        buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    };
+    while let Some(item) = stream.next().await {
+        let (which, message) = match item {
+            Ok(LogOutput::StdOut { message }) => {
+                push(&mut out, &mut out_t, &message);
+                (LogStream::Stdout, message)
+            }
+            Ok(LogOutput::StdErr { message }) => {
+                push(&mut err, &mut err_t, &message);
+                (LogStream::Stderr, message)
+            }
+            Ok(_) => continue,
+            Err(e) if is_not_found(&e) => break,
+            Err(e) => return Err(Error::docker(format!("logs of container {id}"), e)),
+        };
+        if let Some(tx) = &tx {
+            let _ = tx.send((which, message)).await;
+        }
     }
+    Ok((out, out_t, err, err_t))
 }
 
 /// Overlay layers from `GraphDriver.Data`, topmost first: UpperDir, then LowerDir's entries.
