@@ -138,10 +138,11 @@ fn image_missing() -> Option<String> {
 /// refused before anything runs, and the set stays byte-identical.
 #[test]
 fn a_spec_error_or_a_held_lock_leaves_the_set_byte_identical() {
-    let tmp = common::tempdir();
+    let tmp_dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_dir.path();
     let cache = tmp.join("cache");
     let set = a_set(
-        &tmp,
+        tmp,
         &spec(
             "[budget]\nmodule_timeout_s = 0\n",
             "sympy==1.13.3",
@@ -180,9 +181,10 @@ fn a_wrong_pin_or_an_empty_glob_leaves_the_set_byte_identical() {
         flux_skip::skip("flux gen's spec errors against an image", &why);
         return;
     }
-    let tmp = common::tempdir();
+    let tmp_dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_dir.path();
     let cache = tmp.join("cache");
-    let set = a_set(&tmp, &spec("", "sympy==9.9.9", ONE_MODULE));
+    let set = a_set(tmp, &spec("", "sympy==9.9.9", ONE_MODULE));
     // A holder of the lock killed with SIGKILL: its lock must not block.
     let mut holder = lock_holder(&set);
     wait_until_locked(&set.join(".gen.lock"));
@@ -234,9 +236,10 @@ fn gen_killed_by_sigterm_leaves_no_container_or_scratch() {
         flux_skip::skip("gen_killed_by_sigterm_leaves_no_container_or_scratch", &why);
         return;
     }
-    let tmp = common::tempdir();
+    let tmp_dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_dir.path();
     let cache = tmp.join("cache");
-    let set = a_set(&tmp, &spec("", "sympy==1.13.3", ONE_MODULE));
+    let set = a_set(tmp, &spec("", "sympy==1.13.3", ONE_MODULE));
     let before = snapshot(&set);
     let mut flux = Command::new(env!("CARGO_BIN_EXE_flux"))
         .arg("gen")
