@@ -4,7 +4,10 @@
 //!
 //! Exit status of `flux gen`: 0 when the set (or the shard's module results) was written, or
 //! `--check` found the set equal to its regeneration; 1 when `--check` found differences; 2
-//! when nothing could run (a bad spec, no Docker, a missing image).
+//! when nothing could run or nothing valid was made (a bad spec, a pin the image does not
+//! have, a select glob matching nothing, a repository left without an instance, another gen
+//! holding the set's lock, no Docker, a missing image) — the set is then left as it was; 130 /
+//! 143 when SIGINT / SIGTERM stopped it (its containers and scratch removed).
 use anyhow::Result;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,8 +99,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         }
     };
-    let report = match flux_gen::generate_blocking(&opts) {
-        Ok(r) => r,
+    let report = match flux_gen::generate_interruptible(&opts) {
+        Ok(Ok(r)) => r,
+        Ok(Err(sig)) => {
+            eprintln!(
+                "flux gen: interrupted by {sig}: its containers and scratch removed, the set left \
+                 as it was; module results written so far stay in the output directory \
+                 (--resume keeps them)"
+            );
+            return Ok(ExitCode::from(sig.exit_code()));
+        }
         Err(e) => {
             eprintln!("flux: error: {e:#}");
             if let Some(p) = release {

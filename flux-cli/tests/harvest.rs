@@ -135,7 +135,7 @@ fn wait_until_the_test_runs(name: &str, flux: &mut Child) -> String {
 }
 
 /// Send `signal` to flux and wait (at most 60 s) for it to end: its status and stderr.
-fn signal_and_wait(flux: &mut Child, signal: i32) -> (std::process::ExitStatus, String) {
+pub(crate) fn signal_and_wait(flux: &mut Child, signal: i32) -> (std::process::ExitStatus, String) {
     // SAFETY: a plain syscall on our own child.
     assert_eq!(unsafe { libc::kill(flux.id() as i32, signal) }, 0);
     let t0 = Instant::now();

@@ -9,6 +9,7 @@ mod dataset;
 mod extractors;
 mod gen;
 mod gen_java;
+mod gen_safety;
 mod harvest;
 mod images;
 mod k8s;

@@ -787,18 +787,40 @@ impl Container {
     /// Waits for the exit, collecting stdout and stderr; on expiry kills the container
     /// (SIGKILL) and reports `timed_out`. The container is not removed.
     pub async fn wait(&mut self, timeout: Duration) -> Result<Outcome> {
-        self.wait_streaming(timeout, |_, _| {}).await
+        self.wait_inner(timeout, None::<fn(LogStream, &[u8])>).await
     }
 
     /// [`Container::wait`], also handing every chunk of output to `sink` as it arrives.
+    ///
+    /// Output is read by a task of its own and kept up to [`LOG_CAP`] per stream; chunks reach
+    /// `sink` through a bounded queue (the reader waits when it is full), so a test printing
+    /// gigabytes costs this process about [`LOG_CAP`]: it cost the whole volume when every
+    /// chunk went through an unbounded channel that nobody drained once the container had
+    /// exited while Docker was still sending its log (issue 26.6: 3.9 GB in `flux gen`).
     pub async fn wait_streaming(
         &mut self,
         timeout: Duration,
-        mut sink: impl FnMut(LogStream, &[u8]),
+        sink: impl FnMut(LogStream, &[u8]),
+    ) -> Result<Outcome> {
+        self.wait_inner(timeout, Some(sink)).await
+    }
+
+    async fn wait_inner(
+        &mut self,
+        timeout: Duration,
+        mut sink: Option<impl FnMut(LogStream, &[u8])>,
     ) -> Result<Outcome> {
         let from = self.released_at.unwrap_or_else(Instant::now);
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+        // Without a sink nothing is queued: the reader only keeps what the caps allow.
+        let tx = sink.is_some().then_some(tx);
         let logs = tokio::spawn(collect_logs(self.docker.clone(), self.id.clone(), tx));
+        tokio::pin!(logs);
+        let mut give = |stream: LogStream, bytes: &[u8]| {
+            if let Some(f) = sink.as_mut() {
+                f(stream, bytes);
+            }
+        };
         let waited = {
             let mut waiter = self.docker.wait_container(&self.id, None);
             let next = waiter.next();
@@ -809,7 +831,7 @@ impl Container {
                 tokio::select! {
                     r = &mut next => break Some(r),
                     _ = &mut deadline => break None,
-                    Some((stream, bytes)) = rx.recv() => sink(stream, &bytes),
+                    Some((stream, bytes)) = rx.recv() => give(stream, &bytes),
                 }
             }
         };
@@ -838,8 +860,17 @@ impl Container {
             let mut waiter = self.docker.wait_container(&self.id, None);
             let _ = tokio::time::timeout(Duration::from_secs(30), waiter.next()).await;
         }
+        // The rest of the log (at most 30 s), the queue drained meanwhile so the reader can go on.
+        let rest = async {
+            loop {
+                tokio::select! {
+                    Some((stream, bytes)) = rx.recv() => give(stream, &bytes),
+                    r = &mut logs => break r,
+                }
+            }
+        };
         let (stdout, stdout_truncated, stderr, stderr_truncated) =
-            match tokio::time::timeout(Duration::from_secs(30), logs).await {
+            match tokio::time::timeout(Duration::from_secs(30), rest).await {
                 Ok(Ok(Ok(l))) => l,
                 Ok(Ok(Err(e))) => return Err(e),
                 Ok(Err(join)) => {
@@ -849,10 +880,13 @@ impl Container {
                         message,
                     });
                 }
-                Err(_) => Default::default(),
+                Err(_) => {
+                    logs.abort();
+                    Default::default()
+                }
             };
         while let Ok((stream, bytes)) = rx.try_recv() {
-            sink(stream, &bytes);
+            give(stream, &bytes);
         }
         let inspect = self
             .docker
@@ -912,8 +946,6 @@ impl Drop for Container {
     }
 }
 
-type Logs = (Vec<u8>, bool, Vec<u8>, bool);
-
 /// Which output stream a chunk came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogStream {
@@ -921,10 +953,14 @@ pub enum LogStream {
     Stderr,
 }
 
+type Logs = (Vec<u8>, bool, Vec<u8>, bool);
+
+/// Read the container's log to its end, keeping each stream up to [`LOG_CAP`] and, when `tx`
+/// is given, queueing every chunk for the sink (waiting while the queue is full).
 async fn collect_logs(
     docker: Docker,
     id: String,
-    tx: tokio::sync::mpsc::UnboundedSender<(LogStream, bytes::Bytes)>,
+    tx: Option<tokio::sync::mpsc::Sender<(LogStream, bytes::Bytes)>>,
 ) -> Result<Logs> {
     use bollard::container::LogOutput;
     let options = LogsOptionsBuilder::default()
@@ -942,18 +978,21 @@ async fn collect_logs(
         buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
     };
     while let Some(item) = stream.next().await {
-        match item {
+        let (which, message) = match item {
             Ok(LogOutput::StdOut { message }) => {
                 push(&mut out, &mut out_t, &message);
-                let _ = tx.send((LogStream::Stdout, message));
+                (LogStream::Stdout, message)
             }
             Ok(LogOutput::StdErr { message }) => {
                 push(&mut err, &mut err_t, &message);
-                let _ = tx.send((LogStream::Stderr, message));
+                (LogStream::Stderr, message)
             }
-            Ok(_) => {}
+            Ok(_) => continue,
             Err(e) if is_not_found(&e) => break,
             Err(e) => return Err(Error::docker(format!("logs of container {id}"), e)),
+        };
+        if let Some(tx) = &tx {
+            let _ = tx.send((which, message)).await;
         }
     }
     Ok((out, out_t, err, err_t))

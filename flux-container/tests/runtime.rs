@@ -782,3 +782,56 @@ async fn orphans_of_dead_processes_are_removed_and_live_ones_kept() {
     mine.remove().await.unwrap();
     assert_eq!(guard.leftovers(&rt).await, 0);
 }
+
+/// Peak resident memory of this process (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// A test printing hundreds of megabytes made `flux gen` grow to 3.9 GB (issue 26.6): every
+/// chunk of a container's output went through an unbounded channel that nobody drained once
+/// the container had exited, while Docker was still sending what it had logged. Now output is
+/// read with backpressure and kept up to `LOG_CAP` per stream: a container printing 160 MB in
+/// lines raises this process's peak memory by about `LOG_CAP` (what it keeps), not by the volume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_printing_hundreds_of_megabytes_stays_within_the_log_cap() {
+    let Some(rt) = setup().await else { return };
+    let guard = RunGuard::new();
+    let dir = run_dir();
+    // 160 MB of 256-byte lines, written as fast as the interpreter can.
+    let spec = guard.spec(
+        &[
+            PY,
+            "-c",
+            "import sys\nline = b'x' * 255 + b'\\n'\nblock = line * 4096\nw = sys.stdout.buffer.write\nfor _ in range(160):\n    w(block)\n",
+        ],
+        dir.path(),
+    );
+    let before = peak_rss();
+    let mut c = rt.create(spec).await.unwrap();
+    c.start().await.unwrap();
+    c.release().await.unwrap();
+    let outcome = c.wait(Duration::from_secs(300)).await.unwrap();
+    let grown = peak_rss().saturating_sub(before);
+    c.remove().await.unwrap();
+    eprintln!(
+        "peak RSS grew by {} MB for {} MB kept of 160 MB printed",
+        grown >> 20,
+        outcome.stdout.len() >> 20
+    );
+    assert_eq!(outcome.exit_code, 0, "{}", outcome.stderr_lossy());
+    assert!(outcome.stdout_truncated);
+    assert_eq!(outcome.stdout.len(), flux_container::runtime::LOG_CAP);
+    assert!(
+        grown < flux_container::runtime::LOG_CAP as u64 + (32 << 20),
+        "peak RSS grew by {} MB",
+        grown >> 20
+    );
+    assert_eq!(guard.leftovers(&rt).await, 0);
+}

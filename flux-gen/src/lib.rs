@@ -43,6 +43,7 @@ pub mod draft;
 pub mod facts;
 pub mod features;
 pub mod keyed;
+pub mod lock;
 pub mod module;
 pub mod plan;
 pub mod profile;
@@ -67,4 +68,31 @@ pub fn generate_blocking(opts: &GenOptions) -> anyhow::Result<Report> {
         .enable_all()
         .build()?;
     rt.block_on(generate(opts))
+}
+
+/// [`generate`] on a runtime of its own, stopped by SIGINT or SIGTERM: then every container
+/// this process has is removed (`flux_harvest::until_interrupted`), and so are its scratch
+/// directories ([`runner::scratch_root`], removed after any run) and a set being staged
+/// ([`set::STAGING_DIR`], never the set itself); module results already written stay in the
+/// output directory, where `--resume` keeps them. `Ok(Err(signal))` when interrupted.
+pub fn generate_interruptible(
+    opts: &GenOptions,
+) -> anyhow::Result<Result<Report, flux_harvest::Interrupted>> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let r = rt.block_on(flux_harvest::until_interrupted(generate(opts)));
+    if let Ok(work) = std::path::absolute(opts.harvest.cache_dir.join("gen")) {
+        let _ = std::fs::remove_dir_all(runner::scratch_root(&work));
+    }
+    match r {
+        Ok(r) => r.map(Ok),
+        Err(sig) => {
+            let _ = std::fs::remove_dir_all(set::set_dir(&opts.spec).join(set::STAGING_DIR));
+            // Tasks of the dropped run may still be ending: do not wait for them.
+            rt.shutdown_background();
+            Ok(Err(sig))
+        }
+    }
 }

@@ -148,6 +148,12 @@ pub fn read_screened(dir: &Path) -> Result<Vec<Screened>> {
 
 /// Write `screened.json`: the earlier drops and `now`, by repository and id.
 pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
+    std::fs::write(dir.join(SCREENED_FILE), screened_json(dir, now)?)?;
+    Ok(())
+}
+
+/// The text of `dir`'s `screened.json` with `now` added (what [`write_screened`] writes).
+pub fn screened_json(dir: &Path, now: &[Screened]) -> Result<String> {
     let mut all = read_screened(dir)?;
     for s in now {
         if !all.iter().any(|a| a.id == s.id) {
@@ -155,11 +161,7 @@ pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
         }
     }
     all.sort_by(|a, b| (&a.repository, &a.id).cmp(&(&b.repository, &b.id)));
-    std::fs::write(
-        dir.join(SCREENED_FILE),
-        serde_json::to_string_pretty(&all)? + "\n",
-    )?;
-    Ok(())
+    Ok(serde_json::to_string_pretty(&all)? + "\n")
 }
 
 /// The module results under `out` (`<out>/modules/<repository>/<module>.json`, what `flux gen`
@@ -206,6 +208,7 @@ pub fn reauthor_modules(
 /// module results it was assembled from (`<cache>/gen/<set>/`, [`reauthor_modules`]).
 pub fn reauthor(set_dir: &Path, cache: &Path) -> Result<Reauthored> {
     let spec = crate::spec::load(set_dir)?;
+    let _lock = crate::lock::SetLock::acquire(set_dir, crate::lock::Use::Whole)?;
     // Read (and re-authored in memory) first, so a question that does not parse leaves both
     // the set and the module results as they were.
     let gen_out = cache.join("gen").join(&spec.name);

@@ -50,11 +50,32 @@ impl Runner {
         }
     }
 
-    /// A fresh scratch directory under the work directory.
+    /// The repository's `package` and `interpreter` checked against its image's manifest
+    /// before anything runs: a wrong pin is refused by every run's harvest, so every module
+    /// would be skipped and nothing made (issue 26.6).
+    pub async fn check_pins(&self, repo: &RepoSpec) -> Result<()> {
+        let Some(m) = flux_container::images::image_manifest(&self.rt, &repo.image).await? else {
+            bail!(
+                "repository {}: image {} carries no flux manifest, so `package` and \
+                 `interpreter` cannot be checked against it; {}",
+                repo.name,
+                repo.image,
+                flux_container::images::build_hint(&repo.image)
+            );
+        };
+        flux_container::images::check_pins(&m, &repo.package, &repo.interpreter).map_err(|e| {
+            anyhow::anyhow!(
+                "repository {} (package {}) does not describe image {}: {e}",
+                repo.name,
+                repo.package,
+                repo.image
+            )
+        })
+    }
+
+    /// A fresh scratch directory under this process's [`scratch_root`].
     fn scratch(&self, what: &str) -> Result<PathBuf> {
-        let d = self
-            .work
-            .join("scratch")
+        let d = scratch_root(&self.work)
             .join(format!("{what}-{}", flux_container::runtime::new_run_id()));
         std::fs::create_dir_all(&d)?;
         Ok(d)
@@ -186,6 +207,14 @@ impl Runner {
             }
         }
     }
+}
+
+/// This process's scratch directories, `<work>/scratch/gen-<pid>/` (`work` is
+/// [`Runner::work`], `<cache>/gen/`): one directory to remove when a gen is interrupted, and
+/// none of another gen's.
+pub fn scratch_root(work: &Path) -> PathBuf {
+    work.join("scratch")
+        .join(format!("gen-{}", std::process::id()))
 }
 
 /// Attempts at one run. An `Err` from a run is the machinery's (the container did not start,

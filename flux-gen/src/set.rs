@@ -58,21 +58,42 @@ impl Work {
 }
 
 /// The modules of `repo`: `modules`, then `select.count` more chosen with the seed among the
-/// image's files matching `select.glob` (none of `select.exclude`).
-pub fn modules_of(spec: &GenSpec, repo: &RepoSpec, files: &[String]) -> Vec<String> {
+/// image's files matching `select.glob` (none of `select.exclude`). A glob that matches no
+/// file of the image (after `exclude`) is an error naming it: it is a wrong spec, and the set
+/// it would make would lack the repository.
+pub fn modules_of(spec: &GenSpec, repo: &RepoSpec, files: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = repo.modules.clone();
     if let Some(sel) = &repo.select {
-        let mut pool: Vec<String> = files
+        let matching: Vec<&String> = files
             .iter()
             .filter(|f| spec::glob_match(&sel.glob, f))
             .filter(|f| !sel.exclude.iter().any(|x| spec::glob_match(x, f)))
+            .collect();
+        if matching.is_empty() {
+            bail!(
+                "repository {}: select glob `{}` matches no file of image {} under {} ({} `.py` \
+                 file(s) listed{})",
+                repo.name,
+                sel.glob,
+                repo.image,
+                repo.root,
+                files.len(),
+                if sel.exclude.is_empty() {
+                    String::new()
+                } else {
+                    format!(", exclude {:?}", sel.exclude)
+                }
+            );
+        }
+        let mut pool: Vec<String> = matching
+            .into_iter()
             .filter(|f| !out.contains(f))
             .cloned()
             .collect();
         seeded_order(spec.seed, &mut pool, |f| format!("{}/{f}", repo.name));
         out.extend(pool.into_iter().take(sel.count));
     }
-    out
+    Ok(out)
 }
 
 /// The run's summary (`<out>/report.json`, printed by `flux gen`).
@@ -110,7 +131,7 @@ fn default_out(spec: &GenSpec, harvest: &flux_harvest::HarvestOptions) -> PathBu
 }
 
 /// The set directory of a spec path (`sets/<name>/gen.toml` → `sets/<name>/`).
-fn set_dir(spec_path: &Path) -> PathBuf {
+pub fn set_dir(spec_path: &Path) -> PathBuf {
     if spec_path.is_dir() {
         spec_path.to_path_buf()
     } else {
@@ -125,6 +146,18 @@ fn set_dir(spec_path: &Path) -> PathBuf {
 pub async fn generate(opts: &GenOptions) -> Result<Report> {
     let t0 = std::time::Instant::now();
     let spec = spec::load(&opts.spec)?;
+    // One gen at a time on a set (shards of it side by side), before anything runs.
+    let _lock = crate::lock::SetLock::acquire(
+        &set_dir(&opts.spec),
+        if opts.shard.count > 1 && !opts.merge {
+            crate::lock::Use::Shard {
+                index: opts.shard.index,
+                count: opts.shard.count,
+            }
+        } else {
+            crate::lock::Use::Whole
+        },
+    )?;
     let out = opts
         .out
         .clone()
@@ -135,12 +168,13 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
     let mut work = Vec::new();
     for repo in &spec.repositories {
         runner.image_id(&repo.image).await?;
+        runner.check_pins(repo).await?;
         let files = if repo.select.is_some() {
             runner.list_files(repo).await?
         } else {
             Vec::new()
         };
-        for m in modules_of(&spec, repo, &files) {
+        for m in modules_of(&spec, repo, &files)? {
             work.push(Work {
                 repository: repo.name.clone(),
                 module: m,
@@ -308,8 +342,8 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
         if opts.check {
             report.differences = check_set(&dir, &chosen)?;
         } else {
-            write_set(&dir, &chosen)?;
-            crate::reauthor::write_screened(&dir, &screened)?;
+            refuse_hollow_set(&spec, &dir, &report)?;
+            write_set_with(&dir, &chosen, Some(&screened))?;
         }
     }
     report.wall_seconds = t0.elapsed().as_secs_f64();
@@ -505,9 +539,26 @@ pub(crate) fn index_json(chosen: &[Candidate]) -> Result<String> {
 /// differs only in [`RUN_FIELDS`] and the question it records keeps its file as it is, so a
 /// regeneration that changes nothing changes no byte: [`owned_by_harvest`]), and `index.json`.
 pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
+    write_set_with(dir, chosen, None)
+}
+
+/// The scratch directory inside a set where its next version is made before it replaces the
+/// set (`instances/`, `index.json`, `screened.json`).
+pub const STAGING_DIR: &str = ".gen.new";
+
+/// [`write_set`], and `screened.json` with `screened` added when given. Everything is made in
+/// [`STAGING_DIR`] first; only then is the set replaced, by renames alone (`instances/`, then
+/// each file): a failure while making it leaves the set as it was, byte for byte.
+pub fn write_set_with(
+    dir: &Path,
+    chosen: &[Candidate],
+    screened: Option<&[crate::discriminate::Screened]>,
+) -> Result<()> {
     let inst_root = dir.join("instances");
-    let staging = dir.join(".instances.new");
-    let _ = std::fs::remove_dir_all(&staging);
+    let stage = dir.join(STAGING_DIR);
+    let _ = std::fs::remove_dir_all(&stage);
+    let staging = stage.join("instances");
+    std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
     for c in chosen {
         let d = screen::write_instance(&staging, c)?;
         let old = inst_root.join(&c.spec.repository).join(&c.id);
@@ -523,8 +574,17 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
             }
         }
     }
-    std::fs::create_dir_all(&staging)?;
-    // Earlier releases' instances (`<id>@<version>`, `flux gen --release`) stay as they are.
+    std::fs::write(stage.join("index.json"), index_json(chosen)?)?;
+    let screened_file = crate::discriminate::SCREENED_FILE;
+    if let Some(now) = screened {
+        std::fs::write(
+            stage.join(screened_file),
+            crate::reauthor::screened_json(dir, now)?,
+        )?;
+    }
+    // The set is replaced: renames only from here.
+    // Earlier releases' instances (`<id>@<version>`, `flux gen --release`) stay as they are:
+    // moved into the new set by renames.
     for d in flux_instance::discover(&[&inst_root]).unwrap_or_default() {
         if crate::release::is_archived(&d) {
             if let Ok(rel) = d.strip_prefix(&inst_root) {
@@ -540,8 +600,47 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
         std::fs::rename(&inst_root, &old)?;
     }
     std::fs::rename(&staging, &inst_root)?;
+    std::fs::rename(stage.join("index.json"), dir.join("index.json"))?;
+    if screened.is_some() {
+        std::fs::rename(stage.join(screened_file), dir.join(screened_file))?;
+    }
     let _ = std::fs::remove_dir_all(&old);
-    std::fs::write(dir.join("index.json"), index_json(chosen)?)?;
+    let _ = std::fs::remove_dir_all(&stage);
+    Ok(())
+}
+
+/// Refuse to write a set in which a repository of the spec has no instance: that is what a
+/// wrong pin, a timeout of nothing or a broken image make (every module skipped), and writing
+/// it replaced a good set with an empty one (issue 26.6). The set on disk is left as it is.
+pub fn refuse_hollow_set(spec: &GenSpec, dir: &Path, report: &Report) -> Result<()> {
+    let empty: Vec<String> = spec
+        .repositories
+        .iter()
+        .filter(|r| report.repositories.get(&r.name).copied().unwrap_or(0) == 0)
+        .map(|r| {
+            let prefix = format!("{}/", r.name);
+            let skipped: Vec<String> = report
+                .modules_skipped
+                .iter()
+                .filter(|(m, _)| m.starts_with(&prefix))
+                .take(3)
+                .map(|(m, why)| format!("{m}: {why}"))
+                .collect();
+            if skipped.is_empty() {
+                r.name.clone()
+            } else {
+                format!("{} (skipped: {})", r.name, skipped.join("; "))
+            }
+        })
+        .collect();
+    if !empty.is_empty() {
+        bail!(
+            "not writing the set {}: no instance of repository {}; the set on disk is left as \
+             it was",
+            dir.display(),
+            empty.join(", ")
+        );
+    }
     Ok(())
 }
 
@@ -1031,7 +1130,7 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let m = modules_of(&spec, repo, &files);
+        let m = modules_of(&spec, repo, &files).unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m[0], "sympy/ntheory/tests/test_factor_.py");
         assert!(m[1..]
@@ -1039,6 +1138,52 @@ mod tests {
             .all(|f| f.contains("/tests/test_") && f != &m[0]));
         let mut rev = files.clone();
         rev.reverse();
-        assert_eq!(modules_of(&spec, repo, &rev), m);
+        assert_eq!(modules_of(&spec, repo, &rev).unwrap(), m);
+    }
+
+    /// A spec error that skips every module of a repository (a wrong pin, a broken image) made
+    /// a set without it, and with one repository an empty set (`index.json = []`) written
+    /// over the good one: now refused, naming the repository and why its modules were skipped.
+    #[test]
+    fn a_set_without_a_repositorys_instances_is_not_written() {
+        let spec = crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let mut report = Report {
+            modules_skipped: vec![(
+                "sympy/sympy/ntheory/tests/test_factor_.py".into(),
+                "instance.toml does not describe image".into(),
+            )],
+            ..Report::default()
+        };
+        let e = refuse_hollow_set(&spec, t.path(), &report)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no instance of repository sympy (skipped: sympy/sympy/ntheory"),
+            "{e}"
+        );
+        assert!(e.contains("left as it was"), "{e}");
+        report.repositories.insert("sympy".into(), 3);
+        refuse_hollow_set(&spec, t.path(), &report).unwrap();
+    }
+
+    /// A select glob that matched no file gave a work list without the repository, and the set
+    /// was written without it (or empty): now an error naming the glob (issue 26.6).
+    #[test]
+    fn select_glob_matching_nothing_is_an_error() {
+        let spec = crate::spec::parse(
+            &crate::spec::tests::GOOD.replace(
+                "split = \"test\"",
+                "split = \"test\"\nselect = { glob = \"sympy/*/testz/test_*.py\", count = 2 }",
+            ),
+            Path::new("gen.toml"),
+        )
+        .unwrap();
+        let files = vec!["sympy/core/tests/test_arit.py".to_string()];
+        let e = modules_of(&spec, &spec.repositories[0], &files)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("select glob `sympy/*/testz/test_*.py`"), "{e}");
+        assert!(e.contains("repository sympy"), "{e}");
     }
 }

@@ -373,6 +373,12 @@ fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
             return Err(bad(field.into(), "must be at least 1".into()));
         }
     }
+    if spec.budget.module_timeout_s == 0 {
+        return Err(bad(
+            "budget.module_timeout_s".into(),
+            "must be at least 1 (0 ends every run at once: every module would be skipped)".into(),
+        ));
+    }
     if spec.budget.max_tests < 2 {
         return Err(bad(
             "budget.max_tests".into(),
@@ -633,6 +639,20 @@ split = "test"
             assert!(e.starts_with("sets/x/gen.toml: "), "{e}");
             assert!(e.contains(want), "want {want:?} in {e}");
         }
+    }
+
+    /// `module_timeout_s = 0` was accepted: every run ended at once, every module was skipped
+    /// and the set was rewritten empty (issue 26.6).
+    #[test]
+    fn module_timeout_zero_is_refused_before_anything_runs() {
+        let text = GOOD.replace(
+            "[[repository]]",
+            "[budget]\nmodule_timeout_s = 0\n\n[[repository]]",
+        );
+        let e = parse(&text, Path::new("sets/x/gen.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("field `budget.module_timeout_s`"), "{e}");
     }
 
     /// `[witness]`: fractions per kind, seeded by id; 1.0 takes every instance, 0 none, and a
