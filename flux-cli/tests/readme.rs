@@ -36,14 +36,23 @@ fn flags(text: &str, help_lines_only: bool) -> BTreeSet<String> {
     out
 }
 
-fn help(cmd: &str) -> BTreeSet<String> {
-    let out = run_flux(&[cmd, "--help"]);
-    assert!(out.status.success(), "flux {cmd} --help");
+fn help(cmd: &[&str]) -> BTreeSet<String> {
+    let args: Vec<&str> = cmd.iter().copied().chain(["--help"]).collect();
+    let out = run_flux(&args);
+    assert!(out.status.success(), "flux {} --help", cmd.join(" "));
     let text = String::from_utf8_lossy(&out.stdout);
     // `-q, --quiet`: the long name.
     let text = text.replace("-q, --", "--").replace("-h, --", "--");
     flags(&text, true)
 }
+
+/// Flags of other tools the sections name, each with its tool: the README names the tool on
+/// the same line (`flux-junit` runs a JUnit class; the k8s test runs `kubernetes-validate`).
+const FOREIGN: &[(&str, &str)] = &[
+    ("--select-class", "flux-junit"),
+    ("--select-method", "flux-junit"),
+    ("--strict", "kubernetes-validate"),
+];
 
 #[test]
 fn readme_sections_4_to_7_name_real_flags_and_every_flag_of_their_commands() {
@@ -57,13 +66,29 @@ fn readme_sections_4_to_7_name_real_flags_and_every_flag_of_their_commands() {
     let mut all = BTreeSet::new();
     let mut missing = Vec::new();
     for cmd in documented.iter().chain(&["harvest", "images"]) {
-        let h = help(cmd);
+        let h = help(&[cmd]);
         if documented.contains(cmd) {
             for f in h.iter().filter(|f| *f != "--help" && !named.contains(*f)) {
                 missing.push(format!("flux {cmd} {f}"));
             }
         }
         all.extend(h);
+    }
+    for sub in ["save", "load", "build"] {
+        all.extend(help(&["images", sub]));
+    }
+    for (flag, tool) in FOREIGN {
+        let section = &readme[start..end];
+        let with_tool = section
+            .lines()
+            .any(|l| l.contains(flag) && l.contains(tool));
+        assert!(
+            !section.contains(flag) || with_tool,
+            "README 4–7 names {flag} away from {tool}, whose flag it is"
+        );
+        if with_tool {
+            all.insert(flag.to_string());
+        }
     }
     let unknown: Vec<&String> = named.difference(&all).collect();
     assert!(

@@ -886,11 +886,13 @@ impl Instance {
     }
 
     /// The question with its conventions spelled out, for a format with no system prompt to
-    /// carry them: the question, then its preamble's text when it was written against one.
+    /// carry them: the question, then its preamble's text when it was written against one (a
+    /// TOML block string's closing newline is not part of the question).
     pub fn self_contained_question(&self) -> String {
+        let question = self.spec.question.trim_end();
         match self.spec.preamble.as_deref().and_then(preamble::by_id) {
-            Some(p) => format!("{}\n\n{}", self.spec.question.trim_end(), p.text),
-            None => self.spec.question.clone(),
+            Some(p) => format!("{question}\n\n{}", p.text),
+            None => question.to_string(),
         }
     }
 
