@@ -1321,13 +1321,20 @@ fn eval_sends_each_sampled_instance_of_the_committed_sets_its_self_contained_pro
     let api = fake_openai(&[]);
     let source = flux_eval::Source::Cache(cache.clone());
     let mut want = std::collections::BTreeMap::new();
-    for set in ["instances", "variants", "sets/flux-gen-v1/instances"] {
+    for set in [
+        "instances",
+        "variants",
+        "sets/flux-gen-v1/instances",
+        "sets/flux-java-v1/instances",
+    ] {
         let root = ws.join(set);
         let mut insts: Vec<flux_score::Instance> =
             flux_score::discover(std::slice::from_ref(&root)).unwrap();
+        // The JVM starter's test is its own file and its target the JDK's: not sampled.
         insts.retain(|i| {
-            !i.test_files.iter().any(|f| f.ends_with(".java"))
-                && !i.image.as_deref().is_some_and(|m| m.contains("jdk"))
+            i.test_image_files.iter().any(|f| f.ends_with(".java"))
+                || (!i.test_files.iter().any(|f| f.ends_with(".java"))
+                    && !i.image.as_deref().is_some_and(|m| m.contains("jdk")))
         });
         insts.sort_by_key(|i| (prompt_sample_order(&i.key()), i.key()));
         insts.truncate(40);
@@ -1409,17 +1416,26 @@ fn eval_sends_each_sampled_instance_of_the_committed_sets_its_self_contained_pro
             .extractor_function
             .as_deref()
             .or(i.tracing_functions.first().map(String::as_str));
+        // A Java target is declared `… name(…) {`: its name after a space, on a line that is no
+        // statement.
+        let java = i.image.as_deref().is_some_and(|m| m.contains("-jdk"));
         if let Some(t) = target.map(|t| t.rsplit(['.', ':']).next().unwrap_or(t)) {
-            let def = format!("def {t}(");
+            let def = if java {
+                format!(" {t}(")
+            } else {
+                format!("def {t}(")
+            };
             let shown = !t.starts_with('<')
                 && user.lines().any(|l| {
                     let l = l.trim_start();
                     let code = l.trim_start_matches(|c: char| c.is_ascii_digit());
+                    let code = code.trim_start().trim_start_matches("async ");
                     code.len() < l.len()
-                        && code
-                            .trim_start()
-                            .trim_start_matches("async ")
-                            .starts_with(&def)
+                        && if java {
+                            format!(" {code}").contains(&def) && !code.ends_with(';')
+                        } else {
+                            code.starts_with(&def)
+                        }
                 });
             assert!(
                 shown || t.starts_with('<'),

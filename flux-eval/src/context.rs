@@ -629,8 +629,13 @@ pub(crate) fn render(src: &mut Src, items: Vec<Item>, budget: usize, mut out: Ch
             .collect::<Vec<_>>()
             .join(", ");
         out.files.push(format!("{f}:{spans}"));
+        let lang = if f.ends_with(".java") {
+            "java"
+        } else {
+            "python"
+        };
         out.text.push_str(&format!(
-            "\n### {f} (lines {spans}): {}\n```python\n",
+            "\n### {f} (lines {spans}): {}\n```{lang}\n",
             labels.join("; ")
         ));
         for (k, (a, b)) in merged.iter().enumerate() {

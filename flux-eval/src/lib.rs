@@ -23,6 +23,7 @@
 mod ask;
 pub mod client;
 pub mod context;
+pub mod javasrc;
 pub mod parse;
 pub mod price;
 pub mod prompt;

@@ -22,8 +22,16 @@ pub const CHARS_PER_TOKEN: usize = 4;
 
 pub const SYSTEM: &str = "You are an expert at predicting the runtime behaviour of Python programs by reading their source code. You cannot run anything. Answer with exactly one JSON object of the requested shape and nothing else.";
 
+/// [`SYSTEM`] for an instance of a JVM repository ([`crate::javasrc::is_java`]).
+pub const SYSTEM_JAVA: &str = "You are an expert at predicting the runtime behaviour of Java programs by reading their source code. You cannot run anything. Answer with exactly one JSON object of the requested shape and nothing else.";
+
 /// All `.py` files under `root` (relative paths, sorted), bounded.
 pub fn list_py_files(root: &Path) -> Vec<String> {
+    list_files_ending(root, ".py")
+}
+
+/// All files under `root` whose name ends with `suffix` (relative paths, sorted), bounded.
+pub fn list_files_ending(root: &Path, suffix: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -42,7 +50,7 @@ pub fn list_py_files(root: &Path) -> Vec<String> {
             };
             if ft.is_dir() {
                 stack.push(p);
-            } else if ft.is_file() && name.ends_with(".py") {
+            } else if ft.is_file() && name.ends_with(suffix) {
                 if let Ok(rel) = p.strip_prefix(root) {
                     out.push(rel.to_string_lossy().replace('\\', "/"));
                 }
@@ -308,7 +316,11 @@ pub fn preamble(
 /// Build the prompt of one instance.
 pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     let mut notes = Vec::new();
-    let mut system = cfg.system.unwrap_or(SYSTEM).to_string();
+    let java = crate::javasrc::is_java(inst);
+    let mut system = cfg
+        .system
+        .unwrap_or(if java { SYSTEM_JAVA } else { SYSTEM })
+        .to_string();
     if let Some(p) = preamble(inst, &mut notes) {
         system.push_str("\n\n");
         system.push_str(p.text);
@@ -352,11 +364,21 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
     // The repository's own tests the question names, from the source tree.
     let tests = crate::testsrc::named_tests(inst);
     match cfg.source {
-        Located::Dir(root) if !tests.is_empty() && cfg.mode != Mode::Agent => {
-            let c = crate::testsrc::choose(inst, &tests, root, remaining.saturating_sub(500) / 2);
+        Located::Dir(root) if (java || !tests.is_empty()) && cfg.mode != Mode::Agent => {
+            let share = remaining.saturating_sub(500) / 2;
+            let c = if java {
+                crate::javasrc::choose_tests(inst, root, share)
+            } else {
+                crate::testsrc::choose(inst, &tests, root, share)
+            };
             if !c.text.is_empty() {
                 let sec = format!(
-                    "\n## Test code ({pkg}'s test suite)\nThe test(s) the question names, with the fixtures and helpers they use from their file and its conftest.py files, with the files' own line numbers (`⋮` marks lines not shown).\n{}",
+                    "\n## Test code ({pkg}'s test suite)\nThe test(s) the question names, with {}, with the files' own line numbers (`⋮` marks lines not shown).\n{}",
+                    if java {
+                        "their class's fields and set-up methods and the helpers they call"
+                    } else {
+                        "the fixtures and helpers they use from their file and its conftest.py files"
+                    },
                     c.text
                 );
                 remaining = remaining.saturating_sub(sec.len());
@@ -407,7 +429,11 @@ pub fn build(inst: &Instance, cfg: &PromptConfig) -> Prompt {
             ));
         }
         (Located::Dir(root), _) => {
-            let c = crate::context::choose(inst, root, remaining.saturating_sub(500));
+            let c = if java {
+                crate::javasrc::choose_source(inst, root, remaining.saturating_sub(500))
+            } else {
+                crate::context::choose(inst, root, remaining.saturating_sub(500))
+            };
             files.extend(c.files);
             if !c.text.is_empty() {
                 body.push_str(&format!(

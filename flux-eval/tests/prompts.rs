@@ -3,7 +3,8 @@
 //! their real line numbers — not a whole test file, and not only the files of the instance
 //! directory (generated instances keep their tests in the image).
 //!
-//! Over the committed sets (`instances/`, `sets/flux-gen-v1/instances/`) the check runs on a
+//! Over the committed sets (`instances/`, `sets/flux-gen-v1/instances/`,
+//! `sets/flux-java-v1/instances/`: Java declarations for its tests and targets) the check runs on a
 //! seeded sample of [`SAMPLE`] instances per set; `FLUX_PROMPT_CHECK=all` checks every one and
 //! prints the figure. The trees come from the cache (`$FLUX_CACHE`, else the checkout's
 //! `.flux-cache`); a repository whose tree is absent is skipped loudly.
@@ -39,7 +40,7 @@ pub fn named_test_functions(question: &str) -> Vec<String> {
             continue;
         }
         let head = span.split('[').next().unwrap_or(span).trim();
-        let name = if head.contains(".py::") {
+        let name = if head.contains(".py::") || head.contains(".java::") {
             head.rsplit("::").next().unwrap_or(head)
         } else if head.starts_with("test_") && head.chars().all(|c| c.is_alphanumeric() || c == '_')
         {
@@ -99,6 +100,35 @@ pub fn defines(prompt: &str, name: &str) -> bool {
     })
 }
 
+/// Does the prompt show a numbered Java declaration of `name` (`public int name(…`, a
+/// constructor `Name(…`): `name(` after a space or at the line's start, no `=` or `.` before
+/// it, and the line is no statement (does not end with `;`)?
+pub fn defines_java(prompt: &str, name: &str) -> bool {
+    let call = format!("{name}(");
+    prompt.lines().any(|l| {
+        let t = l.trim_start();
+        let Some(code) = t
+            .find(|c: char| !c.is_ascii_digit())
+            .filter(|&i| i > 0)
+            .map(|i| t[i..].trim())
+        else {
+            return false;
+        };
+        code.match_indices(&call).any(|(at, _)| {
+            let before = &code[..at];
+            (before.is_empty() || before.ends_with(' '))
+                && !before.contains(['=', '.', '('])
+                && !before.trim_start().starts_with("return")
+                && !code.ends_with(';')
+        })
+    })
+}
+
+/// Is the instance one of a JVM repository (Java tests and targets)?
+fn is_java(inst: &Instance) -> bool {
+    !is_python(inst)
+}
+
 /// What an instance's default prompt lacks: the names it should define and does not.
 pub fn missing_definitions(inst: &Instance, user: &str) -> Vec<String> {
     named_test_functions(&inst.question)
@@ -111,7 +141,11 @@ pub fn missing_definitions(inst: &Instance, user: &str) -> Vec<String> {
         )
         .filter(|what| {
             let name = what.rsplit(' ').next().unwrap_or(what);
-            !defines(user, name)
+            if is_java(inst) {
+                !defines_java(user, name)
+            } else {
+                !defines(user, name)
+            }
         })
         .collect()
 }
@@ -138,7 +172,9 @@ fn fnv(seed: u64, s: &str) -> u64 {
     h
 }
 
-/// Python instances only: the JVM starter's tests and targets are Java.
+/// A Python instance (else a JVM repository's: Java tests and targets). The JVM starter
+/// (`instances/`, its test its own file shown whole, its target the JDK's) is not checked:
+/// only instances whose tests are a repository's (`[test] image_files`).
 fn is_python(inst: &Instance) -> bool {
     !inst.test_files.iter().any(|f| f.ends_with(".java"))
         && !inst.image.as_deref().is_some_and(|i| i.contains("jdk"))
@@ -160,7 +196,7 @@ fn check_set(set: &Path, all: bool, tally: &mut Tally) {
     let mut insts: Vec<Instance> = flux_score::instance::discover(&[set.to_path_buf()])
         .unwrap_or_else(|e| panic!("{}: {e}", set.display()))
         .into_iter()
-        .filter(is_python)
+        .filter(|i| is_python(i) || i.test_image_files.iter().any(|f| f.ends_with(".java")))
         .collect();
     insts.sort_by_key(|i| (fnv(SEED, &i.key()), i.key()));
     if !all {
@@ -205,7 +241,11 @@ fn every_committed_prompt_defines_its_tests_and_target() {
     let all = std::env::var("FLUX_PROMPT_CHECK").is_ok_and(|v| v == "all");
     let root = workspace();
     let mut tally = Tally::default();
-    for set in ["instances", "sets/flux-gen-v1/instances"] {
+    for set in [
+        "instances",
+        "sets/flux-gen-v1/instances",
+        "sets/flux-java-v1/instances",
+    ] {
         let (checked, passed) = (tally.checked, tally.passed);
         check_set(&root.join(set), all, &mut tally);
         eprintln!(
@@ -271,6 +311,19 @@ fn the_checker_reads_test_names_and_definitions() {
         "not a source line"
     );
     assert!(!defines("   12  # def test_y(\n", "test_y"));
+    assert!(defines_java(
+        "  140      public void testBar() throws Exception {\n",
+        "testBar"
+    ));
+    assert!(defines_java("   30      Foo(int n) {\n", "Foo"));
+    assert!(!defines_java("   41          int x = bar(1);\n", "bar"));
+    assert!(!defines_java("   41          Foo.bar(1);\n", "bar"));
+    assert!(
+        !defines_java("   41          bar(1);\n", "bar"),
+        "a call statement"
+    );
+    let q = "Run `org/x/FooTest.java::FooTest::testBar` of x";
+    assert_eq!(named_test_functions(q), ["testBar"]);
 }
 
 fn write(root: &Path, rel: &str, text: &str) {
