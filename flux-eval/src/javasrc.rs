@@ -128,16 +128,37 @@ fn opener(code: &[u8], open: usize) -> Option<(usize, String, bool)> {
         .iter()
         .rposition(|&c| c == b';' || c == b'{' || c == b'}')
         .map_or(0, |p| p + 1);
-    let head = String::from_utf8_lossy(&code[from..open]).into_owned();
-    let words: Vec<&str> = head
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-        .filter(|w| !w.is_empty())
-        .collect();
+    // Words outside parentheses (annotation arguments), not after a `.` (`Foo.class`).
+    let mut words: Vec<(usize, String)> = Vec::new();
+    let mut depth = 0usize;
+    let mut i = from;
+    while i < open {
+        let c = code[i];
+        if c == b'(' {
+            depth += 1;
+        } else if c == b')' {
+            depth = depth.saturating_sub(1);
+        } else if is_ident(c) {
+            let s = i;
+            while i < open && is_ident(code[i]) {
+                i += 1;
+            }
+            let dotted = code[from..s]
+                .iter()
+                .rev()
+                .find(|c| !c.is_ascii_whitespace())
+                == Some(&b'.');
+            if depth == 0 && !dotted {
+                words.push((s, String::from_utf8_lossy(&code[s..i]).into_owned()));
+            }
+            continue;
+        }
+        i += 1;
+    }
     for kw in ["class", "interface", "enum", "record"] {
-        if let Some(k) = words.iter().position(|w| *w == kw) {
-            if let Some(name) = words.get(k + 1) {
-                let at = from + head.find(&format!("{kw} {name}")).unwrap_or(0) + kw.len() + 1;
-                return Some((at, name.to_string(), true));
+        if let Some(k) = words.iter().position(|(_, w)| w == kw) {
+            if let Some((at, name)) = words.get(k + 1) {
+                return Some((*at, name.clone(), true));
             }
         }
     }
@@ -541,6 +562,7 @@ public class Foo extends Base {
         return baz() + Util.twice(n) + s.length();
     }
 
+    @Test(expected = IllegalArgumentException.class)
     int bar(int k) { return k; }
 
     private int baz() {
@@ -555,7 +577,7 @@ public class Foo extends Base {
 "#;
 
     #[test]
-    fn the_scanner_finds_methods_classes_and_their_ends() {
+    fn the_scanner_finds_methods_classes_and_their_ends_past_a_class_literal() {
         let d = declarations(FOO);
         let got: Vec<(String, bool, usize, usize, usize)> = d
             .iter()
@@ -564,14 +586,14 @@ public class Foo extends Base {
         assert_eq!(
             got,
             vec![
-                ("Foo".into(), true, 4, 4, 27),
+                ("Foo".into(), true, 4, 4, 28),
                 ("Foo.Foo".into(), false, 8, 9, 9),
                 ("Foo.bar".into(), false, 11, 11, 15),
                 ("Foo.run".into(), false, 13, 13, 13),
-                ("Foo.bar".into(), false, 17, 17, 17),
-                ("Foo.baz".into(), false, 19, 19, 22),
-                ("Foo.Inner".into(), true, 24, 24, 26),
-                ("Foo.Inner.bar".into(), false, 25, 25, 25),
+                ("Foo.bar".into(), false, 17, 18, 18),
+                ("Foo.baz".into(), false, 20, 20, 23),
+                ("Foo.Inner".into(), true, 25, 25, 27),
+                ("Foo.Inner.bar".into(), false, 26, 26, 26),
             ]
         );
         let f = JavaFile {
