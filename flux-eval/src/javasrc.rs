@@ -344,9 +344,15 @@ impl JavaFile {
             {
                 continue;
             }
-            let qualifier = (s > 0 && body[s - 1] == b'.')
-                .then(|| ident_before(body, s - 1).map(|(_, q)| q))
-                .flatten();
+            let dotted = s > 0 && body[s - 1] == b'.';
+            let qualifier = if dotted {
+                match ident_before(body, s - 1) {
+                    Some((_, q)) => Some(q),
+                    None => continue, // `f(x).m(…)`: a method of a value
+                }
+            } else {
+                None
+            };
             let call = match qualifier {
                 None => (None, name),
                 Some(q) if q == "this" => (None, name),
@@ -559,7 +565,7 @@ public class Foo extends Base {
     public int bar(String s) throws java.io.IOException, IllegalStateException {
         if (s == null) { return 0; }
         Runnable r = new Runnable() { public void run() { baz(); } };
-        return baz() + Util.twice(n) + s.length();
+        return baz() + Util.twice(n) + s.length() + Util.make().size();
     }
 
     @Test(expected = IllegalArgumentException.class)
@@ -608,8 +614,10 @@ public class Foo extends Base {
             f.calls(&bar),
             vec![
                 (None, "baz".to_string()),
-                (Some("Util".to_string()), "twice".to_string())
-            ]
+                (Some("Util".to_string()), "twice".to_string()),
+                (Some("Util".to_string()), "make".to_string()),
+            ],
+            "not s.length() nor .size() of a value"
         );
     }
 }
