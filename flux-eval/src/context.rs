@@ -296,6 +296,21 @@ fn name_forms(name: &str) -> Vec<String> {
     (0..parts.len()).map(|i| parts[i..].join(".")).collect()
 }
 
+/// The functions an instance asks about, each with the file it is said to be in: the
+/// extractor's `function` (with its `file`), then `[tracing] functions`, each once.
+pub(crate) fn target_names(inst: &Instance) -> Vec<(String, Option<String>)> {
+    let mut names: Vec<(String, Option<String>)> = Vec::new();
+    if let Some(f) = &inst.extractor_function {
+        names.push((f.clone(), inst.extractor_file.clone()));
+    }
+    for f in &inst.tracing_functions {
+        if !names.iter().any(|(n, _)| n == f) {
+            names.push((f.clone(), None));
+        }
+    }
+    names
+}
+
 /// Choose the context of `inst` from the source at `root` within `budget` characters.
 pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     let mut out = Chosen::default();
@@ -330,15 +345,7 @@ pub fn choose(inst: &Instance, root: &Path, budget: usize) -> Chosen {
         }
     }
     // The target functions, looked up in the targeted files only.
-    let mut names: Vec<(String, Option<String>)> = Vec::new();
-    if let Some(f) = &inst.extractor_function {
-        names.push((f.clone(), inst.extractor_file.clone()));
-    }
-    for f in &inst.tracing_functions {
-        if !names.iter().any(|(n, _)| n == f) {
-            names.push((f.clone(), None));
-        }
-    }
+    let names = target_names(inst);
     let mut targets: Vec<(String, Def)> = Vec::new();
     for (name, file) in &names {
         let files: Vec<String> = match file {

@@ -468,15 +468,7 @@ pub fn choose_tests(inst: &Instance, root: &Path, budget: usize) -> Chosen {
 pub fn choose_source(inst: &Instance, root: &Path, budget: usize) -> Chosen {
     let mut out = Chosen::default();
     let files = list_files_ending(root, ".java");
-    let mut names: Vec<(String, Option<String>)> = Vec::new();
-    if let Some(f) = &inst.extractor_function {
-        names.push((f.clone(), inst.extractor_file.clone()));
-    }
-    for f in &inst.tracing_functions {
-        if !names.iter().any(|(n, _)| n == f) {
-            names.push((f.clone(), None));
-        }
-    }
+    let names = crate::context::target_names(inst);
     let mut items = Vec::new();
     let mut callees = Vec::new();
     for (name, file) in &names {

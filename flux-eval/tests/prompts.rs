@@ -81,18 +81,18 @@ pub fn target_functions(inst: &Instance) -> Vec<String> {
     out
 }
 
+/// The code of a numbered source line (`  12  def f(x):` → `def f(x):`), `None` for other lines.
+fn numbered_code(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    t.find(|c: char| !c.is_ascii_digit())
+        .filter(|&i| i > 0)
+        .map(|i| t[i..].trim_start())
+}
+
 /// Does the prompt show a numbered source line `def name(` (or `async def name(`)?
 pub fn defines(prompt: &str, name: &str) -> bool {
     let def = format!("def {name}(");
-    prompt.lines().any(|l| {
-        let t = l.trim_start();
-        let Some(code) = t
-            .find(|c: char| !c.is_ascii_digit())
-            .filter(|&i| i > 0)
-            .map(|i| t[i..].trim_start())
-        else {
-            return false;
-        };
+    prompt.lines().filter_map(numbered_code).any(|code| {
         code.starts_with(&def)
             || code
                 .strip_prefix("async ")
@@ -105,15 +105,8 @@ pub fn defines(prompt: &str, name: &str) -> bool {
 /// it, and the line is no statement (does not end with `;`)?
 pub fn defines_java(prompt: &str, name: &str) -> bool {
     let call = format!("{name}(");
-    prompt.lines().any(|l| {
-        let t = l.trim_start();
-        let Some(code) = t
-            .find(|c: char| !c.is_ascii_digit())
-            .filter(|&i| i > 0)
-            .map(|i| t[i..].trim())
-        else {
-            return false;
-        };
+    prompt.lines().filter_map(numbered_code).any(|code| {
+        let code = code.trim_end();
         code.match_indices(&call).any(|(at, _)| {
             let before = &code[..at];
             (before.is_empty() || before.ends_with(' '))
