@@ -50,17 +50,7 @@ split = "test"
 "#;
 
 pub(crate) fn image_missing() -> Option<String> {
-    let out = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "image {IMAGE} is missing or docker does not answer: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("docker CLI not runnable: {e}")),
-    }
+    common::image_missing(IMAGE, "cargo xtask setup builds it")
 }
 
 fn flux(args: &[&str], cache: &Path) -> std::process::Output {

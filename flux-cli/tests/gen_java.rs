@@ -211,18 +211,7 @@ split = "test"
 const MODULE: &str = "src/test/java/org/apache/commons/codec/language/SoundexTest.java";
 
 fn image_missing() -> Option<String> {
-    let out = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "image {IMAGE} is missing or docker does not answer (flux images build \
-             commons-codec): {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("docker CLI not runnable: {e}")),
-    }
+    common::image_missing(IMAGE, "flux images build commons-codec")
 }
 
 /// One JUnit test class mined end to end: S6/M6 instances that load, and one re-harvested from

@@ -120,17 +120,7 @@ fn wait_until_locked(lock: &Path) {
 }
 
 fn image_missing() -> Option<String> {
-    let out = Command::new("docker")
-        .args(["image", "inspect", "--format", "{{.Id}}", IMAGE])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => None,
-        Ok(o) => Some(format!(
-            "image {IMAGE} is missing or docker does not answer: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => Some(format!("docker CLI not runnable: {e}")),
-    }
+    common::image_missing(IMAGE, "cargo xtask setup builds it")
 }
 
 /// `module_timeout_s = 0` ran every module into a timeout and wrote the set empty; a second

@@ -919,6 +919,19 @@ mod tests {
         assert!(one.iter().filter(|c| c.function == "f").count() <= 2);
     }
 
+    /// The `[generated]` table of set `s`'s instances from module `m1.py` of repository `r`.
+    fn generated_m1() -> flux_instance::GeneratedSpec {
+        flux_instance::GeneratedSpec {
+            set: "s".into(),
+            split: "test".into(),
+            module: "m1.py".into(),
+            trace: "r/m1.py".into(),
+            easy: false,
+            difficulty: Default::default(),
+            release: None,
+        }
+    }
+
     /// `--check --shard`: a module made again is compared with its stored result and with
     /// the set's instances of it; a changed gold answer is found, the run fields are not.
     #[test]
@@ -927,15 +940,7 @@ mod tests {
         let (set, reference) = (t.path().join("set"), t.path().join("ref"));
         let mut r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "g")]);
         for c in &mut r.candidates {
-            c.spec.generated = Some(flux_instance::GeneratedSpec {
-                set: "s".into(),
-                split: "test".into(),
-                module: "m1.py".into(),
-                trace: "r/m1.py".into(),
-                easy: false,
-                difficulty: Default::default(),
-                release: None,
-            });
+            c.spec.generated = Some(generated_m1());
             c.oracle.oracle_answer = serde_json::json!({"n": 1});
         }
         module::write_result(&reference, &r).unwrap();
@@ -1078,15 +1083,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let mut r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S2, "g")]);
         for c in &mut r.candidates {
-            c.spec.generated = Some(flux_instance::GeneratedSpec {
-                set: "s".into(),
-                split: "test".into(),
-                module: "m1.py".into(),
-                trace: "r/m1.py".into(),
-                easy: false,
-                difficulty: Default::default(),
-                release: None,
-            });
+            c.spec.generated = Some(generated_m1());
         }
         write_set(t.path(), &r.candidates).unwrap();
         crate::release::archive(t.path(), &t.path().join("out"), "r", "1").unwrap();

@@ -111,6 +111,22 @@ pub fn trace_with_env(extra: &[&str], cmd: &[&str], env: &[(&str, &str)]) -> Tra
     Traced { events, out }
 }
 
+/// Why a test needing Docker image `image` cannot run here (`None`: it can); `build` names the
+/// command that builds it.
+pub fn image_missing(image: &str, build: &str) -> Option<String> {
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", image])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => None,
+        Ok(o) => Some(format!(
+            "image {image} is missing or docker does not answer ({build}): {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Some(format!("docker CLI not runnable: {e}")),
+    }
+}
+
 /// A fresh directory under the system temp dir (unique per process, call and clock).
 pub fn tempdir() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
