@@ -45,7 +45,7 @@ fn program_counts(out: &str) -> BTreeMap<String, u64> {
 fn trace_counts(t: &Trace, kind: Kind) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for e in t.events.iter().filter(|e| e.ev == kind) {
-        *m.entry(e.qualname.clone()).or_insert(0) += 1;
+        *m.entry(e.qualname.to_string()).or_insert(0) += 1;
     }
     m
 }

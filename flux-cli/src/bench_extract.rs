@@ -93,7 +93,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         for inv in ix.all_invocations() {
             if let Some(e) = inv.first_call(&trace) {
                 if !e.qualname.is_empty() {
-                    *m.entry((e.qualname.clone(), e.file.clone())).or_insert(0) += 1;
+                    *m.entry((e.qualname.to_string(), e.file.to_string()))
+                        .or_insert(0) += 1;
                 }
             }
         }

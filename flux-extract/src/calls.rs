@@ -4,7 +4,7 @@
 use crate::common::{all_invocations, module_of, pick_invocation, Ix, Loc, Norm};
 use crate::{ExtractError, Params};
 use flux_trace::query::{file_within, test_matches, Invocation};
-use flux_trace::{Event, Kind, TraceIndex};
+use flux_trace::{Event, Kind, Name, TraceIndex};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -339,11 +339,11 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
                     .first()
                     .and_then(|inv| inv.first_call(ix.trace))
                     .map(|e| e.file.clone())
-                    .or_else(|| file.map(String::from))
+                    .or_else(|| file.map(Name::from))
                     .unwrap_or_default();
                 Member {
                     qualname: q,
-                    file: f,
+                    file: f.into(),
                 }
             })
             .collect());

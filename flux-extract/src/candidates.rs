@@ -144,14 +144,14 @@ pub fn candidates(
         for i in calls::direct_callees(ix, inv) {
             let callee = ix.event(i);
             *callees
-                .entry((callee.name().to_string(), callee.file.clone()))
+                .entry((callee.name().to_string(), callee.file.to_string()))
                 .or_insert(0) += 1;
         }
         mark_crossings(ix, inv, &mut exceptions);
     }
     let mut out = Candidates {
         function: function.to_string(),
-        file: the_file,
+        file: the_file.into(),
         invocations: invs.len(),
         tests,
         line_events,
@@ -302,7 +302,8 @@ pub fn functions(ix: &TraceIndex<'_>) -> Vec<Value> {
     let mut m: BTreeMap<(String, String), usize> = BTreeMap::new();
     for inv in ix.all_invocations() {
         if let Some(e) = inv.first_call(ix.trace) {
-            *m.entry((e.name().to_string(), e.file.clone())).or_insert(0) += 1;
+            *m.entry((e.name().to_string(), e.file.to_string()))
+                .or_insert(0) += 1;
         }
     }
     m.into_iter()

@@ -247,10 +247,14 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
             all.len()
         ))
     })?;
-    let exc = r.origin.exc.clone().unwrap_or(flux_trace::ExcInfo {
-        ty: String::new(),
-        msg: String::new(),
-    });
+    let exc = r
+        .origin
+        .exc
+        .clone()
+        .unwrap_or(Box::new(flux_trace::ExcInfo {
+            ty: String::new(),
+            msg: String::new(),
+        }));
     let handler_line = r
         .handled
         .filter(|h| h.ev == Kind::Handled && h.exc.as_ref().map(|x| &x.ty) == Some(&exc.ty))
@@ -282,7 +286,7 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                     && ty.is_none_or(|w| type_matches(exc_type(e), w));
                 if fits {
                     let msg = e.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
-                    crashes.entry(e.test.clone()).or_insert((
+                    crashes.entry(e.test.to_string()).or_insert((
                         exc_type(e).to_string(),
                         msg,
                         e.name().to_string(),
@@ -306,7 +310,7 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             }
             let o = r.origin;
             let msg = o.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
-            crashes.entry(o.test.clone()).or_insert((
+            crashes.entry(o.test.to_string()).or_insert((
                 exc_type(o).to_string(),
                 msg,
                 o.name().to_string(),

@@ -46,7 +46,7 @@ fn observations(
             }
             if matches!(e.ev, Kind::Line | Kind::Return) {
                 if let (Some(at), Some(v)) = (waiting.take(), current) {
-                    out.push((at, ix.event(at).test.clone(), v.clone()));
+                    out.push((at, ix.event(at).test.to_string(), v.clone()));
                 }
                 if e.ev == Kind::Line && e.line == line {
                     waiting = Some(i);
@@ -204,10 +204,10 @@ pub(crate) fn predicate_report(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             if e.ev != Kind::Check || lines.as_ref().is_some_and(|ls| !ls.contains(&e.line)) {
                 continue;
             }
-            let t = match tally.get_mut(&e.predicate) {
+            let t = match tally.get_mut(e.predicate.as_str()) {
                 Some(t) => t,
                 None if fixed => continue,
-                None => tally.entry(e.predicate.clone()).or_default(),
+                None => tally.entry(e.predicate.to_string()).or_default(),
             };
             t.observations += 1;
             let held = e.value.as_ref().map(|v| v.repr.as_str()) == Some("True");
@@ -217,7 +217,7 @@ pub(crate) fn predicate_report(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
                 t.violations += 1;
             }
             if !held && !e.test.is_empty() {
-                t.violating.insert(e.test.clone());
+                t.violating.insert(e.test.to_string());
             }
         }
     }

@@ -294,13 +294,13 @@ pub(crate) fn loop_iterations_across_tests(
         for &i in &inv.events {
             let e = ix.event(i);
             if e.ev == Kind::Line && e.line == def.header && !e.test.is_empty() {
-                per_test.entry(e.test.clone()).or_insert(0);
+                per_test.entry(e.test.to_string()).or_insert(0);
             }
         }
         for it in def.iterations(ix, inv).0 {
             let test = &ix.event(inv.events[it.start]).test;
             if !test.is_empty() {
-                *per_test.entry(test.clone()).or_insert(0) += 1;
+                *per_test.entry(test.to_string()).or_insert(0) += 1;
             }
         }
     }

@@ -294,7 +294,7 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
                 out.push(Obs {
                     at,
                     invocation: n,
-                    test: e.test.clone(),
+                    test: e.test.to_string(),
                     line: e.line,
                     state: state.clone(),
                 });

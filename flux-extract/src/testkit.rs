@@ -140,19 +140,19 @@ impl TraceBuilder {
     ) -> TraceBuilder {
         let mut e = self.base(Kind::Check);
         e.line = line;
-        e.predicate = predicate.to_string();
+        e.predicate = predicate.to_string().into();
         match held {
             Some(b) => {
-                e.value = Some(Value {
+                e.value = Some(Box::new(Value {
                     repr: if b { "True" } else { "False" }.into(),
                     ty: "bool".into(),
-                })
+                }))
             }
             None => {
-                e.exc = Some(ExcInfo {
+                e.exc = Some(Box::new(ExcInfo {
                     ty: error.to_string(),
                     msg: String::new(),
-                })
+                }))
             }
         }
         self.push(e);
@@ -161,7 +161,7 @@ impl TraceBuilder {
 
     fn push(&mut self, mut e: Event) {
         e.ts = self.events.len() as u64 + 1;
-        e.test = self.test.clone();
+        e.test = self.test.clone().into();
         self.events.push(e);
     }
 
@@ -170,9 +170,15 @@ impl TraceBuilder {
         if let Some(top) = self.stack.last() {
             e.activation = top.act;
             e.frame = top.frame;
-            e.qualname = top.name.clone();
-            e.func = top.name.rsplit('.').next().unwrap_or_default().to_string();
-            e.file = top.file.clone();
+            e.qualname = top.name.clone().into();
+            e.func = top
+                .name
+                .rsplit('.')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+                .into();
+            e.file = top.file.clone().into();
             e.line = top.line;
             e.depth = self.stack.len() as u32 - 1;
             e.parent = if self.stack.len() >= 2 {
@@ -193,7 +199,7 @@ impl TraceBuilder {
 
     pub fn end(mut self, outcome: &str) -> TraceBuilder {
         let mut e = Event::new(0, 100, 100, Kind::TestEnd, Source::Hook);
-        e.outcome = outcome.to_string();
+        e.outcome = outcome.to_string().into();
         self.push(e);
         self.test.clear();
         self
@@ -252,7 +258,7 @@ impl TraceBuilder {
 
     pub fn ret_with(mut self, value: &str, changes: &[(&str, &str)]) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
-        e.value = Some(val(value));
+        e.value = Some(Box::new(val(value)));
         e.locals = locals(changes);
         self.push(e);
         self.stack.pop();
@@ -262,7 +268,7 @@ impl TraceBuilder {
     /// A `return` that suspends a generator.
     pub fn suspend(mut self, value: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
-        e.value = Some(val(value));
+        e.value = Some(Box::new(val(value)));
         e.suspended = true;
         self.push(e);
         self.stack.pop();
@@ -272,10 +278,10 @@ impl TraceBuilder {
     /// An `exception` event at the current line of the innermost frame.
     pub fn raise(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Exception);
-        e.exc = Some(ExcInfo {
+        e.exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
-        });
+        }));
         self.push(e);
         self
     }
@@ -292,12 +298,14 @@ impl TraceBuilder {
     ) -> TraceBuilder {
         let mut b = self.raise(ty, msg);
         if let Some(e) = b.events.last_mut() {
-            e.outcome = kind.to_string();
-            e.origin = origin.map(|(q, line)| ExcOrigin {
-                file: FILE.to_string(),
-                qualname: q.to_string(),
-                line,
-            });
+            e.outcome = kind.to_string().into();
+            e.origin = origin
+                .map(|(q, line)| ExcOrigin {
+                    file: FILE.to_string(),
+                    qualname: q.to_string(),
+                    line,
+                })
+                .map(Box::new);
         }
         b
     }
@@ -308,10 +316,10 @@ impl TraceBuilder {
             top.line = line;
         }
         let mut e = self.base(Kind::Handled);
-        e.exc = Some(ExcInfo {
+        e.exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
-        });
+        }));
         self.push(e);
         self
     }
@@ -320,10 +328,10 @@ impl TraceBuilder {
     pub fn unwind(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
         e.unwind = true;
-        e.exc = Some(ExcInfo {
+        e.exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
-        });
+        }));
         self.push(e);
         self.stack.pop();
         self

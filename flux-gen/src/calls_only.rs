@@ -587,7 +587,7 @@ mod tests {
                 } else {
                     e.qualname.clone()
                 };
-                e.func = q.rsplit('.').next().unwrap_or(&q).to_string();
+                e.func = q.rsplit('.').next().unwrap_or(&q).to_string().into();
                 e.qualname = q;
                 e.sig = "()V".into();
                 e.line = 0;

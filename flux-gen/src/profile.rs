@@ -107,7 +107,7 @@ impl ModuleProfile {
                 Kind::TestStart => {
                     let i = p.tests.len();
                     p.tests.push(TestProfile {
-                        nodeid: e.test.clone(),
+                        nodeid: e.test.to_string(),
                         ..TestProfile::default()
                     });
                     current = Some(i);
@@ -120,7 +120,7 @@ impl ModuleProfile {
                 Kind::TestEnd => {
                     if let Some(i) = current {
                         if p.tests[i].nodeid == e.test {
-                            p.tests[i].outcome = e.outcome.clone();
+                            p.tests[i].outcome = e.outcome.to_string();
                             current = None;
                         }
                     }
@@ -131,13 +131,13 @@ impl ModuleProfile {
                     let stack = stacks.entry((e.pid, e.tid)).or_default();
                     let fresh = e.frame == 0 || e.frame == e.activation;
                     let key = CodeKey {
-                        file: e.file.clone(),
+                        file: e.file.to_string(),
                         // A JVM method is named by class and method (`sig` set): a file
                         // holds its nested classes, whose methods may share a name.
                         name: if e.sig.is_empty() {
-                            e.func.clone()
+                            e.func.to_string()
                         } else {
-                            e.qualname.clone()
+                            e.qualname.to_string()
                         },
                         first_line: e.line,
                     };

@@ -87,8 +87,8 @@ mod tests {
         let mut t = Trace::default();
         for (i, o) in outcomes.iter().enumerate() {
             let mut e = Event::new(i as u64, 1, 1, Kind::TestEnd, Source::Hook);
-            e.test = format!("test_x.py::t{i}");
-            e.outcome = (*o).to_string();
+            e.test = format!("test_x.py::t{i}").into();
+            e.outcome = ((*o).to_string()).into();
             t.events.push(e);
         }
         t

@@ -627,7 +627,7 @@ fn funcname(e: &Event, cfg: &LogConfig) -> Result<String, LogError> {
     if e.module.is_empty() {
         return Err(LogError::NotRecorded {
             what: "the module",
-            file: e.file.clone(),
+            file: e.file.to_string(),
             line: e.line,
             name: qual.to_string(),
         });
@@ -671,7 +671,7 @@ fn log_event(
             let Some(x) = &e.value else {
                 return Err(LogError::NotRecorded {
                     what: "the exception object",
-                    file: e.file.clone(),
+                    file: e.file.to_string(),
                     line: e.line,
                     name,
                 });
@@ -794,17 +794,17 @@ mod tests {
         }
         fn exc(&mut self, line: u32, ty: &str, repr: &str, locals: &[(&str, &str)]) -> &mut B {
             let e = self.ev(Kind::Exception, line);
-            e.value = Some(Value {
+            e.value = Some(Box::new(Value {
                 repr: repr.into(),
                 ty: ty.into(),
-            });
+            }));
             e.outcome = "raise".into();
             e.locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
             self
         }
         fn ret(&mut self, line: u32, val: Option<&str>, suspended: bool) -> &mut B {
             let e = self.ev(Kind::Return, line);
-            e.value = val.map(v);
+            e.value = val.map(v).map(Box::new);
             e.suspended = suspended;
             e.unwind = val.is_none();
             self.stack.pop();

@@ -697,7 +697,7 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
         let mine = e.file.ends_with(file_suffix) || matches!(e.ev, Kind::TestStart | Kind::TestEnd);
         if !mine {
             *others
-                .entry(e.file.clone())
+                .entry(e.file.to_string())
                 .or_default()
                 .entry(e.ev.as_str())
                 .or_default() += 1;

@@ -17,7 +17,7 @@
 //! of a thread keep the kernel's order.
 use crate::usdt::{capture_problems, Counters, Drained, RawMethod};
 use flux_common::{KIND_CALL, KIND_RETURN};
-use flux_trace::{Event, Kind, Meta, Source, Trace};
+use flux_trace::{Event, Kind, Meta, Name, Source, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -124,7 +124,7 @@ pub fn jvm_trace(drained: &Drained, c: &Counters, interpreter: &str, opts: &JvmO
     let mut n = Count::default();
     let mut out = Vec::new();
     let mut next_act = 1u64;
-    let mut names: HashMap<Arc<str>, (String, String, String)> = HashMap::new();
+    let mut names: HashMap<Method, MethodNames> = HashMap::new();
     for ((pid, tid), items) in &threads {
         walk(
             (*pid, *tid),
@@ -139,7 +139,7 @@ pub fn jvm_trace(drained: &Drained, c: &Counters, interpreter: &str, opts: &JvmO
     }
     // Stable: a thread's events are in order already; ties across threads keep thread order.
     out.sort_by_key(|e| e.ts);
-    assign_tests(&mut out);
+    crate::merge::assign_tests(&mut out);
     let mut meta = Meta {
         complete: problems.is_empty(),
         interpreter: interpreter.to_string(),
@@ -184,7 +184,7 @@ fn walk(
     (pid, tid): (u32, u32),
     items: &[(u64, u32, Method)],
     tests: &HashSet<&str>,
-    names: &mut HashMap<Arc<str>, (String, String, String)>,
+    names: &mut HashMap<Method, MethodNames>,
     next_act: &mut u64,
     out: &mut Vec<Event>,
     n: &mut Count,
@@ -217,9 +217,9 @@ fn walk(
             }
             continue;
         }
-        let (module, qual, file) = names
-            .entry(m.class.clone())
-            .or_insert_with(|| class_names(&m.class))
+        let named = names
+            .entry(m.clone())
+            .or_insert_with(|| MethodNames::of(m))
             .clone();
         match *kind {
             KIND_CALL => {
@@ -233,14 +233,14 @@ fn walk(
                 if test {
                     n.tests += 1;
                     let mut s = Event::new(*ts, pid, tid, Kind::TestStart, Source::Usdt);
-                    s.test = test_id(m);
+                    s.test = test_id(m).into();
                     out.push(s);
                 }
                 if seen_methods.insert(m.clone()) {
                     n.methods += 1;
                 }
                 let mut e = Event::new(*ts, pid, tid, Kind::Call, Source::Usdt);
-                fill(&mut e, m, &module, &qual, &file);
+                named.fill(&mut e);
                 e.activation = act;
                 e.frame = act;
                 e.parent = parent;
@@ -256,7 +256,7 @@ fn walk(
                 Some(top) if top.method == *m => {
                     let top = stack.pop().expect("a top");
                     let mut e = Event::new(*ts, pid, tid, Kind::Return, Source::Usdt);
-                    fill(&mut e, m, &module, &qual, &file);
+                    named.fill(&mut e);
                     e.activation = top.act;
                     e.frame = top.act;
                     e.parent = stack.last().map_or(0, |o| o.act);
@@ -264,7 +264,7 @@ fn walk(
                     out.push(e);
                     if top.test {
                         let mut s = Event::new(*ts, pid, tid, Kind::TestEnd, Source::Usdt);
-                        s.test = test_id(m);
+                        s.test = test_id(m).into();
                         s.outcome = "returned".into();
                         out.push(s);
                     }
@@ -310,31 +310,34 @@ fn note(problems: &mut Vec<String>, bad: u64, pid: u32, tid: u32, ts: u64, what:
     }
 }
 
-fn fill(e: &mut Event, m: &Method, module: &str, qual: &str, file: &str) {
-    e.func = m.name.to_string();
-    e.qualname = format!("{qual}.{}", m.name);
-    e.module = module.to_string();
-    e.file = file.to_string();
-    e.sig = m.sig.to_string();
+/// The names `jvm-naming` gives a method, made once per method and shared by its events.
+#[derive(Clone)]
+struct MethodNames {
+    func: Name,
+    qualname: Name,
+    module: Name,
+    file: Name,
+    sig: Name,
 }
 
-/// Every event inside a test window (of its process) names the test.
-fn assign_tests(events: &mut [Event]) {
-    let mut current: HashMap<u32, String> = HashMap::new();
-    for e in events.iter_mut() {
-        match e.ev {
-            Kind::TestStart => {
-                current.insert(e.pid, e.test.clone());
-            }
-            Kind::TestEnd => {
-                current.remove(&e.pid);
-            }
-            _ => {
-                if let Some(t) = current.get(&e.pid) {
-                    e.test = t.clone();
-                }
-            }
+impl MethodNames {
+    fn of(m: &Method) -> MethodNames {
+        let (module, qual, file) = class_names(&m.class);
+        MethodNames {
+            func: Name::from(&m.name),
+            qualname: format!("{qual}.{}", m.name).into(),
+            module: module.into(),
+            file: file.into(),
+            sig: Name::from(&m.sig),
         }
+    }
+
+    fn fill(&self, e: &mut Event) {
+        e.func = self.func.clone();
+        e.qualname = self.qualname.clone();
+        e.module = self.module.clone();
+        e.file = self.file.clone();
+        e.sig = self.sig.clone();
     }
 }
 

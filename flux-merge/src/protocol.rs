@@ -13,6 +13,7 @@
 //! 3. on the Python side, one builder that formats `'["tag",%d,...]'` (see `_core.py`);
 //! 4. its line in the README's protocol section. `protocol_doc` (tests) fails until all four
 //!    agree; the merge ignores records it has no rule for only where its match says so.
+use flux_trace::Name;
 use serde_json::Value as J;
 use std::collections::HashMap;
 
@@ -192,16 +193,16 @@ pub fn spec(tag: &str) -> Option<&'static RecordSpec> {
 /// A code object as the hook defined it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeDef {
-    pub file: String,
-    pub name: String,
-    pub qualname: String,
+    pub file: Name,
+    pub name: Name,
+    pub qualname: Name,
     pub firstlineno: u32,
     /// The code's highest line.
     pub last_line: u32,
     /// [`CODE_GEN`] | [`CODE_NO_FIRST_LINE`] | [`CODE_TARGET`].
     pub traits: u32,
     /// `__name__` of its globals: sent for targeted code in dialect `swe-flux` only.
-    pub module: Option<String>,
+    pub module: Option<Name>,
 }
 
 /// The exit status of a process whose hook cannot go on (the agent gone, a bad `FLUX_HOOK_*`
@@ -375,13 +376,13 @@ pub enum Rec {
     TestStart {
         ts: u64,
         tid: u32,
-        nodeid: String,
+        nodeid: Name,
     },
     TestEnd {
         ts: u64,
         tid: u32,
-        nodeid: String,
-        outcome: String,
+        nodeid: Name,
+        outcome: Name,
     },
     /// `hx`: from `ts` to `until` the hook's own work ran in this thread (3.11's settrace
     /// back-end: it may run program code, a `__repr__`, that only USDT sees).
@@ -818,13 +819,13 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
     let rec = match tag {
         "C" => {
             let c = CodeDef {
-                file: f.str(1)?,
-                name: f.str(2)?,
-                qualname: f.str(3)?,
+                file: f.str(1)?.into(),
+                name: f.str(2)?.into(),
+                qualname: f.str(3)?.into(),
                 firstlineno: f.u32(4)?,
                 last_line: f.u32(5)?,
                 traits: f.u32(6)?,
-                module: f.opt_str(7)?,
+                module: f.opt_str(7)?.map(Name::from),
             };
             return Ok(Decoded::Code(f.u32(0)?, c));
         }
@@ -939,7 +940,7 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
             Rec::TestStart {
                 ts,
                 tid,
-                nodeid: f.str(2)?,
+                nodeid: f.str(2)?.into(),
             }
         }
         "te" => {
@@ -947,8 +948,8 @@ pub fn decode(tag: &str, a: &[J]) -> Result<Decoded, String> {
             Rec::TestEnd {
                 ts,
                 tid,
-                nodeid: f.str(2)?,
-                outcome: f.str(3)?,
+                nodeid: f.str(2)?.into(),
+                outcome: f.str(3)?.into(),
             }
         }
         "hx" => {

@@ -204,8 +204,8 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
         let func = drained.strings.get(&(r.host_tgid, r.func.0, r.func.1));
         match (file, func) {
             (Some(f), Some(g)) => {
-                e.file = f.to_string();
-                e.func = g.to_string();
+                e.file = f.into();
+                e.func = g.into();
             }
             _ => unresolved += 1,
         }

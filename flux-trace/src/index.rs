@@ -154,7 +154,7 @@ impl<'t> TraceIndex<'t> {
                     frame,
                     activations: Vec::new(),
                     events: Vec::new(),
-                    test: e.test.clone(),
+                    test: e.test.to_string(),
                 });
             }
             let Some(&k) = self.by_frame.get(&frame) else {
@@ -193,7 +193,7 @@ impl<'t> TraceIndex<'t> {
             let k = *at.entry(sym).or_insert_with(|| {
                 self.tests.push(TestSpan {
                     run: TestRun {
-                        id: e.test.clone(),
+                        id: e.test.to_string(),
                         outcome: String::new(),
                     },
                     first: i,
@@ -204,7 +204,7 @@ impl<'t> TraceIndex<'t> {
             let span = &mut self.tests[k];
             span.last = i;
             if e.ev == Kind::TestEnd {
-                span.run.outcome = e.outcome.clone();
+                span.run.outcome = e.outcome.to_string();
             }
         }
     }
@@ -370,7 +370,7 @@ impl<'t> TraceIndex<'t> {
         inv: &Invocation,
     ) -> Option<(&'t FileFacts, &'t crate::facts::FunctionFacts)> {
         let call = inv.first_call(self.trace)?;
-        let facts = self.trace.facts.get(&call.file)?;
+        let facts = self.trace.facts.get(call.file.as_str())?;
         let f = facts
             .function_by_code(call.name(), call.line)
             .or_else(|| facts.function_at(call.name(), 0))?;

@@ -34,12 +34,14 @@ pub mod compare;
 pub mod config;
 pub mod facts;
 pub mod index;
+pub mod name;
 pub mod perfetto;
 pub mod query;
 pub mod reference;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
 pub use index::TraceIndex;
+pub use name::{Interner, Name};
 
 /// Which witness produced an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -110,20 +112,20 @@ pub struct Event {
     pub tid: u32,
     pub ev: Kind,
     pub src: Source,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub file: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub func: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub qualname: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub file: Name,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub func: Name,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub qualname: Name,
     /// `__name__` of the code's globals (its module), when the hook reported it (dialect
     /// `swe-flux`); a JVM method's package (`org.apache.commons.lang3`); empty when unknown.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub module: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub module: Name,
     /// A JVM method's descriptor (`(Ljava/lang/CharSequence;)Z`), which tells overloads apart;
     /// empty for Python.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub sig: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub sig: Name,
     #[serde(default)]
     pub line: u32,
     /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
@@ -149,7 +151,7 @@ pub struct Event {
     /// Return value (normal return or yield); on an `exception` event of dialect `swe-flux`, the
     /// exception object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
+    pub value: Option<Box<Value>>,
     /// The activation ended by yielding / awaiting (it may be resumed).
     #[serde(default, skip_serializing_if = "is_false")]
     pub suspended: bool,
@@ -158,24 +160,24 @@ pub struct Event {
     pub unwind: bool,
     /// Exception type (qualified, e.g. `ValueError`, `pkg.mod.Error`) and message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exc: Option<ExcInfo>,
+    pub exc: Option<Box<ExcInfo>>,
     /// On `exception` events: where the exception was raised, read from the exception itself
     /// (the innermost entry of its traceback when the event happened), whether or not the
     /// frame that raised it was traced. With [`Event::outcome`] (the event's kind, see
     /// [`ExcKind`]) it says whether this frame raised it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<ExcOrigin>,
+    pub origin: Option<Box<ExcOrigin>>,
     /// Test node id for test events; for other events, the test running when it happened.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub test: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub test: Name,
     /// `test_end`: how the test ended (`passed|failed|skipped|error`). `exception`: the event's
     /// kind as the hook classified it (`raise|reraise|propagate|thrown`, see [`ExcKind`]).
     /// `call`: `throw` when `gen.throw()`/`close()` opened the activation (dialect `swe-flux`).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub outcome: Name,
     /// For `check` events: the predicate's text.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub predicate: String,
+    #[serde(default, skip_serializing_if = "Name::is_empty")]
+    pub predicate: Name,
 }
 
 /// Where an exception was raised: the innermost entry of its traceback (the frame that raised
@@ -255,11 +257,11 @@ impl Event {
             tid,
             ev,
             src,
-            file: String::new(),
-            func: String::new(),
-            qualname: String::new(),
-            module: String::new(),
-            sig: String::new(),
+            file: Name::EMPTY,
+            func: Name::EMPTY,
+            qualname: Name::EMPTY,
+            module: Name::EMPTY,
+            sig: Name::EMPTY,
             line: 0,
             activation: 0,
             frame: 0,
@@ -272,9 +274,26 @@ impl Event {
             unwind: false,
             exc: None,
             origin: None,
-            test: String::new(),
-            outcome: String::new(),
-            predicate: String::new(),
+            test: Name::EMPTY,
+            outcome: Name::EMPTY,
+            predicate: Name::EMPTY,
+        }
+    }
+
+    /// Make the event's names the interner's copies (a trace read from a file repeats a few
+    /// names millions of times: one copy each is what keeps it small in memory).
+    pub fn share_names(&mut self, names: &mut Interner) {
+        for n in [
+            &mut self.file,
+            &mut self.func,
+            &mut self.qualname,
+            &mut self.module,
+            &mut self.sig,
+            &mut self.test,
+            &mut self.outcome,
+            &mut self.predicate,
+        ] {
+            *n = names.intern(n);
         }
     }
 
@@ -373,6 +392,7 @@ impl Trace {
     pub fn read_jsonl(r: impl BufRead, path: &str) -> Result<Trace, TraceError> {
         let mut events = Vec::new();
         let mut facts = std::collections::BTreeMap::new();
+        let mut names = Interner::default();
         for (i, line) in r.lines().enumerate() {
             let line = line?;
             if line.trim().is_empty() {
@@ -388,7 +408,8 @@ impl Trace {
                 facts.insert(f.facts.file.clone(), f.facts);
                 continue;
             }
-            let e: Event = serde_json::from_str(&line).map_err(bad)?;
+            let mut e: Event = serde_json::from_str(&line).map_err(bad)?;
+            e.share_names(&mut names);
             events.push(e);
         }
         Ok(Trace {
@@ -482,20 +503,20 @@ mod tests {
             },
         )];
         e.deleted = vec!["gone".into()];
-        e.value = Some(Value {
+        e.value = Some(Box::new(Value {
             repr: "None".into(),
             ty: "NoneType".into(),
-        });
+        }));
         e.unwind = true;
-        e.exc = Some(ExcInfo {
+        e.exc = Some(Box::new(ExcInfo {
             ty: "ValueError".into(),
             msg: "bad".into(),
-        });
-        e.origin = Some(ExcOrigin {
+        }));
+        e.origin = Some(Box::new(ExcOrigin {
             file: "/b.py".into(),
             qualname: "g".into(),
             line: 9,
-        });
+        }));
         let mut facts = std::collections::BTreeMap::new();
         facts.insert(
             "/a.py".to_string(),
@@ -519,6 +540,28 @@ mod tests {
         let back = Trace::read_jsonl(&buf[..], "t.jsonl").unwrap();
         assert_eq!(back.events, t.events);
         assert_eq!(back.facts, t.facts);
+    }
+
+    #[test]
+    fn an_event_stays_small() {
+        // The agent holds every event of a run (SymPy's suite parts: 15 M): names are shared
+        // (`Name`) and the rare parts (value, exception, origin) boxed, so an event is a
+        // quarter of a KB plus its locals. Was 448 bytes with owned `String`s and inline
+        // options, each name a heap copy of its own.
+        assert!(
+            std::mem::size_of::<Event>() <= 256,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
+    }
+
+    #[test]
+    fn a_read_trace_keeps_one_copy_of_each_name() {
+        let line = r#"{"ts":1,"pid":1,"tid":1,"ev":"call","src":"usdt","file":"/a.py","func":"f"}"#;
+        let text = format!("{line}\n{line}\n");
+        let t = Trace::read_jsonl(text.as_bytes(), "t.jsonl").unwrap();
+        assert!(t.events[0].file.ptr_eq(&t.events[1].file));
+        assert!(t.events[0].func.ptr_eq(&t.events[1].func));
     }
 
     #[test]

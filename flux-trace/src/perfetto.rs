@@ -12,7 +12,7 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
     for e in &trace.events {
         let ts = e.ts as f64 / 1000.0;
         let name = if e.ev == Kind::TestStart || e.ev == Kind::TestEnd {
-            e.test.clone()
+            e.test.to_string()
         } else {
             e.name().to_string()
         };

@@ -210,13 +210,13 @@ pub fn tests(trace: &Trace) -> Vec<TestRun> {
         }
         let i = *index.entry(e.test.as_str()).or_insert_with(|| {
             out.push(TestRun {
-                id: e.test.clone(),
+                id: e.test.to_string(),
                 outcome: String::new(),
             });
             out.len() - 1
         });
         if e.ev == Kind::TestEnd {
-            out[i].outcome = e.outcome.clone();
+            out[i].outcome = e.outcome.to_string();
         }
     }
     out

@@ -197,12 +197,12 @@ impl Reader {
                     Kind::TestEnd
                 };
                 let mut e = self.event(n32(a, 1, "tid")?, kind);
-                e.test = s(a, 2, "nodeid")?;
+                e.test = s(a, 2, "nodeid")?.into();
                 if tag == "te" {
-                    e.outcome = s(a, 3, "outcome")?;
+                    e.outcome = s(a, 3, "outcome")?.into();
                     self.test.clear();
                 } else {
-                    self.test = e.test.clone();
+                    self.test = e.test.to_string();
                 }
                 self.events.push(e);
             }
@@ -237,7 +237,7 @@ impl Reader {
             Source::Reference,
         );
         if !matches!(kind, Kind::TestStart | Kind::TestEnd) {
-            e.test = self.test.clone();
+            e.test = self.test.clone().into();
         }
         e
     }
@@ -246,9 +246,9 @@ impl Reader {
     fn at(&self, tid: u32, kind: Kind, o: &Open, parent: u64, depth: usize) -> Event {
         let mut e = self.event(tid, kind);
         if let Some(c) = self.codes.get(&o.code) {
-            e.file = c.file.clone();
-            e.func = c.name.clone();
-            e.qualname = c.qualname.clone();
+            e.file = c.file.clone().into();
+            e.func = c.name.clone().into();
+            e.qualname = c.qualname.clone().into();
         }
         e.activation = o.act;
         e.frame = o.frame;
@@ -319,9 +319,13 @@ impl Reader {
             "unwind" => e.unwind = true,
             other => return Err(format!("field 4 (how): `{other}`")),
         }
-        e.value = pair(a, 5, "value")?.map(|(repr, ty)| Value { repr, ty });
+        e.value = pair(a, 5, "value")?
+            .map(|(repr, ty)| Value { repr, ty })
+            .map(Box::new);
         e.locals = locals(a, 6)?;
-        e.exc = pair(a, 7, "exc")?.map(|(ty, msg)| ExcInfo { ty, msg });
+        e.exc = pair(a, 7, "exc")?
+            .map(|(ty, msg)| ExcInfo { ty, msg })
+            .map(Box::new);
         self.events.push(e);
         Ok(())
     }
@@ -361,50 +365,50 @@ impl Reader {
         match tag {
             "l" => e.locals = locals(a, 4)?,
             "x" => {
-                e.exc = Some(ExcInfo {
+                e.exc = Some(Box::new(ExcInfo {
                     ty: s(a, 4, "exc_type")?,
                     msg: s(a, 5, "message")?,
-                });
-                e.outcome = s(a, 6, "kind")?;
+                }));
+                e.outcome = s(a, 6, "kind")?.into();
                 if !["raise", "reraise", "propagate", "thrown"].contains(&e.outcome.as_str()) {
                     return Err(format!("field 6 (kind): `{}`", e.outcome));
                 }
                 e.origin = match a.get(7) {
                     None | Some(J::Null) => None,
                     Some(J::Array(p)) => match p.as_slice() {
-                        [J::String(f), J::String(q), l] => Some(ExcOrigin {
+                        [J::String(f), J::String(q), l] => Some(Box::new(ExcOrigin {
                             file: f.clone(),
                             qualname: q.clone(),
                             line: l
                                 .as_u64()
                                 .and_then(|l| u32::try_from(l).ok())
                                 .ok_or("field 7 (origin): a bad line")?,
-                        }),
+                        })),
                         _ => return Err("field 7 (origin): expected [file, qualname, line]".into()),
                     },
                     _ => return Err("field 7 (origin): expected null or an array".into()),
                 };
             }
             "h" => {
-                e.exc = Some(ExcInfo {
+                e.exc = Some(Box::new(ExcInfo {
                     ty: s(a, 4, "exc_type")?,
                     msg: s(a, 5, "message")?,
-                })
+                }))
             }
             _ => {
-                e.predicate = s(a, 4, "expr")?;
+                e.predicate = s(a, 4, "expr")?.into();
                 match &a[5] {
                     J::Bool(b) => {
-                        e.value = Some(Value {
+                        e.value = Some(Box::new(Value {
                             repr: if *b { "True" } else { "False" }.into(),
                             ty: "bool".into(),
-                        })
+                        }))
                     }
                     J::Array(x) if x.len() == 2 && x[0] == "error" => {
-                        e.exc = Some(ExcInfo {
+                        e.exc = Some(Box::new(ExcInfo {
                             ty: x[1].as_str().ok_or("field 5 (result)")?.to_string(),
                             msg: String::new(),
-                        })
+                        }))
                     }
                     _ => {
                         return Err("field 5 (result): expected a bool or [\"error\", type]".into())

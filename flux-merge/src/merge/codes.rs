@@ -23,10 +23,10 @@
 use super::Open;
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, HookCapture, Rec, CODE_GEN, CODE_NO_FIRST_LINE, CODE_TARGET};
-use flux_trace::{Event, Scope};
+use flux_trace::{Event, Name, Scope};
 use std::collections::{HashMap, HashSet};
 
-type CodeKey = (u32, String, String);
+type CodeKey = (u32, Name, Name);
 
 /// The hook's code definitions, indexed the ways USDT's entries are named.
 #[derive(Default)]
@@ -41,7 +41,7 @@ pub(super) struct CodeIndex {
     target_codes: HashMap<CodeKey, Vec<CodeDef>>,
     /// (pid, file, name) of every targeted code the hook defined, whatever the scope.
     pub targeted: HashSet<CodeKey>,
-    qualnames: HashMap<(u32, String, String, u32), String>,
+    qualnames: HashMap<(u32, Name, Name, u32), Name>,
 }
 
 /// What becomes of a USDT entry.
@@ -52,7 +52,7 @@ pub(super) enum Entry {
     Problem(String),
     /// Opens an activation with this name and line.
     Open {
-        qualname: String,
+        qualname: Name,
         line: u32,
         /// Which code object it is, is known at its USDT return only.
         by_return: bool,

@@ -14,20 +14,20 @@
 //!
 //! Nothing else is the hook's: an event this module does not claim is the program's, and the
 //! merge must place it or report it.
-use flux_trace::{Event, Kind};
+use flux_trace::{Event, Kind, Name};
 use std::collections::HashMap;
 
 /// The state of one thread's bracket.
 #[derive(Default)]
 pub(super) struct HookWork {
     /// (file, func, nesting) of the outermost hook frame USDT is inside (3.15).
-    frame: Option<(String, String, u32)>,
+    frame: Option<(Name, Name, u32)>,
     /// (file, func) of the frames of other code USDT entered inside the bracket (3.15), in
     /// order: a return of other code in there is the hook's only if it closes one of them.
-    inner: Vec<(String, String)>,
+    inner: Vec<(Name, Name)>,
     /// (file, func) of the entries of other code inside a bracket that had not returned when
     /// it closed, with how many (`bracket-returns`).
-    escaped: HashMap<(String, String), u32>,
+    escaped: HashMap<(Name, Name), u32>,
     /// The end of the latest span the hook reported as its own work (`hx`, 3.11).
     busy_until: u64,
     /// The open bracket took events of other code (3.15).
@@ -86,7 +86,7 @@ impl HookWork {
         if self.frame.is_none() && !is_hook_file(&e.file) {
             return false;
         }
-        let same = |h: &(String, String, u32)| h.0 == e.file && h.1 == e.func;
+        let same = |h: &(Name, Name, u32)| h.0 == e.file && h.1 == e.func;
         match (&mut self.frame, e.ev) {
             // (Without USDT entries, 3.11, the hook's own returns are dropped here one by one,
             // and what its trace functions run is bracketed by its `hx` records.)

@@ -46,7 +46,7 @@
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Pair};
-use flux_trace::{Event, Kind, Meta, Source, Trace, Value};
+use flux_trace::{Event, Kind, Meta, Name, Source, Trace, Value};
 use std::collections::HashMap;
 
 mod codes;
@@ -62,9 +62,9 @@ mod thread;
 pub(crate) struct Open {
     act: u64,
     frame: u64,
-    file: String,
-    func: String,
-    qualname: String,
+    file: Name,
+    func: Name,
+    qualname: Name,
     depth: u32,
     parent: u64,
     frame_key: Option<u64>,
@@ -260,10 +260,10 @@ fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
 /// qualified name defined under two modules in one process is left unnamed (the log writer
 /// then refuses it rather than guess).
 fn name_modules(events: &mut [Event], hook: &HookCapture) {
-    let mut modules: HashMap<(u32, &str, &str), Option<&str>> = HashMap::new();
+    let mut modules: HashMap<(u32, &str, &str), Option<&Name>> = HashMap::new();
     for s in &hook.streams {
         for c in s.codes.values() {
-            let Some(m) = c.module.as_deref() else {
+            let Some(m) = c.module.as_ref() else {
                 continue;
             };
             modules
@@ -281,14 +281,14 @@ fn name_modules(events: &mut [Event], hook: &HookCapture) {
     }
     for e in events.iter_mut() {
         if let Some(Some(m)) = modules.get(&(e.pid, e.file.as_str(), e.name())) {
-            e.module = m.to_string();
+            e.module = (*m).clone();
         }
     }
 }
 
 /// Every event inside a test's window gets the test's id (tests run one at a time per process).
-fn assign_tests(events: &mut [Event]) {
-    let mut current: HashMap<u32, String> = HashMap::new();
+pub(crate) fn assign_tests(events: &mut [Event]) {
+    let mut current: HashMap<u32, Name> = HashMap::new();
     for e in events.iter_mut() {
         match e.ev {
             Kind::TestStart => {

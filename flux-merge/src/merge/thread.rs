@@ -12,7 +12,7 @@ use super::scopes::Item;
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN};
-use flux_trace::{Event, ExcInfo, Kind, Source};
+use flux_trace::{Event, ExcInfo, Kind, Name, Source};
 use std::collections::HashMap;
 
 /// What every thread shares: the plan and the hook's code definitions.
@@ -27,11 +27,11 @@ pub(super) struct Thread<'a, 'o> {
     sh: &'a Shared<'a>,
     stack: Vec<Open>,
     /// frame_key -> (frame id, file, func) of a suspended generator/coroutine frame.
-    suspended: HashMap<u64, (u64, String, String)>,
+    suspended: HashMap<u64, (u64, Name, Name)>,
     work: HookWork,
     /// (file, func) of activations closed by `unwind-reconcile`, with how many: a later USDT
     /// return of one of them means the inference was wrong.
-    inferred: HashMap<(String, String), u32>,
+    inferred: HashMap<(Name, Name), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
     c: &'o mut Counters,
@@ -201,7 +201,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn open(
         &mut self,
         mut ev: Event,
-        qualname: String,
+        qualname: Name,
         frame_key: Option<u64>,
         frame: Option<u64>,
     ) -> Event {
@@ -513,12 +513,12 @@ impl<'a, 'o> Thread<'a, 'o> {
         ev.unwind = *how == How::Unwind;
         match (how, payload) {
             (How::Unwind, Some(p)) => {
-                ev.exc = Some(ExcInfo {
+                ev.exc = Some(Box::new(ExcInfo {
                     ty: p.0.clone(),
                     msg: p.1.clone(),
-                })
+                }))
             }
-            (_, Some(p)) => ev.value = Some(value(p)),
+            (_, Some(p)) => ev.value = Some(Box::new(value(p))),
             _ => {}
         }
         let Some(pos) = self
@@ -599,25 +599,25 @@ impl<'a, 'o> Thread<'a, 'o> {
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
-                ev.exc = Some(ExcInfo {
+                ev.exc = Some(Box::new(ExcInfo {
                     ty: ty.clone(),
                     msg: msg.clone(),
-                });
+                }));
                 ev.outcome = kind.as_str().into();
-                ev.origin = origin.clone();
+                ev.origin = origin.clone().map(Box::new);
                 ev.locals = locals(l);
                 ev.deleted = deleted.clone();
-                ev.value = object.as_ref().map(value);
+                ev.value = object.as_ref().map(value).map(Box::new);
                 ev
             }
             Rec::Handled {
                 ts, line, ty, msg, ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Handled, cd, *line);
-                ev.exc = Some(ExcInfo {
+                ev.exc = Some(Box::new(ExcInfo {
                     ty: ty.clone(),
                     msg: msg.clone(),
-                });
+                }));
                 ev
             }
             Rec::Check {
@@ -628,19 +628,19 @@ impl<'a, 'o> Thread<'a, 'o> {
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Check, cd, *line);
-                ev.predicate = expr.clone();
+                ev.predicate = expr.as_str().into();
                 match result {
                     Ok(b) => {
-                        ev.value = Some(flux_trace::Value {
+                        ev.value = Some(Box::new(flux_trace::Value {
                             repr: if *b { "True" } else { "False" }.into(),
                             ty: "bool".into(),
-                        })
+                        }))
                     }
                     Err(ty) => {
-                        ev.exc = Some(ExcInfo {
+                        ev.exc = Some(Box::new(ExcInfo {
                             ty: ty.clone(),
                             msg: String::new(),
-                        })
+                        }))
                     }
                 }
                 ev
