@@ -100,19 +100,19 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
     let usdt_events: Vec<Event> = usdt.map(|t| t.events).unwrap_or_default();
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
-    let threads = scopes::timelines(&usdt_events, hook, plan, &mut c, &mut meta.problems);
+    let n_usdt = usdt_events.len();
+    // The timelines own the USDT events and each thread frees them as it places them: the
+    // merge holds the run's events once (its output growing as its input shrinks).
+    let threads = scopes::timelines(usdt_events, hook, plan, &mut c, &mut meta.problems);
     let shared = thread::Shared {
         plan,
         codes: &codes,
     };
-    let mut out: Vec<Event> = Vec::with_capacity(usdt_events.len());
+    let mut out: Vec<Event> = Vec::with_capacity(n_usdt);
     let mut next_act = 1u64;
-    for (key, items) in &threads {
-        thread::Thread::new(*key, &shared, &mut next_act, &mut out, &mut c).run(items);
+    for (key, items) in threads {
+        thread::Thread::new(key, &shared, &mut next_act, &mut out, &mut c).run(items);
     }
-    // Every USDT event is placed (or counted dropped): free them before sorting the output.
-    drop(threads);
-    drop(usdt_events);
     name_modules(&mut out, hook);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
@@ -141,7 +141,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
 pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
     let mut c = counters::Counters::default();
     let mut problems = Vec::new();
-    let threads = scopes::timelines(usdt, hook, plan, &mut c, &mut problems);
+    let threads = scopes::timelines(usdt.iter().collect(), hook, plan, &mut c, &mut problems);
     let base = usdt.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
     let mut out = Vec::new();

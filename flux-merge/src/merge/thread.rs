@@ -8,7 +8,7 @@
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
 use super::counters::Counters;
 use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
-use super::scopes::Item;
+use super::scopes::{Freeing, Item};
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN};
@@ -59,7 +59,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
     }
 
-    pub(super) fn run(mut self, items: &[Item]) {
+    pub(super) fn run(mut self, items: Vec<Item<'_, Event>>) {
         if self.sh.plan.hook_entries() && !items.iter().any(|i| matches!(i, Item::Hook(..))) {
             // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
             // a thread with USDT events and no hook record ran untraced (started with
@@ -70,9 +70,9 @@ impl<'a, 'o> Thread<'a, 'o> {
                 "thread {pid}/{tid} made {n} USDT events but the hook never traced it (started with _thread.start_new_thread, or from C?): its calls are missing"
             ));
         }
-        for item in items {
-            self.settle_hook_end(item);
-            match item {
+        for item in Freeing::new(items) {
+            self.settle_hook_end(&item);
+            match &item {
                 Item::Usdt(e) => self.usdt(e),
                 Item::Hook(s, r) => self.hook(s, r),
             }
@@ -88,7 +88,7 @@ impl<'a, 'o> Thread<'a, 'o> {
     /// expected next; anything else of the program's comes first means the probe did not fire
     /// (3.15 exception exits), and the hook's record closes it. USDT records of the hook's own
     /// work in between do not count.
-    fn settle_hook_end(&mut self, item: &Item) {
+    fn settle_hook_end(&mut self, item: &Item<'_, Event>) {
         let Some(top) = self.stack.last() else { return };
         if top.hook_end.is_none() {
             return;
