@@ -194,6 +194,13 @@ pub fn report(m: &JvmMeasured, calls: u64) -> serde_json::Value {
             "floor": (m.floor - m.flux_flags) / ev,
             "full": (m.full - m.flux_flags) / ev,
         },
+        // Each configuration's loop time over the untraced one's: the side-by-side figure.
+        "ratio_to_untraced": {
+            "probes_flag": m.probes_flag / m.untraced.max(1.0),
+            "flux_flags": m.flux_flags / m.untraced.max(1.0),
+            "floor": m.floor / m.untraced.max(1.0),
+            "full": m.full / m.untraced.max(1.0),
+        },
         "ratio_full_to_floor": (m.full - m.flux_flags) / (m.floor - m.flux_flags).max(1.0),
         "ratio_flags_to_untraced": m.flux_flags / m.untraced.max(1.0),
         "events": m.events,
@@ -208,38 +215,35 @@ pub fn print(r: &serde_json::Value, calls: u64, rounds: usize) {
         "\nJVM (HotSpot 17, method probes): {calls} calls per run, median of {rounds} interleaved rounds"
     );
     println!(
-        "{:<44} {:>12} {:>12}",
-        "configuration", "per call", "per event"
+        "{:<44} {:>12} {:>12} {:>12}",
+        "configuration", "per call", "x untraced", "per event"
     );
-    for (label, call, event) in [
-        ("untraced", "/per_call_ns/untraced", ""),
-        (
-            "-XX:+DTraceMethodProbes, unattached",
-            "/per_call_ns/probes_flag",
-            "",
-        ),
+    for (label, key, event) in [
+        ("untraced", "untraced", false),
+        ("-XX:+DTraceMethodProbes, unattached", "probes_flag", false),
         (
             "flux's flags (+ -XX:-Inline), unattached",
-            "/per_call_ns/flux_flags",
-            "",
+            "flux_flags",
+            false,
         ),
-        (
-            "floor: empty program (trap)",
-            "/per_call_ns/floor",
-            "/per_event_ns/floor",
-        ),
-        (
-            "flux full (class filter on)",
-            "/per_call_ns/full",
-            "/per_event_ns/full",
-        ),
+        ("floor: empty program (trap)", "floor", true),
+        ("flux full (class filter on)", "full", true),
     ] {
-        let e = if event.is_empty() {
-            String::from("-")
+        let e = if event {
+            format!("{:.1} ns", f(&format!("/per_event_ns/{key}")))
         } else {
-            format!("{:.1} ns", f(event))
+            String::from("-")
         };
-        println!("{label:<44} {:>9.1} ns {e:>12}", f(call));
+        let ratio = if key == "untraced" {
+            1.0
+        } else {
+            f(&format!("/ratio_to_untraced/{key}"))
+        };
+        println!(
+            "{label:<44} {:>9.1} ns {:>11.1}x {e:>12}",
+            f(&format!("/per_call_ns/{key}")),
+            ratio
+        );
     }
     println!(
         "full/floor per event {:.2}; flux's flags cost {:.1}x untraced; {} events, {} lost",
@@ -248,4 +252,33 @@ pub fn print(r: &serde_json::Value, calls: u64, rounds: usize) {
         r["events"],
         r["lost_events"]
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The side-by-side figures: every configuration's loop time as a ratio to untraced, and
+    /// the per-event cost of the traced ones over flux's flags unattached.
+    #[test]
+    fn report_gives_each_configuration_as_a_ratio_to_untraced() {
+        let m = JvmMeasured {
+            untraced: 1_000.0,
+            probes_flag: 2_000.0,
+            flux_flags: 1_500.0,
+            floor: 41_500.0,
+            full: 81_500.0,
+            events: 20,
+            lost: 0,
+            class_filtered: 0,
+        };
+        let r = report(&m, 10);
+        assert_eq!(r["ratio_to_untraced"]["probes_flag"], 2.0);
+        assert_eq!(r["ratio_to_untraced"]["flux_flags"], 1.5);
+        assert_eq!(r["ratio_to_untraced"]["floor"], 41.5);
+        assert_eq!(r["ratio_to_untraced"]["full"], 81.5);
+        assert_eq!(r["per_event_ns"]["floor"], 2_000.0);
+        assert_eq!(r["ratio_full_to_floor"], 2.0);
+        assert_eq!(r["per_call_ns"]["untraced"], 100.0);
+    }
 }
