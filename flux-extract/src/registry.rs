@@ -784,6 +784,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "count `all` exception events of the frames (default), only `raises`, or those \
                  `reported` to a tracer (flux's inferred bare re-raises left out)",
             ),
+            p(
+                "order",
+                T::Choice(&["sorted", "first_seen"]),
+                "`exception_types` `sorted` (default, code-point order) or in the order each \
+                 type was first seen",
+            ),
         ],
         shape: |_| {
             r#"{"exception_type_counts": [{"exception_type": "str", "count": "int"}], "exception_types": ["str"], "total": "int", "per_test": [{"test": "str", "exception_type_counts": [{"exception_type": "str", "count": "int"}]}]}"#

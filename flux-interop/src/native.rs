@@ -68,6 +68,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("observed_def_use_pairs", "def_use_pairs"),
     ("caught_exception_kinds", "caught_types"),
     ("exception_type_counts", "exception_counts"),
+    ("exception_types", "exception_counts"),
     ("function_call_order", "call_sequence"),
     ("invocation_counts", "invocation_counts"),
     ("covered_functions", "covered_functions"),
@@ -189,6 +190,29 @@ const ORDINALS: &[(&str, u32)] = &[
     ("tenth", 10),
 ];
 
+/// The question counts a line's executions over the whole test, not within one invocation: it
+/// says so ("across all invocations", "across the complete execution of the named test",
+/// "counts executions of line N rather than invocations"), or it asks for the Nth execution and
+/// names no invocation to count it in.
+fn counts_across_invocations(text: &str, occurrence: Option<u32>, invocation: Option<u32>) -> bool {
+    mentions(
+        text,
+        &[
+            "across all invocations",
+            "across invocations",
+            "globally",
+            "across the complete",
+            "across the whole",
+            "across the entire",
+            "across the test",
+            "rather than invocations",
+            "rather than per invocation",
+            "not per invocation",
+            "regardless of invocation",
+        ],
+    ) || (occurrence.is_some() && invocation.is_none())
+}
+
 /// `N` of `the Nth <noun>` / `<noun> N` / `the second <noun>` in the text, the first found.
 fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
     let lower = text.to_lowercase().replace(['*', '`'], "");
@@ -298,6 +322,7 @@ fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
                 continue;
             }
             if funcs.is_empty() || funcs.iter().any(|f| func_rule(f, b)) {
+                let qual = qualified(&module, qual, &names);
                 let module_root = if file.starts_with("src/") {
                     format!("{}/src", q.eval.root)
                 } else {
@@ -313,6 +338,22 @@ fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
         }
     }
     Err("the question names no `module.qualname` of TRACE_FILE that TRACE_FUNC matches".into())
+}
+
+/// `qual` with its class when it is a bare name and another candidate of the module names the
+/// same function inside a class: a run before Python 3.11 named frames `module.co_name`, so
+/// their parser's constant can say `pkg.mod.run` for `pkg.mod.Session.run`, which the prose
+/// names in full.
+fn qualified<'a>(module: &str, qual: &'a str, names: &[&'a str]) -> &'a str {
+    if qual.contains('.') {
+        return qual;
+    }
+    let tail = format!(".{qual}");
+    names
+        .iter()
+        .filter_map(|n| n.strip_prefix(module)?.strip_prefix('.'))
+        .find(|q| q.ends_with(&tail) && is_dotted_name(q) && !q.contains("<locals>"))
+        .unwrap_or(qual)
 }
 
 /// The functions the question tracks, as qualnames, in order, once each: the backticked
@@ -997,7 +1038,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 .or_else(|| line_after(text, "after", 40))
                 .ok_or("the question names no observed line")?;
             p.insert("line".into(), json!(line));
-            if mentions(text, &["across all invocations", "globally"]) {
+            if counts_across_invocations(text, occurrence, invocation) {
                 p.insert("across_invocations".into(), json!(true));
             } else {
                 p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
@@ -1071,6 +1112,22 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             // `raise`, which CPython re-raises without calling the tracer and flux infers, is
             // not one ("a bare re-raise ... does not count as another observation")
             p.insert("events".into(), json!("reported"));
+            if key == "exception_types"
+                && mentions(
+                    text,
+                    &[
+                        "first-occurrence order",
+                        "first occurrence order",
+                        "order of first occurrence",
+                        "order of their first",
+                        "do not sort",
+                        "not sorted",
+                    ],
+                )
+            {
+                // "emit the list in chronological first-occurrence order; do not sort it"
+                p.insert("order".into(), json!("first_seen"));
+            }
         }
         "exception_info" => {
             // their flat shape: the exception that propagates out of the target
@@ -1092,7 +1149,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             if mentions(text, &["nested", "transitive"]) {
                 p.insert("transitive".into(), json!(true));
             }
-            if mentions(text, &["invocation itself", "itself."]) {
+            if fs.contains(&t.qualname)
+                || mentions(
+                    text,
+                    &[
+                        "invocation itself",
+                        "itself.",
+                        "target's initial entry",
+                        "target's own call",
+                    ],
+                )
+            {
+                // the target is one of the tracked functions: its own call is the first entry
                 p.insert("include_self".into(), json!(true));
             }
             if mentions(
@@ -1102,6 +1170,8 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                     "every resumption",
                     "resumptions count",
                     "resumption counts",
+                    "its resumptions",
+                    "frame resumes",
                 ],
             ) {
                 // a generator's every `call` event, its own resumptions too

@@ -754,3 +754,176 @@ fn every_rule_is_tested_here() {
         );
     }
 }
+
+/// "what distinct exception types are observed in `exception` trace events delivered to the
+/// target frame" (kedro starters_fetch_validate_parse_config_from_file_m5_exceptions and
+/// jupyter_create_kernel_m5_exceptions, dev): `exception_counts`' `exception_types`, sorted
+/// unless the prose asks for first-occurrence order.
+#[test]
+fn exception_types_sorted_or_in_first_occurrence_order() {
+    let t = json!({"exception_types": ["str"]});
+    let x = same(
+        "f",
+        t.clone(),
+        &[
+            (
+                "Across the whole test run, what distinct exception types are observed in \
+                 Python `exception` trace events delivered to the exact target frame \
+                 `pkg.mod.f` in `src/pkg/mod.py`? Remove duplicates, then sort the remaining \
+                 strings in ascending lexicographic order.",
+                None,
+            ),
+            (
+                "Across the whole test run, which distinct exception types reach the frame of\n\
+                 pkg.mod.f in src/pkg/mod.py as exception events? Deduplicate and sort them\n\
+                 by Unicode code point.",
+                Some("TARGET_FUNC = \"pkg.mod.f\"\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "exception_counts");
+    assert_eq!(x.params["events"], "reported");
+    assert!(x.params.get("order").is_none());
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "Report the distinct exception types whose exception events occur in the frame \
+                 of `pkg.mod.f` over the whole run, keeping only their first occurrence. Emit \
+                 the list in chronological first-occurrence order across all invocations; do \
+                 not sort it alphabetically.",
+                None,
+            ),
+            (
+                "Report the distinct exception types whose exception events occur in the frame\n\
+                 of pkg.mod.f over the whole run, in chronological first-occurrence\norder; do \
+                 not sort it.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["order"], "first_seen");
+}
+
+/// The Nth execution of a line with no invocation to count it in is counted across the test
+/// (scrapy curl_curl_to_request_kwargs_s3_state, dev: "for the 11th time across all
+/// invocations"; "Count executions of line 141 chronologically from 1 across the complete
+/// execution of the named test method"; their parser's counter is never reset at a `call`).
+#[test]
+fn state_at_counts_the_nth_execution_across_the_test() {
+    let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+    let x = same(
+        "curl",
+        t.clone(),
+        &[
+            (
+                "Consider `pkg.mod.curl` in `src/pkg/mod.py`. What are the values of the local \
+                 variables `argv` and `url` immediately after line 141 has executed for the \
+                 11th time across all invocations of the target function during the test run?",
+                None,
+            ),
+            (
+                "Consider pkg.mod.curl in src/pkg/mod.py. What are the values of the local\n\
+                 variables `url` and `argv` immediately after line 141 has executed for the 11th \
+                 time? Count executions of line 141 chronologically from 1 across the complete \
+                 execution of the named test method.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.curl: which values do the local variables `argv` and `url` \
+                 hold immediately after line 141 has executed for the 11th time?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["across_invocations"], &x.params["occurrence"]),
+        (&json!(true), &json!(11))
+    );
+    assert!(x.params.get("invocation").is_none());
+    // an invocation named: the Nth execution within it
+    let x = map(
+        "curl",
+        "During the 2nd invocation of `pkg.mod.curl`, what are the values of the local \
+         variables `argv` and `url` immediately after line 141 has executed for the 3rd time?",
+        &t,
+        None,
+    );
+    assert_eq!(
+        (&x.params["invocation"], &x.params["occurrence"]),
+        (&json!(2), &json!(3))
+    );
+    assert!(x.params.get("across_invocations").is_none());
+}
+
+/// A tracked set that lists the target itself puts the target's own call first (scrapy
+/// engine_open_spider_async_s6_calls, dev: the tracked set opens with the target, "including
+/// the target's initial entry, its resumptions", and their answer starts and ends with it).
+#[test]
+fn call_order_with_the_target_among_the_tracked_functions() {
+    let x = same(
+        "open_spider,pause,unpause",
+        json!({"function_call_order": [{"file": "str", "func": "str"}]}),
+        &[
+            (
+                "During the first invocation of `pkg.mod.E.open_spider` in `src/pkg/mod.py`, \
+                 what is the exact chronological sequence of Python `call` trace events for \
+                 this tracked set of functions: `pkg.mod.E.open_spider`, `pkg.mod.E.pause`, \
+                 `pkg.mod.E.unpause`? Include calls whenever their `call` events occur, \
+                 including the target's initial entry, its resumptions, and nested calls.",
+                None,
+            ),
+            (
+                "During the first invocation of pkg.mod.E.open_spider in src/pkg/mod.py, list\n\
+                 the `call` events of the tracked set of functions pkg.mod.E.open_spider,\n\
+                 pkg.mod.E.pause, pkg.mod.E.unpause in order. A `call` event emitted when this \
+                 same coroutine frame resumes after an `await` is another entry; nested calls \
+                 count too.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["functions"],
+        json!(["E.open_spider", "E.pause", "E.unpause"])
+    );
+    assert_eq!(
+        (&x.params["include_self"], &x.params["resumptions"]),
+        (&json!(true), &json!(true))
+    );
+}
+
+/// A run before Python 3.11 named frames `module.co_name`: their parser's constant says
+/// `pkg.mod.run` where the prose names `pkg.mod.Session.run` (kedro session_run_s5_exceptions,
+/// dev: `TARGET_FUNC = "kedro.framework.session.session.run"`, the question
+/// `kedro.framework.session.session.KedroSession.run`); the target is the method.
+#[test]
+fn a_co_name_target_in_the_parser_is_the_method_the_prose_names() {
+    let t = json!({"caught_exception_kinds": ["str"]});
+    let x = same(
+        "run",
+        t,
+        &[
+            (
+                "Consider every invocation of `pkg.mod.Session.run` in `src/pkg/mod.py`. \
+                 Which exception types are caught inside the target function?",
+                Some("TARGET_FILE = \"src/pkg/mod.py\"\nTARGET_FUNC = \"pkg.mod.run\"\n"),
+            ),
+            (
+                "Consider every invocation of\npkg.mod.Session.run in src/pkg/mod.py. Which \
+                 exception types are caught inside the target function?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["function"], "Session.run");
+    // a module-level function named by the parser stays itself
+    let x = map(
+        "run",
+        "Which exception types does `pkg.mod.run` catch?",
+        &json!({"caught_exception_kinds": ["str"]}),
+        Some("TARGET_FUNC = \"pkg.mod.run\"\n"),
+    );
+    assert_eq!(x.params["function"], "run");
+}
