@@ -306,6 +306,7 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
     };
     let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
     command.extend(pytest_options(opts.image_packages.as_deref()));
+    command.extend(eval.pytest_addopts());
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {
         parser: parser_rel,
