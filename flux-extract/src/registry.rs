@@ -566,6 +566,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             OBS_OCCURRENCE,
             LINE_MODE,
             p(
+                "combine",
+                T::Choice(&["tuple", "union"]),
+                "with `variables`: the repr of their `tuple` (default), or the `union` of the \
+                 values each one holds",
+            ),
+            p(
                 "order",
                 T::Choice(&["sorted", "first_seen"]),
                 "`sorted` (default, code-point order) or `first_seen`",

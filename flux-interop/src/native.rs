@@ -356,6 +356,34 @@ fn qualified<'a>(module: &str, qual: &'a str, names: &[&'a str]) -> &'a str {
         .unwrap_or(qual)
 }
 
+/// `qual` with `<locals>` before its last name when the prose calls it a nested function ("the
+/// nested helper function `pkg.mod.C.m._helper`"): Python's qualname of a function defined in
+/// another is `C.m.<locals>._helper`, which their questions spell without `<locals>`.
+fn nested_qualname(text: &str, module: &str, qual: &str) -> String {
+    let Some((parent, last)) = qual.rsplit_once('.') else {
+        return qual.to_string();
+    };
+    let lower = text.to_lowercase().replace('`', "");
+    let full = format!("{module}.{qual}").to_lowercase();
+    let nested = lower.match_indices(&full).any(|(i, _)| {
+        let before = &lower[floor_char(&lower, i.saturating_sub(40))..i];
+        [
+            "nested helper",
+            "nested function",
+            "inner function",
+            "local function",
+            "closure",
+        ]
+        .iter()
+        .any(|w| before.contains(w))
+    });
+    if nested && !qual.contains("<locals>") {
+        format!("{parent}.<locals>.{last}")
+    } else {
+        qual.to_string()
+    }
+}
+
 /// The functions the question tracks, as qualnames, in order, once each: the backticked
 /// `module.qualname`s (of the question's modules, matched by `TRACE_FUNC`) of the passage that
 /// follows the first phrase introducing them ("Track calls to exactly these functions: ...",
@@ -478,8 +506,24 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
         .or_else(|| line_after(text, "after", 60))
         .or_else(|| line_after(&unquoted, "line event for", 20))
         .or_else(|| line_after(&unquoted, "every execution of", 40))
-        .or_else(|| line_after(&unquoted, "each execution of", 40))
-        .ok_or("the question names no observation line")?;
+        .or_else(|| line_after(&unquoted, "each execution of", 40));
+    let Some(line) = line else {
+        if mentions(
+            text,
+            &[
+                "every distinct value",
+                "every value each",
+                "each distinct value",
+                "from the moment it is first assigned",
+                "all observation points",
+            ],
+        ) {
+            // no observation line: every value the locals hold, read wherever one changes
+            p.insert("event".into(), json!("change"));
+            return Ok(());
+        }
+        return Err("the question names no observation line".into());
+    };
     p.insert("lines".into(), json!([line]));
     let before = observed_before(text, line);
     p.insert("at".into(), json!(if before { "before" } else { "after" }));
@@ -975,8 +1019,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         text: &folded,
         ..*q
     };
-    let t = target(q, &ev)?;
+    let mut t = target(q, &ev)?;
     let text = q.text;
+    t.qualname = nested_qualname(text, &t.module, &t.qualname);
     let mut p = Map::new();
     p.insert("function".into(), json!(t.qualname));
     if t.file.ends_with(".py") {
@@ -1061,8 +1106,15 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 return Err("the question names no variable".into());
             };
             if vars.len() > 1 && key == "unique_values" {
-                // the unique values of a tuple of locals: the repr of `(a, b)`
+                // the unique values of a tuple of locals: the repr of `(a, b)`; or, "combined
+                // into one set", the values each of them holds
                 p.insert("variables".into(), json!(vars));
+                if mentions(
+                    text,
+                    &["combined into one", "combined", "pooled", "union of"],
+                ) {
+                    p.insert("combine".into(), json!("union"));
+                }
             } else {
                 p.insert("variable".into(), json!(var));
             }

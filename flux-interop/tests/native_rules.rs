@@ -927,3 +927,51 @@ fn a_co_name_target_in_the_parser_is_the_method_the_prose_names() {
     );
     assert_eq!(x.params["function"], "run");
 }
+
+/// No observation line: "Record every distinct value each variable holds from the moment it is
+/// first assigned until the frame exits ... COMBINED into one set", of a nested helper function
+/// the prose names without `<locals>` and a pre-3.11 parser names by its `co_name` (kedro
+/// node_from_dict_m3_state, dev): every change of the locals, their values pooled, the target
+/// `C.m.<locals>._helper`.
+#[test]
+fn unique_values_of_every_change_pooled_in_a_nested_function() {
+    let parser = "# The tracer falls back to co_name before 3.11\n\
+                  TARGET_FUNC_QUALNAME = \"pkg.mod._helper\"\nTRACKED_VARS = (\"keys\", \"result\")\n";
+    let x = same(
+        "_helper",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "Every call reaches the nested helper function `pkg.mod.C.m._helper` (defined in \
+                 `src/pkg/mod.py`, lines 499-527). During every invocation, observe the two local \
+                 variables `result` and `keys` of the `_helper` frame. Record every distinct \
+                 value each variable holds from the moment it is first assigned until the frame \
+                 exits. Collect the distinct repr strings observed for `result` and `keys` \
+                 COMBINED into one set, across all invocations and all observation points.",
+                Some(parser),
+            ),
+            (
+                "Every call reaches the nested\nhelper function pkg.mod.C.m._helper (defined in \
+                 src/pkg/mod.py). In every invocation, record every distinct value each of the \
+                 local variables `keys` and `result` holds, from the moment it is first \
+                 assigned; the repr strings of both are combined into one set.",
+                Some(parser),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "unique_values");
+    assert_eq!(x.params["function"], "C.m.<locals>._helper");
+    assert_eq!(
+        (
+            &x.params["event"],
+            &x.params["combine"],
+            &x.params["variables"]
+        ),
+        (
+            &json!("change"),
+            &json!("union"),
+            &json!(["keys", "result"])
+        )
+    );
+    assert!(x.params.get("lines").is_none());
+}
