@@ -857,6 +857,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Bool,
                 "the invocation's own start comes first (line 0)",
             ),
+            p(
+                "lifetime",
+                T::Bool,
+                "every call of the invocation's thread from its first to its last event, \
+                 wherever it is made from (callbacks run while a coroutine is suspended)",
+            ),
             ROOT,
             MODULE_ROOT,
         ],

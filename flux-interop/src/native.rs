@@ -1229,6 +1229,20 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 // a generator's every `call` event, its own resumptions too
                 p.insert("resumptions".into(), json!(true));
             }
+            if mentions(
+                text,
+                &[
+                    "during that lifetime",
+                    "during its lifetime",
+                    "even when the target frame is suspended",
+                    "while the target frame is suspended",
+                    "while it is suspended",
+                ],
+            ) {
+                // every call from the invocation's start to its completion, wherever made from
+                // (callbacks run while a coroutine awaits)
+                p.insert("lifetime".into(), json!(true));
+            }
             p.remove("file");
             located(&mut p);
             answer.insert("/function_call_order".into(), "/call_sequence".into());

@@ -870,8 +870,10 @@ fn call_order_with_the_target_among_the_tracked_functions() {
                 "During the first invocation of `pkg.mod.E.open_spider` in `src/pkg/mod.py`, \
                  what is the exact chronological sequence of Python `call` trace events for \
                  this tracked set of functions: `pkg.mod.E.open_spider`, `pkg.mod.E.pause`, \
-                 `pkg.mod.E.unpause`? Include calls whenever their `call` events occur, \
-                 including the target's initial entry, its resumptions, and nested calls.",
+                 `pkg.mod.E.unpause`? Include calls whenever their `call` events occur during \
+                 that lifetime, including the target's initial entry, its resumptions, and \
+                 nested calls made while awaited work runs even when the target frame is \
+                 suspended.",
                 None,
             ),
             (
@@ -879,7 +881,8 @@ fn call_order_with_the_target_among_the_tracked_functions() {
                  the `call` events of the tracked set of functions pkg.mod.E.open_spider,\n\
                  pkg.mod.E.pause, pkg.mod.E.unpause in order. A `call` event emitted when this \
                  same coroutine frame resumes after an `await` is another entry; nested calls \
-                 count too.",
+                 count too, and every call during its lifetime, while the target frame is \
+                 suspended as well.",
                 None,
             ),
         ],
@@ -889,8 +892,12 @@ fn call_order_with_the_target_among_the_tracked_functions() {
         json!(["E.open_spider", "E.pause", "E.unpause"])
     );
     assert_eq!(
-        (&x.params["include_self"], &x.params["resumptions"]),
-        (&json!(true), &json!(true))
+        (
+            &x.params["include_self"],
+            &x.params["resumptions"],
+            &x.params["lifetime"]
+        ),
+        (&json!(true), &json!(true), &json!(true))
     );
 }
 
