@@ -914,8 +914,13 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
         }
         let head = after.trim_start_matches([' ', '\u{2014}', '-', ':', ',']);
         let window = &head[..floor_char(head, head.len().min(40))];
-        if let Some(k) = window.find("at line ") {
-            let digits: String = window[k + 8..]
+        // "`p` — a `line` event at line 91", "`p` at line 67;", "- `p`: line 176."
+        let at = window
+            .find("at line ")
+            .map(|k| (k, k + 8))
+            .or_else(|| window.starts_with("line ").then_some((0, 5)));
+        if let Some((k, from)) = at {
+            let digits: String = window[from..]
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();

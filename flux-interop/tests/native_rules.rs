@@ -982,3 +982,43 @@ fn unique_values_of_every_change_pooled_in_a_nested_function() {
     );
     assert!(x.params.get("lines").is_none());
 }
+
+/// "Each predicate has its own observation point, shown after the colon: - `p`: line 176."
+/// (scrapy contracts_from_method_m7_invariants, dev: their parser keeps the lines in a dict
+/// keyed by other constants' names, so the prose is read): each candidate at its line.
+#[test]
+fn invariant_candidates_listed_with_their_line_after_a_colon() {
+    let t = json!({"invariant_report": [{"held_always": "bool", "observations": "int",
+                   "predicate": "str", "violations": "int"}]});
+    let x = same(
+        "M.from_method",
+        t,
+        &[
+            (
+                "Evaluate the candidate predicates below in the target frame of \
+                 `pkg.mod.M.from_method`. Each predicate has its own observation point, shown \
+                 after the colon:\n\n- `(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1`: \
+                 line 176.\n- `request_cls is not Request`: line 165, where `Request` is the \
+                 imported class.\n- `sum(int(i.args[0]) for i in contracts) % 17 != 1`: line \
+                 181; `i` is only the predicate's generator-expression variable.",
+                None,
+            ),
+            (
+                "Evaluate the candidate predicates below in the target frame of\n\
+                 pkg.mod.M.from_method, each at its own line:\n\
+                 - `(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1` at line 176;\n\
+                 - `request_cls is not Request` at line 165;\n\
+                 - `sum(int(i.args[0]) for i in contracts) % 17 != 1` at line 181.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!([
+            "(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1",
+            "request_cls is not Request",
+            "sum(int(i.args[0]) for i in contracts) % 17 != 1"
+        ])
+    );
+}
