@@ -516,6 +516,8 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
                 "each distinct value",
                 "from the moment it is first assigned",
                 "all observation points",
+                "values taken by",
+                "before every source line",
             ],
         ) {
             // no observation line: every value the locals hold, read wherever one changes
@@ -1116,7 +1118,13 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
                 p.insert("variables".into(), json!(vars));
                 if mentions(
                     text,
-                    &["combined into one", "combined", "pooled", "union of"],
+                    &[
+                        "combined into one",
+                        "pooled",
+                        "union of",
+                        "taken by either",
+                        "across both variables",
+                    ],
                 ) {
                     p.insert("combine".into(), json!("union"));
                 }

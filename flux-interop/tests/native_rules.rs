@@ -968,6 +968,39 @@ fn unique_values_of_every_change_pooled_in_a_nested_function() {
     );
     assert_eq!(x.name, "unique_values");
     assert_eq!(x.params["function"], "C.m.<locals>._helper");
+    // "the sorted set of distinct values taken by either local variable `a` or local variable
+    // `b` at the observation events defined below: (1) function entry ... (2) immediately
+    // before every source line that Python executes in that frame" (kedro
+    // omegaconf_config_check_duplicates_m3_state, dev): the same options, a module function.
+    let y = same(
+        "f",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "Consider every invocation of `pkg.mod.f` in `src/pkg/mod.py`. What is the \
+                 sorted set of distinct values taken by either local variable `keys` or local \
+                 variable `result` at the observation events defined below? An observation \
+                 event is: (1) function entry; (2) immediately before every source line that \
+                 Python executes in that frame; (3) before the frame returns.",
+                None,
+            ),
+            (
+                "Consider every invocation of pkg.mod.f in src/pkg/mod.py. Deduplicate the repr \
+                 strings of the local variables `keys` and `result` across both variables and \
+                 all invocations, observed immediately before every source line that\nPython \
+                 executes in that frame.",
+                Some("VARIABLES = (\"keys\", \"result\")\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (
+            &y.params["event"],
+            &y.params["combine"],
+            &y.params["function"]
+        ),
+        (&json!("change"), &json!("union"), &json!("f"))
+    );
     assert_eq!(
         (
             &x.params["event"],
