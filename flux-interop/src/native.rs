@@ -946,15 +946,40 @@ fn single_predicate(text: &str) -> Option<(String, u32)> {
     let at = lower.find("candidate predicate")? + "candidate predicate".len();
     let rest = &text[at..];
     let open = rest.find('`')?;
-    // The span must follow the phrase closely (not a later sentence's).
-    if rest[..open].contains(['.', '?']) || open > 40 {
+    // The span must follow the phrase in its sentence ("the candidate predicate `p`", "evaluate
+    // this one candidate predicate verbatim against the target frame's locals: `p`").
+    if rest[..open].contains(['.', '?']) || open > 200 {
         return None;
     }
     let close = rest[open + 1..].find('`')?;
     let expr = rest[open + 1..open + 1 + close].trim();
+    if PY_KEYWORDS.contains(&expr) {
+        return None;
+    }
+    // "An iteration is one execution ... at line 39", "An iteration observation is one Python
+    // line event ... at absolute line 667", "Observe the target frame at each Python `line`
+    // execution event for absolute, 1-based source line 134"
     let line = line_after(text, "an iteration is", 300)
-        .or_else(|| line_after(text, "observation point", 300))?;
+        .or_else(|| line_after(text, "observation point", 300))
+        .or_else(|| any_line_after(text, "iteration observation is", 120))
+        .or_else(|| any_line_after(text, "execution event for", 80))?;
     (!expr.is_empty() && !expr.contains('\n')).then(|| (expr.to_string(), line))
+}
+
+/// The number of the first `line N` within `window` characters after the first occurrence of
+/// `phrase` (case-insensitive), passing `line` words not followed by a number ("one Python line
+/// event ... at absolute line 667").
+fn any_line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
+    let lower = text.to_lowercase().replace('`', "");
+    let at = lower.find(phrase)? + phrase.len();
+    let tail = &lower[at..floor_char(&lower, (at + window).min(lower.len()))];
+    tail.match_indices("line ").find_map(|(j, _)| {
+        let after = &tail[j + 5..];
+        after
+            .starts_with(|c: char| c.is_ascii_digit())
+            .then(|| ints(after).first().and_then(|n| u32::try_from(*n).ok()))
+            .flatten()
+    })
 }
 
 /// The `[tracing] predicates` a native invariant instance needs: each candidate of the question

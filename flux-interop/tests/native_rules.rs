@@ -1055,3 +1055,51 @@ fn invariant_candidates_listed_with_their_line_after_a_colon() {
         ])
     );
 }
+
+/// One candidate "evaluated verbatim against the target frame's locals: `p`", observed "at each
+/// Python `line` execution event for absolute, 1-based source line 134" (llama_factory
+/// evaluator_eval_m7_invariants and trainer_batched_forward_pass_m7_invariants, dev, read) or
+/// where "an iteration observation is one Python line event ... at absolute line 667" (kedro
+/// runner_outputs_needed_by_children_m7_invariants, dev).
+#[test]
+fn one_candidate_with_its_observation_line_in_other_words() {
+    let one = json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                     "violating_iteration_count": "int"});
+    let x = same(
+        "f",
+        one,
+        &[
+            (
+                "Consider only runtime events from the exact function body `pkg.mod.f`. Observe \
+                 the target frame at each Python `line` execution event for absolute, 1-based \
+                 source line 134, whose statement begins `results[subject] =`. At every \
+                 observation, evaluate this one candidate predicate verbatim against the target \
+                 frame's current Python locals using ordinary Python semantics: `end - start >= \
+                 1 + (i % 5)`. A violating iteration is an observation at which it is false.",
+                None,
+            ),
+            (
+                "During the complete test run, consider every invocation of pkg.mod.f. At every \
+                 iteration observation defined below, did the candidate predicate `end - start \
+                 >= 1 + (i % 5)` hold? An iteration observation is one Python line event in the \
+                 target function's own frame at absolute line 134, the line where the \
+                 assignment begins.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!(["end - start >= 1 + (i % 5)"])
+    );
+    let ps = predicates(&Question {
+        eval: &eval("f"),
+        text: "Consider `pkg.mod.f`. Did the candidate predicate `n > 0` hold? An iteration \
+               observation is one Python line event at absolute line 12.",
+        template: &json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                          "violating_iteration_count": "int"}),
+        parser: None,
+    })
+    .unwrap();
+    assert_eq!(ps[0].lines, [12]);
+}
