@@ -75,6 +75,9 @@ struct CallSel<'p> {
     functions: Option<HashSet<String>>,
     transitive: bool,
     resumptions: bool,
+    /// Every call in the invocation's thread between its first and its last event, wherever it
+    /// is made from (a coroutine's awaited work runs callbacks while the frame is suspended).
+    lifetime: bool,
 }
 
 impl<'p> CallSel<'p> {
@@ -86,6 +89,7 @@ impl<'p> CallSel<'p> {
                 .map(|v| v.into_iter().collect()),
             transitive: p.bool_or("transitive", false)?,
             resumptions: p.bool_or("resumptions", false)?,
+            lifetime: p.bool_or("lifetime", false)?,
         })
     }
 
@@ -95,10 +99,43 @@ impl<'p> CallSel<'p> {
     }
 }
 
+/// The `call` events (fresh calls; resumptions too with `resumptions`) of the invocation's
+/// thread from its first event to its last, other than its own activations'.
+fn calls_in_lifetime(ix: &Ix<'_>, inv: &Invocation, resumptions: bool) -> Vec<usize> {
+    let (Some(&first), Some(&last)) = (inv.events.first(), inv.events.last()) else {
+        return Vec::new();
+    };
+    let start = ix.event(first);
+    let own: HashSet<u64> = inv.activations.iter().copied().collect();
+    let mut out = Vec::new();
+    for i in first + 1..=last {
+        let e = ix.event(i);
+        if e.ev != Kind::Call || e.pid != start.pid || e.tid != start.tid {
+            continue;
+        }
+        if own.contains(&e.activation) {
+            continue;
+        }
+        let frame = if e.frame == 0 { e.activation } else { e.frame };
+        let Some(callee) = ix.invocation_of_frame(frame) else {
+            continue;
+        };
+        if callee.events.binary_search(&i).is_err() {
+            continue;
+        }
+        if (callee.events.first() == Some(&i) && callee.starts_here()) || resumptions {
+            out.push(i);
+        }
+    }
+    out
+}
+
 /// The trace indices of the `call` events under `inv` that `sel` keeps, in trace order.
 fn calls_under(ix: &Ix<'_>, inv: &Invocation, sel: &CallSel<'_>) -> Vec<usize> {
     let mut out: Vec<usize> = Vec::new();
-    if sel.transitive || sel.resumptions {
+    if sel.lifetime {
+        out = calls_in_lifetime(ix, inv, sel.resumptions);
+    } else if sel.transitive || sel.resumptions {
         // Every call event inside the invocation's activations, in its thread.
         let own: HashSet<u64> = inv.activations.iter().copied().collect();
         for &a in &inv.activations {
@@ -291,6 +328,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
             .map(|v| v.into_iter().collect()),
         transitive: true,
         resumptions: false,
+        lifetime: false,
     };
     let test = p.opt_str("test")?;
     let mut starts: Vec<usize> = Vec::new();
@@ -560,6 +598,7 @@ pub(crate) fn direct_callees(ix: &Ix<'_>, inv: &Invocation) -> Vec<usize> {
         functions: None,
         transitive: false,
         resumptions: false,
+        lifetime: false,
     };
     calls_under(ix, inv, &sel)
 }

@@ -358,7 +358,9 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
     } else {
         BTreeSet::new()
     };
+    let first_seen = p.choice_or("order", &["sorted", "first_seen"], "sorted")? == "first_seen";
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut seen: Vec<String> = Vec::new();
     let mut per_test: BTreeMap<&str, BTreeMap<String, usize>> = BTreeMap::new();
     for inv in &invs {
         for &i in &inv.events {
@@ -371,6 +373,9 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
                 continue;
             }
             *counts.entry(exc_type(e).to_string()).or_insert(0) += 1;
+            if !seen.iter().any(|t| t == exc_type(e)) {
+                seen.push(exc_type(e).to_string());
+            }
             if !e.test.is_empty() {
                 *per_test
                     .entry(e.test.as_str())
@@ -391,7 +396,7 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
         .collect();
     Ok(json!({
         "exception_type_counts": type_counts(&counts),
-        "exception_types": counts.keys().collect::<Vec<_>>(),
+        "exception_types": if first_seen { seen } else { counts.keys().cloned().collect() },
         "total": counts.values().sum::<usize>(),
         "per_test": per_test,
     }))

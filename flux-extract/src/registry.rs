@@ -566,6 +566,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             OBS_OCCURRENCE,
             LINE_MODE,
             p(
+                "combine",
+                T::Choice(&["tuple", "union"]),
+                "with `variables`: the repr of their `tuple` (default), or the `union` of the \
+                 values each one holds",
+            ),
+            p(
                 "order",
                 T::Choice(&["sorted", "first_seen"]),
                 "`sorted` (default, code-point order) or `first_seen`",
@@ -784,6 +790,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "count `all` exception events of the frames (default), only `raises`, or those \
                  `reported` to a tracer (flux's inferred bare re-raises left out)",
             ),
+            p(
+                "order",
+                T::Choice(&["sorted", "first_seen"]),
+                "`exception_types` `sorted` (default, code-point order) or in the order each \
+                 type was first seen",
+            ),
         ],
         shape: |_| {
             r#"{"exception_type_counts": [{"exception_type": "str", "count": "int"}], "exception_types": ["str"], "total": "int", "per_test": [{"test": "str", "exception_type_counts": [{"exception_type": "str", "count": "int"}]}]}"#
@@ -844,6 +856,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "include_self",
                 T::Bool,
                 "the invocation's own start comes first (line 0)",
+            ),
+            p(
+                "lifetime",
+                T::Bool,
+                "every call of the invocation's thread from its first to its last event, \
+                 wherever it is made from (callbacks run while a coroutine is suspended)",
             ),
             ROOT,
             MODULE_ROOT,

@@ -398,12 +398,24 @@ fn value_of(state: &BTreeMap<String, Observed>, names: &[String], tuple: bool) -
 
 pub(crate) fn unique_values(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let (names, tuple) = observed_names(p)?;
+    // `union`: the values each variable holds, pooled (not the tuple of them)
+    let union = p.choice_or("combine", &["tuple", "union"], "tuple")? == "union";
     let obs = observe(ix, p, &names)?;
     let mut values: Vec<String> = Vec::new();
     let mut count = 0usize;
     for o in &obs {
-        if let Some(v) = value_of(&o.state, &names, tuple) {
+        let seen: Vec<String> = if union {
+            names
+                .iter()
+                .filter_map(|n| o.state.get(n).map(|v| v.repr.clone()))
+                .collect()
+        } else {
+            value_of(&o.state, &names, tuple).into_iter().collect()
+        };
+        if !seen.is_empty() {
             count += 1;
+        }
+        for v in seen {
             if !values.contains(&v) {
                 values.push(v);
             }

@@ -26,6 +26,18 @@ pub struct EvalSh {
 }
 
 impl EvalSh {
+    /// The options of an exported `PYTEST_ADDOPTS` (kedro's eval.sh exports `--no-cov`: its
+    /// pytest-cov config fails under a tracer otherwise), as words: flux's test command carries
+    /// no environment of theirs, and pytest reads that variable as options before its own.
+    pub fn pytest_addopts(&self) -> Vec<String> {
+        self.exports
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PYTEST_ADDOPTS")
+            .map(|(_, v)| v.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default()
+    }
+
     /// The TRACE_* variables among the exports.
     pub fn trace_vars(&self) -> Vec<(String, String)> {
         self.exports
@@ -272,6 +284,19 @@ python pkg_qa/pkg_f_s2_loops/files/parser.py \
   --trace-log "$TRACE_LOG" \
   --out "$LOG_DIR/oracle.json" | tee "$LOG_DIR/oracle.log"
 "#;
+
+    /// kedro session_run_s5_exceptions (dev) exports `PYTEST_ADDOPTS="--no-cov"`; without it
+    /// the test failed in pytest-cov's start under both twins.
+    #[test]
+    fn exported_pytest_addopts_become_options() {
+        let e = parse(&SAMPLE.replace(
+            "export TRACE_OUT=\"$TRACE_LOG\"\n",
+            "export TRACE_OUT=\"$TRACE_LOG\"\nexport PYTEST_ADDOPTS=\"--no-cov -p no:cacheprovider\"\n",
+        ))
+        .unwrap();
+        assert_eq!(e.pytest_addopts(), ["--no-cov", "-p", "no:cacheprovider"]);
+        assert!(parse(SAMPLE).unwrap().pytest_addopts().is_empty());
+    }
 
     #[test]
     fn the_skeleton_is_read_and_expanded() {

@@ -205,8 +205,23 @@ pub fn pytest_options(image_packages: Option<&[String]>) -> Vec<String> {
 }
 
 /// The interpreter their run used (`3.9`), from the tag of their test's compiled file in
-/// `files/__pycache__/` (`testcase.cpython-39-pytest-8.3.4.pyc`); `None` when there is none.
+/// `files/__pycache__/` (`testcase.cpython-39-pytest-8.3.4.pyc`); when the instance keeps none,
+/// from its sibling instances (one run, one interpreter: kedro node_from_dict_m3_state, dev,
+/// keeps no compiled file while the run's others are cpython-39); `None` when none has one.
 pub fn their_python(src: &Path, test_file: &str) -> Option<String> {
+    own_python(src, test_file).or_else(|| {
+        let mut siblings: Vec<PathBuf> = std::fs::read_dir(src.parent()?)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p != src && p.join("eval.sh").is_file())
+            .collect();
+        siblings.sort();
+        siblings.iter().find_map(|p| own_python(p, test_file))
+    })
+}
+
+fn own_python(src: &Path, test_file: &str) -> Option<String> {
     let stem = test_file.strip_suffix(".py").unwrap_or(test_file);
     let rd = std::fs::read_dir(src.join("files").join("__pycache__")).ok()?;
     let mut names: Vec<String> = rd
@@ -306,6 +321,7 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
     };
     let mut command = vec![opts.interpreter.clone(), "-m".into(), "pytest".into()];
     command.extend(pytest_options(opts.image_packages.as_deref()));
+    command.extend(eval.pytest_addopts());
     command.extend(eval.pytest_args.iter().cloned());
     let ext = ExternalParser {
         parser: parser_rel,

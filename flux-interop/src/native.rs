@@ -68,6 +68,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("observed_def_use_pairs", "def_use_pairs"),
     ("caught_exception_kinds", "caught_types"),
     ("exception_type_counts", "exception_counts"),
+    ("exception_types", "exception_counts"),
     ("function_call_order", "call_sequence"),
     ("invocation_counts", "invocation_counts"),
     ("covered_functions", "covered_functions"),
@@ -189,6 +190,29 @@ const ORDINALS: &[(&str, u32)] = &[
     ("tenth", 10),
 ];
 
+/// The question counts a line's executions over the whole test, not within one invocation: it
+/// says so ("across all invocations", "across the complete execution of the named test",
+/// "counts executions of line N rather than invocations"), or it asks for the Nth execution and
+/// names no invocation to count it in.
+fn counts_across_invocations(text: &str, occurrence: Option<u32>, invocation: Option<u32>) -> bool {
+    mentions(
+        text,
+        &[
+            "across all invocations",
+            "across invocations",
+            "globally",
+            "across the complete",
+            "across the whole",
+            "across the entire",
+            "across the test",
+            "rather than invocations",
+            "rather than per invocation",
+            "not per invocation",
+            "regardless of invocation",
+        ],
+    ) || (occurrence.is_some() && invocation.is_none())
+}
+
 /// `N` of `the Nth <noun>` / `<noun> N` / `the second <noun>` in the text, the first found.
 fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
     let lower = text.to_lowercase().replace(['*', '`'], "");
@@ -298,6 +322,7 @@ fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
                 continue;
             }
             if funcs.is_empty() || funcs.iter().any(|f| func_rule(f, b)) {
+                let qual = qualified(&module, qual, &names);
                 let module_root = if file.starts_with("src/") {
                     format!("{}/src", q.eval.root)
                 } else {
@@ -313,6 +338,50 @@ fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
         }
     }
     Err("the question names no `module.qualname` of TRACE_FILE that TRACE_FUNC matches".into())
+}
+
+/// `qual` with its class when it is a bare name and another candidate of the module names the
+/// same function inside a class: a run before Python 3.11 named frames `module.co_name`, so
+/// their parser's constant can say `pkg.mod.run` for `pkg.mod.Session.run`, which the prose
+/// names in full.
+fn qualified<'a>(module: &str, qual: &'a str, names: &[&'a str]) -> &'a str {
+    if qual.contains('.') {
+        return qual;
+    }
+    let tail = format!(".{qual}");
+    names
+        .iter()
+        .filter_map(|n| n.strip_prefix(module)?.strip_prefix('.'))
+        .find(|q| q.ends_with(&tail) && is_dotted_name(q) && !q.contains("<locals>"))
+        .unwrap_or(qual)
+}
+
+/// `qual` with `<locals>` before its last name when the prose calls it a nested function ("the
+/// nested helper function `pkg.mod.C.m._helper`"): Python's qualname of a function defined in
+/// another is `C.m.<locals>._helper`, which their questions spell without `<locals>`.
+fn nested_qualname(text: &str, module: &str, qual: &str) -> String {
+    let Some((parent, last)) = qual.rsplit_once('.') else {
+        return qual.to_string();
+    };
+    let lower = text.to_lowercase().replace('`', "");
+    let full = format!("{module}.{qual}").to_lowercase();
+    let nested = lower.match_indices(&full).any(|(i, _)| {
+        let before = &lower[floor_char(&lower, i.saturating_sub(40))..i];
+        [
+            "nested helper",
+            "nested function",
+            "inner function",
+            "local function",
+            "closure",
+        ]
+        .iter()
+        .any(|w| before.contains(w))
+    });
+    if nested && !qual.contains("<locals>") {
+        format!("{parent}.<locals>.{last}")
+    } else {
+        qual.to_string()
+    }
 }
 
 /// The functions the question tracks, as qualnames, in order, once each: the backticked
@@ -437,8 +506,26 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
         .or_else(|| line_after(text, "after", 60))
         .or_else(|| line_after(&unquoted, "line event for", 20))
         .or_else(|| line_after(&unquoted, "every execution of", 40))
-        .or_else(|| line_after(&unquoted, "each execution of", 40))
-        .ok_or("the question names no observation line")?;
+        .or_else(|| line_after(&unquoted, "each execution of", 40));
+    let Some(line) = line else {
+        if mentions(
+            text,
+            &[
+                "every distinct value",
+                "every value each",
+                "each distinct value",
+                "from the moment it is first assigned",
+                "all observation points",
+                "values taken by",
+                "before every source line",
+            ],
+        ) {
+            // no observation line: every value the locals hold, read wherever one changes
+            p.insert("event".into(), json!("change"));
+            return Ok(());
+        }
+        return Err("the question names no observation line".into());
+    };
     p.insert("lines".into(), json!([line]));
     let before = observed_before(text, line);
     p.insert("at".into(), json!(if before { "before" } else { "after" }));
@@ -829,8 +916,13 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
         }
         let head = after.trim_start_matches([' ', '\u{2014}', '-', ':', ',']);
         let window = &head[..floor_char(head, head.len().min(40))];
-        if let Some(k) = window.find("at line ") {
-            let digits: String = window[k + 8..]
+        // "`p` — a `line` event at line 91", "`p` at line 67;", "- `p`: line 176."
+        let at = window
+            .find("at line ")
+            .map(|k| (k, k + 8))
+            .or_else(|| window.starts_with("line ").then_some((0, 5)));
+        if let Some((k, from)) = at {
+            let digits: String = window[from..]
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
@@ -854,15 +946,40 @@ fn single_predicate(text: &str) -> Option<(String, u32)> {
     let at = lower.find("candidate predicate")? + "candidate predicate".len();
     let rest = &text[at..];
     let open = rest.find('`')?;
-    // The span must follow the phrase closely (not a later sentence's).
-    if rest[..open].contains(['.', '?']) || open > 40 {
+    // The span must follow the phrase in its sentence ("the candidate predicate `p`", "evaluate
+    // this one candidate predicate verbatim against the target frame's locals: `p`").
+    if rest[..open].contains(['.', '?']) || open > 200 {
         return None;
     }
     let close = rest[open + 1..].find('`')?;
     let expr = rest[open + 1..open + 1 + close].trim();
+    if PY_KEYWORDS.contains(&expr) {
+        return None;
+    }
+    // "An iteration is one execution ... at line 39", "An iteration observation is one Python
+    // line event ... at absolute line 667", "Observe the target frame at each Python `line`
+    // execution event for absolute, 1-based source line 134"
     let line = line_after(text, "an iteration is", 300)
-        .or_else(|| line_after(text, "observation point", 300))?;
+        .or_else(|| line_after(text, "observation point", 300))
+        .or_else(|| any_line_after(text, "iteration observation is", 120))
+        .or_else(|| any_line_after(text, "execution event for", 80))?;
     (!expr.is_empty() && !expr.contains('\n')).then(|| (expr.to_string(), line))
+}
+
+/// The number of the first `line N` within `window` characters after the first occurrence of
+/// `phrase` (case-insensitive), passing `line` words not followed by a number ("one Python line
+/// event ... at absolute line 667").
+fn any_line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
+    let lower = text.to_lowercase().replace('`', "");
+    let at = lower.find(phrase)? + phrase.len();
+    let tail = &lower[at..floor_char(&lower, (at + window).min(lower.len()))];
+    tail.match_indices("line ").find_map(|(j, _)| {
+        let after = &tail[j + 5..];
+        after
+            .starts_with(|c: char| c.is_ascii_digit())
+            .then(|| ints(after).first().and_then(|n| u32::try_from(*n).ok()))
+            .flatten()
+    })
 }
 
 /// The `[tracing] predicates` a native invariant instance needs: each candidate of the question
@@ -919,6 +1036,31 @@ pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, St
     Ok(out)
 }
 
+/// Where an extractor's answer parts come from (`[extractor.answer]`).
+type Answer = BTreeMap<String, String>;
+
+/// What every rule's parameters are read from: the question (prose folded), their parser's
+/// constants, the target, the answer's shape, and what all rules share.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    q: &'a Question<'a>,
+    ev: &'a Evidence,
+    t: &'a Target,
+    key: &'a str,
+    text: &'a str,
+    invocation: Option<u32>,
+    occurrence: Option<u32>,
+    statements: bool,
+}
+
+impl Ctx<'_> {
+    /// Where sources are: the root and the modules' root.
+    fn located(&self, p: &mut Map<String, Value>) {
+        p.insert("root".into(), json!(self.q.eval.root));
+        p.insert("module_root".into(), json!(self.t.module_root));
+    }
+}
+
 /// The extractor (name, parameters, answer bindings) that asks `q` natively, or why none does.
 pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     let key = shape_key(q.template);
@@ -934,269 +1076,46 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         text: &folded,
         ..*q
     };
-    let t = target(q, &ev)?;
+    let mut t = target(q, &ev)?;
     let text = q.text;
+    t.qualname = nested_qualname(text, &t.module, &t.qualname);
     let mut p = Map::new();
     p.insert("function".into(), json!(t.qualname));
     if t.file.ends_with(".py") {
         p.insert("file".into(), json!(t.file));
     }
-    let located = |p: &mut Map<String, Value>| {
-        p.insert("root".into(), json!(q.eval.root));
-        p.insert("module_root".into(), json!(t.module_root));
-    };
     let invocation = ev.invocation().or_else(|| ordinal_of(text, "invocation"));
     let occurrence = ev.occurrence().or_else(|| ordinal_of(text, "time"));
     // Lines normalised to their statement: the question says so, or their parser maps lines
     // through the AST's statements.
     let statements = statement_lines(text) || ev.normalises_statements();
-    let mut answer = BTreeMap::new();
+    let c = Ctx {
+        q,
+        ev: &ev,
+        t: &t,
+        key: &key,
+        text,
+        invocation,
+        occurrence,
+        statements,
+    };
+    let mut answer = Answer::new();
     match *name {
-        "loop_iterations" | "loop_stats" => {
-            let header = ev
-                .header_line()
-                .or_else(|| line_after(text, "header", 60))
-                .ok_or("the question names no loop header line")?;
-            p.insert("header".into(), json!(header));
-            p.insert("count".into(), json!("body_line"));
-            if *name == "loop_stats" {
-                if mentions(text, &["loop activation"]) {
-                    // "a loop activation is one complete execution of that `for` statement"
-                    p.insert("per".into(), json!("entry"));
-                } else if mentions(text, &["as a separate invocation", "each resumption"]) {
-                    // a generator's every `call` event is an invocation of its own
-                    p.insert("per".into(), json!("call"));
-                }
-            }
-            if *name == "loop_iterations" {
-                p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
-            } else {
-                p.insert("invocations".into(), json!("all"));
-            }
-        }
-        "executed_path" => {
-            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
-            if statements {
-                p.insert("line_mode".into(), json!("statement"));
-            }
-            located(&mut p);
-        }
-        "covered_lines" => {
-            if text.contains(&format!("{}.{}.<locals>.", t.module, t.qualname)) {
-                // "frames of local functions lexically defined inside that method"
-                p.insert("nested".into(), json!(true));
-            }
-            if statements {
-                p.insert("line_mode".into(), json!("statement"));
-            }
-        }
-        "state_at" => {
-            let line = ev
-                .observed_line()
-                .or_else(|| statement_named(text))
-                .or_else(|| line_after(text, "after", 40))
-                .ok_or("the question names no observed line")?;
-            p.insert("line".into(), json!(line));
-            if mentions(text, &["across all invocations", "globally"]) {
-                p.insert("across_invocations".into(), json!(true));
-            } else {
-                p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
-            }
-            if let Some(n) = occurrence {
-                p.insert("occurrence".into(), json!(n));
-            }
-            if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"])
-            {
-                // one execution per run of the statement, read when it completes
-                p.insert("line_mode".into(), json!("statement"));
-            }
-            let mut vars = variables(q, &ev);
-            vars.sort();
-            p.insert("variables".into(), json!(vars));
-        }
-        "unique_values" | "value_history" => {
-            let vars = variables(q, &ev);
-            let Some(var) = vars.first() else {
-                return Err("the question names no variable".into());
-            };
-            if vars.len() > 1 && key == "unique_values" {
-                // the unique values of a tuple of locals: the repr of `(a, b)`
-                p.insert("variables".into(), json!(vars));
-            } else {
-                p.insert("variable".into(), json!(var));
-            }
-            observation_point(text, &ev, &mut p)?;
-            let every = mentions(
-                text,
-                &[
-                    "for each invocation",
-                    "every invocation",
-                    "all invocations",
-                    "across all",
-                ],
-            );
-            if !every {
-                if let Some(n) = invocation {
-                    p.insert("invocation".into(), json!(n));
-                }
-            }
-            if let Some(n) = occurrence {
-                p.insert("occurrence".into(), json!(n));
-            }
-            if key == "temporal_value_history" {
-                answer.insert("/temporal_value_history".into(), "/value_history".into());
-                answer.insert(
-                    "/temporal_value_history/*".into(),
-                    "/value_history/*/value".into(),
-                );
-            }
-        }
-        "def_use_pairs" => {
-            p.insert("all_invocations".into(), json!(true));
-            p.insert("definitions".into(), json!("ast"));
-            if statements {
-                p.insert("line_mode".into(), json!("statement"));
-            }
-            let vars = variables(q, &ev);
-            if !vars.is_empty() {
-                p.insert("variables".into(), json!(vars));
-            }
-            for (param, value) in def_use_conventions(text) {
-                p.insert(param.into(), json!(value));
-            }
-        }
+        "loop_iterations" | "loop_stats" => loop_params(&c, name, &mut p)?,
+        "executed_path" => path_params(&c, &mut p)?,
+        "covered_lines" => covered_lines_params(&c, &mut p)?,
+        "state_at" => state_at_params(&c, &mut p)?,
+        "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,
+        "def_use_pairs" => def_use_params(&c, &mut p)?,
         "caught_types" => {}
-        "exception_counts" => {
-            // their answer counts their tracer's `exception` events (settrace's): a bare
-            // `raise`, which CPython re-raises without calling the tracer and flux infers, is
-            // not one ("a bare re-raise ... does not count as another observation")
-            p.insert("events".into(), json!("reported"));
-        }
-        "exception_info" => {
-            // their flat shape: the exception that propagates out of the target
-            p.remove("function");
-            p.insert("escapes".into(), json!(t.qualname));
-            if let Some(n) = occurrence {
-                p.insert("occurrence".into(), json!(n));
-            }
-            answer.insert("/exception_type".into(), "/exception/type".into());
-            answer.insert("/exception_message".into(), "/exception/message".into());
-        }
-        "call_sequence" => {
-            let fs = tracked(q, &ev);
-            if fs.is_empty() {
-                return Err("the question lists no tracked functions".into());
-            }
-            p.insert("functions".into(), json!(fs));
-            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
-            if mentions(text, &["nested", "transitive"]) {
-                p.insert("transitive".into(), json!(true));
-            }
-            if mentions(text, &["invocation itself", "itself."]) {
-                p.insert("include_self".into(), json!(true));
-            }
-            if mentions(
-                text,
-                &[
-                    "each resumption",
-                    "every resumption",
-                    "resumptions count",
-                    "resumption counts",
-                ],
-            ) {
-                // a generator's every `call` event, its own resumptions too
-                p.insert("resumptions".into(), json!(true));
-            }
-            p.remove("file");
-            located(&mut p);
-            answer.insert("/function_call_order".into(), "/call_sequence".into());
-        }
-        "invocation_counts" if class_scope(text).is_some() => {
-            // "every function defined directly in the body of class `C`"
-            p.remove("function");
-            p.insert("class".into(), json!(class_scope(text)));
-            p.insert("count".into(), json!("calls"));
-            class_scope_options(text, &mut p);
-            located(&mut p);
-        }
-        "invocation_counts" => {
-            p.remove("function");
-            p.insert("module".into(), json!(true));
-            p.insert("count".into(), json!("calls"));
-            if mentions(
-                text,
-                &["methods of every class", "all methods", "every method"],
-            ) {
-                p.insert("methods".into(), json!(true));
-            }
-            if mentions(text, &["properties"]) {
-                p.insert(
-                    "exclude_decorated".into(),
-                    json!(["property", "setter", "deleter"]),
-                );
-            }
-            located(&mut p);
-        }
-        "covered_functions" => {
-            p.remove("function");
-            let fs = tracked(q, &ev);
-            if fs.is_empty() {
-                return Err("the question lists no tracked functions".into());
-            }
-            p.insert("functions".into(), json!(fs));
-            located(&mut p);
-        }
-        "line_counts" => {
-            match line_range(text) {
-                Some((from, to)) => {
-                    p.insert("from".into(), json!(from));
-                    p.insert("to".into(), json!(to));
-                }
-                // "from the first AST body statement (the docstring) through the function's
-                // `end_lineno`": line_counts' own `body` range
-                None if mentions(text, &["first ast body statement", "function body"]) => {}
-                None => return Err("the question names no line range".into()),
-            }
-            if mentions(text, &["innermost enclosing", "statement begins"]) {
-                // "attribute an event on a continuation line to ... where its innermost
-                // enclosing statement begins"
-                p.insert("line_mode".into(), json!("statement"));
-            }
-            if !mentions(
-                text,
-                &["every invocation", "all invocations", "across every"],
-            ) {
-                if let Some(n) = invocation {
-                    p.insert("invocation".into(), json!(n));
-                }
-            }
-        }
-        "predicate_report" => {
-            let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
-            if key != "invariant_report" {
-                // their one-predicate shape: the report's only item, flattened
-                if exprs.len() != 1 {
-                    return Err("the question does not name exactly one candidate predicate".into());
-                }
-                for (to, from) in [
-                    (
-                        "/is_invariant_always_held",
-                        "/invariant_report/0/held_always",
-                    ),
-                    (
-                        "/total_iterations_observed",
-                        "/invariant_report/0/observations",
-                    ),
-                    (
-                        "/violating_iteration_count",
-                        "/invariant_report/0/violations",
-                    ),
-                ] {
-                    answer.insert(to.into(), from.into());
-                }
-            }
-            p.insert("predicates".into(), json!(exprs));
-        }
+        "exception_counts" => exception_counts_params(&c, &mut p)?,
+        "exception_info" => exception_info_params(&c, &mut p, &mut answer)?,
+        "call_sequence" => call_params(&c, &mut p, &mut answer)?,
+        "invocation_counts" if class_scope(text).is_some() => class_counts_params(&c, &mut p)?,
+        "invocation_counts" => module_counts_params(&c, &mut p)?,
+        "covered_functions" => covered_functions_params(&c, &mut p)?,
+        "line_counts" => line_counts_params(&c, &mut p)?,
+        "predicate_report" => predicate_params(&c, &mut p, &mut answer)?,
         _ => unreachable!("every rule's extractor is handled"),
     }
     Ok(ExtractorSpec {
@@ -1204,6 +1123,413 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         params: p,
         answer,
     })
+}
+
+/// the loop rules (`loop_iterations`, `loop_stats`): the header, what counts.
+fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        ev,
+        text,
+        invocation,
+        ..
+    } = *c;
+    let header = ev
+        .header_line()
+        .or_else(|| line_after(text, "header", 60))
+        .ok_or("the question names no loop header line")?;
+    p.insert("header".into(), json!(header));
+    p.insert("count".into(), json!("body_line"));
+    if name == "loop_stats" {
+        if mentions(text, &["loop activation"]) {
+            // "a loop activation is one complete execution of that `for` statement"
+            p.insert("per".into(), json!("entry"));
+        } else if mentions(text, &["as a separate invocation", "each resumption"]) {
+            // a generator's every `call` event is an invocation of its own
+            p.insert("per".into(), json!("call"));
+        }
+    }
+    if name == "loop_iterations" {
+        p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    } else {
+        p.insert("invocations".into(), json!("all"));
+    }
+    Ok(())
+}
+
+/// `executed_path`: the invocation and the line mode.
+fn path_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        invocation,
+        statements,
+        ..
+    } = *c;
+    p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    if statements {
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    c.located(p);
+    Ok(())
+}
+
+/// `covered_lines`: nested frames and the line mode.
+fn covered_lines_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        t,
+        text,
+        statements,
+        ..
+    } = *c;
+    if text.contains(&format!("{}.{}.<locals>.", t.module, t.qualname)) {
+        // "frames of local functions lexically defined inside that method"
+        p.insert("nested".into(), json!(true));
+    }
+    if statements {
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    Ok(())
+}
+
+/// `state_at`: the observed line, its Nth execution and where it is counted, the locals.
+fn state_at_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        text,
+        invocation,
+        occurrence,
+        ..
+    } = *c;
+    let line = ev
+        .observed_line()
+        .or_else(|| statement_named(text))
+        .or_else(|| line_after(text, "after", 40))
+        .ok_or("the question names no observed line")?;
+    p.insert("line".into(), json!(line));
+    if counts_across_invocations(text, occurrence, invocation) {
+        p.insert("across_invocations".into(), json!(true));
+    } else {
+        p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    }
+    if let Some(n) = occurrence {
+        p.insert("occurrence".into(), json!(n));
+    }
+    if statement_lines(text) || mentions(text, &["multi-line assignment", "count it once"]) {
+        // one execution per run of the statement, read when it completes
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    let mut vars = variables(q, ev);
+    vars.sort();
+    p.insert("variables".into(), json!(vars));
+    Ok(())
+}
+
+/// `unique_values` / `value_history`: the locals, where they are observed, which invocations.
+fn values_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        key,
+        text,
+        invocation,
+        occurrence,
+        ..
+    } = *c;
+    let vars = variables(q, ev);
+    let Some(var) = vars.first() else {
+        return Err("the question names no variable".into());
+    };
+    if vars.len() > 1 && key == "unique_values" {
+        // the unique values of a tuple of locals: the repr of `(a, b)`; or, "combined
+        // into one set", the values each of them holds
+        p.insert("variables".into(), json!(vars));
+        if mentions(
+            text,
+            &[
+                "combined into one",
+                "pooled",
+                "union of",
+                "taken by either",
+                "across both variables",
+            ],
+        ) {
+            p.insert("combine".into(), json!("union"));
+        }
+    } else {
+        p.insert("variable".into(), json!(var));
+    }
+    observation_point(text, ev, p)?;
+    let every = mentions(
+        text,
+        &[
+            "for each invocation",
+            "every invocation",
+            "all invocations",
+            "across all",
+        ],
+    );
+    if !every {
+        if let Some(n) = invocation {
+            p.insert("invocation".into(), json!(n));
+        }
+    }
+    if let Some(n) = occurrence {
+        p.insert("occurrence".into(), json!(n));
+    }
+    if key == "temporal_value_history" {
+        answer.insert("/temporal_value_history".into(), "/value_history".into());
+        answer.insert(
+            "/temporal_value_history/*".into(),
+            "/value_history/*/value".into(),
+        );
+    }
+    Ok(())
+}
+
+/// `def_use_pairs`: every invocation, their conventions.
+fn def_use_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        text,
+        statements,
+        ..
+    } = *c;
+    p.insert("all_invocations".into(), json!(true));
+    p.insert("definitions".into(), json!("ast"));
+    if statements {
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    let vars = variables(q, ev);
+    if !vars.is_empty() {
+        p.insert("variables".into(), json!(vars));
+    }
+    for (param, value) in def_use_conventions(text) {
+        p.insert(param.into(), json!(value));
+    }
+    Ok(())
+}
+
+/// `exception_counts`: their tracer's events, the order of `exception_types`.
+fn exception_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx { key, text, .. } = *c;
+    // their answer counts their tracer's `exception` events (settrace's): a bare
+    // `raise`, which CPython re-raises without calling the tracer and flux infers, is
+    // not one ("a bare re-raise ... does not count as another observation")
+    p.insert("events".into(), json!("reported"));
+    if key == "exception_types"
+        && mentions(
+            text,
+            &[
+                "first-occurrence order",
+                "first occurrence order",
+                "order of first occurrence",
+                "order of their first",
+                "do not sort",
+                "not sorted",
+            ],
+        )
+    {
+        // "emit the list in chronological first-occurrence order; do not sort it"
+        p.insert("order".into(), json!("first_seen"));
+    }
+    Ok(())
+}
+
+/// `exception_info`: the exception that propagates out of the target.
+fn exception_info_params(
+    c: &Ctx,
+    p: &mut Map<String, Value>,
+    answer: &mut Answer,
+) -> Result<(), String> {
+    let Ctx { t, occurrence, .. } = *c;
+    // their flat shape: the exception that propagates out of the target
+    p.remove("function");
+    p.insert("escapes".into(), json!(t.qualname));
+    if let Some(n) = occurrence {
+        p.insert("occurrence".into(), json!(n));
+    }
+    answer.insert("/exception_type".into(), "/exception/type".into());
+    answer.insert("/exception_message".into(), "/exception/message".into());
+    Ok(())
+}
+
+/// `call_sequence`: the tracked functions and which calls are entries.
+fn call_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        t,
+        text,
+        invocation,
+        ..
+    } = *c;
+    let fs = tracked(q, ev);
+    if fs.is_empty() {
+        return Err("the question lists no tracked functions".into());
+    }
+    p.insert("functions".into(), json!(fs));
+    p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    if mentions(text, &["nested", "transitive"]) {
+        p.insert("transitive".into(), json!(true));
+    }
+    if fs.contains(&t.qualname)
+        || mentions(
+            text,
+            &[
+                "invocation itself",
+                "itself.",
+                "target's initial entry",
+                "target's own call",
+            ],
+        )
+    {
+        // the target is one of the tracked functions: its own call is the first entry
+        p.insert("include_self".into(), json!(true));
+    }
+    if mentions(
+        text,
+        &[
+            "each resumption",
+            "every resumption",
+            "resumptions count",
+            "resumption counts",
+            "its resumptions",
+            "frame resumes",
+        ],
+    ) {
+        // a generator's every `call` event, its own resumptions too
+        p.insert("resumptions".into(), json!(true));
+    }
+    if mentions(
+        text,
+        &[
+            "during that lifetime",
+            "during its lifetime",
+            "even when the target frame is suspended",
+            "while the target frame is suspended",
+            "while it is suspended",
+        ],
+    ) {
+        // every call from the invocation's start to its completion, wherever made from
+        // (callbacks run while a coroutine awaits)
+        p.insert("lifetime".into(), json!(true));
+    }
+    p.remove("file");
+    c.located(p);
+    answer.insert("/function_call_order".into(), "/call_sequence".into());
+    Ok(())
+}
+
+/// `invocation_counts` over a class.
+fn class_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx { text, .. } = *c;
+    // "every function defined directly in the body of class `C`"
+    p.remove("function");
+    p.insert("class".into(), json!(class_scope(text)));
+    p.insert("count".into(), json!("calls"));
+    class_scope_options(text, p);
+    c.located(p);
+    Ok(())
+}
+
+/// `invocation_counts` over the module.
+fn module_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx { text, .. } = *c;
+    p.remove("function");
+    p.insert("module".into(), json!(true));
+    p.insert("count".into(), json!("calls"));
+    if mentions(
+        text,
+        &["methods of every class", "all methods", "every method"],
+    ) {
+        p.insert("methods".into(), json!(true));
+    }
+    if mentions(text, &["properties"]) {
+        p.insert(
+            "exclude_decorated".into(),
+            json!(["property", "setter", "deleter"]),
+        );
+    }
+    c.located(p);
+    Ok(())
+}
+
+/// `covered_functions`: the tracked functions.
+fn covered_functions_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx { q, ev, .. } = *c;
+    p.remove("function");
+    let fs = tracked(q, ev);
+    if fs.is_empty() {
+        return Err("the question lists no tracked functions".into());
+    }
+    p.insert("functions".into(), json!(fs));
+    c.located(p);
+    Ok(())
+}
+
+/// `line_counts`: the range, the line mode, the invocation.
+fn line_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        text, invocation, ..
+    } = *c;
+    match line_range(text) {
+        Some((from, to)) => {
+            p.insert("from".into(), json!(from));
+            p.insert("to".into(), json!(to));
+        }
+        // "from the first AST body statement (the docstring) through the function's
+        // `end_lineno`": line_counts' own `body` range
+        None if mentions(text, &["first ast body statement", "function body"]) => {}
+        None => return Err("the question names no line range".into()),
+    }
+    if mentions(text, &["innermost enclosing", "statement begins"]) {
+        // "attribute an event on a continuation line to ... where its innermost
+        // enclosing statement begins"
+        p.insert("line_mode".into(), json!("statement"));
+    }
+    if !mentions(
+        text,
+        &["every invocation", "all invocations", "across every"],
+    ) {
+        if let Some(n) = invocation {
+            p.insert("invocation".into(), json!(n));
+        }
+    }
+    Ok(())
+}
+
+/// `predicate_report`: the candidates, flattened for their one-predicate shape.
+fn predicate_params(
+    c: &Ctx,
+    p: &mut Map<String, Value>,
+    answer: &mut Answer,
+) -> Result<(), String> {
+    let Ctx { q, key, .. } = *c;
+    let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
+    if key != "invariant_report" {
+        // their one-predicate shape: the report's only item, flattened
+        if exprs.len() != 1 {
+            return Err("the question does not name exactly one candidate predicate".into());
+        }
+        for (to, from) in [
+            (
+                "/is_invariant_always_held",
+                "/invariant_report/0/held_always",
+            ),
+            (
+                "/total_iterations_observed",
+                "/invariant_report/0/observations",
+            ),
+            (
+                "/violating_iteration_count",
+                "/invariant_report/0/violations",
+            ),
+        ] {
+            answer.insert(to.into(), from.into());
+        }
+    }
+    p.insert("predicates".into(), json!(exprs));
+    Ok(())
 }
 
 #[cfg(test)]

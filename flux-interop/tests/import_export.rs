@@ -356,6 +356,19 @@ fn their_interpreter_is_read_from_the_tests_pycache_tag() {
         flux_interop::import::their_python(&src, "testcase.py").as_deref(),
         Some("3.9")
     );
+    // A sibling instance of the same run that keeps no compiled file has that interpreter too.
+    let sibling = work.path().join("store/other_s2_loops");
+    std::fs::create_dir_all(sibling.join("files")).unwrap();
+    std::fs::copy(src.join("eval.sh"), sibling.join("eval.sh")).unwrap();
+    assert_eq!(
+        flux_interop::import::their_python(&sibling, "testcase.py").as_deref(),
+        Some("3.9")
+    );
+    let alone = tempfile::tempdir().unwrap();
+    assert_eq!(
+        flux_interop::import::their_python(alone.path(), "testcase.py"),
+        None
+    );
     let out = work.path().join("out");
     let r = import(std::slice::from_ref(&src), &opts(&out));
     assert!(r.errors.is_empty(), "{:?}", r.errors);

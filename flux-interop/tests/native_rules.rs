@@ -754,3 +754,352 @@ fn every_rule_is_tested_here() {
         );
     }
 }
+
+/// "what distinct exception types are observed in `exception` trace events delivered to the
+/// target frame" (kedro starters_fetch_validate_parse_config_from_file_m5_exceptions and
+/// jupyter_create_kernel_m5_exceptions, dev): `exception_counts`' `exception_types`, sorted
+/// unless the prose asks for first-occurrence order.
+#[test]
+fn exception_types_sorted_or_in_first_occurrence_order() {
+    let t = json!({"exception_types": ["str"]});
+    let x = same(
+        "f",
+        t.clone(),
+        &[
+            (
+                "Across the whole test run, what distinct exception types are observed in \
+                 Python `exception` trace events delivered to the exact target frame \
+                 `pkg.mod.f` in `src/pkg/mod.py`? Remove duplicates, then sort the remaining \
+                 strings in ascending lexicographic order.",
+                None,
+            ),
+            (
+                "Across the whole test run, which distinct exception types reach the frame of\n\
+                 pkg.mod.f in src/pkg/mod.py as exception events? Deduplicate and sort them\n\
+                 by Unicode code point.",
+                Some("TARGET_FUNC = \"pkg.mod.f\"\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "exception_counts");
+    assert_eq!(x.params["events"], "reported");
+    assert!(x.params.get("order").is_none());
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "Report the distinct exception types whose exception events occur in the frame \
+                 of `pkg.mod.f` over the whole run, keeping only their first occurrence. Emit \
+                 the list in chronological first-occurrence order across all invocations; do \
+                 not sort it alphabetically.",
+                None,
+            ),
+            (
+                "Report the distinct exception types whose exception events occur in the frame\n\
+                 of pkg.mod.f over the whole run, in chronological first-occurrence\norder; do \
+                 not sort it.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["order"], "first_seen");
+}
+
+/// The Nth execution of a line with no invocation to count it in is counted across the test
+/// (scrapy curl_curl_to_request_kwargs_s3_state, dev: "for the 11th time across all
+/// invocations"; "Count executions of line 141 chronologically from 1 across the complete
+/// execution of the named test method"; their parser's counter is never reset at a `call`).
+#[test]
+fn state_at_counts_the_nth_execution_across_the_test() {
+    let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+    let x = same(
+        "curl",
+        t.clone(),
+        &[
+            (
+                "Consider `pkg.mod.curl` in `src/pkg/mod.py`. What are the values of the local \
+                 variables `argv` and `url` immediately after line 141 has executed for the \
+                 11th time across all invocations of the target function during the test run?",
+                None,
+            ),
+            (
+                "Consider pkg.mod.curl in src/pkg/mod.py. What are the values of the local\n\
+                 variables `url` and `argv` immediately after line 141 has executed for the 11th \
+                 time? Count executions of line 141 chronologically from 1 across the complete \
+                 execution of the named test method.",
+                None,
+            ),
+            (
+                "Consider pkg.mod.curl: which values do the local variables `argv` and `url` \
+                 hold immediately after line 141 has executed for the 11th time?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (&x.params["across_invocations"], &x.params["occurrence"]),
+        (&json!(true), &json!(11))
+    );
+    assert!(x.params.get("invocation").is_none());
+    // an invocation named: the Nth execution within it
+    let x = map(
+        "curl",
+        "During the 2nd invocation of `pkg.mod.curl`, what are the values of the local \
+         variables `argv` and `url` immediately after line 141 has executed for the 3rd time?",
+        &t,
+        None,
+    );
+    assert_eq!(
+        (&x.params["invocation"], &x.params["occurrence"]),
+        (&json!(2), &json!(3))
+    );
+    assert!(x.params.get("across_invocations").is_none());
+}
+
+/// A tracked set that lists the target itself puts the target's own call first (scrapy
+/// engine_open_spider_async_s6_calls, dev: the tracked set opens with the target, "including
+/// the target's initial entry, its resumptions", and their answer starts and ends with it).
+#[test]
+fn call_order_with_the_target_among_the_tracked_functions() {
+    let x = same(
+        "open_spider,pause,unpause",
+        json!({"function_call_order": [{"file": "str", "func": "str"}]}),
+        &[
+            (
+                "During the first invocation of `pkg.mod.E.open_spider` in `src/pkg/mod.py`, \
+                 what is the exact chronological sequence of Python `call` trace events for \
+                 this tracked set of functions: `pkg.mod.E.open_spider`, `pkg.mod.E.pause`, \
+                 `pkg.mod.E.unpause`? Include calls whenever their `call` events occur during \
+                 that lifetime, including the target's initial entry, its resumptions, and \
+                 nested calls made while awaited work runs even when the target frame is \
+                 suspended.",
+                None,
+            ),
+            (
+                "During the first invocation of pkg.mod.E.open_spider in src/pkg/mod.py, list\n\
+                 the `call` events of the tracked set of functions pkg.mod.E.open_spider,\n\
+                 pkg.mod.E.pause, pkg.mod.E.unpause in order. A `call` event emitted when this \
+                 same coroutine frame resumes after an `await` is another entry; nested calls \
+                 count too, and every call during its lifetime, while the target frame is \
+                 suspended as well.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["functions"],
+        json!(["E.open_spider", "E.pause", "E.unpause"])
+    );
+    assert_eq!(
+        (
+            &x.params["include_self"],
+            &x.params["resumptions"],
+            &x.params["lifetime"]
+        ),
+        (&json!(true), &json!(true), &json!(true))
+    );
+}
+
+/// A run before Python 3.11 named frames `module.co_name`: their parser's constant says
+/// `pkg.mod.run` where the prose names `pkg.mod.Session.run` (kedro session_run_s5_exceptions,
+/// dev: `TARGET_FUNC = "kedro.framework.session.session.run"`, the question
+/// `kedro.framework.session.session.KedroSession.run`); the target is the method.
+#[test]
+fn a_co_name_target_in_the_parser_is_the_method_the_prose_names() {
+    let t = json!({"caught_exception_kinds": ["str"]});
+    let x = same(
+        "run",
+        t,
+        &[
+            (
+                "Consider every invocation of `pkg.mod.Session.run` in `src/pkg/mod.py`. \
+                 Which exception types are caught inside the target function?",
+                Some("TARGET_FILE = \"src/pkg/mod.py\"\nTARGET_FUNC = \"pkg.mod.run\"\n"),
+            ),
+            (
+                "Consider every invocation of\npkg.mod.Session.run in src/pkg/mod.py. Which \
+                 exception types are caught inside the target function?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["function"], "Session.run");
+    // a module-level function named by the parser stays itself
+    let x = map(
+        "run",
+        "Which exception types does `pkg.mod.run` catch?",
+        &json!({"caught_exception_kinds": ["str"]}),
+        Some("TARGET_FUNC = \"pkg.mod.run\"\n"),
+    );
+    assert_eq!(x.params["function"], "run");
+}
+
+/// No observation line: "Record every distinct value each variable holds from the moment it is
+/// first assigned until the frame exits ... COMBINED into one set", of a nested helper function
+/// the prose names without `<locals>` and a pre-3.11 parser names by its `co_name` (kedro
+/// node_from_dict_m3_state, dev): every change of the locals, their values pooled, the target
+/// `C.m.<locals>._helper`.
+#[test]
+fn unique_values_of_every_change_pooled_in_a_nested_function() {
+    let parser = "# The tracer falls back to co_name before 3.11\n\
+                  TARGET_FUNC_QUALNAME = \"pkg.mod._helper\"\nTRACKED_VARS = (\"keys\", \"result\")\n";
+    let x = same(
+        "_helper",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "Every call reaches the nested helper function `pkg.mod.C.m._helper` (defined in \
+                 `src/pkg/mod.py`, lines 499-527). During every invocation, observe the two local \
+                 variables `result` and `keys` of the `_helper` frame. Record every distinct \
+                 value each variable holds from the moment it is first assigned until the frame \
+                 exits. Collect the distinct repr strings observed for `result` and `keys` \
+                 COMBINED into one set, across all invocations and all observation points.",
+                Some(parser),
+            ),
+            (
+                "Every call reaches the nested\nhelper function pkg.mod.C.m._helper (defined in \
+                 src/pkg/mod.py). In every invocation, record every distinct value each of the \
+                 local variables `keys` and `result` holds, from the moment it is first \
+                 assigned; the repr strings of both are combined into one set.",
+                Some(parser),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "unique_values");
+    assert_eq!(x.params["function"], "C.m.<locals>._helper");
+    // "the sorted set of distinct values taken by either local variable `a` or local variable
+    // `b` at the observation events defined below: (1) function entry ... (2) immediately
+    // before every source line that Python executes in that frame" (kedro
+    // omegaconf_config_check_duplicates_m3_state, dev): the same options, a module function.
+    let y = same(
+        "f",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "Consider every invocation of `pkg.mod.f` in `src/pkg/mod.py`. What is the \
+                 sorted set of distinct values taken by either local variable `keys` or local \
+                 variable `result` at the observation events defined below? An observation \
+                 event is: (1) function entry; (2) immediately before every source line that \
+                 Python executes in that frame; (3) before the frame returns.",
+                None,
+            ),
+            (
+                "Consider every invocation of pkg.mod.f in src/pkg/mod.py. Deduplicate the repr \
+                 strings of the local variables `keys` and `result` across both variables and \
+                 all invocations, observed immediately before every source line that\nPython \
+                 executes in that frame.",
+                Some("VARIABLES = (\"keys\", \"result\")\n"),
+            ),
+        ],
+    );
+    assert_eq!(
+        (
+            &y.params["event"],
+            &y.params["combine"],
+            &y.params["function"]
+        ),
+        (&json!("change"), &json!("union"), &json!("f"))
+    );
+    assert_eq!(
+        (
+            &x.params["event"],
+            &x.params["combine"],
+            &x.params["variables"]
+        ),
+        (
+            &json!("change"),
+            &json!("union"),
+            &json!(["keys", "result"])
+        )
+    );
+    assert!(x.params.get("lines").is_none());
+}
+
+/// "Each predicate has its own observation point, shown after the colon: - `p`: line 176."
+/// (scrapy contracts_from_method_m7_invariants, dev: their parser keeps the lines in a dict
+/// keyed by other constants' names, so the prose is read): each candidate at its line.
+#[test]
+fn invariant_candidates_listed_with_their_line_after_a_colon() {
+    let t = json!({"invariant_report": [{"held_always": "bool", "observations": "int",
+                   "predicate": "str", "violations": "int"}]});
+    let x = same(
+        "M.from_method",
+        t,
+        &[
+            (
+                "Evaluate the candidate predicates below in the target frame of \
+                 `pkg.mod.M.from_method`. Each predicate has its own observation point, shown \
+                 after the colon:\n\n- `(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1`: \
+                 line 176.\n- `request_cls is not Request`: line 165, where `Request` is the \
+                 imported class.\n- `sum(int(i.args[0]) for i in contracts) % 17 != 1`: line \
+                 181; `i` is only the predicate's generator-expression variable.",
+                None,
+            ),
+            (
+                "Evaluate the candidate predicates below in the target frame of\n\
+                 pkg.mod.M.from_method, each at its own line:\n\
+                 - `(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1` at line 176;\n\
+                 - `request_cls is not Request` at line 165;\n\
+                 - `sum(int(i.args[0]) for i in contracts) % 17 != 1` at line 181.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!([
+            "(\"url\" in kwargs) and len(kwargs[\"url\"]) % 5 == 1",
+            "request_cls is not Request",
+            "sum(int(i.args[0]) for i in contracts) % 17 != 1"
+        ])
+    );
+}
+
+/// One candidate "evaluated verbatim against the target frame's locals: `p`", observed "at each
+/// Python `line` execution event for absolute, 1-based source line 134" (llama_factory
+/// evaluator_eval_m7_invariants and trainer_batched_forward_pass_m7_invariants, dev, read) or
+/// where "an iteration observation is one Python line event ... at absolute line 667" (kedro
+/// runner_outputs_needed_by_children_m7_invariants, dev).
+#[test]
+fn one_candidate_with_its_observation_line_in_other_words() {
+    let one = json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                     "violating_iteration_count": "int"});
+    let x = same(
+        "f",
+        one,
+        &[
+            (
+                "Consider only runtime events from the exact function body `pkg.mod.f`. Observe \
+                 the target frame at each Python `line` execution event for absolute, 1-based \
+                 source line 134, whose statement begins `results[subject] =`. At every \
+                 observation, evaluate this one candidate predicate verbatim against the target \
+                 frame's current Python locals using ordinary Python semantics: `end - start >= \
+                 1 + (i % 5)`. A violating iteration is an observation at which it is false.",
+                None,
+            ),
+            (
+                "During the complete test run, consider every invocation of pkg.mod.f. At every \
+                 iteration observation defined below, did the candidate predicate `end - start \
+                 >= 1 + (i % 5)` hold? An iteration observation is one Python line event in the \
+                 target function's own frame at absolute line 134, the line where the \
+                 assignment begins.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!(["end - start >= 1 + (i % 5)"])
+    );
+    let ps = predicates(&Question {
+        eval: &eval("f"),
+        text: "Consider `pkg.mod.f`. Did the candidate predicate `n > 0` hold? An iteration \
+               observation is one Python line event at absolute line 12.",
+        template: &json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                          "violating_iteration_count": "int"}),
+        parser: None,
+    })
+    .unwrap();
+    assert_eq!(ps[0].lines, [12]);
+}

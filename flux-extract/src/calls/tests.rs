@@ -360,3 +360,48 @@ fn invocation_counts_of_a_class_with_methods_include_nested_classes_methods() {
     assert_eq!(names(false), [s("C.m", 1)]);
     assert_eq!(names(true), [s("C.Info.__init__", 1), s("C.m", 1)]);
 }
+
+/// "Include calls to the listed functions whenever their `call` events occur during that
+/// lifetime, including ... nested/transitive calls made while awaited work runs even when the
+/// target frame is suspended" (scrapy engine_open_spider_async_s6_calls, dev: 3 of 27 entries
+/// without it): `lifetime` takes every call of the thread between the invocation's first and
+/// last event, a callback's too.
+#[test]
+fn a_coroutines_lifetime_takes_the_calls_made_while_it_is_suspended() {
+    // test (1) starts co (10, frame 2), which suspends; the loop (test) runs a callback cb (30)
+    // that calls h; co resumes and calls h itself, then completes.
+    let t = TraceBuilder::new()
+        .call("test", 1, &[])
+        .line(2, &[])
+        .call("co", 10, &[])
+        .line(11, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .suspend("fut")
+        .line(3, &[])
+        .call("cb", 30, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .ret("None")
+        .line(4, &[])
+        .resume(2, "co", 11)
+        .line(12, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .ret("None")
+        .ret("None")
+        .build();
+    let seq = |lifetime: bool| {
+        let p = json!({"function": "co", "functions": ["co", "h"], "include_self": true,
+                       "resumptions": true, "transitive": true, "lifetime": lifetime});
+        let out = extract(&t, "call_sequence", &params(p).unwrap()).unwrap();
+        out["call_sequence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["function"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seq(false), ["co", "h", "co", "h"]);
+    assert_eq!(seq(true), ["co", "h", "h", "co", "h"]);
+}

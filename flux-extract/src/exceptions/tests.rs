@@ -320,3 +320,36 @@ fn exception_counts_reported_leaves_out_inferred_bare_reraises() {
                {"exception_type": "ValueError", "count": 1}])
     );
 }
+
+/// "remove duplicate normalized names while retaining only their first occurrence. Emit the
+/// resulting `exception_types` list in chronological first-occurrence order ... do not sort it"
+/// (kedro jupyter_create_kernel_m5_exceptions, dev): `order = "first_seen"`; sorted otherwise.
+#[test]
+fn exception_types_in_first_occurrence_order() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .exception("ValueError", "bad", "raise", Some(("f", 11)))
+        .line(12, &[])
+        .exception("KeyError", "'k'", "raise", Some(("f", 12)))
+        .line(13, &[])
+        .exception("AttributeError", "a", "raise", Some(("f", 13)))
+        .line(14, &[])
+        .exception("ValueError", "again", "raise", Some(("f", 14)))
+        .unwind("ValueError", "again")
+        .end("failed")
+        .build();
+    let types = |order: &str| {
+        let p = params(json!({"function": "f", "events": "reported", "order": order})).unwrap();
+        extract(&t, "exception_counts", &p).unwrap()["exception_types"].clone()
+    };
+    assert_eq!(
+        types("first_seen"),
+        json!(["ValueError", "KeyError", "AttributeError"])
+    );
+    assert_eq!(
+        types("sorted"),
+        json!(["AttributeError", "KeyError", "ValueError"])
+    );
+}

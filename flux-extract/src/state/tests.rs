@@ -280,3 +280,25 @@ fn state_across_tests_one_value_per_test() {
                                    {"test": "t.py::test_b", "value": "1"}]})
     );
 }
+
+/// "Record every distinct value each variable holds from the moment it is first assigned until
+/// the frame exits ... Collect the distinct repr strings observed for `result` and `keys`
+/// COMBINED into one set" (kedro node_from_dict_m3_state, dev): `event = "change"` with
+/// `combine = "union"` pools the values each variable holds, where the default is their tuple.
+#[test]
+fn unique_values_pooled_over_several_locals() {
+    let t = counting();
+    let p = params(
+        json!({"function": "f", "variables": ["i", "n"], "event": "change", "combine": "union"}),
+    )
+    .unwrap();
+    assert_eq!(
+        extract(&t, "unique_values", &p).unwrap()["unique_values"],
+        json!(["0", "1", "2"])
+    );
+    let p = params(json!({"function": "f", "variables": ["i", "n"], "event": "change"})).unwrap();
+    assert_eq!(
+        extract(&t, "unique_values", &p).unwrap()["unique_values"],
+        json!(["(0, 1)", "(0, 2)", "(1, 1)", "(1, 2)", "(2, 2)"])
+    );
+}
