@@ -116,18 +116,26 @@ fn calls_in_lifetime(ix: &Ix<'_>, inv: &Invocation, resumptions: bool) -> Vec<us
         if own.contains(&e.activation) {
             continue;
         }
-        let frame = if e.frame == 0 { e.activation } else { e.frame };
-        let Some(callee) = ix.invocation_of_frame(frame) else {
-            continue;
-        };
-        if callee.events.binary_search(&i).is_err() {
-            continue;
-        }
-        if (callee.events.first() == Some(&i) && callee.starts_here()) || resumptions {
+        if counts_as_call(ix, i, resumptions) {
             out.push(i);
         }
     }
     out
+}
+
+/// Whether the `call` event at `i` is a call of its callee's invocation (the same activation
+/// reported by both witnesses is one call): its fresh start, or any resumption with
+/// `resumptions`.
+fn counts_as_call(ix: &Ix<'_>, i: usize, resumptions: bool) -> bool {
+    let e = ix.event(i);
+    let frame = if e.frame == 0 { e.activation } else { e.frame };
+    let Some(callee) = ix.invocation_of_frame(frame) else {
+        return false;
+    };
+    if callee.events.binary_search(&i).is_err() {
+        return false;
+    }
+    (callee.events.first() == Some(&i) && callee.starts_here()) || resumptions
 }
 
 /// The trace indices of the `call` events under `inv` that `sel` keeps, in trace order.
@@ -152,16 +160,7 @@ fn calls_under(ix: &Ix<'_>, inv: &Invocation, sel: &CallSel<'_>) -> Vec<usize> {
                 {
                     continue;
                 }
-                let frame = if e.frame == 0 { e.activation } else { e.frame };
-                let Some(callee) = ix.invocation_of_frame(frame) else {
-                    continue;
-                };
-                // The same activation reported by both witnesses is one call.
-                if callee.events.binary_search(&i).is_err() {
-                    continue;
-                }
-                let fresh = callee.events.first() == Some(&i) && callee.starts_here();
-                if fresh || sel.resumptions {
+                if counts_as_call(ix, i, sel.resumptions) {
                     out.push(i);
                 }
             }
