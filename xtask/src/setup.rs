@@ -233,14 +233,17 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
         cmd.env(flux_skip::REQUIRE_ALL, "1");
     }
     disk_note("before cargo test");
-    let st = cmd.status()?;
+    let (st, failures) = status_with_failures(&mut cmd)?;
     disk_note("after cargo test");
     // The fuzz targets, briefly (seconds each), where nightly and cargo-fuzz are: setup
     // installs both, so under FLUX_REQUIRE_ALL their absence is a failure like any skip.
     let mut fuzzed = true;
     if crate::fuzz::available() {
         step("fuzz targets, 10 s each");
-        crate::fuzz::run(crate::fuzz::Args::brief())?;
+        if let Err(e) = crate::fuzz::run(crate::fuzz::Args::brief()) {
+            eprintln!("xtask test: the fuzz targets failed: {e:#}");
+            fuzzed = false;
+        }
     } else if require_all {
         eprintln!(
             "xtask test: the fuzz targets cannot run: `cargo +nightly fuzz` does not run here, \
@@ -254,11 +257,94 @@ pub fn test(a: TestArgs) -> Result<ExitCode> {
             "`cargo +nightly fuzz` does not run here (cargo install cargo-fuzz)",
         );
     }
+    // Last, so the tail of a CI log (all some CI views show) names what failed: the fuzz
+    // targets' log comes after `cargo test`'s and is long.
+    if !failures.is_empty() {
+        step("what failed in `cargo test` (its full output is above)");
+        for line in &failures {
+            eprintln!("{line}");
+        }
+    }
     Ok(if st.success() && fuzzed {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// Run `cmd` with its stdout and stderr echoed line by line, and return its status with the lines
+/// that say what failed (see [`FailureLines`]).
+fn status_with_failures(cmd: &mut Command) -> Result<(std::process::ExitStatus, Vec<String>)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::sync::{Arc, Mutex};
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting cargo test")?;
+    let kept = Arc::new(Mutex::new(FailureLines::default()));
+    fn echo<R: std::io::Read + Send + 'static, W: Write>(
+        from: R,
+        mut to: W,
+        kept: Arc<Mutex<FailureLines>>,
+    ) {
+        for line in BufReader::new(from).lines().map_while(|l| l.ok()) {
+            let _ = writeln!(to, "{line}");
+            if let Ok(mut k) = kept.lock() {
+                k.push(&line);
+            }
+        }
+    }
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let k = kept.clone();
+    let t_out = std::thread::spawn(move || out.map(|o| echo(o, std::io::stdout(), k)));
+    let k = kept.clone();
+    let t_err = std::thread::spawn(move || err.map(|e| echo(e, std::io::stderr(), k)));
+    let st = child.wait().context("waiting for cargo test")?;
+    let _ = (t_out.join(), t_err.join());
+    let lines = kept.lock().map(|k| k.lines.clone()).unwrap_or_default();
+    Ok((st, lines))
+}
+
+/// The lines of `cargo test`'s output that say what failed: a failed test's `… FAILED` line,
+/// each panic's location and the message under it, cargo's `error…` lines and the targets
+/// listed under them. Bounded, so a test failing in a loop cannot flood the summary.
+#[derive(Default)]
+struct FailureLines {
+    lines: Vec<String>,
+    /// Lines still to keep after the one that started a failure.
+    follow: usize,
+}
+
+impl FailureLines {
+    const MAX: usize = 400;
+
+    fn push(&mut self, line: &str) {
+        let t = line.trim_start();
+        let starts = (t.starts_with("test ") && t.ends_with("FAILED"))
+            || t.starts_with("error")
+            || t.starts_with("warning: build failed");
+        if t.contains("panicked at") {
+            self.follow = 2;
+        } else if self.follow > 0 && !starts {
+            self.follow -= 1;
+            self.keep(line);
+            return;
+        }
+        if starts || t.contains("panicked at") || (t.starts_with('`') && t.contains(" --")) {
+            if t.starts_with("error") {
+                self.follow = 0;
+            }
+            self.keep(line);
+        }
+    }
+
+    fn keep(&mut self, line: &str) {
+        if self.lines.len() < Self::MAX {
+            self.lines.push(line.to_string());
+        }
+    }
 }
 
 /// Say how much disk is free where the build and the images go: a run that fails with ENOSPC
@@ -282,4 +368,52 @@ pub fn setup() -> Result<ExitCode> {
         crate::images::build_default()?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FailureLines;
+
+    /// The CI log of stop 34 ended in the fuzz targets' output: which test had failed was
+    /// nowhere in the part of it that was shown. The summary keeps exactly what names it.
+    #[test]
+    fn ci_tail_names_the_failed_test() {
+        let log = "\
+running 3 tests
+test cli::ok_one ... ok
+test cli::eval_without_source ... FAILED
+test cli::ok_two ... ok
+
+failures:
+
+---- cli::eval_without_source stdout ----
+
+thread 'cli::eval_without_source' panicked at flux-cli/tests/common/mod.rs:88:9:
+stderr lacks \"flux: note: no cache found\"
+stack backtrace:
+   0: std::panicking::begin_panic
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+
+test result: FAILED. 2 passed; 1 failed; 0 ignored
+error: test failed, to rerun pass `-p flux-cli --test cli`
+error: 1 target failed:
+    `-p flux-cli --test cli`
+";
+        let mut f = FailureLines::default();
+        for l in log.lines() {
+            f.push(l);
+        }
+        assert_eq!(
+            f.lines,
+            [
+                "test cli::eval_without_source ... FAILED",
+                "thread 'cli::eval_without_source' panicked at flux-cli/tests/common/mod.rs:88:9:",
+                "stderr lacks \"flux: note: no cache found\"",
+                "stack backtrace:",
+                "error: test failed, to rerun pass `-p flux-cli --test cli`",
+                "error: 1 target failed:",
+                "    `-p flux-cli --test cli`",
+            ]
+        );
+    }
 }
