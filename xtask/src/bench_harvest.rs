@@ -328,12 +328,27 @@ fn one(flux: &Path, root: &Path, dir: &Path, config: &str, failed_tests_ok: bool
         .is_some_and(|c| accepted.contains(&c))
     {
         bail!(
-            "{config} {}: the test exited with {} (run dir removed; rerun with `flux bench-run --keep-run-dir`)",
+            "{config} {}: the test exited with {}{} (run dir removed; rerun with `flux bench-run --keep-run-dir`)",
             dir.display(),
-            v["exit_code"]
+            v["exit_code"],
+            why_killed(&v)
         );
     }
     Ok(v)
+}
+
+/// What a traced run that ended badly says of itself: its events and the problems its trace
+/// records (e.g. the event budget that stopped the program: exit 137 alone says only "killed").
+fn why_killed(v: &Value) -> String {
+    let problems: Vec<&str> = v["problems"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match (v["events"].as_u64(), problems.is_empty()) {
+        (None, _) => String::new(),
+        (Some(n), true) => format!(" after {n} events"),
+        (Some(n), false) => format!(" after {n} events; its trace: {}", problems.join("; ")),
+    }
 }
 
 fn geomean(v: &[f64]) -> Option<f64> {
@@ -773,6 +788,21 @@ mod tests {
         assert_eq!(super::median(vec![]), None);
         let g = super::geomean(&[1.0, 4.0]).unwrap();
         assert!((g - 2.0).abs() < 1e-12);
+    }
+
+    /// Part 11 of the SymPy suite on 3.15 went into the ledger as "the test exited with 137":
+    /// the event budget had stopped it, and the run's JSON that said so was dropped.
+    #[test]
+    fn suite_part_killed_by_the_event_budget_says_so() {
+        let v = serde_json::json!({
+            "exit_code": 137, "events": 20000000, "complete": false,
+            "problems": ["over the event budget (--max-events): stopped"],
+        });
+        assert_eq!(
+            super::why_killed(&v),
+            " after 20000000 events; its trace: over the event budget (--max-events): stopped"
+        );
+        assert_eq!(super::why_killed(&serde_json::json!({"exit_code": 1})), "");
     }
 
     #[test]
