@@ -331,9 +331,15 @@ pub async fn trace_recorded<L: Launched>(
 ) -> Result<Traced> {
     hook.restrict_to(launched.pidns());
     let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
+    memory_note(&format!("the capture ({} raw USDT records)", cap.drained.events.len()));
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
+    memory_note(&format!("the hook's streams ({})", hook.streams.len()));
     let label = interpreter_label(interp);
     let usdt = (cap.sites > 0).then(|| usdt_trace(&cap, interp));
+    memory_note(&format!(
+        "the USDT events ({})",
+        usdt.as_ref().map_or(0, |t| t.events.len())
+    ));
     if let Some(r) = record {
         let raw = (cap.sites > 0).then_some((&cap.drained, &cap.counters));
         let mut f = flux_merge::fixture::Fixture::capture(&r.program, &label, plan, raw, &hook);
@@ -352,12 +358,36 @@ pub async fn trace_recorded<L: Launched>(
     } = cap;
     drop(drained);
     let trace = merge(usdt, &hook, &label, plan);
+    memory_note(&format!("the merge ({} events)", trace.events.len()));
     Ok(Traced {
         trace,
         exit_code,
         counters,
         sites,
     })
+}
+
+/// With `FLUX_MEMLOG` set (to anything), one stderr line of the agent's resident and peak
+/// memory (`/proc/self/status`) after `stage`: where a run's memory goes (docs/performance.md).
+pub fn memory_note(stage: &str) {
+    if std::env::var_os("FLUX_MEMLOG").is_none() {
+        return;
+    }
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    eprintln!(
+        "flux: memory after {stage}: resident {} MiB, peak {} MiB",
+        kib("VmRSS:") / 1024,
+        kib("VmHWM:") / 1024
+    );
 }
 
 /// `flux trace` with the hook, on the host.

@@ -121,6 +121,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             return Ok(ExitCode::from(sig.exit_code()));
         }
     };
+    flux_agent::run::memory_note("the run (its trace written, its answer extracted)");
     let mut v = serde_json::to_value(&r)?;
     let o = v.as_object_mut().expect("an object");
     o.insert(
