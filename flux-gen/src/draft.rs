@@ -712,6 +712,131 @@ mod tests {
         b.line(5, &[]).ret(&i.to_string())
     }
 
+    /// Every draft of every function of a real Python 3.11 trace (flux-extract's
+    /// `tests/fixtures/sample.jsonl`: loops, a raise and its handler, a generator, three tests),
+    /// over seeds and budgets, rendered one per line: drafting is a pure function of the trace,
+    /// the facts and the seed, and a refactoring must not change a question (the committed
+    /// sets' instances were drafted by these rules). `UPDATE_EXPECT=1` rewrites the snapshot.
+    #[test]
+    fn drafts_of_a_real_trace_match_their_snapshot() {
+        use crate::facts::FileFactsExt;
+        let text = include_str!("../../flux-extract/tests/fixtures/sample.jsonl");
+        let sample = Trace::read_jsonl(text.as_bytes(), "sample.jsonl").unwrap();
+        // And a countdown whose first values differ between its three tests (M3).
+        let mut b = TraceBuilder::new();
+        for (test, n) in [
+            ("t.py::test_a", 3),
+            ("t.py::test_b", 1),
+            ("t.py::test_c", 2),
+        ] {
+            b = b
+                .test(test)
+                .call("f", 1, &[("n", &n.to_string())])
+                .line(2, &[]);
+            for i in (0..=n).rev() {
+                b = b.line(3, &[("i", &i.to_string())]);
+                if i > 0 {
+                    b = b.line(4, &[]);
+                }
+            }
+            b = b.line(5, &[]).ret("0").end("passed");
+        }
+        let mut countdown = b.build();
+        let mut ff = FileFacts {
+            file: flux_extract::testkit::FILE.into(),
+            ..FileFacts::default()
+        };
+        let mut f = FunctionFacts {
+            qualname: "f".into(),
+            name: "f".into(),
+            kind: "function".into(),
+            code: true,
+            def_line: 1,
+            first_line: 1,
+            last_line: 5,
+            ..FunctionFacts::default()
+        };
+        f.writes.insert(1, vec!["n".into()]);
+        f.writes.insert(2, vec!["i".into()]);
+        f.writes.insert(4, vec!["i".into()]);
+        f.reads.insert(2, vec!["n".into()]);
+        f.reads.insert(3, vec!["i".into()]);
+        f.reads.insert(4, vec!["i".into()]);
+        ff.functions.push(f);
+        ff.loops.push(LoopFacts {
+            func: "f".into(),
+            kind: "while".into(),
+            line: 3,
+            end_line: 4,
+            body: [4, 4],
+            ..LoopFacts::default()
+        });
+        countdown.facts.insert(ff.file.clone(), ff);
+        let mut got = String::new();
+        let targeted = BTreeMap::new();
+        let cases = [
+            (&sample, "sample.py", "total"),
+            (&sample, "sample.py", "safe_total"),
+            (&sample, "sample.py", "gen"),
+            (&sample, "sample.py", "consume"),
+            (&countdown, "pkg/mod.py", "f"),
+        ];
+        for (trace, file, qualname) in cases {
+            let ff = trace.facts.values().next().unwrap();
+            let kept: BTreeSet<String> = query::tests(trace).into_iter().map(|t| t.id).collect();
+            let func = ff.function(qualname).unwrap();
+            let t = Target {
+                file: file.into(),
+                abs_file: ff.file.clone(),
+                qualname: qualname.into(),
+                repo_callees: 2,
+                branches: 2,
+                statements: 6,
+                ..target()
+            };
+            for (seed, max_answer_size, max_tests) in
+                (0..24).map(|s| (s, [4, 100][s as usize % 2], [2, 3][s as usize / 2 % 2]))
+            {
+                let ctx = Ctx {
+                    seed,
+                    scope: "r/test_sample.py",
+                    target: &t,
+                    func,
+                    file: ff,
+                    within: "",
+                    max_answer_size,
+                    max_tests,
+                    targeted: &targeted,
+                };
+                let running = tests_running(trace, &t, &kept);
+                let mut drafts = Vec::new();
+                if let Some(test) = choose_test(&ctx, trace, &running) {
+                    let sub = sub_trace(trace, std::slice::from_ref(&test));
+                    drafts.extend(single_test(&ctx, &sub, &test));
+                }
+                let m = choose_tests(&ctx, &running);
+                if m.len() >= 2 {
+                    drafts.extend(multi_test(&ctx, &sub_trace(trace, &m), &m));
+                }
+                for d in drafts {
+                    got.push_str(&format!("{seed} {} {:?}\n", d.key, d.functions));
+                }
+            }
+        }
+        let snap =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sample-drafts.snap");
+        if std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1") {
+            std::fs::write(&snap, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&snap).unwrap_or_default();
+        assert!(got.lines().count() > 100, "{got}");
+        assert!(
+            want == got,
+            "drafts differ from {} (UPDATE_EXPECT=1 rewrites it)",
+            snap.display()
+        );
+    }
+
     #[test]
     fn drafts_follow_what_the_trace_shows() {
         let b = TraceBuilder::new().test("t.py::test_a");
