@@ -383,6 +383,41 @@ mod tests {
         b.line(5, &[]).ret(&i.to_string())
     }
 
+    /// The facts of `f(n)` (see [`run`]): the function (with `reads`) and its file (the loop
+    /// at line 3).
+    fn facts_of_f(reads: &[(u32, &[&str])]) -> (FunctionFacts, FileFacts) {
+        let mut f = FunctionFacts {
+            qualname: "f".into(),
+            name: "f".into(),
+            kind: "function".into(),
+            code: true,
+            def_line: 1,
+            first_line: 1,
+            last_line: 5,
+            ..FunctionFacts::default()
+        };
+        for (line, name) in [(1, "n"), (2, "i"), (4, "i")] {
+            f.writes.insert(line, vec![name.into()]);
+        }
+        for (line, names) in reads {
+            f.reads
+                .insert(*line, names.iter().map(|n| n.to_string()).collect());
+        }
+        let mut file = FileFacts {
+            file: flux_extract::testkit::FILE.into(),
+            ..FileFacts::default()
+        };
+        file.loops.push(LoopFacts {
+            func: "f".into(),
+            kind: "while".into(),
+            line: 3,
+            end_line: 4,
+            body: [4, 4],
+            ..LoopFacts::default()
+        });
+        (f, file)
+    }
+
     /// Every draft of every function of a real Python 3.11 trace (flux-extract's
     /// `tests/fixtures/sample.jsonl`: loops, a raise and its handler, a generator, three tests),
     /// over seeds and budgets, rendered one per line: drafting is a pure function of the trace,
@@ -413,35 +448,8 @@ mod tests {
             b = b.line(5, &[]).ret("0").end("passed");
         }
         let mut countdown = b.build();
-        let mut ff = FileFacts {
-            file: flux_extract::testkit::FILE.into(),
-            ..FileFacts::default()
-        };
-        let mut f = FunctionFacts {
-            qualname: "f".into(),
-            name: "f".into(),
-            kind: "function".into(),
-            code: true,
-            def_line: 1,
-            first_line: 1,
-            last_line: 5,
-            ..FunctionFacts::default()
-        };
-        f.writes.insert(1, vec!["n".into()]);
-        f.writes.insert(2, vec!["i".into()]);
-        f.writes.insert(4, vec!["i".into()]);
-        f.reads.insert(2, vec!["n".into()]);
-        f.reads.insert(3, vec!["i".into()]);
-        f.reads.insert(4, vec!["i".into()]);
+        let (f, mut ff) = facts_of_f(&[(2, &["n"]), (3, &["i"]), (4, &["i"])]);
         ff.functions.push(f);
-        ff.loops.push(LoopFacts {
-            func: "f".into(),
-            kind: "while".into(),
-            line: 3,
-            end_line: 4,
-            body: [4, 4],
-            ..LoopFacts::default()
-        });
         countdown.facts.insert(ff.file.clone(), ff);
         let mut got = String::new();
         let targeted = BTreeMap::new();
@@ -514,29 +522,7 @@ mod tests {
         let b = run(b, 3).end("passed").test("t.py::test_b");
         let trace = run(b, 1).end("passed").build();
         let t = target();
-        let mut func = FunctionFacts {
-            qualname: "f".into(),
-            name: "f".into(),
-            kind: "function".into(),
-            def_line: 1,
-            first_line: 1,
-            last_line: 5,
-            ..FunctionFacts::default()
-        };
-        func.writes.insert(1, vec!["n".into()]);
-        func.writes.insert(2, vec!["i".into()]);
-        func.writes.insert(4, vec!["i".into()]);
-        func.reads.insert(3, vec!["i".into(), "n".into()]);
-        func.reads.insert(4, vec!["i".into()]);
-        let mut file = FileFacts::default();
-        file.loops.push(LoopFacts {
-            func: "f".into(),
-            kind: "while".into(),
-            line: 3,
-            end_line: 4,
-            body: [4, 4],
-            ..LoopFacts::default()
-        });
+        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
         let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
         let ctx = Ctx {
             seed: 1,

@@ -446,6 +446,22 @@ fn numeric(ty: &str) -> bool {
     matches!(ty, "int" | "float" | "bool")
 }
 
+/// A question of `what` about one (line, variable) picked among `cands`: `p` with them.
+fn on_line_variable(
+    s: &Scene,
+    rng: &mut Rng,
+    what: (K, &'static str),
+    cands: &[&(u32, String)],
+    mut p: Map<String, Value>,
+) -> Vec<Draft> {
+    let Some((line, var)) = rng.pick(cands) else {
+        return Vec::new();
+    };
+    p.insert("line".into(), json!(line));
+    p.insert("variable".into(), json!(var));
+    vec![s.draft(what.0, what.1, p)]
+}
+
 /// S7 `invariants_in_test`: a (line, variable) observed ≥ 3 times in the test, numbers first.
 const S7: KindRecipe = KindRecipe {
     kind: K::S7,
@@ -464,13 +480,9 @@ const S7: KindRecipe = KindRecipe {
         } else {
             cands.clone()
         };
-        let Some(((line, var), _)) = rng.pick(&numeric_first) else {
-            return Vec::new();
-        };
-        let mut p = s.with_test(s.base());
-        p.insert("line".into(), json!(line));
-        p.insert("variable".into(), json!(var));
-        vec![s.draft(K::S7, "invariants_in_test", p)]
+        let keys: Vec<&(u32, String)> = numeric_first.iter().map(|(k, _)| *k).collect();
+        let p = s.with_test(s.base());
+        on_line_variable(s, rng, (K::S7, "invariants_in_test"), &keys, p)
     },
     after_gold: None,
     prose: |w| {
@@ -585,13 +597,7 @@ const M3: KindRecipe = KindRecipe {
             })
             .map(|(k, _)| k)
             .collect();
-        let Some((line, var)) = rng.pick(&differing) else {
-            return Vec::new();
-        };
-        let mut p = s.base();
-        p.insert("line".into(), json!(line));
-        p.insert("variable".into(), json!(var));
-        vec![s.draft(K::M3, "state_across_tests", p)]
+        on_line_variable(s, rng, (K::M3, "state_across_tests"), &differing, s.base())
     },
     after_gold: None,
     prose: |w| {
@@ -691,13 +697,7 @@ const M7: KindRecipe = KindRecipe {
             .filter(|(_, v)| in_tests(v) >= 2 && v.len() >= 3)
             .map(|(k, _)| k)
             .collect();
-        let Some((line, var)) = rng.pick(&cands) else {
-            return Vec::new();
-        };
-        let mut p = s.base();
-        p.insert("line".into(), json!(line));
-        p.insert("variable".into(), json!(var));
-        vec![s.draft(K::M7, "invariants_across_tests", p)]
+        on_line_variable(s, rng, (K::M7, "invariants_across_tests"), &cands, s.base())
     },
     after_gold: None,
     prose: |w| {
