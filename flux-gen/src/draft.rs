@@ -224,7 +224,7 @@ impl<'a> Scene<'a> {
             .get_or_init(|| observations(self.sub, &self.invs, self.ctx.func))
     }
 
-    /// Indices of the raises in `sub` ([`raises_of`]).
+    /// Indices of the raises in `sub` (the extractors' definition, `flux_extract::raise_origins`).
     pub fn raises(&self) -> &BTreeSet<usize> {
         self.raises.get_or_init(|| raises_of(self.sub))
     }

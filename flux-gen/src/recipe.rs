@@ -22,6 +22,10 @@ use flux_trace::Kind;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A step on a draft once its gold is known, given the functions the shared trace targeted
+/// (qualname → file).
+pub type AfterGold = fn(&mut Draft, &Value, &BTreeMap<String, String>);
+
 /// One kind's drafting rule and prose.
 pub struct KindRecipe {
     pub kind: K,
@@ -33,7 +37,7 @@ pub struct KindRecipe {
     pub draft: fn(&Scene, &mut Rng) -> Vec<Draft>,
     /// After the gold is known: what else the draft's tracing must follow (an exception's
     /// frames), or nothing.
-    pub after_gold: Option<fn(&mut Draft, &Value, &BTreeMap<String, String>)>,
+    pub after_gold: Option<AfterGold>,
     /// The question's body: what to compute, in plain words (the run clause comes before it).
     pub prose: fn(&Say) -> String,
 }
