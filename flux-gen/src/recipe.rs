@@ -8,8 +8,9 @@
 //! holds every recipe once in drafting order, and the tests check it, and that each recipe's
 //! extractors are registered for its kind. Adding a kind touches three files: its variant in
 //! `flux_extract::kinds`, its extractors' rows in `flux_extract::registry`, and its recipe here
-//! (a new extractor adds its own module in flux-extract; a new family of conventions its
-//! preamble in `flux_instance::preamble`, whose `for_kind` is exhaustive too).
+//! (a new extractor adds its own module in flux-extract; a new family of conventions, named by
+//! `QuestionKind::family`, its preamble in `flux_instance::preamble`, whose tests check that
+//! every kind's family has one).
 //!
 //! A calls-only runtime (the JVM's) drafts the call kinds with its own joint rule
 //! ([`crate::calls_only`]: one traced run answers S6 and M6 together) and says them with these
