@@ -85,6 +85,20 @@ impl QuestionKind {
         self.as_str().starts_with('M')
     }
 
+    /// The family of conventions its questions are written under, the family of its preamble
+    /// (`flux_instance::preamble`): S1 and M1 share `control-flow`, and so on.
+    pub fn family(self) -> &'static str {
+        match self {
+            QuestionKind::S1 | QuestionKind::M1 => "control-flow",
+            QuestionKind::S2 | QuestionKind::M2 => "loops",
+            QuestionKind::S3 | QuestionKind::M3 => "state",
+            QuestionKind::S4 | QuestionKind::M4 => "data-flow",
+            QuestionKind::S5 | QuestionKind::M5 => "exceptions",
+            QuestionKind::S6 | QuestionKind::M6 => "calls",
+            QuestionKind::S7 | QuestionKind::M7 => "invariants",
+        }
+    }
+
     /// The default screening minimum of [`answer_size`] for an answer of this kind: below it
     /// the question is too easy to keep (e.g. an executed path of two lines). Fixed-shape answers
     /// (a loop count, an invariant record) have minimum 1 and are screened by other means.

@@ -1,8 +1,9 @@
-//! Author an instance from a draft: the question prose (one template per extractor, [`question`],
-//! saying in plain words what to compute; the conventions it relies on — line numbering, what
-//! counts as an invocation, an iteration, a call, a definition — are its kind's preamble,
-//! `flux_instance::preamble`, which the instance names), the answer template, the narrowed
-//! tracing config, and the test as the repository's own node ids, referenced in the image.
+//! Author an instance from a draft: the question prose ([`question`]: a run clause, then its
+//! kind's prose from `crate::recipe`, saying in plain words what to compute; the conventions
+//! it relies on — line numbering, what counts as an invocation, an iteration, a call, a
+//! definition — are its kind's preamble, `flux_instance::preamble`, which the instance names),
+//! the answer template, the narrowed tracing config, and the test as the repository's own node
+//! ids, referenced in the image.
 //!
 //! No LLM: the prose is a function of the draft, so it is reproducible byte for byte.
 use crate::draft::Draft;
@@ -64,9 +65,6 @@ impl<'a> Ask<'a> {
 /// "Run the test `…` of flask 3.1.3 (Python 3.11)." The preamble says how pytest runs it and
 /// what its ids are relative to.
 fn run_clause(repo: &RepoSpec, a: &Ask) -> String {
-    if crate::runtime::calls_only(repo) {
-        return crate::calls_only::run_clause(repo, a);
-    }
     let (name, version) = repo.name_version();
     let py = python_version(&repo.interpreter);
     let tests: Vec<String> = a.tests.iter().map(|t| code(t)).collect();
@@ -141,40 +139,6 @@ fn within(p: &Map<String, Value>) -> String {
     code(s(p, "within"))
 }
 
-/// `(variables, "of `x` at lines 3 and 5; of `y` at line 4")`: the reads that count as uses.
-fn uses_clause(p: &Map<String, Value>) -> (Vec<String>, String) {
-    let mut by_var: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    if let Some(Value::Object(m)) = p.get("uses") {
-        for (line, names) in m {
-            let l: u64 = line.parse().unwrap_or(0);
-            for n in names
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                by_var.entry(n.to_string()).or_default().push(l);
-            }
-        }
-    }
-    let vars: Vec<String> = by_var.keys().map(|v| code(v)).collect();
-    let parts: Vec<String> = by_var
-        .iter()
-        .map(|(v, ls)| {
-            let mut ls = ls.clone();
-            ls.sort();
-            let ls: Vec<String> = ls.iter().map(u64::to_string).collect();
-            format!(
-                "of {} at line{} {}",
-                code(v),
-                if ls.len() > 1 { "s" } else { "" },
-                list_and(&ls)
-            )
-        })
-        .collect();
-    (vars, parts.join("; "))
-}
-
 impl Prose<'_> {
     /// What the facts say about the target (and the draft's loop, if any).
     pub fn subject(&self, d: &Draft) -> Subject {
@@ -211,148 +175,86 @@ impl Prose<'_> {
     }
 }
 
-/// The question of `a` about `t`: what to compute, in plain words, under the conventions of
-/// its kind's preamble (`flux_instance::preamble`), which it must not repeat. One arm per
-/// kind and extractor (the kind's prose, all of it).
-pub fn question(repo: &RepoSpec, t: &Subject, a: &Ask) -> String {
-    if crate::runtime::calls_only(repo) {
-        return crate::calls_only::question(repo, a);
-    }
-    let p = a.params;
-    if a.extractor == "call_graph" {
-        return wrap(
-            &format!(
-                "{} What is the test's dynamic call graph among the functions defined in files \
-                 under {}?",
-                run_clause(repo, a),
-                within(p)
+/// The words a kind's prose (`crate::recipe::KindRecipe::prose`) says its question with,
+/// in its runtime's terms: the target, the invocation asked about, the callees that count.
+pub struct Say<'a> {
+    pub ask: &'a Ask<'a>,
+    pub subject: &'a Subject,
+    /// The target: "`f` (defined at line 3 of `pkg/m.py`)".
+    pub f: String,
+    /// "its first invocation".
+    pub inv: String,
+    /// The callees a call question counts: "functions defined under `pkg/`".
+    pub callees: String,
+    /// The nodes of a call graph: "functions defined in files under `pkg/`".
+    pub graph: String,
+    /// Whether the runtime reports lines (a calls-only one does not).
+    pub lines: bool,
+}
+
+impl<'a> Say<'a> {
+    /// A pytest question's words: the target from the facts of `t`.
+    fn python(t: &'a Subject, a: &'a Ask<'a>) -> Say<'a> {
+        let under = within(a.params);
+        Say {
+            ask: a,
+            subject: t,
+            f: format!(
+                "{} (defined at line {} of {})",
+                code(&t.qualname),
+                t.def_line,
+                code(&t.file)
             ),
-            96,
-        );
+            inv: format!("its {} invocation", nth(int(a.params, "invocation"))),
+            callees: format!("functions defined under {under}"),
+            graph: format!("functions defined in files under {under}"),
+            lines: true,
+        }
     }
-    let f = format!(
-        "{} (defined at line {} of {})",
-        code(&t.qualname),
-        t.def_line,
-        code(&t.file)
-    );
-    let inv = format!("its {} invocation", nth(int(p, "invocation")));
-    let the_loop = || {
-        let (kw, first) = t.loop_head.clone().unwrap_or(("for".into(), 0));
+
+    /// The integer parameter `k` (1 if absent).
+    pub fn int(&self, k: &str) -> u64 {
+        int(self.ask.params, k)
+    }
+
+    /// The string parameter `k` ("" if absent).
+    pub fn s(&self, k: &str) -> &'a str {
+        s(self.ask.params, k)
+    }
+
+    /// "the `while` loop at line 3 (body: lines 4 to 9)".
+    pub fn the_loop(&self) -> String {
+        let (kw, first) = self.subject.loop_head.clone().unwrap_or(("for".into(), 0));
         format!(
             "the `{kw}` loop at line {} (body: lines {first} to {})",
-            int(p, "header"),
-            int(p, "body_end")
+            self.int("header"),
+            self.int("body_end")
         )
+    }
+
+    /// "Its arguments are defined at line 2".
+    pub fn args(&self) -> String {
+        format!(
+            "Its arguments are defined at line {}",
+            self.subject.first_line
+        )
+    }
+}
+
+/// The question of `a` about `t`: the run clause, then what to compute in plain words (its
+/// kind's prose, `crate::recipe`), under the conventions of its kind's preamble
+/// (`flux_instance::preamble`), which it must not repeat.
+pub fn question(repo: &RepoSpec, t: &Subject, a: &Ask) -> String {
+    let (clause, say) = if crate::runtime::calls_only(repo) {
+        (
+            crate::calls_only::run_clause(repo, a),
+            crate::calls_only::say(t, a),
+        )
+    } else {
+        (run_clause(repo, a), Say::python(t, a))
     };
-    let args = format!("Its arguments are defined at line {}", t.first_line);
-    let body = match (a.kind, a.extractor) {
-        (K::S1, "executed_path") => {
-            format!("Which lines of {f} execute during {inv}, in execution order?")
-        }
-        (K::S1, _) => format!("Which lines of {f} are covered during the test?"),
-        (K::S2, _) => format!(
-            "How many iterations does {} of {f} perform in {inv}?",
-            the_loop()
-        ),
-        (K::S3, _) => {
-            let vars: Vec<String> = p
-                .get("variables")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(code)
-                .collect();
-            format!(
-                "In {inv} of {f}, what {} right after line {} executes for the {} time?",
-                if vars.len() == 1 {
-                    format!("is the value of the local variable {}", vars[0])
-                } else {
-                    format!("are the values of the local variables {}", list_and(&vars))
-                },
-                int(p, "line"),
-                nth(int(p, "occurrence"))
-            )
-        }
-        (K::S4, _) => {
-            let (vars, uses) = uses_clause(p);
-            format!(
-                "Which def-use pairs of {} occur in {inv} of {f}, and how often each? {args}; \
-                 the uses are the reads {uses}.",
-                list_and(&vars)
-            )
-        }
-        (K::S5, _) => {
-            let mut fs: Vec<String> = a.functions.iter().map(|f| code(f)).collect();
-            fs.sort();
-            format!(
-                "Take the {} exception of type {} raised in {f} during the test, followed through \
-                 the frames of {}. What are its type and message, the function and line raising \
-                 it, the function handling it and the line of its `except` clause, and the \
-                 frames it unwinds?",
-                nth(int(p, "occurrence")),
-                code(s(p, "type")),
-                list_and(&fs)
-            )
-        }
-        (K::S6, "call_sequence") => format!(
-            "Which functions defined under {} does {f} call directly during {inv}, in call \
-             order, and from which of its lines?",
-            within(p)
-        ),
-        (K::S6, _) => format!(
-            "Which functions defined under {} does {f} call directly during {inv}, and how many \
-             times each?",
-            within(p)
-        ),
-        (K::S7, _) => format!(
-            "Observe the local variable {} of {f} right after each execution of line {} during \
-             the test. What are the invariants of these observations?",
-            code(s(p, "variable")),
-            int(p, "line")
-        ),
-        (K::M1, _) if p.contains_key("line") => format!(
-            "Which of these tests execute line {} of {f}?",
-            int(p, "line")
-        ),
-        (K::M1, _) => format!("For each test, which lines of {f} are covered while it runs?"),
-        (K::M2, _) => format!(
-            "For each test, count the iterations of {} of {f} over all its invocations. What \
-             are the smallest and the largest totals, and which tests attain each?",
-            the_loop()
-        ),
-        (K::M3, _) => format!(
-            "For each test in which line {} of {f} executes, what is the value of the local \
-             variable {} right after the line's first execution in that test?",
-            int(p, "line"),
-            code(s(p, "variable"))
-        ),
-        (K::M4, _) => {
-            let (vars, uses) = uses_clause(p);
-            format!(
-                "Which def-use pairs of {} occur in {f} during these tests, and in which tests? \
-                 {args}; the uses are the reads {uses}.",
-                list_and(&vars)
-            )
-        }
-        (K::M5, _) => format!(
-            "In which of these tests is an exception of type {} raised in {f}?",
-            code(s(p, "type"))
-        ),
-        (K::M6, _) => format!(
-            "For each test in which {f} runs, which functions defined under {} does it call \
-             directly?",
-            within(p)
-        ),
-        (K::M7, _) => format!(
-            "Observe the local variable {} of {f} right after each execution of line {} during \
-             these tests. What are the invariants of these observations, over all the tests?",
-            code(s(p, "variable")),
-            int(p, "line")
-        ),
-    };
-    wrap(&format!("{} {body}", run_clause(repo, a)), 96)
+    let body = (crate::recipe::recipe(a.kind).prose)(&say);
+    wrap(&format!("{clause} {body}"), 96)
 }
 
 /// The instance spec of `d` (question, template, narrowed config, test in the image).

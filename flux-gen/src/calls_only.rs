@@ -22,7 +22,7 @@
 //! `too-many-calls`, `heavy-subtree`, `few-callees` (fewer than 2 distinct callees in the
 //! project's main code) and `over-budget`.
 use crate::artifact::{self, TestOutcome, TraceArtifact};
-use crate::author::{code, instance_id, list_and, nth, wrap, Ask};
+use crate::author::{code, instance_id, list_and, nth, Ask, Say, Subject};
 use crate::draft::{self, Draft};
 use crate::module::{call_graphs, draft_oracle, has_address, heavy_tests, Gen};
 use crate::plan::Target;
@@ -75,34 +75,24 @@ fn method_phrase(p: &Map<String, Value>) -> String {
     )
 }
 
-/// The question of a calls-only draft `a`: what to compute, under the JVM's call preamble
-/// (`flux_instance::preamble::JVM_CALLS`), which it does not repeat. Its target is the draft's
-/// `function` and `file` (no static facts: the probes report no lines).
-pub(crate) fn question(repo: &RepoSpec, a: &Ask) -> String {
+/// A calls-only question's words (`crate::author::Say`), under the JVM's call preamble
+/// (`flux_instance::preamble::JVM_CALLS`): its target is the draft's `function` and `file` (no
+/// static facts: the probes report no lines), its callees a package's methods.
+pub(crate) fn say<'a>(t: &'a Subject, a: &'a Ask<'a>) -> Say<'a> {
     let p = a.params;
-    let pkg = package(p);
-    let f = method_phrase(p);
-    let inv = format!(
-        "its {} invocation",
-        nth(p.get("invocation").and_then(Value::as_u64).unwrap_or(1))
-    );
-    let body = match a.extractor {
-        "call_graph" => {
-            format!("What is the test's dynamic call graph among the methods of package {pkg}?")
-        }
-        "call_sequence" => format!(
-            "Which methods of package {pkg} does {f} call directly during {inv}, in call order?"
+    let methods = format!("methods of package {}", package(p));
+    Say {
+        ask: a,
+        subject: t,
+        f: method_phrase(p),
+        inv: format!(
+            "its {} invocation",
+            nth(p.get("invocation").and_then(Value::as_u64).unwrap_or(1))
         ),
-        "callees_count" => format!(
-            "Which methods of package {pkg} does {f} call directly during {inv}, and how many \
-             times each?"
-        ),
-        _ => format!(
-            "For each test in which {f} runs, which methods of package {pkg} does it call \
-             directly?"
-        ),
-    };
-    wrap(&format!("{} {body}", run_clause(repo, a)), 96)
+        callees: methods.clone(),
+        graph: methods,
+        lines: false,
+    }
 }
 
 /// Call graphs a test class asks (a pytest module asks `module::GRAPHS_PER_MODULE`): a test
@@ -470,7 +460,7 @@ impl Authoring<'_> {
             let ex = flux_extract::find(d.extractor).expect("a registered extractor");
             let params = flux_extract::params(Value::Object(d.params.clone()))?;
             let template = crate::runtime::template(self.repo, d.extractor, (ex.template)(&params));
-            let question = question(self.repo, &Ask::of(&d));
+            let question = crate::author::question(self.repo, &Subject::default(), &Ask::of(&d));
             let (function, file) = match ti {
                 Some(ti) => {
                     let target = &self.targets[ti];
@@ -659,7 +649,7 @@ mod tests {
                 {"test": format!("{TEST_FILE}::FooTest::b"), "callees": ["Foo.Inner.step"]},
             ]})
         );
-        let q = question(repo, &Ask::of(m6));
+        let q = crate::author::question(repo, &Subject::default(), &Ask::of(m6));
         let flat = q.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             flat.contains("together, in this order: `org/x/FooTest.java::FooTest::a` and"),

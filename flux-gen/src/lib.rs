@@ -22,7 +22,8 @@
 //!
 //! Module map: [`spec`] (gen.toml), [`keyed`] (seeded choices and shards), [`runner`] (what runs
 //! in images), [`profile`] (the scout's reading), [`facts`] (static facts), [`plan`] (targets),
-//! [`draft`] (questions from the trace), [`author`] (prose and instance), [`features`]
+//! [`recipe`] (each kind's drafting rule and prose, one recipe a kind), [`draft`] (questions
+//! from the trace), [`author`] (prose and instance), [`features`]
 //! (difficulty), [`screen`] (gates, selection, cross-check), [`artifact`] (the shared trace),
 //! [`module`] (one module end to end), [`runtime`] (the runtime seam: pytest on CPython, JUnit
 //! on HotSpot) and [`calls_only`] (a module of a runtime whose probes report calls only),
@@ -48,6 +49,7 @@ pub mod module;
 pub mod plan;
 pub mod profile;
 pub mod reauthor;
+pub mod recipe;
 pub mod release;
 pub mod results;
 pub mod runner;

@@ -177,7 +177,7 @@ pub(crate) fn call_graphs(
     crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
     let mut out = Vec::new();
     for test in pool.into_iter().take(per_module) {
-        let d = draft::call_graph(test, &within, crate::runtime::calls_only(repo));
+        let d = crate::recipe::call_graph(test, &within, crate::runtime::calls_only(repo));
         *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
         let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
             continue;
@@ -442,8 +442,8 @@ async fn run_module_inner(
                 r.count("large-answer");
                 continue;
             }
-            if d.kind == QuestionKind::S5 {
-                draft::exception_functions(&mut d, &gold, &targeted);
+            if let Some(after_gold) = crate::recipe::recipe(d.kind).after_gold {
+                after_gold(&mut d, &gold, &targeted);
             }
             authored.push((d, gold, Some(ti)));
         }

@@ -454,6 +454,42 @@ mod tests {
         assert_eq!((again.rewritten, again.module_questions_rewritten), (0, 0));
     }
 
+    /// Every question of the committed sets (pytest and JUnit) is the one this flux writes for
+    /// its instance, byte for byte, with the same preamble: the prose is a function of the
+    /// instance, and a change of how it is organised must not change a word of it.
+    #[test]
+    fn the_committed_sets_questions_are_what_this_flux_writes() {
+        let sets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets");
+        let mut seen: BTreeMap<flux_extract::QuestionKind, usize> = BTreeMap::new();
+        for set in ["flux-gen-v1", "flux-java-v1"] {
+            let dir = sets.join(set);
+            let spec = crate::spec::load(&dir.join("gen.toml")).unwrap();
+            for d in flux_instance::discover(&[dir.join("instances")]).unwrap() {
+                let text = std::fs::read_to_string(d.join(flux_instance::INSTANCE_FILE)).unwrap();
+                let stored: InstanceSpec = toml::from_str(&text).unwrap();
+                let repo = spec
+                    .repositories
+                    .iter()
+                    .find(|r| r.name == stored.repository)
+                    .unwrap();
+                let mut again = stored.clone();
+                reauthor_spec(repo, &mut again).unwrap();
+                assert_eq!(
+                    (&again.question, &again.preamble),
+                    (&stored.question, &stored.preamble),
+                    "{}",
+                    d.display()
+                );
+                *seen.entry(stored.kind).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(
+            seen.len(),
+            flux_extract::QuestionKind::ALL.len(),
+            "{seen:?}"
+        );
+    }
+
     #[test]
     fn tests_are_the_commands_ids_relative_to_the_root() {
         let spec = crate::spec::parse(crate::spec::tests::GOOD, Path::new("gen.toml")).unwrap();

@@ -254,26 +254,20 @@ pub const JVM_CALLS: Preamble = Preamble {
 /// The preamble of a question of `kind` about a program on the JVM (`jvm`) or on CPython:
 /// the JVM's questions are the call-structure kinds, under [`JVM_CALLS`].
 pub fn for_runtime(kind: QuestionKind, jvm: bool) -> &'static Preamble {
-    if jvm && matches!(kind, QuestionKind::S6 | QuestionKind::M6) {
+    if jvm && kind.family() == "calls" {
         &JVM_CALLS
     } else {
         for_kind(kind)
     }
 }
 
-/// The preamble of `kind`'s family (S1 and M1 share one, and so on).
+/// The preamble of `kind`'s family (`QuestionKind::family`: S1 and M1 share one, and so on).
+/// Every family has one (a test checks each kind).
 pub fn for_kind(kind: QuestionKind) -> &'static Preamble {
-    use QuestionKind as K;
-    let i = match kind {
-        K::S1 | K::M1 => 0,
-        K::S2 | K::M2 => 1,
-        K::S3 | K::M3 => 2,
-        K::S4 | K::M4 => 3,
-        K::S5 | K::M5 => 4,
-        K::S6 | K::M6 => 5,
-        K::S7 | K::M7 => 6,
-    };
-    &ALL[i]
+    let family = kind.family();
+    ALL.iter()
+        .find(|p| p.family == family)
+        .unwrap_or_else(|| panic!("no preamble of the family `{family}` of {kind}"))
 }
 
 /// The preamble `family@version`, if this flux has it.
