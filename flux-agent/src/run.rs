@@ -153,12 +153,14 @@ async fn capture_inner<L: Launched>(
 /// Trace events from a capture, and the completeness verdict: every lost, malformed or
 /// unresolvable record makes the trace incomplete, with the reason written down. A JVM's
 /// records go through the JVM merge (`flux_merge::jvm`) with no test windows.
-pub fn usdt_trace(cap: &UsdtCapture, interp: &Interpreter) -> Trace {
+/// The records are consumed: their memory is given back as they become events.
+pub fn usdt_trace(drained: Drained, counters: &Counters, interp: &Interpreter) -> Trace {
+    let label = interpreter_label(interp);
     match interp.family {
-        Family::CPython => {
-            flux_merge::usdt::usdt_trace(&cap.drained, &cap.counters, &interpreter_label(interp))
+        Family::CPython => flux_merge::usdt::usdt_trace(drained, counters, &label),
+        Family::HotSpot => {
+            flux_merge::jvm::jvm_trace(&drained, counters, &label, &JvmOptions::default())
         }
-        Family::HotSpot => jvm_trace(cap, interp, &JvmOptions::default()),
     }
 }
 
@@ -278,12 +280,17 @@ pub async fn trace_command(opts: RunOptions) -> Result<(Traced, Interpreter)> {
     }
     let mut launched = launch_host(&opts.cmd, &env)?;
     let (cap, exit_code) = capture(&mut launched, &interp, set, &opts.tracer).await?;
-    let trace = usdt_trace(&cap, &interp);
+    let UsdtCapture {
+        drained,
+        counters,
+        sites,
+    } = cap;
+    let trace = usdt_trace(drained, &counters, &interp);
     let traced = Traced {
         trace,
         exit_code,
-        counters: cap.counters,
-        sites: cap.sites,
+        counters,
+        sites,
     };
     Ok((traced, interp))
 }
@@ -335,11 +342,6 @@ pub async fn trace_recorded<L: Launched>(
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
     memory_note(&format!("the hook's streams ({})", hook.streams.len()));
     let label = interpreter_label(interp);
-    let usdt = (cap.sites > 0).then(|| usdt_trace(&cap, interp));
-    memory_note(&format!(
-        "the USDT events ({})",
-        usdt.as_ref().map_or(0, |t| t.events.len())
-    ));
     if let Some(r) = record {
         let raw = (cap.sites > 0).then_some((&cap.drained, &cap.counters));
         let mut f = flux_merge::fixture::Fixture::capture(&r.program, &label, plan, raw, &hook);
@@ -349,14 +351,18 @@ pub async fn trace_recorded<L: Launched>(
         f.write(&mut std::io::BufWriter::new(file))
             .with_context(|| format!("writing {}", r.path.display()))?;
     }
-    // The raw records are events now: free them before the merge, which holds the USDT
-    // events and its output at once (the agent's peak memory).
+    // The raw records become events, each freed as it is converted; the merge then holds the
+    // USDT events and its output at once (the agent's peak memory), freeing what it places.
     let UsdtCapture {
         drained,
         counters,
         sites,
     } = cap;
-    drop(drained);
+    let usdt = (sites > 0).then(|| usdt_trace(drained, &counters, interp));
+    memory_note(&format!(
+        "the USDT events ({})",
+        usdt.as_ref().map_or(0, |t| t.events.len())
+    ));
     let trace = merge(usdt, &hook, &label, plan);
     memory_note(&format!("the merge ({} events)", trace.events.len()));
     Ok(Traced {

@@ -30,12 +30,11 @@
 use crate::plan::Plan;
 use crate::protocol::{spec, HookCapture, Stream};
 use crate::usdt::{usdt_trace, Counters, Drained, RawEvent};
-use flux_trace::{Event, Kind, Trace};
+use flux_trace::{Event, Kind, Name, Trace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as J;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
-use std::sync::Arc;
 
 /// USDT events before a process's hook that a fixture keeps (see the module doc).
 pub const KEEP_BEFORE_HOOK: usize = 8;
@@ -104,10 +103,10 @@ impl Fixture {
     ) -> Fixture {
         let mut strings = Vec::new();
         let mut index: HashMap<(u32, u64, u64), u32> = HashMap::new();
-        let mut by_text: HashMap<Arc<str>, u32> = HashMap::new();
+        let mut by_text: HashMap<Name, u32> = HashMap::new();
         let mut key = |k: (u32, u64, u64), d: &Drained| -> u32 {
             *index.entry(k).or_insert_with(|| {
-                let s = d.strings.get(&k).cloned().unwrap_or_else(|| Arc::from(""));
+                let s = d.strings.get(&k).cloned().unwrap_or_default();
                 *by_text.entry(s.clone()).or_insert_with(|| {
                     strings.push(s.to_string());
                     strings.len() as u32 - 1
@@ -166,7 +165,7 @@ impl Fixture {
                 over_budget: h.over_budget,
                 ..Drained::default()
             };
-            let table: Vec<Arc<str>> = self.strings.iter().map(|s| Arc::from(s.as_str())).collect();
+            let table: Vec<Name> = self.strings.iter().map(|s| Name::from(s.as_str())).collect();
             for r in &self.usdt {
                 for i in [r.file, r.func] {
                     if let Some(s) = table.get(i as usize) {
@@ -184,7 +183,7 @@ impl Fixture {
                     func: (r.func as u64, 0),
                 });
             }
-            usdt_trace(&d, &h.counters, &self.header.interpreter)
+            usdt_trace(d, &h.counters, &self.header.interpreter)
         });
         let streams = self
             .hook

@@ -19,7 +19,6 @@ use crate::usdt::{capture_problems, Counters, Drained, RawMethod};
 use flux_common::{KIND_CALL, KIND_RETURN};
 use flux_trace::{Event, Kind, Meta, Name, Source, Trace};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 
 /// What the JVM merge is told beyond the records.
 #[derive(Clone, Debug, Default)]
@@ -33,9 +32,9 @@ pub struct JvmOptions {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Method {
     /// Internal class name (`org/example/Foo$Bar`).
-    class: Arc<str>,
-    name: Arc<str>,
-    sig: Arc<str>,
+    class: Name,
+    name: Name,
+    sig: Name,
 }
 
 /// Is this the internal name of a hidden class (a lambda proxy, a lambda form)? Their names
@@ -114,7 +113,7 @@ pub fn jvm_trace(drained: &Drained, c: &Counters, interpreter: &str, opts: &JvmO
         }
     }
     let tests: HashSet<&str> = opts.tests.iter().map(String::as_str).collect();
-    let mut problems = capture_problems(drained, c, unresolved);
+    let mut problems = capture_problems(drained, drained.delivered(), c, unresolved);
     if drained.methods.is_empty() && c.class_filtered == 0 {
         problems.push(
             "the JVM's method probes never fired: the JVM must run with -XX:+DTraceMethodProbes"
@@ -377,7 +376,7 @@ mod tests {
         let mut key = |s: &str| -> (u64, u64) {
             let k = (s.len() as u64) << 8
                 | s.bytes().fold(0u64, |a, b| a.wrapping_mul(31) + b as u64) & 0xff;
-            d.strings.insert((1, k, 0), Arc::from(s));
+            d.strings.insert((1, k, 0), Name::from(s));
             (k, 0)
         };
         let strs = [key(class), key(name), key("()V")];

@@ -3,17 +3,15 @@
 //! completeness verdict.
 //!
 //! The kernel names a string by (process, pointer, fingerprint) and sends its bytes once per
-//! process ([`flux_common::StrDef`]); [`Drained::strings`] holds each once, shared (`Arc<str>`)
-//! by the records that name it. The trace's [`flux_trace::Event`]s own their strings: they are
-//! not interned there.
+//! process ([`flux_common::StrDef`]); [`Drained::strings`] holds each once, as a shared [`Name`]
+//! the records that name it clone (a count, not a copy).
 use flux_common::{
     Event as RawAbi, MethodEvent, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_COUNTED, STR_MAX,
     STR_TRUNCATED, TAG_METHOD_CALL, TAG_METHOD_RETURN, TAG_STR,
 };
-use flux_trace::{Event, Kind, Meta, Source, Trace};
+use flux_trace::{Event, Kind, Meta, Name, Source, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// A USDT event as it came out of the ring buffer, strings still named by key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,7 +47,7 @@ pub struct Drained {
     /// JVM method events (`flux_common::LAYOUT_METHOD` sites).
     pub methods: Vec<RawMethod>,
     /// (host tgid, pointer, fingerprint) → string.
-    pub strings: HashMap<(u32, u64, u64), Arc<str>>,
+    pub strings: HashMap<(u32, u64, u64), Name>,
     /// Records that could not be decoded (wrong size or tag).
     pub malformed: u64,
     /// String definitions whose copy failed in the kernel.
@@ -64,6 +62,11 @@ pub struct Drained {
 }
 
 impl Drained {
+    /// Records delivered: events and JVM method events.
+    pub fn delivered(&self) -> u64 {
+        (self.events.len() + self.methods.len()) as u64
+    }
+
     /// Whether the program's events are past `budget` (or all events past four times it: the
     /// agent holds them in memory, the hook's own included).
     pub fn over(&self, budget: usize) -> bool {
@@ -127,7 +130,7 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
         if d.flags & STR_TRUNCATED != 0 {
             out.truncated_strings += 1;
         }
-        let s: Arc<str> = Arc::from(String::from_utf8_lossy(data).as_ref());
+        let s = Name::from(String::from_utf8_lossy(data).as_ref());
         out.strings.insert((d.host_tgid, d.ptr, d.fp), s);
         return;
     }
@@ -187,12 +190,18 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
 
 /// Events in (ts, arrival) order and the number whose strings could not be resolved.
 pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
+    events_of(drained.events.clone(), &drained.strings)
+}
+
+/// [`usdt_events`] of records the caller gives up: each record's memory is given back as it
+/// becomes an event (a SymPy slice is 12 M records, ~0.9 GB, which the agent otherwise held
+/// beside their events).
+fn events_of(mut raw: Vec<RawEvent>, strings: &HashMap<(u32, u64, u64), Name>) -> (Vec<Event>, u64) {
     let mut unresolved = 0;
-    let mut evs: Vec<&RawEvent> = drained.events.iter().collect();
     // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
-    evs.sort_by_key(|e| e.ts);
-    let mut out = Vec::with_capacity(evs.len());
-    for r in evs {
+    raw.sort_by_key(|e| e.ts);
+    let mut out = Vec::with_capacity(raw.len());
+    for r in crate::merge::Freeing::new(raw) {
         let kind = match r.kind {
             KIND_CALL => Kind::Call,
             KIND_RETURN => Kind::Return,
@@ -200,12 +209,12 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
             _ => continue,
         };
         let mut e = Event::new(r.ts, r.pid, r.tid, kind, Source::Usdt);
-        let file = drained.strings.get(&(r.host_tgid, r.file.0, r.file.1));
-        let func = drained.strings.get(&(r.host_tgid, r.func.0, r.func.1));
+        let file = strings.get(&(r.host_tgid, r.file.0, r.file.1));
+        let func = strings.get(&(r.host_tgid, r.func.0, r.func.1));
         match (file, func) {
             (Some(f), Some(g)) => {
-                e.file = f.into();
-                e.func = g.into();
+                e.file = f.clone();
+                e.func = g.clone();
             }
             _ => unresolved += 1,
         }
@@ -217,9 +226,11 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
 
 /// Trace events from a capture, and the completeness verdict: every lost, malformed or
 /// unresolvable record makes the trace incomplete, with the reason written down.
-/// `interpreter` labels the trace (`/usr/bin/python3.11 (3.11.2)`).
-pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
-    let (events, unresolved) = usdt_events(drained);
+/// `interpreter` labels the trace (`/usr/bin/python3.11 (3.11.2)`). The records are consumed.
+pub fn usdt_trace(mut drained: Drained, c: &Counters, interpreter: &str) -> Trace {
+    let delivered = drained.delivered();
+    let raw = std::mem::take(&mut drained.events);
+    let (events, unresolved) = events_of(raw, &drained.strings);
     let mut meta = Meta {
         complete: true,
         interpreter: interpreter.to_string(),
@@ -227,7 +238,7 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
         lost_events: c.lost + unresolved,
         ..Meta::default()
     };
-    let problems = capture_problems(drained, c, unresolved);
+    let problems = capture_problems(&drained, delivered, c, unresolved);
     meta.complete = problems.is_empty();
     meta.problems = problems;
     let mut trace = Trace {
@@ -240,9 +251,14 @@ pub fn usdt_trace(drained: &Drained, c: &Counters, interpreter: &str) -> Trace {
 }
 
 /// What makes a capture incomplete: every lost, malformed, cut or unresolvable record, and
-/// a kernel count of events that differs from what was delivered. `unresolved`: events that
-/// name strings never defined.
-pub fn capture_problems(drained: &Drained, c: &Counters, unresolved: u64) -> Vec<String> {
+/// a kernel count of events that differs from what was `delivered` ([`Drained::delivered`]
+/// before any were taken). `unresolved`: events that name strings never defined.
+pub fn capture_problems(
+    drained: &Drained,
+    delivered: u64,
+    c: &Counters,
+    unresolved: u64,
+) -> Vec<String> {
     let mut problems = Vec::new();
     if drained.over_budget > 0 {
         problems.push(format!(
@@ -272,7 +288,6 @@ pub fn capture_problems(drained: &Drained, c: &Counters, unresolved: u64) -> Vec
     if unresolved > 0 {
         problems.push(format!("{unresolved} events name strings never defined"));
     }
-    let delivered = (drained.events.len() + drained.methods.len()) as u64;
     if delivered != c.events {
         problems.push(format!(
             "kernel counted {} events but {} were delivered",
@@ -383,7 +398,7 @@ mod tests {
             events: 1,
             ..Counters::default()
         };
-        let p = capture_problems(&out, &c, 0);
+        let p = capture_problems(&out, out.delivered(), &c, 0);
         assert!(p.iter().any(|p| p.contains("were cut")), "{p:?}");
     }
 }

@@ -104,7 +104,7 @@ pub struct Value {
 
 /// One event of the trace. Every event owns its strings (`file`, `func`, `qualname`…), for
 /// simplicity of extractors; they are not interned. (While ingesting USDT records the agent
-/// keeps each string once, as `Arc<str>`, in `flux_merge::usdt::Drained`; events copy them.)
+/// keeps each string once, as a `Name`, in `flux_merge::usdt::Drained`; events copy them.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub ts: u64,
@@ -545,11 +545,11 @@ mod tests {
     #[test]
     fn an_event_stays_small() {
         // The agent holds every event of a run (SymPy's suite parts: 15 M): names are shared
-        // (`Name`) and the rare parts (value, exception, origin) boxed, so an event is a
-        // quarter of a KB plus its locals. Was 448 bytes with owned `String`s and inline
-        // options, each name a heap copy of its own.
+        // and one pointer wide (`Name`) and the rare parts (value, exception, origin) boxed.
+        // Was 448 bytes with owned `String`s and inline options, each name a heap copy of its
+        // own; 256 with names as fat `Arc<str>`s.
         assert!(
-            std::mem::size_of::<Event>() <= 256,
+            std::mem::size_of::<Event>() <= 192,
             "{}",
             std::mem::size_of::<Event>()
         );

@@ -56,6 +56,7 @@ pub(crate) use hook_work::is_hook_file;
 #[cfg(test)]
 mod rules;
 mod scopes;
+pub(crate) use scopes::Freeing;
 mod thread;
 
 /// An open activation.

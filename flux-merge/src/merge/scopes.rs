@@ -49,11 +49,12 @@ impl<E: Borrow<Event>> Item<'_, E> {
 pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Vec<Item<'a, E>>>;
 
 /// Yields a vector's elements front to back and gives its memory back as it empties (the
-/// merge holds the run's events once: what it has placed is freed as its output grows).
-pub(super) struct Freeing<T>(Vec<T>);
+/// merge holds the run's events once: what it has placed is freed as its output grows; the
+/// raw records likewise as they become events, `usdt::usdt_trace`).
+pub(crate) struct Freeing<T>(Vec<T>);
 
 impl<T> Freeing<T> {
-    pub(super) fn new(mut v: Vec<T>) -> Freeing<T> {
+    pub(crate) fn new(mut v: Vec<T>) -> Freeing<T> {
         v.reverse();
         Freeing(v)
     }
