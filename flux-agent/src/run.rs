@@ -338,7 +338,10 @@ pub async fn trace_recorded<L: Launched>(
 ) -> Result<Traced> {
     hook.restrict_to(launched.pidns());
     let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
-    memory_note(&format!("the capture ({} raw USDT records)", cap.drained.events.len()));
+    memory_note(&format!(
+        "the capture ({} raw USDT records)",
+        cap.drained.events.len()
+    ));
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
     memory_note(&format!("the hook's streams ({})", hook.streams.len()));
     let label = interpreter_label(interp);

@@ -591,7 +591,12 @@ fn eval_without_source_fails_naming_the_path_and_the_build_command() {
     // No cache here or above: the one it falls back to is new, and said so. (A `.flux-cache` in
     // the temporary directory or above it, left by something else run there, is found instead:
     // then there is nothing to note, and the test says why it does not look.)
-    match s.0.ancestors().skip(1).find(|d| d.join(".flux-cache").is_dir()) {
+    match s
+        .0
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join(".flux-cache").is_dir())
+    {
         None => {
             run.stderr_has(&["flux: note: no cache found"]);
         }

@@ -165,7 +165,11 @@ impl Fixture {
                 over_budget: h.over_budget,
                 ..Drained::default()
             };
-            let table: Vec<Name> = self.strings.iter().map(|s| Name::from(s.as_str())).collect();
+            let table: Vec<Name> = self
+                .strings
+                .iter()
+                .map(|s| Name::from(s.as_str()))
+                .collect();
             for r in &self.usdt {
                 for i in [r.file, r.func] {
                     if let Some(s) = table.get(i as usize) {

@@ -196,7 +196,10 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
 /// [`usdt_events`] of records the caller gives up: each record's memory is given back as it
 /// becomes an event (a SymPy slice is 12 M records, ~0.9 GB, which the agent otherwise held
 /// beside their events).
-fn events_of(mut raw: Vec<RawEvent>, strings: &HashMap<(u32, u64, u64), Name>) -> (Vec<Event>, u64) {
+fn events_of(
+    mut raw: Vec<RawEvent>,
+    strings: &HashMap<(u32, u64, u64), Name>,
+) -> (Vec<Event>, u64) {
     let mut unresolved = 0;
     // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
     raw.sort_by_key(|e| e.ts);
