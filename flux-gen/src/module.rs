@@ -29,6 +29,7 @@ use crate::artifact::{self, TestOutcome, TraceArtifact};
 use crate::author::{instance_id, Prose};
 use crate::draft::{self, Ctx, Draft};
 use crate::facts::{FileFacts, FileFactsExt};
+use crate::plan::Target;
 use crate::profile::ModuleProfile;
 use crate::results::{Candidate, ModuleResult};
 use crate::runner::{run_problem, Runner};
@@ -369,86 +370,18 @@ async fn run_module_inner(
     r.time("artifact", t);
     // 5. Drafts and their gold answers.
     let t = Instant::now();
-    let targeted: BTreeMap<String, String> = plan
-        .targets
-        .iter()
-        .map(|t| (t.qualname.clone(), t.file.clone()))
-        .collect();
-    let within = repo.code.first().cloned().unwrap_or_default();
-    let mut authored: Vec<(Draft, Value, Option<usize>)> = graphs
-        .into_iter()
-        .filter(|(d, _)| kept.contains(&d.tests[0]))
-        .map(|(d, g)| (d, g, None))
-        .collect();
-    for (ti, target) in plan.targets.iter().enumerate() {
-        let ff = &facts[&target.file];
-        let Some(func) = ff.function(&target.qualname) else {
-            continue;
-        };
-        let ctx = Ctx {
-            seed: spec.seed,
-            scope: &scope,
-            target,
-            func,
-            file: ff,
-            within: &within,
-            max_answer_size: budget.max_answer_size,
-            max_tests: budget.max_tests,
-            targeted: &targeted,
-        };
-        let running = draft::tests_running(&run.trace, target, &kept);
-        let mut subs: Vec<flux_trace::Trace> = Vec::new();
-        let mut drafts: Vec<(Draft, usize)> = Vec::new();
-        if let Some(test) = draft::choose_test(&ctx, &run.trace, &running) {
-            subs.push(draft::sub_trace(&run.trace, std::slice::from_ref(&test)));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::single_test(&ctx, &subs[i], &test)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        let m_tests = draft::choose_tests(&ctx, &running);
-        if m_tests.len() >= 2 {
-            subs.push(draft::sub_trace(&run.trace, &m_tests));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::multi_test(&ctx, &subs[i], &m_tests)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        for (mut d, si) in drafts {
-            let sub = &subs[si];
-            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
-            let params = flux_extract::params(Value::Object(d.params.clone()))?;
-            let gold = match flux_extract::extract(sub, d.extractor, &params) {
-                Ok(v) => v,
-                Err(_) => {
-                    r.count("not-observed");
-                    continue;
-                }
-            };
-            if has_address(&gold) {
-                r.count("address-in-answer");
-                continue;
-            }
-            let size = flux_extract::answer_size(&gold);
-            if size < d.kind.min_answer_size() {
-                r.count("small-answer");
-                continue;
-            }
-            if size > budget.max_answer_size {
-                r.count("large-answer");
-                continue;
-            }
-            if let Some(after_gold) = crate::recipe::recipe(d.kind).after_gold {
-                after_gold(&mut d, &gold, &targeted);
-            }
-            authored.push((d, gold, Some(ti)));
-        }
-    }
-    drop_same_answers(spec.seed, &scope, &mut authored, r);
+    let targeted = targeted_of(&plan.targets);
+    let drafting = Drafting {
+        spec,
+        repo,
+        scope: &scope,
+        targets: &plan.targets,
+        facts: &facts,
+        trace: &run.trace,
+        kept: &kept,
+        targeted: &targeted,
+    };
+    let authored = draft_golds(&drafting, graphs, r)?;
     r.time("draft", t);
     // 6. Author and validate (the baseline's `easy` is decided at the set's assembly).
     let t = Instant::now();
@@ -557,6 +490,123 @@ async fn run_module_inner(
     r.artifact = Some(art);
     r.candidates = kept;
     Ok(())
+}
+
+/// The functions a module's shared trace targets (qualname → file), for exceptions' configs.
+pub(crate) fn targeted_of(targets: &[Target]) -> BTreeMap<String, String> {
+    targets
+        .iter()
+        .map(|t| (t.qualname.clone(), t.file.clone()))
+        .collect()
+}
+
+/// A draft with its gold answer and the index of its target in the plan (None: a call graph,
+/// which is about a test).
+pub(crate) type Authored = (Draft, Value, Option<usize>);
+
+/// What the drafting stage reads: the plan's targets, their facts, the shared trace and the
+/// tests questions may run.
+pub(crate) struct Drafting<'a> {
+    pub spec: &'a GenSpec,
+    pub repo: &'a RepoSpec,
+    /// `<repository>/<module>`.
+    pub scope: &'a str,
+    pub targets: &'a [Target],
+    /// Static facts per file (relative to the repository's root).
+    pub facts: &'a BTreeMap<String, FileFacts>,
+    pub trace: &'a flux_trace::Trace,
+    /// Tests that passed in the scout and the shared trace (and are not skipped).
+    pub kept: &'a BTreeSet<String>,
+    /// [`targeted`] of the targets.
+    pub targeted: &'a BTreeMap<String, String>,
+}
+
+/// The drafting stage: every target's drafts with their gold answers from the sub-trace of
+/// their tests, screened (`not-observed`, `address-in-answer`, `small-answer`,
+/// `large-answer`, `same-answer`), after the scout's call graphs whose test is kept.
+pub(crate) fn draft_golds(
+    d: &Drafting,
+    graphs: Vec<(Draft, Value)>,
+    r: &mut ModuleResult,
+) -> Result<Vec<Authored>> {
+    let (spec, budget, scope, targeted) = (d.spec, &d.spec.budget, d.scope, d.targeted);
+    let kept = d.kept;
+    let within = d.repo.code.first().cloned().unwrap_or_default();
+    let mut authored: Vec<Authored> = graphs
+        .into_iter()
+        .filter(|(d, _)| kept.contains(&d.tests[0]))
+        .map(|(d, g)| (d, g, None))
+        .collect();
+    for (ti, target) in d.targets.iter().enumerate() {
+        let ff = &d.facts[&target.file];
+        let Some(func) = ff.function(&target.qualname) else {
+            continue;
+        };
+        let ctx = Ctx {
+            seed: spec.seed,
+            scope,
+            target,
+            func,
+            file: ff,
+            within: &within,
+            max_answer_size: budget.max_answer_size,
+            max_tests: budget.max_tests,
+            targeted,
+        };
+        let running = draft::tests_running(d.trace, target, kept);
+        let mut subs: Vec<flux_trace::Trace> = Vec::new();
+        let mut drafts: Vec<(Draft, usize)> = Vec::new();
+        if let Some(test) = draft::choose_test(&ctx, d.trace, &running) {
+            subs.push(draft::sub_trace(d.trace, std::slice::from_ref(&test)));
+            let i = subs.len() - 1;
+            drafts.extend(
+                draft::single_test(&ctx, &subs[i], &test)
+                    .into_iter()
+                    .map(|d| (d, i)),
+            );
+        }
+        let m_tests = draft::choose_tests(&ctx, &running);
+        if m_tests.len() >= 2 {
+            subs.push(draft::sub_trace(d.trace, &m_tests));
+            let i = subs.len() - 1;
+            drafts.extend(
+                draft::multi_test(&ctx, &subs[i], &m_tests)
+                    .into_iter()
+                    .map(|d| (d, i)),
+            );
+        }
+        for (mut d, si) in drafts {
+            let sub = &subs[si];
+            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
+            let params = flux_extract::params(Value::Object(d.params.clone()))?;
+            let gold = match flux_extract::extract(sub, d.extractor, &params) {
+                Ok(v) => v,
+                Err(_) => {
+                    r.count("not-observed");
+                    continue;
+                }
+            };
+            if has_address(&gold) {
+                r.count("address-in-answer");
+                continue;
+            }
+            let size = flux_extract::answer_size(&gold);
+            if size < d.kind.min_answer_size() {
+                r.count("small-answer");
+                continue;
+            }
+            if size > budget.max_answer_size {
+                r.count("large-answer");
+                continue;
+            }
+            if let Some(after_gold) = crate::recipe::recipe(d.kind).after_gold {
+                after_gold(&mut d, &gold, targeted);
+            }
+            authored.push((d, gold, Some(ti)));
+        }
+    }
+    drop_same_answers(spec.seed, scope, &mut authored, r);
+    Ok(authored)
 }
 
 /// No two questions about one function and kind with the same answer (`same-answer`): of
@@ -723,6 +773,96 @@ mod tests {
             draft_oracle(&inst, gold, &trace, &facts),
             Err(flux_instance::InstanceError::Screened { .. })
         ));
+    }
+
+    /// Where a module's drafting and authoring time goes, without containers: the stages over
+    /// a cached trace artifact (`FLUX_GEN_ARTIFACT=<cache>/gen/artifacts/<set>/<repo>/<module>`,
+    /// its `trace.jsonl` carrying the static facts) with the bench slice's spec
+    /// (`xtask/bench/gen/gen.toml`), targets planned again from the trace's own calls. Prints
+    /// each stage's seconds and a digest of every draft's key and gold (with
+    /// `FLUX_GEN_DRAFTS=<file>`, the lines too): a refactoring must leave the digest alone.
+    /// `cargo test -p flux-gen --lib -- --ignored --nocapture drafting_stage`
+    #[test]
+    #[ignore = "reads a cached artifact named by FLUX_GEN_ARTIFACT"]
+    fn profile_the_drafting_stage_of_a_cached_artifact() {
+        let Some(dir) = std::env::var_os("FLUX_GEN_ARTIFACT").map(PathBuf::from) else {
+            return;
+        };
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let spec = crate::spec::load(&root.join("xtask/bench/gen/gen.toml")).unwrap();
+        let repo = &spec.repositories[0];
+        let art: TraceArtifact =
+            serde_json::from_slice(&std::fs::read(dir.join("artifact.json")).unwrap()).unwrap();
+        let t = Instant::now();
+        let f = std::fs::File::open(dir.join("trace.jsonl")).unwrap();
+        let trace =
+            flux_trace::Trace::read_jsonl(std::io::BufReader::new(f), "trace.jsonl").unwrap();
+        eprintln!(
+            "read {} events: {:.3}s",
+            trace.events.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let facts: BTreeMap<String, FileFacts> = trace
+            .facts
+            .iter()
+            .filter_map(|(abs, ff)| Some((repo.relative(abs)?.to_string(), ff.clone())))
+            .collect();
+        let module = art
+            .id
+            .trim_start_matches(&format!("{}/", repo.name))
+            .to_string();
+        let profile = ModuleProfile::from_trace(&trace);
+        let plan = plan::plan_module(&spec, repo, &module, &profile, &facts);
+        let targets: Vec<Target> = art
+            .plan
+            .iter()
+            .filter_map(|(file, q)| {
+                plan.targets
+                    .iter()
+                    .find(|t| &t.file == file && &t.qualname == q)
+                    .cloned()
+            })
+            .collect();
+        let kept: BTreeSet<String> = art
+            .tests
+            .iter()
+            .filter(|t| t.kept() && !repo.skips(&t.nodeid))
+            .map(|t| t.nodeid.clone())
+            .collect();
+        let targeted = targeted_of(&targets);
+        let drafting = Drafting {
+            spec: &spec,
+            repo,
+            scope: &art.id,
+            targets: &targets,
+            facts: &facts,
+            trace: &trace,
+            kept: &kept,
+            targeted: &targeted,
+        };
+        let mut r = ModuleResult::default();
+        let t = Instant::now();
+        let authored = draft_golds(&drafting, Vec::new(), &mut r).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let lines: String = authored
+            .iter()
+            .map(|(d, gold, ti)| format!("{ti:?} {} {:?} {gold}\n", d.key, d.functions))
+            .collect();
+        eprintln!(
+            "{} of {} planned targets, {} tests kept: {} drafted, {} with gold in {secs:.3}s \
+             ({:.1} ms each); left out {:?}; digest {:016x}",
+            targets.len(),
+            art.plan.len(),
+            kept.len(),
+            r.drafted.values().sum::<usize>(),
+            authored.len(),
+            1000.0 * secs / authored.len().max(1) as f64,
+            r.left_out,
+            crate::keyed::hash64(0, &lines),
+        );
+        if let Some(out) = std::env::var_os("FLUX_GEN_DRAFTS") {
+            std::fs::write(out, &lines).unwrap();
+        }
     }
 
     #[test]
