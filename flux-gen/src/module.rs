@@ -38,6 +38,7 @@ use crate::{features, plan};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
 use flux_instance::{GeneratedSpec, Oracle};
+use flux_trace::TraceIndex;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -521,92 +522,119 @@ pub(crate) struct Drafting<'a> {
     pub targeted: &'a BTreeMap<String, String>,
 }
 
+impl<'a> Drafting<'a> {
+    /// What drafting about target `ti` needs (None when its facts do not know it).
+    fn ctx(&self, ti: usize, within: &'a str) -> Option<Ctx<'a>> {
+        let target = &self.targets[ti];
+        let ff = &self.facts[&target.file];
+        Some(Ctx {
+            seed: self.spec.seed,
+            scope: self.scope,
+            target,
+            func: ff.function(&target.qualname)?,
+            file: ff,
+            within,
+            max_answer_size: self.spec.budget.max_answer_size,
+            max_tests: self.spec.budget.max_tests,
+            targeted: self.targeted,
+        })
+    }
+}
+
 /// The drafting stage: every target's drafts with their gold answers from the sub-trace of
 /// their tests, screened (`not-observed`, `address-in-answer`, `small-answer`,
 /// `large-answer`, `same-answer`), after the scout's call graphs whose test is kept.
+///
+/// One index of the shared trace chooses every target's tests; each distinct set of tests
+/// (a single test, or a multi-test question's) makes one sub-trace and one index, which every
+/// target asked on it drafts from and its golds are extracted from; one is held at a time.
+/// What a target drafts keeps its place (the target's single-test drafts, then its
+/// multi-test ones, targets in plan order) whatever order the sub-traces are made in.
 pub(crate) fn draft_golds(
     d: &Drafting,
     graphs: Vec<(Draft, Value)>,
     r: &mut ModuleResult,
 ) -> Result<Vec<Authored>> {
-    let (spec, budget, scope, targeted) = (d.spec, &d.spec.budget, d.scope, d.targeted);
     let kept = d.kept;
     let within = d.repo.code.first().cloned().unwrap_or_default();
+    // Each target's tests: (tests, [(target, multi-test)]).
+    let shared = TraceIndex::new(d.trace);
+    let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, bool)>> = BTreeMap::new();
+    for (ti, target) in d.targets.iter().enumerate() {
+        let Some(ctx) = d.ctx(ti, &within) else {
+            continue;
+        };
+        let running = draft::tests_running(&shared, target, kept);
+        if let Some(test) = draft::choose_test(&ctx, &shared, &running) {
+            asked_on.entry(vec![test]).or_default().push((ti, false));
+        }
+        let m_tests = draft::choose_tests(&ctx, &running);
+        if m_tests.len() >= 2 {
+            asked_on.entry(m_tests).or_default().push((ti, true));
+        }
+    }
+    drop(shared);
+    let mut per_target: Vec<[Vec<Authored>; 2]> = vec![Default::default(); d.targets.len()];
+    for (tests, askers) in asked_on {
+        let sub = draft::sub_trace(d.trace, &tests);
+        let ix = TraceIndex::new(&sub);
+        for (ti, multi) in askers {
+            let ctx = d.ctx(ti, &within).expect("a target with facts");
+            let drafts = match multi {
+                false => draft::single_test(&ctx, &ix, &tests[0]),
+                true => draft::multi_test(&ctx, &ix, &tests),
+            };
+            for dr in drafts {
+                if let Some((dr, gold)) = gold_of(d, &ix, dr, r)? {
+                    per_target[ti][usize::from(multi)].push((dr, gold, Some(ti)));
+                }
+            }
+        }
+    }
     let mut authored: Vec<Authored> = graphs
         .into_iter()
         .filter(|(d, _)| kept.contains(&d.tests[0]))
         .map(|(d, g)| (d, g, None))
         .collect();
-    for (ti, target) in d.targets.iter().enumerate() {
-        let ff = &d.facts[&target.file];
-        let Some(func) = ff.function(&target.qualname) else {
-            continue;
-        };
-        let ctx = Ctx {
-            seed: spec.seed,
-            scope,
-            target,
-            func,
-            file: ff,
-            within: &within,
-            max_answer_size: budget.max_answer_size,
-            max_tests: budget.max_tests,
-            targeted,
-        };
-        let running = draft::tests_running(d.trace, target, kept);
-        let mut subs: Vec<flux_trace::Trace> = Vec::new();
-        let mut drafts: Vec<(Draft, usize)> = Vec::new();
-        if let Some(test) = draft::choose_test(&ctx, d.trace, &running) {
-            subs.push(draft::sub_trace(d.trace, std::slice::from_ref(&test)));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::single_test(&ctx, &subs[i], &test)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        let m_tests = draft::choose_tests(&ctx, &running);
-        if m_tests.len() >= 2 {
-            subs.push(draft::sub_trace(d.trace, &m_tests));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::multi_test(&ctx, &subs[i], &m_tests)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        for (mut d, si) in drafts {
-            let sub = &subs[si];
-            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
-            let params = flux_extract::params(Value::Object(d.params.clone()))?;
-            let gold = match flux_extract::extract(sub, d.extractor, &params) {
-                Ok(v) => v,
-                Err(_) => {
-                    r.count("not-observed");
-                    continue;
-                }
-            };
-            if has_address(&gold) {
-                r.count("address-in-answer");
-                continue;
-            }
-            let size = flux_extract::answer_size(&gold);
-            if size < d.kind.min_answer_size() {
-                r.count("small-answer");
-                continue;
-            }
-            if size > budget.max_answer_size {
-                r.count("large-answer");
-                continue;
-            }
-            if let Some(after_gold) = crate::recipe::recipe(d.kind).after_gold {
-                after_gold(&mut d, &gold, targeted);
-            }
-            authored.push((d, gold, Some(ti)));
-        }
-    }
-    drop_same_answers(spec.seed, scope, &mut authored, r);
+    authored.extend(per_target.into_iter().flatten().flatten());
+    drop_same_answers(d.spec.seed, d.scope, &mut authored, r);
     Ok(authored)
+}
+
+/// `draft`'s gold on the indexed sub-trace of its tests, screened: None (counted under its
+/// rule) when not observed, showing an address, or outside the answer sizes; its
+/// after-gold step made.
+fn gold_of(
+    d: &Drafting,
+    ix: &TraceIndex,
+    mut draft: Draft,
+    r: &mut ModuleResult,
+) -> Result<Option<(Draft, Value)>> {
+    *r.drafted
+        .entry(draft.kind.as_str().to_string())
+        .or_insert(0) += 1;
+    let params = flux_extract::params(Value::Object(draft.params.clone()))?;
+    let Ok(gold) = flux_extract::extract_indexed(ix, draft.extractor, &params) else {
+        r.count("not-observed");
+        return Ok(None);
+    };
+    if has_address(&gold) {
+        r.count("address-in-answer");
+        return Ok(None);
+    }
+    let size = flux_extract::answer_size(&gold);
+    if size < draft.kind.min_answer_size() {
+        r.count("small-answer");
+        return Ok(None);
+    }
+    if size > d.spec.budget.max_answer_size {
+        r.count("large-answer");
+        return Ok(None);
+    }
+    if let Some(after_gold) = crate::recipe::recipe(draft.kind).after_gold {
+        after_gold(&mut draft, &gold, d.targeted);
+    }
+    Ok(Some((draft, gold)))
 }
 
 /// No two questions about one function and kind with the same answer (`same-answer`): of
