@@ -226,24 +226,102 @@ fn outcomes(trace: &flux_trace::Trace) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// One pytest module through phase 1, stage by stage (each a function below, with typed
+/// inputs and outputs): scout → static facts → plan → the shared trace → drafts with gold →
+/// author → the module's selection and each instance's own run (and the witness).
 async fn run_module_inner(
     g: &Gen<'_>,
     repo: &RepoSpec,
     module: &str,
     r: &mut ModuleResult,
 ) -> Result<()> {
-    let spec = g.spec;
-    let budget = &spec.budget;
-    let scope = format!("{}/{module}", repo.name);
-    let slug = module.replace('/', "__").replace(".py", "");
+    let unit = Unit::new(repo, module);
     let image_id = g.runner.image_id(&repo.image).await?;
-    // 1. Scout.
+    let scouted = scout(g, &unit, r).await?;
+    let t = Instant::now();
+    let facts = static_facts(g, &unit, &image_id, &scouted.profile).await?;
+    r.time("facts", t);
+    let plan = plan_targets(g.spec, &unit, &scouted, &facts, r)?;
+    let shared = shared_trace(g, &unit, &scouted, &plan, r).await?;
+    let t = Instant::now();
+    let targeted = targeted_of(&plan.targets);
+    let drafting = Drafting {
+        spec: g.spec,
+        repo,
+        scope: &unit.scope,
+        targets: &plan.targets,
+        facts: &facts,
+        trace: &shared.run.trace,
+        kept: &shared.kept,
+        targeted: &targeted,
+    };
+    let authored = draft_golds(&drafting, scouted.graphs, r)?;
+    r.time("draft", t);
+    let t = Instant::now();
+    let authoring = Authoring {
+        drafting,
+        module,
+        profile: &scouted.profile,
+        run: RunIds {
+            image_id: &shared.run.image_id,
+            image_identity: &shared.run.image_identity,
+            interpreter: &shared.run.interpreter_version,
+            digest: &shared.artifact.trace_sha256,
+        },
+        scratch: g.runner.work.join("baseline"),
+    };
+    let cands = author(&authoring, authored, r)?;
+    r.time("author", t);
+    let kept = select_and_check(g, repo, cands, r).await;
+    r.artifact = Some(shared.artifact);
+    r.candidates = kept;
+    Ok(())
+}
+
+/// A module's names: its repository, its path, its scope (`<repository>/<module>`: the key of
+/// its seeded choices and its artifact's id) and its slug (in container names).
+struct Unit<'a> {
+    repo: &'a RepoSpec,
+    module: &'a str,
+    scope: String,
+    slug: String,
+}
+
+impl<'a> Unit<'a> {
+    fn new(repo: &'a RepoSpec, module: &'a str) -> Unit<'a> {
+        Unit {
+            repo,
+            module,
+            scope: format!("{}/{module}", repo.name),
+            slug: module.replace('/', "__").replace(".py", ""),
+        }
+    }
+}
+
+/// What the scout stage gives (its trace is dropped: the shared trace is what questions read).
+struct Scouted {
+    /// Of the tests within `budget.test_calls`.
+    profile: ModuleProfile,
+    /// Each test's outcome in the scout.
+    outcomes: BTreeMap<String, String>,
+    /// Call-graph questions with their gold, from the scout's trace.
+    graphs: Vec<(Draft, Value)>,
+    /// What the shared trace runs: the module, or its light tests by node id.
+    paths: Vec<String>,
+}
+
+/// Stage 1, the scout: a calls-only run of the module, its heavy tests (over
+/// `budget.test_calls`) left out from here on — of the profile, the plan, the shared trace
+/// (which then runs the other tests by node id) and every instance.
+async fn scout(g: &Gen<'_>, unit: &Unit<'_>, r: &mut ModuleResult) -> Result<Scouted> {
+    let (spec, repo, module) = (g.spec, unit.repo, unit.module);
+    let budget = &spec.budget;
     let t = Instant::now();
     let scout = g
         .runner
         .trace(
             repo,
-            &format!("gen-scout-{slug}"),
+            &format!("gen-scout-{}", unit.slug),
             &[module.to_string()],
             plan::scout_config(),
             budget.module_timeout_s,
@@ -257,8 +335,6 @@ async fn run_module_inner(
         anyhow::bail!("the scout run of {module}: {e}");
     }
     let t = Instant::now();
-    // Tests over `budget.test_calls` are left out from here on: the profile, the plan, the
-    // shared trace (which then runs the other tests by node id) and every instance.
     let heavy = heavy_tests(&scout.trace, budget.test_calls);
     let (scout_trace, paths) = if heavy.is_empty() {
         (scout.trace, vec![module.to_string()])
@@ -280,19 +356,34 @@ async fn run_module_inner(
         (sub, light)
     };
     let profile = ModuleProfile::from_trace(&scout_trace);
-    let scout_outcomes = outcomes(&scout_trace);
+    let outcomes = outcomes(&scout_trace);
     let graphs = call_graphs(
         spec,
         repo,
-        &scope,
+        &unit.scope,
         (&profile, &scout_trace),
         GRAPHS_PER_MODULE,
         r,
     );
     drop(scout_trace);
     r.time("profile", t);
-    // 2. Static facts of the repository's files that ran.
-    let t = Instant::now();
+    Ok(Scouted {
+        profile,
+        outcomes,
+        graphs,
+        paths,
+    })
+}
+
+/// Stage 2: the static facts of the repository's files that ran, per file (relative to the
+/// repository's root).
+async fn static_facts(
+    g: &Gen<'_>,
+    unit: &Unit<'_>,
+    image_id: &str,
+    profile: &ModuleProfile,
+) -> Result<BTreeMap<String, FileFacts>> {
+    let repo = unit.repo;
     let files: BTreeSet<String> = profile
         .functions
         .iter()
@@ -301,25 +392,56 @@ async fn run_module_inner(
         .map(String::from)
         .collect();
     let files: Vec<String> = files.into_iter().collect();
-    let facts = g.facts_for(repo, &image_id, &files).await?;
-    r.time("facts", t);
-    // 3. Plan.
-    let plan = plan::plan_module(spec, repo, module, &profile, &facts);
+    g.facts_for(repo, image_id, &files).await
+}
+
+/// Stage 3, the plan: the targets of the shared trace (what its rules left out counted as
+/// `plan:<rule>`); an error when there is none.
+fn plan_targets(
+    spec: &GenSpec,
+    unit: &Unit<'_>,
+    scouted: &Scouted,
+    facts: &BTreeMap<String, FileFacts>,
+    r: &mut ModuleResult,
+) -> Result<plan::ModulePlan> {
+    let plan = plan::plan_module(spec, unit.repo, unit.module, &scouted.profile, facts);
     for (rule, n) in &plan.left_out {
         *r.left_out.entry(format!("plan:{rule}")).or_insert(0) += n;
     }
     if plan.targets.is_empty() {
         anyhow::bail!("no target function passed the plan's rules");
     }
-    // 4. The shared trace.
+    Ok(plan)
+}
+
+/// What the shared-trace stage gives.
+struct Shared {
+    run: flux_harvest::TracedRun,
+    /// Its artifact (written), which every question of the module names.
+    artifact: TraceArtifact,
+    /// Tests that passed in the scout and the shared trace and are not skipped: the tests
+    /// questions may run.
+    kept: BTreeSet<String>,
+}
+
+/// Stage 4, the shared trace: the module's tests (`scouted.paths`) with every target, written
+/// as the module's trace artifact.
+async fn shared_trace(
+    g: &Gen<'_>,
+    unit: &Unit<'_>,
+    scouted: &Scouted,
+    plan: &plan::ModulePlan,
+    r: &mut ModuleResult,
+) -> Result<Shared> {
+    let (repo, budget) = (unit.repo, &g.spec.budget);
     let t = Instant::now();
     let config = plan.config();
     let run = g
         .runner
         .trace(
             repo,
-            &format!("gen-trace-{slug}"),
-            &paths,
+            &format!("gen-trace-{}", unit.slug),
+            &scouted.paths,
             config.clone(),
             budget.module_timeout_s,
             budget.trace_events * 4,
@@ -328,16 +450,21 @@ async fn run_module_inner(
         .context("the shared trace")?;
     r.time("trace", t);
     if let Some(e) = run_problem(&run) {
-        anyhow::bail!("the shared trace of {module}: {e}");
+        anyhow::bail!("the shared trace of {}: {e}", unit.module);
     }
     let t = Instant::now();
     let trace_outcomes = outcomes(&run.trace);
-    let tests: Vec<TestOutcome> = profile
+    let tests: Vec<TestOutcome> = scouted
+        .profile
         .tests
         .iter()
         .map(|tp| TestOutcome {
             nodeid: tp.nodeid.clone(),
-            scout: scout_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
+            scout: scouted
+                .outcomes
+                .get(&tp.nodeid)
+                .cloned()
+                .unwrap_or_default(),
             trace: trace_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
         })
         .collect();
@@ -346,21 +473,21 @@ async fn run_module_inner(
         .filter(|t| t.kept() && !repo.skips(&t.nodeid))
         .map(|t| t.nodeid.clone())
         .collect();
-    let dir = artifact::dir_of(&g.artifacts, &scope);
+    let dir = artifact::dir_of(&g.artifacts, &unit.scope);
     let digest = artifact::write_trace(&dir, &run.trace)?;
     let art = TraceArtifact {
-        id: scope.clone(),
+        id: unit.scope.clone(),
         image: repo.image.clone(),
         image_id: run.image_id.clone(),
         interpreter: run.interpreter_version.clone(),
-        command: crate::runtime::test_command(repo, &paths),
+        command: crate::runtime::test_command(repo, &scouted.paths),
         config,
         plan: plan
             .targets
             .iter()
             .map(|t| (t.file.clone(), t.qualname.clone()))
             .collect(),
-        trace_sha256: digest.clone(),
+        trace_sha256: digest,
         events: run.trace.events.len(),
         complete: run.trace.meta.complete,
         tests,
@@ -369,77 +496,60 @@ async fn run_module_inner(
     artifact::write_artifact(&dir, &art)?;
     artifact::prune_traces(&g.artifacts, artifact::KEEP_TRACES);
     r.time("artifact", t);
-    // 5. Drafts and their gold answers.
-    let t = Instant::now();
-    let targeted = targeted_of(&plan.targets);
-    let drafting = Drafting {
-        spec,
-        repo,
-        scope: &scope,
-        targets: &plan.targets,
-        facts: &facts,
-        trace: &run.trace,
-        kept: &kept,
-        targeted: &targeted,
-    };
-    let authored = draft_golds(&drafting, graphs, r)?;
-    r.time("draft", t);
-    // 6. Author and validate (the baseline's `easy` is decided at the set's assembly).
-    let t = Instant::now();
+    Ok(Shared {
+        run,
+        artifact: art,
+        kept,
+    })
+}
+
+/// The run an instance's gold comes from, as its oracle's provenance names it.
+pub(crate) struct RunIds<'a> {
+    pub image_id: &'a str,
+    pub image_identity: &'a str,
+    pub interpreter: &'a str,
+    /// The shared trace's digest.
+    pub digest: &'a str,
+}
+
+/// What the authoring stage reads besides the drafts.
+pub(crate) struct Authoring<'a> {
+    pub drafting: Drafting<'a>,
+    pub module: &'a str,
+    /// The scout's (for each instance's difficulty).
+    pub profile: &'a ModuleProfile,
+    pub run: RunIds<'a>,
+    /// Where instances are written to be loaded (and removed).
+    pub scratch: PathBuf,
+}
+
+/// Stage 6, authoring: each draft's question (its recipe's prose; a call graph's own),
+/// template, config and oracle (through `Instance::oracle_for`, the harvest's one
+/// constructor), kept if it loads as `flux harvest` and the scorer load it (`invalid`
+/// otherwise; `small-answer` for a gold under the instance's own minimum). The baseline's
+/// `easy` is decided at the set's assembly.
+pub(crate) fn author(
+    a: &Authoring,
+    authored: Vec<Authored>,
+    r: &mut ModuleResult,
+) -> Result<Vec<Candidate>> {
     let mut cands = Vec::new();
     for (d, gold, ti) in authored {
-        let id = instance_id(&repo.name, &d, &scope);
-        let ex = flux_extract::find(d.extractor).expect("a registered extractor");
-        let params = flux_extract::params(Value::Object(d.params.clone()))?;
-        let template = (ex.template)(&params).to_string();
-        let (question, function, file) = match ti {
-            Some(ti) => {
-                let target = &plan.targets[ti];
-                let ff = &facts[&target.file];
-                let func = ff
-                    .function(&target.qualname)
-                    .expect("drafted from its facts");
-                let prose = Prose {
-                    repo,
-                    target,
-                    func,
-                    file: ff,
-                };
-                (
-                    prose.question(&d),
-                    target.qualname.clone(),
-                    target.file.clone(),
-                )
-            }
-            // A call graph is about a test: it counts against the test's function.
-            None => (
-                crate::author::call_graph_question(repo, &d),
-                d.tests[0].clone(),
-                module.to_string(),
-            ),
+        let Some(ispec) = instance_spec_of(a, &d, ti)? else {
+            continue;
         };
-        let mut ispec = crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
-        ispec.generated = Some(GeneratedSpec {
-            set: spec.name.clone(),
-            split: repo.split.as_str().to_string(),
-            module: module.to_string(),
-            trace: scope.clone(),
-            easy: false,
-            difficulty: features::difficulty(repo, &profile, &facts, &d.tests),
-            release: None,
-        });
+        let id = ispec.id.clone();
         let run_facts = flux_instance::RunFacts {
             harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
-            image_id: run.image_id.clone(),
-            image_identity: run.image_identity.clone(),
-            interpreter: run.interpreter_version.clone(),
-            trace_sha256: Some(digest.clone()),
+            image_id: a.run.image_id.to_string(),
+            image_identity: a.run.image_identity.to_string(),
+            interpreter: a.run.interpreter.to_string(),
+            trace_sha256: Some(a.run.digest.to_string()),
             labels: Vec::new(),
         };
-        let scratch = g.runner.work.join("baseline");
-        let oracle = match crate::screen::instance_of(&scratch, &ispec)
-            .and_then(|inst| draft_oracle(&inst, gold, &run.trace, &run_facts).map_err(Into::into))
-        {
+        let oracle = match crate::screen::instance_of(&a.scratch, &ispec).and_then(|inst| {
+            draft_oracle(&inst, gold, a.drafting.trace, &run_facts).map_err(Into::into)
+        }) {
             Ok(o) => o,
             Err(e) => {
                 let screened = matches!(
@@ -455,8 +565,16 @@ async fn run_module_inner(
                 continue;
             }
         };
+        let (function, file) = match ti {
+            Some(ti) => {
+                let target = &a.drafting.targets[ti];
+                (target.qualname.clone(), target.file.clone())
+            }
+            // A call graph is about a test: it counts against the test's function.
+            None => (d.tests[0].clone(), a.module.to_string()),
+        };
         let c = Candidate {
-            priority: crate::keyed::hash64(spec.seed, &id),
+            priority: crate::keyed::hash64(a.drafting.spec.seed, &id),
             id,
             kind: d.kind,
             extractor: d.extractor.to_string(),
@@ -466,31 +584,79 @@ async fn run_module_inner(
             spec: ispec,
             oracle,
         };
-        if let Err(e) = crate::screen::loads(&scratch, &c) {
+        if let Err(e) = crate::screen::loads(&a.scratch, &c) {
             r.count("invalid");
             eprintln!("flux gen: {}: does not load: {e:#}", c.id);
             continue;
         }
         cands.push(c);
     }
-    r.time("author", t);
-    // 7. The module's selection, then each instance's own run.
+    Ok(cands)
+}
+
+/// The instance spec of draft `d` about target `ti` (None: a call graph): its question,
+/// template, config and `[generated]`.
+fn instance_spec_of(
+    a: &Authoring,
+    d: &Draft,
+    ti: Option<usize>,
+) -> Result<Option<flux_instance::InstanceSpec>> {
+    let dr = &a.drafting;
+    let repo = dr.repo;
+    let id = instance_id(&repo.name, d, dr.scope);
+    let ex = flux_extract::find(d.extractor).expect("a registered extractor");
+    let params = flux_extract::params(Value::Object(d.params.clone()))?;
+    let template = (ex.template)(&params).to_string();
+    let question = match ti {
+        Some(ti) => {
+            let target = &dr.targets[ti];
+            let ff = &dr.facts[&target.file];
+            let Some(func) = ff.function(&target.qualname) else {
+                return Ok(None);
+            };
+            let prose = Prose {
+                repo,
+                target,
+                func,
+                file: ff,
+            };
+            prose.question(d)
+        }
+        None => crate::author::call_graph_question(repo, d),
+    };
+    let mut ispec = crate::author::instance_spec(repo, d, &id, &template, question, dr.targeted);
+    ispec.generated = Some(GeneratedSpec {
+        set: dr.spec.name.clone(),
+        split: repo.split.as_str().to_string(),
+        module: a.module.to_string(),
+        trace: dr.scope.to_string(),
+        easy: false,
+        difficulty: features::difficulty(repo, a.profile, dr.facts, &d.tests),
+        release: None,
+    });
+    Ok(Some(ispec))
+}
+
+/// Stage 7: the module's selection, then each chosen instance's own run (the cross-check),
+/// then the third witness on the instances its policy chooses.
+async fn select_and_check(
+    g: &Gen<'_>,
+    repo: &RepoSpec,
+    cands: Vec<Candidate>,
+    r: &mut ModuleResult,
+) -> Vec<Candidate> {
+    let spec = g.spec;
     let chosen = crate::screen::select_module(spec, cands, r);
     let t = Instant::now();
-    let kept = crate::screen::cross_check(g.runner, repo, budget, chosen, r).await;
+    let kept = crate::screen::cross_check(g.runner, repo, &spec.budget, chosen, r).await;
     r.time("check", t);
-    // 8. The third witness, on the instances its policy chooses.
-    let kept = if spec.witness.is_off() {
-        kept
-    } else {
-        let t = Instant::now();
-        let kept = crate::witness::witness(g.runner, spec, kept, r).await;
-        r.time("witness", t);
-        kept
-    };
-    r.artifact = Some(art);
-    r.candidates = kept;
-    Ok(())
+    if spec.witness.is_off() {
+        return kept;
+    }
+    let t = Instant::now();
+    let kept = crate::witness::witness(g.runner, spec, kept, r).await;
+    r.time("witness", t);
+    kept
 }
 
 /// The functions a module's shared trace targets (qualname → file), for exceptions' configs.
@@ -891,6 +1057,35 @@ mod tests {
         if let Some(out) = std::env::var_os("FLUX_GEN_DRAFTS") {
             std::fs::write(out, &lines).unwrap();
         }
+        let scratch = tempfile::tempdir().unwrap();
+        let authoring = Authoring {
+            drafting,
+            module: &module,
+            profile: &profile,
+            run: RunIds {
+                image_id: &art.image_id,
+                image_identity: "",
+                interpreter: &art.interpreter,
+                digest: &art.trace_sha256,
+            },
+            scratch: scratch.path().to_path_buf(),
+        };
+        let t = Instant::now();
+        let cands = author(&authoring, authored, &mut r).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let written: String = cands
+            .iter()
+            .map(|c| {
+                let toml = crate::screen::instance_toml(&c.spec).unwrap();
+                format!("{toml}{}\n", c.oracle.oracle_answer)
+            })
+            .collect();
+        eprintln!(
+            "authored {} in {secs:.3}s ({:.1} ms each); digest {:016x}",
+            cands.len(),
+            1000.0 * secs / cands.len().max(1) as f64,
+            crate::keyed::hash64(0, &written),
+        );
     }
 
     #[test]
