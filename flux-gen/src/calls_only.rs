@@ -525,8 +525,8 @@ impl Authoring<'_> {
             };
             let scratch = self.g.runner.work.join("baseline");
             // (The oracle reads the trace's labels, its sub-traces' too, and is given the digest.)
-            let oracle = match crate::screen::instance_of(&scratch, &ispec).and_then(|inst| {
-                draft_oracle(&inst, gold, self.trace, &run_facts).map_err(Into::into)
+            let oracle = match crate::screen::authored_oracle(&scratch, &ispec, |inst| {
+                draft_oracle(inst, gold, self.trace, &run_facts)
             }) {
                 Ok(o) => o,
                 Err(e) => {
@@ -546,11 +546,6 @@ impl Authoring<'_> {
                 spec: ispec,
                 oracle,
             };
-            if let Err(e) = crate::screen::loads(&scratch, &c) {
-                r.count("invalid");
-                eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-                continue;
-            }
             cands.push(c);
         }
         Ok(cands)

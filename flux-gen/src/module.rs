@@ -525,8 +525,9 @@ pub(crate) struct Authoring<'a> {
 
 /// Stage 6, authoring: each draft's question (its recipe's prose; a call graph's own),
 /// template, config and oracle (through `Instance::oracle_for`, the harvest's one
-/// constructor), kept if it loads as `flux harvest` and the scorer load it (`invalid`
-/// otherwise; `small-answer` for a gold under the instance's own minimum). The baseline's
+/// constructor), kept if it loads as `flux harvest` and the scorer load it
+/// (`screen::authored_oracle`; `invalid` otherwise, `small-answer` for a gold under the
+/// instance's own minimum). The baseline's
 /// `easy` is decided at the set's assembly.
 pub(crate) fn author(
     a: &Authoring,
@@ -547,8 +548,8 @@ pub(crate) fn author(
             trace_sha256: Some(a.run.digest.to_string()),
             labels: Vec::new(),
         };
-        let oracle = match crate::screen::instance_of(&a.scratch, &ispec).and_then(|inst| {
-            draft_oracle(&inst, gold, a.drafting.trace, &run_facts).map_err(Into::into)
+        let oracle = match crate::screen::authored_oracle(&a.scratch, &ispec, |inst| {
+            draft_oracle(inst, gold, a.drafting.trace, &run_facts)
         }) {
             Ok(o) => o,
             Err(e) => {
@@ -584,11 +585,6 @@ pub(crate) fn author(
             spec: ispec,
             oracle,
         };
-        if let Err(e) = crate::screen::loads(&a.scratch, &c) {
-            r.count("invalid");
-            eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-            continue;
-        }
         cands.push(c);
     }
     Ok(cands)

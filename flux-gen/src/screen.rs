@@ -7,6 +7,7 @@ use crate::runner::Runner;
 use crate::spec::{Budget, GenSpec, RepoSpec};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
+use flux_instance::Oracle;
 use futures_util::stream::StreamExt;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
@@ -66,7 +67,7 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
 }
 
 /// `spec` loaded as `flux harvest` loads an instance (its `instance.toml` alone, written to a
-/// scratch directory and removed): what [`crate::module::draft_oracle`] builds the gold with.
+/// scratch directory and removed).
 pub fn instance_of(
     scratch: &Path,
     spec: &flux_instance::InstanceSpec,
@@ -81,16 +82,26 @@ pub fn instance_of(
     result
 }
 
-/// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
-/// The loaded instance, or the load error. The module phase screens with this; whether the static baseline
-/// answers it ([`mark_easy`]) is decided when the set is assembled, so the module results do
-/// not depend on the baseline.
-pub fn loads(scratch: &Path, c: &Candidate) -> Result<flux_instance::Instance> {
-    let dir = write_instance(scratch, c)?;
+/// An authored instance's oracle: `spec` loaded as `flux harvest` loads it (the same checks),
+/// its oracle made by `oracle` from the loaded instance, and the pair read as the scorer reads
+/// them — in one scratch directory, written once and removed. The error is the first check's
+/// (an `InstanceError::Screened` from `oracle` stays one). The module phase screens with this;
+/// whether the static baseline answers it ([`mark_easy`]) is decided when the set is assembled,
+/// so the module results do not depend on the baseline.
+pub fn authored_oracle(
+    scratch: &Path,
+    spec: &flux_instance::InstanceSpec,
+    oracle: impl FnOnce(&flux_instance::Instance) -> Result<Oracle, flux_instance::InstanceError>,
+) -> Result<Oracle> {
+    let dir = scratch.join(&spec.repository).join(&spec.id);
+    std::fs::create_dir_all(&dir)?;
     let result = (|| {
+        std::fs::write(dir.join(flux_instance::INSTANCE_FILE), instance_toml(spec)?)?;
         let inst = flux_instance::load_instance(&dir)?;
+        let o = oracle(&inst)?;
+        std::fs::write(dir.join(flux_instance::ORACLE_FILE), oracle_json(&o)?)?;
         flux_score::instance::load(&dir).context("reading it as the scorer does")?;
-        Ok(inst)
+        Ok(o)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
