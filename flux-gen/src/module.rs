@@ -178,13 +178,18 @@ pub(crate) fn call_graphs(
         .collect();
     crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
     let mut out = Vec::new();
+    if pool.is_empty() || per_module == 0 {
+        return out;
+    }
+    // One index of the scout's trace for every graph it answers.
+    let ix = TraceIndex::new(trace);
     for test in pool.into_iter().take(per_module) {
         let d = crate::recipe::call_graph(test, &within, crate::runtime::calls_only(repo));
         *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
         let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
             continue;
         };
-        match flux_extract::extract(trace, d.extractor, &params) {
+        match flux_extract::extract_indexed(&ix, d.extractor, &params) {
             Ok(gold) => {
                 let size = flux_extract::answer_size(&gold);
                 if size < d.kind.min_answer_size() {

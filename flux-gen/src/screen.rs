@@ -443,10 +443,15 @@ pub async fn cross_check(
         } else {
             crate::runner::run_problem(&run)
         };
+        // One index of the run for every candidate it checks.
+        let ix = why_not
+            .is_none()
+            .then(|| flux_trace::TraceIndex::new(&run.trace));
         for c in group {
-            let verdict = match &why_not {
-                Some(w) => Err(w.clone()),
-                None => check_one(&run.trace, &c),
+            let verdict = match (&why_not, &ix) {
+                (None, Some(ix)) => check_one(ix, &c),
+                (Some(w), _) => Err(w.clone()),
+                (None, None) => Err("no index".into()),
             };
             match verdict {
                 Ok(()) => kept.push(c),
@@ -463,10 +468,11 @@ pub async fn cross_check(
     kept
 }
 
-fn check_one(trace: &flux_trace::Trace, c: &Candidate) -> Result<(), String> {
+fn check_one(ix: &flux_trace::TraceIndex, c: &Candidate) -> Result<(), String> {
     let params = flux_extract::params(Value::Object(c.spec.extractor.params.clone()))
         .map_err(|e| e.to_string())?;
-    let got = flux_extract::extract(trace, &c.extractor, &params).map_err(|e| e.to_string())?;
+    let got =
+        flux_extract::extract_indexed(ix, &c.extractor, &params).map_err(|e| e.to_string())?;
     if got == c.oracle.oracle_answer {
         Ok(())
     } else {
