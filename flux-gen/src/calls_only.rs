@@ -263,18 +263,21 @@ fn drafts_of(
     out
 }
 
+/// A draft's gold, or the screen that left it out.
+type Gold = Result<Value, &'static str>;
+
 /// Each draft with its gold ([`gold_of`]) on the sub-trace of its tests, in `drafts`' order:
 /// one sub-trace and its index per distinct set of tests, made in turn (one held at a time).
 fn golds_of(
     spec: &GenSpec,
     trace: &flux_trace::Trace,
     drafts: &[(usize, Draft)],
-) -> Vec<((usize, Draft), Result<Value, &'static str>)> {
+) -> Vec<((usize, Draft), Gold)> {
     let mut by_tests: BTreeMap<&[String], Vec<usize>> = BTreeMap::new();
     for (k, (_, d)) in drafts.iter().enumerate() {
         by_tests.entry(&d.tests).or_default().push(k);
     }
-    let mut golds: Vec<Option<Result<Value, &'static str>>> = vec![None; drafts.len()];
+    let mut golds: Vec<Option<Gold>> = vec![None; drafts.len()];
     for (tests, ks) in by_tests {
         let sub = draft::sub_trace(trace, tests);
         let ix = flux_trace::TraceIndex::new(&sub);
@@ -291,7 +294,7 @@ fn golds_of(
 }
 
 /// The gold of `d` on the indexed sub-trace of its tests, or the screen that leaves it out.
-fn gold_of(spec: &GenSpec, d: &Draft, ix: &flux_trace::TraceIndex) -> Result<Value, &'static str> {
+fn gold_of(spec: &GenSpec, d: &Draft, ix: &flux_trace::TraceIndex) -> Gold {
     let params = flux_extract::params(Value::Object(d.params.clone())).map_err(|_| "invalid")?;
     let gold =
         flux_extract::extract_indexed(ix, d.extractor, &params).map_err(|_| "not-observed")?;

@@ -11,7 +11,7 @@ use crate::facts::{FileFacts, FunctionFacts};
 use crate::keyed::Rng;
 use crate::plan::Target;
 use flux_extract::QuestionKind as K;
-use flux_trace::query::{self, Filter, Invocation};
+use flux_trace::query::{Filter, Invocation};
 use flux_trace::{Kind, Trace, TraceIndex};
 use serde_json::{json, Map, Value};
 use std::cell::OnceCell;
@@ -459,7 +459,10 @@ mod tests {
         ];
         for (trace, file, qualname) in cases {
             let ff = trace.facts.values().next().unwrap();
-            let kept: BTreeSet<String> = query::tests(trace).into_iter().map(|t| t.id).collect();
+            let kept: BTreeSet<String> = flux_trace::query::tests(trace)
+                .into_iter()
+                .map(|t| t.id)
+                .collect();
             let func = ff.function(qualname).unwrap();
             let ix = TraceIndex::new(trace);
             let t = Target {
