@@ -38,6 +38,9 @@ pub enum QuestionKind {
 }
 
 impl QuestionKind {
+    /// Every kind, in declaration order. Written out (a `const` cannot enumerate an enum), so
+    /// `tests::all_holds_every_variant` checks it against the variants serde's derive lists:
+    /// a variant left out of it would never be parsed ([`QuestionKind::parse`] looks here).
     pub const ALL: [QuestionKind; 14] = [
         QuestionKind::S1,
         QuestionKind::S2,
@@ -154,6 +157,26 @@ mod tests {
         }
         assert_eq!(QuestionKind::parse("S8_Nope"), None);
         assert!(QuestionKind::M3.is_multi_test() && !QuestionKind::S3.is_multi_test());
+    }
+
+    /// `ALL` was written by hand and nothing compared it with the enum: a new variant left out
+    /// of it could never be parsed. The variants' names come from serde's derive here (its
+    /// unknown-variant error lists every one, in declaration order).
+    #[test]
+    fn all_holds_every_variant() {
+        let e = serde_json::from_str::<QuestionKind>("\"?\"")
+            .unwrap_err()
+            .to_string();
+        let listed = e
+            .split_once("expected one of ")
+            .map(|(_, l)| l.split(" at line").next().unwrap_or(l))
+            .unwrap_or_else(|| panic!("serde's error lists no variants: {e}"));
+        let variants: Vec<&str> = listed.split(", ").map(|v| v.trim_matches('`')).collect();
+        let all: Vec<&str> = QuestionKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            all, variants,
+            "QuestionKind::ALL against the enum's variants"
+        );
     }
 
     #[test]

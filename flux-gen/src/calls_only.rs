@@ -190,12 +190,12 @@ fn drafts_of(
     spec: &GenSpec,
     repo: &RepoSpec,
     scope: &str,
-    trace: &flux_trace::Trace,
+    ix: &flux_trace::TraceIndex,
     t: &Target,
     kept: &BTreeSet<String>,
 ) -> Vec<Draft> {
     let within = repo.code.first().cloned().unwrap_or_default();
-    let running = draft::tests_running(trace, t, kept);
+    let running = draft::tests_running(ix, t, kept);
     let mut rng = crate::keyed::Rng::new(spec.seed, &format!("{scope}/{}/calls", t.qualname));
     let mut base = Map::new();
     base.insert("function".into(), json!(t.qualname));
@@ -206,15 +206,15 @@ fn drafts_of(
     let per_test: BTreeMap<&str, usize> = running
         .iter()
         .map(|test| {
-            let n = flux_trace::query::invocations(
-                trace,
-                &t.qualname,
-                flux_trace::query::Filter {
-                    test: Some(test.as_str()),
-                    file: Some(&t.file),
-                },
-            )
-            .len();
+            let n = ix
+                .invocations(
+                    &t.qualname,
+                    flux_trace::query::Filter {
+                        test: Some(test.as_str()),
+                        file: Some(&t.file),
+                    },
+                )
+                .len();
             (test.as_str(), n)
         })
         .collect();
@@ -263,10 +263,41 @@ fn drafts_of(
     out
 }
 
-/// The gold of `d` on `sub`, or the screen that leaves it out.
-fn gold_of(spec: &GenSpec, d: &Draft, sub: &flux_trace::Trace) -> Result<Value, &'static str> {
+/// A draft's gold, or the screen that left it out.
+type Gold = Result<Value, &'static str>;
+
+/// Each draft with its gold ([`gold_of`]) on the sub-trace of its tests, in `drafts`' order:
+/// one sub-trace and its index per distinct set of tests, made in turn (one held at a time).
+fn golds_of(
+    spec: &GenSpec,
+    trace: &flux_trace::Trace,
+    drafts: &[(usize, Draft)],
+) -> Vec<((usize, Draft), Gold)> {
+    let mut by_tests: BTreeMap<&[String], Vec<usize>> = BTreeMap::new();
+    for (k, (_, d)) in drafts.iter().enumerate() {
+        by_tests.entry(&d.tests).or_default().push(k);
+    }
+    let mut golds: Vec<Option<Gold>> = vec![None; drafts.len()];
+    for (tests, ks) in by_tests {
+        let sub = draft::sub_trace(trace, tests);
+        let ix = flux_trace::TraceIndex::new(&sub);
+        for k in ks {
+            golds[k] = Some(gold_of(spec, &drafts[k].1, &ix));
+        }
+    }
+    drafts
+        .iter()
+        .cloned()
+        .zip(golds)
+        .map(|(d, g)| (d, g.unwrap_or(Err("not-observed"))))
+        .collect()
+}
+
+/// The gold of `d` on the indexed sub-trace of its tests, or the screen that leaves it out.
+fn gold_of(spec: &GenSpec, d: &Draft, ix: &flux_trace::TraceIndex) -> Gold {
     let params = flux_extract::params(Value::Object(d.params.clone())).map_err(|_| "invalid")?;
-    let gold = flux_extract::extract(sub, d.extractor, &params).map_err(|_| "not-observed")?;
+    let gold =
+        flux_extract::extract_indexed(ix, d.extractor, &params).map_err(|_| "not-observed")?;
     if has_address(&gold) {
         return Err("address-in-answer");
     }
@@ -397,14 +428,21 @@ pub(crate) async fn run_module(
         .into_iter()
         .map(|(d, gold)| (d, gold, None))
         .collect();
-    for (ti, target) in targets.iter().enumerate() {
-        for d in drafts_of(spec, repo, &scope, &trace, target, &kept) {
-            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
-            let sub = draft::sub_trace(&trace, &d.tests);
-            match gold_of(spec, &d, &sub) {
-                Ok(gold) => authored.push((d, gold, Some(ti))),
-                Err(rule) => r.count(rule),
-            }
+    let ix = flux_trace::TraceIndex::new(&trace);
+    let drafts: Vec<(usize, Draft)> = targets
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, target)| {
+            drafts_of(spec, repo, &scope, &ix, target, &kept)
+                .into_iter()
+                .map(move |d| (ti, d))
+        })
+        .collect();
+    for ((ti, d), gold) in golds_of(spec, &trace, &drafts).into_iter() {
+        *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
+        match gold {
+            Ok(gold) => authored.push((d, gold, Some(ti))),
+            Err(rule) => r.count(rule),
         }
     }
     crate::module::drop_same_answers(spec.seed, &scope, &mut authored, r);
@@ -489,10 +527,10 @@ impl Authoring<'_> {
                 labels: Vec::new(),
             };
             let scratch = self.g.runner.work.join("baseline");
-            let sub = draft::sub_trace(self.trace, &d.tests);
-            let oracle = match crate::screen::instance_of(&scratch, &ispec)
-                .and_then(|inst| draft_oracle(&inst, gold, &sub, &run_facts).map_err(Into::into))
-            {
+            // (The oracle reads the trace's labels, its sub-traces' too, and is given the digest.)
+            let oracle = match crate::screen::authored_oracle(&scratch, &ispec, |inst| {
+                draft_oracle(inst, gold, self.trace, &run_facts)
+            }) {
                 Ok(o) => o,
                 Err(e) => {
                     r.count("invalid");
@@ -511,11 +549,6 @@ impl Authoring<'_> {
                 spec: ispec,
                 oracle,
             };
-            if let Err(e) = crate::screen::loads(&scratch, &c) {
-                r.count("invalid");
-                eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-                continue;
-            }
             cands.push(c);
         }
         Ok(cands)
@@ -618,7 +651,8 @@ mod tests {
             .into_iter()
             .map(|x| x.id)
             .collect();
-        let drafts = drafts_of(&spec, repo, "r/m", &t, &targets[0], &kept);
+        let ix = flux_trace::TraceIndex::new(&t);
+        let drafts = drafts_of(&spec, repo, "r/m", &ix, &targets[0], &kept);
         let kinds: Vec<(&str, usize)> = drafts
             .iter()
             .map(|d| (d.extractor, d.tests.len()))
@@ -641,7 +675,8 @@ mod tests {
             .collect();
         assert_eq!(s6_tests.len(), 2, "{s6_tests:?}");
         let m6 = drafts.iter().find(|d| d.kind == K::M6).unwrap();
-        let gold = gold_of(&spec, m6, &draft::sub_trace(&t, &m6.tests)).unwrap();
+        let sub = draft::sub_trace(&t, &m6.tests);
+        let gold = gold_of(&spec, m6, &flux_trace::TraceIndex::new(&sub)).unwrap();
         assert_eq!(
             gold,
             json!({"callees_per_test": [

@@ -11,8 +11,8 @@ use crate::facts::{FileFacts, FunctionFacts};
 use crate::keyed::Rng;
 use crate::plan::Target;
 use flux_extract::QuestionKind as K;
-use flux_trace::query::{self, Filter, Invocation};
-use flux_trace::{Kind, Trace};
+use flux_trace::query::{Filter, Invocation};
+use flux_trace::{Kind, Trace, TraceIndex};
 use serde_json::{json, Map, Value};
 use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -80,10 +80,9 @@ pub fn sub_trace(trace: &Trace, tests: &[String]) -> Trace {
     }
 }
 
-/// The target's invocations in `trace`.
-fn invocations(trace: &Trace, t: &Target) -> Vec<Invocation> {
-    query::invocations(
-        trace,
+/// The target's invocations in the indexed trace (as `flux_trace::query::invocations`).
+fn invocations<'a>(ix: &'a TraceIndex<'_>, t: &Target) -> Vec<&'a Invocation> {
+    ix.invocations(
         &t.qualname,
         Filter {
             test: None,
@@ -92,20 +91,12 @@ fn invocations(trace: &Trace, t: &Target) -> Vec<Invocation> {
     )
 }
 
-/// Indices of the `exception` events of `trace` that are raises in their frame (the
-/// extractors' definition, `flux_extract::raise_origins`).
-fn raises_of(trace: &Trace) -> BTreeSet<usize> {
-    flux_extract::raise_origins(&flux_trace::TraceIndex::new(trace))
-        .into_iter()
-        .collect()
-}
-
 /// Tests (in start order) in which the target runs, among `kept`.
-pub fn tests_running(trace: &Trace, t: &Target, kept: &BTreeSet<String>) -> Vec<String> {
+pub fn tests_running(ix: &TraceIndex, t: &Target, kept: &BTreeSet<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for inv in invocations(trace, t) {
+    for inv in invocations(ix, t) {
         if kept.contains(&inv.test) && !out.contains(&inv.test) {
-            out.push(inv.test);
+            out.push(inv.test.clone());
         }
     }
     out
@@ -148,11 +139,14 @@ pub type Observations = BTreeMap<(u32, String), Vec<Observed>>;
 /// the kinds that read it.
 pub struct Scene<'a> {
     pub ctx: &'a Ctx<'a>,
+    /// The index of `sub`, built once for the drafts of every target run by its tests and
+    /// their gold answers.
+    pub ix: &'a TraceIndex<'a>,
     pub sub: &'a Trace,
     /// The tests (one for the single-test kinds, ≥ 2 in start order for the multi-test ones).
     pub tests: &'a [String],
     /// The target's invocations in `sub`.
-    pub invs: Vec<Invocation>,
+    pub invs: Vec<&'a Invocation>,
     /// The invocation the single-test kinds ask about (an index into `invs`).
     pub inv: usize,
     observations: OnceCell<Observations>,
@@ -162,14 +156,15 @@ pub struct Scene<'a> {
 impl<'a> Scene<'a> {
     fn new(
         ctx: &'a Ctx<'a>,
-        sub: &'a Trace,
+        ix: &'a TraceIndex<'a>,
         tests: &'a [String],
-        invs: Vec<Invocation>,
+        invs: Vec<&'a Invocation>,
         inv: usize,
     ) -> Scene<'a> {
         Scene {
             ctx,
-            sub,
+            ix,
+            sub: ix.trace,
             tests,
             invs,
             inv,
@@ -226,7 +221,8 @@ impl<'a> Scene<'a> {
 
     /// Indices of the raises in `sub` (the extractors' definition, `flux_extract::raise_origins`).
     pub fn raises(&self) -> &BTreeSet<usize> {
-        self.raises.get_or_init(|| raises_of(self.sub))
+        self.raises
+            .get_or_init(|| flux_extract::raise_origins(self.ix).into_iter().collect())
     }
 }
 
@@ -242,11 +238,12 @@ fn drafts_of(scene: &Scene, rng: &mut Rng, multi: bool) -> Vec<Draft> {
     out
 }
 
-/// Every draft of the single-test kinds for `ctx.target`, run by `test` (the sub-trace of that
-/// test is `sub`). Most ask about one invocation: seeded among those of a readable length
-/// (3..=`max_answer_size` lines).
-pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
-    let invs = invocations(sub, ctx.target);
+/// Every draft of the single-test kinds for `ctx.target`, run by `test` (`ix` indexes the
+/// sub-trace of that test). Most ask about one invocation: seeded among those of a readable
+/// length (3..=`max_answer_size` lines).
+pub fn single_test(ctx: &Ctx, ix: &TraceIndex, test: &str) -> Vec<Draft> {
+    let sub = ix.trace;
+    let invs = invocations(ix, ctx.target);
     if invs.is_empty() {
         return Vec::new();
     }
@@ -256,23 +253,23 @@ pub fn single_test(ctx: &Ctx, sub: &Trace, test: &str) -> Vec<Draft> {
         .collect();
     let n = rng.pick(&readable).copied().unwrap_or(0);
     let tests = [test.to_string()];
-    drafts_of(&Scene::new(ctx, sub, &tests, invs, n), &mut rng, false)
+    drafts_of(&Scene::new(ctx, ix, &tests, invs, n), &mut rng, false)
 }
 
-/// Every draft of the multi-test kinds for `ctx.target` over `tests` (in start order; the
-/// sub-trace of those tests is `sub`).
-pub fn multi_test(ctx: &Ctx, sub: &Trace, tests: &[String]) -> Vec<Draft> {
+/// Every draft of the multi-test kinds for `ctx.target` over `tests` (in start order; `ix`
+/// indexes the sub-trace of those tests).
+pub fn multi_test(ctx: &Ctx, ix: &TraceIndex, tests: &[String]) -> Vec<Draft> {
     if tests.len() < 2 {
         return Vec::new();
     }
-    let invs = invocations(sub, ctx.target);
+    let invs = invocations(ix, ctx.target);
     let mut rng = ctx.rng("M");
-    drafts_of(&Scene::new(ctx, sub, tests, invs, 0), &mut rng, true)
+    drafts_of(&Scene::new(ctx, ix, tests, invs, 0), &mut rng, true)
 }
 
 /// Observations of (line, variable): after each execution of a line that assigns the
 /// variable (per the static facts), its (test, value, type).
-pub fn observations(trace: &Trace, invs: &[Invocation], func: &FunctionFacts) -> Observations {
+pub fn observations(trace: &Trace, invs: &[&Invocation], func: &FunctionFacts) -> Observations {
     let mut out = Observations::new();
     for inv in invs {
         let mut state: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -325,8 +322,8 @@ pub fn choose_tests(ctx: &Ctx, running: &[String]) -> Vec<String> {
 
 /// The test of the single-test questions: seeded among those it runs in, preferring tests
 /// with few invocations of it (shorter answers, a test a reader can follow).
-pub fn choose_test(ctx: &Ctx, trace: &Trace, running: &[String]) -> Option<String> {
-    let invs = invocations(trace, ctx.target);
+pub fn choose_test(ctx: &Ctx, ix: &TraceIndex, running: &[String]) -> Option<String> {
+    let invs = invocations(ix, ctx.target);
     let mut per: BTreeMap<&str, usize> = BTreeMap::new();
     for inv in &invs {
         *per.entry(inv.test.as_str()).or_insert(0) += 1;
@@ -462,8 +459,12 @@ mod tests {
         ];
         for (trace, file, qualname) in cases {
             let ff = trace.facts.values().next().unwrap();
-            let kept: BTreeSet<String> = query::tests(trace).into_iter().map(|t| t.id).collect();
+            let kept: BTreeSet<String> = flux_trace::query::tests(trace)
+                .into_iter()
+                .map(|t| t.id)
+                .collect();
             let func = ff.function(qualname).unwrap();
+            let ix = TraceIndex::new(trace);
             let t = Target {
                 file: file.into(),
                 abs_file: ff.file.clone(),
@@ -487,15 +488,16 @@ mod tests {
                     max_tests,
                     targeted: &targeted,
                 };
-                let running = tests_running(trace, &t, &kept);
+                let running = tests_running(&ix, &t, &kept);
                 let mut drafts = Vec::new();
-                if let Some(test) = choose_test(&ctx, trace, &running) {
+                if let Some(test) = choose_test(&ctx, &ix, &running) {
                     let sub = sub_trace(trace, std::slice::from_ref(&test));
-                    drafts.extend(single_test(&ctx, &sub, &test));
+                    drafts.extend(single_test(&ctx, &TraceIndex::new(&sub), &test));
                 }
                 let m = choose_tests(&ctx, &running);
                 if m.len() >= 2 {
-                    drafts.extend(multi_test(&ctx, &sub_trace(trace, &m), &m));
+                    let sub = sub_trace(trace, &m);
+                    drafts.extend(multi_test(&ctx, &TraceIndex::new(&sub), &m));
                 }
                 for d in drafts {
                     got.push_str(&format!("{seed} {} {:?}\n", d.key, d.functions));
@@ -536,11 +538,11 @@ mod tests {
             targeted: &targeted,
         };
         let kept: BTreeSet<String> = ["t.py::test_a", "t.py::test_b"].map(String::from).into();
-        let running = tests_running(&trace, &t, &kept);
+        let running = tests_running(&TraceIndex::new(&trace), &t, &kept);
         assert_eq!(running, ["t.py::test_a", "t.py::test_b"]);
         let sub = sub_trace(&trace, &running[..1]);
         assert!(sub.events.iter().all(|e| e.test == "t.py::test_a"));
-        let s = single_test(&ctx, &sub, "t.py::test_a");
+        let s = single_test(&ctx, &TraceIndex::new(&sub), "t.py::test_a");
         let kinds: Vec<(K, &str)> = s.iter().map(|d| (d.kind, d.extractor)).collect();
         assert!(kinds.contains(&(K::S2, "loop_iterations")), "{kinds:?}");
         assert!(kinds.contains(&(K::S1, "executed_path")), "{kinds:?}");
@@ -554,7 +556,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(gold, json!({"loop_iteration_count": 3}));
-        let m = multi_test(&ctx, &sub_trace(&trace, &running), &running);
+        let all = sub_trace(&trace, &running);
+        let m = multi_test(&ctx, &TraceIndex::new(&all), &running);
         let kinds: Vec<K> = m.iter().map(|d| d.kind).collect();
         assert!(
             kinds.contains(&K::M1) && kinds.contains(&K::M2),

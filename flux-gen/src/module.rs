@@ -29,6 +29,7 @@ use crate::artifact::{self, TestOutcome, TraceArtifact};
 use crate::author::{instance_id, Prose};
 use crate::draft::{self, Ctx, Draft};
 use crate::facts::{FileFacts, FileFactsExt};
+use crate::plan::Target;
 use crate::profile::ModuleProfile;
 use crate::results::{Candidate, ModuleResult};
 use crate::runner::{run_problem, Runner};
@@ -37,6 +38,7 @@ use crate::{features, plan};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
 use flux_instance::{GeneratedSpec, Oracle};
+use flux_trace::TraceIndex;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -176,13 +178,18 @@ pub(crate) fn call_graphs(
         .collect();
     crate::keyed::seeded_order(spec.seed, &mut pool, |t| format!("{scope}/graph/{t}"));
     let mut out = Vec::new();
+    if pool.is_empty() || per_module == 0 {
+        return out;
+    }
+    // One index of the scout's trace for every graph it answers.
+    let ix = TraceIndex::new(trace);
     for test in pool.into_iter().take(per_module) {
         let d = crate::recipe::call_graph(test, &within, crate::runtime::calls_only(repo));
         *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
         let Ok(params) = flux_extract::params(Value::Object(d.params.clone())) else {
             continue;
         };
-        match flux_extract::extract(trace, d.extractor, &params) {
+        match flux_extract::extract_indexed(&ix, d.extractor, &params) {
             Ok(gold) => {
                 let size = flux_extract::answer_size(&gold);
                 if size < d.kind.min_answer_size() {
@@ -224,24 +231,102 @@ fn outcomes(trace: &flux_trace::Trace) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// One pytest module through phase 1, stage by stage (each a function below, with typed
+/// inputs and outputs): scout → static facts → plan → the shared trace → drafts with gold →
+/// author → the module's selection and each instance's own run (and the witness).
 async fn run_module_inner(
     g: &Gen<'_>,
     repo: &RepoSpec,
     module: &str,
     r: &mut ModuleResult,
 ) -> Result<()> {
-    let spec = g.spec;
-    let budget = &spec.budget;
-    let scope = format!("{}/{module}", repo.name);
-    let slug = module.replace('/', "__").replace(".py", "");
+    let unit = Unit::new(repo, module);
     let image_id = g.runner.image_id(&repo.image).await?;
-    // 1. Scout.
+    let scouted = scout(g, &unit, r).await?;
+    let t = Instant::now();
+    let facts = static_facts(g, &unit, &image_id, &scouted.profile).await?;
+    r.time("facts", t);
+    let plan = plan_targets(g.spec, &unit, &scouted, &facts, r)?;
+    let shared = shared_trace(g, &unit, &scouted, &plan, r).await?;
+    let t = Instant::now();
+    let targeted = targeted_of(&plan.targets);
+    let drafting = Drafting {
+        spec: g.spec,
+        repo,
+        scope: &unit.scope,
+        targets: &plan.targets,
+        facts: &facts,
+        trace: &shared.run.trace,
+        kept: &shared.kept,
+        targeted: &targeted,
+    };
+    let authored = draft_golds(&drafting, scouted.graphs, r)?;
+    r.time("draft", t);
+    let t = Instant::now();
+    let authoring = Authoring {
+        drafting,
+        module,
+        profile: &scouted.profile,
+        run: RunIds {
+            image_id: &shared.run.image_id,
+            image_identity: &shared.run.image_identity,
+            interpreter: &shared.run.interpreter_version,
+            digest: &shared.artifact.trace_sha256,
+        },
+        scratch: g.runner.work.join("baseline"),
+    };
+    let cands = author(&authoring, authored, r)?;
+    r.time("author", t);
+    let kept = select_and_check(g, repo, cands, r).await;
+    r.artifact = Some(shared.artifact);
+    r.candidates = kept;
+    Ok(())
+}
+
+/// A module's names: its repository, its path, its scope (`<repository>/<module>`: the key of
+/// its seeded choices and its artifact's id) and its slug (in container names).
+struct Unit<'a> {
+    repo: &'a RepoSpec,
+    module: &'a str,
+    scope: String,
+    slug: String,
+}
+
+impl<'a> Unit<'a> {
+    fn new(repo: &'a RepoSpec, module: &'a str) -> Unit<'a> {
+        Unit {
+            repo,
+            module,
+            scope: format!("{}/{module}", repo.name),
+            slug: module.replace('/', "__").replace(".py", ""),
+        }
+    }
+}
+
+/// What the scout stage gives (its trace is dropped: the shared trace is what questions read).
+struct Scouted {
+    /// Of the tests within `budget.test_calls`.
+    profile: ModuleProfile,
+    /// Each test's outcome in the scout.
+    outcomes: BTreeMap<String, String>,
+    /// Call-graph questions with their gold, from the scout's trace.
+    graphs: Vec<(Draft, Value)>,
+    /// What the shared trace runs: the module, or its light tests by node id.
+    paths: Vec<String>,
+}
+
+/// Stage 1, the scout: a calls-only run of the module, its heavy tests (over
+/// `budget.test_calls`) left out from here on — of the profile, the plan, the shared trace
+/// (which then runs the other tests by node id) and every instance.
+async fn scout(g: &Gen<'_>, unit: &Unit<'_>, r: &mut ModuleResult) -> Result<Scouted> {
+    let (spec, repo, module) = (g.spec, unit.repo, unit.module);
+    let budget = &spec.budget;
     let t = Instant::now();
     let scout = g
         .runner
         .trace(
             repo,
-            &format!("gen-scout-{slug}"),
+            &format!("gen-scout-{}", unit.slug),
             &[module.to_string()],
             plan::scout_config(),
             budget.module_timeout_s,
@@ -255,8 +340,6 @@ async fn run_module_inner(
         anyhow::bail!("the scout run of {module}: {e}");
     }
     let t = Instant::now();
-    // Tests over `budget.test_calls` are left out from here on: the profile, the plan, the
-    // shared trace (which then runs the other tests by node id) and every instance.
     let heavy = heavy_tests(&scout.trace, budget.test_calls);
     let (scout_trace, paths) = if heavy.is_empty() {
         (scout.trace, vec![module.to_string()])
@@ -278,19 +361,34 @@ async fn run_module_inner(
         (sub, light)
     };
     let profile = ModuleProfile::from_trace(&scout_trace);
-    let scout_outcomes = outcomes(&scout_trace);
+    let outcomes = outcomes(&scout_trace);
     let graphs = call_graphs(
         spec,
         repo,
-        &scope,
+        &unit.scope,
         (&profile, &scout_trace),
         GRAPHS_PER_MODULE,
         r,
     );
     drop(scout_trace);
     r.time("profile", t);
-    // 2. Static facts of the repository's files that ran.
-    let t = Instant::now();
+    Ok(Scouted {
+        profile,
+        outcomes,
+        graphs,
+        paths,
+    })
+}
+
+/// Stage 2: the static facts of the repository's files that ran, per file (relative to the
+/// repository's root).
+async fn static_facts(
+    g: &Gen<'_>,
+    unit: &Unit<'_>,
+    image_id: &str,
+    profile: &ModuleProfile,
+) -> Result<BTreeMap<String, FileFacts>> {
+    let repo = unit.repo;
     let files: BTreeSet<String> = profile
         .functions
         .iter()
@@ -299,25 +397,56 @@ async fn run_module_inner(
         .map(String::from)
         .collect();
     let files: Vec<String> = files.into_iter().collect();
-    let facts = g.facts_for(repo, &image_id, &files).await?;
-    r.time("facts", t);
-    // 3. Plan.
-    let plan = plan::plan_module(spec, repo, module, &profile, &facts);
+    g.facts_for(repo, image_id, &files).await
+}
+
+/// Stage 3, the plan: the targets of the shared trace (what its rules left out counted as
+/// `plan:<rule>`); an error when there is none.
+fn plan_targets(
+    spec: &GenSpec,
+    unit: &Unit<'_>,
+    scouted: &Scouted,
+    facts: &BTreeMap<String, FileFacts>,
+    r: &mut ModuleResult,
+) -> Result<plan::ModulePlan> {
+    let plan = plan::plan_module(spec, unit.repo, unit.module, &scouted.profile, facts);
     for (rule, n) in &plan.left_out {
         *r.left_out.entry(format!("plan:{rule}")).or_insert(0) += n;
     }
     if plan.targets.is_empty() {
         anyhow::bail!("no target function passed the plan's rules");
     }
-    // 4. The shared trace.
+    Ok(plan)
+}
+
+/// What the shared-trace stage gives.
+struct Shared {
+    run: flux_harvest::TracedRun,
+    /// Its artifact (written), which every question of the module names.
+    artifact: TraceArtifact,
+    /// Tests that passed in the scout and the shared trace and are not skipped: the tests
+    /// questions may run.
+    kept: BTreeSet<String>,
+}
+
+/// Stage 4, the shared trace: the module's tests (`scouted.paths`) with every target, written
+/// as the module's trace artifact.
+async fn shared_trace(
+    g: &Gen<'_>,
+    unit: &Unit<'_>,
+    scouted: &Scouted,
+    plan: &plan::ModulePlan,
+    r: &mut ModuleResult,
+) -> Result<Shared> {
+    let (repo, budget) = (unit.repo, &g.spec.budget);
     let t = Instant::now();
     let config = plan.config();
     let run = g
         .runner
         .trace(
             repo,
-            &format!("gen-trace-{slug}"),
-            &paths,
+            &format!("gen-trace-{}", unit.slug),
+            &scouted.paths,
             config.clone(),
             budget.module_timeout_s,
             budget.trace_events * 4,
@@ -326,16 +455,21 @@ async fn run_module_inner(
         .context("the shared trace")?;
     r.time("trace", t);
     if let Some(e) = run_problem(&run) {
-        anyhow::bail!("the shared trace of {module}: {e}");
+        anyhow::bail!("the shared trace of {}: {e}", unit.module);
     }
     let t = Instant::now();
     let trace_outcomes = outcomes(&run.trace);
-    let tests: Vec<TestOutcome> = profile
+    let tests: Vec<TestOutcome> = scouted
+        .profile
         .tests
         .iter()
         .map(|tp| TestOutcome {
             nodeid: tp.nodeid.clone(),
-            scout: scout_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
+            scout: scouted
+                .outcomes
+                .get(&tp.nodeid)
+                .cloned()
+                .unwrap_or_default(),
             trace: trace_outcomes.get(&tp.nodeid).cloned().unwrap_or_default(),
         })
         .collect();
@@ -344,21 +478,21 @@ async fn run_module_inner(
         .filter(|t| t.kept() && !repo.skips(&t.nodeid))
         .map(|t| t.nodeid.clone())
         .collect();
-    let dir = artifact::dir_of(&g.artifacts, &scope);
+    let dir = artifact::dir_of(&g.artifacts, &unit.scope);
     let digest = artifact::write_trace(&dir, &run.trace)?;
     let art = TraceArtifact {
-        id: scope.clone(),
+        id: unit.scope.clone(),
         image: repo.image.clone(),
         image_id: run.image_id.clone(),
         interpreter: run.interpreter_version.clone(),
-        command: crate::runtime::test_command(repo, &paths),
+        command: crate::runtime::test_command(repo, &scouted.paths),
         config,
         plan: plan
             .targets
             .iter()
             .map(|t| (t.file.clone(), t.qualname.clone()))
             .collect(),
-        trace_sha256: digest.clone(),
+        trace_sha256: digest,
         events: run.trace.events.len(),
         complete: run.trace.meta.complete,
         tests,
@@ -367,145 +501,61 @@ async fn run_module_inner(
     artifact::write_artifact(&dir, &art)?;
     artifact::prune_traces(&g.artifacts, artifact::KEEP_TRACES);
     r.time("artifact", t);
-    // 5. Drafts and their gold answers.
-    let t = Instant::now();
-    let targeted: BTreeMap<String, String> = plan
-        .targets
-        .iter()
-        .map(|t| (t.qualname.clone(), t.file.clone()))
-        .collect();
-    let within = repo.code.first().cloned().unwrap_or_default();
-    let mut authored: Vec<(Draft, Value, Option<usize>)> = graphs
-        .into_iter()
-        .filter(|(d, _)| kept.contains(&d.tests[0]))
-        .map(|(d, g)| (d, g, None))
-        .collect();
-    for (ti, target) in plan.targets.iter().enumerate() {
-        let ff = &facts[&target.file];
-        let Some(func) = ff.function(&target.qualname) else {
-            continue;
-        };
-        let ctx = Ctx {
-            seed: spec.seed,
-            scope: &scope,
-            target,
-            func,
-            file: ff,
-            within: &within,
-            max_answer_size: budget.max_answer_size,
-            max_tests: budget.max_tests,
-            targeted: &targeted,
-        };
-        let running = draft::tests_running(&run.trace, target, &kept);
-        let mut subs: Vec<flux_trace::Trace> = Vec::new();
-        let mut drafts: Vec<(Draft, usize)> = Vec::new();
-        if let Some(test) = draft::choose_test(&ctx, &run.trace, &running) {
-            subs.push(draft::sub_trace(&run.trace, std::slice::from_ref(&test)));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::single_test(&ctx, &subs[i], &test)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        let m_tests = draft::choose_tests(&ctx, &running);
-        if m_tests.len() >= 2 {
-            subs.push(draft::sub_trace(&run.trace, &m_tests));
-            let i = subs.len() - 1;
-            drafts.extend(
-                draft::multi_test(&ctx, &subs[i], &m_tests)
-                    .into_iter()
-                    .map(|d| (d, i)),
-            );
-        }
-        for (mut d, si) in drafts {
-            let sub = &subs[si];
-            *r.drafted.entry(d.kind.as_str().to_string()).or_insert(0) += 1;
-            let params = flux_extract::params(Value::Object(d.params.clone()))?;
-            let gold = match flux_extract::extract(sub, d.extractor, &params) {
-                Ok(v) => v,
-                Err(_) => {
-                    r.count("not-observed");
-                    continue;
-                }
-            };
-            if has_address(&gold) {
-                r.count("address-in-answer");
-                continue;
-            }
-            let size = flux_extract::answer_size(&gold);
-            if size < d.kind.min_answer_size() {
-                r.count("small-answer");
-                continue;
-            }
-            if size > budget.max_answer_size {
-                r.count("large-answer");
-                continue;
-            }
-            if let Some(after_gold) = crate::recipe::recipe(d.kind).after_gold {
-                after_gold(&mut d, &gold, &targeted);
-            }
-            authored.push((d, gold, Some(ti)));
-        }
-    }
-    drop_same_answers(spec.seed, &scope, &mut authored, r);
-    r.time("draft", t);
-    // 6. Author and validate (the baseline's `easy` is decided at the set's assembly).
-    let t = Instant::now();
+    Ok(Shared {
+        run,
+        artifact: art,
+        kept,
+    })
+}
+
+/// The run an instance's gold comes from, as its oracle's provenance names it.
+pub(crate) struct RunIds<'a> {
+    pub image_id: &'a str,
+    pub image_identity: &'a str,
+    pub interpreter: &'a str,
+    /// The shared trace's digest.
+    pub digest: &'a str,
+}
+
+/// What the authoring stage reads besides the drafts.
+pub(crate) struct Authoring<'a> {
+    pub drafting: Drafting<'a>,
+    pub module: &'a str,
+    /// The scout's (for each instance's difficulty).
+    pub profile: &'a ModuleProfile,
+    pub run: RunIds<'a>,
+    /// Where instances are written to be loaded (and removed).
+    pub scratch: PathBuf,
+}
+
+/// Stage 6, authoring: each draft's question (its recipe's prose; a call graph's own),
+/// template, config and oracle (through `Instance::oracle_for`, the harvest's one
+/// constructor), kept if it loads as `flux harvest` and the scorer load it
+/// (`screen::authored_oracle`; `invalid` otherwise, `small-answer` for a gold under the
+/// instance's own minimum). The baseline's
+/// `easy` is decided at the set's assembly.
+pub(crate) fn author(
+    a: &Authoring,
+    authored: Vec<Authored>,
+    r: &mut ModuleResult,
+) -> Result<Vec<Candidate>> {
     let mut cands = Vec::new();
     for (d, gold, ti) in authored {
-        let id = instance_id(&repo.name, &d, &scope);
-        let ex = flux_extract::find(d.extractor).expect("a registered extractor");
-        let params = flux_extract::params(Value::Object(d.params.clone()))?;
-        let template = (ex.template)(&params).to_string();
-        let (question, function, file) = match ti {
-            Some(ti) => {
-                let target = &plan.targets[ti];
-                let ff = &facts[&target.file];
-                let func = ff
-                    .function(&target.qualname)
-                    .expect("drafted from its facts");
-                let prose = Prose {
-                    repo,
-                    target,
-                    func,
-                    file: ff,
-                };
-                (
-                    prose.question(&d),
-                    target.qualname.clone(),
-                    target.file.clone(),
-                )
-            }
-            // A call graph is about a test: it counts against the test's function.
-            None => (
-                crate::author::call_graph_question(repo, &d),
-                d.tests[0].clone(),
-                module.to_string(),
-            ),
+        let Some(ispec) = instance_spec_of(a, &d, ti)? else {
+            continue;
         };
-        let mut ispec = crate::author::instance_spec(repo, &d, &id, &template, question, &targeted);
-        ispec.generated = Some(GeneratedSpec {
-            set: spec.name.clone(),
-            split: repo.split.as_str().to_string(),
-            module: module.to_string(),
-            trace: scope.clone(),
-            easy: false,
-            difficulty: features::difficulty(repo, &profile, &facts, &d.tests),
-            release: None,
-        });
+        let id = ispec.id.clone();
         let run_facts = flux_instance::RunFacts {
             harvested_at: flux_instance::utc_timestamp(std::time::SystemTime::now()),
-            image_id: run.image_id.clone(),
-            image_identity: run.image_identity.clone(),
-            interpreter: run.interpreter_version.clone(),
-            trace_sha256: Some(digest.clone()),
+            image_id: a.run.image_id.to_string(),
+            image_identity: a.run.image_identity.to_string(),
+            interpreter: a.run.interpreter.to_string(),
+            trace_sha256: Some(a.run.digest.to_string()),
             labels: Vec::new(),
         };
-        let scratch = g.runner.work.join("baseline");
-        let oracle = match crate::screen::instance_of(&scratch, &ispec)
-            .and_then(|inst| draft_oracle(&inst, gold, &run.trace, &run_facts).map_err(Into::into))
-        {
+        let oracle = match crate::screen::authored_oracle(&a.scratch, &ispec, |inst| {
+            draft_oracle(inst, gold, a.drafting.trace, &run_facts)
+        }) {
             Ok(o) => o,
             Err(e) => {
                 let screened = matches!(
@@ -521,8 +571,16 @@ async fn run_module_inner(
                 continue;
             }
         };
+        let (function, file) = match ti {
+            Some(ti) => {
+                let target = &a.drafting.targets[ti];
+                (target.qualname.clone(), target.file.clone())
+            }
+            // A call graph is about a test: it counts against the test's function.
+            None => (d.tests[0].clone(), a.module.to_string()),
+        };
         let c = Candidate {
-            priority: crate::keyed::hash64(spec.seed, &id),
+            priority: crate::keyed::hash64(a.drafting.spec.seed, &id),
             id,
             kind: d.kind,
             extractor: d.extractor.to_string(),
@@ -532,31 +590,218 @@ async fn run_module_inner(
             spec: ispec,
             oracle,
         };
-        if let Err(e) = crate::screen::loads(&scratch, &c) {
-            r.count("invalid");
-            eprintln!("flux gen: {}: does not load: {e:#}", c.id);
-            continue;
-        }
         cands.push(c);
     }
-    r.time("author", t);
-    // 7. The module's selection, then each instance's own run.
+    Ok(cands)
+}
+
+/// The instance spec of draft `d` about target `ti` (None: a call graph): its question,
+/// template, config and `[generated]`.
+fn instance_spec_of(
+    a: &Authoring,
+    d: &Draft,
+    ti: Option<usize>,
+) -> Result<Option<flux_instance::InstanceSpec>> {
+    let dr = &a.drafting;
+    let repo = dr.repo;
+    let id = instance_id(&repo.name, d, dr.scope);
+    let ex = flux_extract::find(d.extractor).expect("a registered extractor");
+    let params = flux_extract::params(Value::Object(d.params.clone()))?;
+    let template = (ex.template)(&params).to_string();
+    let question = match ti {
+        Some(ti) => {
+            let target = &dr.targets[ti];
+            let ff = &dr.facts[&target.file];
+            let Some(func) = ff.function(&target.qualname) else {
+                return Ok(None);
+            };
+            let prose = Prose {
+                repo,
+                target,
+                func,
+                file: ff,
+            };
+            prose.question(d)
+        }
+        None => crate::author::call_graph_question(repo, d),
+    };
+    let mut ispec = crate::author::instance_spec(repo, d, &id, &template, question, dr.targeted);
+    ispec.generated = Some(GeneratedSpec {
+        set: dr.spec.name.clone(),
+        split: repo.split.as_str().to_string(),
+        module: a.module.to_string(),
+        trace: dr.scope.to_string(),
+        easy: false,
+        difficulty: features::difficulty(repo, a.profile, dr.facts, &d.tests),
+        release: None,
+    });
+    Ok(Some(ispec))
+}
+
+/// Stage 7: the module's selection, then each chosen instance's own run (the cross-check),
+/// then the third witness on the instances its policy chooses.
+async fn select_and_check(
+    g: &Gen<'_>,
+    repo: &RepoSpec,
+    cands: Vec<Candidate>,
+    r: &mut ModuleResult,
+) -> Vec<Candidate> {
+    let spec = g.spec;
     let chosen = crate::screen::select_module(spec, cands, r);
     let t = Instant::now();
-    let kept = crate::screen::cross_check(g.runner, repo, budget, chosen, r).await;
+    let kept = crate::screen::cross_check(g.runner, repo, &spec.budget, chosen, r).await;
     r.time("check", t);
-    // 8. The third witness, on the instances its policy chooses.
-    let kept = if spec.witness.is_off() {
-        kept
-    } else {
-        let t = Instant::now();
-        let kept = crate::witness::witness(g.runner, spec, kept, r).await;
-        r.time("witness", t);
-        kept
+    if spec.witness.is_off() {
+        return kept;
+    }
+    let t = Instant::now();
+    let kept = crate::witness::witness(g.runner, spec, kept, r).await;
+    r.time("witness", t);
+    kept
+}
+
+/// The functions a module's shared trace targets (qualname → file), for exceptions' configs.
+pub(crate) fn targeted_of(targets: &[Target]) -> BTreeMap<String, String> {
+    targets
+        .iter()
+        .map(|t| (t.qualname.clone(), t.file.clone()))
+        .collect()
+}
+
+/// A draft with its gold answer and the index of its target in the plan (None: a call graph,
+/// which is about a test).
+pub(crate) type Authored = (Draft, Value, Option<usize>);
+
+/// What the drafting stage reads: the plan's targets, their facts, the shared trace and the
+/// tests questions may run.
+pub(crate) struct Drafting<'a> {
+    pub spec: &'a GenSpec,
+    pub repo: &'a RepoSpec,
+    /// `<repository>/<module>`.
+    pub scope: &'a str,
+    pub targets: &'a [Target],
+    /// Static facts per file (relative to the repository's root).
+    pub facts: &'a BTreeMap<String, FileFacts>,
+    pub trace: &'a flux_trace::Trace,
+    /// Tests that passed in the scout and the shared trace (and are not skipped).
+    pub kept: &'a BTreeSet<String>,
+    /// [`targeted`] of the targets.
+    pub targeted: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Drafting<'a> {
+    /// What drafting about target `ti` needs (None when its facts do not know it).
+    fn ctx(&self, ti: usize, within: &'a str) -> Option<Ctx<'a>> {
+        let target = &self.targets[ti];
+        let ff = &self.facts[&target.file];
+        Some(Ctx {
+            seed: self.spec.seed,
+            scope: self.scope,
+            target,
+            func: ff.function(&target.qualname)?,
+            file: ff,
+            within,
+            max_answer_size: self.spec.budget.max_answer_size,
+            max_tests: self.spec.budget.max_tests,
+            targeted: self.targeted,
+        })
+    }
+}
+
+/// The drafting stage: every target's drafts with their gold answers from the sub-trace of
+/// their tests, screened (`not-observed`, `address-in-answer`, `small-answer`,
+/// `large-answer`, `same-answer`), after the scout's call graphs whose test is kept.
+///
+/// One index of the shared trace chooses every target's tests; each distinct set of tests
+/// (a single test, or a multi-test question's) makes one sub-trace and one index, which every
+/// target asked on it drafts from and its golds are extracted from; one is held at a time.
+/// What a target drafts keeps its place (the target's single-test drafts, then its
+/// multi-test ones, targets in plan order) whatever order the sub-traces are made in.
+pub(crate) fn draft_golds(
+    d: &Drafting,
+    graphs: Vec<(Draft, Value)>,
+    r: &mut ModuleResult,
+) -> Result<Vec<Authored>> {
+    let kept = d.kept;
+    let within = d.repo.code.first().cloned().unwrap_or_default();
+    // Each target's tests: (tests, [(target, multi-test)]).
+    let shared = TraceIndex::new(d.trace);
+    let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, bool)>> = BTreeMap::new();
+    for (ti, target) in d.targets.iter().enumerate() {
+        let Some(ctx) = d.ctx(ti, &within) else {
+            continue;
+        };
+        let running = draft::tests_running(&shared, target, kept);
+        if let Some(test) = draft::choose_test(&ctx, &shared, &running) {
+            asked_on.entry(vec![test]).or_default().push((ti, false));
+        }
+        let m_tests = draft::choose_tests(&ctx, &running);
+        if m_tests.len() >= 2 {
+            asked_on.entry(m_tests).or_default().push((ti, true));
+        }
+    }
+    drop(shared);
+    let mut per_target: Vec<[Vec<Authored>; 2]> = vec![Default::default(); d.targets.len()];
+    for (tests, askers) in asked_on {
+        let sub = draft::sub_trace(d.trace, &tests);
+        let ix = TraceIndex::new(&sub);
+        for (ti, multi) in askers {
+            let ctx = d.ctx(ti, &within).expect("a target with facts");
+            let drafts = match multi {
+                false => draft::single_test(&ctx, &ix, &tests[0]),
+                true => draft::multi_test(&ctx, &ix, &tests),
+            };
+            for dr in drafts {
+                if let Some((dr, gold)) = gold_of(d, &ix, dr, r)? {
+                    per_target[ti][usize::from(multi)].push((dr, gold, Some(ti)));
+                }
+            }
+        }
+    }
+    let mut authored: Vec<Authored> = graphs
+        .into_iter()
+        .filter(|(d, _)| kept.contains(&d.tests[0]))
+        .map(|(d, g)| (d, g, None))
+        .collect();
+    authored.extend(per_target.into_iter().flatten().flatten());
+    drop_same_answers(d.spec.seed, d.scope, &mut authored, r);
+    Ok(authored)
+}
+
+/// `draft`'s gold on the indexed sub-trace of its tests, screened: None (counted under its
+/// rule) when not observed, showing an address, or outside the answer sizes; its
+/// after-gold step made.
+fn gold_of(
+    d: &Drafting,
+    ix: &TraceIndex,
+    mut draft: Draft,
+    r: &mut ModuleResult,
+) -> Result<Option<(Draft, Value)>> {
+    *r.drafted
+        .entry(draft.kind.as_str().to_string())
+        .or_insert(0) += 1;
+    let params = flux_extract::params(Value::Object(draft.params.clone()))?;
+    let Ok(gold) = flux_extract::extract_indexed(ix, draft.extractor, &params) else {
+        r.count("not-observed");
+        return Ok(None);
     };
-    r.artifact = Some(art);
-    r.candidates = kept;
-    Ok(())
+    if has_address(&gold) {
+        r.count("address-in-answer");
+        return Ok(None);
+    }
+    let size = flux_extract::answer_size(&gold);
+    if size < draft.kind.min_answer_size() {
+        r.count("small-answer");
+        return Ok(None);
+    }
+    if size > d.spec.budget.max_answer_size {
+        r.count("large-answer");
+        return Ok(None);
+    }
+    if let Some(after_gold) = crate::recipe::recipe(draft.kind).after_gold {
+        after_gold(&mut draft, &gold, d.targeted);
+    }
+    Ok(Some((draft, gold)))
 }
 
 /// No two questions about one function and kind with the same answer (`same-answer`): of
@@ -723,6 +968,125 @@ mod tests {
             draft_oracle(&inst, gold, &trace, &facts),
             Err(flux_instance::InstanceError::Screened { .. })
         ));
+    }
+
+    /// Where a module's drafting and authoring time goes, without containers: the stages over
+    /// a cached trace artifact (`FLUX_GEN_ARTIFACT=<cache>/gen/artifacts/<set>/<repo>/<module>`,
+    /// its `trace.jsonl` carrying the static facts) with the bench slice's spec
+    /// (`xtask/bench/gen/gen.toml`), targets planned again from the trace's own calls. Prints
+    /// each stage's seconds and a digest of every draft's key and gold (with
+    /// `FLUX_GEN_DRAFTS=<file>`, the lines too): a refactoring must leave the digest alone.
+    /// `cargo test -p flux-gen --lib -- --ignored --nocapture drafting_stage`
+    #[test]
+    #[ignore = "reads a cached artifact named by FLUX_GEN_ARTIFACT"]
+    fn profile_the_drafting_stage_of_a_cached_artifact() {
+        let Some(dir) = std::env::var_os("FLUX_GEN_ARTIFACT").map(PathBuf::from) else {
+            return;
+        };
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let spec = crate::spec::load(&root.join("xtask/bench/gen/gen.toml")).unwrap();
+        let repo = &spec.repositories[0];
+        let art: TraceArtifact =
+            serde_json::from_slice(&std::fs::read(dir.join("artifact.json")).unwrap()).unwrap();
+        let t = Instant::now();
+        let f = std::fs::File::open(dir.join("trace.jsonl")).unwrap();
+        let trace =
+            flux_trace::Trace::read_jsonl(std::io::BufReader::new(f), "trace.jsonl").unwrap();
+        eprintln!(
+            "read {} events: {:.3}s",
+            trace.events.len(),
+            t.elapsed().as_secs_f64()
+        );
+        let facts: BTreeMap<String, FileFacts> = trace
+            .facts
+            .iter()
+            .filter_map(|(abs, ff)| Some((repo.relative(abs)?.to_string(), ff.clone())))
+            .collect();
+        let module = art
+            .id
+            .trim_start_matches(&format!("{}/", repo.name))
+            .to_string();
+        let profile = ModuleProfile::from_trace(&trace);
+        let plan = plan::plan_module(&spec, repo, &module, &profile, &facts);
+        let targets: Vec<Target> = art
+            .plan
+            .iter()
+            .filter_map(|(file, q)| {
+                plan.targets
+                    .iter()
+                    .find(|t| &t.file == file && &t.qualname == q)
+                    .cloned()
+            })
+            .collect();
+        let kept: BTreeSet<String> = art
+            .tests
+            .iter()
+            .filter(|t| t.kept() && !repo.skips(&t.nodeid))
+            .map(|t| t.nodeid.clone())
+            .collect();
+        let targeted = targeted_of(&targets);
+        let drafting = Drafting {
+            spec: &spec,
+            repo,
+            scope: &art.id,
+            targets: &targets,
+            facts: &facts,
+            trace: &trace,
+            kept: &kept,
+            targeted: &targeted,
+        };
+        let mut r = ModuleResult::default();
+        let t = Instant::now();
+        let authored = draft_golds(&drafting, Vec::new(), &mut r).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let lines: String = authored
+            .iter()
+            .map(|(d, gold, ti)| format!("{ti:?} {} {:?} {gold}\n", d.key, d.functions))
+            .collect();
+        eprintln!(
+            "{} of {} planned targets, {} tests kept: {} drafted, {} with gold in {secs:.3}s \
+             ({:.1} ms each); left out {:?}; digest {:016x}",
+            targets.len(),
+            art.plan.len(),
+            kept.len(),
+            r.drafted.values().sum::<usize>(),
+            authored.len(),
+            1000.0 * secs / authored.len().max(1) as f64,
+            r.left_out,
+            crate::keyed::hash64(0, &lines),
+        );
+        if let Some(out) = std::env::var_os("FLUX_GEN_DRAFTS") {
+            std::fs::write(out, &lines).unwrap();
+        }
+        let scratch = tempfile::tempdir().unwrap();
+        let authoring = Authoring {
+            drafting,
+            module: &module,
+            profile: &profile,
+            run: RunIds {
+                image_id: &art.image_id,
+                image_identity: "",
+                interpreter: &art.interpreter,
+                digest: &art.trace_sha256,
+            },
+            scratch: scratch.path().to_path_buf(),
+        };
+        let t = Instant::now();
+        let cands = author(&authoring, authored, &mut r).unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        let written: String = cands
+            .iter()
+            .map(|c| {
+                let toml = crate::screen::instance_toml(&c.spec).unwrap();
+                format!("{toml}{}\n", c.oracle.oracle_answer)
+            })
+            .collect();
+        eprintln!(
+            "authored {} in {secs:.3}s ({:.1} ms each); digest {:016x}",
+            cands.len(),
+            1000.0 * secs / cands.len().max(1) as f64,
+            crate::keyed::hash64(0, &written),
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::runner::Runner;
 use crate::spec::{Budget, GenSpec, RepoSpec};
 use anyhow::{Context, Result};
 use flux_extract::QuestionKind;
+use flux_instance::Oracle;
 use futures_util::stream::StreamExt;
 use serde_json::Value;
 use std::collections::{BTreeMap, VecDeque};
@@ -66,7 +67,7 @@ pub async fn source_root(runner: &Runner, repo: &RepoSpec) -> Option<PathBuf> {
 }
 
 /// `spec` loaded as `flux harvest` loads an instance (its `instance.toml` alone, written to a
-/// scratch directory and removed): what [`crate::module::draft_oracle`] builds the gold with.
+/// scratch directory and removed).
 pub fn instance_of(
     scratch: &Path,
     spec: &flux_instance::InstanceSpec,
@@ -81,16 +82,26 @@ pub fn instance_of(
     result
 }
 
-/// Does the instance load (the same checks `flux harvest` makes, and the scorer's reading)?
-/// The loaded instance, or the load error. The module phase screens with this; whether the static baseline
-/// answers it ([`mark_easy`]) is decided when the set is assembled, so the module results do
-/// not depend on the baseline.
-pub fn loads(scratch: &Path, c: &Candidate) -> Result<flux_instance::Instance> {
-    let dir = write_instance(scratch, c)?;
+/// An authored instance's oracle: `spec` loaded as `flux harvest` loads it (the same checks),
+/// its oracle made by `oracle` from the loaded instance, and the pair read as the scorer reads
+/// them — in one scratch directory, written once and removed. The error is the first check's
+/// (an `InstanceError::Screened` from `oracle` stays one). The module phase screens with this;
+/// whether the static baseline answers it ([`mark_easy`]) is decided when the set is assembled,
+/// so the module results do not depend on the baseline.
+pub fn authored_oracle(
+    scratch: &Path,
+    spec: &flux_instance::InstanceSpec,
+    oracle: impl FnOnce(&flux_instance::Instance) -> Result<Oracle, flux_instance::InstanceError>,
+) -> Result<Oracle> {
+    let dir = scratch.join(&spec.repository).join(&spec.id);
+    std::fs::create_dir_all(&dir)?;
     let result = (|| {
+        std::fs::write(dir.join(flux_instance::INSTANCE_FILE), instance_toml(spec)?)?;
         let inst = flux_instance::load_instance(&dir)?;
+        let o = oracle(&inst)?;
+        std::fs::write(dir.join(flux_instance::ORACLE_FILE), oracle_json(&o)?)?;
         flux_score::instance::load(&dir).context("reading it as the scorer does")?;
-        Ok(inst)
+        Ok(o)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -432,10 +443,15 @@ pub async fn cross_check(
         } else {
             crate::runner::run_problem(&run)
         };
+        // One index of the run for every candidate it checks.
+        let ix = why_not
+            .is_none()
+            .then(|| flux_trace::TraceIndex::new(&run.trace));
         for c in group {
-            let verdict = match &why_not {
-                Some(w) => Err(w.clone()),
-                None => check_one(&run.trace, &c),
+            let verdict = match (&why_not, &ix) {
+                (None, Some(ix)) => check_one(ix, &c),
+                (Some(w), _) => Err(w.clone()),
+                (None, None) => Err("no index".into()),
             };
             match verdict {
                 Ok(()) => kept.push(c),
@@ -452,10 +468,11 @@ pub async fn cross_check(
     kept
 }
 
-fn check_one(trace: &flux_trace::Trace, c: &Candidate) -> Result<(), String> {
+fn check_one(ix: &flux_trace::TraceIndex, c: &Candidate) -> Result<(), String> {
     let params = flux_extract::params(Value::Object(c.spec.extractor.params.clone()))
         .map_err(|e| e.to_string())?;
-    let got = flux_extract::extract(trace, &c.extractor, &params).map_err(|e| e.to_string())?;
+    let got =
+        flux_extract::extract_indexed(ix, &c.extractor, &params).map_err(|e| e.to_string())?;
     if got == c.oracle.oracle_answer {
         Ok(())
     } else {

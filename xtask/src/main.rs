@@ -78,7 +78,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// Build the release `flux` binary and return its path.
+/// Build the release `flux` binary and return its path (under `CARGO_TARGET_DIR` when set,
+/// where cargo put it: `target/` alone named a missing or stale binary then).
 pub fn build_flux_release() -> anyhow::Result<PathBuf> {
     let root = workspace_root();
     let st = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
@@ -88,5 +89,14 @@ pub fn build_flux_release() -> anyhow::Result<PathBuf> {
     if !st.success() {
         anyhow::bail!("building flux (cargo build --release -p flux-cli) failed");
     }
-    Ok(root.join("target/release/flux"))
+    Ok(target_dir(&root).join("release/flux"))
+}
+
+/// Cargo's target directory for the workspace at `root`: `CARGO_TARGET_DIR` (relative to
+/// `root` when relative), else `root/target`.
+fn target_dir(root: &std::path::Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => root.join(d),
+        None => root.join("target"),
+    }
 }
