@@ -120,7 +120,7 @@ fn the_committed_java_set_loads_and_exports_its_call_graphs_as_java() {
     let o = Command::new(env!("CARGO_BIN_EXE_flux"))
         .args(["export", "--format", "traceeval", "--instances"])
         .arg(set.join("instances"))
-        .arg(out.as_path())
+        .arg(&out)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

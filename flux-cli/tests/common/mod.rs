@@ -127,36 +127,8 @@ pub fn image_missing(image: &str, build: &str) -> Option<String> {
     }
 }
 
-/// A fresh directory under the system temp dir, removed when dropped — unless the test is
-/// failing (panicking), when it is kept for a look and its path printed. (Each CI run left
-/// dozens of `flux-test-*` directories behind, some with whole generated sets in them.)
-pub struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = PathBuf;
-    fn deref(&self) -> &PathBuf {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for TempDir {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept for a look: {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// A fresh directory under the system temp dir (unique per process, call and clock).
-pub fn tempdir() -> TempDir {
+pub fn tempdir() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let d = std::env::temp_dir().join(format!(
@@ -169,7 +141,7 @@ pub fn tempdir() -> TempDir {
             .as_nanos()
     ));
     std::fs::create_dir_all(&d).unwrap();
-    TempDir(d)
+    d
 }
 
 /// One event as both witnesses must report it: sources, ids and timestamps differ by design.
