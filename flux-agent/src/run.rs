@@ -361,7 +361,8 @@ pub async fn trace_recorded<L: Launched>(
         counters,
         sites,
     } = cap;
-    let usdt = (sites > 0).then(|| usdt_trace(drained, &counters, interp));
+    // (The hook and the merge are CPython's: a JVM is traced by `trace_jvm_launched`.)
+    let usdt = (sites > 0).then(|| flux_merge::usdt::usdt_capture(drained, &counters, &label));
     memory_note(&format!(
         "the USDT events ({})",
         usdt.as_ref().map_or(0, |t| t.events.len())

@@ -29,7 +29,7 @@
 //! (4× smaller than version 1's absolute times, which [`Fixture::read`] still reads).
 use crate::plan::Plan;
 use crate::protocol::{spec, HookCapture, Stream};
-use crate::usdt::{usdt_trace, Counters, Drained, RawEvent};
+use crate::usdt::{usdt_capture, Counters, Drained, RawEvent, UsdtEvent, UsdtEvents};
 use flux_trace::{Event, Kind, Name, Trace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as J;
@@ -156,8 +156,9 @@ impl Fixture {
         }
     }
 
-    /// The merge's inputs again: the USDT trace (as `usdt_trace` made it) and the hook capture.
-    pub fn inputs(&self) -> (Option<Trace>, HookCapture) {
+    /// The merge's inputs again: the USDT events (as `usdt_capture` made them) and the hook
+    /// capture.
+    pub fn inputs(&self) -> (Option<UsdtEvents>, HookCapture) {
         let usdt = self.header.usdt.as_ref().map(|h| {
             let mut d = Drained {
                 malformed: h.malformed,
@@ -187,7 +188,7 @@ impl Fixture {
                     func: (r.func as u64, 0),
                 });
             }
-            usdt_trace(d, &h.counters, &self.header.interpreter)
+            usdt_capture(d, &h.counters, &self.header.interpreter)
         });
         let streams = self
             .hook
@@ -437,7 +438,8 @@ impl Fixture {
         // The trace's events are `self.usdt` stably sorted by time.
         let mut order: Vec<usize> = (0..self.usdt.len()).collect();
         order.sort_by_key(|i| self.usdt[*i].ts);
-        let interior = unread(&usdt.events, &hook, &self.header.plan);
+        let events: Vec<Event> = usdt.events.iter().map(UsdtEvent::to_event).collect();
+        let interior = unread(&events, &hook, &self.header.plan);
         let mut per_thread: HashMap<(u32, u32), usize> = HashMap::new();
         let mut drop = vec![false; self.usdt.len()];
         for i in interior {

@@ -46,6 +46,7 @@
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Pair};
+use crate::usdt::{UsdtEvent, UsdtEvents};
 use flux_trace::{Event, Kind, Meta, Name, Source, Trace, Value};
 use std::collections::HashMap;
 
@@ -81,9 +82,14 @@ pub(crate) struct Open {
     by_return: bool,
 }
 
-/// Merge a USDT capture (already turned into events) and the hook's streams, as `plan` had
+/// Merge a USDT capture (its events compact: [`crate::usdt::usdt_capture`]) and the hook's streams, as `plan` had
 /// them traced. `interpreter` labels a trace without USDT (`/usr/bin/python3.14 (3.14.0)`).
-pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &Plan) -> Trace {
+pub fn merge(
+    usdt: Option<UsdtEvents>,
+    hook: &HookCapture,
+    interpreter: &str,
+    plan: &Plan,
+) -> Trace {
     let mut meta = match &usdt {
         Some(t) => t.meta.clone(),
         None => Meta {
@@ -98,7 +104,7 @@ pub fn merge(usdt: Option<Trace>, hook: &HookCapture, interpreter: &str, plan: &
         meta.problems.extend(s.problems());
         meta.problems.extend(disagreement(s, plan));
     }
-    let usdt_events: Vec<Event> = usdt.map(|t| t.events).unwrap_or_default();
+    let usdt_events: Vec<UsdtEvent> = usdt.map(|t| t.events).unwrap_or_default();
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
     let n_usdt = usdt_events.len();

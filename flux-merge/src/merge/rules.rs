@@ -243,6 +243,7 @@ fn architecture_md_shows_the_rule_table() {
 use super::merge;
 use crate::plan::{CallsMode, Capabilities};
 use crate::protocol::{HookCapture, Stream};
+use crate::usdt::{UsdtEvent, UsdtEvents};
 use flux_trace::{Event, Kind, Meta, Scope, Source, Trace};
 
 /// 3.11: USDT has returns (and lines), its entry probe misses Python-to-Python calls.
@@ -288,28 +289,31 @@ fn stream(lines: &[&str]) -> Stream {
 }
 
 /// A USDT event of `func` in `/t.py`, in thread 7/`tid`.
-fn usdt(ts: u64, tid: u32, ev: Kind, func: &str, line: u32) -> Event {
-    let mut e = Event::new(ts, 7, tid, ev, Source::Usdt);
-    e.file = "/t.py".into();
-    e.func = func.into();
-    e.line = line;
-    e
+fn usdt(ts: u64, tid: u32, ev: Kind, func: &str, line: u32) -> UsdtEvent {
+    UsdtEvent {
+        ts,
+        pid: 7,
+        tid,
+        line,
+        ev,
+        file: "/t.py".into(),
+        func: func.into(),
+    }
 }
 
 /// The merge of `streams` and `usdt` under the plan for `caps` and `scope`.
-fn merged(caps: Capabilities, scope: Scope, streams: Vec<Stream>, usdt: Vec<Event>) -> Trace {
+fn merged(caps: Capabilities, scope: Scope, streams: Vec<Stream>, usdt: Vec<UsdtEvent>) -> Trace {
     let plan = crate::plan::plan(caps, CallsMode::Auto, scope).unwrap();
     let cap = HookCapture {
         streams,
         problems: Vec::new(),
     };
-    let usdt = (!usdt.is_empty()).then(|| Trace {
+    let usdt = (!usdt.is_empty()).then(|| UsdtEvents {
         meta: Meta {
             complete: true,
             ..Meta::default()
         },
         events: usdt,
-        facts: Default::default(),
     });
     merge(usdt, &cap, "/usr/bin/python", &plan)
 }

@@ -19,21 +19,53 @@
 use super::counters::Counters;
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Rec, Stream};
+use crate::usdt::UsdtEvent;
 use flux_trace::{Event, Scope};
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// One record from either source, placed in a thread's timeline. The merge owns the USDT
-/// events (`E = Event`: each is freed once placed); a fixture's reader borrows them.
+/// events (`E = UsdtEvent`: compact until placed, each freed once placed); a fixture's reader
+/// borrows trace events.
 pub(super) enum Item<'a, E = &'a Event> {
     Usdt(E),
     Hook(&'a Stream, &'a Rec),
 }
 
-impl<E: Borrow<Event>> Item<'_, E> {
+/// When and where a USDT event happened: all the timelines read of one.
+pub(super) trait Stamped {
+    fn ts(&self) -> u64;
+    fn pid(&self) -> u32;
+    fn tid(&self) -> u32;
+}
+
+impl Stamped for &Event {
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn tid(&self) -> u32 {
+        self.tid
+    }
+}
+
+impl Stamped for UsdtEvent {
+    fn ts(&self) -> u64 {
+        self.ts
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn tid(&self) -> u32 {
+        self.tid
+    }
+}
+
+impl<E: Stamped> Item<'_, E> {
     pub(super) fn ts(&self) -> u64 {
         match self {
-            Item::Usdt(e) => e.borrow().ts,
+            Item::Usdt(e) => e.ts(),
             Item::Hook(_, r) => r.ts(),
         }
     }
@@ -174,7 +206,7 @@ impl Spans {
 }
 
 /// Each thread's timeline of the records that were traced (see the module doc).
-pub(super) fn timelines<'a, E: Borrow<Event>>(
+pub(super) fn timelines<'a, E: Stamped>(
     usdt: Vec<E>,
     hook: &'a HookCapture,
     plan: &Plan,
@@ -185,29 +217,29 @@ pub(super) fn timelines<'a, E: Borrow<Event>>(
     let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
     let mut threads: Timelines<'a, E> = BTreeMap::new();
     for held in Freeing::new(usdt) {
-        let e: &Event = held.borrow();
-        if !sp.in_window(e.pid, e.ts, c) || !sp.in_extent(e.pid, e.tid, e.ts, c) {
+        let (pid, tid, ts) = (held.pid(), held.tid(), held.ts());
+        if !sp.in_window(pid, ts, c) || !sp.in_extent(pid, tid, ts, c) {
             continue;
         }
         if plan.merged() {
-            match sp.hook_start.get(&e.pid) {
-                Some(t) if e.ts < *t => {
+            match sp.hook_start.get(&pid) {
+                Some(t) if ts < *t => {
                     c.before_hook_install += 1;
                     continue;
                 }
                 None => {
-                    *unhooked.entry(e.pid).or_insert(0) += 1;
+                    *unhooked.entry(pid).or_insert(0) += 1;
                     continue;
                 }
                 _ => {}
             }
         }
-        if plan.hook_entries() && sp.hook_end.get(&e.pid).is_some_and(|t| e.ts > *t) {
+        if plan.hook_entries() && sp.hook_end.get(&pid).is_some_and(|t| ts > *t) {
             c.after_hook += 1;
             continue;
         }
         threads
-            .entry((e.pid, e.tid))
+            .entry((pid, tid))
             .or_default()
             .push(Item::Usdt(held));
     }

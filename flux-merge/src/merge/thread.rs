@@ -12,6 +12,7 @@ use super::scopes::{Freeing, Item};
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN};
+use crate::usdt::UsdtEvent;
 use flux_trace::{Event, ExcInfo, Kind, Name, Source};
 use std::collections::HashMap;
 
@@ -59,7 +60,9 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
     }
 
-    pub(super) fn run(mut self, items: Vec<Item<'_, Event>>) {
+    /// `items`: the thread's timeline, its USDT events compact until each is placed (most
+    /// are dropped, never becoming a trace event's size).
+    pub(super) fn run(mut self, items: Vec<Item<'_, UsdtEvent>>) {
         if self.sh.plan.hook_entries() && !items.iter().any(|i| matches!(i, Item::Hook(..))) {
             // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
             // a thread with USDT events and no hook record ran untraced (started with
@@ -71,6 +74,10 @@ impl<'a, 'o> Thread<'a, 'o> {
             ));
         }
         for item in Freeing::new(items) {
+            let item = match item {
+                Item::Usdt(u) => Item::Usdt(u.into_event()),
+                Item::Hook(s, r) => Item::Hook(s, r),
+            };
             self.settle_hook_end(&item);
             match &item {
                 Item::Usdt(e) => self.usdt(e),
