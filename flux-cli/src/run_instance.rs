@@ -62,6 +62,10 @@ pub struct Args {
     /// Keep the run directory (logs, reference log, trace-meta.json).
     #[arg(long)]
     keep_run_dir: bool,
+    /// The most USDT events of the program kept (flux witness), as `flux harvest
+    /// --max-events`: past it the test is stopped and the trace is incomplete naming the budget.
+    #[arg(long, default_value_t = 20_000_000)]
+    max_events: usize,
     /// The instance directory.
     instance: PathBuf,
 }
@@ -72,6 +76,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         CallsArg::Auto => CallsMode::Auto,
         CallsArg::Hook => CallsMode::Hook,
     };
+    opts.tracer.max_events = a.max_events.max(1);
     opts.scope = a.scope.map(|s| match s {
         ScopeArg::Run => flux_trace::Scope::Run,
         ScopeArg::Tests => flux_trace::Scope::Tests,

@@ -178,6 +178,7 @@ fn suite_parts(
             rerun: a.rerun,
             configs,
             ledger,
+            max_events: a.max_events,
         })?;
     }
     let names: Vec<String> = named.into_iter().map(|(n, _)| n).collect();
@@ -253,6 +254,11 @@ pub struct Args {
     /// entries win: e.g. parts measured while the machine was busy, see each entry's `load`).
     #[arg(long, requires = "part_range")]
     rerun: bool,
+    /// With `--parts`: the event budget of flux's runs (`flux bench-run --max-events`; default
+    /// flux's 20 M), for parts whose program makes more events than the default lets through
+    /// (each ledger entry records it).
+    #[arg(long, requires = "parts")]
+    max_events: Option<u64>,
     /// With `--suite`: only the suite on this interpreter (`3.15` or `3.11`).
     #[arg(long, requires = "suite", value_parser = ["3.15", "3.11"])]
     interpreter: Option<String>,
@@ -288,9 +294,19 @@ fn find_instances(p: &Path, out: &mut Vec<PathBuf>) {
 /// One `flux bench-run`; its JSON, or why it failed. With `failed_tests_ok` (a whole suite),
 /// pytest's exit 1 (some tests failed) is a measurement, not a failure: the ledger keeps the exit
 /// code and the report compares it across configurations.
-fn one(flux: &Path, root: &Path, dir: &Path, config: &str, failed_tests_ok: bool) -> Result<Value> {
+fn one(
+    flux: &Path,
+    root: &Path,
+    dir: &Path,
+    config: &str,
+    failed_tests_ok: bool,
+    max_events: Option<u64>,
+) -> Result<Value> {
     let mut c = Command::new(flux);
     c.arg("bench-run");
+    if let Some(m) = max_events.filter(|_| config.starts_with("flux")) {
+        c.arg("--max-events").arg(m.to_string());
+    }
     match config {
         "untraced" => c.args(["--witness", "none"]),
         "flux-auto" => c.args(["--witness", "flux", "--calls", "auto"]),
@@ -456,7 +472,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
                     cell.skipped = Some("the whole run traced is over the event budget".into());
                     continue;
                 }
-                match one(&flux, &root, d, c, a.suite.is_some()) {
+                match one(&flux, &root, d, c, a.suite.is_some(), None) {
                     Ok(v) => {
                         let p = v["program_seconds"].as_f64().unwrap_or(0.0);
                         eprintln!(

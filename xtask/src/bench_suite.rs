@@ -31,6 +31,9 @@ pub(super) struct Entry {
     /// what else the machine was doing, for reading the figures.
     #[serde(default)]
     pub load: Option<[f64; 2]>,
+    /// The event budget the run had (`--max-events`), when not flux's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
     /// `flux bench-run`'s JSON, or why the run failed.
     #[serde(default)]
     pub result: Option<Value>,
@@ -86,6 +89,8 @@ pub(super) struct Plan<'a> {
     pub rerun: bool,
     pub configs: &'a [String],
     pub ledger: &'a Path,
+    /// flux's event budget (`--max-events`), else its default.
+    pub max_events: Option<u64>,
 }
 
 /// Run every (suite, part, config) the ledger lacks a successful entry for.
@@ -114,7 +119,7 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
                 }
                 eprintln!("bench suite: {name} part {k_n}: {config}");
                 let load_before = load_average();
-                let (result, error) = match one(p.flux, p.root, &copy, config, true) {
+                let (result, error) = match one(p.flux, p.root, &copy, config, true, p.max_events) {
                     Ok(v) => {
                         eprintln!(
                             "  {:.2}s, events {}, lost {}, complete {}",
@@ -140,6 +145,7 @@ pub(super) fn measure(p: &Plan<'_>) -> Result<()> {
                         date: chrono_now(),
                         flux: flux_sha.clone(),
                         load: load_before.zip(load_average()).map(|(a, b)| [a, b]),
+                        max_events: p.max_events.filter(|_| config.starts_with("flux")),
                         result,
                         error,
                     },
@@ -374,6 +380,7 @@ mod tests {
             date: String::new(),
             flux: String::new(),
             load: None,
+            max_events: None,
             result: Some(json!({
                 "program_seconds": secs,
                 "events": 10,
@@ -444,5 +451,23 @@ mod tests {
         let err = format!("{:#}", read_ledger(&p).unwrap_err());
         assert!(err.contains("ledger.jsonl:2"), "{err}");
         assert!(read_ledger(&dir.path().join("none")).unwrap().is_empty());
+    }
+
+    /// Parts 11 and 30 of the SymPy suite exceed flux's default event budget: they are run
+    /// with `--max-events`, which each entry records; the ledger's older lines (no budget
+    /// recorded) still read.
+    #[test]
+    fn a_ledger_entry_records_a_raised_event_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ledger.jsonl");
+        append(&p, &entry(1, "untraced", 1.0, true)).unwrap();
+        let mut e = entry(1, "flux-auto", 2.0, true);
+        e.max_events = Some(60_000_000);
+        append(&p, &e).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.lines().next().unwrap().contains("max_events"));
+        assert!(text.lines().nth(1).unwrap().contains("\"max_events\":60000000"));
+        let back = read_ledger(&p).unwrap();
+        assert_eq!((back[0].max_events, back[1].max_events), (None, Some(60_000_000)));
     }
 }
