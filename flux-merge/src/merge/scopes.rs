@@ -31,41 +31,27 @@ pub(super) enum Item<'a, E = &'a Event> {
     Hook(&'a Stream, &'a Rec),
 }
 
-/// When and where a USDT event happened: all the timelines read of one.
+/// When and where a USDT event happened, `(ts, pid, tid)`: all the timelines read of one.
 pub(super) trait Stamped {
-    fn ts(&self) -> u64;
-    fn pid(&self) -> u32;
-    fn tid(&self) -> u32;
+    fn at(&self) -> (u64, u32, u32);
 }
 
 impl Stamped for &Event {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-    fn tid(&self) -> u32 {
-        self.tid
+    fn at(&self) -> (u64, u32, u32) {
+        (self.ts, self.pid, self.tid)
     }
 }
 
 impl Stamped for UsdtEvent {
-    fn ts(&self) -> u64 {
-        self.ts
-    }
-    fn pid(&self) -> u32 {
-        self.pid
-    }
-    fn tid(&self) -> u32 {
-        self.tid
+    fn at(&self) -> (u64, u32, u32) {
+        (self.ts, self.pid, self.tid)
     }
 }
 
 impl<E: Stamped> Item<'_, E> {
     pub(super) fn ts(&self) -> u64 {
         match self {
-            Item::Usdt(e) => e.ts(),
+            Item::Usdt(e) => e.at().0,
             Item::Hook(_, r) => r.ts(),
         }
     }
@@ -217,7 +203,7 @@ pub(super) fn timelines<'a, E: Stamped>(
     let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
     let mut threads: Timelines<'a, E> = BTreeMap::new();
     for held in Freeing::new(usdt) {
-        let (pid, tid, ts) = (held.pid(), held.tid(), held.ts());
+        let (ts, pid, tid) = held.at();
         if !sp.in_window(pid, ts, c) || !sp.in_extent(pid, tid, ts, c) {
             continue;
         }
