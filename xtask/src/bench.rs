@@ -73,7 +73,8 @@ enum What {
     },
     /// Tracing an instance's test in its container: untraced, flux (auto, hook-only), and a
     /// settrace reference tracer, on starter instances and a SymPy test-suite slice.
-    Harvest(bench_harvest::Args),
+    /// (Boxed: its many options make it the largest variant by far.)
+    Harvest(Box<bench_harvest::Args>),
     /// Answering many questions of one big trace: per question versus one trace index.
     Extract(bench_extract::Args),
     /// `flux gen` on a repository slice: screened instances per hour, where the time goes.
@@ -279,7 +280,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             calls,
             rounds,
         } => return bench_hook::run(json, calls, rounds),
-        What::Harvest(h) => return bench_harvest::run(h),
+        What::Harvest(h) => return bench_harvest::run(*h),
         What::Extract(e) => return bench_extract::run(e),
         What::Gen {
             json,

@@ -466,8 +466,15 @@ mod tests {
         append(&p, &e).unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(!text.lines().next().unwrap().contains("max_events"));
-        assert!(text.lines().nth(1).unwrap().contains("\"max_events\":60000000"));
+        assert!(text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .contains("\"max_events\":60000000"));
         let back = read_ledger(&p).unwrap();
-        assert_eq!((back[0].max_events, back[1].max_events), (None, Some(60_000_000)));
+        assert_eq!(
+            (back[0].max_events, back[1].max_events),
+            (None, Some(60_000_000))
+        );
     }
 }
