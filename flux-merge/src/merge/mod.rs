@@ -82,8 +82,9 @@ pub(crate) struct Open {
     by_return: bool,
 }
 
-/// Merge a USDT capture (its events compact: [`crate::usdt::usdt_capture`]) and the hook's streams, as `plan` had
-/// them traced. `interpreter` labels a trace without USDT (`/usr/bin/python3.14 (3.14.0)`).
+/// Merge a USDT capture (its events compact: [`crate::usdt::usdt_capture`]) and the hook's
+/// streams, as `plan` had them traced. `interpreter` labels a trace without USDT
+/// (`/usr/bin/python3.14 (3.14.0)`).
 pub fn merge(
     usdt: Option<UsdtEvents>,
     hook: &HookCapture,
