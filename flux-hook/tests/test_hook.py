@@ -1234,6 +1234,55 @@ class TestPytest(HookTestCase):
         self.assertEqual(seen, ["test_one", "helper", "test_two", "helper", "helper", "helper"])
 
     @records_its_startup_on_monitoring
+    def test_scope_targets_traces_targets_in_new_threads(self):
+        # 3.11's `plain-fast-path` reads the thread's extent depth unguarded: every thread the
+        # hook traces must have one before its first frame (own_settrace gives it). A thread
+        # without would raise in the trace function, and 3.11 would stop tracing it.
+        test_src = """\
+        import _thread
+        import threading
+        import time
+
+        def helper(n):
+            return n * 2
+
+        def target(n):
+            return helper(n) + 1
+
+        def test_threads():
+            done = []
+            _thread.start_new_thread(lambda: done.append(helper(1) + target(2)), ())
+            t = threading.Thread(target=lambda: done.append(target(3)))
+            t.start()
+            t.join()
+            while len(done) < 2:
+                time.sleep(0.001)
+            assert sorted(done) == [7, 7]
+        """
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
+                        extra_files={"test_t.py": test_src}, calls="all",
+                        config={"files": ["test_t.py"], "functions": ["target"], "scope": "targets"},
+                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
+        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        recs = r.records()
+        self.assertNotIn("lost", [x[0] for x in recs])
+        self.assertNotIn("err", [x[0] for x in recs])
+        codes = r.codes()
+        seen = {}
+        open_in = set()
+        for x in recs:
+            if x[0] == "xo":
+                open_in.add(x[2])
+            elif x[0] == "xc":
+                open_in.discard(x[2])
+            elif x[0] in ("c", "r"):
+                self.assertIn(x[2], open_in, "recorded outside an extent: %r" % (x,))
+                if x[0] == "c":
+                    seen.setdefault(x[2], []).append(codes[x[3]][4])
+        # Two threads of the program, each: its target's activation and the helper it calls
+        # (the helper called outside it, in the raw thread, is not recorded).
+        self.assertEqual(sorted(seen.values()), [["target", "helper"], ["target", "helper"]])
+
     def test_scope_targets_records_only_inside_target_extents(self):
         test_src = """\
         def helper(n):
