@@ -1,10 +1,77 @@
 //! Builds `flux-ebpf` for the BPF target with the nightly toolchain (aya-build) and leaves the
 //! object in OUT_DIR for `include_bytes_aligned!`. With `AYA_BUILD_SKIP=1` an empty object is
 //! written instead, and loading fails at run time with a message saying so.
-use std::path::PathBuf;
+//!
+//! Also builds the hook's C part for CPython 3.11 (`flux-hook/flux_hook/_fast311.c`, the
+//! settrace back-end's `c-fast-path`) against Debian's python3.11 headers, into
+//! `OUT_DIR/_fast311.so` (its import suffix in `_fast311.suffix`). Where those headers or a C
+//! compiler are missing, the files are empty, a warning says so, and the shipped hook takes the
+//! pure Python path (same records, slower on 3.11).
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Compile `_fast311.c` into `out/_fast311.so`; the reason it could not be, if so.
+fn build_fast311(hook: &Path, out: &Path) -> Result<String, String> {
+    let config = std::env::var("FLUX_PYTHON311_CONFIG")
+        .unwrap_or_else(|_| "/usr/bin/python3.11-config".into());
+    let ask = |arg: &str| -> Result<String, String> {
+        let o = Command::new(&config)
+            .arg(arg)
+            .output()
+            .map_err(|e| format!("{config}: {e} (Debian's python3.11-dev)"))?;
+        if !o.status.success() {
+            return Err(format!("{config} {arg} failed"));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let includes = ask("--includes")?;
+    let suffix = ask("--extension-suffix")?;
+    let src = hook.join("flux_hook/_fast311.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let o = Command::new(&cc)
+        .args([
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-Wall",
+            "-Werror",
+            "-Wno-unused-parameter",
+        ])
+        .args(includes.split_whitespace())
+        .arg(&src)
+        .arg("-o")
+        .arg(out.join("_fast311.so"))
+        .output()
+        .map_err(|e| format!("{cc}: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{cc} {}: {}",
+            src.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(suffix)
+}
 
 fn main() -> anyhow::Result<()> {
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let hook = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?)
+        .parent()
+        .expect("workspace root")
+        .join("flux-hook");
+    println!(
+        "cargo:rerun-if-changed={}",
+        hook.join("flux_hook/_fast311.c").display()
+    );
+    println!("cargo:rerun-if-env-changed=FLUX_PYTHON311_CONFIG");
+    match build_fast311(&hook, &out) {
+        Ok(suffix) => std::fs::write(out.join("_fast311.suffix"), suffix)?,
+        Err(why) => {
+            println!("cargo:warning=the hook's C fast path for 3.11 is not built: {why}");
+            std::fs::write(out.join("_fast311.so"), [])?;
+            std::fs::write(out.join("_fast311.suffix"), "")?;
+        }
+    }
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?)
         .parent()
         .expect("workspace root")

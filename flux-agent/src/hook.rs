@@ -56,18 +56,37 @@ const FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The hook's C part for CPython 3.11 (`flux_hook/_fast311.c`, the settrace back-end's
+/// `c-fast-path`), built by build.rs against Debian's python3.11 headers; empty where it could
+/// not be built (the hook then takes its pure Python path).
+const FAST311: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/_fast311.so"));
+/// Its import suffix (`.cpython-311-x86_64-linux-gnu.so`): only an interpreter of that ABI
+/// loads it.
+const FAST311_SUFFIX: &str = include_str!(concat!(env!("OUT_DIR"), "/_fast311.suffix"));
+
+/// Whether this build ships the hook's C fast path for 3.11.
+pub fn ships_fast311() -> bool {
+    !FAST311.is_empty() && !FAST311_SUFFIX.is_empty()
+}
+
 /// Write the hook package into `dir` (which becomes a `PYTHONPATH` entry), readable by anyone
 /// (containers run the test as an unprivileged user).
 pub fn install(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    for (rel, text) in FILES {
+    let write = |rel: &str, bytes: &[u8]| -> std::io::Result<()> {
         let p = dir.join(rel);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)?;
             std::fs::set_permissions(parent, std::fs::Permissions::from_mode(0o755))?;
         }
-        std::fs::write(&p, text)?;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))?;
+        std::fs::write(&p, bytes)?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644))
+    };
+    for (rel, text) in FILES {
+        write(rel, text.as_bytes())?;
+    }
+    if ships_fast311() {
+        write(&format!("flux_hook/_fast311{FAST311_SUFFIX}"), FAST311)?;
     }
     Ok(())
 }

@@ -127,6 +127,47 @@ fn hook_suite_on_bookworm_python311() {
     report("python3.11", out);
 }
 
+/// The suite on the hook as the agent ships it (`flux_agent::hook::install`): on 3.11 with its
+/// C part (`c-fast-path`), which the suite's own tree does not hold, so every test of scope
+/// `targets` runs through it here, and `test_shipped_fast_path_is_in_use` checks it does.
+#[test]
+fn hook_suite_on_bookworm_python311_shipped() {
+    let py = "/usr/bin/python3.11";
+    if !Path::new(py).exists() {
+        flux_skip::skip(
+            "hook_suite_on_bookworm_python311_shipped",
+            &format!("{py} missing"),
+        );
+        return;
+    }
+    if !flux_agent::hook::ships_fast311() {
+        flux_skip::skip(
+            "hook_suite_on_bookworm_python311_shipped",
+            "this build has no C fast path for 3.11 (build.rs warned why: python3.11-dev, cc)",
+        );
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("flux-hook-shipped-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    flux_agent::hook::install(&dir).unwrap();
+    let st = Command::new("cp")
+        .arg("-r")
+        .arg(hook_dir().join("tests"))
+        .arg(dir.join("tests"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(py)
+        .args(["-m", "unittest", "discover", "-v", "-s"])
+        .arg(dir.join("tests"))
+        .env("FLUX_TEST_PYTHON", py)
+        .env("FLUX_TEST_EXPECT_FAST311", "1")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    report("python3.11 (the shipped hook, C fast path)", out);
+}
+
 fn in_rootfs(rootfs: &str, py: &str) {
     let root = Path::new("/var/cache/flux/rootfs").join(rootfs);
     // SAFETY: trivial syscall.

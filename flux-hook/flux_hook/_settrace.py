@@ -472,14 +472,34 @@ def start(hook):
     real_start = _thread.start_new_thread
     on = [False]  # tracing is on (scope "tests": inside a window)
 
+    # `c-fast-path`: with scope "targets", the thread's trace function is gtrace wrapped by
+    # flux_hook._fast311 (built for 3.11 and shipped beside this file by the agent), which
+    # answers the `plain-fast-path`'s frames in C and hands every other event where 3.11's own
+    # sys.settrace would (see its source). Without the module, gtrace itself.
+    tracer = gtrace
+    fast_settrace = real_settrace
+    if extents:
+        try:
+            from . import _fast311
+        except ImportError:
+            _fast311 = None
+        if _fast311 is not None:
+            tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN)
+            fast_settrace = _fast311.settrace
+    hook.fast_tracer = tracer is not gtrace
+
     def own_settrace(func):
-        """sys.settrace by the hook itself (not a loss: see the audit hook below). Gives the
-        thread its extent depth first, for gtrace's `plain-fast-path` reads it unguarded."""
+        """sys.settrace by the hook itself (not a loss: see the audit hook below): `gtrace`
+        installs `tracer`. Gives the thread its extent depth first, for gtrace's
+        `plain-fast-path` reads it unguarded."""
         if "xd" not in tl.__dict__:
             tl.xd = 0
         tl.own = True
         try:
-            real_settrace(func)
+            if func is None:
+                real_settrace(None)
+            else:
+                fast_settrace(tracer)
         finally:
             tl.own = False
 
@@ -529,7 +549,7 @@ def start(hook):
         _thread.start_new = start_new_thread
     threading._start_new_thread = start_new_thread
 
-    hook.own_tracer = gtrace
+    hook.own_tracer = tracer
     hook.watch_program_tracers(settrace_replaces_hook=True)
 
     # Switching is the hook's work (`hx`: USDT sees own_settrace, Python code of the hook's).
@@ -556,7 +576,7 @@ def start(hook):
         # A trace function that raises (RecursionError when a call is made at the recursion
         # limit: the tracer's own frame does not fit) makes 3.11 switch tracing off for the
         # thread without a word; so does another sys.settrace. Report it and trace again.
-        if sys.gettrace() is not gtrace:
+        if sys.gettrace() is not tracer:
             hook.lost(
                 "sys.settrace was switched off in thread %d (RecursionError inside the trace "
                 "function, or another tracer); records of that thread until now are missing"

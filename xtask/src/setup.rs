@@ -13,13 +13,15 @@ use std::process::{Command, ExitCode};
 /// python3-pytest (the hook's pytest-plugin tests on 3.11), openjdk-17-jdk-headless (the JVM
 /// witness: HotSpot's method probes, `javac` for its fixture), dpkg-dev (`dpkg-source`, which
 /// unpacks the Debian source packages of the Java images), python3.11-venv (the virtual
-/// environment of [`HUB_PACKAGES`]).
+/// environment of [`HUB_PACKAGES`]), python3.11-dev (the headers flux-agent's build compiles the
+/// hook's C part for 3.11 against, `flux-hook/flux_hook/_fast311.c`).
 const APT: &[&str] = &[
     "llvm-22-dev",
     "docker.io",
     "debootstrap",
     "python3.11",
     "python3.11-venv",
+    "python3.11-dev",
     "python3-pytest",
     "openjdk-17-jdk-headless",
     "dpkg-dev",

@@ -1,0 +1,268 @@
+/* flux_hook._fast311: the 3.11 back-end's global trace function, with its `plain-fast-path` in C.
+ *
+ * Why: on 3.11 sys.settrace calls the hook's Python trace function at the start of every frame
+ * of the program, whatever the scope. With scope "targets" the answer for nearly all of them is
+ * None (untargeted code outside every extent), and calling a Python function to say so is what
+ * a SymPy suite part pays for the hook (a 3.65x run on 3.11 against 1.6x on 3.15).
+ *
+ * `Tracer(gtrace, codes, tl, plain)` wraps the hook's own global function `gtrace`; `settrace`
+ * installs it as the thread's C trace function (PyEval_SetTrace). A frame start ('call') of code
+ * the hook registered as untargeted (`codes[id(code)][1] == plain`) while the thread is outside
+ * every extent (`tl.xd` false) is answered here, without Python; every other event goes exactly
+ * where CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c, trace_trampoline) sends
+ * it: a start to `gtrace`, anything else to the frame's local trace function (f_trace), with the
+ * same locals sync around the call and the same handling of what it returns or raises. Nothing
+ * else is decided here: what is traced stays the Python hook's.
+ *
+ * Built against CPython 3.11's headers (the frame object's layout is the 3.11 ABI's); the hook
+ * falls back to the pure Python path when it cannot import this module.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#include <Python.h>
+#include <frameobject.h>
+#include "internal/pycore_frame.h"
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
+#error "_fast311 is for CPython 3.11 only"
+#endif
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *gtrace; /* the hook's global trace function */
+    PyObject *codes;  /* id(code) -> info list (info[1]: the code's kind) */
+    PyObject *tl;     /* the hook's threading.local (`xd`: targeted activations running) */
+    long plain;       /* the kind of untargeted code */
+} Tracer;
+
+static PyObject *whatstrings[8];
+static PyObject *xd_name;
+
+static int
+tracer_traverse(Tracer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->gtrace);
+    Py_VISIT(self->codes);
+    Py_VISIT(self->tl);
+    return 0;
+}
+
+static int
+tracer_clear(Tracer *self)
+{
+    Py_CLEAR(self->gtrace);
+    Py_CLEAR(self->codes);
+    Py_CLEAR(self->tl);
+    return 0;
+}
+
+static void
+tracer_dealloc(Tracer *self)
+{
+    PyObject_GC_UnTrack(self);
+    tracer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+tracer_init(Tracer *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *gtrace, *codes, *tl;
+    long plain;
+    if (!PyArg_ParseTuple(args, "OO!Ol", &gtrace, &PyDict_Type, &codes, &tl, &plain)) {
+        return -1;
+    }
+    Py_INCREF(gtrace);
+    Py_INCREF(codes);
+    Py_INCREF(tl);
+    Py_XSETREF(self->gtrace, gtrace);
+    Py_XSETREF(self->codes, codes);
+    Py_XSETREF(self->tl, tl);
+    self->plain = plain;
+    return 0;
+}
+
+/* Called as a Python trace function (a program that saved sys.gettrace() and set it back with
+ * sys.settrace): behave as the wrapped function does. */
+static PyObject *
+tracer_call(Tracer *self, PyObject *args, PyObject *kwds)
+{
+    return PyObject_Call(self->gtrace, args, kwds);
+}
+
+/* Whether a frame start is the fast path's: untargeted code, outside every extent. */
+static int
+plain_outside(Tracer *t, PyFrameObject *frame)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    PyObject *key = PyLong_FromVoidPtr((void *)code);
+    Py_DECREF(code);
+    if (key == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *info = PyDict_GetItemWithError(t->codes, key); /* borrowed */
+    Py_DECREF(key);
+    if (info == NULL) {
+        PyErr_Clear();
+        return 0; /* not registered yet: gtrace registers it */
+    }
+    if (!PyList_CheckExact(info) || PyList_GET_SIZE(info) < 2) {
+        return 0;
+    }
+    PyObject *kind = PyList_GET_ITEM(info, 1);
+    if (!PyLong_CheckExact(kind) || PyLong_AsLong(kind) != t->plain) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *xd = PyObject_GetAttr(t->tl, xd_name);
+    if (xd == NULL) {
+        PyErr_Clear();
+        return 0; /* gtrace reads it too, and fails loudly */
+    }
+    int truth = PyObject_IsTrue(xd);
+    Py_DECREF(xd);
+    if (truth < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return truth == 0;
+}
+
+/* CPython 3.11's call_trampoline: the frame's locals synced around the Python call; and the
+ * hook's `gc-guard` around all of it. The sync allocates (a frame's first f_locals dict), and
+ * an allocation that crosses the GC's threshold here would collect while tracing is suspended:
+ * the program's finalizers (a suspended generator's close, `__del__`) would run unseen by the
+ * hook yet seen by USDT, inside a target's extent a return with no start (the 3.11 slice, once
+ * its untargeted frame starts stopped allocating here). With collection held off until the
+ * callback is done, the program's next allocation collects, traced. */
+static PyObject *
+call_trampoline(PyObject *callback, PyFrameObject *frame, int what, PyObject *arg)
+{
+    int gc_was = PyGC_Disable();
+    PyObject *result = NULL;
+    if (PyFrame_FastToLocalsWithError(frame) >= 0) {
+        PyObject *stack[3];
+        stack[0] = (PyObject *)frame;
+        stack[1] = whatstrings[what];
+        stack[2] = (arg != NULL) ? arg : Py_None;
+        result = PyObject_Vectorcall(callback, stack, 3, NULL);
+        PyFrame_LocalsToFast(frame, 1);
+    }
+    if (gc_was) {
+        PyGC_Enable();
+    }
+    return result;
+}
+
+/* CPython 3.11's trace_trampoline, with the fast path in front of a frame start. */
+static int
+trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    Tracer *t = (Tracer *)obj;
+    PyObject *callback;
+    if (what == PyTrace_CALL) {
+        if (plain_outside(t, frame)) {
+            return 0;
+        }
+        callback = t->gtrace;
+    }
+    else {
+        callback = frame->f_trace;
+    }
+    if (callback == NULL || what < 0 || what > 7) {
+        return 0;
+    }
+    PyObject *result = call_trampoline(callback, frame, what, arg);
+    if (result == NULL) {
+        PyEval_SetTrace(NULL, NULL);
+        Py_CLEAR(frame->f_trace);
+        return -1;
+    }
+    if (result != Py_None) {
+        Py_XSETREF(frame->f_trace, result);
+    }
+    else {
+        Py_DECREF(result);
+    }
+    return 0;
+}
+
+static PyTypeObject TracerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "flux_hook._fast311.Tracer",
+    .tp_basicsize = sizeof(Tracer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The hook's global trace function with its plain-fast-path in C.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)tracer_init,
+    .tp_dealloc = (destructor)tracer_dealloc,
+    .tp_traverse = (traverseproc)tracer_traverse,
+    .tp_clear = (inquiry)tracer_clear,
+    .tp_call = (ternaryfunc)tracer_call,
+};
+
+/* settrace(tracer): install `tracer` (a Tracer) as this thread's trace function; None removes
+ * it. Like sys.settrace, this raises the "sys.settrace" audit event. */
+static PyObject *
+fast_settrace(PyObject *module, PyObject *tracer)
+{
+    if (tracer == Py_None) {
+        PyEval_SetTrace(NULL, NULL);
+    }
+    else if (PyObject_TypeCheck(tracer, &TracerType)) {
+        PyEval_SetTrace(trace, tracer);
+    }
+    else {
+        PyErr_SetString(PyExc_TypeError, "settrace() takes a Tracer or None");
+        return NULL;
+    }
+    if (PyErr_Occurred()) {
+        return NULL; /* an audit hook refused it */
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"settrace", fast_settrace, METH_O, "Install a Tracer as this thread's trace function."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fast311", NULL, -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__fast311(void)
+{
+    static const char *names[8] = {
+        "call", "exception", "line", "return", "c_call", "c_exception", "c_return", "opcode",
+    };
+    for (int i = 0; i < 8; i++) {
+        if (whatstrings[i] == NULL) {
+            whatstrings[i] = PyUnicode_InternFromString(names[i]);
+            if (whatstrings[i] == NULL) {
+                return NULL;
+            }
+        }
+    }
+    if (xd_name == NULL && (xd_name = PyUnicode_InternFromString("xd")) == NULL) {
+        return NULL;
+    }
+    if (PyType_Ready(&TracerType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&TracerType);
+    if (PyModule_AddObject(m, "Tracer", (PyObject *)&TracerType) < 0) {
+        Py_DECREF(&TracerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
