@@ -1233,7 +1233,6 @@ class TestPytest(HookTestCase):
         # helper(21) at import (collection) is outside every window.
         self.assertEqual(seen, ["test_one", "helper", "test_two", "helper", "helper", "helper"])
 
-    @records_its_startup_on_monitoring
     def test_a_collection_in_a_target_closes_an_outside_generator_traced(self):
         # The 3.11 slice ended incomplete once untargeted frame starts no longer went through a
         # trace function: "USDT return of numbered_symbols ... with no start the hook reported".
@@ -1243,9 +1242,9 @@ class TestPytest(HookTestCase):
         # inside a target's extent, where tracing is suspended: USDT saw the close, the hook did
         # not. The C part holds collection off around its whole callback (`gc-guard`), so the
         # collection runs at the program's next allocation and the close is traced.
-        import harness as h
-        if sys.version_info[:2] == (3, 11) and os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1" \
-                and h.interp_version() == (3, 11):
+        if harness.interp_version() != (3, 11):
+            self.skipTest("the settrace back-end's (3.11)")
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
             self.skipTest("3.11 without the hook's C part: CPython's own trampoline allocates "
                           "before the hook can hold collection off (flux ships the C part)")
         test_src = """\
@@ -1341,6 +1340,7 @@ class TestPytest(HookTestCase):
         codes = r.codes()
         self.assertIn("target", [codes[x[3]][4] for x in recs if x[0] == "c"])
 
+    @records_its_startup_on_monitoring
     def test_scope_targets_traces_targets_in_new_threads(self):
         # 3.11's `plain-fast-path` reads the thread's extent depth unguarded: every thread the
         # hook traces must have one before its first frame (own_settrace gives it). A thread
@@ -1390,6 +1390,7 @@ class TestPytest(HookTestCase):
         # (the helper called outside it, in the raw thread, is not recorded).
         self.assertEqual(sorted(seen.values()), [["target", "helper"], ["target", "helper"]])
 
+    @records_its_startup_on_monitoring
     def test_scope_targets_records_only_inside_target_extents(self):
         test_src = """\
         def helper(n):
