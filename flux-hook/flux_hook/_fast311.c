@@ -11,7 +11,8 @@
  * every extent (`tl.xd` false) is answered here, without Python; every other event goes exactly
  * where CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c, trace_trampoline) sends
  * it: a start to `gtrace`, anything else to the frame's local trace function (f_trace), with the
- * same locals sync around the call and the same handling of what it returns or raises. Nothing
+ * same locals sync around the call and the same handling of what it returns or raises (as in
+ * Debian bookworm's 3.11.2, whose images flux builds). Nothing
  * else is decided here: what is traced stays the Python hook's.
  *
  * Built against CPython 3.11's headers (the frame object's layout is the 3.11 ABI's); the hook
@@ -131,25 +132,31 @@ plain_outside(Tracer *t, PyFrameObject *frame)
     return truth == 0;
 }
 
-/* CPython 3.11's call_trampoline: the frame's locals synced around the Python call; and the
- * hook's `gc-guard` around all of it. The sync allocates (a frame's first f_locals dict), and
- * an allocation that crosses the GC's threshold here would collect while tracing is suspended:
- * the program's finalizers (a suspended generator's close, `__del__`) would run unseen by the
- * hook yet seen by USDT, inside a target's extent a return with no start (the 3.11 slice, once
- * its untargeted frame starts stopped allocating here). With collection held off until the
- * callback is done, the program's next allocation collects, traced. */
+/* CPython 3.11's call_trampoline, and the hook's `gc-guard` around all of it: the callback runs
+ * with tracing suspended, and an allocation there that crosses the GC's threshold before the
+ * callback's own guard holds collection off would collect while nothing traces: the program's
+ * finalizers (a suspended generator's close, `__del__`) would run unseen by the hook yet seen
+ * by USDT, inside a target's extent a return with no start (the 3.11 slice, once).
+ * With collection held off until the callback is done, the program's next allocation
+ * collects, traced (test_a_collection_in_a_target_closes_an_outside_generator_traced, which
+ * CPython's own trampoline fails). */
 static PyObject *
 call_trampoline(PyObject *callback, PyFrameObject *frame, int what, PyObject *arg)
 {
     int gc_was = PyGC_Disable();
     PyObject *result = NULL;
-    if (PyFrame_FastToLocalsWithError(frame) >= 0) {
+    /* As 3.11's: discard earlier changes to the frame's fast locals, if it has them as a
+     * dict, then call, write the dict back, and add the frame to a failure's traceback. */
+    if (!frame->f_fast_as_locals || PyFrame_FastToLocalsWithError(frame) >= 0) {
         PyObject *stack[3];
         stack[0] = (PyObject *)frame;
         stack[1] = whatstrings[what];
         stack[2] = (arg != NULL) ? arg : Py_None;
         result = PyObject_Vectorcall(callback, stack, 3, NULL);
         PyFrame_LocalsToFast(frame, 1);
+        if (result == NULL) {
+            PyTraceBack_Here(frame);
+        }
     }
     if (gc_was) {
         PyGC_Enable();
