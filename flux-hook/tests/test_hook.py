@@ -1307,6 +1307,59 @@ class TestPytest(HookTestCase):
         # extent must be seen there (a resumption, "c"), never closed unseen.
         self.assertGreater(closes, 0, "no generator close was seen inside an extent")
 
+    def test_the_c_path_records_what_the_python_path_records(self):
+        # `c-fast-path` only answers frames the Python back-end would answer None for, and
+        # hands everything else on as CPython's trampoline does: the records of a program with
+        # targets (lines, locals, values, exceptions, generators, a helper inside and outside
+        # the extent) are the same with it and without (FLUX_HOOK_FAST311=off), but for times,
+        # threads and frame ids.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        test_src = """\
+        def helper(n):
+            return [n] * 2
+
+        def gen(n):
+            for i in range(n):
+                yield helper(i)
+
+        def target(n):
+            total = 0
+            for pair in gen(n):
+                total += sum(pair)
+            try:
+                {}[n]
+            except KeyError as e:
+                total += len(str(e))
+            return total
+
+        def test_same():
+            helper(0)
+            assert target(3) == 7
+            assert sum(x[0] for x in gen(4)) == 6
+        """
+
+        def normal(env):
+            r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_s.py"],
+                            extra_files={"test_s.py": test_src}, calls="entries",
+                            config={"files": ["test_s.py"], "functions": ["target"], "scope": "targets"},
+                            env=dict(env, PYTEST_PLUGINS="flux_hook.pytest_plugin"))
+            self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+            codes, frames, out = r.codes(), {}, []
+            for x in r.records():
+                if x[0] in ("c", "r", "l", "x", "h"):
+                    f = frames.setdefault(x[4], len(frames))
+                    rec = [x[0], codes[x[3]][4], f] + x[5:]
+                    out.append(json.loads(json.dumps(rec).replace(r.tmp, "TMP")))
+                elif x[0] in ("xo", "xc", "ts", "te", "wo", "wc", "lost"):
+                    out.append([x[0]])
+            return out
+
+        python = normal({"FLUX_HOOK_FAST311": "off"})
+        c = normal({})
+        self.assertIn(["c", "target", 0, 8], [x[:4] for x in c])
+        self.assertEqual(c, python)
+
     def test_shipped_fast_path_is_in_use(self):
         # The agent ships flux_hook._fast311 for 3.11 (`c-fast-path`); where the suite runs on
         # that hook (FLUX_TEST_EXPECT_FAST311=1), a thread's trace function under scope
