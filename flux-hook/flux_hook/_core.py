@@ -681,9 +681,10 @@ class Hook:
     # its calls), would be missing from a trace that says nothing (17.2): it is a loss. An audit
     # hook sees every sys.settrace / sys.setprofile (the C ones included); it runs untraced (no
     # `__cantrace__`), so the program's own tracer never sees a frame of the hook's.
-    def watch_program_tracers(self, settrace_replaces_hook):
+    def watch_program_tracers(self, settrace_replaces_hook, add_hook=sys.addaudithook):
         """Install the audit hook. settrace_replaces_hook: the back-end traces with
-        sys.settrace (3.11), which any program call of it replaces in its thread."""
+        sys.settrace (3.11), which any program call of it replaces in its thread. add_hook:
+        how (3.11's C part passes a filter that lets only the two events below reach it)."""
         tl = self.tl
 
         def audit(event, args):
@@ -705,7 +706,7 @@ class Hook:
             except Exception:
                 pass  # an audit hook that raises would fail the program's call
 
-        sys.addaudithook(audit)
+        add_hook(audit)
 
     def check_program_tracers(self):
         """Report a trace or profile function of the program's that runs Python code, installed

@@ -24,6 +24,7 @@
 #endif
 #include <Python.h>
 #include <frameobject.h>
+#include <string.h>
 #include "internal/pycore_frame.h"
 
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
@@ -232,8 +233,51 @@ fast_settrace(PyObject *module, PyObject *tracer)
     Py_RETURN_NONE;
 }
 
+/* The audit hook's filter (`c-audit-filter`): the hook's Python audit function cares about
+ * sys.settrace and sys.setprofile only, yet 3.11 calls an audit hook for every audited event,
+ * and the trace function's own reads of `frame.f_code` are audited: a Python call (and, to
+ * USDT, a return of the hook's to drop) for most frame starts the hook sees. Here only those
+ * two events reach it, with the arguments CPython would pass it and tracing suspended as CPython
+ * suspends it for a Python audit hook. */
+static int
+audit_filter(const char *event, PyObject *args, void *hook)
+{
+    if (strcmp(event, "sys.settrace") != 0 && strcmp(event, "sys.setprofile") != 0) {
+        return 0;
+    }
+    /* As CPython calls a Python audit hook: with tracing suspended (no `__cantrace__`). */
+    PyThreadState *ts = PyThreadState_Get();
+    PyThreadState_EnterTracing(ts);
+    PyObject *r = PyObject_CallFunction((PyObject *)hook, "sO", event, args);
+    PyThreadState_LeaveTracing(ts);
+    if (r == NULL) {
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
+/* addaudithook(f): sys.addaudithook(f) for those two events only. Like any audit hook, f is
+ * kept for the life of the process. */
+static PyObject *
+fast_addaudithook(PyObject *module, PyObject *hook)
+{
+    if (!PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_TypeError, "addaudithook() takes a callable");
+        return NULL;
+    }
+    Py_INCREF(hook);
+    if (PySys_AddAuditHook(audit_filter, hook) < 0) {
+        Py_DECREF(hook);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"settrace", fast_settrace, METH_O, "Install a Tracer as this thread's trace function."},
+    {"addaudithook", fast_addaudithook, METH_O,
+     "sys.addaudithook for the events sys.settrace and sys.setprofile only."},
     {NULL, NULL, 0, NULL},
 };
 

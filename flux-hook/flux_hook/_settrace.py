@@ -374,15 +374,9 @@ def start(hook):
         return target_local
 
     def gtrace(frame, event, arg):
-        # `plain-fast-path`: with scope "targets", most frames are untargeted code started
-        # outside every extent, and the answer for them is None. It is given before the
-        # gc-guard's three calls (a quarter of this function's cost per frame): nothing here
-        # allocates a tracked object, for own_settrace gave the thread its `xd` before this
-        # function could run in it (a missing attribute would raise, allocating, inside).
-        if extents:
-            info = codes.get(id(frame.f_code))
-            if info is not None and info[1] == PLAIN and not tl.xd:
-                return None
+        # (No shortcut before the gc-guard: 3.11 audits every read of `frame.f_code`, and the
+        # audit event's arguments are a new tuple, which may start a collection. The shortcut
+        # for untargeted frames outside every extent is the C part's, `c-fast-path`.)
         g = gc_on()  # `gc-guard` (above)
         if g:
             gc_off()
@@ -479,21 +473,24 @@ def start(hook):
     # sys.settrace would (see its source). Without the module, gtrace itself.
     tracer = gtrace
     fast_settrace = real_settrace
+    add_audit_hook = sys.addaudithook
     # (FLUX_HOOK_FAST311=off: the Python path, for measuring one against the other.)
-    if extents and os.environ.get("FLUX_HOOK_FAST311", "on") != "off":
+    _fast311 = None
+    if os.environ.get("FLUX_HOOK_FAST311", "on") != "off":
         try:
             from . import _fast311
         except ImportError:
-            _fast311 = None
-        if _fast311 is not None:
+            pass
+    if _fast311 is not None:
+        add_audit_hook = _fast311.addaudithook  # `c-audit-filter`
+        if extents:
             tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN)
             fast_settrace = _fast311.settrace
-    hook.fast_tracer = tracer is not gtrace
 
     def own_settrace(func):
         """sys.settrace by the hook itself (not a loss: see the audit hook below): `gtrace`
-        installs `tracer`. Gives the thread its extent depth first, for gtrace's
-        `plain-fast-path` reads it unguarded."""
+        installs `tracer`. Gives the thread its extent depth first, which the C part reads
+        (a thread without would send every frame start to gtrace)."""
         if "xd" not in tl.__dict__:
             tl.xd = 0
         tl.own = True
@@ -552,7 +549,7 @@ def start(hook):
     threading._start_new_thread = start_new_thread
 
     hook.own_tracer = tracer
-    hook.watch_program_tracers(settrace_replaces_hook=True)
+    hook.watch_program_tracers(settrace_replaces_hook=True, add_hook=add_audit_hook)
 
     # Switching is the hook's work (`hx`: USDT sees own_settrace, Python code of the hook's).
     def stop():
