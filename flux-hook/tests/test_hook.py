@@ -1395,9 +1395,10 @@ class TestPytest(HookTestCase):
 
     @records_its_startup_on_monitoring
     def test_scope_targets_traces_targets_in_new_threads(self):
-        # 3.11's `plain-fast-path` reads the thread's extent depth unguarded: every thread the
-        # hook traces must have one before its first frame (own_settrace gives it). A thread
-        # without would raise in the trace function, and 3.11 would stop tracing it.
+        # Targets running in threads the program starts (with _thread and with threading) are
+        # traced under scope "targets", and nothing outside their extents is: each thread
+        # gets its extent depth before its first frame (own_settrace), which 3.11's C part
+        # reads to answer untargeted frame starts.
         test_src = """\
         import _thread
         import threading
