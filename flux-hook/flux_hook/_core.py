@@ -454,6 +454,9 @@ class Hook:
         self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
         self.active = False  # the back-end is tracing (scope "tests": inside a window)
         self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
+        # flux_hook._fast311 (3.11, where shipped and not FLUX_HOOK_FAST311=off): imported by
+        # install_hook before anything is traced, for an import runs Python code USDT sees.
+        self.fast311 = None
         # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
         self.detach = self.l2f = self.pyo = None
         if config.want_vars or config.checks is not None:
@@ -1185,6 +1188,7 @@ def install_hook():
     global HOOK
     if HOOK is not None:
         return HOOK
+    fast311 = None
     sock_path = os.environ.get("FLUX_HOOK_SOCKET")
     if not sock_path:
         return None
@@ -1214,12 +1218,20 @@ def install_hook():
         from . import _settrace as backend
 
         mode = "settrace"
+        # The C part, while nothing is traced yet: the import and the environment's lookup run
+        # Python code (importlib, os.environ) that USDT would see as the program's.
+        if os.environ.get("FLUX_HOOK_FAST311", "on") != "off":
+            try:
+                from . import _fast311 as fast311
+            except ImportError:
+                fast311 = None
     else:
         # An older interpreter started by the program (its environment is inherited): it runs
         # untraced, and its stream says so instead of the program being stopped.
         backend = None
         mode = "unsupported"
     hook = Hook(sock_path, calls, cfg, mode, leave)
+    hook.fast311 = fast311
     if backend is None:
         HOOK = hook
         atexit.register(hook.finish)

@@ -25,7 +25,6 @@ import _thread
 import dis
 import gc
 import inspect
-import os
 import sys
 import threading
 import time
@@ -474,13 +473,9 @@ def start(hook):
     tracer = gtrace
     fast_settrace = real_settrace
     add_audit_hook = sys.addaudithook
-    # (FLUX_HOOK_FAST311=off: the Python path, for measuring one against the other.)
-    _fast311 = None
-    if os.environ.get("FLUX_HOOK_FAST311", "on") != "off":
-        try:
-            from . import _fast311
-        except ImportError:
-            pass
+    # (Imported by install_hook; FLUX_HOOK_FAST311=off leaves it out, for measuring one path
+    # against the other.)
+    _fast311 = hook.fast311
     if _fast311 is not None:
         add_audit_hook = _fast311.addaudithook  # `c-audit-filter`
         if extents:
