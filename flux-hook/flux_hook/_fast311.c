@@ -1,4 +1,4 @@
-/* flux_hook._fast311: the 3.11 back-end's global trace function, with its `plain-fast-path` in C.
+/* flux_hook._fast311: the 3.11 back-end's global trace function, with its `c-fast-path`.
  *
  * Why: on 3.11 sys.settrace calls the hook's Python trace function at the start of every frame
  * of the program, whatever the scope. With scope "targets" the answer for nearly all of them is
@@ -203,7 +203,7 @@ static PyTypeObject TracerType = {
     .tp_name = "flux_hook._fast311.Tracer",
     .tp_basicsize = sizeof(Tracer),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The hook's global trace function with its plain-fast-path in C.",
+    .tp_doc = "The hook's global trace function with its c-fast-path.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)tracer_init,
     .tp_dealloc = (destructor)tracer_dealloc,

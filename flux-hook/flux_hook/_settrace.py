@@ -468,8 +468,8 @@ def start(hook):
 
     # `c-fast-path`: with scope "targets", the thread's trace function is gtrace wrapped by
     # flux_hook._fast311 (built for 3.11 and shipped beside this file by the agent), which
-    # answers the `plain-fast-path`'s frames in C and hands every other event where 3.11's own
-    # sys.settrace would (see its source). Without the module, gtrace itself.
+    # answers untargeted frame starts outside every extent in C and hands every other event
+    # where 3.11's own sys.settrace would (see its source). Without the module, gtrace itself.
     tracer = gtrace
     fast_settrace = real_settrace
     add_audit_hook = sys.addaudithook
