@@ -647,7 +647,10 @@ async fn select_and_check(
     r: &mut ModuleResult,
 ) -> Vec<Candidate> {
     let spec = g.spec;
-    let chosen = crate::screen::select_module(spec, cands, r);
+    let mut chosen = crate::screen::select_module(spec, cands, r);
+    if spec.budget.own_runs == crate::spec::OwnRuns::PerTests {
+        r.configs_widened += crate::screen::share_own_runs(&mut chosen);
+    }
     let t = Instant::now();
     let kept = crate::screen::cross_check(g.runner, repo, &spec.budget, chosen, r).await;
     r.time("check", t);

@@ -46,6 +46,9 @@ pub struct ModuleResult {
     pub scout_events: usize,
     /// Runs made for the cross-check.
     pub check_runs: usize,
+    /// Chosen instances whose config was widened to share an own run (`[budget] own_runs`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub configs_widened: usize,
     /// Instances the third witness (the spec's `[witness]`) agreed with (issue 23.1).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub witnessed: usize,

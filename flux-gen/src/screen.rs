@@ -290,23 +290,44 @@ pub fn select_module(
     r: &mut ModuleResult,
 ) -> Vec<Candidate> {
     let q = &spec.quotas;
-    select(
+    let key = match spec.budget.own_runs {
+        crate::spec::OwnRuns::PerTests => share_key,
+        crate::spec::OwnRuns::PerConfig => run_key,
+    };
+    select_by(
         cands,
-        q.per_module,
-        q.per_function,
-        q.per_file,
+        (q.per_module, q.per_function, q.per_file),
         &q.kinds,
+        key,
         &mut |_| *r.left_out.entry("module-quota".into()).or_insert(0) += 1,
     )
 }
 
 /// The selection rule of [`select_module`], also the set's per repository.
 pub fn select(
-    mut cands: Vec<Candidate>,
+    cands: Vec<Candidate>,
     total: usize,
     per_function: usize,
     per_file: usize,
     kinds: &[QuestionKind],
+    dropped: &mut dyn FnMut(&Candidate),
+) -> Vec<Candidate> {
+    select_by(
+        cands,
+        (total, per_function, per_file),
+        kinds,
+        run_key,
+        dropped,
+    )
+}
+
+/// [`select`] with the key of the runs it prefers to share (`run_key`, or `share_key` when
+/// configs are widened to share runs).
+fn select_by(
+    mut cands: Vec<Candidate>,
+    (total, per_function, per_file): (usize, usize, usize),
+    kinds: &[QuestionKind],
+    key: fn(&Candidate) -> String,
     dropped: &mut dyn FnMut(&Candidate),
 ) -> Vec<Candidate> {
     cands.sort_by_key(|c| (easy(c), c.priority, c.id.clone()));
@@ -342,7 +363,7 @@ pub fn select(
             if let Some(i) = q
                 .iter()
                 .take(LOOKAHEAD)
-                .position(|c| open.contains(&run_key(c)) && fits(c))
+                .position(|c| open.contains(&key(c)) && fits(c))
             {
                 let c = q.remove(i).expect("a position in the queue");
                 q.push_front(c);
@@ -357,7 +378,7 @@ pub fn select(
                 }
                 per_f.insert(fk, nf + 1);
                 per_file_n.insert(c.file.clone(), nfile + 1);
-                open.insert(run_key(&c));
+                open.insert(key(&c));
                 out.push(c);
                 took = true;
                 break;
@@ -385,6 +406,66 @@ pub fn run_key(c: &Candidate) -> String {
         "{}\n{}",
         c.tests.join(" "),
         serde_json::to_string(&c.spec.tracing).unwrap_or_default()
+    )
+}
+
+/// `[budget] own_runs = "per-tests"` (the default): chosen candidates of one module that run
+/// the same tests with configs differing only in what they target (`files`, `functions`,
+/// `events`) are given one config, the union of theirs, so one own run (and one reference run
+/// of the witness) checks them all — what a module's questions mostly share is their tests.
+/// The union targets more than each question needs, which no extractor reads beyond its own
+/// function and file (the own run still has to give each gold exactly, and the witness
+/// re-derives it). Candidates with invariant predicates keep their own config. Returns the
+/// number of candidates whose config was widened.
+pub fn share_own_runs(chosen: &mut [Candidate]) -> usize {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, c) in chosen.iter().enumerate() {
+        if !c.spec.tracing.predicates.is_empty() {
+            continue;
+        }
+        groups.entry(share_key(c)).or_default().push(i);
+    }
+    let mut widened = 0;
+    for members in groups.into_values().filter(|m| m.len() > 1) {
+        let union = |f: &dyn Fn(&Candidate) -> &Vec<String>| -> Vec<String> {
+            let set: std::collections::BTreeSet<&String> =
+                members.iter().flat_map(|&i| f(&chosen[i])).collect();
+            set.into_iter().cloned().collect()
+        };
+        let files = union(&|c| &c.spec.tracing.files);
+        let functions = union(&|c| &c.spec.tracing.functions);
+        let events: Vec<flux_trace::config::HookEvent> = flux_trace::config::HookEvent::ALL
+            .into_iter()
+            .filter(|e| {
+                members
+                    .iter()
+                    .any(|&i| chosen[i].spec.tracing.events.contains(e))
+            })
+            .collect();
+        for &i in &members {
+            let t = &mut chosen[i].spec.tracing;
+            if t.files != files || t.functions != functions || t.events != events {
+                widened += 1;
+                t.files = files.clone();
+                t.functions = functions.clone();
+                t.events = events.clone();
+            }
+        }
+    }
+    widened
+}
+
+/// Candidates [`share_own_runs`] may give one run: the same tests, configs that differ at most
+/// in what they target.
+pub fn share_key(c: &Candidate) -> String {
+    let mut rest = c.spec.tracing.clone();
+    rest.files.clear();
+    rest.functions.clear();
+    rest.events.clear();
+    format!(
+        "{}\n{}",
+        c.tests.join(" "),
+        serde_json::to_string(&rest).unwrap_or_default()
     )
 }
 
@@ -583,6 +664,39 @@ pub(crate) mod tests {
         assert_eq!(ill_posed(&at, src), None);
         at.oracle.oracle_answer = serde_json::json!({"v": [{"value": "'/tmp/my\\ndir7_37l17z'"}]});
         assert_eq!(ill_posed(&at, src), Some("random-value"));
+    }
+
+    /// Issue 26.1: a module's chosen instances on one test each had their own narrowed config,
+    /// so each made an own run (and a reference run) of the same test: 90 runs for 223
+    /// candidates of the bench slice. Widened to their union, one run checks them all.
+    #[test]
+    fn instances_on_the_same_tests_share_one_own_run() {
+        let mut c = vec![
+            fake("a", QuestionKind::S1, "f", &["t.py::a"]),
+            fake("b", QuestionKind::S2, "g", &["t.py::a"]),
+            fake("c", QuestionKind::S3, "h", &["t.py::b"]),
+            fake("d", QuestionKind::M7, "k", &["t.py::a"]),
+        ];
+        c[1].spec.tracing.files = vec!["n.py".into()];
+        c[1].spec.tracing.events = vec![flux_trace::config::HookEvent::Call];
+        c[3].spec.tracing.predicates = vec![flux_trace::config::Predicate {
+            expr: "x > 0".into(),
+            lines: vec![3],
+            function: None,
+        }];
+        let before: Vec<_> = c.iter().map(run_key).collect();
+        assert_eq!(share_own_runs(&mut c), 2);
+        assert_eq!(run_key(&c[0]), run_key(&c[1]), "one run checks a and b");
+        let t = &c[0].spec.tracing;
+        assert_eq!(t.files, ["m.py", "n.py"]);
+        assert_eq!(t.functions, ["f", "g"]);
+        assert_eq!(
+            t.events,
+            fake("x", QuestionKind::S1, "f", &[]).spec.tracing.events
+        );
+        assert_eq!(run_key(&c[2]), before[2], "another test keeps its config");
+        assert_eq!(run_key(&c[3]), before[3], "predicates keep theirs");
+        assert_eq!(share_own_runs(&mut c), 0, "a second pass widens nothing");
     }
 
     #[test]

@@ -144,6 +144,21 @@ pub struct Budget {
     pub jobs: usize,
     /// Modules in progress at a time.
     pub modules: usize,
+    /// How a module's chosen instances share their own runs (see [`OwnRuns`]).
+    pub own_runs: OwnRuns,
+}
+
+/// `[budget] own_runs`: which of a module's chosen instances one own run (and one reference
+/// run of the witness) checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OwnRuns {
+    /// Those with the same tests: their configs are widened to the union of what they target
+    /// (`crate::screen::share_own_runs`).
+    #[default]
+    PerTests,
+    /// Those with the same tests and the same narrowed config (how flux-gen-v1 was made).
+    PerConfig,
 }
 
 impl Default for Budget {
@@ -159,6 +174,7 @@ impl Default for Budget {
             test_calls: 500_000,
             jobs: 2,
             modules: 2,
+            own_runs: OwnRuns::PerTests,
         }
     }
 }

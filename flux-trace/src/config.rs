@@ -162,6 +162,17 @@ pub enum HookEvent {
     Variables,
 }
 
+impl HookEvent {
+    /// Every event, in the order configs list them.
+    pub const ALL: [HookEvent; 5] = [
+        HookEvent::Line,
+        HookEvent::Call,
+        HookEvent::Return,
+        HookEvent::Exception,
+        HookEvent::Variables,
+    ];
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {

@@ -97,6 +97,14 @@ enum What {
         /// the witness costs as a ratio (issue 23.1).
         #[arg(long, conflicts_with = "before")]
         witness: bool,
+        /// Generate the slice twice side by side: one own run per narrowed config (how
+        /// flux-gen-v1 was made, `[budget] own_runs = "per-config"`), then one per tests
+        /// (configs widened to share runs, the default), and print the ratio (issue 26.1).
+        #[arg(long, conflicts_with_all = ["before", "witness"])]
+        own_runs: bool,
+        /// `[witness] sample` for every run (e.g. 1: every instance witnessed, as at release).
+        #[arg(long)]
+        witness_sample: Option<f64>,
     },
 }
 
@@ -288,7 +296,17 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             check_sample,
             before,
             witness,
-        } => return bench_gen::run(json, spec, check_sample, before, witness),
+            own_runs,
+            witness_sample,
+        } => {
+            let mode = match (before, witness, own_runs) {
+                (true, _, _) => bench_gen::Mode::Before,
+                (_, true, _) => bench_gen::Mode::Witness,
+                (_, _, true) => bench_gen::Mode::OwnRuns,
+                _ => bench_gen::Mode::AsSpecified,
+            };
+            return bench_gen::run(json, spec, check_sample, mode, witness_sample);
+        }
     };
     let flux = match std::env::var_os("FLUX_BENCH_BIN") {
         // Another build of flux side by side (a baseline before a change): its path.
