@@ -112,7 +112,7 @@ pub fn prepare(
         previous_image: Some(repo.image.clone()),
     };
     let old_text = std::fs::read_to_string(&spec_file)?;
-    let new_text = release::edit_spec(&old_text, name, version, &image, &rel)?;
+    let new_text = release::edit_spec(&old_text, (name, package), version, &image, &rel)?;
     flux_gen::spec::parse(&new_text, &spec_file)?;
     let archived = release::archive(&set_dir, out, name, old)?;
     if let Err(e) = std::fs::write(&spec_file, &new_text) {

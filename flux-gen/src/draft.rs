@@ -323,6 +323,18 @@ pub fn choose_tests(ctx: &Ctx, running: &[String]) -> Vec<String> {
 /// The test of the single-test questions: seeded among those it runs in, preferring tests
 /// with few invocations of it (shorter answers, a test a reader can follow).
 pub fn choose_test(ctx: &Ctx, ix: &TraceIndex, running: &[String]) -> Option<String> {
+    choose_test_sharing(ctx, ix, running, &BTreeSet::new())
+}
+
+/// [`choose_test`], preferring among its pool a test already `taken` by the module's earlier
+/// targets: one own run (and one reference run) then checks both targets' questions
+/// (`[budget] own_runs = "per-tests"`). With nothing taken, the same choice.
+pub fn choose_test_sharing(
+    ctx: &Ctx,
+    ix: &TraceIndex,
+    running: &[String],
+    taken: &BTreeSet<Vec<String>>,
+) -> Option<String> {
     let invs = invocations(ix, ctx.target);
     let mut per: BTreeMap<&str, usize> = BTreeMap::new();
     for inv in &invs {
@@ -337,7 +349,27 @@ pub fn choose_test(ctx: &Ctx, ix: &TraceIndex, running: &[String]) -> Option<Str
     } else {
         few
     };
+    let shared: Vec<&String> = pool
+        .iter()
+        .copied()
+        .filter(|t| taken.contains(std::slice::from_ref(*t)))
+        .collect();
+    let pool = if shared.is_empty() { pool } else { shared };
     ctx.rng("test").pick(&pool).map(|t| t.to_string())
+}
+
+/// [`choose_tests`], preferring a set of tests already `taken` by an earlier target (the
+/// first in order, of two or more tests) when every test of it runs this target.
+pub fn choose_tests_sharing(
+    ctx: &Ctx,
+    running: &[String],
+    taken: &BTreeSet<Vec<String>>,
+) -> Vec<String> {
+    taken
+        .iter()
+        .find(|set| set.len() >= 2 && set.iter().all(|t| running.contains(t)))
+        .cloned()
+        .unwrap_or_else(|| choose_tests(ctx, running))
 }
 
 #[cfg(test)]
@@ -516,6 +548,66 @@ mod tests {
             "drafts differ from {} (UPDATE_EXPECT=1 rewrites it)",
             snap.display()
         );
+    }
+
+    /// Issue 26.1: each target drew its test alone, so a module's questions ran on nearly as
+    /// many tests as targets, one own run and one reference run each. A test (or set of tests)
+    /// an earlier target was asked on is preferred when it runs this target too.
+    #[test]
+    fn a_target_prefers_the_tests_earlier_targets_were_asked_on() {
+        let mut b = TraceBuilder::new();
+        for t in ["a", "b", "c", "d"] {
+            b = run(b.test(&format!("t.py::test_{t}")), 1).end("passed");
+        }
+        let trace = b.build();
+        let t = target();
+        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
+        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let ix = TraceIndex::new(&trace);
+        let kept: BTreeSet<String> = flux_trace::query::tests(&trace)
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        let running = tests_running(&ix, &t, &kept);
+        assert_eq!(running.len(), 4);
+        let none = BTreeSet::new();
+        for seed in 0..16 {
+            let ctx = Ctx {
+                seed,
+                scope: "r/t.py",
+                target: &t,
+                func: &func,
+                file: &file,
+                within: "pkg/",
+                max_answer_size: 100,
+                max_tests: 2,
+                targeted: &targeted,
+            };
+            // Nothing taken: the choice of before.
+            assert_eq!(
+                choose_test_sharing(&ctx, &ix, &running, &none),
+                choose_test(&ctx, &ix, &running)
+            );
+            assert_eq!(
+                choose_tests_sharing(&ctx, &running, &none),
+                choose_tests(&ctx, &running)
+            );
+            let taken: BTreeSet<Vec<String>> = [
+                vec!["t.py::test_c".to_string()],
+                vec!["t.py::test_b".to_string(), "t.py::test_d".to_string()],
+                vec!["t.py::test_x".to_string(), "t.py::test_a".to_string()],
+            ]
+            .into();
+            assert_eq!(
+                choose_test_sharing(&ctx, &ix, &running, &taken).as_deref(),
+                Some("t.py::test_c")
+            );
+            assert_eq!(
+                choose_tests_sharing(&ctx, &running, &taken),
+                ["t.py::test_b", "t.py::test_d"],
+                "a taken set whose every test runs the target; test_x does not"
+            );
+        }
     }
 
     #[test]

@@ -730,15 +730,21 @@ pub(crate) fn draft_golds(
     // Each target's tests: (tests, [(target, multi-test)]).
     let shared = TraceIndex::new(d.trace);
     let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, bool)>> = BTreeMap::new();
+    // Per tests, a target prefers the tests earlier targets were asked on (one own run each).
+    let share = d.spec.budget.own_runs == crate::spec::OwnRuns::PerTests;
     for (ti, target) in d.targets.iter().enumerate() {
         let Some(ctx) = d.ctx(ti, &within) else {
             continue;
         };
         let running = draft::tests_running(&shared, target, kept);
-        if let Some(test) = draft::choose_test(&ctx, &shared, &running) {
+        let taken: BTreeSet<Vec<String>> = match share {
+            true => asked_on.keys().cloned().collect(),
+            false => BTreeSet::new(),
+        };
+        if let Some(test) = draft::choose_test_sharing(&ctx, &shared, &running, &taken) {
             asked_on.entry(vec![test]).or_default().push((ti, false));
         }
-        let m_tests = draft::choose_tests(&ctx, &running);
+        let m_tests = draft::choose_tests_sharing(&ctx, &running, &taken);
         if m_tests.len() >= 2 {
             asked_on.entry(m_tests).or_default().push((ti, true));
         }

@@ -363,7 +363,7 @@ pub fn restore(a: &Archived) -> Result<()> {
 /// `release` (comments and the other entries kept byte for byte).
 pub fn edit_spec(
     text: &str,
-    name: &str,
+    (name, package): (&str, &str),
     version: &str,
     image: &str,
     release: &RepoRelease,
@@ -381,12 +381,9 @@ pub fn edit_spec(
     else {
         bail!("gen.toml has no repository `{name}`");
     };
-    let pkg = t
-        .get("package")
-        .and_then(|v| v.as_str())
-        .context("the repository has no `package`")?;
-    let (pkg_name, _) = pkg.split_once("==").unwrap_or((pkg, ""));
-    t["package"] = toml_edit::value(format!("{}=={version}", pkg_name.trim()));
+    // An entry that inherited its pins from images.toml gets them written out: the new
+    // version is pinned here.
+    t["package"] = toml_edit::value(format!("{}=={version}", package.trim()));
     t["image"] = toml_edit::value(image);
     let mut it = toml_edit::InlineTable::new();
     it.insert("date", release.date.as_str().into());
@@ -557,7 +554,7 @@ def f():
             previous: Some("2.0".into()),
             previous_image: Some("flux/b:2.0-py3.11".into()),
         };
-        let out = edit_spec(text, "b", "2.1", "flux/b:2.1-py3.11", &rel).unwrap();
+        let out = edit_spec(text, ("b", "b"), "2.1", "flux/b:2.1-py3.11", &rel).unwrap();
         assert!(out.starts_with("# a comment\n"));
         assert!(out.contains("package = \"a==1.0\"\nimage = \"flux/a:1.0-py3.11\"  # the image"));
         let doc: toml::Table = toml::from_str(&out).unwrap();
@@ -566,7 +563,7 @@ def f():
         assert_eq!(b["image"].as_str(), Some("flux/b:2.1-py3.11"));
         assert_eq!(b["release"]["previous"].as_str(), Some("2.0"));
         assert_eq!(b["release"]["date"].as_str(), Some("2025-01-02T03:04:05Z"));
-        assert!(edit_spec(text, "c", "1", "i", &rel).is_err());
+        assert!(edit_spec(text, ("c", "c"), "1", "i", &rel).is_err());
     }
 
     /// The old release's instances get versioned ids and directories; restoring undoes it.

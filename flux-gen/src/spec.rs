@@ -199,16 +199,28 @@ impl Split {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RepoSpec {
-    /// `instances/<name>/`: the instances' `repository`.
+    /// `instances/<name>/`: the instances' `repository`. When `package`, `image`,
+    /// `interpreter` or `root` is not given, it names the `[[repo]]` of `images.toml` they are
+    /// inherited from ([`inherit_images`]).
     pub name: String,
     /// The package under test, `name==version`.
+    #[serde(default)]
     pub package: String,
+    #[serde(default)]
     pub image: String,
     /// The interpreter inside the image (by path).
+    #[serde(default)]
     pub interpreter: String,
     /// The directory in the image pytest runs from as its rootdir: module paths and node ids
     /// are relative to it (`sympy/core/tests/test_arit.py::test_bug1`).
+    #[serde(default)]
     pub root: String,
+    /// Which of `images.toml`'s `[[repo]]`s named `name` the inherited facts come from, when
+    /// it has several: its `version`, its base's Python (`"3.11"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
     /// The repository's own code, paths under `root` (`sympy/`): targets are functions there,
     /// and difficulty features count calls into it.
     pub code: Vec<String>,
@@ -340,12 +352,76 @@ pub fn load(path: &Path) -> Result<GenSpec, SpecError> {
 
 /// Parse and check spec text (`path` names it in errors).
 pub fn parse(text: &str, path: &Path) -> Result<GenSpec, SpecError> {
-    let spec: GenSpec = toml::from_str(text).map_err(|e| SpecError::Parse {
+    let mut spec: GenSpec = toml::from_str(text).map_err(|e| SpecError::Parse {
         path: path.to_path_buf(),
         msg: e.to_string().trim_end().to_string(),
     })?;
+    let inherits = |r: &RepoSpec| {
+        [&r.package, &r.image, &r.interpreter, &r.root]
+            .iter()
+            .any(|f| f.is_empty())
+    };
+    if spec.repositories.iter().any(inherits) {
+        let start = path.parent().unwrap_or(Path::new("."));
+        let start = std::fs::canonicalize(start).unwrap_or_else(|_| start.to_path_buf());
+        let (defs, from) =
+            flux_container::images::Definitions::find(None, &start).map_err(|e| {
+                SpecError::Invalid {
+                    path: path.to_path_buf(),
+                    field: "repository".into(),
+                    problem: format!("its images.toml does not load: {e}"),
+                }
+            })?;
+        for r in spec.repositories.iter_mut().filter(|r| inherits(r)) {
+            inherit_images(r, &defs).map_err(|problem| SpecError::Invalid {
+                path: path.to_path_buf(),
+                field: format!("repository `{}`", r.name),
+                problem: format!("{problem} (images: {})", from.display()),
+            })?;
+        }
+    }
     check(&spec, path)?;
     Ok(spec)
+}
+
+/// Fills what a repository entry leaves out from the `[[repo]]` of `defs` that `name` (and
+/// `version`, `python` where given) names: `package` its distribution at its version, `image`
+/// its image, `interpreter` its base's, `root` `/testbed` (where every repository image holds
+/// its source). What the entry gives is kept.
+pub fn inherit_images(
+    r: &mut RepoSpec,
+    defs: &flux_container::images::Definitions,
+) -> Result<(), String> {
+    let found: Vec<_> = defs
+        .repos
+        .iter()
+        .filter(|d| d.name == r.name)
+        .filter(|d| r.version.as_ref().is_none_or(|v| v == &d.version))
+        .filter_map(|d| Some((d, defs.base(&d.base)?)))
+        .filter(|(_, b)| r.python.as_ref().is_none_or(|p| p == &b.python))
+        .collect();
+    let (d, base) = match found.as_slice() {
+        [one] => *one,
+        [] => return Err("images.toml has no [[repo]] of that name (and version, python)".into()),
+        more => {
+            let which: Vec<String> = more.iter().map(|(d, b)| d.image(b)).collect();
+            return Err(format!(
+                "images.toml has {} such [[repo]]s ({}): give `version` or `python`",
+                more.len(),
+                which.join(", ")
+            ));
+        }
+    };
+    let fill = |f: &mut String, v: String| {
+        if f.is_empty() {
+            *f = v;
+        }
+    };
+    fill(&mut r.package, format!("{}=={}", d.package(), d.version));
+    fill(&mut r.image, d.image(base));
+    fill(&mut r.interpreter, base.interpreter.clone());
+    fill(&mut r.root, "/testbed".into());
+    Ok(())
 }
 
 fn check(spec: &GenSpec, path: &Path) -> Result<(), SpecError> {
@@ -595,6 +671,45 @@ code = ["sympy/"]
 modules = ["sympy/ntheory/tests/test_factor_.py"]
 split = "test"
 "#;
+
+    /// Issue 26.3: every gen entry wrote its image, package, interpreter and root a second
+    /// time beside images.toml's. An entry that leaves them out inherits its `[[repo]]`'s.
+    #[test]
+    fn an_entry_inherits_its_image_package_interpreter_and_root_from_images_toml() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets/some-set/gen.toml");
+        let entry = |extra: &str| {
+            format!(
+                "name = \"s\"\nseed = 1\n[[repository]]\nname = \"{extra}code = [\"src/\"]\n\
+                 modules = [\"tests/test_a.py\"]\nsplit = \"test\"\n"
+            )
+        };
+        let s = parse(&entry("flask\"\n"), &here).unwrap();
+        let r = &s.repositories[0];
+        assert_eq!(r.name_version(), ("flask", "3.1.3"));
+        assert_eq!(r.image, "flux/flask:3.1.3-py3.11");
+        assert_eq!(r.interpreter, "/usr/bin/python3.11");
+        assert_eq!(r.root, "/testbed");
+        // sympy has an image per Python: which one must be said.
+        let e = parse(&entry("sympy\"\n"), &here).unwrap_err().to_string();
+        assert!(
+            e.contains("flux/sympy:1.13.3-py3.11") && e.contains("python"),
+            "{e}"
+        );
+        let s = parse(&entry("sympy\"\npython = \"3.15\"\n"), &here).unwrap();
+        let r = &s.repositories[0];
+        assert_eq!(r.image, "flux/sympy:1.13.3-py3.15");
+        assert_eq!(r.interpreter, "/usr/bin/python3.15");
+        // What the entry gives wins; an unknown name is an error naming it.
+        let s = parse(&entry("flask\"\nroot = \"/src\"\n"), &here).unwrap();
+        assert_eq!(s.repositories[0].root, "/src");
+        let e = parse(&entry("no-such-repo\"\n"), &here)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no-such-repo") && e.contains("no [[repo]]"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_good_spec_loads_with_defaults() {
