@@ -91,6 +91,10 @@ tracer_init(Tracer *self, PyObject *args, PyObject *kwds)
 static PyObject *
 tracer_call(Tracer *self, PyObject *args, PyObject *kwds)
 {
+    if (self->gtrace == NULL) {
+        PyErr_SetString(PyExc_TypeError, "an uninitialised Tracer (Tracer.__new__ without __init__)");
+        return NULL;
+    }
     return PyObject_Call(self->gtrace, args, kwds);
 }
 
@@ -221,6 +225,14 @@ fast_settrace(PyObject *module, PyObject *tracer)
         PyEval_SetTrace(NULL, NULL);
     }
     else if (PyObject_TypeCheck(tracer, &TracerType)) {
+        /* Tracer.__new__ without __init__ leaves its fields NULL, which trace() reads: refused
+         * (test_an_uninitialised_tracer_is_refused_not_a_crash). */
+        Tracer *t = (Tracer *)tracer;
+        if (t->gtrace == NULL || t->codes == NULL || t->tl == NULL) {
+            PyErr_SetString(PyExc_TypeError,
+                            "settrace() of an uninitialised Tracer (Tracer.__new__ without __init__)");
+            return NULL;
+        }
         PyEval_SetTrace(trace, tracer);
     }
     else {

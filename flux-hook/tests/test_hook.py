@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1359,6 +1360,29 @@ class TestPytest(HookTestCase):
         c = normal({})
         self.assertIn(["c", "target", 0, 8], [x[:4] for x in c])
         self.assertEqual(c, python)
+
+    def test_an_uninitialised_tracer_is_refused_not_a_crash(self):
+        # Found in stop 35: _fast311.Tracer.__new__ without __init__ left its fields NULL, and
+        # installing or calling it crashed the process (test code can make one: the hook's
+        # modules are importable in the program). Now both raise TypeError.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        src = textwrap.dedent("""\
+            import sys
+            from flux_hook import _fast311 as f
+            t = f.Tracer.__new__(f.Tracer)
+            for attempt in (lambda: f.settrace(t), lambda: t(sys._getframe(), "call", None)):
+                try:
+                    attempt()
+                except TypeError as e:
+                    print("refused:", e)
+            print("alive", sys.gettrace())
+            """)
+        env = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        p = subprocess.run(harness.PYTHON + ["-c", src], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count("refused: "), 2, p.stdout)
+        self.assertIn("alive None", p.stdout)
 
     def test_shipped_fast_path_is_in_use(self):
         # The agent ships flux_hook._fast311 for 3.11 (`c-fast-path`); where the suite runs on
