@@ -550,6 +550,26 @@ mod tests {
         );
     }
 
+    /// The drafting context of `f` in `r/t.py` the tests below use (seed 1, 4 tests).
+    fn ctx_of<'a>(
+        t: &'a Target,
+        func: &'a FunctionFacts,
+        file: &'a FileFacts,
+        targeted: &'a BTreeMap<String, String>,
+    ) -> Ctx<'a> {
+        Ctx {
+            seed: 1,
+            scope: "r/t.py",
+            target: t,
+            func,
+            file,
+            within: "pkg/",
+            max_answer_size: 100,
+            max_tests: 4,
+            targeted,
+        }
+    }
+
     /// Issue 26.1: each target drew its test alone, so a module's questions ran on nearly as
     /// many tests as targets, one own run and one reference run each. A test (or set of tests)
     /// an earlier target was asked on is preferred when it runs this target too.
@@ -574,14 +594,8 @@ mod tests {
         for seed in 0..16 {
             let ctx = Ctx {
                 seed,
-                scope: "r/t.py",
-                target: &t,
-                func: &func,
-                file: &file,
-                within: "pkg/",
-                max_answer_size: 100,
                 max_tests: 2,
-                targeted: &targeted,
+                ..ctx_of(&t, &func, &file, &targeted)
             };
             // Nothing taken: the choice of before.
             assert_eq!(
@@ -618,17 +632,7 @@ mod tests {
         let t = target();
         let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
         let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
-        let ctx = Ctx {
-            seed: 1,
-            scope: "r/t.py",
-            target: &t,
-            func: &func,
-            file: &file,
-            within: "pkg/",
-            max_answer_size: 100,
-            max_tests: 4,
-            targeted: &targeted,
-        };
+        let ctx = ctx_of(&t, &func, &file, &targeted);
         let kept: BTreeSet<String> = ["t.py::test_a", "t.py::test_b"].map(String::from).into();
         let running = tests_running(&TraceIndex::new(&trace), &t, &kept);
         assert_eq!(running, ["t.py::test_a", "t.py::test_b"]);
