@@ -132,13 +132,16 @@ pub async fn run_reference(
     rundir::write_new(&run_dir, "stdout.txt", &outcome.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &outcome.stderr)?;
     let trace = read_output(&run_dir.join("out"))?;
+    // One serialisation for the file and its digest (a reference trace of a SymPy test is
+    // tens of MB).
     let mut jsonl = Vec::new();
-    trace.write_jsonl(&mut jsonl)?;
+    let trace_sha256 = flux_instance::write_trace_jsonl(&trace, &mut jsonl)?;
     rundir::write_new(&run_dir, "reference-trace.jsonl", &jsonl)?;
+    drop(jsonl);
     let stderr = String::from_utf8_lossy(&outcome.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     Ok(ReferenceRun {
-        trace_sha256: flux_instance::trace_digest(&trace),
+        trace_sha256,
         trace,
         exit_code: if outcome.timed_out {
             128 + libc::SIGKILL
