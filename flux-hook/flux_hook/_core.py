@@ -18,6 +18,13 @@ import threading
 import time
 import _thread
 
+# `frozen-clock`: the clock every record is stamped with, taken when the hook is imported, before
+# the program runs. A program may replace `time.monotonic_ns` — freezegun sets it in the `time`
+# module and in every loaded module whose attribute holds it — and records stamped with its
+# clock come out of order (python-dateutil's and humanize's tests under `freeze_time`). Held in
+# a tuple, which no such patcher looks into; called as `CLOCK[0]()` (no Python frame).
+CLOCK = (time.monotonic_ns,)
+
 # Code kinds, stored in Hook.codes[id(code)] = [code_id, kind, code, extra...]
 EXCLUDED = 0  # flux_hook's own code: never recorded
 PLAIN = 1  # untargeted: calls only (depending on FLUX_HOOK_CALLS)
@@ -194,7 +201,7 @@ class Config:
         preds = d.get("predicates", [])
         if not isinstance(preds, list):
             raise ValueError("predicates must be a list")
-        self.checks = Checks(preds, exc_typename) if preds else None
+        self.checks = Checks(preds, exc_typename, CLOCK[0]) if preds else None
         self.want_line = "line" in self.events
         self.want_return = "return" in self.events
         self.want_exc = "exception" in self.events
@@ -550,7 +557,7 @@ class Hook:
             sys.stderr.write("flux-hook: records lost: %s\n" % reason)
         except Exception:
             pass
-        self.emit('["lost",%d,%d,%s]' % (time.monotonic_ns(), self.tid(), jstr(clean(reason))))
+        self.emit('["lost",%d,%d,%s]' % (CLOCK[0](), self.tid(), jstr(clean(reason))))
 
     # ---- test windows (scope "tests") ------------------------------------------------
     def take_semaphores(self, spec, zero=True):
@@ -586,7 +593,7 @@ class Hook:
     def window_open(self):
         """A test protocol starts: record from here (the `wo` record first, so everything
         recorded in the window comes after it)."""
-        self.emit('["wo",%d,%d]' % (time.monotonic_ns(), self.tid()))
+        self.emit('["wo",%d,%d]' % (CLOCK[0](), self.tid()))
         self.in_window = True
         if not self.extents:
             for s in self.semaphores:
@@ -605,7 +612,7 @@ class Hook:
         for s in self.semaphores:
             s[0].value = 0
         self.in_window = False
-        self.emit('["wc",%d,%d]' % (time.monotonic_ns(), self.tid()))
+        self.emit('["wc",%d,%d]' % (CLOCK[0](), self.tid()))
 
     # ---- target extents (scope "targets") --------------------------------------------
     # The back-ends count, per thread (`tl.xd`), the targeted activations running in it: at
@@ -643,7 +650,7 @@ class Hook:
     def extent_open(self, first=None, ts=None, tid=None):
         """This thread enters targeted code (`xo` and `first` first, then the probes go on)."""
         if ts is None:
-            ts = time.monotonic_ns()
+            ts = CLOCK[0]()
         self.emit('["xo",%d,%d]' % (ts, self.tid() if tid is None else tid))
         if first is not None:
             self.emit(first)
@@ -666,7 +673,7 @@ class Hook:
             self.xcount[0] = self.xthreads
         if last is not None:
             self.emit(last)
-        self.emit('["xc",%d,%d]' % (time.monotonic_ns(), self.tid()))
+        self.emit('["xc",%d,%d]' % (CLOCK[0](), self.tid()))
 
     def check_tracing(self):
         """Called at test boundaries and at exit: report (and repair) a tracer that was
@@ -767,13 +774,13 @@ class Hook:
         files = [fn for fn, k in list(self.file_kinds.items()) if k == TARGET]
         if not files:
             return
-        t0 = time.monotonic_ns()
+        t0 = CLOCK[0]()
         try:
             recs = facts_records(files)
         except Exception:
             internal_error("static facts")
             recs = []
-        self.buf.append('["hx",%d,%d,%d]' % (t0, self.tid(), time.monotonic_ns()))
+        self.buf.append('["hx",%d,%d,%d]' % (t0, self.tid(), CLOCK[0]()))
         self.buf.extend(recs)
 
     # fork handling: the parent flushes before the fork, the child reconnects with a new hello.

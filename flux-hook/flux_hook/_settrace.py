@@ -27,9 +27,8 @@ import gc
 import inspect
 import sys
 import threading
-import time
 
-from ._core import EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, jval
+from ._core import CLOCK, EXCLUDED, PLAIN, TARGET, FrameState, exc_typename, internal_error, jval
 
 RETURN_VALUE = dis.opmap["RETURN_VALUE"]
 YIELD_VALUE = dis.opmap["YIELD_VALUE"]
@@ -83,7 +82,7 @@ def start(hook):
     vrepr = hook.vrepr
     changed_locals = hook.changed_locals
     exc_message = hook.exc_message
-    now = time.monotonic_ns
+    now = CLOCK[0]  # `frozen-clock`
     plain_exc = {}  # id(frame) -> f_lasti of the last exception seen in an untargeted frame
     # `gc-guard`: the cyclic GC runs when an allocation crosses its threshold, and the trace
     # functions allocate (every record). A collection started inside one runs the program's

@@ -9,10 +9,10 @@ jumps within a line), PY_RETURN, PY_YIELD, PY_RESUME.
 import gc
 import sys
 from opcode import opmap
-import time
 import types
 
 from ._core import (
+    CLOCK,
     EXCLUDED,
     PLAIN,
     TARGET,
@@ -231,7 +231,7 @@ def start(hook):
     exc_message = hook.exc_message
     swe = cfg.swe
     getframe = sys._getframe
-    now = time.monotonic_ns
+    now = CLOCK[0]  # `frozen-clock`
     DISABLE = M.DISABLE
     set_local_events = M.set_local_events
 

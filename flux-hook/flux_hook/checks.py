@@ -23,10 +23,11 @@ import time
 class Checks:
     """The predicates of a config, indexed by line."""
 
-    def __init__(self, specs, typename):
+    def __init__(self, specs, typename, now=time.monotonic_ns):
         # line -> [(expr text, code object, function or None)]
         self.by_line = {}
         self.typename = typename
+        self.now = now  # the hook's clock (`frozen-clock`)
         # Set by the hook (Python < 3.13): detaches the frame's f_locals snapshot after the
         # predicates read it (_core.locals_detacher).
         self.detach = None
@@ -65,7 +66,7 @@ class Checks:
                 res = json.dumps(["error", self.typename(e)])
             out.append(
                 '["k",%d,%d,%d,%d,%d,%s,%s]'
-                % (time.monotonic_ns(), tid, code_id, frame_key, line, json.dumps(text), res)
+                % (self.now(), tid, code_id, frame_key, line, json.dumps(text), res)
             )
         if loc is not None and self.detach is not None:
             self.detach(frame, loc)

@@ -10,7 +10,6 @@ it after: the wrapper is a generator that pluggy's `_multicall` resumes from the
 so every program activation that starts inside the window also ends inside it, and none that
 started outside ends inside.
 """
-import time
 from json.encoder import encode_basestring_ascii as _jstr  # C function: no traced frames
 
 import pytest
@@ -58,7 +57,7 @@ def pytest_runtest_logstart(nodeid, location):
         return
     _outcomes[nodeid] = "passed"
     h.check_tracing()
-    h.emit('["ts",%d,%d,%s]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid))))
+    h.emit('["ts",%d,%d,%s]' % (_core.CLOCK[0](), h.tid(), _jstr(_core.clean(nodeid))))
 
 
 def pytest_runtest_logreport(report):
@@ -88,4 +87,4 @@ def pytest_runtest_logfinish(nodeid, location):
         return
     outcome = _outcomes.pop(nodeid, "passed")
     h.check_tracing()
-    h.emit('["te",%d,%d,%s,"%s"]' % (time.monotonic_ns(), h.tid(), _jstr(_core.clean(nodeid)), outcome))
+    h.emit('["te",%d,%d,%s,"%s"]' % (_core.CLOCK[0](), h.tid(), _jstr(_core.clean(nodeid)), outcome))

@@ -1361,6 +1361,54 @@ class TestPytest(HookTestCase):
         self.assertIn(["c", "target", 0, 8], [x[:4] for x in c])
         self.assertEqual(c, python)
 
+    def test_a_frozen_clock_does_not_stamp_the_hooks_records(self):
+        # `frozen-clock`, found generating python-dateutil and humanize: freezegun replaces
+        # time.monotonic_ns in the time module and in every loaded module holding it, and the
+        # hook, which looked it up at each record, stamped the test's records (ts, te, xc, ...)
+        # with the frozen time: "records out of program order", the trace refused. This test
+        # patches the clock as freezegun does (every module attribute that is the real function)
+        # inside a test, then calls the target.
+        test_src = """\
+        import sys
+        import time
+
+        def target(n):
+            try:
+                raise ValueError(n)
+            except ValueError:
+                return n + 1
+
+        def freeze():
+            real = time.monotonic_ns
+            fake = lambda: 1418606493004003000
+            for mod in list(sys.modules.values()):
+                for name in dir(mod):
+                    try:
+                        if getattr(mod, name) is real:
+                            setattr(mod, name, fake)
+                    except Exception:
+                        pass
+            return fake
+
+        def test_frozen():
+            fake = freeze()
+            assert time.monotonic_ns is fake
+            assert target(1) == 2
+        """
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_f.py"],
+                        extra_files={"test_f.py": test_src}, calls="entries",
+                        config={"files": ["test_f.py"], "functions": ["target"], "scope": "targets"},
+                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
+        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        recs = r.records()
+        te = [x for x in recs if x[0] == "te"]
+        ts = [x for x in recs if x[0] == "ts"]
+        self.assertEqual(len(te), 1, recs)
+        stamped = [x for x in recs if x[0] in ("ts", "te", "c", "x", "r", "l", "xc", "wo", "wc", "hx")]
+        frozen = [x for x in stamped if 1418606493004003000 in x]
+        self.assertEqual(frozen, [], "records stamped with the program's frozen clock")
+        self.assertLess(ts[0][1], te[0][1])
+
     def test_an_uninitialised_tracer_is_refused_not_a_crash(self):
         # Found in stop 35: _fast311.Tracer.__new__ without __init__ left its fields NULL, and
         # installing or calling it crashed the process (test code can make one: the hook's
