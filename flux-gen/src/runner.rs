@@ -394,10 +394,19 @@ pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
     if run.timed_out.is_some() {
         return Some("timed out".into());
     }
+    // The event budget stops the program with SIGKILL: name the budget, not the signal (a
+    // scout stopped at `budget.scout_events` read "killed: signal 9", like an OOM kill).
+    let m = &run.trace.meta;
+    if let Some(p) = m
+        .problems
+        .iter()
+        .find(|p| p.starts_with(flux_harvest::BUDGET_PROBLEM))
+    {
+        return Some(p.clone());
+    }
     if let Some(k) = &run.killed {
         return Some(format!("killed: {k}"));
     }
-    let m = &run.trace.meta;
     if !m.complete || m.lost_events > 0 {
         return Some(format!(
             "incomplete trace ({} lost{}{})",
@@ -413,22 +422,13 @@ pub(crate) fn run_problem(run: &flux_harvest::TracedRun) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The shard test's occasional failure: a run on a busy machine lost events (the ring
-    /// buffer full), its module was refused, and the regeneration differed. Such a run is made
-    /// again; a timed-out or killed one (the test's) and a complete one are not.
-    #[test]
-    fn a_run_that_lost_events_to_load_is_made_again() {
-        let run = |lost: u64, timed_out: bool| flux_harvest::TracedRun {
-            trace: flux_trace::Trace {
-                meta: flux_trace::Meta {
-                    lost_events: lost,
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
+    /// A run that exited 0 with an empty trace, for the tests to change.
+    fn stopped_run() -> flux_harvest::TracedRun {
+        flux_harvest::TracedRun {
+            trace: flux_trace::Trace::default(),
             run_dir: PathBuf::new(),
             exit_code: 0,
-            timed_out: timed_out.then(|| Duration::from_secs(1)),
+            timed_out: None,
             killed: None,
             stdout: vec![],
             stderr: vec![],
@@ -439,10 +439,39 @@ mod tests {
             interpreter_version: String::new(),
             labels: vec![],
             program_seconds: 0.0,
+        }
+    }
+
+    /// The shard test's occasional failure: a run on a busy machine lost events (the ring
+    /// buffer full), its module was refused, and the regeneration differed. Such a run is made
+    /// again; a timed-out or killed one (the test's) and a complete one are not.
+    #[test]
+    fn a_run_that_lost_events_to_load_is_made_again() {
+        let run = |lost: u64, timed_out: bool| {
+            let mut r = stopped_run();
+            r.trace.meta.lost_events = lost;
+            r.timed_out = timed_out.then(|| Duration::from_secs(1));
+            r
         };
         assert_eq!(lost_to_load(&run(11_307, false)), Some(11_307));
         assert_eq!(lost_to_load(&run(0, false)), None);
         assert_eq!(lost_to_load(&run(5, true)), None);
+    }
+
+    /// A scout stopped by the event budget read "killed: signal 9" (found generating
+    /// flux-gen-v2's trial): the budget's own problem is named first.
+    #[test]
+    fn a_run_stopped_by_the_event_budget_says_so_not_killed() {
+        let mut run = stopped_run();
+        run.killed = Some("signal 9".into());
+        run.trace.meta.problems = vec![format!(
+            "{}: the program made more than 3000000 USDT events",
+            flux_harvest::BUDGET_PROBLEM
+        )];
+        let why = run_problem(&run).unwrap();
+        assert!(why.starts_with(flux_harvest::BUDGET_PROBLEM), "{why}");
+        run.trace.meta.problems.clear();
+        assert_eq!(run_problem(&run).as_deref(), Some("killed: signal 9"));
     }
 
     /// A select glob over `tests/` beside `src/` listed nothing before: only the code's and the

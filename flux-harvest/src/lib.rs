@@ -427,6 +427,10 @@ async fn harvest_one(
     report
 }
 
+/// The start of the problem a trace carries when the event budget stopped its program (which
+/// is killed: name the budget, not the signal).
+pub use flux_merge::usdt::BUDGET_PROBLEM;
+
 /// What a traced run of an instance's test produced (a harvest's, or [`run_traced`]'s).
 pub struct TracedRun {
     pub trace: flux_trace::Trace,
