@@ -711,6 +711,34 @@ split = "test"
         );
     }
 
+    /// flux-gen-v2's spec (issue 26.3): ≥ 30 repositories, split by repository, each entry's
+    /// image defined in images.toml (inherited, or named and then defined there).
+    #[test]
+    fn flux_gen_v2_names_30_repositories_each_with_an_image_definition() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let spec = load(&root.join("sets/flux-gen-v2")).unwrap();
+        assert!(spec.repositories.len() >= 30, "{}", spec.repositories.len());
+        let defs =
+            flux_container::images::Definitions::load(&root.join("images/images.toml")).unwrap();
+        let images: std::collections::BTreeSet<String> = defs
+            .repos
+            .iter()
+            .filter_map(|d| Some(d.image(defs.base(&d.base)?)))
+            .collect();
+        for r in &spec.repositories {
+            assert!(images.contains(&r.image), "{}: {}", r.name, r.image);
+        }
+        let test = spec
+            .repositories
+            .iter()
+            .filter(|r| r.split == Split::Test)
+            .count();
+        assert!(
+            test >= 8 && test < spec.repositories.len() / 2,
+            "{test} on the test side"
+        );
+    }
+
     #[test]
     fn a_good_spec_loads_with_defaults() {
         let s = parse(GOOD, Path::new("gen.toml")).unwrap();
