@@ -732,21 +732,23 @@ pub(crate) fn draft_golds(
     let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, bool)>> = BTreeMap::new();
     // Per tests, a target prefers the tests earlier targets were asked on (one own run each).
     let share = d.spec.budget.own_runs == crate::spec::OwnRuns::PerTests;
+    // The tests earlier targets were asked on (empty when runs are not shared).
+    let mut taken: BTreeSet<Vec<String>> = BTreeSet::new();
     for (ti, target) in d.targets.iter().enumerate() {
         let Some(ctx) = d.ctx(ti, &within) else {
             continue;
         };
         let running = draft::tests_running(&shared, target, kept);
-        let taken: BTreeSet<Vec<String>> = match share {
-            true => asked_on.keys().cloned().collect(),
-            false => BTreeSet::new(),
-        };
-        if let Some(test) = draft::choose_test_sharing(&ctx, &shared, &running, &taken) {
-            asked_on.entry(vec![test]).or_default().push((ti, false));
-        }
-        let m_tests = draft::choose_tests_sharing(&ctx, &running, &taken);
-        if m_tests.len() >= 2 {
-            asked_on.entry(m_tests).or_default().push((ti, true));
+        let single = draft::choose_test_sharing(&ctx, &shared, &running, &taken).map(|t| vec![t]);
+        let multi =
+            Some(draft::choose_tests_sharing(&ctx, &running, &taken)).filter(|m| m.len() >= 2);
+        for (tests, is_multi) in [(single, false), (multi, true)] {
+            if let Some(tests) = tests {
+                if share {
+                    taken.insert(tests.clone());
+                }
+                asked_on.entry(tests).or_default().push((ti, is_multi));
+            }
         }
     }
     drop(shared);
