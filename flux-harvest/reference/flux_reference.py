@@ -129,6 +129,7 @@ class _Out:
         self.fh = None
         self.buf = []
         self.n = 0
+        self.written = 0
         self.over = False
         self.lock = threading.Lock()
 
@@ -152,25 +153,39 @@ class _Out:
         self.pid = os.getpid()
         self.buf = []
         self.n = 0
+        self.written = 0
+        self.lock = threading.Lock()  # a fork may have copied it held by another thread
         self.fh = open(os.path.join(_OUT, "reference-%d.jsonl" % self.pid), "w", encoding="utf-8")
         self.buf.append(json.dumps(["hello", 1, self.pid, "%d.%d.%d" % sys.version_info[:3]]))
+
+    # The buffer is one list, never replaced: another thread may hold it between its look-up
+    # and its append. A flush takes the first k records and deletes them under the lock; what
+    # other threads append meanwhile (a write releases the GIL) stays for the next flush.
+    def _write(self):
+        buf = self.buf
+        k = len(buf)
+        if k:
+            recs = buf[:k]
+            del buf[:k]
+            self.written += k
+            self.fh.write("\n".join(recs) + "\n")
 
     def flush(self):
         with self.lock:
             if self.fh is None or self.pid != os.getpid():
                 return
-            if self.buf:
-                self.fh.write("\n".join(self.buf) + "\n")
-                self.buf = []
+            self._write()
             self.fh.flush()
 
     def close(self):
-        if self.fh is None or self.pid != os.getpid():
-            return
-        self.buf.append(json.dumps(["end", self.n]))
-        self.flush()
-        self.fh.close()
-        self.fh = None
+        with self.lock:
+            if self.fh is None or self.pid != os.getpid():
+                return
+            self._write()
+            # The records written before it, `hello` not counted (as flux_trace::reference).
+            self.fh.write(json.dumps(["end", self.written - 1]) + "\n")
+            self.fh.close()
+            self.fh = None
 
 
 _out = _Out()

@@ -333,6 +333,84 @@ mod tests {
         );
     }
 
+    /// 77 fastapi golds (a TestClient runs the app in a portal thread) went unwitnessed with
+    /// "a return of frame N, which is not the innermost": the reference's flush joined its
+    /// buffer, wrote it (the GIL released) and then replaced it, dropping what other threads
+    /// appended meanwhile. Five threads calling at once must leave every record.
+    #[test]
+    fn the_reference_keeps_records_other_threads_add_while_it_writes() {
+        let py = "/usr/bin/python3.11";
+        let has_pytest = std::process::Command::new(py)
+            .args(["-c", "import pytest"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has_pytest
+            && flux_skip::skip(
+                "reference records of threads",
+                "no /usr/bin/python3.11 with pytest (cargo xtask setup installs python3-pytest)",
+            )
+        {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("flux_reference.py"), REFERENCE_PY).unwrap();
+        std::fs::write(dir.path().join("static_facts.py"), STATIC_FACTS_PY).unwrap();
+        std::fs::write(
+            dir.path().join("test_threads.py"),
+            "import threading\n\n\
+             def leaf(i):\n    return i + 1\n\n\
+             def work(n):\n    t = 0\n    for i in range(n):\n        t = leaf(t)\n    return t\n\n\
+             def test_threads_calling_at_once():\n\
+             \x20   ts = [threading.Thread(target=work, args=(20000,)) for _ in range(4)]\n\
+             \x20   for t in ts:\n        t.start()\n\
+             \x20   work(20000)\n\
+             \x20   for t in ts:\n        t.join()\n",
+        )
+        .unwrap();
+        let out_dir = dir.path().join("out");
+        std::fs::create_dir(&out_dir).unwrap();
+        let out = std::process::Command::new(py)
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "test_threads.py",
+            ])
+            .env("PYTHONPATH", dir.path())
+            .env("PYTEST_PLUGINS", "flux_reference")
+            .env(
+                "FLUX_REFERENCE_CONFIG",
+                r#"{"scope": "tests", "files": ["test_threads.py"], "events": ["call", "return"]}"#,
+            )
+            .env("FLUX_REFERENCE_OUT", &out_dir)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let files: Vec<_> = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        let f = std::io::BufReader::new(std::fs::File::open(&files[0]).unwrap());
+        let t = flux_trace::reference::read(f, "reference.jsonl").unwrap();
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        // 5 threads × 20,000 calls of leaf, each a call and a return.
+        let leaf_returns = t
+            .events
+            .iter()
+            .filter(|e| e.ev == flux_trace::Kind::Return && e.func.as_str() == "leaf")
+            .count();
+        assert_eq!(leaf_returns, 5 * 20_000);
+    }
+
     #[test]
     fn order_insensitive_lists_compare_as_multisets_and_nothing_else_does() {
         let gold = json!({"a": [1, 2, 3], "b": [{"l": [2, 1]}, {"l": [3]}], "c": [1, 2]});
