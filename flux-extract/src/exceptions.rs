@@ -27,7 +27,9 @@ the matching `except` clause) means handled there at that line; an unwinding `re
 to the caller, which must be traced line by line (targeted) to go on (a caller that is not, \
 whether or not the trace shows its calls, or the bottom of the stack: it leaves traced code \
 unhandled); a frame that goes on with `line` events and then returns or \
-raises again without a `handled` event handled it, at an unknown line (null). With `escapes` \
+raises again without a `handled` event handled it, at an unknown line (null), unless the frame \
+then unwinds with this very exception (its type and message, no other exception since): lines \
+that ran on its way out (a `finally` body, a `with` statement's exit) handle nothing. With `escapes` \
 (a qualname) only exceptions that propagate out of a frame of that function count (its frame \
 unwinds with them: SWE-Flux's \"the exception that propagates out of the target\"). Answer: \
 {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
@@ -163,7 +165,10 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
                     went_on.get_or_insert(e);
                 }
                 Kind::Exception if expect_propagation => expect_propagation = false,
-                Kind::Return if e.unwind && went_on.is_none() => {
+                // Unwinding with no line since, or with this very exception after lines that
+                // ran on its way out (a `finally` body, a `with` statement's exit: cleanup
+                // re-raises give no `exception` event) and no other exception since.
+                Kind::Return if e.unwind && (went_on.is_none() || same_exception(e, origin)) => {
                     unwound.push(e);
                     if ix.call_event(e.parent).is_some() && traced_by_line(ix, e.parent) {
                         act = e.parent;
@@ -188,6 +193,14 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
         origin,
         handled,
         unwound,
+    }
+}
+
+/// Whether an unwinding `return` carries the exception (type and message) of `origin`.
+fn same_exception(unwind: &Event, origin: &Event) -> bool {
+    match (&unwind.exc, &origin.exc) {
+        (Some(a), Some(b)) => a.ty == b.ty && a.msg == b.msg,
+        _ => false,
     }
 }
 

@@ -287,7 +287,10 @@ def _scrub(s):
     return _ADDRESS.sub(" at 0x?", s) if " at 0x" in s else s
 
 
-def _render(v):
+def _raw(v):
+    """[repr, type] as the documented rendering gives it, memory addresses as they are: what
+    "changed since the frame's previous event" compares (a local rebound to another object of
+    the same class has changed even though both show as `0x?`)."""
     t = type(v)
     if t in _SCALARS:
         try:
@@ -304,7 +307,16 @@ def _render(v):
                 s = _reprer.repr(v)
             except Exception:
                 s = "<repr failed: %s>" % t.__name__
-    return [_clean(_scrub(_cut(s))), _clean(t.__name__)]
+    return [_cut(s), t.__name__]
+
+
+def _shown(raw):
+    """A rendering as a gold answer shows it: addresses as `0x?`."""
+    return [_clean(_scrub(raw[0])), _clean(raw[1])]
+
+
+def _render(v):
+    return _shown(_raw(v))
 
 
 def _typename(e):
@@ -339,12 +351,12 @@ def _changed(st, frame):
         if n >= _NLOCALS:
             break
         n += 1
-        r = _render(v)
+        r = _raw(v)
         if snap.get(name) != r:
             snap[name] = r
             if out is None:
                 out = {}
-            out[name] = r
+            out[name] = _shown(r)
     return out
 
 

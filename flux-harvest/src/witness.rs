@@ -333,12 +333,9 @@ mod tests {
         );
     }
 
-    /// 77 fastapi golds (a TestClient runs the app in a portal thread) went unwitnessed with
-    /// "a return of frame N, which is not the innermost": the reference's flush joined its
-    /// buffer, wrote it (the GIL released) and then replaced it, dropping what other threads
-    /// appended meanwhile. Five threads calling at once must leave every record.
-    #[test]
-    fn the_reference_keeps_records_other_threads_add_while_it_writes() {
+    /// The reference's trace of `pytest test_it.py` (the file `test_py`) under `config`, run
+    /// on the host's Debian Python; `None` (skipped loudly) without it or its pytest.
+    fn reference_trace(name: &str, test_py: &str, config: &str) -> Option<flux_trace::Trace> {
         let py = "/usr/bin/python3.11";
         let has_pytest = std::process::Command::new(py)
             .args(["-c", "import pytest"])
@@ -346,44 +343,23 @@ mod tests {
             .is_ok_and(|o| o.status.success());
         if !has_pytest
             && flux_skip::skip(
-                "reference records of threads",
+                name,
                 "no /usr/bin/python3.11 with pytest (cargo xtask setup installs python3-pytest)",
             )
         {
-            return;
+            return None;
         }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("flux_reference.py"), REFERENCE_PY).unwrap();
         std::fs::write(dir.path().join("static_facts.py"), STATIC_FACTS_PY).unwrap();
-        std::fs::write(
-            dir.path().join("test_threads.py"),
-            "import threading\n\n\
-             def leaf(i):\n    return i + 1\n\n\
-             def work(n):\n    t = 0\n    for i in range(n):\n        t = leaf(t)\n    return t\n\n\
-             def test_threads_calling_at_once():\n\
-             \x20   ts = [threading.Thread(target=work, args=(20000,)) for _ in range(4)]\n\
-             \x20   for t in ts:\n        t.start()\n\
-             \x20   work(20000)\n\
-             \x20   for t in ts:\n        t.join()\n",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("test_it.py"), test_py).unwrap();
         let out_dir = dir.path().join("out");
         std::fs::create_dir(&out_dir).unwrap();
         let out = std::process::Command::new(py)
-            .args([
-                "-m",
-                "pytest",
-                "-q",
-                "-p",
-                "no:cacheprovider",
-                "test_threads.py",
-            ])
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_it.py"])
             .env("PYTHONPATH", dir.path())
             .env("PYTEST_PLUGINS", "flux_reference")
-            .env(
-                "FLUX_REFERENCE_CONFIG",
-                r#"{"scope": "tests", "files": ["test_threads.py"], "events": ["call", "return"]}"#,
-            )
+            .env("FLUX_REFERENCE_CONFIG", config)
             .env("FLUX_REFERENCE_OUT", &out_dir)
             .current_dir(dir.path())
             .output()
@@ -402,6 +378,29 @@ mod tests {
         let f = std::io::BufReader::new(std::fs::File::open(&files[0]).unwrap());
         let t = flux_trace::reference::read(f, "reference.jsonl").unwrap();
         assert!(t.meta.complete, "{:?}", t.meta.problems);
+        Some(t)
+    }
+
+    /// 77 fastapi golds (a TestClient runs the app in a portal thread) went unwitnessed with
+    /// "a return of frame N, which is not the innermost": the reference's flush joined its
+    /// buffer, wrote it (the GIL released) and then replaced it, dropping what other threads
+    /// appended meanwhile. Five threads calling at once must leave every record.
+    #[test]
+    fn the_reference_keeps_records_other_threads_add_while_it_writes() {
+        let Some(t) = reference_trace(
+            "reference records of threads",
+            "import threading\n\n\
+             def leaf(i):\n    return i + 1\n\n\
+             def work(n):\n    t = 0\n    for i in range(n):\n        t = leaf(t)\n    return t\n\n\
+             def test_threads_calling_at_once():\n\
+             \x20   ts = [threading.Thread(target=work, args=(20000,)) for _ in range(4)]\n\
+             \x20   for t in ts:\n        t.start()\n\
+             \x20   work(20000)\n\
+             \x20   for t in ts:\n        t.join()\n",
+            r#"{"scope": "tests", "files": ["test_it.py"], "events": ["call", "return"]}"#,
+        ) else {
+            return;
+        };
         // 5 threads × 20,000 calls of leaf, each a call and a return.
         let leaf_returns = t
             .events
@@ -409,6 +408,40 @@ mod tests {
             .filter(|e| e.ev == flux_trace::Kind::Return && e.func.as_str() == "leaf")
             .count();
         assert_eq!(leaf_returns, 5 * 20_000);
+    }
+
+    /// jinja2's `frame = frame.inner()` and flask's `_iter_loaders` rebind a local to another
+    /// object of the same class: flux's gold counts a new definition (the hook compares reprs
+    /// with their addresses), the reference compared the shown `0x?` reprs and saw none (5
+    /// def-use golds disagreed).
+    #[test]
+    fn the_reference_sees_a_local_rebound_to_an_object_that_shows_the_same() {
+        let Some(t) = reference_trace(
+            "reference rebinding",
+            "class C:\n    pass\n\n\
+             def f():\n    x = C()\n    keep = x\n    x = C()\n    return keep is not x\n\n\
+             def test_f():\n    assert f()\n",
+            r#"{"scope": "tests", "files": ["test_it.py"], "functions": ["f"],
+                "events": ["line", "call", "return", "variables"]}"#,
+        ) else {
+            return;
+        };
+        let shown: Vec<(u32, &str)> = t
+            .events
+            .iter()
+            .filter(|e| e.func.as_str() == "f")
+            .flat_map(|e| e.locals.iter().map(move |(n, v)| (e.line, n, v)))
+            .filter(|(_, n, _)| n.as_str() == "x")
+            .map(|(line, _, v)| (line, v.repr.as_str()))
+            .collect();
+        // x shows at the line after each assignment (lines 6 and 8), both times as `0x?`.
+        assert_eq!(
+            shown,
+            [
+                (6, "<test_it.C object at 0x?>"),
+                (8, "<test_it.C object at 0x?>")
+            ]
+        );
     }
 
     #[test]

@@ -353,3 +353,46 @@ fn exception_types_in_first_occurrence_order() {
         json!(["AttributeError", "KeyError", "ValueError"])
     );
 }
+
+/// Five click `Parameter.handle_parse_result` golds: `raise` inside `with augment_usage_errors`
+/// ran the `with` line (its exit) before the frame unwound with the same exception, and the
+/// reference's trace (which reports the bare raise before that line) was read as "handled
+/// in handle_parse_result at an unknown line". A `finally` body is the same: lines on the way
+/// out handle nothing; lines followed by a normal return, or by another exception, do.
+#[test]
+fn lines_a_frame_runs_on_the_way_out_do_not_handle_the_exception() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_with")
+        .call("outer", 10, &[])
+        .line(11, &[])
+        .call("parse", 20, &[("s", "'x'")])
+        .line(22, &[])
+        .raise("ValueError", "bad x")
+        .line(21, &[]) // the `with` line again: its __exit__ runs
+        .line(30, &[]) // a `finally` body
+        .unwind("ValueError", "bad x")
+        .raise("ValueError", "bad x")
+        .unwind("ValueError", "bad x")
+        .end("failed")
+        .test("t.py::test_other")
+        .call("parse", 20, &[("s", "'y'")])
+        .line(22, &[])
+        .raise("KeyError", "'y'")
+        .line(26, &[])
+        .unwind("KeyError", "'z'") // another KeyError (no event of its own): the first was handled
+        .end("failed")
+        .build();
+    let p = params(json!({"type": "ValueError"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_info", &p).unwrap(),
+        json!({"exception": {"type": "ValueError", "message": "bad x", "raised_in": "parse",
+               "raise_line": 22, "handled_in": null, "handler_line": null,
+               "unwound": ["parse", "outer"]}})
+    );
+    let p = params(json!({"type": "KeyError"})).unwrap();
+    assert_eq!(
+        extract(&t, "exception_info", &p).unwrap(),
+        json!({"exception": {"type": "KeyError", "message": "'y'", "raised_in": "parse",
+               "raise_line": 22, "handled_in": "parse", "handler_line": null, "unwound": []}})
+    );
+}
