@@ -56,10 +56,10 @@ events happened in the process (threads interleave):
   `f_locals` order (flux-hook README, "Wire protocol").
 - `kind` of an exception event of targeted code, decided here in this order: `propagate` when
   a frame this one called has just unwound (the thread's latest unwinding return) with this
-  very exception (by address: its latest exception event's, or — a bare `raise` outside its own
-  handlers reports nothing — the one being handled), or is the entry after this frame's in the
-  exception's traceback; `thrown` when it is the
-  activation's first event after its `call`, at the instruction the activation started at (no
+  very exception (by address and type: its latest exception event's, or — a bare `raise`
+  outside its own handlers reports nothing — the one being handled), or is the entry after
+  this frame's in the exception's traceback; `thrown` when it is the activation's first
+  event after its `call`, at the instruction the activation started at (no
   line ran: `throw()`/`close()` put it in at the `yield`); `reraise` when its traceback already
   has entries beyond this frame's (raised before: `raise e`), or a bare `raise` of the
   exception being handled (3.11 reports no event: a `raise` statement without an exception of
@@ -496,7 +496,7 @@ class _Frame:
         self.snap = {}  # name -> [repr, type] at the frame's previous event
         self.prev_line = None
         self.exc_lasti = None  # f_lasti of the latest exception event, no line since
-        self.exc_id = None  # id() of the exception of its latest exception event
+        self.exc_id = None  # _key() of the exception of its latest exception event
         self.pending = None  # (type, message) of an exception not yet handled here
         self.bare = None  # a bare `raise` line ran: (line, type, message)
         self.opened = None  # f_lasti at the activation's call, until its first line
@@ -518,6 +518,14 @@ def _flush_bare(th, frame, st):
         line, ty, msg = st.bare
         st.bare = None
         _emit_x(th, frame, st, line, ty, msg, "reraise", None)
+
+
+def _key(e):
+    """An exception known without holding it: its address and its type's. The address alone
+    is not enough: a GeneratorExit that closed a generator (`all(... for ...)` stopping early)
+    dies, and the exception raised next may be allocated where it was (a SymPy raise taken for
+    a propagation)."""
+    return (id(e), id(type(e)))
 
 
 def _origin(tb):
@@ -600,7 +608,7 @@ def _local_event(frame, event, arg):
             u = th.unwound
             nxt = tb.tb_next if tb is not None else None
             came_out = u is not None and u[1] == id(frame) and (
-                id(e) in u[2] or (nxt is not None and id(nxt.tb_frame) == u[0])
+                _key(e) in u[2] or (nxt is not None and id(nxt.tb_frame) == u[0])
             )
             if came_out:
                 kind = "propagate"
@@ -613,7 +621,7 @@ def _local_event(frame, event, arg):
             if _WANT_EXC:
                 _emit_x(th, frame, st, frame.f_lineno, _typename(e), _message(e), kind, _origin(tb))
         th.unwound = None
-        st.exc_id = id(e)
+        st.exc_id = _key(e)
         st.exc_lasti = frame.f_lasti
         st.opened = None
     elif event == "return":
@@ -638,7 +646,7 @@ def _local_event(frame, event, arg):
             # no event and no traceback entry (flask's handle_user_exception).
             b = frame.f_back
             h = sys.exc_info()[1]
-            ids = {st.exc_id, id(h) if h is not None else None} - {None}
+            ids = {st.exc_id, _key(h) if h is not None else None} - {None}
             th.unwound = (id(frame), id(b) if b is not None else None, ids)
         if how == "yield":
             st.suspended = True

@@ -444,6 +444,45 @@ mod tests {
         );
     }
 
+    /// SymPy's `multiplicity` raises a ValueError in its `except` body right after
+    /// `all(... for ...)` stopped early: the generator's close unwound with a GeneratorExit,
+    /// which died, and the new ValueError took its address, so the reference took the raise
+    /// for that exception coming out of a callee (a multiplicity S5 gold "disagreed").
+    #[test]
+    fn a_raise_at_a_dead_exceptions_address_is_still_a_raise() {
+        let Some(t) = reference_trace(
+            "reference exception identity",
+            "def as_int(n):\n\
+             \x20   if not isinstance(n, int):\n\
+             \x20       raise ValueError('not an int')\n\
+             \x20   return n\n\n\
+             def multiplicity(p, n):\n\
+             \x20   try:\n\
+             \x20       p, n = as_int(p), as_int(n)\n\
+             \x20   except ValueError:\n\
+             \x20       if all(isinstance(i, (int, float)) for i in (p, n)):\n\
+             \x20           return 0\n\
+             \x20       raise ValueError('expecting ints')\n\n\
+             def test_m():\n\
+             \x20   for _ in range(3):\n\
+             \x20       try:\n\
+             \x20           multiplicity('a', 2)\n\
+             \x20       except ValueError:\n\
+             \x20           pass\n",
+            r#"{"scope": "tests", "files": ["test_it.py"], "functions": ["multiplicity"],
+                "events": ["line", "call", "return", "exception"]}"#,
+        ) else {
+            return;
+        };
+        let kinds: Vec<&str> = t
+            .events
+            .iter()
+            .filter(|e| e.ev == flux_trace::Kind::Exception && e.line == 12)
+            .map(|e| e.outcome.as_str())
+            .collect();
+        assert_eq!(kinds, ["raise"; 3]);
+    }
+
     #[test]
     fn order_insensitive_lists_compare_as_multisets_and_nothing_else_does() {
         let gold = json!({"a": [1, 2, 3], "b": [{"l": [2, 1]}, {"l": [3]}], "c": [1, 2]});
