@@ -671,4 +671,42 @@ mod tests {
             .unwrap_or_else(|e| panic!("{}: {e}", d.key));
         }
     }
+
+    /// flux-gen-v2 made M5 questions for 1.3 % of its instances (issue 26: every kind ≥ 3 %):
+    /// only a type the target raises itself was asked about. An exception that leaves the
+    /// target in some tests, not all (raised in a callee), is asked with `escapes`, and the
+    /// extractor's gold splits the tests.
+    #[test]
+    fn an_exception_leaving_the_target_in_some_tests_is_an_m5_question() {
+        let mut b = TraceBuilder::new();
+        for (test, fails) in [("t.py::test_a", true), ("t.py::test_b", false)] {
+            b = b.test(test).call("f", 1, &[("n", "1")]).line(2, &[]);
+            b = if fails {
+                b.unwind("ValueError", "bad n")
+            } else {
+                b.line(5, &[]).ret("1")
+            };
+            b = b.end("passed");
+        }
+        let trace = b.build();
+        let t = target();
+        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
+        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let ctx = ctx_of(&t, &func, &file, &targeted);
+        let kept: BTreeSet<String> = ["t.py::test_a", "t.py::test_b"].map(String::from).into();
+        let running = tests_running(&TraceIndex::new(&trace), &t, &kept);
+        let all = sub_trace(&trace, &running);
+        let m = multi_test(&ctx, &TraceIndex::new(&all), &running);
+        let m5 = m.iter().find(|d| d.kind == K::M5).expect("an M5 draft");
+        assert_eq!(m5.params["escapes"], json!("f"));
+        assert_eq!(m5.params["type"], json!("ValueError"));
+        let gold = flux_extract::extract(
+            &all,
+            m5.extractor,
+            &flux_extract::params(Value::Object(m5.params.clone())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(gold["crashing_tests"], json!(["t.py::test_a"]));
+        assert_eq!(gold["safe_tests"], json!(["t.py::test_b"]));
+    }
 }

@@ -325,6 +325,24 @@ fn raised<'a>(s: &'a Scene) -> BTreeMap<String, Vec<&'a str>> {
     out
 }
 
+/// The exceptions that leave the target (an invocation of it ends by unwinding with them), by
+/// type, with the tests they left it in: what `raising_tests` counts with `escapes`.
+fn escaped<'a>(s: &'a Scene) -> BTreeMap<String, Vec<&'a str>> {
+    let mut out: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for inv in &s.invs {
+        for &i in &inv.events {
+            let e = &s.sub.events[i];
+            if e.ev != Kind::Return || !e.unwind {
+                continue;
+            }
+            if let Some(x) = e.exc.as_ref().filter(|x| !signal(&x.ty)) {
+                out.entry(x.ty.clone()).or_default().push(inv.test.as_str());
+            }
+        }
+    }
+    out
+}
+
 /// S5 `exception_info`: an exception raised in the target during the test ([`raised`]), one
 /// of its first three raises.
 const S5: KindRecipe = KindRecipe {
@@ -642,31 +660,50 @@ const M4: KindRecipe = KindRecipe {
 };
 
 /// M5 `raising_tests`: an exception type raised in the target ([`raised`]) in some of the
-/// tests, not all.
+/// tests, not all; where the target raises none, an exception type that leaves it (an
+/// invocation ends by it: [`escaped`], the extractor's `escapes`) in some of the tests, not all.
 const M5: KindRecipe = KindRecipe {
     kind: K::M5,
     extractors: &["raising_tests"],
     draft: |s, rng| {
-        let types: Vec<String> = raised(s)
-            .into_iter()
-            .filter(|(_, ts)| ts.iter().collect::<BTreeSet<_>>().len() < s.tests.len())
-            .map(|(ty, _)| ty)
-            .collect();
-        let Some(ty) = rng.pick(&types) else {
-            return Vec::new();
+        let some_not_all = |by_type: BTreeMap<String, Vec<&str>>| -> Vec<String> {
+            by_type
+                .into_iter()
+                .filter(|(_, ts)| ts.iter().collect::<BTreeSet<_>>().len() < s.tests.len())
+                .map(|(ty, _)| ty)
+                .collect()
         };
         let mut p = Map::new();
-        p.insert("type".into(), json!(ty));
-        p.insert("raised_in".into(), json!(s.ctx.target.qualname));
+        let raised_types = some_not_all(raised(s));
+        if let Some(ty) = rng.pick(&raised_types) {
+            p.insert("type".into(), json!(ty));
+            p.insert("raised_in".into(), json!(s.ctx.target.qualname));
+        } else {
+            let escaped_types = some_not_all(escaped(s));
+            let Some(ty) = rng.pick(&escaped_types) else {
+                return Vec::new();
+            };
+            p.insert("type".into(), json!(ty));
+            p.insert("escapes".into(), json!(s.ctx.target.qualname));
+        }
         vec![s.draft(K::M5, "raising_tests", p)]
     },
     after_gold: None,
     prose: |w| {
-        format!(
-            "In which of these tests is an exception of type {} raised in {}?",
-            code(w.s("type")),
-            w.f
-        )
+        if w.s("escapes").is_empty() {
+            format!(
+                "In which of these tests is an exception of type {} raised in {}?",
+                code(w.s("type")),
+                w.f
+            )
+        } else {
+            format!(
+                "In which of these tests does an exception of type {} propagate out of {} (an \
+                 invocation of it ends because of that exception, wherever it was raised)?",
+                code(w.s("type")),
+                w.f
+            )
+        }
     },
 };
 
