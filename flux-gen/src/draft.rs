@@ -229,13 +229,100 @@ impl<'a> Scene<'a> {
 /// The drafts of every recipe of the single-test (`multi` false) or multi-test kinds, in
 /// `crate::recipe::RECIPES`'s order, drawing from `rng` in turn.
 fn drafts_of(scene: &Scene, rng: &mut Rng, multi: bool) -> Vec<Draft> {
+    drafts_of_kinds(scene, rng, multi, |_| true)
+}
+
+/// [`drafts_of`] for the kinds `want` keeps.
+fn drafts_of_kinds(scene: &Scene, rng: &mut Rng, multi: bool, want: fn(K) -> bool) -> Vec<Draft> {
     let mut out = Vec::new();
     for r in crate::recipe::RECIPES {
-        if r.kind.is_multi_test() == multi {
+        if r.kind.is_multi_test() == multi && want(r.kind) {
             out.extend((r.draft)(scene, rng));
         }
     }
     out
+}
+
+/// The exception kinds (S5, M5): what an [`exception_tests`] ask drafts.
+fn is_exception_kind(k: K) -> bool {
+    matches!(k, K::S5 | K::M5)
+}
+
+/// Tests (among `running`, in its order) in which the target meets an exception in the
+/// indexed trace: an `exception` event in one of its frames (signals aside) or a frame of it
+/// unwinding.
+pub fn tests_with_exceptions(ix: &TraceIndex, t: &Target, running: &[String]) -> Vec<String> {
+    let mut with: BTreeSet<&str> = BTreeSet::new();
+    for inv in invocations(ix, t) {
+        let meets = inv.events.iter().any(|&i| {
+            let e = &ix.trace.events[i];
+            (e.ev == Kind::Exception
+                && !e.exc.as_ref().is_some_and(|x| crate::recipe::signal(&x.ty)))
+                || (e.ev == Kind::Return && e.unwind)
+        });
+        if meets {
+            with.insert(inv.test.as_str());
+        }
+    }
+    running
+        .iter()
+        .filter(|t| with.contains(t.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The tests of a target's exception asks (issue 26: every kind ≥ 3 % of a set), for when
+/// the tests chosen for all kinds miss what S5 and M5 need: a test in which the target meets
+/// an exception (`single`, when the chosen single test is not one), and up to `max_tests`
+/// tests mixing such tests with tests where it meets none (`multi`, when the chosen set lacks
+/// either). Seeded; each in `running`'s order; None where nothing is missing or nothing fits.
+pub fn exception_tests(
+    ctx: &Ctx,
+    running: &[String],
+    with: &[String],
+    (single, multi): (Option<&String>, &[String]),
+) -> (Option<String>, Option<Vec<String>>) {
+    if with.is_empty() {
+        return (None, None);
+    }
+    let has = |t: &String| with.contains(t);
+    let one = (!single.is_some_and(has))
+        .then(|| ctx.rng("exception-test").pick(with).cloned())
+        .flatten();
+    let without: Vec<String> = running.iter().filter(|t| !has(t)).cloned().collect();
+    let mixed = multi.iter().any(has) && multi.iter().any(|t| !has(t));
+    let many = (!mixed && !without.is_empty() && ctx.max_tests >= 2).then(|| {
+        let mut rng = ctx.rng("exception-tests");
+        let (mut a, mut b) = (with.to_vec(), without);
+        rng.shuffle(&mut a);
+        rng.shuffle(&mut b);
+        let half = ctx.max_tests.div_ceil(2);
+        a.truncate(half);
+        b.truncate(ctx.max_tests - a.len());
+        running
+            .iter()
+            .filter(|t| a.contains(t) || b.contains(t))
+            .cloned()
+            .collect::<Vec<String>>()
+    });
+    (one, many)
+}
+
+/// The exception kinds' drafts for `ctx.target` over `tests` (one test: S5; more: M5), the
+/// ask [`exception_tests`] chose them for.
+pub fn exception_drafts(ctx: &Ctx, ix: &TraceIndex, tests: &[String]) -> Vec<Draft> {
+    let invs = invocations(ix, ctx.target);
+    if invs.is_empty() {
+        return Vec::new();
+    }
+    let multi = tests.len() >= 2;
+    let mut rng = ctx.rng(if multi {
+        "M-exceptions"
+    } else {
+        "S-exceptions"
+    });
+    let scene = Scene::new(ctx, ix, tests, invs, 0);
+    drafts_of_kinds(&scene, &mut rng, multi, is_exception_kind)
 }
 
 /// Every draft of the single-test kinds for `ctx.target`, run by `test` (`ix` indexes the
@@ -708,5 +795,89 @@ mod tests {
         .unwrap();
         assert_eq!(gold["crashing_tests"], json!(["t.py::test_a"]));
         assert_eq!(gold["safe_tests"], json!(["t.py::test_b"]));
+    }
+
+    /// flux-gen-v2's S5 and M5 stayed under 3 % of its instances (issue 26): they were drafted
+    /// only on the tests chosen for all kinds, which often miss the tests where the target
+    /// meets an exception. Then the target gets asks of its own: S5 on a test where it does,
+    /// M5 on tests mixing both, and each yields its question.
+    #[test]
+    fn a_target_whose_chosen_tests_miss_its_exceptions_gets_exception_asks() {
+        let mut b = TraceBuilder::new();
+        for (t, raises) in [("a", true), ("b", false), ("c", true), ("d", false)] {
+            b = b
+                .test(&format!("t.py::test_{t}"))
+                .call("f", 1, &[("n", "1")])
+                .line(2, &[]);
+            if raises {
+                b = b
+                    .raise("ValueError", "bad n")
+                    .line(3, &[])
+                    .handled(3, "ValueError", "bad n")
+                    .line(4, &[]);
+            }
+            b = b.line(5, &[]).ret("1").end("passed");
+        }
+        let trace = b.build();
+        let t = target();
+        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
+        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let ix = TraceIndex::new(&trace);
+        let kept: BTreeSet<String> = flux_trace::query::tests(&trace)
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        let running = tests_running(&ix, &t, &kept);
+        let with = tests_with_exceptions(&ix, &t, &running);
+        assert_eq!(with, ["t.py::test_a", "t.py::test_c"]);
+        let (b_, d_) = ("t.py::test_b".to_string(), "t.py::test_d".to_string());
+        for seed in 0..8 {
+            let ctx = Ctx {
+                seed,
+                max_tests: 2,
+                ..ctx_of(&t, &func, &file, &targeted)
+            };
+            // The chosen tests already serve them: nothing more.
+            let mixed = [b_.clone(), "t.py::test_c".to_string()];
+            let (one, many) = exception_tests(&ctx, &running, &with, (Some(&with[0]), &mixed));
+            assert_eq!((one, many), (None, None));
+            // They miss: a test with an exception, and a mixed pair.
+            let (one, many) = exception_tests(
+                &ctx,
+                &running,
+                &with,
+                (Some(&b_), &[b_.clone(), d_.clone()]),
+            );
+            let one = one.expect("an S5 test");
+            assert!(with.contains(&one), "{one}");
+            let many = many.expect("M5 tests");
+            assert_eq!(many.len(), 2, "{many:?}");
+            assert_eq!(
+                many.iter().filter(|t| with.contains(t)).count(),
+                1,
+                "{many:?}"
+            );
+            let s5 = exception_drafts(
+                &ctx,
+                &TraceIndex::new(&sub_trace(&trace, &[one.clone()])),
+                &[one],
+            );
+            assert_eq!(s5.iter().map(|d| d.kind).collect::<Vec<_>>(), [K::S5]);
+            let sub = sub_trace(&trace, &many);
+            let m5 = exception_drafts(&ctx, &TraceIndex::new(&sub), &many);
+            assert_eq!(m5.iter().map(|d| d.kind).collect::<Vec<_>>(), [K::M5]);
+            let gold = flux_extract::extract(
+                &sub,
+                m5[0].extractor,
+                &flux_extract::params(Value::Object(m5[0].params.clone())).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(
+                gold["crashing_tests"].as_array().unwrap().len(),
+                1,
+                "{gold}"
+            );
+            assert_eq!(gold["safe_tests"].as_array().unwrap().len(), 1, "{gold}");
+        }
     }
 }

@@ -727,9 +727,9 @@ pub(crate) fn draft_golds(
 ) -> Result<Vec<Authored>> {
     let kept = d.kept;
     let within = d.repo.code.first().cloned().unwrap_or_default();
-    // Each target's tests: (tests, [(target, multi-test)]).
+    // Each target's tests: (tests, [(target, what is asked on them)]).
     let shared = TraceIndex::new(d.trace);
-    let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, bool)>> = BTreeMap::new();
+    let mut asked_on: BTreeMap<Vec<String>, Vec<(usize, Ask)>> = BTreeMap::new();
     // Per tests, a target prefers the tests earlier targets were asked on (one own run each).
     let share = d.spec.budget.own_runs == crate::spec::OwnRuns::PerTests;
     // The tests earlier targets were asked on (empty when runs are not shared).
@@ -739,15 +739,23 @@ pub(crate) fn draft_golds(
             continue;
         };
         let running = draft::tests_running(&shared, target, kept);
-        let single = draft::choose_test_sharing(&ctx, &shared, &running, &taken).map(|t| vec![t]);
-        let multi =
-            Some(draft::choose_tests_sharing(&ctx, &running, &taken)).filter(|m| m.len() >= 2);
-        for (tests, is_multi) in [(single, false), (multi, true)] {
+        let single = draft::choose_test_sharing(&ctx, &shared, &running, &taken);
+        let multi = draft::choose_tests_sharing(&ctx, &running, &taken);
+        let with = draft::tests_with_exceptions(&shared, target, &running);
+        let (exc_single, exc_multi) =
+            draft::exception_tests(&ctx, &running, &with, (single.as_ref(), &multi));
+        let asks = [
+            (single.map(|t| vec![t]), Ask::Single),
+            (Some(multi).filter(|m| m.len() >= 2), Ask::Multi),
+            (exc_single.map(|t| vec![t]), Ask::Exceptions),
+            (exc_multi.filter(|m| m.len() >= 2), Ask::Exceptions),
+        ];
+        for (tests, ask) in asks {
             if let Some(tests) = tests {
                 if share {
                     taken.insert(tests.clone());
                 }
-                asked_on.entry(tests).or_default().push((ti, is_multi));
+                asked_on.entry(tests).or_default().push((ti, ask));
             }
         }
     }
@@ -756,12 +764,14 @@ pub(crate) fn draft_golds(
     for (tests, askers) in asked_on {
         let sub = draft::sub_trace(d.trace, &tests);
         let ix = TraceIndex::new(&sub);
-        for (ti, multi) in askers {
+        for (ti, ask) in askers {
             let ctx = d.ctx(ti, &within).expect("a target with facts");
-            let drafts = match multi {
-                false => draft::single_test(&ctx, &ix, &tests[0]),
-                true => draft::multi_test(&ctx, &ix, &tests),
+            let drafts = match ask {
+                Ask::Single => draft::single_test(&ctx, &ix, &tests[0]),
+                Ask::Multi => draft::multi_test(&ctx, &ix, &tests),
+                Ask::Exceptions => draft::exception_drafts(&ctx, &ix, &tests),
             };
+            let multi = tests.len() >= 2;
             for dr in drafts {
                 if let Some((dr, gold)) = gold_of(d, &ix, dr, r)? {
                     per_target[ti][usize::from(multi)].push((dr, gold, Some(ti)));
@@ -777,6 +787,16 @@ pub(crate) fn draft_golds(
     authored.extend(per_target.into_iter().flatten().flatten());
     drop_same_answers(d.spec.seed, d.scope, &mut authored, r);
     Ok(authored)
+}
+
+/// What a target is asked on a set of tests: the single-test kinds, the multi-test kinds, or
+/// only the exception kinds (S5 on one test, M5 on more), on tests chosen for them
+/// ([`draft::exception_tests`]) when the others' tests miss what they need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ask {
+    Single,
+    Multi,
+    Exceptions,
 }
 
 /// `draft`'s gold on the indexed sub-trace of its tests, screened: None (counted under its

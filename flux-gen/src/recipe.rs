@@ -298,7 +298,7 @@ const S4: KindRecipe = KindRecipe {
 
 /// Exceptions the interpreter uses as signals (a generator closed or exhausted): not asked
 /// about, their raise sites are the interpreter's, not the code's.
-fn signal(ty: &str) -> bool {
+pub(crate) fn signal(ty: &str) -> bool {
     matches!(
         ty.rsplit('.').next().unwrap_or(ty),
         "GeneratorExit" | "StopIteration" | "StopAsyncIteration"
