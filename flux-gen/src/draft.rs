@@ -657,6 +657,15 @@ mod tests {
         }
     }
 
+    /// The tests of the indexed trace that run `t`, every test kept.
+    fn running_in_every_test(ix: &TraceIndex, t: &Target) -> Vec<String> {
+        let kept: BTreeSet<String> = flux_trace::query::tests(ix.trace)
+            .into_iter()
+            .map(|t| t.id)
+            .collect();
+        tests_running(ix, t, &kept)
+    }
+
     /// Issue 26.1: each target drew its test alone, so a module's questions ran on nearly as
     /// many tests as targets, one own run and one reference run each. A test (or set of tests)
     /// an earlier target was asked on is preferred when it runs this target too.
@@ -671,11 +680,7 @@ mod tests {
         let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
         let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
         let ix = TraceIndex::new(&trace);
-        let kept: BTreeSet<String> = flux_trace::query::tests(&trace)
-            .into_iter()
-            .map(|t| t.id)
-            .collect();
-        let running = tests_running(&ix, &t, &kept);
+        let running = running_in_every_test(&ix, &t);
         assert_eq!(running.len(), 4);
         let none = BTreeSet::new();
         for seed in 0..16 {
@@ -823,11 +828,7 @@ mod tests {
         let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
         let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
         let ix = TraceIndex::new(&trace);
-        let kept: BTreeSet<String> = flux_trace::query::tests(&trace)
-            .into_iter()
-            .map(|t| t.id)
-            .collect();
-        let running = tests_running(&ix, &t, &kept);
+        let running = running_in_every_test(&ix, &t);
         let with = tests_with_exceptions(&ix, &t, &running);
         assert_eq!(with, ["t.py::test_a", "t.py::test_c"]);
         let (b_, d_) = ("t.py::test_b".to_string(), "t.py::test_d".to_string());
