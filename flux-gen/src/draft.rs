@@ -860,7 +860,7 @@ mod tests {
             );
             let s5 = exception_drafts(
                 &ctx,
-                &TraceIndex::new(&sub_trace(&trace, &[one.clone()])),
+                &TraceIndex::new(&sub_trace(&trace, std::slice::from_ref(&one))),
                 &[one],
             );
             assert_eq!(s5.iter().map(|d| d.kind).collect::<Vec<_>>(), [K::S5]);
