@@ -46,6 +46,8 @@ pub struct Ctx<'a> {
     pub max_tests: usize,
     /// Functions targeted by the shared trace (qualname → file), for exceptions' configs.
     pub targeted: &'a BTreeMap<String, String>,
+    /// How the exception kinds are drafted (`[budget] exceptions`).
+    pub exceptions: crate::spec::Exceptions,
 }
 
 impl Ctx<'_> {
@@ -282,7 +284,7 @@ pub fn exception_tests(
     with: &[String],
     (single, multi): (Option<&String>, &[String]),
 ) -> (Option<String>, Option<Vec<String>>) {
-    if with.is_empty() {
+    if with.is_empty() || ctx.exceptions == crate::spec::Exceptions::Shared {
         return (None, None);
     }
     let has = |t: &String| with.contains(t);
@@ -606,6 +608,7 @@ mod tests {
                     max_answer_size,
                     max_tests,
                     targeted: &targeted,
+                    exceptions: crate::spec::Exceptions::OwnAsks,
                 };
                 let running = tests_running(&ix, &t, &kept);
                 let mut drafts = Vec::new();
@@ -654,6 +657,7 @@ mod tests {
             max_answer_size: 100,
             max_tests: 4,
             targeted,
+            exceptions: crate::spec::Exceptions::OwnAsks,
         }
     }
 
@@ -800,6 +804,13 @@ mod tests {
         .unwrap();
         assert_eq!(gold["crashing_tests"], json!(["t.py::test_a"]));
         assert_eq!(gold["safe_tests"], json!(["t.py::test_b"]));
+        // flux-gen-v1's rules (`[budget] exceptions = "shared"`): raises only.
+        let v1 = Ctx {
+            exceptions: crate::spec::Exceptions::Shared,
+            ..ctx_of(&t, &func, &file, &targeted)
+        };
+        let m = multi_test(&v1, &TraceIndex::new(&all), &running);
+        assert!(m.iter().all(|d| d.kind != K::M5));
     }
 
     /// flux-gen-v2's S5 and M5 stayed under 3 % of its instances (issue 26): they were drafted
@@ -879,6 +890,14 @@ mod tests {
                 "{gold}"
             );
             assert_eq!(gold["safe_tests"].as_array().unwrap().len(), 1, "{gold}");
+            // flux-gen-v1's rules ask nothing more.
+            let v1 = Ctx {
+                exceptions: crate::spec::Exceptions::Shared,
+                ..ctx
+            };
+            let none =
+                exception_tests(&v1, &running, &with, (Some(&b_), &[b_.clone(), d_.clone()]));
+            assert_eq!(none, (None, None));
         }
     }
 }

@@ -707,6 +707,7 @@ impl<'a> Drafting<'a> {
             max_answer_size: self.spec.budget.max_answer_size,
             max_tests: self.spec.budget.max_tests,
             targeted: self.targeted,
+            exceptions: self.spec.budget.exceptions,
         })
     }
 }

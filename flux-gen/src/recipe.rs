@@ -678,13 +678,15 @@ const M5: KindRecipe = KindRecipe {
         if let Some(ty) = rng.pick(&raised_types) {
             p.insert("type".into(), json!(ty));
             p.insert("raised_in".into(), json!(s.ctx.target.qualname));
-        } else {
+        } else if s.ctx.exceptions == crate::spec::Exceptions::OwnAsks {
             let escaped_types = some_not_all(escaped(s));
             let Some(ty) = rng.pick(&escaped_types) else {
                 return Vec::new();
             };
             p.insert("type".into(), json!(ty));
             p.insert("escapes".into(), json!(s.ctx.target.qualname));
+        } else {
+            return Vec::new();
         }
         vec![s.draft(K::M5, "raising_tests", p)]
     },

@@ -146,6 +146,22 @@ pub struct Budget {
     pub modules: usize,
     /// How a module's chosen instances share their own runs (see [`OwnRuns`]).
     pub own_runs: OwnRuns,
+    /// How the exception kinds are drafted (see [`Exceptions`]).
+    pub exceptions: Exceptions,
+}
+
+/// `[budget] exceptions`: how the exception kinds (S5, M5), the rare ones, are drafted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Exceptions {
+    /// Also on tests of their own where the tests chosen for all kinds miss the target's
+    /// exceptions (`crate::draft::exception_tests`), and M5 also on an exception leaving the
+    /// target where it raises none (`raising_tests` `escapes`).
+    #[default]
+    OwnAsks,
+    /// Only on the tests chosen for all kinds, M5 only on the target's raises (how
+    /// flux-gen-v1 was made).
+    Shared,
 }
 
 /// `[budget] own_runs`: which of a module's chosen instances one own run (and one reference
@@ -175,6 +191,7 @@ impl Default for Budget {
             jobs: 2,
             modules: 2,
             own_runs: OwnRuns::PerTests,
+            exceptions: Exceptions::OwnAsks,
         }
     }
 }
