@@ -700,10 +700,10 @@ const M5: KindRecipe = KindRecipe {
             )
         } else {
             format!(
-                "In which of these tests does an exception of type {} propagate out of {} (an \
-                 invocation of it ends because of that exception, wherever it was raised)?",
-                code(w.s("type")),
-                w.f
+                "In which of these tests does an invocation of {} end by an exception of type {} \
+                 propagating out of it, wherever it was raised?",
+                w.f,
+                code(w.s("type"))
             )
         }
     },
