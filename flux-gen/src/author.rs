@@ -437,7 +437,7 @@ mod tests {
         params.insert("file".into(), Value::from("pkg/helper.py"));
         let d = Draft {
             kind: K::S1,
-            extractor: "branch_outcomes",
+            extractor: "executed_path",
             params,
             tests: vec!["tests/t.py::t".into()],
             functions: vec!["flatten".into()],
