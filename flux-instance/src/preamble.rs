@@ -148,7 +148,8 @@ pub const ALL: [Preamble; 7] = [
     },
     Preamble {
         family: "exceptions",
-        version: 1,
+        // 2: M5 may ask which tests an exception propagates out of a function in.
+        version: 2,
         text: concat!(
             common!(),
             "\nExceptions (S5, M5):\n\
@@ -164,7 +165,10 @@ pub const ALL: [Preamble; 7] = [
              function whose `except` clause catches it, and the handler line that clause's \
              line. `unwound` lists the frames of these functions it exits, innermost first.\n\
              - Across tests: `crashing_tests` are the tests in which such an exception is raised \
-             in the function, `safe_tests` the others, both in the order given.\n"
+             in the function (or, when the question asks in which tests an invocation of the \
+             function ends by an exception propagating out of it, the tests in which one of its \
+             invocations ends by such an exception, wherever it was raised), `safe_tests` the \
+             others, both in the order given.\n"
         ),
     },
     Preamble {
