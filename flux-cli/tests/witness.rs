@@ -281,7 +281,7 @@ impl Python {
         let stem = prog.file_stem().unwrap().to_str().unwrap();
         let (host_dir, seen_dir) = match &self.root {
             None => {
-                let d = tempdir();
+                let d = tempdir().keep(); // Placed's cleanup removes it
                 (d.clone(), d.display().to_string())
             }
             Some(root) => {

@@ -127,8 +127,11 @@ pub fn image_missing(image: &str, build: &str) -> Option<String> {
     }
 }
 
-/// A fresh directory under the system temp dir (unique per process, call and clock).
-pub fn tempdir() -> PathBuf {
+/// A fresh directory under the system temp dir (unique per process, call and clock), removed
+/// with what is in it when the value is dropped (the tests left hundreds behind). Not
+/// `tempfile`'s: containers running as another user read and write in it (its mode is the
+/// default's, 0755, not 0700).
+pub fn tempdir() -> TempDir {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     let d = std::env::temp_dir().join(format!(
@@ -141,7 +144,44 @@ pub fn tempdir() -> PathBuf {
             .as_nanos()
     ));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
+}
+
+/// [`tempdir`]'s directory: a path while it lives, gone when dropped.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl TempDir {
+    /// The path, the directory kept: whoever takes it removes it.
+    pub fn keep(mut self) -> PathBuf {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// One event as both witnesses must report it: sources, ids and timestamps differ by design.
