@@ -1117,11 +1117,13 @@ class Hook:
         return out
 
     def handler_info(self, filename):
-        """(first line of an except-clause body -> except line, set of except lines)."""
+        """(first line of an except-clause body -> except line, set of except lines, set of
+        the lines of bare `raise` statements)."""
         m = self.handler_lines.get(filename)
         if m is not None:
             return m
         m = {}
+        bare = set()
         try:
             import linecache
 
@@ -1131,9 +1133,11 @@ class Hook:
                 for node in ast.walk(tree):
                     if isinstance(node, ast.ExceptHandler) and node.body:
                         m[node.body[0].lineno] = node.lineno
+                    elif isinstance(node, ast.Raise) and node.exc is None:
+                        bare.add(node.lineno)
         except Exception:
             pass
-        m = (m, frozenset(m.values()))
+        m = (m, frozenset(m.values()), frozenset(bare))
         self.handler_lines[filename] = m
         return m
 

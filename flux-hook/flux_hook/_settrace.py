@@ -229,7 +229,16 @@ def start(hook):
                     hi = info[5]
                     if hi is None:
                         hi = info[5] = hook.handler_info(code.co_filename)
-                    firsts, headers = hi
+                    firsts, headers, bare = hi
+                    if line in bare and fs.handled is not None:
+                        # `bare-raise-message`: a bare `raise` about to re-raise the exception
+                        # this frame handled (3.11 reports no event; it is inferred later) —
+                        # its message as it is now: the handler may have changed it
+                        # (flask's from_file sets `e.strerror`), and the frame holds only
+                        # the message taken when it was caught.
+                        e = sys.exc_info()[1]
+                        if e is not None and id(e) == fs.handled[0]:
+                            fs.handled = (fs.handled[0], fs.handled[1], exc_message(e))
                     hline = None
                     if line in headers or line in firsts:
                         if line in headers and fs.pending is None and fs.handled is not None:

@@ -510,6 +510,38 @@ class TestExceptions(HookTestCase):
             ("x", "bare", 25, "KeyError", "reraise"), ("h", "bare", 26, "KeyError"),
         ])
 
+    def test_a_bare_raise_reports_the_message_its_handler_gave_the_exception(self):
+        # `bare-raise-message`: flask's Config.from_file catches an OSError, sets its strerror
+        # and re-raises it bare; on 3.11 (no event for a bare raise) the re-raise was reported
+        # with the message it had when it was caught, so the gold's message was stale.
+        src = """\
+        def load():
+            try:
+                raise OSError(2, "No such file")
+            except OSError as e:
+                e.strerror = "Unable to load (%s)" % e.strerror
+                raise
+
+        def caller():
+            try:
+                load()
+            except OSError as e:
+                return str(e)
+
+        print(caller())
+        """
+        r = self.run_ok(src)
+        self.assertEqual(r.proc.stdout, "[Errno 2] Unable to load (No such file)\n")
+        xs = [e for e in r.events(file_suffix="prog.py") if e[0] == "x"]
+        new = "[Errno 2] Unable to load (No such file)"
+        self.assertEqual([(e[1], e[6], e[7], e[8]) for e in xs], [
+            ("load", "FileNotFoundError", "[Errno 2] No such file", "raise"),
+            ("load", "FileNotFoundError", new, "reraise"),
+            ("caller", "FileNotFoundError", new, "propagate"),
+        ])
+        unwinds = [e for e in r.events(file_suffix="prog.py") if e[0] == "r" and e[6] == "unwind"]
+        self.assertEqual([e[7] for e in unwinds], [["FileNotFoundError", new]])
+
 
 class TestMixedSemantics(HookTestCase):
     """prog_mix.py: decorators, with-suppress, return in finally, raise from, generator raising
