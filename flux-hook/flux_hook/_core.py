@@ -94,6 +94,9 @@ THROWN_AT = frozenset(
 )
 # A `raise` statement (bare or not). Cleanup re-raises (RERAISE) are never reported as raises.
 RAISE_AT = frozenset([opcode.opmap["RAISE_VARARGS"]])
+# An `import` statement's instruction: importlib's Python frames it runs are removed from the
+# traceback of what they raise (`import-frames` in classify_raise).
+IMPORT_NAME = opcode.opmap["IMPORT_NAME"]
 
 
 def exc_origin(tb):
@@ -1150,6 +1153,10 @@ class Hook:
         if tb is None:
             tb = exc.__traceback__
         if tb is None or tb.tb_next is None:
+            # `import-frames`: an ImportError at an `import` came out of importlib's Python
+            # frames (`_find_and_load`), which CPython removes from its traceback.
+            if isinstance(exc, ImportError) and _at_import(frame):
+                return "propagate"
             return "raise"
         nxt = tb.tb_next.tb_frame
         if nxt is frame:
@@ -1161,7 +1168,26 @@ class Hook:
             # A generator/coroutine frame that just finished has no f_back on 3.11 and 3.14+
             # (3.12/3.13 keep it): it was resumed by this frame.
             return "propagate"
+        # `import-frames`: the entry after this frame's is code this frame called through
+        # frames the traceback no longer shows (an imported module's code raising: importlib's
+        # frames between them are removed; a library rewriting tracebacks, as jinja2 does).
+        for _ in range(64):
+            if back is None:
+                break
+            back = back.f_back
+            if back is frame:
+                return "propagate"
         return "reraise"
+
+
+def _at_import(frame):
+    """Whether `frame` is executing an `import` statement's instruction."""
+    try:
+        co = frame.f_code.co_code
+        i = frame.f_lasti
+        return 0 <= i < len(co) and co[i] == IMPORT_NAME
+    except Exception:
+        return False
 
 
 def seed_randomness(spec):

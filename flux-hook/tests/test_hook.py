@@ -542,6 +542,41 @@ class TestExceptions(HookTestCase):
         unwinds = [e for e in r.events(file_suffix="prog.py") if e[0] == "r" and e[6] == "unwind"]
         self.assertEqual([e[7] for e in unwinds], [["FileNotFoundError", new]])
 
+    def test_an_exception_out_of_an_import_propagates_into_the_importer(self):
+        # `import-frames`: CPython removes importlib's frames from an import's traceback, so
+        # a module's code raising while imported was reported as a re-raise in the importer,
+        # and a missing module's ModuleNotFoundError (raised in `_find_and_load`) as raised
+        # there (flask's CertParamType.convert: the witness's reference saw it propagate).
+        src = """\
+        def f():
+            try:
+                import badmod
+            except ZeroDivisionError:
+                return "caught"
+
+        def g():
+            try:
+                import no_such_module_xyz
+            except ModuleNotFoundError:
+                return "missing"
+
+        def h():
+            try:
+                raise ImportError("own")
+            except ImportError:
+                return "own"
+
+        print(f(), g(), h())
+        """
+        r = self.run_ok(src, extra_files={"badmod.py": "x = 1\ny = x / 0\n"})
+        self.assertEqual(r.proc.stdout, "caught missing own\n")
+        xs = [e for e in r.events(file_suffix="prog.py") if e[0] == "x"]
+        self.assertEqual([(e[1], e[6], e[8]) for e in xs], [
+            ("f", "ZeroDivisionError", "propagate"),
+            ("g", "ModuleNotFoundError", "propagate"),
+            ("h", "ImportError", "raise"),
+        ])
+
 
 class TestMixedSemantics(HookTestCase):
     """prog_mix.py: decorators, with-suppress, return in finally, raise from, generator raising
