@@ -661,6 +661,13 @@ mod tests {
         }
     }
 
+    /// `f(n)` of [`run`] as a target: the target, its facts and file, the targeted map.
+    fn f_of_the_loop() -> (Target, FunctionFacts, FileFacts, BTreeMap<String, String>) {
+        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
+        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        (target(), func, file, targeted)
+    }
+
     /// The tests of the indexed trace that run `t`, every test kept.
     fn running_in_every_test(ix: &TraceIndex, t: &Target) -> Vec<String> {
         let kept: BTreeSet<String> = flux_trace::query::tests(ix.trace)
@@ -680,9 +687,7 @@ mod tests {
             b = run(b.test(&format!("t.py::test_{t}")), 1).end("passed");
         }
         let trace = b.build();
-        let t = target();
-        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
-        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let (t, func, file, targeted) = f_of_the_loop();
         let ix = TraceIndex::new(&trace);
         let running = running_in_every_test(&ix, &t);
         assert_eq!(running.len(), 4);
@@ -725,9 +730,7 @@ mod tests {
         let b = TraceBuilder::new().test("t.py::test_a");
         let b = run(b, 3).end("passed").test("t.py::test_b");
         let trace = run(b, 1).end("passed").build();
-        let t = target();
-        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
-        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let (t, func, file, targeted) = f_of_the_loop();
         let ctx = ctx_of(&t, &func, &file, &targeted);
         let kept: BTreeSet<String> = ["t.py::test_a", "t.py::test_b"].map(String::from).into();
         let running = tests_running(&TraceIndex::new(&trace), &t, &kept);
@@ -785,12 +788,9 @@ mod tests {
             b = b.end("passed");
         }
         let trace = b.build();
-        let t = target();
-        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
-        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let (t, func, file, targeted) = f_of_the_loop();
         let ctx = ctx_of(&t, &func, &file, &targeted);
-        let kept: BTreeSet<String> = ["t.py::test_a", "t.py::test_b"].map(String::from).into();
-        let running = tests_running(&TraceIndex::new(&trace), &t, &kept);
+        let running = running_in_every_test(&TraceIndex::new(&trace), &t);
         let all = sub_trace(&trace, &running);
         let m = multi_test(&ctx, &TraceIndex::new(&all), &running);
         let m5 = m.iter().find(|d| d.kind == K::M5).expect("an M5 draft");
@@ -835,9 +835,7 @@ mod tests {
             b = b.line(5, &[]).ret("1").end("passed");
         }
         let trace = b.build();
-        let t = target();
-        let (func, file) = facts_of_f(&[(3, &["i", "n"]), (4, &["i"])]);
-        let targeted = BTreeMap::from([("f".to_string(), "pkg/mod.py".to_string())]);
+        let (t, func, file, targeted) = f_of_the_loop();
         let ix = TraceIndex::new(&trace);
         let running = running_in_every_test(&ix, &t);
         let with = tests_with_exceptions(&ix, &t, &running);
