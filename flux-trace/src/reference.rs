@@ -35,6 +35,8 @@ struct Code {
     file: String,
     name: String,
     qualname: String,
+    /// The reference records lines, values and exceptions of it (the config targets it).
+    targeted: bool,
 }
 
 struct Open {
@@ -183,6 +185,12 @@ impl Reader {
                     file: s(a, 2, "co_filename")?,
                     name: s(a, 3, "co_name")?,
                     qualname: s(a, 4, "co_qualname")?,
+                    targeted: match a.get(6) {
+                        Some(J::Bool(b)) => *b,
+                        Some(J::Number(x)) if x.as_u64() == Some(0) => false,
+                        Some(J::Number(x)) if x.as_u64() == Some(1) => true,
+                        _ => return Err("field 6 (targeted): expected 0 or 1".into()),
+                    },
                 };
                 self.codes.insert(n(a, 1, "ref")?, code);
             }
@@ -431,17 +439,36 @@ impl Reader {
             )),
             _ => {}
         }
-        let mut open: Vec<(u32, usize)> = self
+        // A thread the test started may outlive its window (a worker that finishes its job, or
+        // idles, after the test returned): the reference stops recording as the window closes,
+        // so what it had open never returns in the file. Untargeted frames left open cost no
+        // answer anything (a targeted activation that returned had all its callees return
+        // before it; one still open is below them on the stack, and a problem): they are
+        // counted, as flux's merge never sees untargeted code under scope `targets`. A targeted
+        // activation never closed is a problem: its own events are cut.
+        let mut open: Vec<(u32, usize, usize)> = self
             .stacks
             .iter()
             .filter(|(_, s)| !s.is_empty())
-            .map(|(t, s)| (*t, s.len()))
+            .map(|(t, s)| {
+                let targeted = s
+                    .iter()
+                    .filter(|o| self.codes.get(&o.code).is_some_and(|c| c.targeted))
+                    .count();
+                (*t, s.len(), targeted)
+            })
             .collect();
         open.sort_unstable();
-        for (tid, k) in open {
-            self.problem(format!(
-                "{path}: {k} activation(s) of thread {tid} never returned"
-            ));
+        let mut past_end = 0;
+        for (tid, k, targeted) in open {
+            if targeted > 0 {
+                self.problem(format!(
+                    "{path}: {k} activation(s) of thread {tid} never returned ({targeted} of \
+                     targeted code)"
+                ));
+            } else {
+                past_end += k as u64;
+            }
         }
         if self.more_problems > 0 {
             self.problems
@@ -460,6 +487,12 @@ impl Reader {
             facts: self.facts,
         };
         t.meta.counts = t.count_by_kind();
+        if past_end > 0 {
+            t.meta.counts.insert(
+                "reference.untargeted_activations_open_at_end".into(),
+                past_end,
+            );
+        }
         t
     }
 }
@@ -578,5 +611,46 @@ mod tests {
         let mut lines = HEAD.to_vec();
         lines.extend([r#"["end",2]"#, r#"["ts",5,"t::a"]"#]);
         assert!(!trace(&lines).meta.complete, "a record after the end");
+    }
+
+    /// 12 fastapi golds went unwitnessed with "5 activation(s) of thread 13 never returned":
+    /// a worker thread the test started (untargeted code) was still running as the window
+    /// closed, and the reference records nothing outside windows. Untargeted activations left
+    /// open are counted, not a problem; a targeted one is still a problem (its events are cut).
+    #[test]
+    fn untargeted_activations_open_at_the_end_leave_the_trace_complete() {
+        let mut lines = HEAD.to_vec();
+        lines.extend([
+            r#"["ts",5,"t.py::test_a"]"#,
+            r#"["c",6,2,1,20,"fresh"]"#,
+            r#"["c",6,1,2,10,"fresh"]"#,
+            r#"["r",6,2,11,"return",null,null,null]"#,
+            r#"["c",6,2,3,20,"fresh"]"#,
+            r#"["te",5,"t.py::test_a","passed"]"#,
+            r#"["end",8]"#,
+        ]);
+        let t = trace(&lines);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        assert_eq!(
+            t.meta
+                .counts
+                .get("reference.untargeted_activations_open_at_end"),
+            Some(&2)
+        );
+        // The same with the targeted C.f still open under the untargeted frame.
+        let mut lines = HEAD.to_vec();
+        lines.extend([
+            r#"["c",6,2,1,20,"fresh"]"#,
+            r#"["c",6,1,2,10,"fresh"]"#,
+            r#"["end",4]"#,
+        ]);
+        let t = trace(&lines);
+        assert!(!t.meta.complete);
+        assert!(
+            t.meta.problems[0]
+                .contains("2 activation(s) of thread 6 never returned (1 of targeted"),
+            "{:?}",
+            t.meta.problems
+        );
     }
 }
