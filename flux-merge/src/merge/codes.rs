@@ -57,6 +57,11 @@ pub(super) enum Entry {
         /// Which code object it is, is known at its USDT return only.
         by_return: bool,
         named: Option<Named>,
+        /// `target-entries`: a line-0 entry of a name targeted code without a first line has;
+        /// the hook's start of that code takes its place if it comes next, else it is the
+        /// start of untargeted code of the same name (yt-dlp's `YoutubeDLError.__init__`
+        /// under `ExtractorError.__init__`: both call `super()`).
+        maybe_target: bool,
     },
 }
 
@@ -148,6 +153,9 @@ impl CodeIndex {
             return Entry::Drop(Dropped::Generator);
         }
         if targeted() {
+            if e.line == 0 {
+                return self.maybe_target(&key);
+            }
             return Entry::Drop(Dropped::Target);
         }
         if e.line == 0 && reported && self.lineless_codes.contains_key(&key) {
@@ -180,6 +188,35 @@ impl CodeIndex {
             line,
             by_return,
             named,
+            maybe_target: false,
+        }
+    }
+
+    /// A line-0 entry of `key` whose targeted code has no first line: the target's start
+    /// (the hook's start replaces it: `target-entries`) or untargeted code of the same name,
+    /// named from the untargeted definitions the hook has (`line0-naming`), by its return's
+    /// line when several share the name, else left unnamed as any untargeted entry is.
+    fn maybe_target(&self, key: &CodeKey) -> Entry {
+        let others: Vec<&CodeDef> = self
+            .lineless_codes
+            .get(key)
+            .map(|v| v.iter().filter(|d| !d.has(CODE_TARGET)).collect())
+            .unwrap_or_default();
+        let (mut qualname, mut line, mut by_return, mut named) = (Name::default(), 0, false, None);
+        match one_identity(others.iter().copied()) {
+            Some(only) => {
+                qualname = only.qualname.clone();
+                line = only.firstlineno;
+                named = Some(Named::Lineless);
+            }
+            None => by_return = !others.is_empty(),
+        }
+        Entry::Open {
+            qualname,
+            line,
+            by_return,
+            named,
+            maybe_target: true,
         }
     }
 }

@@ -37,7 +37,7 @@
 //! | `hook-own-work` | [`hook_work`] | USDT events of the hook's files, of what runs inside its frames (3.15) or its `hx` spans (3.11) are dropped; a bracket of its frames still open when the thread's timeline ends, having taken other code's events, is a problem |
 //! | `bracket-returns` | [`hook_work`] | 3.15: inside the hook's frames a return of other code is the hook's only if its entry came inside them too, any other is the program's; an entry of other code still unreturned when the bracket closes makes a later return of that code no activation matches a problem |
 //! | `generator-entries` | [`codes`] | 3.15: USDT entries of generator code are dropped (the hook reports generator starts) |
-//! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts) |
+//! | `target-entries` | [`codes`] | scope `targets`: USDT entries of targeted code are dropped (the hook reports its starts); a line-0 entry of a name targeted code without a first line has opens an activation the hook's start of that code replaces when it comes next, else it is untargeted code of that name (`line0-naming`), and closed without its own return it is a problem |
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
 //! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
 //! | `checks` | [`thread`] | a predicate's `k` record is a `check` event of its activation (value `True`/`False`, or the exception evaluating it raised) |
@@ -80,6 +80,9 @@ pub(crate) struct Open {
     /// Opened by a line-0 USDT entry of a name several such code objects share: its USDT
     /// return's line says which.
     by_return: bool,
+    /// Opened by a line-0 USDT entry that may be targeted code's start (`target-entries`):
+    /// the hook's start of that code, coming next, takes its place.
+    maybe_target: bool,
 }
 
 /// Merge a USDT capture (its events compact: [`crate::usdt::usdt_capture`]) and the hook's

@@ -11,7 +11,7 @@ use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
 use super::scopes::{Freeing, Item};
 use super::{close_inferred, decorate, locals, value, Open};
 use crate::plan::Plan;
-use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN};
+use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN, CODE_TARGET};
 use crate::usdt::UsdtEvent;
 use flux_trace::{Event, ExcInfo, Kind, Name, Source};
 use std::collections::HashMap;
@@ -188,8 +188,9 @@ impl<'a, 'o> Thread<'a, 'o> {
                 line,
                 by_return,
                 named,
+                maybe_target,
             } => {
-                if let Some(Named::Lineless) = named {
+                if let (Some(Named::Lineless), false) = (named, maybe_target) {
                     self.c.lineless_named += 1;
                 }
                 let mut e = e.clone();
@@ -198,6 +199,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 let top = self.stack.last_mut().expect("just opened");
                 top.call_idx = Some(self.out.len());
                 top.by_return = by_return;
+                top.maybe_target = maybe_target;
                 self.out.push(ev);
             }
         }
@@ -227,6 +229,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             call_idx: None,
             identified: frame_key.is_some(),
             by_return: false,
+            maybe_target: false,
         };
         decorate(&mut ev, &o);
         self.stack.push(o);
@@ -248,6 +251,11 @@ impl<'a, 'o> Thread<'a, 'o> {
             }
             if o.by_return && !o.identified {
                 self.problem(unnamed(&o, None, self.pid, self.tid));
+            } else if o.maybe_target {
+                self.problem(format!(
+                    "a line-0 USDT entry of {} ({}) in thread {}/{} was neither the start the hook reported of targeted code of that name nor anything that returned",
+                    o.func, o.file, self.pid, self.tid
+                ));
             }
             self.out.push(close_inferred(&o, ts, self.pid, self.tid));
         }
@@ -464,6 +472,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         let Some(cd) = self.code_of(s, "call", *code) else {
             return;
         };
+        self.take_target_entry(cd);
         let mut ev = self.hook_event(*ts, Kind::Call, cd, *line);
         if *thrown {
             ev.outcome = "throw".into();
@@ -493,6 +502,31 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
         let ev = self.open(ev, cd.qualname.clone(), Some(*frame), reuse);
         self.out.push(ev);
+    }
+
+    /// `target-entries`: the hook's start of targeted code `cd` takes the place of the line-0
+    /// USDT entry just before it that may have been that start (its activation, the last
+    /// event out, is withdrawn; its id is given back).
+    fn take_target_entry(&mut self, cd: &CodeDef) {
+        let last = self.out.len().checked_sub(1);
+        let Some(top) = self.stack.last() else {
+            return;
+        };
+        if !(top.maybe_target
+            && cd.has(CODE_TARGET)
+            && top.file == cd.file
+            && top.func == cd.name
+            && top.call_idx.is_some()
+            && top.call_idx == last)
+        {
+            return;
+        }
+        let o = self.stack.pop().expect("top exists");
+        self.out.pop();
+        if o.act + 1 == *self.next_act {
+            *self.next_act -= 1;
+        }
+        self.c.target_entries_dropped += 1;
     }
 
     fn hook_ret(&mut self, s: &Stream, r: &Rec) {
