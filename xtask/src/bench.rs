@@ -308,11 +308,7 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
             return bench_gen::run(json, spec, check_sample, mode, witness_sample);
         }
     };
-    let flux = match std::env::var_os("FLUX_BENCH_BIN") {
-        // Another build of flux side by side (a baseline before a change): its path.
-        Some(p) => PathBuf::from(p),
-        None => crate::build_flux_release()?,
-    };
+    let flux = crate::bench_flux()?;
     let jvm = if bench_jvm::available() && std::env::var_os("FLUX_BENCH_NO_JVM").is_none() {
         Some(bench_jvm::report(
             &bench_jvm::measure(&flux, calls, rounds.max(1))?,

@@ -69,7 +69,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             ),
         },
     };
-    let flux = crate::build_flux_release()?;
+    let flux = crate::bench_flux()?;
     let load_before = load();
     let out = Command::new(&flux)
         .args(["bench-extract", "--trace"])

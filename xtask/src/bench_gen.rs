@@ -5,6 +5,7 @@
 //!
 //! The slice is `xtask/bench/gen/gen.toml` (a few modules of SymPy's own test suite, python3.11)
 //! unless `--spec` names another. It runs the release `flux gen SET --out <fresh dir> --json`
+//! (`FLUX_BENCH_BIN=PATH`: that flux instead)
 //! (no resume: every scout, shared trace and own run is made), then, as the ratio a shared
 //! machine cannot spoil, the same modules untraced once each in the same image
 //! (`untraced_seconds`): `gen_over_untraced` is gen's wall time over that. With
@@ -154,7 +155,7 @@ pub fn run(
 ) -> Result<std::process::ExitCode> {
     let root = crate::workspace_root();
     let spec = spec.unwrap_or_else(|| root.join(DEFAULT_SPEC));
-    let flux = crate::build_flux_release()?;
+    let flux = crate::bench_flux()?;
     let plain = Overrides {
         test_calls: None,
         witness: witness_sample,

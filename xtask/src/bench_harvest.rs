@@ -402,9 +402,11 @@ pub fn run(a: Args) -> Result<std::process::ExitCode> {
         return Ok(std::process::ExitCode::SUCCESS);
     }
     let root = crate::workspace_root();
+    // `--report-only` reads the ledger: it runs nothing, so it builds nothing.
     let flux = match &a.flux {
         Some(f) => std::fs::canonicalize(f).with_context(|| format!("{}", f.display()))?,
-        None => crate::build_flux_release()?,
+        None if a.report_only => PathBuf::new(),
+        None => crate::bench_flux()?,
     };
     let mut configs: Vec<String> = vec!["untraced".into()];
     for c in &a.configs {

@@ -208,7 +208,7 @@ fn measure(flux: &Path, t: &Target, calls: u64, rounds: usize) -> Result<Measure
 }
 
 pub fn run(json_out: bool, calls: u64, rounds: usize) -> Result<std::process::ExitCode> {
-    let flux = crate::build_flux_release()?;
+    let flux = crate::bench_flux()?;
     let calls = calls.max(3);
     let rounds = rounds.max(1);
     let mut results = Vec::new();

@@ -78,6 +78,24 @@ fn main() -> ExitCode {
     }
 }
 
+/// The `flux` a bench measures: `FLUX_BENCH_BIN` (another build side by side, e.g. a baseline
+/// before a change), else the release binary, built first ([`build_flux_release`]).
+pub fn bench_flux() -> anyhow::Result<PathBuf> {
+    match bench_bin(std::env::var_os("FLUX_BENCH_BIN"))? {
+        Some(p) => Ok(p),
+        None => build_flux_release(),
+    }
+}
+
+/// `FLUX_BENCH_BIN`'s value as a binary to use (`None`: unset or empty, build the release one).
+fn bench_bin(var: Option<std::ffi::OsString>) -> anyhow::Result<Option<PathBuf>> {
+    let Some(p) = var.filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    anyhow::ensure!(p.is_file(), "FLUX_BENCH_BIN={}: no such file", p.display());
+    Ok(Some(p))
+}
+
 /// Build the release `flux` binary and return its path (under `CARGO_TARGET_DIR` when set,
 /// where cargo put it: `target/` alone named a missing or stale binary then).
 pub fn build_flux_release() -> anyhow::Result<PathBuf> {
@@ -98,5 +116,28 @@ fn target_dir(root: &std::path::Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
         Some(d) => root.join(d),
         None => root.join("target"),
+    }
+}
+
+#[cfg(test)]
+mod bench_bin_tests {
+    use super::bench_bin;
+
+    /// `cargo xtask bench gen` (and hook, extract) ignored `FLUX_BENCH_BIN` and always built and
+    /// measured the release binary, so a baseline build could not be measured side by side.
+    #[test]
+    fn flux_bench_bin_names_the_binary_every_bench_measures() {
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(
+            bench_bin(Some(exe.clone().into_os_string())).unwrap(),
+            Some(exe)
+        );
+        assert_eq!(bench_bin(None).unwrap(), None);
+        assert_eq!(bench_bin(Some("".into())).unwrap(), None);
+        let e = bench_bin(Some("/nonexistent/flux".into())).unwrap_err();
+        assert!(
+            e.to_string().contains("FLUX_BENCH_BIN=/nonexistent/flux"),
+            "{e}"
+        );
     }
 }
