@@ -12,7 +12,7 @@
 //! | `too-many-steps` | impractical | asks to count more than [`MAX_STEPS`] executions (loop iterations, observations, def-use or call occurrences) |
 //! | `long-value` | impractical | asks to reproduce a value (a repr, a message) longer than [`MAX_VALUE_CHARS`] characters |
 //! | `large-answer` | impractical | has more than [`MAX_ANSWER_SIZE`] values (`flux_extract::answer_size`) |
-//! | `near-duplicate` | duplicate | equals the gold of an instance with a smaller id of the same kind, extractor, file and function (tests named by their place in the question) |
+//! | `near-duplicate` | duplicate | equals the gold of an instance with a smaller id of the same kind, extractor and parameters but the run pickers (`test`, `invocation`, `occurrence`; tests named by their place in the question) |
 //!
 //! The bounds are what a careful reader can do by hand from the source: follow 50 executions of
 //! a line, copy a value of 120 characters, write an answer of 60 values. (In flux-gen-v1 before
@@ -267,8 +267,10 @@ fn values<'a>(i: &Item<'a>) -> Vec<&'a str> {
     v
 }
 
-/// `near-duplicate`'s key: kind, extractor, file, function and the gold with the tests named by
-/// their place in the question.
+/// `near-duplicate`'s key: kind, extractor, what the question asks about (every parameter but
+/// [`RUN_PICKERS`]: the file and function, and where a kind names its target otherwise, that
+/// too: M5's `raised_in`/`escapes` and `type`, S6's `within`) and the gold, with the tests named
+/// by their place in the question.
 pub fn duplicate_key(
     kind: K,
     extractor: &str,
@@ -291,15 +293,22 @@ pub fn duplicate_key(
             _ => v.clone(),
         }
     }
-    let s = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or("");
+    let asked: serde_json::Map<String, Value> = params
+        .iter()
+        .filter(|(k, _)| !RUN_PICKERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), rename(v, tests)))
+        .collect();
     format!(
-        "{}\n{extractor}\n{}\n{}\n{}",
+        "{}\n{extractor}\n{}\n{}",
         kind.as_str(),
-        s("file"),
-        s("function"),
+        Value::Object(asked),
         rename(gold, tests)
     )
 }
+
+/// The parameters that only pick which test, call or occurrence a question looks at: the same
+/// answer about another one is a near-duplicate.
+pub const RUN_PICKERS: [&str; 3] = ["test", "invocation", "occurrence"];
 
 /// The source of the test `id` (`path::[Class::]name[params]`) under `root`: the function with
 /// its decorators, and the id's parameters; `None` when the file or the function is not there.
@@ -644,6 +653,40 @@ mod tests {
         assert!(fires("near-duplicate", &i));
         i.first_with_key = Some("x");
         assert!(!fires("near-duplicate", &i), "the first keeps its place");
+    }
+
+    /// flux-gen-v2 screened 290 of its 311 selected M5 questions as near-duplicates: the key
+    /// read only `file` and `function`, which M5 has not (it names `raised_in` or `escapes` and
+    /// a `type`), so two questions about different functions whose tests crashed in the same
+    /// places were one.
+    #[test]
+    fn m5_questions_about_different_functions_are_no_near_duplicates() {
+        let ask = |f: &str, ty: &str| {
+            let mut p = serde_json::Map::new();
+            p.insert("raised_in".into(), json!(f));
+            p.insert("type".into(), json!(ty));
+            p
+        };
+        let t = vec!["a::t".to_string(), "a::u".to_string()];
+        let g = json!({"crashing_tests": ["a::t"], "safe_tests": ["a::u"]});
+        let k =
+            |p: &serde_json::Map<String, Value>| duplicate_key(K::M5, "raising_tests", p, &t, &g);
+        assert_ne!(k(&ask("f", "KeyError")), k(&ask("g", "KeyError")));
+        assert_ne!(k(&ask("f", "KeyError")), k(&ask("f", "ValueError")));
+        assert_eq!(k(&ask("f", "KeyError")), k(&ask("f", "KeyError")));
+        // S-kinds: the same answer on another test or call of the same question is one.
+        let mut p1 = serde_json::Map::new();
+        p1.insert("function".into(), json!("f"));
+        p1.insert("test".into(), json!("a::t"));
+        p1.insert("invocation".into(), json!(1));
+        let mut p2 = p1.clone();
+        p2.insert("test".into(), json!("a::u"));
+        p2.insert("invocation".into(), json!(3));
+        let g1 = json!({"covered_lines": [1, 2]});
+        assert_eq!(
+            duplicate_key(K::S1, "executed_path", &p1, &["a::t".into()], &g1),
+            duplicate_key(K::S1, "executed_path", &p2, &["a::u".into()], &g1)
+        );
     }
 
     #[test]
