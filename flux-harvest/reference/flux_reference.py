@@ -95,6 +95,9 @@ import _thread
 import pytest
 
 _CFG = json.loads(os.environ.get("FLUX_REFERENCE_CONFIG") or "{}")
+# The records' serializer, bound at import: a test that patches `json.dumps` (fastapi's
+# test_dump_json_fast_path asserts it is never called) must not see the witness's own calls.
+_DUMPS = json.JSONEncoder(separators=(",", ":")).encode
 _OUT = os.environ.get("FLUX_REFERENCE_OUT") or "."
 _MAX = int(os.environ.get("FLUX_REFERENCE_MAX_RECORDS") or 20_000_000)
 _ME = os.path.abspath(__file__)
@@ -139,11 +142,11 @@ class _Out:
         if self.n >= _MAX:
             if not self.over:
                 self.over = True
-                self.buf.append(json.dumps(["lost", "over %d records" % _MAX]))
+                self.buf.append(_DUMPS(["lost", "over %d records" % _MAX]))
                 self.n += 1
                 _stop()
             return
-        self.buf.append(json.dumps(rec, separators=(",", ":")))
+        self.buf.append(_DUMPS(rec))
         self.n += 1
         if len(self.buf) >= 8192:
             self.flush()
@@ -156,7 +159,7 @@ class _Out:
         self.written = 0
         self.lock = threading.Lock()  # a fork may have copied it held by another thread
         self.fh = open(os.path.join(_OUT, "reference-%d.jsonl" % self.pid), "w", encoding="utf-8")
-        self.buf.append(json.dumps(["hello", 1, self.pid, "%d.%d.%d" % sys.version_info[:3]]))
+        self.buf.append(_DUMPS(["hello", 1, self.pid, "%d.%d.%d" % sys.version_info[:3]]))
 
     # The buffer is one list, never replaced: another thread may hold it between its look-up
     # and its append. A flush takes the first k records and deletes them under the lock; what
@@ -183,7 +186,7 @@ class _Out:
                 return
             self._write()
             # The records written before it, `hello` not counted (as flux_trace::reference).
-            self.fh.write(json.dumps(["end", self.written - 1]) + "\n")
+            self.fh.write(_DUMPS(["end", self.written - 1]) + "\n")
             self.fh.close()
             self.fh = None
 

@@ -433,6 +433,34 @@ mod tests {
         assert!(t.meta.problems.iter().any(|p| p.contains("never returned")));
     }
 
+    /// 30 fastapi golds of tests/test_dump_json_fast_path.py went unwitnessed: "the test was
+    /// expected to pass but exited with code 1". The test patches `json.dumps` (wrapping it) and
+    /// asserts it is never called; the reference wrote its records with `json.dumps`, so the
+    /// mock saw the witness's own calls. The records' serializer is bound at import now.
+    #[test]
+    fn a_test_patching_json_dumps_does_not_see_the_references_records() {
+        let Some(t) = reference_trace(
+            "reference under a patched json.dumps",
+            "import json\nfrom unittest.mock import patch\n\n\
+             def f(x):\n    return x + 1\n\n\
+             def test_a():\n\
+             \x20   with patch(\"json.dumps\", wraps=json.dumps) as m:\n\
+             \x20       f(1)\n\
+             \x20   m.assert_not_called()\n",
+            r#"{"scope": "targets", "files": ["test_it.py"], "functions": ["f"],
+                "events": ["call", "return"]}"#,
+        ) else {
+            return;
+        };
+        let rets: Vec<_> = t
+            .events
+            .iter()
+            .filter(|e| e.func.as_str() == "f" && e.ev == flux_trace::Kind::Return)
+            .map(|e| e.value.as_ref().map(|v| v.repr.clone()))
+            .collect();
+        assert_eq!(rets, [Some("2".to_string())]);
+    }
+
     /// 77 fastapi golds (a TestClient runs the app in a portal thread) went unwitnessed with
     /// "a return of frame N, which is not the innermost": the reference's flush joined its
     /// buffer, wrote it (the GIL released) and then replaced it, dropping what other threads
