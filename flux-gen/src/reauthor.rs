@@ -148,13 +148,23 @@ pub fn read_screened(dir: &Path) -> Result<Vec<Screened>> {
 
 /// Write `screened.json`: the earlier drops and `now`, by repository and id.
 pub fn write_screened(dir: &Path, now: &[Screened]) -> Result<()> {
-    std::fs::write(dir.join(SCREENED_FILE), screened_json(dir, now)?)?;
+    std::fs::write(
+        dir.join(SCREENED_FILE),
+        screened_json(dir, now, &|_| false)?,
+    )?;
     Ok(())
 }
 
-/// The text of `dir`'s `screened.json` with `now` added (what [`write_screened`] writes).
-pub fn screened_json(dir: &Path, now: &[Screened]) -> Result<String> {
+/// The text of `dir`'s `screened.json` with `now` added (what [`write_screened`] writes). An
+/// earlier drop whose id `decided` says was judged again is replaced by today's verdict (in
+/// `now`, or kept: a gen's assembly screens every candidate of the set again).
+pub fn screened_json(
+    dir: &Path,
+    now: &[Screened],
+    decided: &dyn Fn(&str) -> bool,
+) -> Result<String> {
     let mut all = read_screened(dir)?;
+    all.retain(|a| !decided(&a.id));
     for s in now {
         if !all.iter().any(|a| a.id == s.id) {
             all.push(s.clone());

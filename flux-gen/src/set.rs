@@ -319,6 +319,10 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
                 sources.insert(repo.name.clone(), src);
             }
         }
+        let judged: BTreeSet<String> = results
+            .iter()
+            .flat_map(|r| r.candidates.iter().map(|c| c.id.clone()))
+            .collect();
         let (chosen, screened) = assemble(&spec, results, &|r| sources.get(r).cloned());
         for d in &screened {
             *report
@@ -342,7 +346,7 @@ pub async fn generate(opts: &GenOptions) -> Result<Report> {
             report.differences = check_set(&dir, &chosen)?;
         } else {
             refuse_hollow_set(&spec, &dir, &report)?;
-            write_set_with(&dir, &chosen, Some(&screened))?;
+            write_set_with(&dir, &chosen, Some((&screened, &judged)))?;
         }
     }
     report.wall_seconds = t0.elapsed().as_secs_f64();
@@ -556,13 +560,15 @@ pub fn write_set(dir: &Path, chosen: &[Candidate]) -> Result<()> {
 /// set (`instances/`, `index.json`, `screened.json`).
 pub const STAGING_DIR: &str = ".gen.new";
 
-/// [`write_set`], and `screened.json` with `screened` added when given. Everything is made in
+/// [`write_set`], and `screened.json` with `screened` added when given (with the ids of every
+/// candidate this assembly judged: their earlier verdicts are replaced, so no instance of the
+/// set is listed as screened by an older run). Everything is made in
 /// [`STAGING_DIR`] first; only then is the set replaced, by renames alone (`instances/`, then
 /// each file): a failure while making it leaves the set as it was, byte for byte.
 pub fn write_set_with(
     dir: &Path,
     chosen: &[Candidate],
-    screened: Option<&[crate::discriminate::Screened]>,
+    screened: Option<(&[crate::discriminate::Screened], &BTreeSet<String>)>,
 ) -> Result<()> {
     let inst_root = dir.join("instances");
     let stage = dir.join(STAGING_DIR);
@@ -586,10 +592,10 @@ pub fn write_set_with(
     }
     std::fs::write(stage.join("index.json"), index_json(chosen)?)?;
     let screened_file = crate::discriminate::SCREENED_FILE;
-    if let Some(now) = screened {
+    if let Some((now, judged)) = screened {
         std::fs::write(
             stage.join(screened_file),
-            crate::reauthor::screened_json(dir, now)?,
+            crate::reauthor::screened_json(dir, now, &|id| judged.contains(id))?,
         )?;
     }
     // The set is replaced: renames only from here.
@@ -1051,6 +1057,32 @@ mod tests {
         write_set(t.path(), &r.candidates).unwrap();
         assert_eq!(read().provenance.image_identity, "flux-id:ab");
         assert_eq!(read().provenance.harvested_at, "t1");
+    }
+
+    /// flux-gen-v2 assembled again after a screen was mended listed 131 of its M5 instances in
+    /// `screened.json` too: a gen's write added today's drops to every earlier one, so a verdict
+    /// that no longer holds stayed. A candidate judged again gets today's verdict alone; a drop
+    /// of a candidate not judged now (an earlier release's) stays.
+    #[test]
+    fn an_instance_in_the_set_is_not_listed_as_screened_by_an_older_run() {
+        let t = tempfile::tempdir().unwrap();
+        let r = result("r", "m1.py", &[("a1", K::S1, "f"), ("a2", K::S1, "g")]);
+        let drop = |id: &str| crate::discriminate::Screened {
+            id: id.into(),
+            repository: "r".into(),
+            kind: "S1_IntraProceduralCFG".into(),
+            screen: "near-duplicate".into(),
+        };
+        let judged: BTreeSet<String> = ["a1".to_string(), "a2".to_string()].into();
+        let first = [drop("a2"), drop("old")];
+        write_set_with(t.path(), &r.candidates[..1], Some((&first, &judged))).unwrap();
+        write_set_with(t.path(), &r.candidates, Some((&[], &judged))).unwrap();
+        let listed: Vec<String> = crate::reauthor::read_screened(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(listed, ["old"]);
     }
 
     /// `cargo xtask setup` rebuilt sympy's image (a new `image_id`, the same `image_identity`):
