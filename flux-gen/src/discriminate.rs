@@ -12,6 +12,7 @@
 //! | `too-many-steps` | impractical | asks to count more than [`MAX_STEPS`] executions (loop iterations, observations, def-use or call occurrences) |
 //! | `long-value` | impractical | asks to reproduce a value (a repr, a message) longer than [`MAX_VALUE_CHARS`] characters |
 //! | `large-answer` | impractical | has more than [`MAX_ANSWER_SIZE`] values (`flux_extract::answer_size`) |
+//! | `long-question` | impractical | the question is longer than [`crate::stats::QUESTION_CHARS_MAX`] characters (tests named in full, many of them) |
 //! | `near-duplicate` | duplicate | equals the gold of an instance with a smaller id of the same kind, extractor and parameters but the run pickers (`test`, `invocation`, `occurrence`; tests named by their place in the question) |
 //!
 //! The bounds are what a careful reader can do by hand from the source: follow 50 executions of
@@ -61,6 +62,8 @@ pub struct Item<'a> {
     pub test_source: Option<String>,
     /// `near-duplicate`'s key and the smallest id with it in the set.
     pub first_with_key: Option<&'a str>,
+    /// The question asked (its length: `long-question`).
+    pub question: &'a str,
 }
 
 /// One rule of the table.
@@ -72,7 +75,7 @@ pub struct Screen {
 }
 
 /// The screens, in the order they are asked (the first that fires names the drop).
-pub const SCREENS: [Screen; 8] = [
+pub const SCREENS: [Screen; 9] = [
     Screen {
         name: "empty",
         class: Class::Degenerate,
@@ -118,6 +121,12 @@ pub const SCREENS: [Screen; 8] = [
         class: Class::Impractical,
         checks: "more than MAX_ANSWER_SIZE values in the answer",
         fires: |i| flux_extract::answer_size(i.gold) > MAX_ANSWER_SIZE,
+    },
+    Screen {
+        name: "long-question",
+        class: Class::Impractical,
+        checks: "a question longer than stats::QUESTION_CHARS_MAX characters",
+        fires: |i| i.question.chars().count() > crate::stats::QUESTION_CHARS_MAX,
     },
     Screen {
         name: "near-duplicate",
@@ -426,6 +435,7 @@ pub fn apply(
             easy: c.spec.generated.as_ref().is_some_and(|g| g.easy),
             test_source,
             first_with_key: first.get(&k).map(String::as_str),
+            question: &c.spec.question,
         };
         match verdict(&item) {
             Some(s) => dropped.push(Screened {
@@ -463,6 +473,7 @@ mod tests {
             easy: false,
             test_source: None,
             first_with_key: None,
+            question: "",
         }
     }
 
@@ -625,6 +636,20 @@ mod tests {
             "long-value",
             &item(K::S5, "exception_info", &g, &[], &p)
         ));
+    }
+
+    /// flux-gen-v2's first committed assembly held 2 questions over the bound that
+    /// `every_committed_generated_question_is_short_and_names_its_preamble` holds every set to
+    /// (1,068 and 1,085 characters: test ids named in full): nothing in gen kept them out.
+    #[test]
+    fn screen_long_question() {
+        let p = serde_json::Map::new();
+        let g = json!({"crashing_tests": ["a::t"]});
+        let long = "x".repeat(crate::stats::QUESTION_CHARS_MAX + 1);
+        let mut i = item(K::M5, "raising_tests", &g, &[], &p);
+        assert!(!fires("long-question", &i));
+        i.question = &long;
+        assert!(fires("long-question", &i));
     }
 
     #[test]

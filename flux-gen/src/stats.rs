@@ -87,6 +87,7 @@ fn degenerate_now(inst: &flux_instance::Instance, gold: &serde_json::Value) -> b
         easy: inst.spec.generated.as_ref().is_some_and(|g| g.easy),
         test_source: None,
         first_with_key: None,
+        question: &inst.spec.question,
     };
     crate::discriminate::SCREENS
         .iter()
