@@ -2,8 +2,8 @@
 //! traced by flux (USDT + hook, the `swe-flux` dialect, the log written from the merged trace)
 //! and by the plain settrace reference tracer of `xtask/bench/reference_tracer.py` must give
 //! the same log, line for line, up to what differs by design: the times, the process id (flux
-//! runs the program in a PID namespace of its own), memory addresses (flux scrubs them to
-//! `0x?`) and TRACE_OUT in the `[TRACE][START]` line.
+//! runs the program in a PID namespace of its own), memory addresses (flux scrubs them and
+//! logs one fixed address, `sweflux_log::LOGGED_ADDRESS`) and TRACE_OUT in the `[TRACE][START]` line.
 //!
 //! Programs: `tests/sweflux/test_dialect.py` (exceptions, deleted names, `except ... as`, long
 //! reprs, failing reprs, many locals, `_` names, `super()`, comprehensions, generators driven

@@ -52,7 +52,8 @@ methods); with `nested`, functions defined inside those too; with `code_objects`
 object under the class (or module) besides: nested functions, lambdas, comprehensions and \
 generator expressions that have a frame of their own (SWE-Flux's counts over a class's code \
 objects). `exclude_decorated` drops functions with one of those \
-decorators (exact text, or a suffix after `.` such as `setter`). A count is the number of frames \
+decorators (exact text, or a suffix after `.` such as `setter`); `exclude_dunder` drops dunder \
+methods (a name `__x__`: `__init__`, `__call__`). A count is the number of frames \
 (`count = \"invocations\"`, default) or of `call` events, generator resumptions included \
 (`count = \"calls\"`, SWE-Flux's reading); functions never called have 0. Answer: \
 {\"invocation_counts\": [{\"func\", \"file\", \"qualname\", \"count\", ...}, ...]} sorted by \
@@ -425,6 +426,14 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
                 .any(|x| d == x || d.rsplit('.').next() == Some(x.as_str()))
         })
     };
+    let dunder = p.bool_or("exclude_dunder", false)?;
+    let decorated = |f: &flux_trace::facts::FunctionFacts| {
+        decorated(&f.decorators)
+            || dunder && {
+                let name = f.qualname.rsplit('.').next().unwrap_or("");
+                name.len() > 4 && name.starts_with("__") && name.ends_with("__")
+            }
+    };
     let root = match class {
         Some(c) => c.to_string(),
         None => "<module>".to_string(),
@@ -445,11 +454,7 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         // lambdas, comprehensions and generator expressions (those with a frame of their own).
         for f in &facts.functions {
             let under = root == "<module>" || f.qualname.starts_with(&format!("{root}."));
-            if f.code
-                && under
-                && !matches!(f.kind.as_str(), "class" | "module")
-                && !decorated(&f.decorators)
-            {
+            if f.code && under && !matches!(f.kind.as_str(), "class" | "module") && !decorated(f) {
                 out.push(Member {
                     qualname: f.qualname.clone(),
                     file: facts.file.clone(),
@@ -458,7 +463,7 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         }
     }
     for f in &facts.functions {
-        if !is_function(&f.kind) || decorated(&f.decorators) {
+        if !is_function(&f.kind) || decorated(f) {
             continue;
         }
         // With a class, `methods` takes the methods of classes nested in it too.

@@ -176,7 +176,8 @@ predicate the trace evaluated in `function`), over the evaluations in frames of 
 (`test`, `file` filter; `lines` keeps only evaluations at those lines): `observations` = \
 their number, `violations` = how many were false, `errors` = how many raised, `held_always` = \
 at least one observation and neither violations nor errors, `violating_tests` = the tests with \
-a violation or error, in start order. Items are sorted by predicate text. Answer: \
+a violation or error, in start order. With `labels` (one per predicate of `predicates`, in its \
+order) an item's `predicate` is its label. Items are sorted by `predicate`. Answer: \
 {\"invariant_report\": [{\"predicate\", \"observations\", \"violations\", \"errors\", \
 \"held_always\", \"violating_tests\"}, ...]}.";
 
@@ -227,7 +228,26 @@ pub(crate) fn predicate_report(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
              predicates` and `predicates`)"
         )));
     }
+    let labels: BTreeMap<String, String> = match p.opt_str_list("labels")? {
+        Some(ls) => {
+            let ps = p.opt_str_list("predicates")?.unwrap_or_default();
+            if ls.len() != ps.len() {
+                return Err(ExtractError::BadParamType {
+                    param: "labels".into(),
+                    expected: format!("one label per predicate of `predicates` ({})", ps.len()),
+                    got: format!("{} labels", ls.len()),
+                });
+            }
+            ps.into_iter().zip(ls).collect()
+        }
+        None => BTreeMap::new(),
+    };
     let order = ix.test_ids();
+    let mut tally: Vec<(String, Tally)> = tally
+        .into_iter()
+        .map(|(pr, t)| (labels.get(&pr).cloned().unwrap_or(pr), t))
+        .collect();
+    tally.sort_by(|a, b| a.0.cmp(&b.0));
     let report: Vec<Value> = tally
         .into_iter()
         .map(|(pr, t)| {

@@ -955,6 +955,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "leave out functions with one of these decorators (text, or suffix after `.`)",
             ),
             p(
+                "exclude_dunder",
+                T::Bool,
+                "leave out dunder methods (`__init__`, `__call__`, …: a name `__x__`)",
+            ),
+            p(
                 "count",
                 T::Choice(&["invocations", "calls"]),
                 "count frames (`invocations`, default) or `call` events (resumptions included)",
@@ -1026,6 +1031,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "predicates",
                 T::StrList,
                 "the predicates to report (expression texts as in `[tracing] predicates`)",
+            ),
+            p(
+                "labels",
+                T::StrList,
+                "what each of `predicates` is reported as, in its order (a question's own \
+                 wording of a predicate it gave in prose)",
             ),
             LINES,
         ],

@@ -154,10 +154,12 @@ impl Evidence {
         }
     }
 
-    /// The `module.qualname` strings of the target role, then of every other constant (in
-    /// sequences too).
+    /// The `module.qualname` strings of the target role — constants named `TARGET…` before
+    /// others of the role (`IS_ASYNC_FUNC` names a tracked callee, `TARGET_FUNC` the target) —
+    /// then of every other constant (in sequences too).
     pub fn target_names(&self) -> Vec<&str> {
-        let first = self.of("target");
+        let mut first = self.of("target");
+        first.sort_by_key(|(n, _)| !n.to_ascii_uppercase().contains("TARGET"));
         let rest: Vec<(&str, &Lit)> = self.facts.named(|_| true);
         first
             .into_iter()

@@ -400,19 +400,43 @@ fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
     let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
     let lower = q.text.to_lowercase();
     let from_parser = ev.tracked();
-    let passage: Vec<&str> = if !from_parser.is_empty() {
-        from_parser.iter().map(String::as_str).collect()
+    let passage: Vec<String> = if !from_parser.is_empty() {
+        from_parser
     } else {
         let Some(at) = PHRASES.iter().filter_map(|p| lower.find(p)).min() else {
             return Vec::new();
         };
         let rest = &q.text[at..];
-        // The passage ends at the first sentence end that is not a dot inside a name.
-        let end = rest.find(". ").unwrap_or(rest.len());
-        dotted_tokens(&rest[..end])
+        // The passage ends at the first sentence end that is not a dot inside a name nor a
+        // list item's number ("1. `a` 2. `b`").
+        let item = |i: usize| {
+            let num = rest[..i]
+                .rsplit(|c: char| !c.is_ascii_digit())
+                .next()
+                .unwrap_or("");
+            let next = rest[i + 2..]
+                .split(char::is_whitespace)
+                .next()
+                .unwrap_or("")
+                .trim_matches(['`', '.', ',', ';', ':']);
+            (1..=2).contains(&num.len()) && next.contains('.') && is_dotted_name(next)
+        };
+        let end = rest
+            .match_indices(". ")
+            .find(|(i, _)| !item(*i))
+            .map_or(rest.len(), |(i, _)| i);
+        // An aside's names ("(… for example `m.g`)") only when the passage has no others.
+        let outside = without_asides(&rest[..end]);
+        let names = dotted_tokens(&outside);
+        let names = if names.is_empty() {
+            dotted_tokens(&rest[..end])
+        } else {
+            names
+        };
+        names.into_iter().map(str::to_string).collect()
     };
     let mut out: Vec<String> = Vec::new();
-    for b in passage {
+    for b in passage.iter().map(String::as_str) {
         let Some(qual) = modules
             .iter()
             .find_map(|m| b.strip_prefix(&format!("{m}.")))
@@ -445,13 +469,17 @@ fn is_identifier(b: &str) -> bool {
 
 /// The local variables the question names: the backticked identifiers of the sentence that
 /// follows the first of its phrases naming them (`Track only these local variable names:
-/// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each.
+/// `a`, `b`.`, `the local variable `x``, `the binding for `head``), in order, once each. A
+/// parenthetical aside is not part of the list when the sentence names one outside it ("the
+/// local variable `name` (the string assembled inside `parse_test`)"), and a bold heading
+/// (`**…`) after the list ends it.
 fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
     let from_parser = ev.variables();
     if !from_parser.is_empty() {
         return from_parser;
     }
     const PHRASES: &[&str] = &[
+        "tracked variables",
         "outer-function locals",
         "target-frame locals",
         "local variable names",
@@ -471,17 +499,49 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
             .filter_map(|e| rest.find(e))
             .min()
             .unwrap_or(rest.len());
-        let mut out: Vec<String> = Vec::new();
-        for b in backticked(&rest[..end]) {
-            if is_identifier(b) && !out.iter().any(|x| x == b) {
-                out.push(b.to_string());
+        let mut sentence = &rest[..end];
+        // a heading after the list ("`key`, `value` **Def and use rules** (…)")
+        if let Some(first) = sentence.find('`') {
+            if let Some(h) = sentence[first..].find("**") {
+                sentence = &sentence[..first + h];
             }
         }
-        if !out.is_empty() {
-            return out;
+        let outside = names_in(&without_asides(sentence));
+        if !outside.is_empty() {
+            return outside;
+        }
+        let all = names_in(sentence);
+        if !all.is_empty() {
+            return all;
         }
     }
     Vec::new()
+}
+
+/// The backticked identifiers of `text`, in order, once each.
+fn names_in(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for b in backticked(text) {
+        if is_identifier(b) && !out.iter().any(|x| x == b) {
+            out.push(b.to_string());
+        }
+    }
+    out
+}
+
+/// `text` with its parenthesised asides (nested too) left out.
+fn without_asides(text: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Where `unique_values` / `value_history` observe (`lines`, `at`, `event`, `line_mode`): "each
@@ -607,6 +667,7 @@ fn class_scope_options(text: &str, p: &mut Map<String, Value>) {
         // "including definitions in classes nested within `C`"
         p.insert("methods".into(), json!(true));
     }
+    excluded_dunders(text, p);
 }
 
 /// The line of "the statement beginning on / that begins on / starting on line N" (the
@@ -666,15 +727,8 @@ fn near(text: &str, a: &str, bs: &[&str]) -> bool {
 /// header's iterable used once per entry into the loop.
 fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
     use bool_or_str::V;
-    let lower = text.to_lowercase();
     let mut out = Vec::new();
-    let near = |a: &str, bs: &[&str]| {
-        lower.match_indices(a).any(|(i, _)| {
-            let end = floor_char(&lower, (i + a.len() + 120).min(lower.len()));
-            let start = floor_char(&lower, i.saturating_sub(60));
-            bs.iter().any(|b| lower[start..end].contains(b))
-        })
-    };
+    let near = |a: &str, bs: &[&str]| near(text, a, bs);
     const OUT: &[&str] = &[
         "excluded",
         "exclude",
@@ -711,6 +765,7 @@ fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str::V)> {
             "every occurrence of the name",
             "each read counts",
             "each syntactic read",
+            "each ast load",
         ],
     ) {
         out.push(("use_count", V::S("load")));
@@ -776,6 +831,8 @@ pub fn prose_predicate(text: &str) -> Option<String> {
         (" is at most ", "<="),
         (" is greater than or equal to ", ">="),
         (" is less than or equal to ", "<="),
+        (" is strictly greater than ", ">"),
+        (" is strictly less than ", "<"),
         (" is greater than ", ">"),
         (" is less than ", "<"),
         (" is not equal to ", "!="),
@@ -888,6 +945,11 @@ fn line_range(text: &str) -> Option<(u32, u32)> {
 /// name, by `line N` (`- \`len(x) > 0\` — a \`line\` event at line 91.`, `\`bool(a)\` at line
 /// 67;`). Spans naming the target, its file or an event are not candidates.
 fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
+    let quoted = quoted_candidates(text);
+    if !quoted.is_empty() {
+        return quoted;
+    }
+    let points = numbered_points(text);
     let parts: Vec<&str> = text.split('`').collect();
     let mut out: Vec<(String, u32)> = Vec::new();
     let mut i = 1;
@@ -896,6 +958,7 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
         if span.is_empty()
             || span.contains('\n')
             || span.ends_with(".py")
+            || PY_KEYWORDS.contains(&span)
             || ["line", "call", "return", "exception"].contains(&span)
         {
             i += 2;
@@ -916,6 +979,16 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
         }
         let head = after.trim_start_matches([' ', '\u{2014}', '-', ':', ',']);
         let window = &head[..floor_char(head, head.len().min(40))];
+        // "`p` — at observation point 1 only" (the points numbered in a list of their own)
+        if let Some(k) = window.find("observation point ") {
+            let n = ints(&window[k..]).first().copied();
+            let named = is_dotted_name(span) && span.contains('.');
+            if let (false, Some(l)) = (named, n.and_then(|n| points.get(&n))) {
+                out.push((span.to_string(), *l));
+                i += 2;
+                continue;
+            }
+        }
         // "`p` — a `line` event at line 91", "`p` at line 67;", "- `p`: line 176."
         let at = window
             .find("at line ")
@@ -936,6 +1009,83 @@ fn candidate_predicates(text: &str) -> Vec<(String, u32)> {
         i += 2;
     }
     out
+}
+
+/// Candidates listed as quoted strings with their line (`- "len(value) > 0" observed at line
+/// 795 (\`event=line\`)`, jinja filters_do_urlize_m7_invariants, dev): the text between the
+/// item's opening quote and the quote before "observed at line" / "at line" (a candidate may
+/// hold quotes of its own: `"nofollow is False or "nofollow" in rel_parts"`).
+fn quoted_candidates(text: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    for ph in ["\" observed at line ", "\" at line "] {
+        for (k, _) in text.match_indices(ph) {
+            let Some(start) = text[..k].rfind("- \"") else {
+                continue;
+            };
+            let expr = &text[start + 3..k];
+            let line = ints(&text[k + ph.len()..]).first().copied();
+            if let (false, Some(l)) = (expr.is_empty() || expr.contains("- \""), line) {
+                if let Ok(l) = u32::try_from(l) {
+                    out.push((expr.to_string(), l));
+                }
+            }
+        }
+        if !out.is_empty() {
+            break;
+        }
+    }
+    out
+}
+
+/// Observation points numbered in a list of their own (`1. **Line 150, \`line\` event** —
+/// …`, `2. Line 167 …`): number → line.
+fn numbered_points(text: &str) -> BTreeMap<u64, u32> {
+    let mut out = BTreeMap::new();
+    for (k, _) in text.match_indices(". ") {
+        let num: String = text[..k]
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        let Ok(n) = num.chars().rev().collect::<String>().parse::<u64>() else {
+            continue;
+        };
+        let after = text[k + 2..].trim_start_matches(['*', ' ']);
+        if let Some(rest) = after
+            .strip_prefix("Line ")
+            .or_else(|| after.strip_prefix("line "))
+        {
+            if let Some(l) = ints(rest).first().and_then(|l| u32::try_from(*l).ok()) {
+                out.entry(n).or_insert(l);
+            }
+        }
+    }
+    out
+}
+
+/// Whether a candidate reads as Python rather than prose: no two words side by side that are
+/// not keywords or operators (`name starts with l underscore` is prose; `x is not None`,
+/// `a in b` are Python). Strings are skipped.
+fn reads_as_python(expr: &str) -> bool {
+    const OPS: &[&str] = &[
+        "and", "or", "not", "in", "is", "if", "else", "for", "lambda",
+    ];
+    let mut plain = String::new();
+    let mut quote: Option<char> = None;
+    for c in expr.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                plain.push_str(" 0 ");
+            }
+            None => plain.push(c),
+        }
+    }
+    let words: Vec<&str> = plain.split_whitespace().collect();
+    let word = |w: &str| w.chars().all(|c| c.is_alphanumeric() || c == '_') && !OPS.contains(&w);
+    !words.windows(2).any(|p| word(p[0]) && word(p[1]))
 }
 
 /// The one candidate of a single-predicate question (`did the candidate predicate \`p\` hold
@@ -986,6 +1136,16 @@ fn any_line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
 /// at its observation lines, in frames of the target only (their question excludes nested
 /// functions, comprehensions and callees).
 pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, String> {
+    Ok(labelled_predicates(q)?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect())
+}
+
+/// [`predicates`], each with the question's own text of it (what its answer reports it as).
+pub fn labelled_predicates(
+    q: &Question,
+) -> Result<Vec<(flux_trace::config::Predicate, String)>, String> {
     let folded = fold(q.text);
     let ev = Evidence::new(q.parser);
     let q = &Question {
@@ -993,7 +1153,6 @@ pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, St
         ..*q
     };
     let t = target(q, &ev)?;
-    let mut out: Vec<flux_trace::config::Predicate> = Vec::new();
     let mut found = candidate_predicates(q.text);
     if found.is_empty() {
         found.extend(single_predicate(q.text));
@@ -1015,19 +1174,25 @@ pub fn predicates(q: &Question) -> Result<Vec<flux_trace::config::Predicate>, St
             }
         }
     }
-    let found: Vec<(String, u32)> = found
-        .into_iter()
-        .map(|(e, l)| (prose_predicate(&e).unwrap_or(e), l))
-        .collect();
-    for (expr, line) in found {
-        match out.iter_mut().find(|p| p.expr == expr) {
-            Some(p) if !p.lines.contains(&line) => p.lines.push(line),
+    let mut out: Vec<(flux_trace::config::Predicate, String)> = Vec::new();
+    for (text, line) in found {
+        let expr = prose_predicate(&text).unwrap_or_else(|| text.clone());
+        if !reads_as_python(&expr) {
+            return Err(format!(
+                "the candidate `{text}` is prose flux does not compile to Python"
+            ));
+        }
+        match out.iter_mut().find(|(p, _)| p.expr == expr) {
+            Some((p, _)) if !p.lines.contains(&line) => p.lines.push(line),
             Some(_) => {}
-            None => out.push(flux_trace::config::Predicate {
-                expr,
-                lines: vec![line],
-                function: Some(t.qualname.clone()),
-            }),
+            None => out.push((
+                flux_trace::config::Predicate {
+                    expr,
+                    lines: vec![line],
+                    function: Some(t.qualname.clone()),
+                },
+                text,
+            )),
         }
     }
     if out.is_empty() {
@@ -1159,11 +1324,36 @@ fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), St
 /// `executed_path`: the invocation and the line mode.
 fn path_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
     let Ctx {
+        q,
+        ev,
+        text,
         invocation,
         statements,
         ..
     } = *c;
-    p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    // A cross-function path: the lines of the tracked functions' frames while the target runs.
+    let fs = tracked(q, ev);
+    if fs.len() > 1 {
+        p.insert("functions".into(), json!(fs));
+    }
+    match invocation {
+        // "whenever at least one wrapper frame is active … across the entire pytest run"
+        None if mentions(
+            text,
+            &[
+                "across the entire",
+                "whenever at least one",
+                "every invocation",
+                "all invocations",
+            ],
+        ) =>
+        {
+            p.insert("all_invocations".into(), json!(true));
+        }
+        _ => {
+            p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+        }
+    }
     if statements {
         p.insert("line_mode".into(), json!("statement"));
     }
@@ -1363,7 +1553,21 @@ fn call_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Resu
         invocation,
         ..
     } = *c;
-    let fs = tracked(q, ev);
+    let mut fs = tracked(q, ev);
+    // "Do not include `call` events for `main` itself": their parser tracks the target to find
+    // the invocation, the answer leaves its own call out.
+    let short = t.qualname.rsplit('.').next().unwrap_or(&t.qualname);
+    let without_self = [
+        format!("do not include `call` events for `{short}` itself"),
+        format!("do not include call events for {short} itself"),
+        format!("do not include `{short}` itself"),
+        format!("excluding `{short}` itself"),
+    ]
+    .iter()
+    .any(|ph| mentions(text, &[ph.to_lowercase().as_str()]));
+    if without_self {
+        fs.retain(|f| *f != t.qualname);
+    }
     if fs.is_empty() {
         return Err("the question lists no tracked functions".into());
     }
@@ -1372,16 +1576,17 @@ fn call_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Resu
     if mentions(text, &["nested", "transitive"]) {
         p.insert("transitive".into(), json!(true));
     }
-    if fs.contains(&t.qualname)
-        || mentions(
-            text,
-            &[
-                "invocation itself",
-                "itself.",
-                "target's initial entry",
-                "target's own call",
-            ],
-        )
+    if !without_self
+        && (fs.contains(&t.qualname)
+            || mentions(
+                text,
+                &[
+                    "invocation itself",
+                    "itself.",
+                    "target's initial entry",
+                    "target's own call",
+                ],
+            ))
     {
         // the target is one of the tracked functions: its own call is the first entry
         p.insert("include_self".into(), json!(true));
@@ -1450,8 +1655,24 @@ fn module_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), Strin
             json!(["property", "setter", "deleter"]),
         );
     }
+    excluded_dunders(text, p);
     c.located(p);
     Ok(())
+}
+
+/// Dunder methods are left out of a call-count question's members when a sentence naming
+/// them excludes them ("Exclude nested functions, closures, …, `__init__`, dunder methods").
+fn excluded_dunders(text: &str, p: &mut Map<String, Value>) {
+    let lower = text.to_lowercase();
+    let excludes = lower.split(". ").any(|sentence| {
+        (sentence.contains("dunder") || sentence.contains("magic method"))
+            && ["exclud", "not count", "ignor", "leave out"]
+                .iter()
+                .any(|w| sentence.contains(w))
+    });
+    if excludes {
+        p.insert("exclude_dunder".into(), json!(true));
+    }
 }
 
 /// `covered_functions`: the tracked functions.
@@ -1505,7 +1726,10 @@ fn predicate_params(
     answer: &mut Answer,
 ) -> Result<(), String> {
     let Ctx { q, key, .. } = *c;
-    let exprs: Vec<String> = predicates(q)?.into_iter().map(|p| p.expr).collect();
+    let (exprs, labels): (Vec<String>, Vec<String>) = labelled_predicates(q)?
+        .into_iter()
+        .map(|(p, text)| (p.expr, text))
+        .unzip();
     if key != "invariant_report" {
         // their one-predicate shape: the report's only item, flattened
         if exprs.len() != 1 {
@@ -1527,6 +1751,10 @@ fn predicate_params(
         ] {
             answer.insert(to.into(), from.into());
         }
+    }
+    if exprs != labels {
+        // a candidate given in prose is reported in the question's words
+        p.insert("labels".into(), json!(labels));
     }
     p.insert("predicates".into(), json!(exprs));
     Ok(())

@@ -1103,3 +1103,270 @@ fn one_candidate_with_its_observation_line_in_other_words() {
     .unwrap();
     assert_eq!(ps[0].lines, [12]);
 }
+
+/// "Track the local variable `name` (the string assembled inside `parse_test`)": the aside's
+/// name is not a variable (jinja parser_parse_test_m3_state, dev: mapped to `name` and
+/// `parse_test`, "never bound at an observation point"); a list under a bold heading ends at the
+/// next heading (jinja runtime_new_context_m4_dataflow, dev: "**Tracked variables** (only
+/// these ten names; …): `a`, … **Def and use rules** (…)").
+#[test]
+fn variables_named_beside_asides_and_under_a_heading() {
+    let t = json!({"unique_values": ["str"]});
+    let x = same(
+        "C.parse",
+        t.clone(),
+        &[
+            (
+                "The target is `pkg.mod.C.parse` in `src/pkg/mod.py`. Track the local variable \
+                 `name` (the dotted name assembled inside `parse`). Record its value at each \
+                 `line` event at line 60 and each `return` event at line 88.",
+                None,
+            ),
+            (
+                "The target is pkg.mod.C.parse in src/pkg/mod.py. Track the local\nvariable \
+                 `name` (the dotted name assembled\ninside `parse`). Record its value at each \
+                 `line` event at line 60 and each `return` event at line 88.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        (x.params.get("variable"), x.params.get("variables")),
+        (Some(&json!("name")), None),
+        "{:?}",
+        x.params
+    );
+    let t = json!({"observed_def_use_pairs": [{"variable": "str", "def_line": "int",
+                   "use_line": "int", "count": "int"}]});
+    let x = same(
+        "make",
+        t,
+        &[
+            (
+                "The target is `pkg.mod.make` in `src/pkg/mod.py`.\n\n**Tracked variables** \
+                 (only these three names; ignore any other locals):\n\n`env`, `key`, `value`\n\n\
+                 **Def and use rules** (line numbers are absolute; the `line` event fires on \
+                 the statement's first line):\n\n- Parameters (`env`) are defined at line 9 on \
+                 each `call` event.\n- `return f(env)` at line 20 uses `env` on line 20 (each \
+                 AST load counts separately).",
+                None,
+            ),
+            (
+                "The target is pkg.mod.make in src/pkg/mod.py. **Tracked variables** (only these \
+                 three names): `env`, `key`, `value` **Def and use rules** (absolute lines): \
+                 - Parameters (`env`) are defined at line 9 on each `call` event. - `return \
+                 f(env)` at line 20 uses `env` on line 20 (each AST load counts separately).",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["variables"], json!(["env", "key", "value"]));
+    assert_eq!(x.params["use_count"], json!("load"));
+}
+
+/// jinja async_utils_wrapper_s6_calls (dev): `IS_ASYNC_FUNC` sorts before `TARGET_FUNC`, and
+/// the first constant of the target role was taken: the target is `TARGET…`'s. The path is a
+/// cross-function one over the tracked functions ("1. `a` 2. `b`", an example in an aside),
+/// for every activation "across the entire pytest run", where the mapping had taken the
+/// first invocation of `is_async` alone (1 of 1,224 lines).
+#[test]
+fn a_cross_function_path_over_every_activation_of_the_target() {
+    let t = json!({"executed_path": [{"file": "str", "func": "str", "line": "int"}]});
+    let parser = "TARGET_REL_FILE = \"src/pkg/mod.py\"\n\
+                  TARGET_FUNC = \"pkg.mod.deco.<locals>.wrapper\"\n\
+                  IS_ASYNC_FUNC = \"pkg.mod.deco.<locals>.is_async\"\n\
+                  TRACKED_FUNCS = frozenset({TARGET_FUNC, IS_ASYNC_FUNC})\n";
+    let x = same(
+        "wrapper,is_async",
+        t,
+        &[
+            (
+                "Report the executed_path while the target function is active. The target \
+                 function is `pkg.mod.deco.<locals>.wrapper` defined in `src/pkg/mod.py`.\n\n\
+                 **Tracked functions** (only these two; use the format `module.qualname`, for \
+                 example `pkg.mod.deco.<locals>.is_async`):\n\n1. \
+                 `pkg.mod.deco.<locals>.wrapper`\n2. `pkg.mod.deco.<locals>.is_async`\n\n\
+                 Collect every `line` event of a tracked function whenever at least one wrapper \
+                 frame is active, in order across the entire pytest run.",
+                Some(parser),
+            ),
+            (
+                "Report the executed_path while the target function is active. The target \
+                 function is pkg.mod.deco.<locals>.wrapper defined in src/pkg/mod.py. \
+                 **Tracked functions** (only these two): 1. pkg.mod.deco.<locals>.wrapper 2. \
+                 pkg.mod.deco.<locals>.is_async. Collect every `line` event of a tracked \
+                 function whenever at least one wrapper frame is active, in order across the \
+                 entire\npytest run.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["function"], "deco.<locals>.wrapper");
+    assert_eq!(
+        x.params["functions"],
+        json!(["deco.<locals>.wrapper", "deco.<locals>.is_async"])
+    );
+    assert_eq!(x.params["all_invocations"], json!(true));
+    assert!(x.params.get("invocation").is_none());
+}
+
+/// jinja generate_identifier_pattern_main_s6_calls (dev): their parser tracks `main` to find
+/// the 7th invocation, and the prose says "Do not include `call` events for `main` itself":
+/// the target among the tracked functions had made its own call the first entry (272 for 271).
+#[test]
+fn call_order_without_the_targets_own_call_when_the_prose_says_so() {
+    let t = json!({"function_call_order": [{"file": "str", "func": "str"}]});
+    let parser = "TARGET_FUNC = \"pkg.mod.main\"\nTARGET_INVOCATION = 7\n\
+                  TRACKED_FUNCS: tuple[str, ...] = (\"pkg.mod.build\", \"pkg.mod.scan\", \
+                  \"pkg.mod.main\")\n";
+    let x = same(
+        "main,build,scan",
+        t,
+        &[
+            (
+                "In `src/pkg/mod.py`, `pkg.mod.main` is invoked many times; answer for its 7th \
+                 invocation. Track calls to exactly these functions: `pkg.mod.build`, \
+                 `pkg.mod.scan`. Do not include `call` events for `main` itself in the answer \
+                 sequence. Include calls made by tracked callees nested inside those calls.",
+                Some(parser),
+            ),
+            (
+                "In src/pkg/mod.py, pkg.mod.main is invoked many times; answer for its 7th\n\
+                 invocation. Track calls to exactly these functions: pkg.mod.build, \
+                 pkg.mod.scan. Do not include `call` events for `main`\nitself in the answer \
+                 sequence. Include calls made by tracked callees nested inside those calls.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["functions"], json!(["build", "scan"]));
+    assert!(x.params.get("include_self").is_none(), "{:?}", x.params);
+    assert_eq!(x.params["invocation"], json!(7));
+}
+
+/// jinja visitor_visit_m6_calls (dev): "Exclude nested functions, closures, comprehension
+/// frames, properties, `__init__`, dunder methods" — a `__call__` of a Protocol class in the
+/// module was a sixth row.
+#[test]
+fn module_call_counts_without_dunder_methods() {
+    let t = json!({"invocation_counts": [{"file": "str", "func": "str", "count": "int"}]});
+    let x = same(
+        "visit",
+        t,
+        &[
+            (
+                "The primary target is `pkg.mod.V.visit` in `src/pkg/mod.py`. Scope: consider \
+                 every function and method defined in `src/pkg/mod.py`, all methods of its \
+                 classes. Exclude nested functions, closures, comprehension frames, properties, \
+                 `__init__`, dunder methods, and inherited methods.",
+                None,
+            ),
+            (
+                "The primary target is pkg.mod.V.visit in src/pkg/mod.py. Scope: consider \
+                 every function and method defined in src/pkg/mod.py, all methods of its\n\
+                 classes. Exclude nested functions, closures, comprehension frames,\nproperties, \
+                 `__init__`, dunder\nmethods, and inherited methods.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["exclude_dunder"], json!(true));
+    assert_eq!(x.params["methods"], json!(true));
+    let kept = map(
+        "visit",
+        "The primary target is `pkg.mod.V.visit` in `src/pkg/mod.py`. Count every function \
+         and all methods of its classes, dunder methods included.",
+        &json!({"invocation_counts": [{"file": "str", "func": "str", "count": "int"}]}),
+        None,
+    );
+    assert!(kept.params.get("exclude_dunder").is_none());
+}
+
+/// Candidates as quoted strings with their lines (jinja filters_do_urlize_m7_invariants, dev:
+/// the spans `def` and `event=line` were taken as candidates and the hook refused the run,
+/// "predicate 'def' does not compile"); and candidates observed at observation points numbered
+/// in a list of their own, in prose, reported in the question's words (jinja
+/// debug_get_template_locals_m7_invariants, dev: unmapped); a candidate in prose flux does not
+/// compile is refused by name, never sent to the hook.
+#[test]
+fn invariant_candidates_quoted_or_at_numbered_observation_points() {
+    let t = json!({"invariant_report": [{"held_always": "bool", "observations": "int",
+                   "predicate": "str", "violations": "int"}]});
+    let x = same(
+        "urlize",
+        t.clone(),
+        &[
+            (
+                "Target function: `pkg.mod.urlize` (the function whose `def` begins at line 742 \
+                 of `src/pkg/mod.py`).\n\nCandidate predicates (verbatim strings) and their \
+                 observation points:\n- \"isinstance(rel_parts, set)\" observed at line 795 \
+                 (`event=line`)\n- \"nofollow is False or \"nofollow\" in rel_parts\" observed \
+                 at line 795 (`event=line`)\n- \"len(value) > 0\" observed at line 804 \
+                 (`event=line`)\n\nLine numbers are absolute.",
+                None,
+            ),
+            (
+                "Target function: pkg.mod.urlize (the function whose `def` begins at line\n742 \
+                 of src/pkg/mod.py). Candidate predicates (verbatim strings) and their \
+                 observation points: - \"isinstance(rel_parts, set)\" observed at line\n795 \
+                 (`event=line`) - \"nofollow is False or \"nofollow\" in rel_parts\" observed \
+                 at line 795 (`event=line`) - \"len(value) > 0\" observed at line 804 \
+                 (`event=line`) Line numbers are absolute.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!([
+            "isinstance(rel_parts, set)",
+            "nofollow is False or \"nofollow\" in rel_parts",
+            "len(value) > 0"
+        ])
+    );
+    assert!(x.params.get("labels").is_none());
+    let points = |cands: &str| {
+        format!(
+            "The target function is `pkg.mod.get_locals` defined in `src/pkg/mod.py` (the \
+             `def get_locals` line is line 131).\n\n**Observation points**:\n\n1. **Line 150, \
+             `line` event** — the statement `if not name.startswith(\"l_\"):`.\n2. **Line 167, \
+             `line` event** — the statement `if value is missing:`.\n\n**Candidate \
+             predicates** (evaluate verbatim):\n\n{cands}\n\nReturn JSON."
+        )
+    };
+    let prose = "- `len(name) is strictly greater than 8` — at observation point 1 only.\n\
+                 - `name is non-empty` — at observation point 2 only.";
+    let x = same(
+        "get_locals",
+        t.clone(),
+        &[
+            (points(prose).as_str(), None),
+            (
+                &points(prose)
+                    .replace("\n\n", " ")
+                    .replace(" only.", " only"),
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["predicates"],
+        json!(["(len(name)) > (8)", "len(name) > 0"])
+    );
+    assert_eq!(
+        x.params["labels"],
+        json!(["len(name) is strictly greater than 8", "name is non-empty"])
+    );
+    let q = points("- `name starts with l underscore` — at observation point 1 only.");
+    let err = native_extractor(&Question {
+        eval: &eval("get_locals"),
+        text: &q,
+        template: &t,
+        parser: None,
+    })
+    .unwrap_err();
+    assert!(
+        err.contains("`name starts with l underscore` is prose"),
+        "{err}"
+    );
+}

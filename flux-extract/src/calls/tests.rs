@@ -230,6 +230,37 @@ fn invocation_counts_of_a_modules_functions_and_methods() {
     );
 }
 
+/// "Exclude … `__init__`, dunder methods" (jinja visitor_visit_m6_calls, dev: a Protocol's
+/// `__call__` in the module was a row of theirs too many): `exclude_dunder`.
+#[test]
+fn invocation_counts_without_dunder_methods() {
+    let src = "class P:\n    def __call__(self):\n        pass\n\nclass V:\n    def __init__(self):\n        pass\n    def visit(self):\n        pass\n    def __x(self):\n        pass\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("V.__init__", 6, &[])
+        .ret("None")
+        .call("V.visit", 8, &[])
+        .ret("None")
+        .build();
+    let counts = |dunder: bool| {
+        let p = json!({"module": true, "methods": true, "file": crate::testkit::FILE,
+                       "count": "calls", "exclude_dunder": dunder});
+        let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
+        v["invocation_counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["qualname"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        counts(false),
+        ["P.__call__", "V.__init__", "V.__x", "V.visit"]
+    );
+    // a private name (`__x`, no trailing underscores) is not a dunder
+    assert_eq!(counts(true), ["V.__x", "V.visit"]);
+}
+
 /// Issue 25: SWE-Flux counts every `call` event of a generator as a call, the target's own
 /// call and its own resumptions included (`include_self` + `resumptions`).
 #[test]

@@ -49,3 +49,50 @@ fn invariants_of_mixed_and_decreasing_values() {
                "monotonic": "none"}})
     );
 }
+
+/// A predicate a question gave in prose is evaluated as the Python it was compiled to and
+/// reported in the question's words (`labels`), sorted by them: without labels the report
+/// showed `(len(name)) > (8)` where their answer says `len(name) is strictly greater than 8`.
+#[test]
+fn predicate_report_reports_each_predicate_by_its_label() {
+    let t = TraceBuilder::new()
+        .call("f", 1, &[])
+        .check(2, "(len(name)) > (8)", Some(true), "")
+        .check(2, "(len(name)) > (8)", Some(false), "")
+        .check(3, "x is None", Some(true), "")
+        .ret("None")
+        .build();
+    let p = |labels: serde_json::Value| {
+        let mut p = json!({"function": "f", "predicates": ["(len(name)) > (8)", "x is None"]});
+        if !labels.is_null() {
+            p["labels"] = labels;
+        }
+        params(p).unwrap()
+    };
+    let got = extract(
+        &t,
+        "predicate_report",
+        &p(json!(["len(name) is strictly greater than 8", "x is None"])),
+    )
+    .unwrap();
+    let rows: Vec<(String, u64)> = got["invariant_report"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["predicate"].as_str().unwrap().to_string(),
+                r["violations"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("len(name) is strictly greater than 8".to_string(), 1),
+            ("x is None".to_string(), 0)
+        ]
+    );
+    let err = extract(&t, "predicate_report", &p(json!(["one"]))).unwrap_err();
+    assert!(err.to_string().contains("one label per predicate"), "{err}");
+}
