@@ -1428,6 +1428,16 @@ fn values_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Re
     let Some(var) = vars.first() else {
         return Err("the question names no variable".into());
     };
+    // "record Python `repr(async_func.__name__)`": a value computed from the local, which
+    // flux's observations (the local's own repr) are not
+    if let Some(expr) = backticked(text).into_iter().find(|b| {
+        vars.iter()
+            .any(|v| b.starts_with(&format!("repr({v}.")) || b.starts_with(&format!("repr({v}[")))
+    }) {
+        return Err(format!(
+            "the question records `{expr}`, a value computed from the local, not its repr"
+        ));
+    }
     if vars.len() > 1 && key == "unique_values" {
         // the unique values of a tuple of locals: the repr of `(a, b)`; or, "combined
         // into one set", the values each of them holds

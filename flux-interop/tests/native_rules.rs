@@ -1370,3 +1370,24 @@ fn invariant_candidates_quoted_or_at_numbered_observation_points() {
         "{err}"
     );
 }
+
+/// "At each observation point … record Python `repr(async_func.__name__)`" (jinja
+/// async_utils_decorator_m3_state, dev): the answer is computed from the local, and flux's
+/// observations are the local's own repr (`<function async_a at 0x…>`): refused by name rather
+/// than answered with other values.
+#[test]
+fn values_computed_from_a_local_are_refused_not_answered_with_its_repr() {
+    let text = "The target is `pkg.mod.deco` in `src/pkg/mod.py`. Track the local parameter \
+                `async_func` (the callable passed into `deco`). At each observation point below, \
+                read its runtime `__name__` attribute and record Python \
+                `repr(async_func.__name__)`. Observation points: each `call` event at line 16 \
+                and each `return` event at line 54.";
+    let err = native_extractor(&Question {
+        eval: &eval("deco"),
+        text,
+        template: &json!({"unique_values": ["str"]}),
+        parser: None,
+    })
+    .unwrap_err();
+    assert!(err.contains("`repr(async_func.__name__)`"), "{err}");
+}
