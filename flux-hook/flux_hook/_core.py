@@ -97,6 +97,13 @@ RAISE_AT = frozenset([opcode.opmap["RAISE_VARARGS"]])
 # An `import` statement's instruction: importlib's Python frames it runs are removed from the
 # traceback of what they raise (`import-frames` in classify_raise).
 IMPORT_NAME = opcode.opmap["IMPORT_NAME"]
+# A call: `__import__(name)` runs importlib's Python frames as an `import` does, and CPython
+# removes them from the traceback too (PyImport_ImportModuleLevelObject).
+CALL_AT = frozenset(
+    opcode.opmap[n]
+    for n in ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL")
+    if n in opcode.opmap
+)
 
 
 def exc_origin(tb):
@@ -1154,8 +1161,12 @@ class Hook:
             tb = exc.__traceback__
         if tb is None or tb.tb_next is None:
             # `import-frames`: an ImportError at an `import` came out of importlib's Python
-            # frames (`_find_and_load`), which CPython removes from its traceback.
-            if isinstance(exc, ImportError) and _at_import(frame):
+            # frames (`_find_and_load`), which CPython removes from its traceback; so did a
+            # missing module's at a call (`__import__("x")`): "No module named" is importlib's
+            # (C's own lookup says "import of x halted").
+            if isinstance(exc, ImportError) and (
+                _at_import(frame) or _imported_by_call(exc, frame)
+            ):
                 return "propagate"
             return "raise"
         nxt = tb.tb_next.tb_frame
@@ -1178,6 +1189,19 @@ class Hook:
             if back is frame:
                 return "propagate"
         return "reraise"
+
+
+def _imported_by_call(exc, frame):
+    """Whether `exc` is importlib's missing-module error out of a call `frame` is making
+    (`__import__(name)`, whose importlib frames CPython removed from the traceback)."""
+    try:
+        if not (isinstance(exc, ModuleNotFoundError) and str(exc).startswith("No module named")):
+            return False
+        co = frame.f_code.co_code
+        i = frame.f_lasti
+        return 0 <= i < len(co) and co[i] in CALL_AT
+    except Exception:
+        return False
 
 
 def _at_import(frame):

@@ -566,15 +566,30 @@ class TestExceptions(HookTestCase):
             except ImportError:
                 return "own"
 
-        print(f(), g(), h())
+        def k():
+            # packaging's _get_manylinux_module: a call of the builtin, not an `import`
+            try:
+                return __import__("no_such_module_abc")
+            except ModuleNotFoundError:
+                return "called"
+
+        def m():
+            try:
+                raise ModuleNotFoundError("No module named 'mine'")
+            except ModuleNotFoundError:
+                return "mine"
+
+        print(f(), g(), h(), k(), m())
         """
         r = self.run_ok(src, extra_files={"badmod.py": "x = 1\ny = x / 0\n"})
-        self.assertEqual(r.proc.stdout, "caught missing own\n")
+        self.assertEqual(r.proc.stdout, "caught missing own called mine\n")
         xs = [e for e in r.events(file_suffix="prog.py") if e[0] == "x"]
         self.assertEqual([(e[1], e[6], e[8]) for e in xs], [
             ("f", "ZeroDivisionError", "propagate"),
             ("g", "ModuleNotFoundError", "propagate"),
             ("h", "ImportError", "raise"),
+            ("k", "ModuleNotFoundError", "propagate"),
+            ("m", "ModuleNotFoundError", "raise"),
         ])
 
 
