@@ -24,7 +24,20 @@ pub fn dotted_tokens(text: &str) -> Vec<&str> {
             w.trim_matches(|c: char| {
                 matches!(
                     c,
-                    ',' | ';' | ':' | '(' | ')' | '[' | ']' | '"' | '\'' | '*' | '?' | '!' | '.'
+                    ',' | ';'
+                        | ':'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | '"'
+                        | '\''
+                        | '*'
+                        | '?'
+                        | '!'
+                        | '.'
                 )
             })
         })
@@ -199,7 +212,13 @@ impl Evidence {
     pub fn tracked(&self) -> Vec<String> {
         self.of("tracked functions")
             .iter()
-            .map(|(_, v)| v.strs())
+            .map(|(_, v)| {
+                // (file, function) pairs too: the files' paths are not names
+                v.strs()
+                    .into_iter()
+                    .filter(|x| !x.contains('/') && !x.ends_with(".py"))
+                    .collect::<Vec<_>>()
+            })
             .find(|s| s.len() > 1 && s.iter().all(|x| crate::native::is_dotted_name(x)))
             .map(|s| s.iter().map(|x| x.to_string()).collect())
             .unwrap_or_default()

@@ -295,7 +295,11 @@ fn files(q: &Question) -> Vec<String> {
         out.push(tf.to_string());
     }
     for b in backticked(q.text) {
-        if b.ends_with(".py") && !b.contains(' ') && b.contains(tf) && !out.iter().any(|f| f == b) {
+        // TRACE_FILE is a substring of the traced path, absolute ("/testbed/" takes every file
+        // under the root) or relative
+        let under =
+            b.contains(tf) || format!("{}/{b}", q.eval.root.trim_end_matches('/')).contains(tf);
+        if b.ends_with(".py") && !b.contains(' ') && under && !out.iter().any(|f| f == b) {
             out.push(b.to_string());
         }
     }
@@ -392,6 +396,7 @@ fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
     const PHRASES: &[&str] = &[
         "track calls to",
         "tracked functions",
+        "tracked function set",
         "following tracked",
         "tracked set",
         "these functions",
@@ -1290,6 +1295,36 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     })
 }
 
+/// What a values question records when it is not a local's own repr: a call in a sentence that
+/// records or constructs it ("record Python `repr(async_func.__name__)`", "construct this
+/// five-item Python tuple: `(invocation_number, …, len(html), …)`"), `repr(name)` of a bare
+/// name being the local's repr itself.
+fn computed_value(text: &str) -> Option<&str> {
+    let lower = text.to_lowercase();
+    let mut at = 0;
+    for sentence in lower.split_inclusive(". ") {
+        let (from, to) = (at, at + sentence.len());
+        at = to;
+        if !["record", "construct"].iter().any(|w| sentence.contains(w)) {
+            continue;
+        }
+        let found = backticked(&text[from..to]).into_iter().find(|b| {
+            let own_repr = b
+                .strip_prefix("repr(")
+                .and_then(|r| r.strip_suffix(')'))
+                .is_some_and(is_identifier);
+            let call = b.char_indices().any(|(i, c)| {
+                c == '(' && b[..i].ends_with(|p: char| p.is_alphanumeric() || p == '_')
+            });
+            call && !own_repr
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 /// the loop rules (`loop_iterations`, `loop_stats`): the header, what counts.
 fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), String> {
     let Ctx {
@@ -1424,20 +1459,15 @@ fn values_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Re
         occurrence,
         ..
     } = *c;
+    if let Some(expr) = computed_value(text) {
+        return Err(format!(
+            "the question records `{expr}`, a value computed from locals, not a local's repr"
+        ));
+    }
     let vars = variables(q, ev);
     let Some(var) = vars.first() else {
         return Err("the question names no variable".into());
     };
-    // "record Python `repr(async_func.__name__)`": a value computed from the local, which
-    // flux's observations (the local's own repr) are not
-    if let Some(expr) = backticked(text).into_iter().find(|b| {
-        vars.iter()
-            .any(|v| b.starts_with(&format!("repr({v}.")) || b.starts_with(&format!("repr({v}[")))
-    }) {
-        return Err(format!(
-            "the question records `{expr}`, a value computed from the local, not its repr"
-        ));
-    }
     if vars.len() > 1 && key == "unique_values" {
         // the unique values of a tuple of locals: the repr of `(a, b)`; or, "combined
         // into one set", the values each of them holds

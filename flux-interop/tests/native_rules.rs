@@ -9,7 +9,12 @@ use serde_json::{json, Value};
 
 /// An eval.sh in their skeleton for `TRACE_FILE=src/pkg/mod.py`, `TRACE_FUNC=func`.
 fn eval(func: &str) -> flux_interop::evalsh::EvalSh {
-    let text = format!(
+    flux_interop::evalsh::parse(&evalsh_text(func)).unwrap()
+}
+
+/// The text of [`eval`]'s eval.sh.
+fn evalsh_text(func: &str) -> String {
+    format!(
         "#!/bin/bash\nset -euo pipefail\n\nROOT_DIR=\"${{1:-/testbed}}\"\nINSTANCE_ID=\"x\"\n\
          TEST_ID=\"pkg_qa/x/files/testcase.py::T::test_a\"\nLOG_DIR=\"$ROOT_DIR/logs/pkg_qa/$INSTANCE_ID\"\n\n\
          TRACE_LOG=\"$LOG_DIR/trace.log\"\nORACLE_JSON=\"$LOG_DIR/oracle.json\"\n\nmkdir -p \"$LOG_DIR\"\n\
@@ -18,8 +23,7 @@ fn eval(func: &str) -> flux_interop::evalsh::EvalSh {
          export TRACE_LOG_ALL_LINES=\"1\"\nexport TRACE_OUT=\"$TRACE_LOG\"\n\n\
          pytest -rA -s \"$TEST_ID\" 2>&1 | tee \"$PYTEST_LOG\"\n\n\
          python pkg_qa/x/files/parser.py \\\n  --trace-log \"$TRACE_LOG\" \\\n  --out \"$ORACLE_JSON\"\n"
-    );
-    flux_interop::evalsh::parse(&text).unwrap()
+    )
 }
 
 fn map(func: &str, text: &str, template: &Value, parser: Option<&str>) -> ExtractorSpec {
@@ -1390,4 +1394,83 @@ fn values_computed_from_a_local_are_refused_not_answered_with_its_repr() {
     })
     .unwrap_err();
     assert!(err.contains("`repr(async_func.__name__)`"), "{err}");
+}
+
+/// "For each observation, construct this five-item Python tuple: `(invocation_number,
+/// executed_line_number, len(html), tuple(params.keys()), key_if_defined_else_None)`" (fastapi
+/// docs_get_swagger_ui_html_m3_state, dev: mapped to the locals `key_if_defined_else_None` and
+/// `key`, "never bound"); "take the value of `name` as Python `repr(name)`" stays the local's.
+#[test]
+fn a_constructed_tuple_of_expressions_is_refused_and_a_locals_repr_is_not() {
+    let t = json!({"unique_values": ["str"]});
+    let text = "Consider every invocation of `pkg.mod.page` in `src/pkg/mod.py`. At every \
+                execution of line 171 or line 184, observe the frame immediately before the \
+                statement on that line executes. For each observation, construct this \
+                five-item Python tuple, in order: `(invocation_number, executed_line_number, \
+                len(html), tuple(params.keys()), key_if_defined_else_None)`. Here `html`, \
+                `params`, and `key` are the local variables in that frame.";
+    let err = native_extractor(&Question {
+        eval: &eval("page"),
+        text,
+        template: &t,
+        parser: None,
+    })
+    .unwrap_err();
+    assert!(err.contains("a value computed from locals"), "{err}");
+    let x = map(
+        "page",
+        "Consider every invocation of `pkg.mod.page` in `src/pkg/mod.py`. Track the local \
+         variable `name`. Record it as Python `repr(name)` at each `line` event at line 60 \
+         and each `return` event at line 88.",
+        &t,
+        None,
+    );
+    assert_eq!(x.params["variable"], json!("name"));
+}
+
+/// "The tracked function set is exactly: - `{"file": "src/pkg/mod.py", "func":
+/// "pkg.mod.C.get"}` …", their parser keeping (file, function) pairs (fastapi
+/// tutorial003_py310_websocket_endpoint_m6_calls, dev: "the question lists no tracked
+/// functions"); and a TRACE_FILE that is the whole root (`/testbed/`), the target's file given
+/// relative (fastapi utils_deep_dict_update_s6_calls, dev: "names no `module.qualname` of
+/// TRACE_FILE").
+#[test]
+fn tracked_functions_as_file_and_func_objects_and_a_root_wide_trace_file() {
+    let t = json!({"covered_functions": [{"file": "str", "func": "str"}]});
+    let list = "The tracked function set is exactly:\n\
+                - `{\"file\": \"src/pkg/mod.py\", \"func\": \"pkg.mod.C.connect\"}`\n\
+                - `{\"file\": \"src/pkg/mod.py\", \"func\": \"pkg.mod.C.send\"}`\n\
+                - `{\"file\": \"src/pkg/mod.py\", \"func\": \"pkg.mod.endpoint\"}`\n\n\
+                A tracked function is covered if at least one invocation of it begins.";
+    let q = format!(
+        "Determine dynamic function coverage for `pkg.mod.endpoint` in `src/pkg/mod.py`.\n\n{list}"
+    );
+    let parser = "TARGET_FUNC = \"pkg.mod.endpoint\"\nTRACKED_FUNCTIONS = (\n    \
+                  (\"src/pkg/mod.py\", \"pkg.mod.C.connect\"),\n    (\"src/pkg/mod.py\", \
+                  \"pkg.mod.C.send\"),\n    (\"src/pkg/mod.py\", \"pkg.mod.endpoint\"),\n)\n";
+    let x = same(
+        "endpoint,C.connect,C.send",
+        t,
+        &[(q.as_str(), None), (q.as_str(), Some(parser))],
+    );
+    assert_eq!(
+        x.params["functions"],
+        json!(["C.connect", "C.send", "endpoint"])
+    );
+    let text = "The primary target is `pkg.util.merge` in `pkg/util.py`. Report the ordered \
+                call-event sequence for the first invocation of the primary target, considering \
+                exactly this tracked function set:\n\n- `pkg.util.merge`\n- `pkg.util.visit`\n";
+    let root_wide = flux_interop::evalsh::parse(
+        &evalsh_text("merge,visit")
+            .replace("TRACE_FILE=\"src/pkg/mod.py\"", "TRACE_FILE=\"/testbed/\""),
+    )
+    .unwrap();
+    let x = native_extractor(&Question {
+        eval: &root_wide,
+        text,
+        template: &json!({"function_call_order": [{"file": "str", "func": "str"}]}),
+        parser: None,
+    })
+    .unwrap_or_else(|e| panic!("not mapped: {e}"));
+    assert_eq!(x.params["function"], json!("merge"));
 }
