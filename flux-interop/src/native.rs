@@ -1096,7 +1096,7 @@ fn reads_as_python(expr: &str) -> bool {
 /// The one candidate of a single-predicate question (`did the candidate predicate \`p\` hold
 /// at every iteration? ... An iteration is one execution ... at line 39`): the first backticked
 /// span after "candidate predicate", observed at the first `line N` after "an iteration is".
-fn single_predicate(text: &str) -> Option<(String, u32)> {
+fn single_predicate(text: &str, ev: &Evidence) -> Option<(String, u32)> {
     let lower = text.to_lowercase();
     let at = lower.find("candidate predicate")? + "candidate predicate".len();
     let rest = &text[at..];
@@ -1114,11 +1114,30 @@ fn single_predicate(text: &str) -> Option<(String, u32)> {
     // "An iteration is one execution ... at line 39", "An iteration observation is one Python
     // line event ... at absolute line 667", "Observe the target frame at each Python `line`
     // execution event for absolute, 1-based source line 134"
+    // "An outer-loop observation is each execution of the line event for absolute, 1-based
+    // source line 171", "For every execution of absolute, 1-based line 110", "at every
+    // execution of the line-373 `if …` statement"; else their parser's observed line
     let line = line_after(text, "an iteration is", 300)
         .or_else(|| line_after(text, "observation point", 300))
         .or_else(|| any_line_after(text, "iteration observation is", 120))
-        .or_else(|| any_line_after(text, "execution event for", 80))?;
+        .or_else(|| any_line_after(text, "execution event for", 80))
+        .or_else(|| any_line_after(text, "observation is", 120))
+        .or_else(|| any_line_after(text, "every execution of", 40))
+        .or_else(|| hyphenated_line(text))
+        .or_else(|| ev.observed_line())?;
     (!expr.is_empty() && !expr.contains('\n')).then(|| (expr.to_string(), line))
+}
+
+/// The line of "the line-373 `if …` statement" (the first `line-N` the text names).
+fn hyphenated_line(text: &str) -> Option<u32> {
+    let lower = text.to_lowercase();
+    lower.match_indices("line-").find_map(|(i, _)| {
+        let digits: String = lower[i + 5..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
 }
 
 /// The number of the first `line N` within `window` characters after the first occurrence of
@@ -1160,7 +1179,7 @@ pub fn labelled_predicates(
     let t = target(q, &ev)?;
     let mut found = candidate_predicates(q.text);
     if found.is_empty() {
-        found.extend(single_predicate(q.text));
+        found.extend(single_predicate(q.text, &ev));
     }
     // Their parser's candidates (its constants) decide which predicates; the prose gives the
     // line of one whose constant has none.

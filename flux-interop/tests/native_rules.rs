@@ -1474,3 +1474,65 @@ fn tracked_functions_as_file_and_func_objects_and_a_root_wide_trace_file() {
     .unwrap_or_else(|e| panic!("not mapped: {e}"));
     assert_eq!(x.params["function"], json!("merge"));
 }
+
+/// One candidate whose observation line is given otherwise (fastapi's dev instances, all three
+/// "lists no candidate predicates with observation lines"): "An outer-loop observation is each
+/// execution of the line event for absolute, 1-based source line 171" (sponsors_main_m7),
+/// "For every execution of absolute, 1-based line 110" (translation_fixer_fix_all_m7), "at every
+/// execution of the line-373 `if …` statement" (translate_list_outdated_m7), or only in their
+/// parser's `OBSERVATION_LINE`.
+#[test]
+fn one_candidate_observed_at_a_line_named_in_yet_other_words() {
+    let t = json!({"is_invariant_always_held": "bool", "total_iterations_observed": "int",
+                   "violating_iteration_count": "int"});
+    let head = "For `pkg.mod.main` in the repository-relative file `src/pkg/mod.py`, check the \
+                candidate predicate\n`key % 3 != 0`\nat every outer-loop observation point.";
+    let x = same(
+        "main",
+        t.clone(),
+        &[
+            (
+                &format!(
+                    "{head}\n\nAn outer-loop observation is each execution of the line event \
+                     for absolute,\n1-based source line 171, immediately before the statement \
+                     executes."
+                ),
+                None,
+            ),
+            (
+                &format!(
+                    "For every execution of absolute, 1-based line 171 in that file, observe \
+                     the locals. {head}"
+                ),
+                None,
+            ),
+            (
+                &format!(
+                    "{head} Evaluate it at every execution of the line-171 `if x:` statement."
+                ),
+                None,
+            ),
+            (
+                head,
+                Some("TARGET_FUNC = \"pkg.mod.main\"\nOBSERVATION_LINE = 171\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["predicates"], json!(["key % 3 != 0"]));
+    let parser = "TARGET_FUNC = \"pkg.mod.main\"\nOBSERVATION_LINE = 171\n";
+    for (text, parser) in [
+        (format!("{head} An outer-loop observation is each execution of the line event for absolute, 1-based source line 171."), None),
+        (format!("For every execution of absolute, 1-based line 171 in that file, observe. {head}"), None),
+        (format!("{head} Evaluate it at every execution of the line-171 `if x:` statement."), None),
+        (head.to_string(), Some(parser)),
+    ] {
+        let ps = predicates(&Question {
+            eval: &eval("main"),
+            text: &text,
+            template: &t,
+            parser,
+        })
+        .unwrap();
+        assert_eq!(ps[0].lines, [171], "{text}");
+    }
+}
