@@ -1296,7 +1296,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "state_at" => state_at_params(&c, &mut p)?,
         "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,
         "def_use_pairs" => def_use_params(&c, &mut p)?,
-        "caught_types" => {}
+        "caught_types" => caught_params(&c, &mut p),
         "exception_counts" => exception_counts_params(&c, &mut p)?,
         "exception_info" => exception_info_params(&c, &mut p, &mut answer)?,
         "call_sequence" => call_params(&c, &mut p, &mut answer)?,
@@ -1342,6 +1342,24 @@ fn computed_value(text: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// `caught_types`: one handler's catches when the prose names its line ("caught by the
+/// function's `except InvalidTokenError` clause whose `except` keyword begins at absolute,
+/// 1-based line 104", "the `except` clause at line N", "the handler on line N").
+fn caught_params(c: &Ctx, p: &mut Map<String, Value>) {
+    let line = [
+        "keyword begins at",
+        "except clause at",
+        "except clause on",
+        "handler at",
+        "handler on",
+    ]
+    .iter()
+    .find_map(|ph| any_line_after(c.text, ph, 40));
+    if let Some(l) = line {
+        p.insert("line".into(), json!(l));
+    }
 }
 
 /// the loop rules (`loop_iterations`, `loop_stats`): the header, what counts.

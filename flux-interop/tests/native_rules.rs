@@ -1536,3 +1536,38 @@ fn one_candidate_observed_at_a_line_named_in_yet_other_words() {
         assert_eq!(ps[0].lines, [171], "{text}");
     }
 }
+
+/// "Report the set of concrete exception types caught by the function's `except
+/// InvalidTokenError` clause whose `except` keyword begins at absolute, 1-based line 104"
+/// (fastapi tutorial004_py310_get_current_user_s5_exceptions, dev: every handler's catches were
+/// counted, an `HTTPException` caught elsewhere in the function among them): that clause only.
+#[test]
+fn caught_types_of_the_handler_the_prose_names() {
+    let t = json!({"caught_exception_kinds": ["str"]});
+    let x = same(
+        "get_user",
+        t.clone(),
+        &[
+            (
+                "Consider every invocation of `pkg.mod.get_user` in `src/pkg/mod.py`. Report the \
+                 set of concrete exception types caught by the function's `except \
+                 InvalidTokenError` clause whose `except` keyword begins at absolute, 1-based \
+                 line 104 of that file.",
+                None,
+            ),
+            (
+                "Consider every invocation of pkg.mod.get_user in src/pkg/mod.py. Report the set \
+                 of exception types caught by the `except` clause at\nline 104.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["line"], json!(104));
+    let all = map(
+        "get_user",
+        "Which exception types does `pkg.mod.get_user` in `src/pkg/mod.py` catch?",
+        &t,
+        None,
+    );
+    assert!(all.params.get("line").is_none());
+}
