@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 pub(crate) const CALL_SEQUENCE: &str = "\
-The calls made by the Nth invocation of `function`, in order (without `function`: every start of \
+The calls made by the Nth invocation of `function` (with `all_invocations = true`, by each of \
+its selected invocations in turn), in order (without `function`: every start of \
 the functions of `functions` in the trace, in order, within `test` if given): every `call` event whose parent \
 is an activation of that frame (with `transitive = true`, of any frame running while it is \
 active: every call it makes directly or through callees), except resumptions of an existing \
@@ -215,7 +216,26 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let Some(function) = p.opt_str("function")? else {
         return calls_in_trace(ix, p, &sel);
     };
-    let (_, inv) = pick_invocation(ix, p, function)?;
+    let chosen: Vec<&Invocation> = if p.bool_or("all_invocations", false)? {
+        all_invocations(ix, p, function)?
+    } else {
+        vec![pick_invocation(ix, p, function)?.1]
+    };
+    let mut seq: Vec<Value> = Vec::new();
+    for inv in chosen {
+        seq.extend(invocation_calls(ix, p, inv, &sel)?);
+    }
+    Ok(json!({ "call_sequence": seq }))
+}
+
+/// The entries of one invocation: its own start first with `include_self`, then the calls
+/// made under it.
+fn invocation_calls(
+    ix: &Ix<'_>,
+    p: &Params,
+    inv: &Invocation,
+    sel: &CallSel<'_>,
+) -> Result<Vec<Value>, ExtractError> {
     let norm = Norm::new(ix, p, inv)?;
     let loc = Loc::new(p)?;
     let mut seq: Vec<Value> = Vec::new();
@@ -232,7 +252,7 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         }
     }
     let own: HashSet<u64> = inv.activations.iter().copied().collect();
-    let mut calls = calls_under(ix, inv, &sel);
+    let mut calls = calls_under(ix, inv, sel);
     if include_self && sel.resumptions {
         // The invocation's own resumptions are `call` events too (SWE-Flux's tracer logs one
         // per resumption): each at its place, its line the call site in the resumer's frame.
@@ -249,7 +269,7 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         let direct = own.contains(&ix.event(i).parent);
         seq.push(call_record(ix, loc, norm, i, direct));
     }
-    Ok(json!({ "call_sequence": seq }))
+    Ok(seq)
 }
 
 /// Without `function`: every start (fresh call) of the selected functions in the trace (in

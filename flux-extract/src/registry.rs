@@ -844,6 +844,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                  start of `functions` in the trace",
             ),
             INVOCATION,
+            ALL_INVOCATIONS,
             TEST,
             FILE,
             WITHIN,

@@ -397,6 +397,7 @@ fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
         "track calls to",
         "tracked functions",
         "tracked function set",
+        "function identities",
         "following tracked",
         "tracked set",
         "these functions",
@@ -1362,6 +1363,22 @@ fn caught_params(c: &Ctx, p: &mut Map<String, Value>) {
     }
 }
 
+/// Whether a question that names no invocation asks about every one of them ("across the
+/// entire pytest run", "whenever at least one … frame is active", "around every invocation …
+/// this question aggregates all of them").
+fn every_invocation(text: &str) -> bool {
+    mentions(
+        text,
+        &[
+            "across the entire",
+            "whenever at least one",
+            "every invocation",
+            "all invocations",
+            "aggregates all of them",
+        ],
+    )
+}
+
 /// the loop rules (`loop_iterations`, `loop_stats`): the header, what counts.
 fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), String> {
     let Ctx {
@@ -1410,16 +1427,7 @@ fn path_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
     }
     match invocation {
         // "whenever at least one wrapper frame is active … across the entire pytest run"
-        None if mentions(
-            text,
-            &[
-                "across the entire",
-                "whenever at least one",
-                "every invocation",
-                "all invocations",
-            ],
-        ) =>
-        {
+        None if every_invocation(text) => {
             p.insert("all_invocations".into(), json!(true));
         }
         _ => {
@@ -1649,7 +1657,12 @@ fn call_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) -> Resu
         return Err("the question lists no tracked functions".into());
     }
     p.insert("functions".into(), json!(fs));
-    p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    if invocation.is_none() && every_invocation(text) {
+        // "around every invocation of `Command.run` … this question aggregates all of them"
+        p.insert("all_invocations".into(), json!(true));
+    } else {
+        p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    }
     if mentions(text, &["nested", "transitive"]) {
         p.insert("transitive".into(), json!(true));
     }

@@ -1571,3 +1571,38 @@ fn caught_types_of_the_handler_the_prose_names() {
     );
     assert!(all.params.get("line").is_none());
 }
+
+/// "report the chronological call-event sequence around every invocation of `pkg.mod.C.run` …
+/// this question aggregates all of them. Count exactly these three function identities: …"
+/// (scrapy genspider_run_s6_calls, dev: "lists no tracked functions").
+#[test]
+fn call_order_around_every_invocation_of_the_target() {
+    let t = json!({"function_call_order": [{"file": "str", "func": "str"}]});
+    let x = same(
+        "C.run,C._find,verify",
+        t,
+        &[
+            (
+                "Across that complete test run, report the chronological call-event sequence \
+                 around every invocation of `pkg.mod.C.run` in `src/pkg/mod.py`.\n\nAn \
+                 invocation means one `call` event for that exact function; invocations are \
+                 numbered from 1 in chronological order, and this question aggregates all of \
+                 them. Count exactly these three function identities:\n`pkg.mod.C.run`,\n\
+                 `pkg.mod.C._find`, and\n`pkg.mod.verify`.\n\nInclude the `call` event that \
+                 begins each `C.run` invocation, and nested/transitive calls.",
+                None,
+            ),
+            (
+                "Across that complete test run, report the call-event sequence around every \
+                 invocation of pkg.mod.C.run in src/pkg/mod.py. Invocations are numbered from 1, \
+                 and this question aggregates all of them. Count exactly these three function \
+                 identities: pkg.mod.C.run, pkg.mod.C._find, and pkg.mod.verify. Include the \
+                 `call` event that begins each C.run invocation, and nested/transitive calls.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["functions"], json!(["C.run", "C._find", "verify"]));
+    assert_eq!(x.params["all_invocations"], json!(true));
+    assert_eq!(x.params["include_self"], json!(true));
+}

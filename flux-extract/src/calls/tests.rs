@@ -261,6 +261,47 @@ fn invocation_counts_without_dunder_methods() {
     assert_eq!(counts(true), ["V.__x", "V.visit"]);
 }
 
+/// "report the chronological call-event sequence around every invocation of `Command.run` …
+/// this question aggregates all of them" (scrapy genspider_run_s6_calls, dev): with
+/// `all_invocations` each invocation's entries in turn, its own start first with `include_self`;
+/// a call of a tracked function outside every invocation is not an entry.
+#[test]
+fn call_sequence_of_every_invocation_in_turn() {
+    let t = TraceBuilder::new()
+        .call("run", 10, &[])
+        .line(11, &[])
+        .call("h", 50, &[])
+        .ret("None")
+        .ret("None")
+        .call("h", 50, &[])
+        .ret("None")
+        .call("run", 10, &[])
+        .line(12, &[])
+        .call("g", 60, &[])
+        .ret("None")
+        .ret("None")
+        .build();
+    let seq = |extra: serde_json::Value| {
+        let mut p = json!({"function": "run", "functions": ["run", "h", "g"],
+                           "include_self": true, "transitive": true});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let out = extract(&t, "call_sequence", &params(p).unwrap()).unwrap();
+        out["call_sequence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["function"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(seq(json!({})), ["run", "h"]);
+    assert_eq!(
+        seq(json!({"all_invocations": true})),
+        ["run", "h", "run", "g"]
+    );
+}
+
 /// Issue 25: SWE-Flux counts every `call` event of a generator as a call, the target's own
 /// call and its own resumptions included (`include_self` + `resumptions`).
 #[test]
