@@ -45,8 +45,9 @@ relative file then `func`. Answer: {\"covered_functions\": [{\"file\", \"func\",
 
 pub(crate) const INVOCATION_COUNTS: &str = "\
 How many times each function of a set is invoked over the trace (`test` restricts): the set is \
-`functions` (qualnames), or every method defined directly in the class `class` (from the static \
-facts of `file`), or every function of the module in `file` (`module = true`; with `methods`, \
+`functions` (qualnames), or every method defined directly in the class `class` (or in each \
+class of `classes`; from the static facts of `file`), or every function of the module in `file` \
+(`module = true`; with `methods`, \
 the methods of its classes too, SWE-Flux's \"module-level functions and methods of every \
 class\"; with `class`, the methods of the classes nested in it too, not functions inside \
 methods); with `nested`, functions defined inside those too; with `code_objects`, every code \
@@ -432,10 +433,11 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         }
     };
     let class = p.opt_str("class")?;
+    let classes = p.opt_str_list("classes")?;
     let nested = p.bool_or("nested", false)?;
-    if class.is_none() && !p.bool_or("module", false)? {
+    if class.is_none() && classes.is_none() && !p.bool_or("module", false)? {
         return Err(ExtractError::MissingParam {
-            param: "class, module = true, or functions".into(),
+            param: "class, classes, module = true, or functions".into(),
         });
     }
     let excluded = p.opt_str_list("exclude_decorated")?.unwrap_or_default();
@@ -454,9 +456,10 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
                 name.len() > 4 && name.starts_with("__") && name.ends_with("__")
             }
     };
-    let root = match class {
-        Some(c) => c.to_string(),
-        None => "<module>".to_string(),
+    let roots: Vec<String> = match (&classes, class) {
+        (Some(cs), _) => cs.clone(),
+        (None, Some(c)) => vec![c.to_string()],
+        (None, None) => vec!["<module>".to_string()],
     };
     let is_function = |k: &str| matches!(k, "function" | "async_function");
     // `methods`: with `module`, the methods of the module's classes too (a function whose
@@ -468,13 +471,44 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
         .filter(|f| is_function(&f.kind))
         .map(|f| f.qualname.as_str())
         .collect();
-    let mut out = Vec::new();
-    if p.bool_or("code_objects", false)? {
-        // Every code object under the class (or module): functions and methods at any depth,
-        // lambdas, comprehensions and generator expressions (those with a frame of their own).
+    let mut out: Vec<Member> = Vec::new();
+    let code_objects = p.bool_or("code_objects", false)?;
+    for root in &roots {
+        if code_objects {
+            // Every code object under the class (or module): functions and methods at any depth,
+            // lambdas, comprehensions and generator expressions (those with a frame of their own).
+            for f in &facts.functions {
+                let under = root == "<module>" || f.qualname.starts_with(&format!("{root}."));
+                if f.code
+                    && under
+                    && !matches!(f.kind.as_str(), "class" | "module")
+                    && !decorated(f)
+                {
+                    out.push(Member {
+                        qualname: f.qualname.clone(),
+                        file: facts.file.clone(),
+                    });
+                }
+            }
+        }
         for f in &facts.functions {
-            let under = root == "<module>" || f.qualname.starts_with(&format!("{root}."));
-            if f.code && under && !matches!(f.kind.as_str(), "class" | "module") && !decorated(f) {
+            if !is_function(&f.kind) || decorated(f) {
+                continue;
+            }
+            // With a class, `methods` takes the methods of classes nested in it too.
+            let method = methods
+                && (root == "<module>" || f.qualname.starts_with(&format!("{root}.")))
+                && !f.qualname.contains("<locals>")
+                && f.parent
+                    .as_deref()
+                    .is_some_and(|p| p != "<module>" && !functions.contains(p));
+            let direct = f.parent.as_deref() == Some(root.as_str()) || method;
+            let inside = if root == "<module>" {
+                true
+            } else {
+                f.qualname.starts_with(&format!("{root}."))
+            };
+            if direct || (nested && inside) {
                 out.push(Member {
                     qualname: f.qualname.clone(),
                     file: facts.file.clone(),
@@ -482,37 +516,18 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
             }
         }
     }
-    for f in &facts.functions {
-        if !is_function(&f.kind) || decorated(f) {
-            continue;
-        }
-        // With a class, `methods` takes the methods of classes nested in it too.
-        let method = methods
-            && (root == "<module>" || f.qualname.starts_with(&format!("{root}.")))
-            && !f.qualname.contains("<locals>")
-            && f.parent
-                .as_deref()
-                .is_some_and(|p| p != "<module>" && !functions.contains(p));
-        let direct = f.parent.as_deref() == Some(root.as_str()) || method;
-        let inside = if root == "<module>" {
-            true
-        } else {
-            f.qualname.starts_with(&format!("{root}."))
-        };
-        if direct || (nested && inside) {
-            out.push(Member {
-                qualname: f.qualname.clone(),
-                file: facts.file.clone(),
-            });
-        }
-    }
+    // a nested class's methods are under two roots
+    let mut seen = HashSet::new();
+    out.retain(|m| seen.insert(m.qualname.clone()));
     if out.is_empty() {
         return Err(ExtractError::NotObserved(format!(
             "the static facts of {} show no function{}",
             facts.file,
-            class
-                .map(|c| format!(" in class `{c}`"))
-                .unwrap_or_default()
+            if roots == ["<module>"] {
+                String::new()
+            } else {
+                format!(" in class `{}`", roots.join("`, `"))
+            }
         )));
     }
     Ok(out)

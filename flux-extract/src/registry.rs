@@ -942,6 +942,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ),
             FUNCTIONS,
             p("class", T::Str, "every method defined directly in this class (qualname)"),
+            p(
+                "classes",
+                T::StrList,
+                "every method defined directly in each of these classes (qualnames)",
+            ),
             p("module", T::Bool, "every function of the module in `file`"),
             p("nested", T::Bool, "also functions defined inside those"),
             p(
@@ -1103,10 +1108,11 @@ pub(crate) fn check_combinations(ex: &Extractor, p: &Params) -> Result<(), Extra
             });
         }
         "invocation_counts"
-            if !has("functions") && !(has("file") && (has("class") || has("module"))) =>
+            if !has("functions")
+                && !(has("file") && (has("class") || has("classes") || has("module"))) =>
         {
             return Err(ExtractError::MissingParam {
-                param: "functions, or file with class or module = true".into(),
+                param: "functions, or file with class, classes or module = true".into(),
             });
         }
         _ => {}

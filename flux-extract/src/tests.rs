@@ -217,7 +217,7 @@ fn every_extractor_reports_unanswerable_parameters() {
         (
             "invocation_counts",
             json!({"class": "C"}),
-            "missing required parameter `functions, or file with class or module = true`",
+            "missing required parameter `functions, or file with class, classes or module = true`",
         ),
         (
             "predicate_report",

@@ -103,8 +103,13 @@ pub const ROLES: &[Role] = &[
         name: "tracked functions",
         // TRACKED_FUNCS, TRACKED_FUNCTIONS, TRACKED, FUNCTIONS
         matches: |n| {
-            has(n, &["TRACKED", "FUNCS", "FUNCTIONS"]) && !has(n, &["VAR", "LINE", "FILE"])
+            has(n, &["TRACKED", "FUNCS", "FUNCTIONS"]) && !has(n, &["VAR", "LINE", "FILE", "CLASS"])
         },
+    },
+    Role {
+        name: "classes",
+        // TRACKED_CLASSES, CLASSES
+        matches: |n| n.ends_with("CLASSES"),
     },
     Role {
         name: "range start",
@@ -219,6 +224,17 @@ impl Evidence {
                     .filter(|x| !x.contains('/') && !x.ends_with(".py"))
                     .collect::<Vec<_>>()
             })
+            .find(|s| s.len() > 1 && s.iter().all(|x| crate::native::is_dotted_name(x)))
+            .map(|s| s.iter().map(|x| x.to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// The classes a call-count question scopes (`TRACKED_CLASSES = ("Slot", "Downloader")`):
+    /// identifiers, at least two.
+    pub fn classes(&self) -> Vec<String> {
+        self.of("classes")
+            .iter()
+            .map(|(_, v)| v.strs())
             .find(|s| s.len() > 1 && s.iter().all(|x| crate::native::is_dotted_name(x)))
             .map(|s| s.iter().map(|x| x.to_string()).collect())
             .unwrap_or_default()

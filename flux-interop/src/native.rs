@@ -1301,6 +1301,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "exception_counts" => exception_counts_params(&c, &mut p)?,
         "exception_info" => exception_info_params(&c, &mut p, &mut answer)?,
         "call_sequence" => call_params(&c, &mut p, &mut answer)?,
+        "invocation_counts" if class_bodies(text, &ev).len() > 1 => {
+            classes_counts_params(&c, &mut p, class_bodies(text, &ev))
+        }
         "invocation_counts" if class_scope(text).is_some() => class_counts_params(&c, &mut p)?,
         "invocation_counts" => module_counts_params(&c, &mut p)?,
         "covered_functions" => covered_functions_params(&c, &mut p)?,
@@ -1725,6 +1728,35 @@ fn class_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String
     class_scope_options(text, p);
     c.located(p);
     Ok(())
+}
+
+/// The classes whose bodies a call-count question scopes ("an immediate child of either the
+/// `Slot` class body or the `Downloader` class body"), or their parser's `TRACKED_CLASSES`.
+fn class_bodies(text: &str, ev: &Evidence) -> Vec<String> {
+    let theirs = ev.classes();
+    if !theirs.is_empty() {
+        return theirs;
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (i, _) in text.match_indices("` class body") {
+        let Some(open) = text[..i].rfind('`') else {
+            continue;
+        };
+        let name = &text[open + 1..i];
+        if is_dotted_name(name) && !out.iter().any(|x| x == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// `invocation_counts` over the methods of several classes.
+fn classes_counts_params(c: &Ctx, p: &mut Map<String, Value>, classes: Vec<String>) {
+    p.remove("function");
+    p.insert("classes".into(), json!(classes));
+    p.insert("count".into(), json!("calls"));
+    excluded_dunders(c.text, p);
+    c.located(p);
 }
 
 /// `invocation_counts` over the module.

@@ -1606,3 +1606,39 @@ fn call_order_around_every_invocation_of_the_target() {
     assert_eq!(x.params["all_invocations"], json!(true));
     assert_eq!(x.params["include_self"], json!(true));
 }
+
+/// "every function whose `def` or `async def` statement is an immediate child of either the
+/// `Slot` class body or the `Downloader` class body … Include explicitly defined `__init__` and
+/// other dunder methods" (scrapy downloader_process_queue_m6_calls, dev: mapped to the module's
+/// functions, "show no function"), or their parser's `TRACKED_CLASSES`.
+#[test]
+fn call_counts_over_several_classes_bodies() {
+    let t = json!({"invocation_counts": [{"count": "int", "file": "str", "func": "str"}]});
+    let x = same(
+        "pkg.mod.Slot,pkg.mod.Downloader",
+        t,
+        &[
+            (
+                "The target is `pkg.mod.Downloader._process` in `src/pkg/mod.py`. How many \
+                 `call` events occur for each function in the scope defined below?\n\nThe \
+                 tracked scope is every function whose `def` or `async def` statement is an \
+                 immediate child of either the `Slot` class body or the `Downloader` class body \
+                 in `src/pkg/mod.py`. Include explicitly defined `__init__` and other dunder \
+                 methods. Exclude module-level functions and nested functions.",
+                None,
+            ),
+            (
+                "The target is pkg.mod.Downloader._process in src/pkg/mod.py. How many call \
+                 events occur for each function in scope? Include explicitly defined \
+                 `__init__` and other dunder methods.",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.Downloader._process\"\n\
+                     TRACKED_CLASSES = (\"Slot\", \"Downloader\")\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.params["classes"], json!(["Slot", "Downloader"]));
+    assert!(x.params.get("exclude_dunder").is_none());
+    assert!(x.params.get("module").is_none());
+}

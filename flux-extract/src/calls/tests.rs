@@ -230,6 +230,32 @@ fn invocation_counts_of_a_modules_functions_and_methods() {
     );
 }
 
+/// "every function whose `def` … is an immediate child of either the `Slot` class body or the
+/// `Downloader` class body" (scrapy downloader_process_queue_m6_calls, dev): `classes`.
+#[test]
+fn invocation_counts_over_the_methods_of_several_classes() {
+    let src = "class A:\n    def a(self):\n        pass\n\nclass B:\n    def b(self):\n        pass\n\nclass C:\n    def c(self):\n        pass\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("B.b", 6, &[])
+        .ret("None")
+        .build();
+    let p = json!({"classes": ["A", "B"], "file": crate::testkit::FILE, "count": "calls"});
+    let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
+    let rows: Vec<(String, u64)> = v["invocation_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["qualname"].as_str().unwrap().to_string(),
+                x["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("A.a".to_string(), 0), ("B.b".to_string(), 1)]);
+}
+
 /// "Exclude … `__init__`, dunder methods" (jinja visitor_visit_m6_calls, dev: a Protocol's
 /// `__call__` in the module was a row of theirs too many): `exclude_dunder`.
 #[test]
