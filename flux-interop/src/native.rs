@@ -709,9 +709,23 @@ fn statement_lines(text: &str) -> bool {
             "starting line of the statement",
             "statement starts",
         ],
-    ) && !mentions(
+    ) && !raw_lines(text)
+}
+
+/// Whether the prose keeps each event's own line where statement words would otherwise
+/// normalise it ("report the line where the particular executed statement or expression
+/// begins, rather than a later closing or continuation-only line", "do not normalize an event
+/// on an executable continuation line back to the statement's first line").
+fn raw_lines(text: &str) -> bool {
+    mentions(
         text,
-        &["sub-expression or statement begins", "physical line"],
+        &[
+            "sub-expression or statement begins",
+            "physical line",
+            "do not normalize",
+            "do not normalise",
+            "continuation-only line",
+        ],
     )
 }
 
@@ -1822,10 +1836,20 @@ fn line_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String>
         }
         // "from the first AST body statement (the docstring) through the function's
         // `end_lineno`": line_counts' own `body` range
-        None if mentions(text, &["first ast body statement", "function body"]) => {}
+        None if mentions(
+            text,
+            &[
+                "first ast body statement",
+                "function body",
+                "the body of",
+                "body scope",
+            ],
+        ) => {}
         None => return Err("the question names no line range".into()),
     }
-    if mentions(text, &["innermost enclosing", "statement begins"]) {
+    if mentions(text, &["innermost enclosing"])
+        || mentions(text, &["statement begins"]) && !raw_lines(text)
+    {
         // "attribute an event on a continuation line to ... where its innermost
         // enclosing statement begins"
         p.insert("line_mode".into(), json!("statement"));

@@ -1642,3 +1642,37 @@ fn call_counts_over_several_classes_bodies() {
     assert!(x.params.get("exclude_dunder").is_none());
     assert!(x.params.get("module").is_none());
 }
+
+/// Statement words beside a definition that keeps each event's own line (scrapy dev:
+/// redirect_process_response_s1_cfg, "report the line where the particular executed statement
+/// or expression begins, rather than a later closing or continuation-only line": 205 was
+/// reported for their 206; redirect_build_redirect_request_m1_cfg, "do not normalize an event on
+/// an executable continuation line back to the statement's first line", over "the body of" the
+/// function: no line range was read).
+#[test]
+fn raw_lines_where_the_prose_keeps_each_events_own_line() {
+    let t = json!({"executed_path": [{"file": "str", "func": "str", "line": "int"}]});
+    let x = map(
+        "C.process",
+        "Consider the 21st invocation of `pkg.mod.C.process` in `src/pkg/mod.py`. Each line \
+         event uses the executing target frame's `f_lineno`: for a multi-line statement, \
+         condition, or call, report the line where the particular executed statement or \
+         expression begins, rather than a later closing or continuation-only line.",
+        &t,
+        None,
+    );
+    assert!(x.params.get("line_mode").is_none(), "{:?}", x.params);
+    let t = json!({"line_execution_counts": [{"count": "int", "line": "int"}]});
+    let x = map(
+        "C.build",
+        "What are the total line-event execution counts for every physical source line in the \
+         body of `pkg.mod.C.build` in `src/pkg/mod.py`? For a multi-line statement, credit each \
+         event to its `frame.f_lineno`: normally the line where the statement begins; do not \
+         normalize an event on an executable continuation line back to the statement's first \
+         line. Counts are summed over every invocation.",
+        &t,
+        None,
+    );
+    assert!(x.params.get("line_mode").is_none(), "{:?}", x.params);
+    assert!(x.params.get("from").is_none() && x.params.get("invocation").is_none());
+}
