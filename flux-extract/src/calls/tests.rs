@@ -209,18 +209,7 @@ fn invocation_counts_of_a_modules_functions_and_methods() {
         for (k, v) in extra.as_object().unwrap() {
             p[k] = v.clone();
         }
-        let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
-        v["invocation_counts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| {
-                (
-                    x["qualname"].as_str().unwrap().to_string(),
-                    x["count"].as_u64().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
+        count_rows(&t, p)
     };
     let s = |q: &str, n: u64| (q.to_string(), n);
     assert_eq!(counts(json!({})), vec![s("top", 1)]);
@@ -241,18 +230,7 @@ fn invocation_counts_over_the_methods_of_several_classes() {
         .ret("None")
         .build();
     let p = json!({"classes": ["A", "B"], "file": crate::testkit::FILE, "count": "calls"});
-    let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
-    let rows: Vec<(String, u64)> = v["invocation_counts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| {
-            (
-                x["qualname"].as_str().unwrap().to_string(),
-                x["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let rows = count_rows(&t, p);
     assert_eq!(rows, [("A.a".to_string(), 0), ("B.b".to_string(), 1)]);
 }
 
@@ -398,18 +376,7 @@ fn invocation_counts_over_a_classs_code_objects_include_comprehensions_and_zero_
         .build();
     let p = json!({"class": "C", "file": crate::testkit::FILE, "count": "calls",
                    "code_objects": true});
-    let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
-    let got: Vec<(String, u64)> = v["invocation_counts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| {
-            (
-                x["qualname"].as_str().unwrap().to_string(),
-                x["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let got = count_rows(&t, p);
     let s = |q: &str, n: u64| (q.to_string(), n);
     assert_eq!(
         got,
@@ -441,18 +408,7 @@ fn invocation_counts_of_a_class_with_methods_include_nested_classes_methods() {
     let names = |methods: bool| {
         let p = json!({"class": "C", "file": crate::testkit::FILE, "count": "calls",
                        "methods": methods});
-        let v = extract(&t, "invocation_counts", &params(p).unwrap()).unwrap();
-        v["invocation_counts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| {
-                (
-                    x["qualname"].as_str().unwrap().to_string(),
-                    x["count"].as_u64().unwrap(),
-                )
-            })
-            .collect::<Vec<_>>()
+        count_rows(&t, p)
     };
     let s = |q: &str, n: u64| (q.to_string(), n);
     assert_eq!(names(false), [s("C.m", 1)]);
@@ -502,4 +458,20 @@ fn a_coroutines_lifetime_takes_the_calls_made_while_it_is_suspended() {
     };
     assert_eq!(seq(false), ["co", "h", "co", "h"]);
     assert_eq!(seq(true), ["co", "h", "h", "co", "h"]);
+}
+
+/// `invocation_counts` of `t` under `p`: (qualname, count) rows in answer order.
+fn count_rows(t: &flux_trace::Trace, p: serde_json::Value) -> Vec<(String, u64)> {
+    let v = extract(t, "invocation_counts", &params(p).unwrap()).unwrap();
+    v["invocation_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["qualname"].as_str().unwrap().to_string(),
+                x["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
