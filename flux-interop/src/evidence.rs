@@ -86,8 +86,24 @@ pub const ROLES: &[Role] = &[
     },
     Role {
         name: "occurrence",
-        // OCCURRENCE, TARGET_OCCURRENCE, NTH, NTH_EXECUTION, EXECUTION_INDEX
-        matches: |n| has(n, &["OCCURRENCE", "NTH"]) || n == "EXECUTION_INDEX",
+        // OCCURRENCE, TARGET_OCCURRENCE, NTH, NTH_EXECUTION, EXECUTION_INDEX (an iteration's
+        // number is the role below)
+        matches: |n| {
+            (has(n, &["OCCURRENCE", "NTH"]) || n == "EXECUTION_INDEX") && !n.contains("ITERATION")
+        },
+    },
+    Role {
+        name: "body line",
+        // LOOP_BODY_FIRST_LINE, BODY_FIRST_LINE, BODY_LINE, BODY_START_LINE
+        matches: |n| n.contains("BODY") && n.ends_with("LINE") && !has(n, &["END", "LAST"]),
+    },
+    Role {
+        name: "iteration",
+        // REQUESTED_ITERATION, TARGET_ITERATION, ITERATION, NTH_ITERATION, ITERATION_INDEX
+        matches: |n| {
+            n.contains("ITERATION")
+                && !has(n, &["ITERATIONS", "COUNT", "MIN", "MAX", "TOTAL", "LINE"])
+        },
     },
     Role {
         name: "invocation",
@@ -197,6 +213,16 @@ impl Evidence {
 
     pub fn occurrence(&self) -> Option<u32> {
         self.one_int("occurrence")
+    }
+
+    /// The loop body's line whose executions count its iterations (`LOOP_BODY_FIRST_LINE`).
+    pub fn body_line(&self) -> Option<u32> {
+        self.one_int("body line")
+    }
+
+    /// Which iteration of a loop the question asks about (`REQUESTED_ITERATION = 73`).
+    pub fn iteration(&self) -> Option<u32> {
+        self.one_int("iteration")
     }
 
     pub fn invocation(&self) -> Option<u32> {

@@ -79,6 +79,7 @@ pub const RULES: &[(&str, &str)] = &[
         "predicate_report",
     ),
     ("exception_message+exception_type", "exception_info"),
+    ("nth_iteration+value+variable", "iteration_value"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -236,7 +237,9 @@ fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
             }
         }
         if let Some(next) = words.get(i + 1) {
-            let n = next.trim_start_matches('#').trim_end_matches(['.', ':']);
+            let n = next
+                .trim_start_matches('#')
+                .trim_end_matches(['.', ':', '?', '!']);
             if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) {
                 return n.parse().ok();
             }
@@ -492,6 +495,7 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         "these local variables",
         "the local variables",
         "local variable",
+        "loop variable",
         "variable names",
         "binding for",
         "the local ",
@@ -536,11 +540,18 @@ fn names_in(text: &str) -> Vec<String> {
 }
 
 /// `text` with its parenthesised asides (nested too) left out.
+/// Parentheses inside backticks are code, not asides: `` `repr((a, b))` `` is left whole.
 fn without_asides(text: &str) -> String {
     let mut depth = 0usize;
+    let mut code = false;
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
+            '`' if depth == 0 => {
+                code = !code;
+                out.push(c);
+            }
+            _ if code => out.push(c),
             '(' => depth += 1,
             ')' if depth > 0 => depth -= 1,
             _ if depth == 0 => out.push(c),
@@ -571,9 +582,17 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
         .or_else(|| statement_named(text))
         .or_else(|| line_after(text, "after", 60))
         .or_else(|| line_after(&unquoted, "line event for", 20))
+        .or(at_line)
         .or_else(|| line_after(&unquoted, "every execution of", 40))
         .or_else(|| line_after(&unquoted, "each execution of", 40));
     let Some(line) = line else {
+        if every_line_event(&unquoted) {
+            // "at every (Python) line event in the target function's own frame": the state
+            // each line event shows (before its line runs), no other event
+            p.insert("event".into(), json!("line"));
+            p.insert("at".into(), json!("before"));
+            return Ok(());
+        }
         if mentions(
             text,
             &[
@@ -602,6 +621,31 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
         p.insert("line_mode".into(), json!("statement"));
     }
     Ok(())
+}
+
+/// The question observes the frame at every `line` event, wherever it is ("at every Python line
+/// event in the target function's own frame", "on each line event of the frame", "all line
+/// events of the target's frame"), named by no line.
+fn every_line_event(unquoted: &str) -> bool {
+    let lower = unquoted.to_lowercase();
+    ["every", "each", "all"].iter().any(|q| {
+        lower.match_indices(q).any(|(i, _)| {
+            if lower[..i].ends_with(|c: char| c.is_alphanumeric()) {
+                return false;
+            }
+            let end = floor_char(&lower, (i + 40).min(lower.len()));
+            let tail = &lower[i + q.len()..end];
+            let words: Vec<&str> = tail.split_whitespace().take(3).collect();
+            let event_at = words.iter().position(|w| w.starts_with("line"));
+            match event_at {
+                Some(k) => {
+                    words.get(k + 1).is_some_and(|w| w.starts_with("event"))
+                        && words[..k].iter().all(|w| *w == "python")
+                }
+                None => false,
+            }
+        })
+    })
 }
 
 /// The question observes line `line`'s state *before* it runs ("on each `line` event for line
@@ -1306,6 +1350,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     let mut answer = Answer::new();
     match *name {
         "loop_iterations" | "loop_stats" => loop_params(&c, name, &mut p)?,
+        "iteration_value" => iteration_params(&c, &mut p)?,
         "executed_path" => path_params(&c, &mut p)?,
         "covered_lines" => covered_lines_params(&c, &mut p)?,
         "state_at" => state_at_params(&c, &mut p)?,
@@ -1346,10 +1391,12 @@ fn computed_value(text: &str) -> Option<&str> {
             continue;
         }
         let found = backticked(&text[from..to]).into_iter().find(|b| {
+            // `repr(x)`, and `repr((a, b))` (the repr of a tuple of locals, what flux's
+            // `variables` observe), are the locals' own reprs
             let own_repr = b
                 .strip_prefix("repr(")
                 .and_then(|r| r.strip_suffix(')'))
-                .is_some_and(is_identifier);
+                .is_some_and(|r| is_identifier(r) || is_tuple_of_names(r));
             let call = b.char_indices().any(|(i, c)| {
                 c == '(' && b[..i].ends_with(|p: char| p.is_alphanumeric() || p == '_')
             });
@@ -1360,6 +1407,19 @@ fn computed_value(text: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// `(a, b)`, `(a,)`: a tuple display of plain names.
+fn is_tuple_of_names(text: &str) -> bool {
+    let Some(inner) = text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) else {
+        return false;
+    };
+    let names: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let names = match names.split_last() {
+        Some((last, rest)) if last.is_empty() && !rest.is_empty() => rest,
+        _ => &names[..],
+    };
+    inner.contains(',') && names.iter().all(|n| is_identifier(n))
 }
 
 /// `caught_types`: one handler's catches when the prose names its line ("caught by the
@@ -1423,6 +1483,64 @@ fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), St
         p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
     } else {
         p.insert("invocations".into(), json!("all"));
+    }
+    Ok(())
+}
+
+/// `iteration_value`: the loop (its header), which iteration (their parser's
+/// `REQUESTED_ITERATION`, or "at iteration N" / "the Nth iteration"), counted by executions of
+/// the body's first line (the body line the prose names, else the first), the loop variable,
+/// read before that iteration's first body line runs unless the prose reads it at the end.
+fn iteration_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        text,
+        invocation,
+        ..
+    } = *c;
+    let header = ev
+        .header_line()
+        .or_else(|| line_after(text, "header", 60))
+        .ok_or("the question names no loop header line")?;
+    p.insert("header".into(), json!(header));
+    p.insert("count".into(), json!("body_line"));
+    let body = ev.body_line().or_else(|| {
+        [
+            "body's first line",
+            "first line of the loop body",
+            "first body line",
+        ]
+        .iter()
+        .find_map(|ph| line_after(&text.replace('`', ""), ph, 20))
+    });
+    if let Some(b) = body.filter(|b| *b > header) {
+        p.insert("body_line".into(), json!(b));
+    }
+    let nth = ev
+        .iteration()
+        .or_else(|| ordinal_of(text, "iteration"))
+        .ok_or("the question names no iteration")?;
+    p.insert("iteration".into(), json!(nth));
+    p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    let vars = variables(q, ev);
+    let [var] = &vars[..] else {
+        return Err(format!(
+            "the question names {} loop variables, not one: {vars:?}",
+            vars.len()
+        ));
+    };
+    p.insert("variable".into(), json!(var));
+    if mentions(
+        text,
+        &[
+            "at the end of the iteration",
+            "at the end of that iteration",
+            "at the end of iteration",
+            "after the iteration completes",
+        ],
+    ) {
+        p.insert("at".into(), json!("after"));
     }
     Ok(())
 }

@@ -1676,3 +1676,98 @@ fn raw_lines_where_the_prose_keeps_each_events_own_line() {
     assert!(x.params.get("line_mode").is_none(), "{:?}", x.params);
     assert!(x.params.get("from").is_none() && x.params.get("invocation").is_none());
 }
+
+/// "For the `for` loop whose header is on line 35, what is the value of the loop variable
+/// `repo` at iteration 73? … iteration N means the Nth execution of the loop body's first
+/// line, line 36" with the answer `{nth_iteration, value, variable}` (fastapi
+/// topic_repos_main_s2_loops, dev: "no flux extractor is mapped for the answer shape
+/// `nth_iteration+value+variable`"): `iteration_value`, read before that body line runs.
+#[test]
+fn the_loop_variable_at_the_nth_iteration_reworded() {
+    let x = same(
+        "main",
+        json!({"nth_iteration": "int", "value": "str", "variable": "str"}),
+        &[
+            (
+                "Consider the first invocation of `pkg.mod.main` in `src/pkg/mod.py`. For the \
+                 `for` loop whose header is on line 35, what is the value of the loop variable \
+                 `item` at iteration 12? Iteration N means the Nth execution of the loop body's \
+                 first line, line 36, in that invocation's frame. Report `repr(item)` \
+                 immediately before line 36 executes.",
+                None,
+            ),
+            (
+                "Consider the first\ninvocation of pkg.mod.main in src/pkg/mod.py. For the for \
+                 loop whose\nheader is on line 35, give the loop variable `item` as it is at \
+                 the 12th\niteration, an iteration being one execution of the first line of \
+                 the loop body (line 36).",
+                None,
+            ),
+            (
+                "Report the loop variable `item` of pkg.mod.main at the requested iteration.",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.main\"\nLOOP_HEADER_LINE = 35\n\
+                     LOOP_BODY_FIRST_LINE = 36\nREQUESTED_ITERATION = 12\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "iteration_value");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "main", "file": "src/pkg/mod.py", "header": 35, "count": "body_line",
+               "body_line": 36, "iteration": 12, "invocation": 1, "variable": "item"})
+    );
+}
+
+/// "At every Python `line` event in the target function's own frame, observe the two local
+/// variables `content_encoding` and `kwargs` … and compute … `repr((content_encoding,
+/// kwargs))`" (scrapy httpcompression_process_response_m3_state, dev: "the question names no
+/// observation line"; the backticked `repr((a, b))` was also read as a local named `repr`):
+/// the state every line event of the frame shows, the repr of the tuple of the two locals. A
+/// `repr((a, b))` the question records is their tuple, not a value computed from them.
+#[test]
+fn unique_values_at_every_line_event_of_the_frame_reworded() {
+    let x = same(
+        "C.handle",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "Consider every invocation of `pkg.mod.C.handle` in `src/pkg/mod.py`. At every \
+                 Python `line` event in the target function's own frame, observe the two local \
+                 variables `enc` and `opts` if and only if both are bound, and compute the \
+                 expression `repr((enc, opts))` at that point. Exclude `call`, `return` and \
+                 `exception` events.",
+                None,
+            ),
+            (
+                "Across every invocation of pkg.mod.C.handle in src/pkg/mod.py, on each line\n\
+                 event of the function's frame record `repr((enc, opts))` for the local \
+                 variables `enc` and `opts` (skip events where either is unbound).",
+                None,
+            ),
+            (
+                "For all line events of pkg.mod.C.handle's frame, in every invocation, give \
+                 the distinct values of the tracked pair.",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.C.handle\"\nTRACKED_VARIABLES = (\"enc\", \"opts\")\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "unique_values");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "C.handle", "file": "src/pkg/mod.py", "variables": ["enc", "opts"],
+               "event": "line", "at": "before"})
+    );
+    // a line named with the events stays an observation line
+    let one = map(
+        "C.handle",
+        "Consider every invocation of `pkg.mod.C.handle` in `src/pkg/mod.py`. Record the local \
+         variable `enc` at every line event at line 40.",
+        &json!({"unique_values": ["str"]}),
+        None,
+    );
+    assert_eq!(one.params["lines"], json!([40]));
+}
