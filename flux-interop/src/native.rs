@@ -577,6 +577,18 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
         p.insert("at".into(), json!("before"));
         return Ok(());
     }
+    if ev.observed_line().is_none() {
+        if let Some(lines) = listed_event_lines(&unquoted) {
+            // "at each line event on (source) lines 134 and 136": the state each shows
+            let before = lines.iter().any(|l| observed_before(text, *l));
+            p.insert("lines".into(), json!(lines));
+            p.insert("at".into(), json!(if before { "before" } else { "after" }));
+            if statement_lines(text) {
+                p.insert("line_mode".into(), json!("statement"));
+            }
+            return Ok(());
+        }
+    }
     let line = ev
         .observed_line()
         .or_else(|| statement_named(text))
@@ -623,6 +635,30 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
     Ok(())
 }
 
+/// Two or more observation lines listed after the line events they name ("each Python
+/// executed-line event on absolute, 1-based source lines 134 and 136", "line events at lines
+/// 10, 12 or 15").
+fn listed_event_lines(unquoted: &str) -> Option<Vec<u32>> {
+    let lower = unquoted.to_lowercase();
+    lower.match_indices("line event").find_map(|(i, _)| {
+        let end = floor_char(&lower, (i + 80).min(lower.len()));
+        let tail = &lower[i..end];
+        let j = tail.find("lines ")?;
+        let mut out = Vec::new();
+        for w in tail[j + 6..].split_whitespace() {
+            let w = w.trim_end_matches([',', '.', ';', ':']);
+            match w {
+                "and" | "or" => continue,
+                _ if !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()) => {
+                    out.push(w.parse().ok()?)
+                }
+                _ => break,
+            }
+        }
+        (out.len() >= 2).then_some(out)
+    })
+}
+
 /// The question observes the frame at every `line` event, wherever it is ("at every Python line
 /// event in the target function's own frame", "on each line event of the frame", "all line
 /// events of the target's frame"), named by no line.
@@ -655,13 +691,14 @@ fn every_line_event(unquoted: &str) -> bool {
 fn observed_before(text: &str, line: u32) -> bool {
     let lower = text.to_lowercase().replace('`', "");
     let there = lower.match_indices("before the").any(|(i, _)| {
-        let end = floor_char(&lower, (i + 60).min(lower.len()));
+        let end = floor_char(&lower, (i + 80).min(lower.len()));
         let tail = &lower[i..end];
         [
             "beginning there",
             "there executes",
             "on that line",
             "at that line",
+            "on the reported line",
         ]
         .iter()
         .any(|p| tail.contains(p))

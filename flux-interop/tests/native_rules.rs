@@ -1771,3 +1771,39 @@ fn unique_values_at_every_line_event_of_the_frame_reworded() {
     );
     assert_eq!(one.params["lines"], json!([40]));
 }
+
+/// "observe the function frame at each Python executed-line event on absolute, 1-based source
+/// lines 134 and 136 … immediately before the statement or expression beginning on the
+/// reported line executes … a two-element Python tuple … `nodes` … `edges`" (fastapi
+/// sponsors_get_individual_sponsors_m3_state, dev: "the question names no observation
+/// line"): every line listed is an observation line, the state before it runs.
+#[test]
+fn unique_values_at_several_listed_lines_reworded() {
+    let x = same(
+        "collect",
+        json!({"unique_values": ["str"]}),
+        &[
+            (
+                "For every invocation of `pkg.mod.collect` in `src/pkg/mod.py`, observe the \
+                 function frame at each Python executed-line event on absolute, 1-based source \
+                 lines 134 and 136. A line event occurs immediately before the statement \
+                 beginning on the reported line executes. At every included event, form a \
+                 two-element tuple of the local variable `nodes` and the local variable `edges` \
+                 and take `repr()` of the whole tuple.",
+                None,
+            ),
+            (
+                "For every invocation of pkg.mod.collect in src/pkg/mod.py, take each line\n\
+                 event at lines 134\nor 136 (the state just before the statement on that line \
+                 runs) and record the tuple of the local variables `nodes` and `edges`.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "unique_values");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "collect", "file": "src/pkg/mod.py", "variables": ["nodes", "edges"],
+               "lines": [134, 136], "at": "before"})
+    );
+}
