@@ -637,25 +637,36 @@ fn observation_point(text: &str, ev: &Evidence, p: &mut Map<String, Value>) -> R
 
 /// Two or more observation lines listed after the line events they name ("each Python
 /// executed-line event on absolute, 1-based source lines 134 and 136", "line events at lines
-/// 10, 12 or 15").
+/// 10, 12 or 15", "line events … for which the current absolute line is 108 or 109"); a range
+/// ("between lines 12 and 30", "from line 12") is not a list.
 fn listed_event_lines(unquoted: &str) -> Option<Vec<u32>> {
     let lower = unquoted.to_lowercase();
     lower.match_indices("line event").find_map(|(i, _)| {
-        let end = floor_char(&lower, (i + 80).min(lower.len()));
-        let tail = &lower[i..end];
-        let j = tail.find("lines ")?;
-        let mut out = Vec::new();
-        for w in tail[j + 6..].split_whitespace() {
-            let w = w.trim_end_matches([',', '.', ';', ':']);
-            match w {
-                "and" | "or" => continue,
-                _ if !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()) => {
-                    out.push(w.parse().ok()?)
-                }
-                _ => break,
+        let end = floor_char(&lower, (i + 160).min(lower.len()));
+        let words: Vec<&str> = lower[i + "line event".len()..end]
+            .split_whitespace()
+            .collect();
+        words.iter().enumerate().find_map(|(k, w)| {
+            let range = k > 0 && ["between", "from", "through"].contains(&words[k - 1]);
+            if !matches!(*w, "line" | "lines") || range {
+                return None;
             }
-        }
-        (out.len() >= 2).then_some(out)
+            let mut out: Vec<u32> = Vec::new();
+            for w in words[k + 1..]
+                .iter()
+                .skip_while(|w| matches!(**w, "is" | "are"))
+            {
+                let w = w.trim_end_matches([',', '.', ';', ':', ')']);
+                match w {
+                    "and" | "or" => continue,
+                    _ if !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()) => {
+                        out.push(w.parse().ok()?)
+                    }
+                    _ => break,
+                }
+            }
+            (out.len() >= 2).then_some(out)
+        })
     })
 }
 

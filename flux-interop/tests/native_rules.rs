@@ -1798,6 +1798,15 @@ fn unique_values_at_several_listed_lines_reworded() {
                  runs) and record the tuple of the local variables `nodes` and `edges`.",
                 None,
             ),
+            (
+                // kedro pipeline_validate_datasets_exist_m3_state (dev)
+                "Consider every invocation of `pkg.mod.collect` in `src/pkg/mod.py`. Observe only \
+                 Python line events in the target function's own frame for which the current \
+                 absolute line is 134 or 136 and both local variables `nodes` and `edges` are \
+                 bound. A line event observes locals immediately before the statement beginning \
+                 on that line executes. Form the tuple `(nodes, edges)` and take its `repr()`.",
+                None,
+            ),
         ],
     );
     assert_eq!(x.name, "unique_values");
@@ -1805,5 +1814,18 @@ fn unique_values_at_several_listed_lines_reworded() {
         serde_json::to_value(&x.params).unwrap(),
         json!({"function": "collect", "file": "src/pkg/mod.py", "variables": ["nodes", "edges"],
                "lines": [134, 136], "at": "before"})
+    );
+    // a range is not a list of observation lines
+    let err = native_extractor(&Question {
+        eval: &eval("collect"),
+        text: "Consider every invocation of `pkg.mod.collect` in `src/pkg/mod.py`. Record the \
+               local variable `nodes` at the line events between lines 134 and 136.",
+        template: &json!({"unique_values": ["str"]}),
+        parser: None,
+    });
+    assert!(
+        err.as_ref()
+            .map_or(true, |x| x.params.get("lines") != Some(&json!([134, 136]))),
+        "{err:?}"
     );
 }
