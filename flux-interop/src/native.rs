@@ -525,7 +525,19 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
             return all;
         }
     }
-    Vec::new()
+    // "the three-variable state tuple `(i, input_messages, text_content)`": its names
+    backticked(q.text)
+        .into_iter()
+        .find(|b| is_tuple_of_names(b))
+        .map(|b| {
+            b.trim_matches(|c| c == '(' || c == ')')
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The backticked identifiers of `text`, in order, once each.
@@ -675,6 +687,17 @@ fn listed_event_lines(unquoted: &str) -> Option<Vec<u32>> {
 /// events of the target's frame"), named by no line.
 fn every_line_event(unquoted: &str) -> bool {
     let lower = unquoted.to_lowercase();
+    // "the state of the target function's own frame immediately before each executed source
+    // line begins"
+    if [
+        "before each executed source line",
+        "before every executed source line",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+    {
+        return true;
+    }
     ["every", "each", "all"].iter().any(|q| {
         lower.match_indices(q).any(|(i, _)| {
             if lower[..i].ends_with(|c: char| c.is_alphanumeric()) {
@@ -1448,7 +1471,9 @@ fn computed_value(text: &str) -> Option<&str> {
             let call = b.char_indices().any(|(i, c)| {
                 c == '(' && b[..i].ends_with(|p: char| p.is_alphanumeric() || p == '_')
             });
-            call && !own_repr
+            // `repr()`, `str()`: the function named, not an expression of locals
+            let mention = b.ends_with("()") && is_identifier(&b[..b.len() - 2]);
+            call && !own_repr && !mention
         });
         if found.is_some() {
             return found;

@@ -1747,6 +1747,17 @@ fn unique_values_at_every_line_event_of_the_frame_reworded() {
                 None,
             ),
             (
+                // llama_factory chat_process_request_m3_state (dev): the locals only in a
+                // backticked tuple, `repr()` named (not an expression), "before each executed
+                // source line"
+                "Across every invocation of `pkg.mod.C.handle` in `src/pkg/mod.py`, report the \
+                 distinct values of the state tuple `(enc, opts)` at executed-line observation \
+                 points: the state of the target function's own frame immediately before each \
+                 executed source line begins. At each point construct the tuple and apply \
+                 Python `repr()` to it.",
+                None,
+            ),
+            (
                 "For all line events of pkg.mod.C.handle's frame, in every invocation, give \
                  the distinct values of the tracked pair.",
                 Some(
