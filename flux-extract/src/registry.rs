@@ -624,9 +624,20 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             AT,
             OBS_OCCURRENCE,
             LINE_MODE,
+            p(
+                "rows",
+                T::Choice(&["snapshots", "variables"]),
+                "one entry per observation (`snapshots`, default) or per variable of each \
+                 observation (`variables`: `{invocation, line, test, variable, value}`, sorted by \
+                 invocation, variable, value)",
+            ),
         ],
-        shape: |_| {
-            r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#
+        shape: |p| {
+            if p.get("rows").and_then(|v| v.as_str()) == Some("variables") {
+                r#"{"state_snapshots": [{"invocation": "int", "line": "int", "test": "str", "variable": "str", "value": "str"}]}"#
+            } else {
+                r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#
+            }
         },
         template: |_| r#"{"state_snapshots": [{"line": "int", "state": {"*": "str"}}]}"#,
         run: state::state_snapshots,

@@ -489,7 +489,34 @@ pub(crate) fn state_snapshots(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
             p.str("function")?
         )));
     }
+    if p.choice_or("rows", &["snapshots", "variables"], "snapshots")? == "variables" {
+        return Ok(json!({ "state_snapshots": variable_rows(&snaps) }));
+    }
     Ok(json!({ "state_snapshots": snaps }))
+}
+
+/// One row per variable of each snapshot (`rows = "variables"`), sorted by invocation,
+/// variable, value (SWE-Flux's "sort by invocation, then variable, then value").
+fn variable_rows(snaps: &[Value]) -> Vec<Value> {
+    let mut rows: Vec<(u64, String, String, Value)> = snaps
+        .iter()
+        .flat_map(|s| {
+            let inv = s["invocation"].as_u64().unwrap_or(0);
+            s["variables"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(move |v| {
+                    let (name, value) = (v["variable"].as_str(), v["value"].as_str());
+                    let (name, value) = (name.unwrap_or(""), value.unwrap_or(""));
+                    let row = json!({"invocation": inv, "line": s["line"], "test": s["test"],
+                                     "variable": name, "value": value});
+                    (inv, name.to_string(), value.to_string(), row)
+                })
+        })
+        .collect();
+    rows.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+    rows.into_iter().map(|r| r.3).collect()
 }
 
 #[cfg(test)]

@@ -80,6 +80,7 @@ pub const RULES: &[(&str, &str)] = &[
     ),
     ("exception_message+exception_type", "exception_info"),
     ("nth_iteration+value+variable", "iteration_value"),
+    ("state_snapshots", "state_snapshots"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -322,7 +323,11 @@ fn target(q: &Question, ev: &Evidence) -> Result<Target, String> {
             continue;
         };
         for &b in &names {
-            let Some(qual) = b.strip_prefix(&format!("{module}.")) else {
+            // a `src/` layout's module named with its directory (`src.pkg.mod.f`)
+            let Some(qual) = b
+                .strip_prefix(&format!("{module}."))
+                .or_else(|| b.strip_prefix(&format!("src.{module}.")))
+            else {
                 continue;
             };
             if !is_dotted_name(qual) || qual.ends_with(".<locals>") {
@@ -497,6 +502,7 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
         "local variable",
         "loop variable",
         "variable names",
+        "local names",
         "binding for",
         "the local ",
     ];
@@ -1422,6 +1428,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
     match *name {
         "loop_iterations" | "loop_stats" => loop_params(&c, name, &mut p)?,
         "iteration_value" => iteration_params(&c, &mut p)?,
+        "state_snapshots" => snapshot_params(&c, &mut p)?,
         "executed_path" => path_params(&c, &mut p)?,
         "covered_lines" => covered_lines_params(&c, &mut p)?,
         "state_at" => state_at_params(&c, &mut p)?,
@@ -1614,6 +1621,40 @@ fn iteration_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
         ],
     ) {
         p.insert("at".into(), json!("after"));
+    }
+    Ok(())
+}
+
+/// `state_snapshots`: the locals, where they are observed ("at the return point" / "reaches a
+/// normal return" → each normal return, else as `unique_values`), one row per variable when
+/// their rows are `{invocation, variable, value}`.
+fn snapshot_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
+    let Ctx {
+        q,
+        ev,
+        text,
+        invocation,
+        ..
+    } = *c;
+    let vars = variables(q, ev);
+    if vars.is_empty() {
+        return Err("the question names no variable".into());
+    }
+    p.insert("variables".into(), json!(vars));
+    if mentions(
+        text,
+        &["at the return point", "normal return", "at each return"],
+    ) {
+        p.insert("event".into(), json!("return"));
+    } else {
+        observation_point(text, ev, p)?;
+    }
+    let row = q.template.pointer("/state_snapshots/0");
+    if row.is_some_and(|r| r.get("variable").is_some() && r.get("value").is_some()) {
+        p.insert("rows".into(), json!("variables"));
+    }
+    if let (Some(n), false) = (invocation, every_invocation(text)) {
+        p.insert("invocation".into(), json!(n));
     }
     Ok(())
 }

@@ -1840,3 +1840,38 @@ fn unique_values_at_several_listed_lines_reworded() {
         "{err:?}"
     );
 }
+
+/// "For each invocation that reaches a normal return, use the function's local variables at the
+/// return point … exactly these local names: `a`, `b` … `state_snapshots` … `invocation`,
+/// `variable`, `value`", the target named `src.pkg.mod.f` (llama_factory
+/// adapter_setup_freeze_tuning_m3_state, dev: no rule for the shape, and the `src.` module not
+/// read as the file's): `state_snapshots` at each normal return, one row per local.
+#[test]
+fn state_snapshots_at_each_return_one_row_per_local_reworded() {
+    let t = json!({"state_snapshots": [{"invocation": "int", "variable": "str", "value": "str"}]});
+    let x = same(
+        "setup",
+        t,
+        &[
+            (
+                "During the test, analyze function `src.pkg.mod.setup` defined in \
+                 `src/pkg/mod.py`. For each invocation that reaches a normal return, use the \
+                 function's local variables at the return point. Compute values for exactly \
+                 these local names: `layers`, `name`. Sort by `invocation`, then `variable`, \
+                 then `value`.",
+                None,
+            ),
+            (
+                "Analyze pkg.mod.setup in src/pkg/mod.py: at the return point of each\n\
+                 invocation, report the tracked locals.",
+                Some("TARGET_FUNC = \"pkg.mod.setup\"\nTARGET_VARIABLES = [\"layers\", \"name\"]\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "state_snapshots");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "setup", "file": "src/pkg/mod.py", "variables": ["layers", "name"],
+               "event": "return", "rows": "variables"})
+    );
+}

@@ -302,3 +302,37 @@ fn unique_values_pooled_over_several_locals() {
         json!(["(0, 1)", "(0, 2)", "(1, 1)", "(1, 2)", "(2, 2)"])
     );
 }
+
+/// SWE-Flux's flat snapshots (llama_factory adapter_setup_freeze_tuning_m3_state, dev): at
+/// each normal return, one row per local, `{invocation, variable, value}` sorted by
+/// invocation, variable, value.
+#[test]
+fn state_snapshots_one_row_per_variable_at_each_return() {
+    let t = counting();
+    let p = params(
+        json!({"function": "f", "event": "return", "variables": ["n", "i"],
+        "rows": "variables"}),
+    )
+    .unwrap();
+    let got = extract(&t, "state_snapshots", &p).unwrap();
+    let rows: Vec<(u64, &str, &str)> = got["state_snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["invocation"].as_u64().unwrap(),
+                r["variable"].as_str().unwrap(),
+                r["value"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [(1, "i", "2"), (1, "n", "2"), (2, "i", "1"), (2, "n", "1")]
+    );
+    // the default keeps one entry per observation
+    let p = params(json!({"function": "f", "event": "return", "variables": ["n", "i"]})).unwrap();
+    let got = extract(&t, "state_snapshots", &p).unwrap();
+    assert_eq!(got["state_snapshots"].as_array().unwrap().len(), 2);
+}
