@@ -49,7 +49,8 @@ line of `function` executes], \"non_covering_tests\": [every other test]}, both 
 pub(crate) const LINE_CLASSES: &str = "\
 Every line of a range of `function` (as `line_counts`; default `range = \"statements\"`: the \
 first lines of its own statements) classified over the tests of the trace (`tests = \"all\"`, \
-default) or only the tests in which `function` runs (`tests = \"running\"`): executed (a `line` \
+default) or only the tests in which `function` runs (`tests = \"running\"`), or with `over = \
+\"invocations\"` over the invocations of `function` (each its own frame's lines): executed (a `line` \
 event of one of its frames, with `line_mode = \"statement\"` normalised) in every such test, in some \
 but not all, or in none. Answer: {\"always_executed\": [L...], \"sometimes_executed\": [L...], \
 \"never_executed\": [L...]}, each sorted.";
@@ -310,7 +311,44 @@ pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ext
     let first = invs[0];
     let norm = Norm::new(ix, p, first)?;
     let range = range_lines(ix, p, first, "statements")?;
-    let per_test = lines_per_test(ix, &invs, norm);
+    // The groups the lines are classified over: the tests, or each invocation's own lines.
+    let groups: Vec<BTreeSet<u32>> =
+        if p.choice_or("over", &["tests", "invocations"], "tests")? == "invocations" {
+            invs.iter()
+                .map(|inv| {
+                    own_lines(ix, &[*inv])
+                        .into_iter()
+                        .map(|i| norm.statement(ix.event(i).line))
+                        .collect()
+                })
+                .collect()
+        } else {
+            tests_lines(ix, p, &invs, norm, function)?
+        };
+    let (mut always, mut some, mut never) = (Vec::new(), Vec::new(), Vec::new());
+    for l in range {
+        let n = groups.iter().filter(|g| g.contains(&l)).count();
+        let out = norm.apply(l);
+        if n == groups.len() {
+            always.push(out);
+        } else if n > 0 {
+            some.push(out);
+        } else {
+            never.push(out);
+        }
+    }
+    Ok(json!({"always_executed": always, "sometimes_executed": some, "never_executed": never}))
+}
+
+/// The lines of `function` each test (`tests = "all"`, or only those `running` it) executes.
+fn tests_lines(
+    ix: &TraceIndex<'_>,
+    p: &Params,
+    invs: &[&Invocation],
+    norm: Norm<'_>,
+    function: &str,
+) -> Result<Vec<BTreeSet<u32>>, ExtractError> {
+    let per_test = lines_per_test(ix, invs, norm);
     let tests: Vec<String> = match p.choice_or("tests", &["all", "running"], "all")? {
         "running" => ix
             .test_ids()
@@ -329,22 +367,10 @@ pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ext
             }
         )));
     }
-    let (mut always, mut some, mut never) = (Vec::new(), Vec::new(), Vec::new());
-    for l in range {
-        let n = tests
-            .iter()
-            .filter(|t| per_test.get(t.as_str()).is_some_and(|s| s.contains(&l)))
-            .count();
-        let out = norm.apply(l);
-        if n == tests.len() {
-            always.push(out);
-        } else if n > 0 {
-            some.push(out);
-        } else {
-            never.push(out);
-        }
-    }
-    Ok(json!({"always_executed": always, "sometimes_executed": some, "never_executed": never}))
+    Ok(tests
+        .iter()
+        .map(|t| per_test.get(t.as_str()).cloned().unwrap_or_default())
+        .collect())
 }
 
 #[cfg(test)]

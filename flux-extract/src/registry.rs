@@ -403,6 +403,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Choice(&["all", "running"]),
                 "classify over `all` tests of the trace (default) or those `running` the function",
             ),
+            p(
+                "over",
+                T::Choice(&["tests", "invocations"]),
+                "classify over the `tests` (default) or over the function's `invocations`",
+            ),
         ],
         shape: |_| {
             r#"{"always_executed": ["int"], "sometimes_executed": ["int"], "never_executed": ["int"]}"#

@@ -81,6 +81,10 @@ pub const RULES: &[(&str, &str)] = &[
     ("exception_message+exception_type", "exception_info"),
     ("nth_iteration+value+variable", "iteration_value"),
     ("state_snapshots", "state_snapshots"),
+    (
+        "always_executed+never_executed+sometimes_executed",
+        "line_classes",
+    ),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -1429,6 +1433,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "loop_iterations" | "loop_stats" => loop_params(&c, name, &mut p)?,
         "iteration_value" => iteration_params(&c, &mut p)?,
         "state_snapshots" => snapshot_params(&c, &mut p)?,
+        "line_classes" => line_classes_params(&c, &mut p),
         "executed_path" => path_params(&c, &mut p)?,
         "covered_lines" => covered_lines_params(&c, &mut p)?,
         "state_at" => state_at_params(&c, &mut p)?,
@@ -1657,6 +1662,33 @@ fn snapshot_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
         p.insert("invocation".into(), json!(n));
     }
     Ok(())
+}
+
+/// `line_classes`: over the function's invocations when the prose classifies lines by them
+/// ("seen in every invocation", "in at least one but not all invocations"), else over the
+/// tests (those running it when it says so); statement lines when it normalises.
+fn line_classes_params(c: &Ctx, p: &mut Map<String, Value>) {
+    let text = c.text;
+    if mentions(
+        text,
+        &[
+            "in every invocation",
+            "in each invocation",
+            "all invocations",
+            "every invocation of",
+        ],
+    ) && !mentions(text, &["in every test", "in all tests", "every test that"])
+    {
+        p.insert("over".into(), json!("invocations"));
+    } else if mentions(
+        text,
+        &["tests in which", "tests that run", "tests that call"],
+    ) {
+        p.insert("tests".into(), json!("running"));
+    }
+    if c.statements {
+        p.insert("line_mode".into(), json!("statement"));
+    }
 }
 
 /// `executed_path`: the invocation and the line mode.

@@ -1864,7 +1864,9 @@ fn state_snapshots_at_each_return_one_row_per_local_reworded() {
             (
                 "Analyze pkg.mod.setup in src/pkg/mod.py: at the return point of each\n\
                  invocation, report the tracked locals.",
-                Some("TARGET_FUNC = \"pkg.mod.setup\"\nTARGET_VARIABLES = [\"layers\", \"name\"]\n"),
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.setup\"\nTARGET_VARIABLES = [\"layers\", \"name\"]\n",
+                ),
             ),
         ],
     );
@@ -1874,4 +1876,42 @@ fn state_snapshots_at_each_return_one_row_per_local_reworded() {
         json!({"function": "setup", "file": "src/pkg/mod.py", "variables": ["layers", "name"],
                "event": "return", "rows": "variables"})
     );
+}
+
+/// "`always_executed` are executable lines seen in every invocation; `sometimes_executed` …
+/// in at least one but not all invocations" of one test (llama_factory
+/// adapter_setup_lora_tuning_m1_cfg__r20260714, dev: no rule for the shape): `line_classes`
+/// over the invocations; the same over the tests running it stays per test.
+#[test]
+fn line_classes_over_invocations_or_tests_reworded() {
+    let t = json!({"always_executed": ["int"], "never_executed": ["int"], "sometimes_executed": ["int"]});
+    let x = same(
+        "setup",
+        t.clone(),
+        &[
+            (
+                "Consider every runtime invocation of `pkg.mod.setup` in `src/pkg/mod.py` during \
+                 the test. Using the executable lines of its body, `always_executed` are the lines \
+                 seen in every invocation, `sometimes_executed` those seen in at least one but \
+                 not all invocations, `never_executed` those never seen.",
+                None,
+            ),
+            (
+                "For pkg.mod.setup (src/pkg/mod.py), classify the body's executable lines as\n\
+                 executed in each invocation, in some invocations, or in none.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "line_classes");
+    assert_eq!(x.params["over"], json!("invocations"));
+    let y = map(
+        "setup",
+        "Across the tests in which `pkg.mod.setup` (in `src/pkg/mod.py`) runs, classify its \
+         lines as executed in every test, in some tests, or in none.",
+        &t,
+        None,
+    );
+    assert_eq!(y.params.get("over"), None);
+    assert_eq!(y.params["tests"], json!("running"));
 }

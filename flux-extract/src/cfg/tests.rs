@@ -169,3 +169,42 @@ fn covered_lines_nested_normalises_each_frame_by_its_own_statements() {
         json!({"covered_lines": [2, 3, 5]})
     );
 }
+
+/// SWE-Flux's "always / sometimes / never executed over every invocation of the function
+/// during the test" (llama_factory adapter_setup_lora_tuning_m1_cfg__r20260714, dev): three
+/// invocations in one test; over the tests every executed line is "always".
+#[test]
+fn line_classes_over_the_invocations_of_one_test() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[])
+        .line(14, &[])
+        .ret("1")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(14, &[])
+        .ret("2")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(13, &[])
+        .line(14, &[])
+        .ret("3")
+        .end("passed")
+        .build();
+    let over = |o: &str| {
+        let p = params(json!({"function": "f", "from": 11, "to": 15, "over": o})).unwrap();
+        extract(&t, "line_classes", &p).unwrap()
+    };
+    assert_eq!(
+        over("invocations"),
+        json!({"always_executed": [11, 14], "sometimes_executed": [12, 13],
+               "never_executed": [15]})
+    );
+    assert_eq!(
+        over("tests"),
+        json!({"always_executed": [11, 12, 13, 14], "sometimes_executed": [],
+               "never_executed": [15]})
+    );
+}
