@@ -16,7 +16,8 @@ pub fn fold(text: &str) -> String {
 }
 
 /// The dotted names of a text with or without backticks (`pkg.mod.f`, **`pkg.mod.f`**,
-/// pkg.mod.f,): each whitespace-separated word with the punctuation around it trimmed, kept
+/// pkg.mod.f,, pkg.mod.f's): each whitespace-separated word with the punctuation around it (and a
+/// possessive `'s`) trimmed, kept
 /// when it has a dot and only identifier characters (and `<locals>`-style parts) between dots.
 pub fn dotted_tokens(text: &str) -> Vec<&str> {
     text.split(|c: char| c.is_whitespace() || c == '`')
@@ -40,6 +41,12 @@ pub fn dotted_tokens(text: &str) -> Vec<&str> {
                         | '.'
                 )
             })
+        })
+        // a possessive: pkg.mod.f's lines
+        .map(|w| {
+            w.strip_suffix("'s")
+                .or_else(|| w.strip_suffix("’s"))
+                .unwrap_or(w)
         })
         .filter(|w| w.contains('.') && crate::native::is_dotted_name(w))
         .collect()

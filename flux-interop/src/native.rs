@@ -60,6 +60,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("max_iterations+min_iterations", "loop_stats"),
     ("total_iterations", "loop_stats"),
     ("executed_path", "executed_path"),
+    ("executed_line_sequence", "executed_path"),
     ("covered_lines", "covered_lines"),
     ("observed_state", "state_at"),
     ("unique_values", "unique_values"),
@@ -1434,7 +1435,17 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "iteration_value" => iteration_params(&c, &mut p)?,
         "state_snapshots" => snapshot_params(&c, &mut p)?,
         "line_classes" => line_classes_params(&c, &mut p),
-        "executed_path" => path_params(&c, &mut p)?,
+        "executed_path" => {
+            path_params(&c, &mut p)?;
+            if key == "executed_line_sequence" {
+                // the path as a bare list of lines
+                answer.insert("/executed_line_sequence".into(), "/executed_path".into());
+                answer.insert(
+                    "/executed_line_sequence/*".into(),
+                    "/executed_path/*/line".into(),
+                );
+            }
+        }
         "covered_lines" => covered_lines_params(&c, &mut p)?,
         "state_at" => state_at_params(&c, &mut p)?,
         "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,

@@ -1915,3 +1915,68 @@ fn line_classes_over_invocations_or_tests_reworded() {
     assert_eq!(y.params.get("over"), None);
     assert_eq!(y.params["tests"], json!("running"));
 }
+
+/// The answer a spec's extractor computes fits the question's template through its bindings.
+fn projects(spec: &ExtractorSpec, template: &Value) {
+    use flux_instance::template::{Projection, Template};
+    let ex = flux_extract::extractors()
+        .iter()
+        .find(|e| e.name == spec.name)
+        .unwrap();
+    let params = flux_extract::params(Value::Object(spec.params.clone())).unwrap();
+    let shape = Template::parse((ex.shape)(&params)).unwrap();
+    let template = Template::parse(&template.to_string()).unwrap();
+    Projection::compile(&template, &shape, &spec.answer)
+        .unwrap_or_else(|e| panic!("{} does not project: {e}", spec.name));
+}
+
+/// "For invocation 2 only, list the exact executed source line numbers … in temporal order …
+/// `executed_line_sequence` of type `array<int>`" (llama_factory
+/// loader_load_single_dataset_s1_cfg, dev: no rule for the shape): `executed_path`, its lines.
+/// The other shapes of this pass project too.
+#[test]
+fn the_executed_line_sequence_is_the_paths_lines() {
+    let t = json!({"executed_line_sequence": ["int"]});
+    let x = same(
+        "load",
+        t.clone(),
+        &[
+            (
+                "For the function `src.pkg.mod.load` defined in `src/pkg/mod.py`, for invocation \
+                 2 only, list the executed source line numbers of this function body in temporal \
+                 order, keeping duplicates.",
+                None,
+            ),
+            (
+                "List pkg.mod.load's executed lines (src/pkg/mod.py) in order, for its\n\
+                 second invocation.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "executed_path");
+    assert_eq!(x.params["invocation"], json!(2));
+    projects(&x, &t);
+    for (func, text, template) in [
+        (
+            "setup",
+            "At the return point of each invocation of `pkg.mod.setup` in `src/pkg/mod.py`, \
+             report exactly these local names: `a`, `b`.",
+            json!({"state_snapshots": [{"invocation": "int", "variable": "str", "value": "str"}]}),
+        ),
+        (
+            "main",
+            "In the first invocation of `pkg.mod.main` in `src/pkg/mod.py`, what is the loop \
+             variable `item` at iteration 3 of the loop whose header is on line 35?",
+            json!({"nth_iteration": "int", "value": "str", "variable": "str"}),
+        ),
+        (
+            "setup",
+            "Classify the lines of `pkg.mod.setup` in `src/pkg/mod.py` over every invocation of \
+             it.",
+            json!({"always_executed": ["int"], "never_executed": ["int"], "sometimes_executed": ["int"]}),
+        ),
+    ] {
+        projects(&map(func, text, &template, None), &template);
+    }
+}
