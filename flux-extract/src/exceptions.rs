@@ -43,7 +43,8 @@ and with `uncaught = true` only those that no traced frame handles; with `escape
 qualname) instead the tests in which an exception (of `type`, if given) propagates out of an \
 activation of that function (its frame ends by unwinding). `safe_tests`: every other test of \
 the trace. `crashes` lists each crashing test with the type and message of its first such \
-exception and where it was raised. Answer: {\"crashing_tests\": [...], \"safe_tests\": [...], \
+exception and where it was raised. All three lists follow the tests' start order, or with \
+`order = \"sorted\"` their ids sorted (code points). Answer: {\"crashing_tests\": [...], \"safe_tests\": [...], \
 \"crashes\": [{\"test\", \"exception_type\", \"message\", \"raised_in\"}, ...]}.";
 
 pub(crate) const EXCEPTION_COUNTS: &str = "\
@@ -330,7 +331,11 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             ));
         }
     }
-    let order = ix.test_ids();
+    // the tests in start order, or (`order = "sorted"`) as Python's sorted() orders their ids
+    let mut order = ix.test_ids();
+    if p.choice_or("order", &["start", "sorted"], "start")? == "sorted" {
+        order.sort();
+    }
     let crashing: BTreeSet<String> = crashes.keys().cloned().collect();
     let safe: BTreeSet<String> = order
         .iter()

@@ -839,6 +839,11 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Str,
                 "instead: tests in which an exception propagates out of this function (qualname)",
             ),
+            p(
+                "order",
+                T::Choice(&["start", "sorted"]),
+                "tests in `start` order (default) or `sorted` by id",
+            ),
         ],
         shape: |_| {
             r#"{"crashing_tests": ["str"], "safe_tests": ["str"], "crashes": [{"test": "str", "exception_type": "str", "message": "str", "raised_in": "str"}]}"#

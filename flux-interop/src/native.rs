@@ -86,6 +86,7 @@ pub const RULES: &[(&str, &str)] = &[
         "always_executed+never_executed+sometimes_executed",
         "line_classes",
     ),
+    ("crashing_tests+safe_tests", "raising_tests"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -497,6 +498,27 @@ fn variables(q: &Question, ev: &Evidence) -> Vec<String> {
     if !from_parser.is_empty() {
         return from_parser;
     }
+    // the answer's own keys ("sorted by `variable`") are no locals
+    let keys = template_keys(q.template);
+    let mut names = prose_variables(q);
+    names.retain(|n| !keys.contains(n));
+    names
+}
+
+/// Every key of a template, at any depth.
+fn template_keys(t: &Value) -> Vec<String> {
+    match t {
+        Value::Object(m) => m
+            .iter()
+            .flat_map(|(k, v)| std::iter::once(k.clone()).chain(template_keys(v)))
+            .collect(),
+        Value::Array(a) => a.iter().flat_map(template_keys).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The locals the prose names (see [`variables`]).
+fn prose_variables(q: &Question) -> Vec<String> {
     const PHRASES: &[&str] = &[
         "tracked variables",
         "outer-function locals",
@@ -703,6 +725,7 @@ fn every_line_event(unquoted: &str) -> bool {
     if [
         "before each executed source line",
         "before every executed source line",
+        "before an executed source line",
     ]
     .iter()
     .any(|p| lower.contains(p))
@@ -1430,7 +1453,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         statements,
     };
     let mut answer = Answer::new();
-    match *name {
+    // A rule may answer with another extractor than its shape's (`state_at` at the return).
+    let mut name: &str = name;
+    match name {
         "loop_iterations" | "loop_stats" => loop_params(&c, name, &mut p)?,
         "iteration_value" => iteration_params(&c, &mut p)?,
         "state_snapshots" => snapshot_params(&c, &mut p)?,
@@ -1447,7 +1472,18 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
             }
         }
         "covered_lines" => covered_lines_params(&c, &mut p)?,
+        "state_at" if ev.observed_line().is_none() && at_the_return(text) => {
+            // "the program point at function return": the locals at the Nth invocation's normal
+            // return, one row per local
+            snapshot_params(&c, &mut p)?;
+            p.insert("rows".into(), json!("variables"));
+            p.entry("invocation")
+                .or_insert(json!(invocation.unwrap_or(1)));
+            answer.insert("/observed_state".into(), "/state_snapshots".into());
+            name = "state_snapshots";
+        }
         "state_at" => state_at_params(&c, &mut p)?,
+        "raising_tests" => raising_params(&c, &mut p, &mut answer),
         "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,
         "def_use_pairs" => def_use_params(&c, &mut p)?,
         "caught_types" => caught_params(&c, &mut p),
@@ -1465,10 +1501,44 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         _ => unreachable!("every rule's extractor is handled"),
     }
     Ok(ExtractorSpec {
-        name: (*name).to_string(),
+        name: name.to_string(),
         params: p,
         answer,
     })
+}
+
+/// The question observes the frame at its return ("at the return point", "the program point
+/// at function return", "reaches a normal return").
+fn at_the_return(text: &str) -> bool {
+    mentions(
+        text,
+        &[
+            "at the return point",
+            "at function return",
+            "normal return",
+            "at each return",
+        ],
+    )
+}
+
+/// `raising_tests`: the tests in which an exception propagates out of the target ("raises an
+/// exception out of `f`", "propagates out of the target function"), sorted by id when the
+/// prose sorts them; each crashing test with its type when their rows are objects.
+fn raising_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) {
+    p.insert("escapes".into(), json!(c.t.qualname));
+    if mentions(
+        c.text,
+        &["lexicographic", "sorted()", "ascending order by test id"],
+    ) {
+        p.insert("order".into(), json!("sorted"));
+    }
+    if c.q
+        .template
+        .pointer("/crashing_tests/0")
+        .is_some_and(Value::is_object)
+    {
+        answer.insert("/crashing_tests".into(), "/crashes".into());
+    }
 }
 
 /// What a values question records when it is not a local's own repr: a call in a sentence that
@@ -1657,10 +1727,7 @@ fn snapshot_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
         return Err("the question names no variable".into());
     }
     p.insert("variables".into(), json!(vars));
-    if mentions(
-        text,
-        &["at the return point", "normal return", "at each return"],
-    ) {
+    if at_the_return(text) {
         p.insert("event".into(), json!("return"));
     } else {
         observation_point(text, ev, p)?;

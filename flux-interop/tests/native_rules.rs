@@ -1758,6 +1758,14 @@ fn unique_values_at_every_line_event_of_the_frame_reworded() {
                 None,
             ),
             (
+                // llama_factory supervised_encode_data_example_m3_state (dev)
+                "Across every invocation of `pkg.mod.C.handle` in `src/pkg/mod.py`, report the \
+                 distinct values of the state tuple `(enc, opts)`: an observation point is the \
+                 state of the target function's own frame immediately before an executed \
+                 source line begins.",
+                None,
+            ),
+            (
                 "For all line events of pkg.mod.C.handle's frame, in every invocation, give \
                  the distinct values of the tracked pair.",
                 Some(
@@ -1979,4 +1987,76 @@ fn the_executed_line_sequence_is_the_paths_lines() {
     ] {
         projects(&map(func, text, &template, None), &template);
     }
+}
+
+/// "determine, for each of the 14 test methods, whether the call raises an exception out of
+/// `_validate` ('crashes') … and the type … Both lists are sorted in ascending lexicographic
+/// order by test id" with crashing rows `{exception_type, test}` (kedro
+/// pipeline_validate_inputs_outputs_m5_exceptions, dev: no rule for the shape):
+/// `raising_tests` `escapes` the target, sorted, its `crashes` as the rows.
+#[test]
+fn crashing_and_safe_tests_of_an_exception_out_of_the_target() {
+    let t = json!({"crashing_tests": [{"exception_type": "str", "test": "str"}], "safe_tests": ["str"]});
+    let x = same(
+        "_validate",
+        t.clone(),
+        &[
+            (
+                "Each test method calls the helper once. Determine for each test whether the \
+                 call raises an exception out of `pkg.mod._validate` (in `src/pkg/mod.py`) \
+                 ('crashes') or completes ('safe'), with the type of the exception that \
+                 propagates out of the target function. Both lists are sorted in ascending \
+                 lexicographic order by test id.",
+                None,
+            ),
+            (
+                "For every test, does an exception propagate out of pkg.mod._validate\n\
+                 (src/pkg/mod.py)? List crashing tests with the exception type and the safe \
+                 tests, each list sorted as Python's sorted() orders the test ids.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "raising_tests");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "_validate", "file": "src/pkg/mod.py", "escapes": "_validate",
+               "order": "sorted"})
+    );
+    projects(&x, &t);
+}
+
+/// "For invocation 2, take the program point at function return … Report the values of local
+/// variables `a`, `b` … `observed_state` … sorted by `variable`" (llama_factory
+/// runner_parse_train_args_s3_state__r20260714, dev: "names no observed line"): the locals at
+/// the Nth invocation's normal return, `state_snapshots` rows bound as the observed state.
+#[test]
+fn observed_state_at_the_return_of_the_nth_invocation() {
+    let t = json!({"observed_state": [{"variable": "str", "value": "str"}]});
+    let x = same(
+        "C.parse",
+        t.clone(),
+        &[
+            (
+                "Consider `src.pkg.mod.C.parse` defined in `src/pkg/mod.py`. For invocation 2, \
+                 take the program point at function return. Report the values of local \
+                 variables `args`, `stage` at that program point, sorted by `variable`.",
+                None,
+            ),
+            (
+                "At the return point of the second invocation of pkg.mod.C.parse\n\
+                 (src/pkg/mod.py), give the tracked locals.",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.C.parse\"\nTARGET_VARIABLES = [\"args\", \"stage\"]\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "state_snapshots");
+    assert_eq!(
+        serde_json::to_value(&x.params).unwrap(),
+        json!({"function": "C.parse", "file": "src/pkg/mod.py", "variables": ["args", "stage"],
+               "event": "return", "rows": "variables", "invocation": 2})
+    );
+    projects(&x, &t);
 }

@@ -396,3 +396,48 @@ fn lines_a_frame_runs_on_the_way_out_do_not_handle_the_exception() {
                "raise_line": 22, "handled_in": "parse", "handler_line": null, "unwound": []}})
     );
 }
+
+/// SWE-Flux's crash matrix "sorted in ascending lexicographic order by test id" (kedro
+/// pipeline_validate_inputs_outputs_m5_exceptions, dev): `order = "sorted"` where the tests
+/// ran in another order.
+#[test]
+fn raising_tests_sorted_by_test_id() {
+    let crash = |b: TraceBuilder, id: &str| {
+        b.test(id)
+            .call("f", 10, &[])
+            .line(11, &[])
+            .raise("ValueError", "bad")
+            .unwind("ValueError", "bad")
+            .end("passed")
+    };
+    let t = crash(TraceBuilder::new(), "t.py::test_c");
+    let t = crash(t, "t.py::test_a")
+        .test("t.py::test_b")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .ret("1")
+        .end("passed")
+        .build();
+    let run = |order: &str| {
+        let p = params(json!({"escapes": "f", "order": order})).unwrap();
+        let v = extract(&t, "raising_tests", &p).unwrap();
+        let crashes: Vec<String> = v["crashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| format!("{} {}", c["test"].as_str().unwrap(), c["exception_type"]))
+            .collect();
+        (v["crashing_tests"].clone(), crashes)
+    };
+    assert_eq!(
+        run("start"),
+        (
+            json!(["t.py::test_c", "t.py::test_a"]),
+            vec![
+                "t.py::test_c \"ValueError\"".to_string(),
+                "t.py::test_a \"ValueError\"".to_string()
+            ]
+        )
+    );
+    assert_eq!(run("sorted").0, json!(["t.py::test_a", "t.py::test_c"]));
+}
