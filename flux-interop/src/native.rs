@@ -1630,10 +1630,7 @@ fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), St
         invocation,
         ..
     } = *c;
-    let header = ev
-        .header_line()
-        .or_else(|| line_after(text, "header", 60))
-        .ok_or("the question names no loop header line")?;
+    let header = loop_header(ev, text)?;
     p.insert("header".into(), json!(header));
     p.insert("count".into(), json!("body_line"));
     if name == "loop_stats" {
@@ -1653,6 +1650,13 @@ fn loop_params(c: &Ctx, name: &str, p: &mut Map<String, Value>) -> Result<(), St
     Ok(())
 }
 
+/// The loop's header line: their parser's, or "header … line N".
+fn loop_header(ev: &Evidence, text: &str) -> Result<u32, String> {
+    ev.header_line()
+        .or_else(|| line_after(text, "header", 60))
+        .ok_or_else(|| "the question names no loop header line".to_string())
+}
+
 /// `iteration_value`: the loop (its header), which iteration (their parser's
 /// `REQUESTED_ITERATION`, or "at iteration N" / "the Nth iteration"), counted by executions of
 /// the body's first line (the body line the prose names, else the first), the loop variable,
@@ -1665,10 +1669,7 @@ fn iteration_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
         invocation,
         ..
     } = *c;
-    let header = ev
-        .header_line()
-        .or_else(|| line_after(text, "header", 60))
-        .ok_or("the question names no loop header line")?;
+    let header = loop_header(ev, text)?;
     p.insert("header".into(), json!(header));
     p.insert("count".into(), json!("body_line"));
     let body = ev.body_line().or_else(|| {
