@@ -92,6 +92,12 @@ pub const ROLES: &[Role] = &[
         },
     },
     Role {
+        name: "executed line",
+        // PRECEDING_LINE, EXECUTED_LINE: the line whose execution the state follows (their
+        // `OBSERVATION_EVENT_LINE` is the next line's event, which reads it)
+        matches: |n| n.ends_with("LINE") && has(n, &["PRECEDING", "EXECUTED"]),
+    },
+    Role {
         name: "occurrence",
         // OCCURRENCE, TARGET_OCCURRENCE, NTH, NTH_EXECUTION, EXECUTION_INDEX (an iteration's
         // number is the role below)
@@ -216,6 +222,11 @@ impl Evidence {
 
     pub fn observed_line(&self) -> Option<u32> {
         self.one_int("observed line")
+    }
+
+    /// The line whose execution a state question follows (`PRECEDING_LINE`).
+    pub fn executed_line(&self) -> Option<u32> {
+        self.one_int("executed line")
     }
 
     pub fn occurrence(&self) -> Option<u32> {

@@ -42,6 +42,9 @@ fn same(func: &str, template: Value, variants: &[(&str, Option<&str>)]) -> Extra
         .iter()
         .map(|(t, p)| map(func, t, &template, *p))
         .collect();
+    for s in &specs {
+        projects(s, &template);
+    }
     let first = serde_json::to_value(&specs[0]).unwrap();
     for (i, s) in specs.iter().enumerate().skip(1) {
         assert_eq!(
@@ -1932,6 +1935,9 @@ fn projects(spec: &ExtractorSpec, template: &Value) {
         .find(|e| e.name == spec.name)
         .unwrap();
     let params = flux_extract::params(Value::Object(spec.params.clone())).unwrap();
+    // every parameter is one the extractor takes (as the instance's load checks)
+    flux_extract::check_params(&spec.name, &params)
+        .unwrap_or_else(|e| panic!("{} takes not these parameters: {e}", spec.name));
     let shape = Template::parse((ex.shape)(&params)).unwrap();
     let template = Template::parse(&template.to_string()).unwrap();
     Projection::compile(&template, &shape, &spec.answer)
@@ -2020,8 +2026,7 @@ fn crashing_and_safe_tests_of_an_exception_out_of_the_target() {
     assert_eq!(x.name, "raising_tests");
     assert_eq!(
         serde_json::to_value(&x.params).unwrap(),
-        json!({"function": "_validate", "file": "src/pkg/mod.py", "escapes": "_validate",
-               "order": "sorted"})
+        json!({"file": "src/pkg/mod.py", "escapes": "_validate", "order": "sorted"})
     );
     projects(&x, &t);
 }
@@ -2059,4 +2064,39 @@ fn observed_state_at_the_return_of_the_nth_invocation() {
                "event": "return", "rows": "variables", "invocation": 2})
     );
     projects(&x, &t);
+}
+
+/// "the values of the local variables … immediately after line 394 has executed for the 11th
+/// time during this test run", their parser naming both `PRECEDING_LINE = 394` and
+/// `OBSERVATION_EVENT_LINE = 395` (kedro starters_new_s3_state, dev: run, answered at line 395's
+/// 11th execution instead): the executed line is the one counted, read after it runs.
+#[test]
+fn the_state_after_the_executed_line_not_at_the_observing_event() {
+    let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+    let x = same(
+        "new",
+        t,
+        &[
+            (
+                "Consider the direct calls to `pkg.mod.new` in `src/pkg/mod.py`. What are the \
+                 values of the local variables `args` and `ctx` immediately after line 394 has \
+                 executed for the 11th time during this test run? An occurrence is counted each \
+                 time that line executes, across the whole test run.",
+                None,
+            ),
+            (
+                "Consider the direct calls to `pkg.mod.new` in `src/pkg/mod.py`. What are the \
+                 values of the local variables `args` and `ctx` immediately after line 394 has \
+                 executed for the 11th time during this test run? An occurrence is counted each \
+                 time that line executes, across the whole test run.",
+                Some(
+                    "TARGET_FUNC = \"pkg.mod.new\"\nPRECEDING_LINE = 394\n\
+                     OBSERVATION_EVENT_LINE = 395\nOBSERVATION_OCCURRENCE = 11\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "state_at");
+    assert_eq!(x.params["line"], json!(394));
+    assert_eq!(x.params["occurrence"], json!(11));
 }

@@ -127,6 +127,8 @@ pub(super) fn class_scope_options(text: &str, p: &mut Map<String, Value>) {
 /// exception out of `f`", "propagates out of the target function"), sorted by id when the
 /// prose sorts them; each crashing test with its type when their rows are objects.
 pub(super) fn raising_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) {
+    // the target is what exceptions escape from, not a `function` parameter (it takes none)
+    p.remove("function");
     p.insert("escapes".into(), json!(c.t.qualname));
     if mentions(
         c.text,
@@ -368,8 +370,12 @@ pub(super) fn state_at_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
         occurrence,
         ..
     } = *c;
+    // The line whose Nth execution is asked: their parser's executed line (`PRECEDING_LINE =
+    // 394` beside `OBSERVATION_EVENT_LINE = 395`, the event that reads the state after it) before
+    // the observed one.
     let line = ev
-        .observed_line()
+        .executed_line()
+        .or_else(|| ev.observed_line())
         .or_else(|| statement_named(text))
         .or_else(|| line_after(text, "after", 40))
         .ok_or("the question names no observed line")?;
@@ -452,6 +458,15 @@ pub(super) fn values_params(
     }
     if let Some(n) = occurrence {
         p.insert("occurrence".into(), json!(n));
+    }
+    if key == "value_history"
+        && c.q
+            .template
+            .pointer("/value_history/0")
+            .is_some_and(Value::is_string)
+    {
+        // their history as bare values: each entry's value
+        answer.insert("/value_history/*".into(), "/value_history/*/value".into());
     }
     if key == "temporal_value_history" {
         answer.insert("/temporal_value_history".into(), "/value_history".into());
