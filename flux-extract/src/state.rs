@@ -464,59 +464,61 @@ pub(crate) fn value_history(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
 pub(crate) fn state_snapshots(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let wanted = p.opt_str_list("variables")?;
     let obs = observe(ix, p, wanted.as_deref().unwrap_or(&[]))?;
-    let snaps: Vec<Value> = obs
-        .iter()
-        .map(|o| {
-            let names: Vec<&String> = match &wanted {
-                Some(w) => w.iter().filter(|n| o.state.contains_key(*n)).collect(),
-                None => o.state.keys().collect(),
-            };
-            let state: Map<String, Value> = names
-                .iter()
-                .map(|n| ((*n).clone(), json!(o.state[*n].repr)))
-                .collect();
-            let vars: Vec<Value> = names
-                .iter()
-                .map(|n| json!({"variable": n, "value": o.state[*n].repr}))
-                .collect();
-            json!({"line": o.line, "invocation": o.invocation, "test": o.test,
-                   "state": state, "variables": vars})
-        })
-        .collect();
-    if snaps.is_empty() {
+    if obs.is_empty() {
         return Err(ExtractError::NotObserved(format!(
             "no observation point of `{}` is reached",
             p.str("function")?
         )));
     }
+    // the variables of an observation, in answer order (unbound ones left out)
+    let names = |o: &Obs| -> Vec<String> {
+        match &wanted {
+            Some(w) => w
+                .iter()
+                .filter(|n| o.state.contains_key(*n))
+                .cloned()
+                .collect(),
+            None => o.state.keys().cloned().collect(),
+        }
+    };
     if p.choice_or("rows", &["snapshots", "variables"], "snapshots")? == "variables" {
-        return Ok(json!({ "state_snapshots": variable_rows(&snaps) }));
+        // one row per variable of each observation, sorted by invocation, variable, value
+        // (SWE-Flux's "sort by invocation, then variable, then value")
+        let mut rows: Vec<(usize, String, &str, &Obs)> = obs
+            .iter()
+            .flat_map(|o| {
+                names(o)
+                    .into_iter()
+                    .map(move |n| (o.invocation, n.clone(), o.state[&n].repr.as_str(), o))
+            })
+            .collect();
+        rows.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        let rows: Vec<Value> = rows
+            .into_iter()
+            .map(|(inv, n, v, o)| {
+                json!({"invocation": inv, "line": o.line, "test": o.test, "variable": n,
+                       "value": v})
+            })
+            .collect();
+        return Ok(json!({ "state_snapshots": rows }));
     }
-    Ok(json!({ "state_snapshots": snaps }))
-}
-
-/// One row per variable of each snapshot (`rows = "variables"`), sorted by invocation,
-/// variable, value (SWE-Flux's "sort by invocation, then variable, then value").
-fn variable_rows(snaps: &[Value]) -> Vec<Value> {
-    let mut rows: Vec<(u64, String, String, Value)> = snaps
+    let snaps: Vec<Value> = obs
         .iter()
-        .flat_map(|s| {
-            let inv = s["invocation"].as_u64().unwrap_or(0);
-            s["variables"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |v| {
-                    let (name, value) = (v["variable"].as_str(), v["value"].as_str());
-                    let (name, value) = (name.unwrap_or(""), value.unwrap_or(""));
-                    let row = json!({"invocation": inv, "line": s["line"], "test": s["test"],
-                                     "variable": name, "value": value});
-                    (inv, name.to_string(), value.to_string(), row)
-                })
+        .map(|o| {
+            let names = names(o);
+            let state: Map<String, Value> = names
+                .iter()
+                .map(|n| (n.clone(), json!(o.state[n].repr)))
+                .collect();
+            let vars: Vec<Value> = names
+                .iter()
+                .map(|n| json!({"variable": n, "value": o.state[n].repr}))
+                .collect();
+            json!({"line": o.line, "invocation": o.invocation, "test": o.test,
+                   "state": state, "variables": vars})
         })
         .collect();
-    rows.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
-    rows.into_iter().map(|r| r.3).collect()
+    Ok(json!({ "state_snapshots": snaps }))
 }
 
 #[cfg(test)]
