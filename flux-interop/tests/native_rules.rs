@@ -2100,3 +2100,28 @@ fn the_state_after_the_executed_line_not_at_the_observing_event() {
     assert_eq!(x.params["line"], json!(394));
     assert_eq!(x.params["occurrence"], json!(11));
 }
+
+/// Their questions are third-party text: a letter whose lowercase is longer in UTF-8 (`İ` →
+/// `i̇`) before a phrase the mapping looks for shifted the lowercased text's offsets against
+/// the original's, which were then sliced with them: a panic, or a word cut in the middle
+/// (found by feeding generated questions to the mapping).
+#[test]
+fn letters_whose_lowercase_is_longer_shift_no_offsets() {
+    let t = json!({"unique_values": ["str"]});
+    for text in [
+        "İİİİ Consider every invocation of `pkg.mod.f` in `src/pkg/mod.py`. Record the local \
+         variable `count` at every line event at line 40.",
+        "Consider every invocation of `pkg.mod.f` in `src/pkg/mod.py`. İİİİİİİİ Record the \
+         local variables `count` and `total` at every line event at line 40.",
+        "İİİİİİ Consider every invocation of `pkg.mod.f`. Record `repr(count)` of the local \
+         variable `count` after line 40.",
+    ] {
+        let x = map("f", text, &t, None);
+        let v = x.params.get("variable").or_else(|| x.params.get("variables"));
+        assert!(
+            v.is_some_and(|v| v.to_string().contains("count")),
+            "{text}: {:?}",
+            x.params
+        );
+    }
+}

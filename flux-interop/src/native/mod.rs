@@ -237,8 +237,8 @@ fn nested_qualname(text: &str, module: &str, qual: &str) -> String {
     let Some((parent, last)) = qual.rsplit_once('.') else {
         return qual.to_string();
     };
-    let lower = text.to_lowercase().replace('`', "");
-    let full = format!("{module}.{qual}").to_lowercase();
+    let lower = text.to_ascii_lowercase().replace('`', "");
+    let full = format!("{module}.{qual}").to_ascii_lowercase();
     let nested = lower.match_indices(&full).any(|(i, _)| {
         let before = &lower[floor_char(&lower, i.saturating_sub(40))..i];
         [
@@ -274,7 +274,7 @@ fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
     ];
     let funcs = trace_funcs(q.eval);
     let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
-    let lower = q.text.to_lowercase();
+    let lower = q.text.to_ascii_lowercase();
     let from_parser = ev.tracked();
     let passage: Vec<String> = if !from_parser.is_empty() {
         from_parser
@@ -375,7 +375,7 @@ fn prose_variables(q: &Question) -> Vec<String> {
         "binding for",
         "the local ",
     ];
-    let lower = q.text.to_lowercase();
+    let lower = q.text.to_ascii_lowercase();
     for ph in PHRASES {
         let Some(i) = lower.find(ph) else { continue };
         let rest = &q.text[i + ph.len()..];

@@ -571,7 +571,7 @@ pub(super) fn call_params(
         format!("excluding `{short}` itself"),
     ]
     .iter()
-    .any(|ph| mentions(text, &[ph.to_lowercase().as_str()]));
+    .any(|ph| mentions(text, &[ph.to_ascii_lowercase().as_str()]));
     if without_self {
         fs.retain(|f| *f != t.qualname);
     }
@@ -704,7 +704,7 @@ pub(super) fn module_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Resul
 /// Dunder methods are left out of a call-count question's members when a sentence naming
 /// them excludes them ("Exclude nested functions, closures, …, `__init__`, dunder methods").
 pub(super) fn excluded_dunders(text: &str, p: &mut Map<String, Value>) {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let excludes = lower.split(". ").any(|sentence| {
         (sentence.contains("dunder") || sentence.contains("magic method"))
             && ["exclud", "not count", "ignor", "leave out"]

@@ -236,7 +236,7 @@ pub(super) fn reads_as_python(expr: &str) -> bool {
 /// at every iteration? ... An iteration is one execution ... at line 39`): the first backticked
 /// span after "candidate predicate", observed at the first `line N` after "an iteration is".
 pub(super) fn single_predicate(text: &str, ev: &Evidence) -> Option<(String, u32)> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let at = lower.find("candidate predicate")? + "candidate predicate".len();
     let rest = &text[at..];
     let open = rest.find('`')?;

@@ -49,7 +49,7 @@ pub(super) fn ints(s: &str) -> Vec<u64> {
 /// The number of the first `line N` within `window` characters after each occurrence of
 /// `phrase` (case-insensitive), first occurrence first.
 pub(super) fn line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let mut from = 0;
     while let Some(i) = lower[from..].find(phrase) {
         let at = from + i + phrase.len();
@@ -119,7 +119,7 @@ pub(super) fn counts_across_invocations(
 
 /// `N` of `the Nth <noun>` / `<noun> N` / `the second <noun>` in the text, the first found.
 pub(super) fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
-    let lower = text.to_lowercase().replace(['*', '`'], "");
+    let lower = text.to_ascii_lowercase().replace(['*', '`'], "");
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')' || c == ';')
         .filter(|w| !w.is_empty())
@@ -152,7 +152,7 @@ pub(super) fn ordinal_of(text: &str, noun: &str) -> Option<u32> {
 }
 
 pub(super) fn mentions(text: &str, any: &[&str]) -> bool {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     any.iter().any(|p| lower.contains(p))
 }
 
@@ -208,7 +208,7 @@ pub(super) fn without_asides(text: &str) -> String {
 /// 10, 12 or 15", "line events … for which the current absolute line is 108 or 109"); a range
 /// ("between lines 12 and 30", "from line 12") is not a list.
 pub(super) fn listed_event_lines(unquoted: &str) -> Option<Vec<u32>> {
-    let lower = unquoted.to_lowercase();
+    let lower = unquoted.to_ascii_lowercase();
     lower.match_indices("line event").find_map(|(i, _)| {
         let end = floor_char(&lower, (i + 160).min(lower.len()));
         let words: Vec<&str> = lower[i + "line event".len()..end]
@@ -242,7 +242,7 @@ pub(super) fn listed_event_lines(unquoted: &str) -> Option<Vec<u32>> {
 /// event in the target function's own frame", "on each line event of the frame", "all line
 /// events of the target's frame"), named by no line.
 pub(super) fn every_line_event(unquoted: &str) -> bool {
-    let lower = unquoted.to_lowercase();
+    let lower = unquoted.to_ascii_lowercase();
     // "the state of the target function's own frame immediately before each executed source
     // line begins"
     if [
@@ -280,7 +280,7 @@ pub(super) fn every_line_event(unquoted: &str) -> bool {
 /// 384 executes"), not after it ("after line N", "just before line N+1 executes" observes N
 /// after it ran).
 pub(super) fn observed_before(text: &str, line: u32) -> bool {
-    let lower = text.to_lowercase().replace('`', "");
+    let lower = text.to_ascii_lowercase().replace('`', "");
     let there = lower.match_indices("before the").any(|(i, _)| {
         let end = floor_char(&lower, (i + 80).min(lower.len()));
         let tail = &lower[i..end];
@@ -360,7 +360,7 @@ pub(super) fn raw_lines(text: &str) -> bool {
 /// Whether one of `bs` is said within 60 characters before or 120 after an occurrence of `a`
 /// (case-insensitive).
 pub(super) fn near(text: &str, a: &str, bs: &[&str]) -> bool {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     lower.match_indices(a).any(|(i, _)| {
         let end = floor_char(&lower, (i + a.len() + 120).min(lower.len()));
         let start = floor_char(&lower, i.saturating_sub(60));
@@ -459,7 +459,7 @@ pub(super) mod bool_or_str {
 /// The class whose directly defined methods a call-count question tracks (`... defined
 /// directly in the body of class \`RFC2616Policy\``), as a qualname.
 pub(super) fn class_scope(text: &str) -> Option<String> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let at = [
         "directly in the body of class",
         "defined directly in class",
@@ -481,7 +481,7 @@ pub(super) fn class_scope(text: &str) -> Option<String> {
 /// The inclusive line range a question names: `from 365 through 389`, `lines 12 to 30`,
 /// `from line 7 through line 9` (the first such pair).
 pub(super) fn line_range(text: &str) -> Option<(u32, u32)> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
         .filter(|w| !w.is_empty())
@@ -508,7 +508,7 @@ pub(super) fn line_range(text: &str) -> Option<(u32, u32)> {
 
 /// The line of "the line-373 `if …` statement" (the first `line-N` the text names).
 pub(super) fn hyphenated_line(text: &str) -> Option<u32> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     lower.match_indices("line-").find_map(|(i, _)| {
         let digits: String = lower[i + 5..]
             .chars()
@@ -522,7 +522,7 @@ pub(super) fn hyphenated_line(text: &str) -> Option<u32> {
 /// `phrase` (case-insensitive), passing `line` words not followed by a number ("one Python line
 /// event ... at absolute line 667").
 pub(super) fn any_line_after(text: &str, phrase: &str, window: usize) -> Option<u32> {
-    let lower = text.to_lowercase().replace('`', "");
+    let lower = text.to_ascii_lowercase().replace('`', "");
     let at = lower.find(phrase)? + phrase.len();
     let tail = &lower[at..floor_char(&lower, (at + window).min(lower.len()))];
     tail.match_indices("line ").find_map(|(j, _)| {
@@ -553,7 +553,7 @@ pub(super) fn at_the_return(text: &str) -> bool {
 /// five-item Python tuple: `(invocation_number, …, len(html), …)`"), `repr(name)` of a bare
 /// name being the local's repr itself.
 pub(super) fn computed_value(text: &str) -> Option<&str> {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     let mut at = 0;
     for sentence in lower.split_inclusive(". ") {
         let (from, to) = (at, at + sentence.len());
