@@ -526,6 +526,15 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "predicate_report" => predicate_params(&c, &mut p, &mut answer)?,
         _ => unreachable!("every rule's extractor is handled"),
     }
+    // The target is the `function` of the extractors that take one (`raising_tests` takes it
+    // as what exceptions escape from).
+    let takes_function = flux_extract::extractors()
+        .iter()
+        .find(|e| e.name == name)
+        .is_some_and(|e| e.params.iter().any(|d| d.name == "function"));
+    if !takes_function {
+        p.remove("function");
+    }
     Ok(ExtractorSpec {
         name: name.to_string(),
         params: p,

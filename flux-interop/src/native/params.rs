@@ -127,8 +127,6 @@ pub(super) fn class_scope_options(text: &str, p: &mut Map<String, Value>) {
 /// exception out of `f`", "propagates out of the target function"), sorted by id when the
 /// prose sorts them; each crashing test with its type when their rows are objects.
 pub(super) fn raising_params(c: &Ctx, p: &mut Map<String, Value>, answer: &mut Answer) {
-    // the target is what exceptions escape from, not a `function` parameter (it takes none)
-    p.remove("function");
     p.insert("escapes".into(), json!(c.t.qualname));
     if mentions(
         c.text,
