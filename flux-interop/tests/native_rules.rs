@@ -2117,7 +2117,10 @@ fn letters_whose_lowercase_is_longer_shift_no_offsets() {
          variable `count` after line 40.",
     ] {
         let x = map("f", text, &t, None);
-        let v = x.params.get("variable").or_else(|| x.params.get("variables"));
+        let v = x
+            .params
+            .get("variable")
+            .or_else(|| x.params.get("variables"));
         assert!(
             v.is_some_and(|v| v.to_string().contains("count")),
             "{text}: {:?}",
