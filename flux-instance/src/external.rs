@@ -19,6 +19,9 @@
 //!   find the source through their own path);
 //! - `log`: SWE-Flux's tracer variables (from `eval.sh`), which configure the log the parser
 //!   reads (`flux_interop::sweflux_log::LogConfig`);
+//! - `pytest_output`: the option through which the parser reads the test's pytest output, when
+//!   it does (`--pytest-log`: their `eval.sh` tees pytest's output to a file and passes it);
+//!   flux gives it the traced run's stdout followed by its stderr;
 //! - `origin`: where the instance came from.
 //!
 //! The template is the instance's own (there is no built-in answer shape to check it against).
@@ -52,13 +55,15 @@ pub struct ExternalParser {
     pub qa_dir: String,
     /// SWE-Flux's tracer variables (sorted by name: each is set once).
     pub log: Vec<(String, String)>,
+    /// The parser's option that takes the test's pytest output (`--pytest-log`), if any.
+    pub pytest_output: Option<String>,
     pub origin: String,
 }
 
 impl ExternalParser {
     /// Read and check the parameters (errors say which parameter and why).
     pub fn from_params(p: &Map<String, Value>) -> Result<ExternalParser, String> {
-        let known = ["parser", "root", "qa_dir", "log", "origin"];
+        let known = ["parser", "root", "qa_dir", "log", "pytest_output", "origin"];
         if let Some(k) = p.keys().find(|k| !known.contains(&k.as_str())) {
             return Err(format!(
                 "unknown parameter `{k}` of {SWE_FLUX_PARSER} (expected {})",
@@ -113,11 +118,25 @@ impl ExternalParser {
             None => return Err("parameter `log` (SWE-Flux's TRACE_* variables) is required".into()),
             Some(other) => return Err(format!("parameter `log` must be a table, not {other}")),
         };
+        let pytest_output = Some(s("pytest_output", false)?).filter(|o| !o.is_empty());
+        if let Some(o) = &pytest_output {
+            let name_ok = o.len() > 2
+                && o.starts_with("--")
+                && o[2..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !name_ok {
+                return Err(format!(
+                    "parameter `pytest_output` must be a long option (`--pytest-log`), not {o:?}"
+                ));
+            }
+        }
         Ok(ExternalParser {
             parser,
             root,
             qa_dir,
             log,
+            pytest_output,
             origin: s("origin", false)?,
         })
     }
@@ -134,6 +153,9 @@ impl ExternalParser {
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect();
         m.insert("log".into(), Value::Object(log));
+        if let Some(o) = &self.pytest_output {
+            m.insert("pytest_output".into(), o.clone().into());
+        }
         if !self.origin.is_empty() {
             m.insert("origin".into(), self.origin.clone().into());
         }
@@ -200,7 +222,17 @@ mod tests {
             .log
             .contains(&("TRACE_FILE".to_string(), "src/a.py".to_string())));
         assert_eq!(ExternalParser::from_params(&e.to_params()).unwrap(), e);
+        assert_eq!(e.pytest_output, None);
+        let mut with = p.as_object().unwrap().clone();
+        with.insert("pytest_output".into(), "--pytest-log".into());
+        let e = ExternalParser::from_params(&with).unwrap();
+        assert_eq!(e.pytest_output.as_deref(), Some("--pytest-log"));
+        assert_eq!(ExternalParser::from_params(&e.to_params()).unwrap(), e);
         for (bad, says) in [
+            (
+                json!({"parser": "p.py", "qa_dir": "q", "log": {}, "pytest_output": "-x; rm"}),
+                "long option",
+            ),
             (json!({"qa_dir": "q", "log": {}}), "`parser` is required"),
             (
                 json!({"parser": "../p.py", "qa_dir": "q", "log": {}}),

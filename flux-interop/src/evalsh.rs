@@ -23,6 +23,18 @@ pub struct EvalSh {
     pub pytest_args: Vec<String>,
     /// The parser it runs, relative to the root (`flask_qa/<id>/files/parser.py`).
     pub parser: String,
+    /// The parser line's words after the parser, expanded (`--trace-log`, `/testbed/logs/…`).
+    pub parser_args: Vec<String>,
+    /// Where the pytest line's output goes (`pytest … 2>&1 | tee "$PYTEST_LOG"`), expanded.
+    pub pytest_output: Option<String>,
+}
+
+/// What the parser is given besides the log and `--out`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ParserInputs {
+    /// The option that receives pytest's output (kedro's `--pytest-log`: test ids in the
+    /// order pytest ran them, read from its `-rA` summary).
+    pub pytest_output: Option<String>,
 }
 
 impl EvalSh {
@@ -57,6 +69,43 @@ impl EvalSh {
     pub fn test_file(&self) -> &str {
         let file = self.test_id.split("::").next().unwrap_or("");
         file.rsplit('/').next().unwrap_or(file)
+    }
+    /// The parser's options, each read from where its value comes from: the trace log
+    /// (`TRACE_OUT`), `--out`, or the file the pytest line's output is teed to. Any other
+    /// option is refused by name: flux could not give it what their harness gave it.
+    pub fn parser_inputs(&self) -> Result<ParserInputs, String> {
+        let trace_out = self
+            .exports
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "TRACE_OUT")
+            .map(|(_, v)| v.as_str());
+        let mut inputs = ParserInputs::default();
+        let mut args = self.parser_args.iter();
+        while let Some(a) = args.next() {
+            let (opt, value) = match a.split_once('=') {
+                Some((o, v)) if o.starts_with("--") => (o.to_string(), v.to_string()),
+                _ if a.starts_with('-') => (a.clone(), args.next().cloned().unwrap_or_default()),
+                _ => return Err(format!("the parser's argument `{a}` is not an option")),
+            };
+            match opt.as_str() {
+                "--trace-log" | "--out" => {}
+                _ if Some(value.as_str()) == trace_out => {
+                    return Err(format!(
+                        "the parser reads the trace log through `{opt}`, flux gives it as                          `--trace-log`"
+                    ))
+                }
+                _ if Some(&value) == self.pytest_output.as_ref() => {
+                    inputs.pytest_output = Some(opt)
+                }
+                _ => {
+                    return Err(format!(
+                        "the parser's option `{opt} {value}` names nothing flux can give it                          (only the trace log, `--out` and the pytest line's output)"
+                    ))
+                }
+            }
+        }
+        Ok(inputs)
     }
 }
 
@@ -179,6 +228,8 @@ pub fn parse(text: &str) -> Result<EvalSh, String> {
     let mut exports = Vec::new();
     let mut pytest_args = None;
     let mut parser = None;
+    let mut parser_args = Vec::new();
+    let mut pytest_output = None;
     let mut root = None;
     // Join continuation lines first.
     let mut lines = Vec::new();
@@ -229,13 +280,21 @@ pub fn parse(text: &str) -> Result<EvalSh, String> {
                     let a = a.trim_start_matches(|c: char| c.is_ascii_digit());
                     a.starts_with('>') || a.starts_with('<')
                 };
-                pytest_args = Some(w[1..].iter().filter(|a| !redirect(a)).cloned().collect())
+                pytest_args = Some(w[1..].iter().filter(|a| !redirect(a)).cloned().collect());
+                // `… 2>&1 | tee FILE`: the file their parser may read pytest's output from.
+                pytest_output = t
+                    .split(" | ")
+                    .nth(1)
+                    .and_then(|tail| words(tail, &vars).ok())
+                    .filter(|w| w.first().is_some_and(|c| c == "tee"))
+                    .and_then(|w| w.into_iter().skip(1).rfind(|a| !a.starts_with('-')));
             }
             Some(p)
                 if p.starts_with("python")
                     && w.get(1).is_some_and(|a| a.ends_with("parser.py")) =>
             {
-                parser = Some(w[1].clone())
+                parser = Some(w[1].clone());
+                parser_args = w[2..].to_vec();
             }
             _ => {}
         }
@@ -250,6 +309,8 @@ pub fn parse(text: &str) -> Result<EvalSh, String> {
         exports,
         pytest_args: pytest_args.ok_or("eval.sh runs no `pytest` line")?,
         parser: parser.ok_or("eval.sh runs no `python …/parser.py` line")?,
+        parser_args,
+        pytest_output,
     })
 }
 
@@ -320,6 +381,60 @@ python pkg_qa/pkg_f_s2_loops/files/parser.py \
                 "TRACE_OUT".into(),
                 "/testbed/logs/pkg_qa/pkg_f_s2_loops/trace.log".into()
             )
+        );
+    }
+
+    /// kedro pipeline_validate_inputs_outputs_m5_exceptions (dev): their parser also takes
+    /// `--pytest-log "$PYTEST_LOG"` (test ids from pytest's `-rA` summary); flux ran it with
+    /// `--trace-log` and `--out` only, so it failed with "the following arguments are
+    /// required: --pytest-log".
+    #[test]
+    fn a_parser_reading_pytest_output_is_given_it() {
+        let plain = parse(SAMPLE).unwrap();
+        assert_eq!(
+            plain.pytest_output.as_deref(),
+            Some("/testbed/logs/pkg_qa/pkg_f_s2_loops/pytest.log")
+        );
+        assert_eq!(plain.parser_inputs().unwrap(), ParserInputs::default());
+        let with = SAMPLE.replace(
+            "  --out \"$LOG_DIR/oracle.json\"",
+            "  --pytest-log \"$LOG_DIR/pytest.log\" \\\n  --out \"$LOG_DIR/oracle.json\"",
+        );
+        let e = parse(&with).unwrap();
+        assert_eq!(
+            e.parser_args,
+            [
+                "--trace-log",
+                "/testbed/logs/pkg_qa/pkg_f_s2_loops/trace.log",
+                "--pytest-log",
+                "/testbed/logs/pkg_qa/pkg_f_s2_loops/pytest.log",
+                "--out",
+                "/testbed/logs/pkg_qa/pkg_f_s2_loops/oracle.json"
+            ]
+        );
+        assert_eq!(
+            e.parser_inputs().unwrap().pytest_output.as_deref(),
+            Some("--pytest-log")
+        );
+        // `--opt=value` too; an option flux cannot serve is refused by name.
+        let eq = with.replace("--pytest-log \"", "--pytest-log=\"");
+        assert_eq!(
+            parse(&eq)
+                .unwrap()
+                .parser_inputs()
+                .unwrap()
+                .pytest_output
+                .as_deref(),
+            Some("--pytest-log")
+        );
+        let other = with.replace(
+            "--pytest-log \"$LOG_DIR/pytest.log\"",
+            "--coverage \"$LOG_DIR/cov.xml\"",
+        );
+        let why = parse(&other).unwrap().parser_inputs().unwrap_err();
+        assert!(
+            why.contains("`--coverage /testbed/logs/pkg_qa/pkg_f_s2_loops/cov.xml`"),
+            "{why}"
         );
     }
 

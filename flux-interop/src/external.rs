@@ -10,7 +10,8 @@
 //!   h-iso), read back as untrusted: a link there is refused, never followed.
 //!
 //! It runs as their `eval.sh` runs it: `<interpreter> <qa_dir>/parser.py --trace-log LOG
-//! --out OUT` from `<root>`. Its answer is the `oracle_answer` of what it writes; it must fit
+//! --out OUT` from `<root>`, with the option their `eval.sh` passes pytest's output through
+//! (`--pytest-log`), when it does, given the traced run's output (`/flux/run/pytest.log`). Its answer is the `oracle_answer` of what it writes; it must fit
 //! the instance's template. A parser that fails, times out or writes no answer is an error
 //! with its output's end: no gold answer is made from it.
 use crate::sweflux_log::{self, LogConfig};
@@ -28,6 +29,8 @@ use std::time::Duration;
 pub const PARSER_DIR: &str = "swe-flux-parser";
 /// The log it reads, in [`PARSER_DIR`].
 pub const LOG_FILE: &str = "trace.log";
+/// The test's pytest output, in [`PARSER_DIR`], for a parser that reads it.
+pub const PYTEST_OUTPUT_FILE: &str = "pytest.log";
 /// What it writes, in [`PARSER_DIR`].
 pub const OUT_FILE: &str = "parser-oracle.json";
 /// How long a parser may run.
@@ -75,6 +78,29 @@ pub fn write_log(ext: &ExternalParser, trace: &Trace, dir: &Path) -> Result<(Pat
     Ok((path, stats.lines))
 }
 
+/// The traced run's pytest output as their harness gave it to a parser (`pytest … 2>&1 | tee`):
+/// the run's `stdout.txt`, then its `stderr.txt` (kept apart by the run, so their interleaving
+/// is lost; pytest's progress and `-rA` summary are on stdout), into `dir`.
+pub fn write_pytest_output(run_dir: &Path, dir: &Path) -> Result<PathBuf> {
+    let mut text = Vec::new();
+    for f in ["stdout.txt", "stderr.txt"] {
+        let p = run_dir.join(f);
+        let bytes = std::fs::read(&p).with_context(|| {
+            format!(
+                "reading {} (the parser reads the test's pytest output)",
+                p.display()
+            )
+        })?;
+        text.extend_from_slice(&bytes);
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+    }
+    let path = dir.join(PYTEST_OUTPUT_FILE);
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
 /// Run the instance's parser on `trace` in a container of its image; `run_dir` is the
 /// harvest's run directory (its `instance/` holds the copy of the instance the test saw).
 pub async fn run_parser(
@@ -97,7 +123,7 @@ pub async fn run_parser(
         );
     }
     let parser_in = format!("{}/{}", ext.qa_dir, ext.parser);
-    let cmd = vec![
+    let mut cmd = vec![
         inst.spec.interpreter.clone(),
         parser_in.clone(),
         "--trace-log".into(),
@@ -105,6 +131,11 @@ pub async fn run_parser(
         "--out".into(),
         format!("{OUT_IN_CONTAINER}/{OUT_FILE}"),
     ];
+    if let Some(opt) = &ext.pytest_output {
+        write_pytest_output(run_dir, &dir)?;
+        cmd.push(opt.clone());
+        cmd.push(format!("{RUN_DIR_IN_CONTAINER}/{PYTEST_OUTPUT_FILE}"));
+    }
     // The one place the parser writes on the host: `<parser dir>/out`, the container user's.
     let out_dir = dir.join("out");
     std::fs::create_dir(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;

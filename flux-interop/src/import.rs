@@ -323,11 +323,19 @@ fn spec_of(src: &Path, opts: &ImportOptions, require_parser: bool) -> Result<Ins
     command.extend(pytest_options(opts.image_packages.as_deref()));
     command.extend(eval.pytest_addopts());
     command.extend(eval.pytest_args.iter().cloned());
+    // What else their parser reads (kedro's `--pytest-log`); the import twin is refused, naming
+    // the option, when flux could not give it; the native twin does not run their parser.
+    let inputs = match eval.parser_inputs() {
+        Ok(i) => i,
+        Err(e) if require_parser => return Err(e),
+        Err(_) => Default::default(),
+    };
     let ext = ExternalParser {
         parser: parser_rel,
         root: eval.root.clone(),
         qa_dir,
         log: vars,
+        pytest_output: inputs.pytest_output,
         origin: src.display().to_string(),
     };
     Ok(InstanceSpec {

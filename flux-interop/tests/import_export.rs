@@ -119,6 +119,8 @@ fn an_instance_in_their_layout_becomes_a_flux_instance_answered_by_their_parser(
     assert!(ext
         .log
         .contains(&("TRACE_FUNC".into(), "multiplicity".into())));
+    // Its eval.sh passes `--pytest-log "$PYTEST_LOG"`, the file pytest's output is teed to.
+    assert_eq!(ext.pytest_output.as_deref(), Some("--pytest-log"));
     assert!(dir.join("parser.py").is_file() && dir.join("testcase.py").is_file());
     assert!(dir.join("swe-flux/eval.sh").is_file());
     let theirs = flux_instance::external::read_reference(&dir)
