@@ -60,6 +60,17 @@ raises as defined for `exception_info`. Answer: {\"exception_type_counts\": [{\"
 \"count\"}, ...] sorted by type, \"exception_types\": [the types, sorted], \"total\": N, \
 \"per_test\": [{\"test\", \"exception_type_counts\"}, ...] for the tests with one}.";
 
+pub(crate) const EXCEPTION_EVENTS: &str = "\
+Every `exception` event in the frames of `function` over its selected invocations (`test`, \
+`file`), in trace order (`events` as for `exception_counts`: `all`, or only those `reported` to \
+a tracer), each with its `line`, `exception_type`, `message` (`str(exc)`), `handled` (true iff \
+the same activation of the frame executes a later `line` event: the exception was handled \
+there; false when the frame ends without one, the exception propagating out), the \
+`invocation` (1-based, among the selected ones) and the `test`. With `type_names = \
+\"qualified\"` a builtin type is named `builtins.X` (SWE-Flux's \"fully qualified exception \
+type name\"), otherwise as the hook names it (bare for builtins). Answer: {\"exception_events\": \
+[{\"line\", \"exception_type\", \"message\", \"handled\", \"invocation\", \"test\"}, ...]}.";
+
 pub(crate) const CAUGHT_TYPES: &str = "\
 The exception types caught by `function`'s own handlers over its selected invocations: an \
 `exception` event in one of its frames (raised there or propagated into it from a callee) after \
@@ -418,6 +429,41 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
         "total": counts.values().sum::<usize>(),
         "per_test": per_test,
     }))
+}
+
+pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let invs = invocations(ix, p, function)?;
+    let reported_only = p.choice_or("events", &["all", "reported"], "all")? == "reported";
+    let qualified = p.choice_or("type_names", &["hook", "qualified"], "hook")? == "qualified";
+    let mut out = Vec::new();
+    for (n, inv) in invs.iter().enumerate() {
+        for (k, &i) in inv.events.iter().enumerate() {
+            let e = ix.event(i);
+            if e.ev != Kind::Exception || (reported_only && e.outcome == "reraise-inferred") {
+                continue;
+            }
+            let act = ix.owner(i);
+            let handled = inv.events[k + 1..]
+                .iter()
+                .any(|&j| ix.owner(j) == act && ix.event(j).ev == Kind::Line);
+            let ty = exc_type(e);
+            let ty = if qualified && !ty.contains('.') {
+                format!("builtins.{ty}")
+            } else {
+                ty.to_string()
+            };
+            out.push(json!({
+                "line": e.line,
+                "exception_type": ty,
+                "message": e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or(""),
+                "handled": handled,
+                "invocation": n + 1,
+                "test": e.test,
+            }));
+        }
+    }
+    Ok(json!({ "exception_events": out }))
 }
 
 pub(crate) fn caught_types(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {

@@ -770,6 +770,37 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         targeted: &["raised_in", "escapes"],
     },
     Extractor {
+        name: "exception_events",
+        kinds: &[K::S5, K::M5],
+        doc: exceptions::EXCEPTION_EVENTS,
+        params: &[
+            FUNCTION,
+            TEST,
+            FILE,
+            p(
+                "events",
+                T::Choice(&["all", "reported"]),
+                "list `all` exception events of the frames (default), or those `reported` to a \
+                 tracer (flux's inferred bare re-raises left out)",
+            ),
+            p(
+                "type_names",
+                T::Choice(&["hook", "qualified"]),
+                "types as the hook names them (`hook`, default: bare for builtins) or \
+                 `qualified` (`builtins.ValueError`)",
+            ),
+        ],
+        shape: |_| {
+            r#"{"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool", "invocation": "int", "test": "str"}]}"#
+        },
+        template: |_| {
+            r#"{"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool"}]}"#
+        },
+        run: exceptions::exception_events,
+        targets_scope: true,
+        targeted: &["function"],
+    },
+    Extractor {
         name: "caught_types",
         kinds: &[K::S5, K::M5],
         doc: exceptions::CAUGHT_TYPES,

@@ -210,6 +210,11 @@ fn every_extractor_reports_unanswerable_parameters() {
             "parameter `events`: expected one of \"all\", \"raises\", \"reported\", got \"some\"",
         ),
         (
+            "exception_events",
+            json!({"function": "f", "type_names": "full"}),
+            "parameter `type_names`: expected one of \"hook\", \"qualified\", got \"full\"",
+        ),
+        (
             "covered_functions",
             json!({"function": "g"}),
             "function `g` has 0 invocation(s)",

@@ -2128,3 +2128,57 @@ fn letters_whose_lowercase_is_longer_shift_no_offsets() {
         );
     }
 }
+
+/// llama_factory chat_process_request_s5_exceptions (dev): shape `exception_events` (each
+/// exception event of the target with `line`, `exception_type`, `message`, `handled`) had no
+/// rule. Types "fully qualified" in the prose or only in the parser's table (`builtins.X`).
+#[test]
+fn exception_events_of_the_target_reworded() {
+    let t = json!({"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool"}]});
+    let x = same(
+        "_load",
+        t.clone(),
+        &[
+            (
+                "During the test, consider function `pkg.mod._load` in `src/pkg/mod.py`. An \
+                 `exception event` means any runtime point in this function where an exception \
+                 is reported at a source line while the call is active. For each such event, \
+                 record `line`, `exception_type` (str fully qualified exception type name), \
+                 `message` (`str(exc)`) and `handled` (true iff execution continues to a later \
+                 `line` event in the same invocation).",
+                None,
+            ),
+            (
+                "Consider pkg.mod._load in src/pkg/mod.py. List every exception\nevent of \
+                 its frames in runtime order with its line, its fully\nqualified exception \
+                 type name, its message and whether it was handled.",
+                None,
+            ),
+            (
+                "List the exception events of pkg.mod._load in order.",
+                Some(
+                    "TARGET_FUNC_SUFFIXES = (\".pkg.mod._load\", \"._load\")\n\
+                     TYPE_FQN = {\"RuntimeError\": \"builtins.RuntimeError\"}\n",
+                ),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "exception_events");
+    assert_eq!(
+        (
+            &x.params["function"],
+            &x.params["events"],
+            &x.params["type_names"]
+        ),
+        (&json!("_load"), &json!("reported"), &json!("qualified"))
+    );
+    // Builtins bare when the question says so.
+    let bare = map(
+        "_load",
+        "Consider `pkg.mod._load` in `src/pkg/mod.py`. List its exception events; name \
+         builtin types bare (`ValueError`, never `builtins.ValueError`).",
+        &t,
+        None,
+    );
+    assert!(bare.params.get("type_names").is_none(), "{:?}", bare.params);
+}

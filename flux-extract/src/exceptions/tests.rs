@@ -441,3 +441,85 @@ fn raising_tests_sorted_by_test_id() {
     );
     assert_eq!(run("sorted").0, json!(["t.py::test_a", "t.py::test_c"]));
 }
+
+/// llama_factory chat_process_request_s5_exceptions (dev): "for each exception event … `line`,
+/// `exception_type` (fully qualified), `message`, `handled` (true iff execution continues to a
+/// later `line` event in the same invocation)", in runtime order: no extractor listed events.
+#[test]
+fn exception_events_lists_each_event_with_whether_its_frame_went_on() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("outer", 10, &[])
+        .line(11, &[])
+        .call("parse", 20, &[])
+        .line(21, &[])
+        .exception(
+            "json.decoder.JSONDecodeError",
+            "Expecting value",
+            "raise",
+            Some(("parse", 21)),
+        )
+        .unwind("json.decoder.JSONDecodeError", "Expecting value")
+        .exception(
+            "json.decoder.JSONDecodeError",
+            "Expecting value",
+            "propagate",
+            Some(("parse", 21)),
+        )
+        .line(12, &[])
+        .line(13, &[])
+        .exception("RuntimeError", "boom", "raise", Some(("outer", 13)))
+        .line(14, &[])
+        .exception(
+            "RuntimeError",
+            "boom",
+            "reraise-inferred",
+            Some(("outer", 13)),
+        )
+        .unwind("RuntimeError", "boom")
+        .end("failed")
+        .build();
+    let events = |extra: serde_json::Value| {
+        let mut p = json!({"function": "outer"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        extract(&t, "exception_events", &params(p).unwrap()).unwrap()["exception_events"].clone()
+    };
+    let all = events(json!({}));
+    let rows: Vec<(u64, &str, &str, bool)> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["exception_type"].as_str().unwrap(),
+                r["message"].as_str().unwrap(),
+                r["handled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (11, "json.decoder.JSONDecodeError", "Expecting value", true),
+            (13, "RuntimeError", "boom", true),
+            (14, "RuntimeError", "boom", false),
+        ]
+    );
+    assert_eq!(all[0]["test"], "t.py::test_a");
+    assert_eq!(all[0]["invocation"], 1);
+    let reported = events(json!({"events": "reported", "type_names": "qualified"}));
+    let types: Vec<&str> = reported
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["exception_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["json.decoder.JSONDecodeError", "builtins.RuntimeError"]
+    );
+    assert_eq!(reported[1]["handled"], true);
+}

@@ -26,6 +26,8 @@
 //!   `value_history` of one variable after a line executes;
 //! - `observed_def_use_pairs` → `def_use_pairs` over every invocation, definitions from the AST;
 //! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
+//!   `exception_events` → `exception_events` (each event of the target's frames, `handled`
+//!   when its activation goes on to a later line);
 //! - `function_call_order` → `call_sequence` of the tracked functions; `invocation_counts` →
 //!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
 //!   of the tracked set;
@@ -95,6 +97,7 @@ pub const RULES: &[(&str, &str)] = &[
         "line_classes",
     ),
     ("crashing_tests+safe_tests", "raising_tests"),
+    ("exception_events", "exception_events"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -515,6 +518,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "caught_types" => caught_params(&c, &mut p),
         "exception_counts" => exception_counts_params(&c, &mut p)?,
         "exception_info" => exception_info_params(&c, &mut p, &mut answer)?,
+        "exception_events" => exception_events_params(&c, &mut p),
         "call_sequence" => call_params(&c, &mut p, &mut answer)?,
         "invocation_counts" if class_bodies(text, &ev).len() > 1 => {
             classes_counts_params(&c, &mut p, class_bodies(text, &ev))

@@ -526,6 +526,34 @@ pub(super) fn exception_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Re
     Ok(())
 }
 
+/// `exception_events`: each exception event of the target's frames, as their tracer's log has
+/// them (settrace's: `events = "reported"`), builtins named `builtins.X` where their question
+/// or parser names types fully qualified.
+pub(super) fn exception_events_params(c: &Ctx, p: &mut Map<String, Value>) {
+    let Ctx { q, text, .. } = *c;
+    p.insert("events".into(), json!("reported"));
+    let bare = mentions(
+        text,
+        &[
+            "never `builtins.",
+            "never builtins.",
+            "bare `type(exc)",
+            "bare type name",
+        ],
+    );
+    let qualified = mentions(
+        text,
+        &[
+            "fully qualified exception type",
+            "fully-qualified exception type",
+            "`builtins.",
+        ],
+    ) || q.parser.is_some_and(|src| src.contains("\"builtins."));
+    if qualified && !bare {
+        p.insert("type_names".into(), json!("qualified"));
+    }
+}
+
 /// `exception_info`: the exception that propagates out of the target.
 pub(super) fn exception_info_params(
     c: &Ctx,
