@@ -15,7 +15,8 @@ the functions of `functions` in the trace, in order, within `test` if given): ev
 is an activation of that frame (with `transitive = true`, of any frame running while it is \
 active: every call it makes directly or through callees), except resumptions of an existing \
 generator/coroutine frame (counted too with `resumptions = true`), optionally only callees whose \
-file lies under `within` and only those of `functions` (qualnames; with `include_self`, the \
+file lies under `within` and only those of `functions` (qualnames, or `module.qualname`s with \
+the module named from `root`/`module_root` as the entries' `func` is; with `include_self`, the \
 invocation's own start comes first, at line 0, and with `resumptions` too each of its own \
 resumptions is an entry where it happens, SWE-Flux's \"every `call` event, the target's own \
 included\"). Calls through untraced code (C functions such as `map` or \
@@ -81,6 +82,8 @@ struct CallSel<'p> {
     /// Every call in the invocation's thread between its first and its last event, wherever it
     /// is made from (a coroutine's awaited work runs callbacks while the frame is suspended).
     lifetime: bool,
+    /// How `module.qualname` entries of `functions` are read.
+    loc: Loc<'p>,
 }
 
 impl<'p> CallSel<'p> {
@@ -93,12 +96,18 @@ impl<'p> CallSel<'p> {
             transitive: p.bool_or("transitive", false)?,
             resumptions: p.bool_or("resumptions", false)?,
             lifetime: p.bool_or("lifetime", false)?,
+            loc: Loc::new(p)?,
         })
     }
 
+    /// Under `within`, and one of `functions`: its qualname, or its `module.qualname` (the
+    /// module as `root`/`module_root` name it, as the answer's `func` does).
     fn keeps(&self, e: &Event) -> bool {
         self.within.is_none_or(|w| file_within(&e.file, w))
-            && self.functions.as_ref().is_none_or(|f| f.contains(e.name()))
+            && self
+                .functions
+                .as_ref()
+                .is_none_or(|f| f.contains(e.name()) || f.contains(&self.loc.func(e)))
     }
 }
 
@@ -350,6 +359,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
         transitive: true,
         resumptions: false,
         lifetime: false,
+        loc,
     };
     let test = p.opt_str("test")?;
     let mut starts: Vec<usize> = Vec::new();
@@ -638,6 +648,7 @@ pub(crate) fn direct_callees(ix: &Ix<'_>, inv: &Invocation) -> Vec<usize> {
         transitive: false,
         resumptions: false,
         lifetime: false,
+        loc: Loc::default(),
     };
     calls_under(ix, inv, &sel)
 }

@@ -2182,3 +2182,55 @@ fn exception_events_of_the_target_reworded() {
     );
     assert!(bare.params.get("type_names").is_none(), "{:?}", bare.params);
 }
+
+/// llama_factory parser_get_dataset_list_s6_calls__r20260714 (dev): shape `callee_sequence`
+/// (a bare list of names) had no rule, and its callees are named in full in other modules than
+/// the target's ("restricted to callees whose qualified names are exactly one of: -
+/// `src.pkg.util.use_cache` …"), which the tracked-functions reader (the target's modules
+/// only) dropped.
+#[test]
+fn callee_sequence_of_callees_named_in_full_reworded() {
+    let t = json!({"callee_sequence": ["str"]});
+    let x = same(
+        "load_all,use_cache,fetch,join",
+        t,
+        &[
+            (
+                "In the test, consider the 3rd runtime invocation of `src.pkg.mod.load_all` in \
+                 `src/pkg/mod.py`.\n\nFor this 3rd invocation, compute the exact ordered list \
+                 of direct callees of `src.pkg.mod.load_all` restricted to callees whose \
+                 qualified names are exactly one of:\n- `src.pkg.util.use_cache`\n- \
+                 `src.pkg.util.fetch`\n- `src.pkg.mod.join`\n\nOutput JSON must contain \
+                 exactly one key:\n- `callee_sequence` (type: array of strings).",
+                None,
+            ),
+            (
+                "Consider the third invocation of src.pkg.mod.load_all in src/pkg/mod.py. \
+                 List its direct callees in call order, restricted to callees\nwhose \
+                 qualified names are exactly one of: src.pkg.util.use_cache,\n\
+                 src.pkg.util.fetch, src.pkg.mod.join.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "call_sequence");
+    assert_eq!(
+        (
+            &x.params["function"],
+            &x.params["invocation"],
+            &x.params["functions"],
+            &x.params["module_root"]
+        ),
+        (
+            &json!("load_all"),
+            &json!(3),
+            &json!([
+                "src.pkg.util.use_cache",
+                "src.pkg.util.fetch",
+                "src.pkg.mod.join"
+            ]),
+            &json!("/testbed")
+        )
+    );
+    assert_eq!(x.answer["/callee_sequence/*"], "/call_sequence/*/func");
+}

@@ -475,3 +475,34 @@ fn count_rows(t: &flux_trace::Trace, p: serde_json::Value) -> Vec<(String, u64)>
         })
         .collect()
 }
+
+/// llama_factory parser_get_dataset_list_s6_calls (dev) names the callees to keep as
+/// `src.llamafactory.extras.misc.use_modelscope`, in other modules than the target's: the
+/// filter took qualnames only. An entry may be the `module.qualname` the answer's `func` has.
+#[test]
+fn call_sequence_keeps_functions_named_by_module_and_qualname() {
+    let t = calls();
+    let pick_funcs = |p: serde_json::Value| {
+        pick(
+            &extract(&t, "call_sequence", &params(p).unwrap()).unwrap(),
+            &json!({"call_sequence": [{"func": 0}]}),
+        )
+    };
+    // testkit's file is site-packages/pkg/mod.py (module `pkg.mod`); `compile` is re's
+    assert_eq!(
+        pick_funcs(json!({"function": "f", "functions": ["pkg.mod.g", "re.compile"]})),
+        json!({"call_sequence": [{"func": "pkg.mod.g"}, {"func": "re.compile"}, {"func": "pkg.mod.g"}]})
+    );
+    assert_eq!(
+        pick_funcs(json!({"function": "f", "functions": ["re.compile"]})),
+        json!({"call_sequence": [{"func": "re.compile"}]})
+    );
+    assert_eq!(
+        pick_funcs(json!({"function": "f", "functions": ["g"]})),
+        json!({"call_sequence": [{"func": "pkg.mod.g"}, {"func": "pkg.mod.g"}]})
+    );
+    assert_eq!(
+        pick_funcs(json!({"function": "f", "functions": ["other.g"]})),
+        json!({"call_sequence": []})
+    );
+}

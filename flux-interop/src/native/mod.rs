@@ -28,7 +28,7 @@
 //! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
 //!   `exception_events` → `exception_events` (each event of the target's frames, `handled`
 //!   when its activation goes on to a later line);
-//! - `function_call_order` → `call_sequence` of the tracked functions; `invocation_counts` →
+//! - `function_call_order`, `callee_sequence` → `call_sequence` of the tracked functions; `invocation_counts` →
 //!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
 //!   of the tracked set;
 //! - `line_execution_counts` → `line_counts` over the question's inclusive line range,
@@ -81,6 +81,7 @@ pub const RULES: &[(&str, &str)] = &[
     ("exception_type_counts", "exception_counts"),
     ("exception_types", "exception_counts"),
     ("function_call_order", "call_sequence"),
+    ("callee_sequence", "call_sequence"),
     ("invocation_counts", "invocation_counts"),
     ("covered_functions", "covered_functions"),
     ("invariant_report", "predicate_report"),

@@ -601,6 +601,15 @@ pub(super) fn call_params(
     if without_self {
         fs.retain(|f| *f != t.qualname);
     }
+    // Callees named in full in other modules than the target's ("restricted to callees whose
+    // qualified names are exactly one of: - `src.pkg.util.f` …"): kept as `module.qualname`,
+    // the module named as the question names it (`src.` included: their tracer's module is the
+    // path under the root).
+    let mut full_names_from_root = false;
+    if fs.is_empty() {
+        fs = callees_named_in_full(c);
+        full_names_from_root = fs.iter().any(|f| f.starts_with("src."));
+    }
     if fs.is_empty() {
         return Err("the question lists no tracked functions".into());
     }
@@ -659,8 +668,57 @@ pub(super) fn call_params(
     }
     p.remove("file");
     c.located(p);
-    answer.insert("/function_call_order".into(), "/call_sequence".into());
+    if full_names_from_root {
+        p.insert("module_root".into(), json!(q.eval.root));
+    }
+    if c.key == "callee_sequence" {
+        // a bare list of the callees' dotted names
+        answer.insert("/callee_sequence".into(), "/call_sequence".into());
+        answer.insert("/callee_sequence/*".into(), "/call_sequence/*/func".into());
+    } else {
+        answer.insert("/function_call_order".into(), "/call_sequence".into());
+    }
     Ok(())
+}
+
+/// The dotted names of the passage that introduces the callees to keep ("callees whose
+/// qualified names are exactly one of: …"), each of a module under `TRACE_FILE`'s directory
+/// (`src/pkg` → `src.pkg.…` or `pkg.…`), in order, once each.
+fn callees_named_in_full(c: &Ctx) -> Vec<String> {
+    const PHRASES: &[&str] = &[
+        "callees whose qualified names are",
+        "callees whose names are",
+        "restricted to callees",
+        "exactly one of",
+    ];
+    let text = c.text;
+    let lower = text.to_ascii_lowercase();
+    let Some(at) = PHRASES.iter().filter_map(|ph| lower.find(ph)).min() else {
+        return Vec::new();
+    };
+    let dir = trace_var(c.q.eval, "TRACE_FILE")
+        .trim_start_matches("./")
+        .trim_end_matches('/');
+    let dir = dir
+        .strip_suffix(".py")
+        .map_or(dir, |f| f.rsplit_once('/').map_or(f, |d| d.0));
+    let pkg = dir.replace('/', ".");
+    let prefixes = [
+        format!("{pkg}."),
+        format!("{}.", pkg.trim_start_matches("src.")),
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for n in crate::evidence::dotted_tokens(&text[at..]) {
+        if prefixes
+            .iter()
+            .any(|p| p != "." && n.starts_with(p.as_str()))
+            && is_dotted_name(n)
+            && !out.iter().any(|x| x == n)
+        {
+            out.push(n.to_string());
+        }
+    }
+    out
 }
 
 /// `invocation_counts` over a class.
