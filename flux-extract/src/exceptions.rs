@@ -68,8 +68,12 @@ the same activation of the frame executes a later `line` event: the exception wa
 there; false when the frame ends without one, the exception propagating out), the \
 `invocation` (1-based, among the selected ones) and the `test`. With `type_names = \
 \"qualified\"` a builtin type is named `builtins.X` (SWE-Flux's \"fully qualified exception \
-type name\"), otherwise as the hook names it (bare for builtins). Answer: {\"exception_events\": \
-[{\"line\", \"exception_type\", \"message\", \"handled\", \"invocation\", \"test\"}, ...]}.";
+type name\"), otherwise as the hook names it (bare for builtins). `per_invocation` groups the \
+same events by invocation, every selected invocation listed (`raised`: it has at least one \
+event; `handled_where`: `handled` or `propagated`). Answer: {\"exception_events\": [{\"line\", \
+\"exception_type\", \"message\", \"handled\", \"invocation\", \"test\"}, ...], \
+\"per_invocation\": [{\"invocation\", \"test\", \"raised\", \"exceptions\": [{\"line\", \
+\"exception_type\", \"message\", \"handled\", \"handled_where\"}, ...]}, ...]}.";
 
 pub(crate) const CAUGHT_TYPES: &str = "\
 The exception types caught by `function`'s own handlers over its selected invocations: an \
@@ -437,7 +441,9 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
     let reported_only = p.choice_or("events", &["all", "reported"], "all")? == "reported";
     let qualified = p.choice_or("type_names", &["hook", "qualified"], "hook")? == "qualified";
     let mut out = Vec::new();
+    let mut per_invocation = Vec::new();
     for (n, inv) in invs.iter().enumerate() {
+        let mut own = Vec::new();
         for (k, &i) in inv.events.iter().enumerate() {
             let e = ix.event(i);
             if e.ev != Kind::Exception || (reported_only && e.outcome == "reraise-inferred") {
@@ -453,17 +459,35 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             } else {
                 ty.to_string()
             };
+            let message = e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or("");
+            own.push(json!({
+                "line": e.line,
+                "exception_type": ty,
+                "message": message,
+                "handled": handled,
+                "handled_where": if handled { "handled" } else { "propagated" },
+            }));
             out.push(json!({
                 "line": e.line,
                 "exception_type": ty,
-                "message": e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or(""),
+                "message": message,
                 "handled": handled,
                 "invocation": n + 1,
                 "test": e.test,
             }));
         }
+        let test = inv
+            .events
+            .first()
+            .map_or("", |&i| ix.event(i).test.as_str());
+        per_invocation.push(json!({
+            "invocation": n + 1,
+            "test": test,
+            "raised": !own.is_empty(),
+            "exceptions": own,
+        }));
     }
-    Ok(json!({ "exception_events": out }))
+    Ok(json!({ "exception_events": out, "per_invocation": per_invocation }))
 }
 
 pub(crate) fn caught_types(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {

@@ -791,7 +791,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ),
         ],
         shape: |_| {
-            r#"{"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool", "invocation": "int", "test": "str"}]}"#
+            r#"{"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool", "invocation": "int", "test": "str"}], "per_invocation": [{"invocation": "int", "test": "str", "raised": "bool", "exceptions": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool", "handled_where": "str"}]}]}"#
         },
         template: |_| {
             r#"{"exception_events": [{"line": "int", "exception_type": "str", "message": "str", "handled": "bool"}]}"#

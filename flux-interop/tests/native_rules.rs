@@ -2234,3 +2234,55 @@ fn callee_sequence_of_callees_named_in_full_reworded() {
     );
     assert_eq!(x.answer["/callee_sequence/*"], "/call_sequence/*/func");
 }
+
+/// llama_factory quantization_configure_quantization_m5_exceptions (dev): shape `invocations`
+/// (per invocation an index, "the caller saw an exception", and its exception records with a
+/// message and `handled_where`) had no rule.
+#[test]
+fn exception_records_per_invocation_reworded() {
+    let t = json!({"invocations": [{"caller_saw_exception": "bool",
+        "exceptions": [{"exception_message": "str", "exception_type": "str",
+                        "handled_where": "str", "line": "int"}],
+        "invocation_index": "int"}]});
+    let x = same(
+        "configure",
+        t.clone(),
+        &[
+            (
+                "Analyze `pkg.mod.configure` in `src/pkg/mod.py`. Treat each runtime entry into \
+                 that exact function as one invocation; assign `invocation_index` from 1. For \
+                 each invocation output `caller_saw_exception` and its exception events with \
+                 `line`, `exception_type` (qualified type string), `exception_message` and \
+                 `handled_where`.",
+                Some("    if \".\" not in raw_type:\n        qualified_type = f\"builtins.{raw_type}\"\n"),
+            ),
+            (
+                "Analyze pkg.mod.configure in src/pkg/mod.py. Per\ninvocation, did the caller \
+                 see an exception, and which exception\nevents (line, fully qualified \
+                 exception type name, message, where handled)?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "exception_events");
+    assert_eq!(x.params["type_names"], "qualified");
+    assert_eq!(
+        x.answer["/invocations/*/caller_saw_exception"],
+        "/per_invocation/*/raised"
+    );
+    assert_eq!(
+        x.answer["/invocations/*/exceptions/*/exception_message"],
+        "/per_invocation/*/exceptions/*/message"
+    );
+    // `invocations` of other records is refused, naming why.
+    let loops = json!({"invocations": [{"invocation_index": "int",
+        "inner_iterations_per_outer": [{"outer_iteration": "int", "inner_iterations": "int"}]}]});
+    let why = native_extractor(&Question {
+        eval: &eval("configure"),
+        text: "Analyze `pkg.mod.configure` in `src/pkg/mod.py`.",
+        template: &loops,
+        parser: None,
+    })
+    .unwrap_err();
+    assert!(why.contains("no list of exception records"), "{why}");
+}

@@ -523,3 +523,69 @@ fn exception_events_lists_each_event_with_whether_its_frame_went_on() {
     );
     assert_eq!(reported[1]["handled"], true);
 }
+
+/// llama_factory quantization_configure_quantization_m5_exceptions (dev): per invocation,
+/// whether the caller saw an exception and its exception events (`handled_where`), every
+/// invocation listed, those without an exception too.
+#[test]
+fn exception_events_grouped_per_invocation_list_every_invocation() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("conf", 10, &[])
+        .line(11, &[])
+        .ret("None")
+        .call("conf", 10, &[])
+        .line(12, &[])
+        .exception("ValueError", "bad", "raise", Some(("conf", 12)))
+        .unwind("ValueError", "bad")
+        .call("conf", 10, &[])
+        .line(13, &[])
+        .exception("KeyError", "'k'", "raise", Some(("conf", 13)))
+        .line(14, &[])
+        .ret("None")
+        .end("passed")
+        .build();
+    let p = params(json!({"function": "conf", "type_names": "qualified"})).unwrap();
+    let out = extract(&t, "exception_events", &p).unwrap();
+    let got: Vec<(u64, bool, Vec<(u64, String, String)>)> = out["per_invocation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let ex = r["exceptions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| {
+                    (
+                        x["line"].as_u64().unwrap(),
+                        x["exception_type"].as_str().unwrap().to_string(),
+                        x["handled_where"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect();
+            (
+                r["invocation"].as_u64().unwrap(),
+                r["raised"].as_bool().unwrap(),
+                ex,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, false, vec![]),
+            (
+                2,
+                true,
+                vec![(12, "builtins.ValueError".into(), "propagated".into())]
+            ),
+            (
+                3,
+                true,
+                vec![(13, "builtins.KeyError".into(), "handled".into())]
+            ),
+        ]
+    );
+    assert_eq!(out["per_invocation"][0]["test"], "t.py::test_a");
+}

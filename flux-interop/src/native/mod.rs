@@ -27,7 +27,8 @@
 //! - `observed_def_use_pairs` → `def_use_pairs` over every invocation, definitions from the AST;
 //! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
 //!   `exception_events` → `exception_events` (each event of the target's frames, `handled`
-//!   when its activation goes on to a later line);
+//!   when its activation goes on to a later line), and grouped per invocation for their
+//!   `invocations` of exception records;
 //! - `function_call_order`, `callee_sequence` → `call_sequence` of the tracked functions; `invocation_counts` →
 //!   `invocation_counts` of the module's functions; `covered_functions` → `covered_functions`
 //!   of the tracked set;
@@ -99,6 +100,7 @@ pub const RULES: &[(&str, &str)] = &[
     ),
     ("crashing_tests+safe_tests", "raising_tests"),
     ("exception_events", "exception_events"),
+    ("invocations", "exception_events"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -519,6 +521,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "caught_types" => caught_params(&c, &mut p),
         "exception_counts" => exception_counts_params(&c, &mut p)?,
         "exception_info" => exception_info_params(&c, &mut p, &mut answer)?,
+        "exception_events" if key == "invocations" => {
+            exceptions_per_invocation(&c, &mut p, &mut answer)?
+        }
         "exception_events" => exception_events_params(&c, &mut p),
         "call_sequence" => call_params(&c, &mut p, &mut answer)?,
         "invocation_counts" if class_bodies(text, &ev).len() > 1 => {

@@ -548,10 +548,72 @@ pub(super) fn exception_events_params(c: &Ctx, p: &mut Map<String, Value>) {
             "fully-qualified exception type",
             "`builtins.",
         ],
-    ) || q.parser.is_some_and(|src| src.contains("\"builtins."));
+    ) || q
+        .parser
+        .is_some_and(|src| src.contains("\"builtins.") || src.contains("f\"builtins."));
     if qualified && !bare {
         p.insert("type_names".into(), json!("qualified"));
     }
+}
+
+/// `exception_events` grouped per invocation (their `invocations`: per invocation an index, a
+/// flag "the caller saw an exception", and the list of its exception events), bound by the
+/// item's keys: the `…index` key, the flag (the other boolean), the list, and within the list
+/// the `…message` and `handled…` keys.
+pub(super) fn exceptions_per_invocation(
+    c: &Ctx,
+    p: &mut Map<String, Value>,
+    answer: &mut Answer,
+) -> Result<(), String> {
+    exception_events_params(c, p);
+    let item = c.q.template["invocations"][0]
+        .as_object()
+        .ok_or("`invocations` is not a list of objects")?;
+    let Some((list, events)) = item
+        .iter()
+        .find_map(|(k, v)| Some((k, v.get(0)?.as_object()?)))
+    else {
+        return Err("`invocations` items hold no list of exception records".into());
+    };
+    if !events.contains_key("exception_type") {
+        return Err(format!(
+            "`invocations/*/{list}` is no list of exception records (no `exception_type`)"
+        ));
+    }
+    answer.insert("/invocations".into(), "/per_invocation".into());
+    answer.insert(
+        format!("/invocations/*/{list}"),
+        "/per_invocation/*/exceptions".into(),
+    );
+    for (k, v) in item {
+        if k.ends_with("index") || k == "invocation" {
+            answer.insert(
+                format!("/invocations/*/{k}"),
+                "/per_invocation/*/invocation".into(),
+            );
+        } else if v == "bool" {
+            answer.insert(
+                format!("/invocations/*/{k}"),
+                "/per_invocation/*/raised".into(),
+            );
+        }
+    }
+    for (k, v) in events {
+        let from = if k.contains("message") {
+            "message"
+        } else if k.starts_with("handled") && v == "bool" {
+            "handled"
+        } else if k.starts_with("handled") {
+            "handled_where"
+        } else {
+            continue;
+        };
+        answer.insert(
+            format!("/invocations/*/{list}/*/{k}"),
+            format!("/per_invocation/*/exceptions/*/{from}"),
+        );
+    }
+    Ok(())
 }
 
 /// `exception_info`: the exception that propagates out of the target.
