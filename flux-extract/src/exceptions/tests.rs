@@ -547,7 +547,8 @@ fn exception_events_grouped_per_invocation_list_every_invocation() {
         .build();
     let p = params(json!({"function": "conf", "type_names": "qualified"})).unwrap();
     let out = extract(&t, "exception_events", &p).unwrap();
-    let got: Vec<(u64, bool, Vec<(u64, String, String)>)> = out["per_invocation"]
+    type Row = (u64, bool, Vec<(u64, String, String)>);
+    let got: Vec<Row> = out["per_invocation"]
         .as_array()
         .unwrap()
         .iter()
