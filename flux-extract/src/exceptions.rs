@@ -459,22 +459,19 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             } else {
                 ty.to_string()
             };
-            let message = e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or("");
-            own.push(json!({
+            let event = json!({
                 "line": e.line,
                 "exception_type": ty,
-                "message": message,
+                "message": e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or(""),
                 "handled": handled,
-                "handled_where": if handled { "handled" } else { "propagated" },
-            }));
-            out.push(json!({
-                "line": e.line,
-                "exception_type": ty,
-                "message": message,
-                "handled": handled,
-                "invocation": n + 1,
-                "test": e.test,
-            }));
+            });
+            let mut grouped = event.clone();
+            grouped["handled_where"] = json!(if handled { "handled" } else { "propagated" });
+            own.push(grouped);
+            let mut flat = event;
+            flat["invocation"] = json!(n + 1);
+            flat["test"] = json!(e.test);
+            out.push(flat);
         }
         let test = inv
             .events
