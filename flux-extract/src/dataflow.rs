@@ -47,9 +47,14 @@ The def-use pairs (the definitions-and-uses convention) of the Nth invocation of
 `function` (`invocation`, default 1), or with `all_invocations = true` of every selected \
 invocation together, with the number of occurrences of each (summed over the invocations). \
 With `line_mode = \"statement\"` both lines are normalised to the first line of their \
-statement (static facts) and pairs equal after that are merged. Answer: \
-{\"observed_def_use_pairs\": [{\"variable\", \"def_line\", \"use_line\", \"count\"}, ...]} sorted \
-by variable, def_line, use_line.";
+statement (static facts) and pairs equal after that are merged. Per invocation too (1-based \
+among the selected): its pairs, and its dead definitions (as `dead_defs` defines them: \
+redefined, or the invocation ended, before any use). Answer: {\"observed_def_use_pairs\": \
+[{\"variable\", \"def_line\", \"use_line\", \"count\"}, ...] sorted by variable, def_line, \
+use_line, \"per_invocation_pairs\": [{\"invocation\", \"variable\", \"def_line\", \"use_line\", \
+\"count\"}, ...], \"per_invocation_dead_defs\": [{\"invocation\", \"variable\", \"def_line\", \
+\"count\"}, ...] (both sorted by invocation, then as above), \"variables\": [`variables`, or \
+every variable of a pair or dead definition, sorted]}.";
 
 pub(crate) const DEF_USE_ACROSS_TESTS: &str = "\
 Every def-use pair (the definitions-and-uses convention) observed in any invocation of \
@@ -418,23 +423,57 @@ pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     };
     let an = Analysis::new(ix, p, invs[0], "changes")?;
     let norm = Norm::new(ix, p, invs[0])?;
-    let mut total: BTreeMap<(String, u32, u32), usize> = BTreeMap::new();
-    for inv in &invs {
-        for (k, c) in an.pairs(ix, inv) {
-            *total.entry(k).or_insert(0) += c;
-        }
-    }
     // Pairs are merged after normalisation: with `line_mode = "statement"` the lines of one
     // multi-line statement are one line.
     let mut merged: BTreeMap<(String, i64, i64), usize> = BTreeMap::new();
-    for ((v, d, u), c) in total {
-        *merged.entry((v, norm.apply(d), norm.apply(u))).or_insert(0) += c;
+    let mut per_pairs: BTreeMap<(usize, String, i64, i64), usize> = BTreeMap::new();
+    let mut per_dead: BTreeMap<(usize, String, i64), usize> = BTreeMap::new();
+    for (n, inv) in invs.iter().enumerate() {
+        an.walk(
+            ix,
+            inv,
+            |v, d, u| {
+                let (d, u) = (norm.apply(d), norm.apply(u));
+                *merged.entry((v.to_string(), d, u)).or_insert(0) += 1;
+                *per_pairs.entry((n + 1, v.to_string(), d, u)).or_insert(0) += 1;
+            },
+            |v, d, is_dead| {
+                if is_dead {
+                    *per_dead
+                        .entry((n + 1, v.to_string(), norm.apply(d)))
+                        .or_insert(0) += 1;
+                }
+            },
+        );
     }
+    let variables: BTreeSet<String> = match p.opt_str_list("variables")? {
+        Some(vs) => vs.into_iter().collect(),
+        None => merged
+            .keys()
+            .map(|k| k.0.clone())
+            .chain(per_dead.keys().map(|k| k.1.clone()))
+            .collect(),
+    };
     let list: Vec<Value> = merged
         .into_iter()
         .map(|((v, d, u), c)| json!({"variable": v, "def_line": d, "use_line": u, "count": c}))
         .collect();
-    Ok(json!({ "observed_def_use_pairs": list }))
+    let per_pairs: Vec<Value> = per_pairs
+        .into_iter()
+        .map(|((i, v, d, u), c)| {
+            json!({"invocation": i, "variable": v, "def_line": d, "use_line": u, "count": c})
+        })
+        .collect();
+    let per_dead: Vec<Value> = per_dead
+        .into_iter()
+        .map(|((i, v, d), c)| json!({"invocation": i, "variable": v, "def_line": d, "count": c}))
+        .collect();
+    Ok(json!({
+        "observed_def_use_pairs": list,
+        "per_invocation_pairs": per_pairs,
+        "per_invocation_dead_defs": per_dead,
+        "variables": variables,
+    }))
 }
 
 pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {

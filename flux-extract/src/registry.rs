@@ -254,7 +254,8 @@ const LINE_COUNTS_SHAPE: &str = concat!(
     r#"[{"line": "int", "count": "int"}]}]}"#
 );
 const LOOP_STATS_SHAPE: &str = r#"{"min_iterations": "int", "max_iterations": "int", "total_iterations": "int", "invocations": "int", "zero_iteration_invocations": "int", "per_invocation": [{"invocation": "int", "test": "str", "iterations": "int"}], "per_test": [{"test": "str", "iterations": "int"}]}"#;
-const DEF_USE_SHAPE: &str = r#"{"observed_def_use_pairs": [{"variable": "str", "def_line": "int", "use_line": "int", "count": "int"}]}"#;
+const DEF_USE_SHAPE: &str = r#"{"observed_def_use_pairs": [{"variable": "str", "def_line": "int", "use_line": "int", "count": "int"}], "per_invocation_pairs": [{"invocation": "int", "variable": "str", "def_line": "int", "use_line": "int", "count": "int"}], "per_invocation_dead_defs": [{"invocation": "int", "variable": "str", "def_line": "int", "count": "int"}], "variables": ["str"]}"#;
+const DEF_USE_TEMPLATE: &str = r#"{"observed_def_use_pairs": [{"variable": "str", "def_line": "int", "use_line": "int", "count": "int"}]}"#;
 const CALL_SEQUENCE_SHAPE: &str = concat!(
     r#"{"call_sequence": [{"line": "int", "caller": "str", "#,
     crate::loc_fields!(),
@@ -677,7 +678,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             TRACKED,
         ],
         shape: |_| DEF_USE_SHAPE,
-        template: |_| DEF_USE_SHAPE,
+        template: |_| DEF_USE_TEMPLATE,
         run: dataflow::def_use_pairs,
         targets_scope: true,
         targeted: &["function"],

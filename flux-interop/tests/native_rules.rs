@@ -2286,3 +2286,45 @@ fn exception_records_per_invocation_reworded() {
     .unwrap_err();
     assert!(why.contains("no list of exception records"), "{why}");
 }
+
+/// llama_factory longlora_llama_sdpa_attention_forward_m4_dataflow__r20260714 (dev): def-use
+/// pairs and dead definitions per invocation with the tracked variables (shape
+/// `invocation_dead_defs+invocation_def_use_pairs+tracked_variables`) had no rule.
+#[test]
+fn def_use_pairs_and_dead_definitions_per_invocation_reworded() {
+    let t = json!({"invocation_dead_defs": [{"def_line": "int", "invocation_index": "int", "variable": "str"}],
+                   "invocation_def_use_pairs": [{"def_line": "int", "invocation_index": "int", "use_line": "int", "variable": "str"}],
+                   "tracked_variables": ["str"]});
+    let x = same(
+        "forward",
+        t,
+        &[
+            (
+                "Analyze runtime data flow in function `pkg.mod.forward` from file \
+                 `src/pkg/mod.py`. Track exactly these variables: `mask`, `out`, `cos`. A \
+                 definition (def) is any executed assignment to a tracked variable within this \
+                 function. A definition is dead if it is overwritten before any paired use.",
+                None,
+            ),
+            (
+                "Analyze the data flow of pkg.mod.forward in src/pkg/mod.py for every \
+                 invocation.",
+                Some("VARIABLES = [\"mask\", \"out\", \"cos\"]\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "def_use_pairs");
+    assert_eq!(
+        (&x.params["all_invocations"], &x.params["variables"]),
+        (&json!(true), &json!(["mask", "out", "cos"]))
+    );
+    assert_eq!(
+        x.answer["/invocation_dead_defs"],
+        "/per_invocation_dead_defs"
+    );
+    assert_eq!(
+        x.answer["/invocation_def_use_pairs/*/invocation_index"],
+        "/per_invocation_pairs/*/invocation"
+    );
+    assert_eq!(x.answer["/tracked_variables"], "/variables");
+}

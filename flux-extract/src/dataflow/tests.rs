@@ -61,15 +61,15 @@ fn def_use_pairs_along_the_path() {
     let t = one();
     let p = params(json!({"function": "f", "uses": uses()})).unwrap();
     assert_eq!(
-        extract(&t, "def_use_pairs", &p).unwrap(),
-        json!({"observed_def_use_pairs": [
+        extract(&t, "def_use_pairs", &p).unwrap()["observed_def_use_pairs"],
+        json!([
             {"variable": "a", "def_line": 1, "use_line": 2, "count": 1},
             {"variable": "a", "def_line": 1, "use_line": 3, "count": 1},
             {"variable": "b", "def_line": 2, "use_line": 3, "count": 1},
             {"variable": "b", "def_line": 3, "use_line": 4, "count": 1},
             {"variable": "b", "def_line": 3, "use_line": 5, "count": 1},
             {"variable": "c", "def_line": 4, "use_line": 6, "count": 1},
-        ]})
+        ])
     );
 }
 
@@ -126,8 +126,8 @@ fn def_use_with_static_facts_and_ast_definitions() {
     )
     .unwrap();
     assert_eq!(
-        extract(&t, "def_use_pairs", &all).unwrap(),
-        json!({"observed_def_use_pairs": [{"variable": "c", "def_line": 5, "use_line": 6, "count": 2}]})
+        extract(&t, "def_use_pairs", &all).unwrap()["observed_def_use_pairs"],
+        json!([{"variable": "c", "def_line": 5, "use_line": 6, "count": 2}])
     );
     // Dead definitions: c's definition at 4 is replaced at 5 before any use (twice, once per
     // invocation).
@@ -333,4 +333,44 @@ fn iterable_uses_once_per_loop_entry() {
     .unwrap();
     let v = extract(&t, "def_use_pairs", &p).unwrap();
     assert_eq!(v["observed_def_use_pairs"][0]["count"], 2);
+}
+
+/// llama_factory longlora_llama_sdpa_attention_forward_m4_dataflow (dev): per invocation, its
+/// def-use pairs and its dead definitions, with the tracked variables; the extractor summed
+/// pairs over the invocations and gave dead definitions from another extractor only.
+#[test]
+fn def_use_pairs_per_invocation_with_their_dead_definitions() {
+    let src = "def f(a):\n    b = a + 1\n    b += a\n    c = b\n    c = b\n    return c\n";
+    let mut t = one();
+    t.facts.insert(
+        crate::testkit::FILE.to_string(),
+        crate::testkit::facts_from_source(src, crate::testkit::FILE),
+    );
+    let all = params(
+        json!({"function": "f", "definitions": "ast", "all_invocations": true,
+                            "variables": ["c", "b"]}),
+    )
+    .unwrap();
+    let out = extract(&t, "def_use_pairs", &all).unwrap();
+    assert_eq!(
+        out["per_invocation_pairs"],
+        json!([
+            {"invocation": 1, "variable": "b", "def_line": 2, "use_line": 3, "count": 1},
+            {"invocation": 1, "variable": "b", "def_line": 3, "use_line": 4, "count": 1},
+            {"invocation": 1, "variable": "b", "def_line": 3, "use_line": 5, "count": 1},
+            {"invocation": 1, "variable": "c", "def_line": 5, "use_line": 6, "count": 1},
+            {"invocation": 2, "variable": "b", "def_line": 2, "use_line": 3, "count": 1},
+            {"invocation": 2, "variable": "b", "def_line": 3, "use_line": 4, "count": 1},
+            {"invocation": 2, "variable": "b", "def_line": 3, "use_line": 5, "count": 1},
+            {"invocation": 2, "variable": "c", "def_line": 5, "use_line": 6, "count": 1},
+        ])
+    );
+    assert_eq!(
+        out["per_invocation_dead_defs"],
+        json!([
+            {"invocation": 1, "variable": "c", "def_line": 4, "count": 1},
+            {"invocation": 2, "variable": "c", "def_line": 4, "count": 1},
+        ])
+    );
+    assert_eq!(out["variables"], json!(["b", "c"]));
 }

@@ -25,6 +25,8 @@
 //! - `unique_values`, `value_history`, `temporal_value_history` → `unique_values` /
 //!   `value_history` of one variable after a line executes;
 //! - `observed_def_use_pairs` → `def_use_pairs` over every invocation, definitions from the AST;
+//!   per invocation with the dead definitions for `invocation_def_use_pairs` +
+//!   `invocation_dead_defs` + `tracked_variables`;
 //! - `caught_exception_kinds` → `caught_types`; `exception_type_counts` → `exception_counts`;
 //!   `exception_events` → `exception_events` (each event of the target's frames, `handled`
 //!   when its activation goes on to a later line), and grouped per invocation for their
@@ -101,6 +103,10 @@ pub const RULES: &[(&str, &str)] = &[
     ("crashing_tests+safe_tests", "raising_tests"),
     ("exception_events", "exception_events"),
     ("invocations", "exception_events"),
+    (
+        "invocation_dead_defs+invocation_def_use_pairs+tracked_variables",
+        "def_use_pairs",
+    ),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -373,6 +379,7 @@ fn prose_variables(q: &Question) -> Vec<String> {
         "target-frame locals",
         "local variable names",
         "these local variables",
+        "these variables",
         "the local variables",
         "local variable",
         "loop variable",
@@ -517,6 +524,9 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "state_at" => state_at_params(&c, &mut p)?,
         "raising_tests" => raising_params(&c, &mut p, &mut answer),
         "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,
+        "def_use_pairs" if key.contains("invocation_") => {
+            def_use_per_invocation(&c, &mut p, &mut answer)?
+        }
         "def_use_pairs" => def_use_params(&c, &mut p)?,
         "caught_types" => caught_params(&c, &mut p),
         "exception_counts" => exception_counts_params(&c, &mut p)?,

@@ -500,6 +500,42 @@ pub(super) fn def_use_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), 
     Ok(())
 }
 
+/// `def_use_pairs` per invocation (their `invocation_def_use_pairs` + `invocation_dead_defs` +
+/// `tracked_variables`): the def-use parameters, and each top-level key bound by its items'
+/// keys: records with a `use_line` are the pairs, records with only a `def_line` the dead
+/// definitions, a list of strings the variables; an item's `…index` is the invocation.
+pub(super) fn def_use_per_invocation(
+    c: &Ctx,
+    p: &mut Map<String, Value>,
+    answer: &mut Answer,
+) -> Result<(), String> {
+    def_use_params(c, p)?;
+    let top =
+        c.q.template
+            .as_object()
+            .ok_or("the template is not an object")?;
+    for (key, v) in top {
+        let from = match v.get(0) {
+            Some(Value::Object(item)) if item.contains_key("use_line") => "per_invocation_pairs",
+            Some(Value::Object(item)) if item.contains_key("def_line") => {
+                "per_invocation_dead_defs"
+            }
+            Some(Value::String(_)) => "variables",
+            _ => return Err(format!("no per-invocation def-use part reads as `{key}`")),
+        };
+        answer.insert(format!("/{key}"), format!("/{from}"));
+        if let Some(Value::Object(item)) = v.get(0) {
+            for k in item
+                .keys()
+                .filter(|k| k.ends_with("index") || *k == "invocation")
+            {
+                answer.insert(format!("/{key}/*/{k}"), format!("/{from}/*/invocation"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `exception_counts`: their tracer's events, the order of `exception_types`.
 pub(super) fn exception_counts_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), String> {
     let Ctx { key, text, .. } = *c;
