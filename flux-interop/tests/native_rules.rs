@@ -2328,3 +2328,41 @@ fn def_use_pairs_and_dead_definitions_per_invocation_reworded() {
     );
     assert_eq!(x.answer["/tracked_variables"], "/variables");
 }
+
+/// kedro project_find_pipelines_s3_state (dev): "a list of exactly five objects, in the
+/// variable order listed above" — the mapping sorted the variables by name, so the native
+/// answer's rows came in another order than theirs.
+#[test]
+fn observed_state_rows_keep_the_listed_order_when_asked() {
+    let t = json!({"observed_state": [{"value": "str", "variable": "str"}]});
+    let q = |order: &str| {
+        format!(
+            "Target function: `pkg.mod.find` in `src/pkg/mod.py`. Report the values of the \
+             following local variables observed immediately after line 459 has executed for \
+             the 7th time:\n\n1. `pipeline_name`\n2. `pipeline_module_name`\n3. `raise_errors`\n\n\
+             Answer format: `observed_state`, a list of exactly three objects{order}."
+        )
+    };
+    let listed = [
+        ", in the variable order listed above",
+        " in the order listed",
+    ];
+    let x = same(
+        "find",
+        t.clone(),
+        &listed
+            .map(|o| (q(o), None))
+            .iter()
+            .map(|(s, p)| (s.as_str(), *p))
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(
+        x.params["variables"],
+        json!(["pipeline_name", "pipeline_module_name", "raise_errors"])
+    );
+    let sorted = map("find", &q(", sorted by variable name"), &t, None);
+    assert_eq!(
+        sorted.params["variables"],
+        json!(["pipeline_module_name", "pipeline_name", "raise_errors"])
+    );
+}

@@ -392,11 +392,7 @@ fn prose_variables(q: &Question) -> Vec<String> {
     for ph in PHRASES {
         let Some(i) = lower.find(ph) else { continue };
         let rest = &q.text[i + ph.len()..];
-        let end = [". ", ".\n", "? ", "?\n"]
-            .iter()
-            .filter_map(|e| rest.find(e))
-            .min()
-            .unwrap_or(rest.len());
+        let end = sentence_end(rest);
         let mut sentence = &rest[..end];
         // a heading after the list ("`key`, `value` **Def and use rules** (…)")
         if let Some(first) = sentence.find('`') {
@@ -426,6 +422,29 @@ fn prose_variables(q: &Question) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Where the sentence that starts `rest` ends: its first `.` or `?` before a space or line
+/// break that is not a numbered list item's (`… time: 1. `a` 2. `b``).
+fn sentence_end(rest: &str) -> usize {
+    let b = rest.as_bytes();
+    (0..b.len())
+        .find(|&i| {
+            let stop = matches!(b[i], b'.' | b'?')
+                && b.get(i + 1).is_none_or(|c| *c == b' ' || *c == b'\n');
+            if !stop || b[i] == b'?' {
+                return stop;
+            }
+            let digits = b[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            let before = i.checked_sub(digits + 1).map(|j| b[j]);
+            !((1..=2).contains(&digits)
+                && before.is_none_or(|c| c.is_ascii_whitespace() || c == b':'))
+        })
+        .unwrap_or(rest.len())
 }
 
 /// Where an extractor's answer parts come from (`[extractor.answer]`).

@@ -391,7 +391,20 @@ pub(super) fn state_at_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
         p.insert("line_mode".into(), json!("statement"));
     }
     let mut vars = variables(q, ev);
-    vars.sort();
+    // sorted by name, unless the answer keeps the order the question lists them in
+    if !mentions(
+        text,
+        &[
+            "in the variable order listed",
+            "in the order listed",
+            "in the listed order",
+            "in the order given",
+            "in the order they are listed",
+            "in the same order as listed",
+        ],
+    ) {
+        vars.sort();
+    }
     p.insert("variables".into(), json!(vars));
     Ok(())
 }
