@@ -7,6 +7,8 @@ use flux_trace::{Kind, TraceIndex};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+mod own_lines;
+
 pub(crate) const EXECUTED_PATH: &str = "\
 The lines executed by the Nth invocation (`invocation`, default 1; every selected invocation in \
 trace order with `all_invocations = true`) of `function`, in execution order, one entry per \
@@ -25,9 +27,13 @@ location fields (`file`, `func`, `qualname`, ...) of the frame and `line`. Answe
 pub(crate) const COVERED_LINES: &str = "\
 The set of lines of `function` executed by any of its invocations (optionally only those first \
 called in `test`), sorted ascending, each once (with `line_mode = \"statement\"`, statement first \
-lines). With `nested = true`, the lines of the frames of functions defined inside it \
-(qualnames `function.<locals>.…`: closures, local handlers, their comprehensions) count too. \
-Answer: {\"covered_lines\": [L, ...]}.";
+lines). With `coverage = \"own_lines\"`, statement coverage instead: a statement of `function` \
+whose own lines (its span less what statements nested in it hold: a compound statement's \
+header, `else:`, `finally:`, `except` lines) get a `line` event covers all of them, and the \
+signature lines (`def` up to the first body statement) are covered once it is invoked (static \
+facts; a `with` statement's own lines are its header's). With `nested = true`, the lines of \
+the frames of functions defined inside it (qualnames `function.<locals>.…`: closures, local \
+handlers, their comprehensions) count too. Answer: {\"covered_lines\": [L, ...]}.";
 
 pub(crate) const LINE_COUNTS: &str = "\
 How many times each line of `function` executes (`line` events of its own frames) over its \
@@ -181,6 +187,33 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     // Each frame's lines are normalised with its own function's statements (a nested
     // function's are not the target's).
     let mut lines: BTreeSet<i64> = BTreeSet::new();
+    if p.choice_or("coverage", &["lines", "own_lines"], "lines")? == "own_lines" {
+        // the target's statements, each covered with all its own lines once executed
+        let mine: Vec<&Invocation> = invs
+            .iter()
+            .copied()
+            .filter(|inv| {
+                inv.first_call(ix.trace)
+                    .is_some_and(|c| c.name() == function)
+            })
+            .collect();
+        let executed: BTreeSet<u32> = own_lines(ix, &mine)
+            .into_iter()
+            .map(|i| ix.event(i).line)
+            .collect();
+        let (file, f) = ix.facts_of_invocation(invs[0]).ok_or_else(|| {
+            ExtractError::NotObserved(format!(
+                "`coverage = \"own_lines\"` needs the static facts of `{function}`, and the \
+                 trace has none for it (they come from the hook for targeted files)"
+            ))
+        })?;
+        lines.extend(
+            own_lines::covered(file, f, &executed)
+                .into_iter()
+                .map(|l| norm.relative(l)),
+        );
+        invs.retain(|inv| !mine.iter().any(|m| std::ptr::eq(*m, *inv)));
+    }
     for inv in &invs {
         let own = Norm::new(ix, p, inv)?;
         for i in own_lines(ix, &[inv]) {

@@ -320,6 +320,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Bool,
                 "also the lines of functions defined inside it (`function.<locals>.…`)",
             ),
+            p(
+                "coverage",
+                T::Choice(&["lines", "own_lines"]),
+                "`lines` executed (default), or `own_lines`: every own line of each executed \
+                 statement, the signature's too",
+            ),
         ],
         shape: |_| r#"{"covered_lines": ["int"]}"#,
         template: |_| r#"{"covered_lines": ["int"]}"#,

@@ -2366,3 +2366,32 @@ fn observed_state_rows_keep_the_listed_order_when_asked() {
         json!(["pipeline_module_name", "pipeline_name", "raise_errors"])
     );
 }
+
+/// kedro ipython_resolve_project_path_m1_cfg (dev): "statement-based coverage" by each
+/// executed statement's OWN LINES (its span less its nested statements', the signature
+/// covered once invoked): flux answered the lines that had events.
+#[test]
+fn covered_lines_by_own_lines_of_executed_statements_reworded() {
+    let x = same(
+        "_resolve",
+        json!({"covered_lines": ["int"]}),
+        &[
+            (
+                "Task: determine which source lines of `pkg.mod._resolve` (defined in \
+                 `src/pkg/mod.py`) are COVERED during the entire test, under the \
+                 statement-based coverage convention defined below. The OWN LINES of a \
+                 statement are the physical lines of its span that do not belong to the span \
+                 of any statement nested directly inside it.",
+                None,
+            ),
+            (
+                "Which lines of pkg.mod._resolve in src/pkg/mod.py are covered? A\nline is \
+                 covered iff it is one of the own lines of\nat least one executed statement.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "covered_lines");
+    assert_eq!(x.params["coverage"], "own_lines");
+    assert!(x.params.get("line_mode").is_none());
+}

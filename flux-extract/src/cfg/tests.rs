@@ -208,3 +208,44 @@ fn line_classes_over_the_invocations_of_one_test() {
                "never_executed": [15]})
     );
 }
+
+/// kedro ipython_resolve_project_path_m1_cfg (dev): "statement-based coverage" where an
+/// executed statement covers all its own lines (a multi-line header's continuation and closing
+/// lines, `else:`, a call's continuation lines) and the signature counts once the function is
+/// invoked; flux covered the lines that had events only (20 of their 29).
+#[test]
+fn covered_lines_by_statements_and_their_own_lines() {
+    let src = "def f(path=None,\n      ns=None):\n    \"\"\"doc\"\"\"\n    if path:\n        p = 1\n    else:\n        if (ns\n                and ns.get('c')):\n            p = 2\n        else:\n            p = g(\n                3)\n    return p\n";
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 1, &[("path", "'x'")])
+        .line(4, &[])
+        .line(5, &[("p", "1")])
+        .line(13, &[])
+        .ret("1")
+        .call("f", 1, &[("path", "None")])
+        .line(4, &[])
+        .line(7, &[])
+        .line(11, &[])
+        .line(13, &[("p", "3")])
+        .ret("3")
+        .end("passed")
+        .build();
+    let mut t = t;
+    t.facts.insert(
+        crate::testkit::FILE.to_string(),
+        crate::testkit::facts_from_source(src, crate::testkit::FILE),
+    );
+    let covered = |extra: serde_json::Value| {
+        let mut p = json!({"function": "f"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        extract(&t, "covered_lines", &params(p).unwrap()).unwrap()["covered_lines"].clone()
+    };
+    assert_eq!(covered(json!({})), json!([4, 5, 7, 11, 13]));
+    assert_eq!(
+        covered(json!({"coverage": "own_lines"})),
+        json!([1, 2, 4, 5, 6, 7, 8, 10, 11, 12, 13])
+    );
+}

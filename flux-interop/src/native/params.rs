@@ -352,7 +352,19 @@ pub(super) fn covered_lines_params(c: &Ctx, p: &mut Map<String, Value>) -> Resul
         // "frames of local functions lexically defined inside that method"
         p.insert("nested".into(), json!(true));
     }
-    if statements {
+    if mentions(
+        text,
+        &[
+            "own lines of",
+            "own lines are",
+            "its own lines",
+            "statement-based coverage",
+        ],
+    ) {
+        // "a physical line counts as covered iff it is one of the own lines of at least one
+        // statement that counts as executed": every own line of an executed statement
+        p.insert("coverage".into(), json!("own_lines"));
+    } else if statements {
         p.insert("line_mode".into(), json!("statement"));
     }
     Ok(())
