@@ -291,6 +291,9 @@ pub(crate) fn relative_file(file: &str, root: Option<&str>) -> String {
 pub(crate) struct Loc<'p> {
     root: Option<&'p str>,
     module_root: Option<&'p str>,
+    /// Modules named as the code's globals name them (`__name__`, which the hook records in
+    /// dialect `swe-flux`), where the event says; else from the path.
+    runtime_modules: bool,
 }
 
 impl<'p> Loc<'p> {
@@ -298,7 +301,18 @@ impl<'p> Loc<'p> {
         Ok(Loc {
             root: p.opt_str("root")?,
             module_root: p.opt_str("module_root")?,
+            runtime_modules: p.choice_or("module_names", &["path", "runtime"], "path")?
+                == "runtime",
         })
+    }
+
+    /// The module of the code `e` belongs to, as [`Loc::record`] writes it.
+    pub(crate) fn module_of_event(self, e: &Event) -> String {
+        if self.runtime_modules && !e.module.is_empty() {
+            e.module.to_string()
+        } else {
+            self.module(&e.file)
+        }
     }
 
     pub(crate) fn file(self, file: &str) -> String {
@@ -311,7 +325,7 @@ impl<'p> Loc<'p> {
 
     /// `module.qualname` of the code that `e` belongs to.
     pub(crate) fn func(self, e: &Event) -> String {
-        let m = self.module(&e.file);
+        let m = self.module_of_event(e);
         if m.is_empty() {
             e.name().to_string()
         } else {
@@ -325,7 +339,7 @@ impl<'p> Loc<'p> {
         let mut v = json!({
             "file": self.file(&e.file),
             "abs_file": e.file,
-            "module": self.module(&e.file),
+            "module": self.module_of_event(e),
             "qualname": e.name(),
             "function": e.name(),
             "func": self.func(e),

@@ -62,6 +62,13 @@ const MODULE_ROOT: ParamDoc = p(
     "module names (`func`) are derived from the path relative to this directory (a `src/` \
      layout); default `root`, else after site-packages/",
 );
+const MODULE_NAMES: ParamDoc = p(
+    "module_names",
+    T::Choice(&["path", "runtime"]),
+    "modules (`module`, `func`) named from the file's `path` (default), or as the code's globals \
+     name them at `runtime` (`__name__`: a test file imported as `testcase`), where the trace \
+     records it (dialect `swe-flux`)",
+);
 const NORMALIZE: ParamDoc = p(
     "normalize",
     T::Choice(&["absolute", "relative"]),
@@ -297,6 +304,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             DEDUPE,
             ROOT,
             MODULE_ROOT,
+            MODULE_NAMES,
         ],
         shape: |_| EXECUTED_PATH_SHAPE,
         template: |_| r#"{"executed_path": [{"line": "int"}]}"#,
@@ -925,6 +933,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ),
             ROOT,
             MODULE_ROOT,
+            MODULE_NAMES,
         ],
         shape: |_| CALL_SEQUENCE_SHAPE,
         template: |_| r#"{"call_sequence": [{"function": "str", "line": "int"}]}"#,
@@ -947,6 +956,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             RESUMPTIONS,
             ROOT,
             MODULE_ROOT,
+            MODULE_NAMES,
         ],
         shape: |_| CALLEES_SHAPE,
         template: |_| r#"{"callees": [{"function": "str", "count": "int"}]}"#,
@@ -981,6 +991,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             FUNCTIONS,
             ROOT,
             MODULE_ROOT,
+            MODULE_NAMES,
         ],
         shape: |_| COVERED_FUNCTIONS_SHAPE,
         template: |_| r#"{"covered_functions": [{"file": "str", "func": "str"}]}"#,
@@ -1033,6 +1044,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             FILE,
             ROOT,
             MODULE_ROOT,
+            MODULE_NAMES,
         ],
         shape: |_| INVOCATION_COUNTS_SHAPE,
         template: |_| {

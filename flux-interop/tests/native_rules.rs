@@ -2219,7 +2219,7 @@ fn callee_sequence_of_callees_named_in_full_reworded() {
             &x.params["function"],
             &x.params["invocation"],
             &x.params["functions"],
-            &x.params["module_root"]
+            &x.params["module_names"]
         ),
         (
             &json!("load_all"),
@@ -2229,7 +2229,7 @@ fn callee_sequence_of_callees_named_in_full_reworded() {
                 "src.pkg.util.fetch",
                 "src.pkg.mod.join"
             ]),
-            &json!("/testbed")
+            &json!("runtime")
         )
     );
     assert_eq!(x.answer["/callee_sequence/*"], "/call_sequence/*/func");
@@ -2343,9 +2343,12 @@ fn observed_state_rows_keep_the_listed_order_when_asked() {
              Answer format: `observed_state`, a list of exactly three objects{order}."
         )
     };
+    // and fastapi deploy_docs_status_main_s3_state (dev): "Report `message`, `links`, …, in
+    // exactly that order"
     let listed = [
         ", in the variable order listed above",
         " in the order listed",
+        ", in exactly that order",
     ];
     let x = same(
         "find",
@@ -2394,4 +2397,39 @@ fn covered_lines_by_own_lines_of_executed_statements_reworded() {
     assert_eq!(x.name, "covered_lines");
     assert_eq!(x.params["coverage"], "own_lines");
     assert!(x.params.get("line_mode").is_none());
+}
+
+/// fastapi utils_deep_dict_update_s6_calls (dev): the tracked set holds the test file's own
+/// methods (`testcase.ProbeDict.items`, their tracer naming the module as pytest imports it);
+/// the reader kept only the question's modules, so flux tracked the target alone (19 entries
+/// for their 966).
+#[test]
+fn call_order_with_methods_of_the_test_file_reworded() {
+    let t = json!({"function_call_order": [{"file": "str", "func": "str"}]});
+    let x = same(
+        "merge,Probe.items,Probe.__getitem__",
+        t,
+        &[
+            (
+                "The primary target is `pkg.mod.merge` in `src/pkg/mod.py`. Report the ordered \
+                 call-event sequence for the first invocation of the primary target, \
+                 considering exactly this tracked function set:\n\n- `pkg.mod.merge`\n- \
+                 `testcase.Probe.items`\n- `testcase.Probe.__getitem__`\n\nThrough all \
+                 nested and transitive calls.",
+                None,
+            ),
+            (
+                "The primary target is pkg.mod.merge in src/pkg/mod.py. Report the\nordered \
+                 call-event sequence of its first invocation, considering exactly this \
+                 tracked\nfunction set: pkg.mod.merge, testcase.Probe.items, \
+                 testcase.Probe.__getitem__ (nested calls too).",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(
+        x.params["functions"],
+        json!(["merge", "Probe.items", "Probe.__getitem__"])
+    );
+    assert_eq!(x.params["module_names"], "runtime");
 }

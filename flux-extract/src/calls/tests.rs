@@ -506,3 +506,36 @@ fn call_sequence_keeps_functions_named_by_module_and_qualname() {
         json!({"call_sequence": []})
     );
 }
+
+/// fastapi utils_deep_dict_update_s6_calls (dev): their tracer names a test file's methods by
+/// the module the test runs as (`testcase.ProbeDict.items`, pytest importing `testcase.py` by
+/// its stem); flux named them from the path under the root
+/// (`fastapi_qa.….files.testcase.ProbeDict.items`). `module_names = "runtime"` takes the
+/// code's `__name__` where the trace records it.
+#[test]
+fn call_sequence_names_modules_as_the_code_runs_them() {
+    let mut t = calls();
+    for e in t.events.iter_mut().filter(|e| e.qualname.as_ref() == "g") {
+        e.module = flux_trace::Name::from("testcase");
+    }
+    let funcs = |extra: serde_json::Value| {
+        let mut p = json!({"function": "f", "functions": ["g", "testcase.g"]});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        pick(
+            &extract(&t, "call_sequence", &params(p).unwrap()).unwrap(),
+            &json!({"call_sequence": [{"func": 0, "module": 0}]}),
+        )
+    };
+    assert_eq!(
+        funcs(json!({"module_names": "runtime"})),
+        json!({"call_sequence": [{"func": "testcase.g", "module": "testcase"},
+                                 {"func": "testcase.g", "module": "testcase"}]})
+    );
+    assert_eq!(
+        funcs(json!({})),
+        json!({"call_sequence": [{"func": "pkg.mod.g", "module": "pkg.mod"},
+                                 {"func": "pkg.mod.g", "module": "pkg.mod"}]})
+    );
+}

@@ -285,7 +285,11 @@ fn tracked(q: &Question, ev: &Evidence) -> Vec<String> {
         "these functions",
     ];
     let funcs = trace_funcs(q.eval);
-    let modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
+    let mut modules: Vec<String> = files(q).iter().filter_map(|f| module_of(f)).collect();
+    // the test file's own functions, in the module pytest imports it as (`testcase`)
+    if let Some(stem) = q.eval.test_file().strip_suffix(".py") {
+        modules.push(stem.to_string());
+    }
     let lower = q.text.to_ascii_lowercase();
     let from_parser = ev.tracked();
     let passage: Vec<String> = if !from_parser.is_empty() {
@@ -465,10 +469,13 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Where sources are: the root and the modules' root.
+    /// Where sources are: the root and the modules' root; modules named as the code runs
+    /// them (`__name__`), as their tracer names frames (`testcase.ProbeDict.items` for a
+    /// method of the test file pytest imports as `testcase`).
     fn located(&self, p: &mut Map<String, Value>) {
         p.insert("root".into(), json!(self.q.eval.root));
         p.insert("module_root".into(), json!(self.t.module_root));
+        p.insert("module_names".into(), json!("runtime"));
     }
 }
 

@@ -413,6 +413,9 @@ pub(super) fn state_at_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
             "in the order given",
             "in the order they are listed",
             "in the same order as listed",
+            "in exactly that order",
+            "in that order",
+            "in this order",
         ],
     ) {
         vars.sort();
@@ -726,12 +729,9 @@ pub(super) fn call_params(
     }
     // Callees named in full in other modules than the target's ("restricted to callees whose
     // qualified names are exactly one of: - `src.pkg.util.f` …"): kept as `module.qualname`,
-    // the module named as the question names it (`src.` included: their tracer's module is the
-    // path under the root).
-    let mut full_names_from_root = false;
+    // matched against the module each frame runs as (`module_names = "runtime"`).
     if fs.is_empty() {
         fs = callees_named_in_full(c);
-        full_names_from_root = fs.iter().any(|f| f.starts_with("src."));
     }
     if fs.is_empty() {
         return Err("the question lists no tracked functions".into());
@@ -791,9 +791,6 @@ pub(super) fn call_params(
     }
     p.remove("file");
     c.located(p);
-    if full_names_from_root {
-        p.insert("module_root".into(), json!(q.eval.root));
-    }
     if c.key == "callee_sequence" {
         // a bare list of the callees' dotted names
         answer.insert("/callee_sequence".into(), "/call_sequence".into());
