@@ -625,6 +625,7 @@ fn every_extractor_answer_fits_its_template() {
         ("dead_defs", json!({"function": "f"})),
         ("caught_types", json!({"function": "f"})),
         ("exception_counts", json!({"function": "f"})),
+        ("exception_events", json!({"function": "f"})),
         ("covered_functions", json!({"function": "f"})),
         ("invocation_counts", json!({"functions": ["f", "g"]})),
         ("predicate_report", json!({"function": "f"})),
