@@ -15,8 +15,8 @@ the functions of `functions` in the trace, in order, within `test` if given): ev
 is an activation of that frame (with `transitive = true`, of any frame running while it is \
 active: every call it makes directly or through callees), except resumptions of an existing \
 generator/coroutine frame (counted too with `resumptions = true`), optionally only callees whose \
-file lies under `within` and only those of `functions` (qualnames, or `module.qualname`s with \
-the module named from `root`/`module_root` as the entries' `func` is; with `include_self`, the \
+file lies under `within` and only those of `functions` (qualnames, or `module.qualname`s as the \
+entries' `func` names them, see `module_names`; with `include_self`, the \
 invocation's own start comes first, at line 0, and with `resumptions` too each of its own \
 resumptions is an entry where it happens, SWE-Flux's \"every `call` event, the target's own \
 included\"). Calls through untraced code (C functions such as `map` or \
@@ -100,8 +100,8 @@ impl<'p> CallSel<'p> {
         })
     }
 
-    /// Under `within`, and one of `functions`: its qualname, or its `module.qualname` (the
-    /// module as `root`/`module_root` name it, as the answer's `func` does).
+    /// Under `within`, and one of `functions`: its qualname, or its `module.qualname` as the
+    /// answer's `func` names it.
     fn keeps(&self, e: &Event) -> bool {
         self.within.is_none_or(|w| file_within(&e.file, w))
             && self

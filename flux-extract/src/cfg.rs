@@ -189,14 +189,12 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let mut lines: BTreeSet<i64> = BTreeSet::new();
     if p.choice_or("coverage", &["lines", "own_lines"], "lines")? == "own_lines" {
         // the target's statements, each covered with all its own lines once executed
-        let mine: Vec<&Invocation> = invs
-            .iter()
-            .copied()
-            .filter(|inv| {
+        // the target's own invocations; the nested functions' (`nested`) stay in `invs`
+        let (mine, nested): (Vec<&Invocation>, Vec<&Invocation>) =
+            invs.iter().copied().partition(|inv| {
                 inv.first_call(ix.trace)
                     .is_some_and(|c| c.name() == function)
-            })
-            .collect();
+            });
         let executed: BTreeSet<u32> = own_lines(ix, &mine)
             .into_iter()
             .map(|i| ix.event(i).line)
@@ -212,7 +210,7 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                 .into_iter()
                 .map(|l| norm.relative(l)),
         );
-        invs.retain(|inv| !mine.iter().any(|m| std::ptr::eq(*m, *inv)));
+        invs = nested;
     }
     for inv in &invs {
         let own = Norm::new(ix, p, inv)?;

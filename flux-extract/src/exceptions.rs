@@ -444,15 +444,20 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
     let mut per_invocation = Vec::new();
     for (n, inv) in invs.iter().enumerate() {
         let mut own = Vec::new();
-        for (k, &i) in inv.events.iter().enumerate() {
+        // Each activation's last `line` event (trace index): one pass, not a scan per event.
+        let mut last_line: HashMap<u64, usize> = HashMap::new();
+        for &j in &inv.events {
+            if ix.event(j).ev == Kind::Line {
+                last_line.insert(ix.owner(j), j);
+            }
+        }
+        for &i in &inv.events {
             let e = ix.event(i);
             if e.ev != Kind::Exception || (reported_only && e.outcome == "reraise-inferred") {
                 continue;
             }
-            let act = ix.owner(i);
-            let handled = inv.events[k + 1..]
-                .iter()
-                .any(|&j| ix.owner(j) == act && ix.event(j).ev == Kind::Line);
+            // handled: its activation executes a later line
+            let handled = last_line.get(&ix.owner(i)).is_some_and(|&j| j > i);
             let ty = exc_type(e);
             let ty = if qualified && !ty.contains('.') {
                 format!("builtins.{ty}")
