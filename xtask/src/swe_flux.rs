@@ -289,7 +289,8 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     let ctx = work.join("images").join(format!("{}-manifest", r.name));
     std::fs::create_dir_all(&ctx)?;
     std::fs::write(ctx.join("Dockerfile"), format!("FROM {plain}\n"))?;
-    run(
+    build_tagged(
+        &image,
         Command::new("docker")
             .args([
                 "build",
@@ -314,6 +315,46 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
         bail!("{what} failed ({st})");
     }
     Ok(())
+}
+
+/// The ID of the image `image` names, if it exists.
+fn image_id(image: &str) -> Option<String> {
+    let out = Command::new("docker")
+        .args(["image", "inspect", "--format", "{{.Id}}", image])
+        .output()
+        .ok()?;
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !id.is_empty()).then_some(id)
+}
+
+/// Runs `build`, which tags `image`, then removes the image the tag named before when it moved,
+/// unless something still uses that one (no force: a container or another tag keeps it). A
+/// `--rebuild` of a repository needing torch otherwise left ~10 GB untagged each time.
+fn build_tagged(image: &str, build: &mut Command, what: &str) -> Result<()> {
+    let before = image_id(image);
+    run(build, what)?;
+    let Some(old) = before.filter(|old| image_id(image).as_ref() != Some(old)) else {
+        return Ok(());
+    };
+    let out = Command::new("docker").args(["rmi", &old]).output();
+    match out {
+        Ok(o) if o.status.success() => {
+            eprintln!("xtask: removed {old}, which {image} named before")
+        }
+        Ok(o) => eprintln!(
+            "xtask: kept {old}, which {image} named before: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => eprintln!("xtask: kept {old}, which {image} named before: docker rmi: {e}"),
+    }
+    Ok(())
+}
+
+fn ok_docker() -> bool {
+    Command::new("docker")
+        .arg("info")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn image_exists(image: &str) -> bool {
@@ -474,7 +515,8 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     let docker = dockerfile(r, BASE, &pipwhl);
     std::fs::write(ctx.join("Dockerfile"), docker)?;
     eprintln!("xtask: {}: docker build -t {image}", r.name);
-    run(
+    build_tagged(
+        &image,
         Command::new("docker")
             .args(["build", "--quiet", "--network", "none", "-t", &image])
             .arg(&ctx),
@@ -724,6 +766,45 @@ fn print_report(rows: &[Row]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_rebuilt_image_does_not_leave_the_one_it_replaced() {
+        if !super::ok_docker() {
+            flux_skip::skip(
+                "a_rebuilt_image_does_not_leave_the_one_it_replaced",
+                "no Docker daemon answers",
+            );
+            return;
+        }
+        let image = "flux/xtask-rebuild-test:latest";
+        let ctx = tempfile::tempdir().unwrap();
+        let build = |label: &str| {
+            std::fs::write(
+                ctx.path().join("Dockerfile"),
+                format!("FROM scratch\nLABEL flux.test={label}\n"),
+            )
+            .unwrap();
+            super::build_tagged(
+                image,
+                std::process::Command::new("docker")
+                    .args(["build", "--quiet", "-t", image])
+                    .arg(ctx.path()),
+                "docker build",
+            )
+            .unwrap();
+            super::image_id(image).unwrap()
+        };
+        let first = build("first");
+        let second = build("second");
+        assert_ne!(first, second);
+        assert!(
+            !super::image_exists(&first),
+            "the replaced image {first} is still there"
+        );
+        let _ = std::process::Command::new("docker")
+            .args(["rmi", image])
+            .output();
+    }
+
     use super::*;
 
     fn repo(env: &[(&str, &str)], version: Option<&str>) -> Repo {
