@@ -350,13 +350,6 @@ fn build_tagged(image: &str, build: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn ok_docker() -> bool {
-    Command::new("docker")
-        .arg("info")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn image_exists(image: &str) -> bool {
     Command::new("docker")
         .args(["image", "inspect", image])
@@ -768,7 +761,8 @@ fn print_report(rows: &[Row]) {
 mod tests {
     #[test]
     fn a_rebuilt_image_does_not_leave_the_one_it_replaced() {
-        if !super::ok_docker() {
+        let docker = std::process::Command::new("docker").arg("info").output();
+        if !docker.is_ok_and(|o| o.status.success()) {
             flux_skip::skip(
                 "a_rebuilt_image_does_not_leave_the_one_it_replaced",
                 "no Docker daemon answers",
