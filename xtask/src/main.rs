@@ -15,6 +15,7 @@ mod harvest;
 mod images;
 mod setup;
 mod swe_flux;
+mod swe_flux_sdist;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "flux project tasks")]

@@ -12,6 +12,7 @@
 //! prepare = []   # shell commands run in /testbed as the image's last step (optional)
 //! env = {}       # environment of the image (optional): haystack's telemetry off, say
 //! version = "0.18.2"  # the version of a project that takes it from git (optional)
+//! sdists = ["rouge-score==0.1.2"]  # releases PyPI has only as an sdist, built into wheels (optional)
 //! ```
 //!
 //! `env` is set before the install step (a build backend reads it there). A `git archive` tree
@@ -19,6 +20,13 @@
 //! hatch-vcs, pdm's scm source) needs `version`: the build is given it
 //! (`SETUPTOOLS_SCM_PRETEND_VERSION`, `PDM_BUILD_SCM_VERSION`), and without it the image is
 //! refused before anything is built, naming the stanza.
+//!
+//! `sdists` are built without running their code on the host (`swe_flux_sdist`): each sdist is
+//! fetched by the address PyPI's JSON API gives and checked against its sha256 there, its build
+//! backends (its `[build-system] requires`, else setuptools and wheel) downloaded as wheels, and
+//! the wheel built by pip in a throwaway container of the base image with no network. The built
+//! wheels are offered to the requirements' `pip download` (`--find-links`): one is installed
+//! when a requirement needs it (lm-eval's rouge-score), or when `requirements` names it.
 //!
 //! `prepare` is for what their image did by being writable: flux's test containers see the
 //! root filesystem read-only with a tmpfs `/tmp`, so a repository whose conftest writes into
@@ -83,13 +91,21 @@ struct Repo {
     env: Vec<(String, String)>,
     /// The version of a project whose build takes it from git.
     version: Option<String>,
+    /// `name==version` of releases PyPI has only as an sdist, built into wheels.
+    sdists: Vec<String>,
 }
 
 fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
     let path = dir.join("repos.toml");
     let text =
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let v: toml::Table = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+    parse_repos(&text, &path)
+}
+
+/// The stanzas of a `repos.toml` (`path` names it in errors). A stanza's `sdists` are checked
+/// to be `name==version` pins here, before anything is built.
+fn parse_repos(text: &str, path: &Path) -> Result<Vec<Repo>> {
+    let v: toml::Table = toml::from_str(text).with_context(|| format!("{}", path.display()))?;
     let mut out = Vec::new();
     for (name, t) in v {
         let s = |k: &str| -> Result<String> {
@@ -108,7 +124,21 @@ fn read_repos(dir: &Path) -> Result<Vec<Repo>> {
                 })
                 .unwrap_or_default()
         };
+        let sdists = list("sdists");
+        if t.get("sdists")
+            .is_some_and(|x| x.as_array().is_none_or(|a| a.len() != sdists.len()))
+        {
+            bail!(
+                "{}: [{name}] sdists is not a list of strings",
+                path.display()
+            );
+        }
+        for p in &sdists {
+            crate::swe_flux_sdist::parse_pin(p)
+                .with_context(|| format!("{}: [{name}] sdists", path.display()))?;
+        }
         out.push(Repo {
+            sdists,
             mirror: PathBuf::from(s("mirror")?),
             commit: s("commit")?,
             requirements: list("requirements"),
@@ -284,7 +314,7 @@ fn labelled_image(r: &Repo, work: &Path, rebuild: bool) -> Result<(String, Strin
     m["pip_freeze"] = serde_json::json!(freeze);
     m["definition"] = serde_json::json!({
         "swe_flux": {"repository": r.name, "commit": r.commit, "requirements": r.requirements,
-            "prepare": r.prepare, "env": r.env, "version": r.version}
+            "prepare": r.prepare, "env": r.env, "version": r.version, "sdists": r.sdists}
     });
     let ctx = work.join("images").join(format!("{}-manifest", r.name));
     std::fs::create_dir_all(&ctx)?;
@@ -413,6 +443,9 @@ fn missing_blobs(mirror: &Path, commit: &str) -> Result<Vec<String>> {
         .collect())
 }
 
+/// The pip the images install with (and build sdists with), run from its wheel.
+const PIP: &str = "pip==25.3";
+
 /// The image of a repository: their commit's source at /testbed, installed editable.
 fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
     let image = image_of(r);
@@ -483,6 +516,15 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
             r.name
         );
     }
+    // Outside the build context: docker build need not be sent the sdists.
+    let built_dir = work.join("images").join(format!("{}-sdists", r.name));
+    let built = if r.sdists.is_empty() {
+        None
+    } else {
+        Some(crate::swe_flux_sdist::build_wheels(
+            &r.name, &r.sdists, BASE, PIP, &built_dir,
+        )?)
+    };
     eprintln!("xtask: {}: wheels ({})", r.name, r.requirements.join(" "));
     let mut pip =
         Command::new(std::env::var("FLUX_HOST_PYTHON").unwrap_or_else(|_| "python3".into()));
@@ -496,10 +538,13 @@ fn build_image(r: &Repo, work: &Path, rebuild: bool) -> Result<String> {
         "3.11",
         "--dest",
     ])
-    .arg(&wheels)
-    .args(["pip==25.3", "pytest"])
-    .args(&r.requirements);
+    .arg(&wheels);
+    if let Some(b) = &built {
+        pip.arg("--find-links").arg(b);
+    }
+    pip.args([PIP, "pytest"]).args(&r.requirements);
     run(&mut pip, "pip download")?;
+    let _ = std::fs::remove_dir_all(&built_dir);
     let pipwhl = std::fs::read_dir(&wheels)?
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -813,6 +858,29 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             version: version.map(str::to_string),
+            sdists: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_stanza_may_name_sdists_as_exact_pins() {
+        let path = Path::new("repos.toml");
+        let stanza = "[instruct_lab]\nmirror = \"/m\"\ncommit = \"5130cd2f\"\n";
+        let repos = parse_repos(
+            &format!("{stanza}sdists = [\"rouge-score==0.1.2\", \"word2number==1.1\"]\n"),
+            path,
+        )
+        .unwrap();
+        assert_eq!(repos[0].sdists, ["rouge-score==0.1.2", "word2number==1.1"]);
+        assert!(parse_repos(stanza, path).unwrap()[0].sdists.is_empty());
+        for bad in [
+            "sdists = [\"rouge-score>=0.1\"]",
+            "sdists = [1]",
+            "sdists = \"x==1\"",
+        ] {
+            let e = parse_repos(&format!("{stanza}{bad}\n"), path).unwrap_err();
+            let e = format!("{e:#}");
+            assert!(e.contains("[instruct_lab] sdists"), "{bad}: {e}");
         }
     }
 
