@@ -294,6 +294,8 @@ pub(crate) struct Loc<'p> {
     /// Modules named as the code's globals name them (`__name__`, which the hook records in
     /// dialect `swe-flux`), where the event says; else from the path.
     runtime_modules: bool,
+    /// Functions named `module.co_name` (a tracer on Python before 3.11), not by qualname.
+    co_names: bool,
 }
 
 impl<'p> Loc<'p> {
@@ -303,6 +305,8 @@ impl<'p> Loc<'p> {
             module_root: p.opt_str("module_root")?,
             runtime_modules: p.choice_or("module_names", &["path", "runtime"], "path")?
                 == "runtime",
+            co_names: p.choice_or("function_names", &["qualname", "co_name"], "qualname")?
+                == "co_name",
         })
     }
 
@@ -323,13 +327,20 @@ impl<'p> Loc<'p> {
         module_for(file, self.root, self.module_root)
     }
 
-    /// `module.qualname` of the code that `e` belongs to.
+    /// `module.qualname` of the code that `e` belongs to (`module.co_name` with
+    /// `function_names = "co_name"`).
     pub(crate) fn func(self, e: &Event) -> String {
         let m = self.module_of_event(e);
-        if m.is_empty() {
-            e.name().to_string()
+        let name = if self.co_names {
+            let q = e.name();
+            q.rsplit('.').next().unwrap_or(q)
         } else {
-            format!("{m}.{}", e.name())
+            e.name()
+        };
+        if m.is_empty() {
+            name.to_string()
+        } else {
+            format!("{m}.{name}")
         }
     }
 

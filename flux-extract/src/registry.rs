@@ -69,6 +69,13 @@ const MODULE_NAMES: ParamDoc = p(
      name them at `runtime` (`__name__`: a test file imported as `testcase`), where the trace \
      records it (dialect `swe-flux`)",
 );
+const FUNCTION_NAMES: ParamDoc = p(
+    "function_names",
+    T::Choice(&["qualname", "co_name"]),
+    "functions (`func`, and `functions` entries read as `module.name`) named `module.qualname` \
+     (default), or `module.co_name` as a tracer on Python before 3.11 names frames (no \
+     `co_qualname`: a method `pkg.mod.C.join` is `pkg.mod.join`)",
+);
 const NORMALIZE: ParamDoc = p(
     "normalize",
     T::Choice(&["absolute", "relative"]),
@@ -305,6 +312,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| EXECUTED_PATH_SHAPE,
         template: |_| r#"{"executed_path": [{"line": "int"}]}"#,
@@ -934,6 +942,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| CALL_SEQUENCE_SHAPE,
         template: |_| r#"{"call_sequence": [{"function": "str", "line": "int"}]}"#,
@@ -957,6 +966,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| CALLEES_SHAPE,
         template: |_| r#"{"callees": [{"function": "str", "count": "int"}]}"#,
@@ -992,6 +1002,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| COVERED_FUNCTIONS_SHAPE,
         template: |_| r#"{"covered_functions": [{"file": "str", "func": "str"}]}"#,
@@ -1045,6 +1056,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| INVOCATION_COUNTS_SHAPE,
         template: |_| {

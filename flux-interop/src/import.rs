@@ -221,6 +221,14 @@ pub fn their_python(src: &Path, test_file: &str) -> Option<String> {
     })
 }
 
+/// Whether their run's interpreter ([`their_python`]) predates 3.11, whose tracer names frames
+/// `module.co_name`.
+fn co_names(src: &Path, test_file: &str) -> bool {
+    their_python(src, test_file).is_some_and(|v| {
+        LogConfig::from_pairs(&[(crate::sweflux_log::THEIR_PYTHON.to_string(), v)]).co_names
+    })
+}
+
 fn own_python(src: &Path, test_file: &str) -> Option<String> {
     let stem = test_file.strip_suffix(".py").unwrap_or(test_file);
     let rd = std::fs::read_dir(src.join("files").join("__pycache__")).ok()?;
@@ -390,7 +398,14 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
         template: &template,
         parser: parser.as_deref(),
     };
-    let extractor = crate::native::native_extractor(&question)?;
+    let mut extractor = crate::native::native_extractor(&question)?;
+    if extractor.params.contains_key("module_names") && co_names(src, eval.test_file()) {
+        // Their tracer named frames `module.co_name` (no `co_qualname` before 3.11), and so do
+        // the function identities of their questions and answers.
+        extractor
+            .params
+            .insert("function_names".into(), Value::from("co_name"));
+    }
     let mut native = spec.clone();
     native.id = native_id(&spec.id);
     // Extractors read the static facts (statements, loops, definitions).

@@ -389,6 +389,64 @@ fn their_interpreter_is_read_from_the_tests_pycache_tag() {
     );
 }
 
+/// llama_factory parser_get_dataset_list_s6_calls__r20260714 (dev): a run before 3.11 names
+/// functions `module.co_name` in its questions and answers (`pkg.mod.join` for the method
+/// `DatasetAttr.join`); the native twin of an extractor that names functions says so
+/// (`function_names = "co_name"`), and a 3.11 run's does not.
+#[test]
+fn a_native_twin_of_a_run_before_3_11_names_functions_by_co_name() {
+    let work = tempfile::tempdir().unwrap();
+    let native_params = |python: Option<&str>| {
+        let src = work.path().join(format!(
+            "store-{}/factor_multiplicity_m5_exceptions",
+            python.unwrap_or("none")
+        ));
+        copy_dir(
+            &fixtures().join("out/sympy/run_1/instances/factor_multiplicity_m5_exceptions"),
+            &src,
+        );
+        let oracle = json!({
+            "question_kind": "S6_InterProceduralCFG",
+            "question": "Run `sympy_qa/factor_multiplicity_m5_exceptions/files/testcase.py::TestMultiplicity`. \
+                For the 1st invocation of `sympy.ntheory.factor_.multiplicity` in \
+                `sympy/ntheory/factor_.py`, list its direct callees in call order, restricted to \
+                callees whose qualified names are exactly one of: `sympy.ntheory.factor_.trailing`, \
+                `sympy.ntheory.factor_.multiplicity`.",
+            "template_answer": {"callee_sequence": ["str"]},
+            "oracle_answer": {"callee_sequence": ["sympy.ntheory.factor_.trailing"]},
+        });
+        std::fs::write(src.join("oracle.json"), oracle.to_string()).unwrap();
+        if let Some(v) = python {
+            let pyc = src.join("files/__pycache__");
+            std::fs::create_dir_all(&pyc).unwrap();
+            std::fs::write(
+                pyc.join(format!("testcase.cpython-{v}-pytest-8.3.5.pyc")),
+                b"",
+            )
+            .unwrap();
+        }
+        let out = work
+            .path()
+            .join(format!("out-{}", python.unwrap_or("none")));
+        let r = import(std::slice::from_ref(&src), &opts(&out));
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        let native = r.imported[0].native.as_ref().expect("a native twin");
+        let inst = flux_instance::load_instance(native).unwrap();
+        assert_eq!(inst.spec.extractor.name, "call_sequence");
+        inst.spec.extractor.params
+    };
+    let old = native_params(Some("310"));
+    assert_eq!(old.get("function_names"), Some(&json!("co_name")));
+    assert_eq!(old.get("module_names"), Some(&json!("runtime")));
+    for python in [Some("311"), None] {
+        assert_eq!(
+            native_params(python).get("function_names"),
+            None,
+            "{python:?}"
+        );
+    }
+}
+
 /// `flux gen --reauthor` rewrote each generated question in instance.toml and left oracle.json
 /// (the harvested answer) byte for byte, its old long question included; the SWE-Flux export
 /// read the question from oracle.json and so shipped the text the set no longer asks. It asks

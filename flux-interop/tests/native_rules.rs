@@ -932,6 +932,27 @@ fn a_co_name_target_in_the_parser_is_the_method_the_prose_names() {
         ],
     );
     assert_eq!(x.params["function"], "Session.run");
+    // the prose naming it in a `src/` layout (`src.pkg.mod.Session.run`: llama_factory
+    // mm_plugin_process_messages_m2_loops, dev: `TARGET_FUNC =
+    // "llamafactory.data.mm_plugin.process_messages"`, the question
+    // `src.llamafactory.data.mm_plugin.MiniCPMVPlugin.process_messages`)
+    let x = same(
+        "run",
+        json!({"caught_exception_kinds": ["str"]}),
+        &[
+            (
+                "Consider every invocation of `src.pkg.mod.Session.run` in `src/pkg/mod.py`. \
+                 Which exception types are caught inside the target function?",
+                Some("TARGET_FILE = \"src/pkg/mod.py\"\nTARGET_FUNC = \"pkg.mod.run\"\n"),
+            ),
+            (
+                "Consider every invocation of src.pkg.mod.Session.run in\nsrc/pkg/mod.py. \
+                 Which exception types are caught inside the target function?",
+                Some("TARGET_FUNC = \"pkg.mod.run\"\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.params["function"], "Session.run");
     // a module-level function named by the parser stays itself
     let x = map(
         "run",

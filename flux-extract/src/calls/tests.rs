@@ -539,3 +539,35 @@ fn call_sequence_names_modules_as_the_code_runs_them() {
                                  {"func": "pkg.mod.g", "module": "pkg.mod"}]})
     );
 }
+
+/// llama_factory parser_get_dataset_list_s6_calls__r20260714 (dev): their run was on Python
+/// 3.10, whose tracer names a frame `module.co_name` (no `co_qualname`): the method
+/// `DatasetAttr.join` is `src.llamafactory.data.parser.join` in the question's tracked list and
+/// in their answer. `function_names = "co_name"` matches and writes functions that way.
+#[test]
+fn call_sequence_names_methods_by_co_name_for_a_run_before_3_11() {
+    let mut t = calls();
+    for e in t.events.iter_mut().filter(|e| e.qualname.as_ref() == "g") {
+        e.qualname = flux_trace::Name::from("C.g");
+    }
+    let funcs = |extra: serde_json::Value| {
+        let mut p = json!({"function": "f", "functions": ["pkg.mod.g"]});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        pick(
+            &extract(&t, "call_sequence", &params(p).unwrap()).unwrap(),
+            &json!({"call_sequence": [{"func": 0, "qualname": 0}]}),
+        )
+    };
+    assert_eq!(
+        funcs(json!({"function_names": "co_name"})),
+        json!({"call_sequence": [{"func": "pkg.mod.g", "qualname": "C.g"},
+                                 {"func": "pkg.mod.g", "qualname": "C.g"}]})
+    );
+    assert_eq!(
+        funcs(json!({})),
+        json!({"call_sequence": []}),
+        "by qualname, `pkg.mod.g` is no method of C"
+    );
+}

@@ -235,9 +235,15 @@ fn qualified<'a>(module: &str, qual: &'a str, names: &[&'a str]) -> &'a str {
         return qual;
     }
     let tail = format!(".{qual}");
+    // a `src/` layout's module may be named with its directory (`src.pkg.mod.C.f`)
+    let src_module = format!("src.{module}");
     names
         .iter()
-        .filter_map(|n| n.strip_prefix(module)?.strip_prefix('.'))
+        .filter_map(|n| {
+            n.strip_prefix(src_module.as_str())
+                .or_else(|| n.strip_prefix(module))?
+                .strip_prefix('.')
+        })
         .find(|q| q.ends_with(&tail) && is_dotted_name(q) && !q.contains("<locals>"))
         .unwrap_or(qual)
 }
