@@ -31,7 +31,10 @@ raises again without a `handled` event handled it, at an unknown line (null), un
 then unwinds with this very exception (its type and message, no other exception since): lines \
 that ran on its way out (a `finally` body, a `with` statement's exit) handle nothing. With `escapes` \
 (a qualname) only exceptions that propagate out of a frame of that function count (its frame \
-unwinds with them: SWE-Flux's \"the exception that propagates out of the target\"). Answer: \
+unwinds with them: SWE-Flux's \"the exception that propagates out of the target\"); with \
+`origins = \"any\"` those an untraced callee raised count too, followed from the frame of that \
+function they reached (which `raised_in` and `raise_line` then name: a tracer that sees only \
+the target, as SWE-Flux's, cannot tell them apart). Answer: \
 {\"exception\": {\"type\", \"message\", \"raised_in\" (qualname), \"raise_line\", \
 \"handled_in\" (qualname or null), \"handler_line\" (int or null), \"unwound\" ([qualnames of \
 the frames the exception exited, innermost first])}}.";
@@ -113,9 +116,18 @@ fn exc_type(e: &Event) -> &str {
 /// kinds (made before the hook recorded them) falls back to the trace's shape: a raise unless
 /// the same activation's last event before it was the unwinding return of a callee.
 pub fn raise_origins(ix: &TraceIndex<'_>) -> Vec<usize> {
+    exception_entries(ix).0
+}
+
+/// The `exception` events of the trace, in order, in two parts: the raises
+/// ([`raise_origins`]), and the exceptions a frame received from code the trace does not show
+/// (an untraced callee raised them: the hook says `propagate` or `thrown` and no traced callee
+/// unwound into the frame just before).
+fn exception_entries(ix: &TraceIndex<'_>) -> (Vec<usize>, Vec<usize>) {
     // Activation → it has just received an exception from an unwinding callee.
     let mut pending: HashMap<u64, bool> = HashMap::new();
     let mut origins = Vec::new();
+    let mut untraced = Vec::new();
     for (i, e) in ix.trace.events.iter().enumerate() {
         match e.ev {
             Kind::Return if e.unwind && e.parent != 0 => {
@@ -123,12 +135,17 @@ pub fn raise_origins(ix: &TraceIndex<'_>) -> Vec<usize> {
             }
             Kind::Exception => {
                 let after_unwind = pending.remove(&ix.owner(i)).is_some();
-                let raised = match ExcKind::of(e) {
+                let kind = ExcKind::of(e);
+                let raised = match kind {
                     Some(k) => k.raised_here(),
                     None => !after_unwind,
                 };
                 if raised {
                     origins.push(i);
+                } else if !after_unwind
+                    && matches!(kind, Some(ExcKind::Propagate | ExcKind::Thrown))
+                {
+                    untraced.push(i);
                 }
             }
             Kind::Line | Kind::Call | Kind::Handled => {
@@ -137,7 +154,7 @@ pub fn raise_origins(ix: &TraceIndex<'_>) -> Vec<usize> {
             _ => {}
         }
     }
-    origins
+    (origins, untraced)
 }
 
 /// The events of activation `act` after trace index `after`, in order.
@@ -247,12 +264,24 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
     let test = p.opt_str("test")?;
     let occ = p.index_or("occurrence", 1)?;
     let escapes = p.opt_str("escapes")?;
-    let mut all = raises(ix, |e| {
+    let any_origin = p.choice_or("origins", &["traced", "any"], "traced")? == "any";
+    let keep = |e: &Event| {
         ty.is_none_or(|w| type_matches(exc_type(e), w))
             && raised_in.is_none_or(|f| e.name() == f)
             && file.is_none_or(|f| flux_trace::query::file_within(&e.file, f))
             && test.is_none_or(|tt| test_matches(&e.test, tt))
-    });
+    };
+    let (mut starts, untraced) = exception_entries(ix);
+    if let (Some(f), true) = (escapes, any_origin) {
+        // An exception an untraced callee raised, followed from the frame of `f` it reached.
+        starts.extend(untraced.into_iter().filter(|&i| ix.event(i).name() == f));
+        starts.sort_unstable();
+    }
+    let mut all: Vec<Raise<'_>> = starts
+        .into_iter()
+        .filter(|&o| keep(ix.event(o)))
+        .map(|o| follow(ix, o))
+        .collect();
     if let Some(f) = escapes {
         // Only exceptions that propagate out of a frame of `f` (it unwinds with them).
         all.retain(|r| r.unwound.iter().any(|e| e.name() == f));

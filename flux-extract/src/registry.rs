@@ -781,6 +781,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 T::Str,
                 "only exceptions that propagate out of this function (qualname)",
             ),
+            p(
+                "origins",
+                T::Choice(&["traced", "any"]),
+                "with `escapes`: only exceptions raised in traced code (`traced`, default), or \
+                 also those an untraced callee raised (`any`)",
+            ),
         ],
         shape: |_| {
             r#"{"exception": {"type": "str", "message": "str", "raised_in": "str", "raise_line": "int", "handled_in": "str|null", "handler_line": "int|null", "unwound": ["str"]}}"#

@@ -555,6 +555,9 @@ fn exceptions_reworded_and_the_flat_propagated_shape() {
     );
     assert_eq!(x.name, "exception_info");
     assert_eq!(x.params["escapes"], "f");
+    // wherever it was raised: their tracer sees only the target (llama_factory
+    // adapter_setup_freeze_tuning_s5_exceptions, dev: raised in the test's untraced code)
+    assert_eq!(x.params["origins"], "any");
     assert_eq!(x.answer["/exception_type"], "/exception/type");
 }
 

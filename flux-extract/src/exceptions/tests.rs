@@ -276,6 +276,32 @@ fn exception_info_with_escapes_keeps_what_propagates_out_of_the_function() {
     );
 }
 
+/// llama_factory adapter_setup_freeze_tuning_s5_exceptions (dev): the RuntimeError the test's
+/// own `named_parameters()` (untraced) raises while the target advances its loop propagates out
+/// of the target: SWE-Flux's tracer sees only the target, so that is "the exception that
+/// propagates out of" it. `origins = "any"` counts it; by default only raises in traced code
+/// count (issue 24: flux's own M5 questions ask for what the target raised).
+#[test]
+fn an_exception_an_untraced_callee_raised_escapes_the_target_with_origins_any() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("setup", 57, &[])
+        .line(96, &[])
+        .exception("RuntimeError", "scan failed", "propagate", Some(("named_parameters", 9)))
+        .unwind("RuntimeError", "scan failed")
+        .end("passed")
+        .build();
+    let get = |v: serde_json::Value| extract(&t, "exception_info", &params(v).unwrap());
+    assert_eq!(
+        get(json!({"escapes": "setup", "origins": "any"})).unwrap()["exception"],
+        json!({"type": "RuntimeError", "message": "scan failed", "raised_in": "setup",
+               "raise_line": 96, "handled_in": null, "handler_line": null,
+               "unwound": ["setup"]})
+    );
+    let err = get(json!({"escapes": "setup"})).unwrap_err();
+    assert!(err.to_string().contains("0 exception(s)"), "{err}");
+}
+
 /// SWE-Flux's "a bare re-raise in the target frame does not count as another observation when
 /// it re-raises the same exception object already observed after propagation from a callee"
 /// (scrapy files_media_downloaded_m5_exceptions, dev: flux counted 278 `FileException`s where

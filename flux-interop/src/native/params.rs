@@ -687,9 +687,11 @@ pub(super) fn exception_info_params(
     answer: &mut Answer,
 ) -> Result<(), String> {
     let Ctx { t, occurrence, .. } = *c;
-    // their flat shape: the exception that propagates out of the target
+    // their flat shape: the exception that propagates out of the target, wherever it was
+    // raised (their tracer sees only the target's frames)
     p.remove("function");
     p.insert("escapes".into(), json!(t.qualname));
+    p.insert("origins".into(), json!("any"));
     if let Some(n) = occurrence {
         p.insert("occurrence".into(), json!(n));
     }
