@@ -114,6 +114,14 @@ pub(crate) struct Norm<'t> {
 pub(crate) const LINES_CHOICES: &[&str] = &["reported", "statement"];
 
 impl<'t> Norm<'t> {
+    /// The same numbering with lines as reported (no statement normalisation).
+    pub(crate) fn without_statements(&self) -> Norm<'t> {
+        Norm {
+            def_line: self.def_line,
+            statements: None,
+        }
+    }
+
     /// From `normalize` / `def_line` / `lines`; `first` supplies the default def line (its first
     /// call) and the facts for statement normalisation.
     pub(crate) fn new(

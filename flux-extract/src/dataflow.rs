@@ -47,7 +47,8 @@ The def-use pairs (the definitions-and-uses convention) of the Nth invocation of
 `function` (`invocation`, default 1), or with `all_invocations = true` of every selected \
 invocation together, with the number of occurrences of each (summed over the invocations). \
 With `line_mode = \"statement\"` both lines are normalised to the first line of their \
-statement (static facts) and pairs equal after that are merged. Per invocation too (1-based \
+statement (static facts), uses not with `use_lines = \"reported\"`, and pairs equal after \
+that are merged. Per invocation too (1-based \
 among the selected): its pairs, and its dead definitions (as `dead_defs` defines them: \
 redefined, or the invocation ended, before any use). Answer: {\"observed_def_use_pairs\": \
 [{\"variable\", \"def_line\", \"use_line\", \"count\"}, ...] sorted by variable, def_line, \
@@ -423,6 +424,7 @@ pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     };
     let an = Analysis::new(ix, p, invs[0], "changes")?;
     let norm = Norm::new(ix, p, invs[0])?;
+    let use_norm = use_lines(p, &norm)?;
     // Pairs are merged after normalisation: with `line_mode = "statement"` the lines of one
     // multi-line statement are one line.
     let mut merged: BTreeMap<(String, i64, i64), usize> = BTreeMap::new();
@@ -433,7 +435,7 @@ pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             ix,
             inv,
             |v, d, u| {
-                let (d, u) = (norm.apply(d), norm.apply(u));
+                let (d, u) = (norm.apply(d), use_norm.apply(u));
                 *merged.entry((v.to_string(), d, u)).or_insert(0) += 1;
                 *per_pairs.entry((n + 1, v.to_string(), d, u)).or_insert(0) += 1;
             },
@@ -474,6 +476,19 @@ pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         "per_invocation_dead_defs": per_dead,
         "variables": variables,
     }))
+}
+
+/// How use lines are written: as `line_mode` says (default), or, with `use_lines =
+/// "reported"`, on the line the read is on even where definitions are normalised to their
+/// statement's first line (SWE-Flux's "a definition uses the line where the defining statement
+/// begins; a use uses the line containing the read identifier").
+fn use_lines<'t>(p: &Params, norm: &Norm<'t>) -> Result<Norm<'t>, ExtractError> {
+    Ok(
+        match p.choice_or("use_lines", &["line_mode", "reported"], "line_mode")? {
+            "reported" => norm.without_statements(),
+            _ => *norm,
+        },
+    )
 }
 
 pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {

@@ -687,6 +687,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             NORMALIZE,
             DEF_LINE,
             LINE_MODE,
+            p(
+                "use_lines",
+                T::Choice(&["line_mode", "reported"]),
+                "use lines normalised as `line_mode` says (default), or as reported (the line the \
+                 read is on) while definitions are normalised",
+            ),
             USES,
             SOURCE,
             SOURCE_FIRST_LINE,

@@ -497,6 +497,30 @@ fn def_use_pairs_reworded_with_their_conventions() {
     );
     assert_eq!(x.params["iterable_uses"], "entry");
     assert_eq!(x.params["variables"], json!(["items", "out"]));
+    // Definitions at their statement's first line, uses where read (llama_factory
+    // cal_ppl_calculate_ppl_m4_dataflow, dev).
+    let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
+                   "variable": "str"}]});
+    let x = same(
+        "f",
+        t,
+        &[
+            (
+                "List the def-use pairs of `a`, `b` in `pkg.mod.f`. For a multiline statement, \
+                 a definition uses the line where the defining statement begins; a use uses the \
+                 line containing the read identifier in the executed expression.",
+                None,
+            ),
+            (
+                "List the def-use pairs of `a`, `b` in pkg.mod.f. For a multiline\nstatement, \
+                 a definition uses the line where the defining statement begins; a use\nuses \
+                 the line on which the identifier is read.",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.params["line_mode"], "statement");
+    assert_eq!(x.params["use_lines"], "reported");
 }
 
 #[test]

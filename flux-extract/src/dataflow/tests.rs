@@ -209,6 +209,42 @@ fn def_use_pairs_normalised_to_statements_merge() {
     assert!(s.contains(&("b".into(), 2, 4)), "{s:?}");
 }
 
+/// llama_factory cal_ppl_calculate_ppl_m4_dataflow (dev): "a definition uses the line where the
+/// defining statement begins; a use uses the line containing the read identifier": uses on a
+/// call's continuation line stay there (`use_lines = "reported"`), definitions are normalised.
+#[test]
+fn def_use_pairs_with_definitions_normalised_and_uses_where_read() {
+    let src = "def f(a):\n    b = g(\n        a,\n        a)\n    return b\n";
+    let t = crate::testkit::TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("a", "1")])
+        .line(2, &[])
+        .line(3, &[])
+        .line(4, &[])
+        .line(2, &[("b", "2")])
+        .line(5, &[])
+        .ret("2")
+        .build();
+    let pairs = |extra: serde_json::Value| {
+        let mut p = json!({"function": "f", "definitions": "ast", "line_mode": "statement"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        pairs_of(&extract(&t, "def_use_pairs", &params(p).unwrap()).unwrap())
+    };
+    let s = pairs(json!({"use_lines": "reported"}));
+    assert!(
+        s.contains(&("a".into(), 1, 3)) && s.contains(&("a".into(), 1, 4)),
+        "uses on the lines they are read on: {s:?}"
+    );
+    assert!(s.contains(&("b".into(), 2, 5)), "{s:?}");
+    let merged = pairs(json!({}));
+    assert!(
+        merged.contains(&("a".into(), 1, 2)) && !merged.iter().any(|p| p.2 == 3),
+        "by default uses follow line_mode: {merged:?}"
+    );
+}
+
 /// Issue 25: SWE-Flux's def-use definitions vary: reads inside comprehensions and generator
 /// expressions in or out of the outer frame's uses, nested-function (lambda) reads of outer
 /// locals in or out, and uses counted per load rather than per line.

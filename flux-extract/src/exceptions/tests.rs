@@ -287,7 +287,12 @@ fn an_exception_an_untraced_callee_raised_escapes_the_target_with_origins_any() 
         .test("t.py::test_a")
         .call("setup", 57, &[])
         .line(96, &[])
-        .exception("RuntimeError", "scan failed", "propagate", Some(("named_parameters", 9)))
+        .exception(
+            "RuntimeError",
+            "scan failed",
+            "propagate",
+            Some(("named_parameters", 9)),
+        )
         .unwind("RuntimeError", "scan failed")
         .end("passed")
         .build();

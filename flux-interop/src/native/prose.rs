@@ -435,6 +435,18 @@ pub(super) fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str:
     ) {
         out.push(("iterable_uses", V::S("entry")));
     }
+    // "For a multiline statement, a definition uses the line where the defining statement
+    // begins; a use uses the line containing the read identifier" (uses not normalised)
+    if mentions(
+        text,
+        &[
+            "line containing the read identifier",
+            "line on which the identifier is read",
+            "line where the identifier is read",
+        ],
+    ) {
+        out.push(("use_lines", V::S("reported")));
+    }
     out
 }
 
