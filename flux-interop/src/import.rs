@@ -221,6 +221,25 @@ pub fn their_python(src: &Path, test_file: &str) -> Option<String> {
     })
 }
 
+/// Whether their parser names a method with its class (`pkg.mod.C.join`): it matched such
+/// names in their log, so their tracer named frames by qualname, whatever the interpreter its
+/// siblings' compiled files tell (llama_factory parser_get_dataset_list_s6_calls, dev: no
+/// compiled file of its own, its run's others `cpython-310`, its parser's tracked functions
+/// `llamafactory.data.parser.DatasetAttr.join`). A component after the first that starts with
+/// a capital letter is read as a class.
+fn names_a_method(parser: Option<&str>) -> bool {
+    crate::evidence::Evidence::new(parser)
+        .target_names()
+        .iter()
+        .any(|n| {
+            let parts: Vec<&str> = n.split('.').collect();
+            parts.len() >= 3
+                && parts[1..parts.len() - 1]
+                    .iter()
+                    .any(|c| c.starts_with(|ch: char| ch.is_ascii_uppercase()))
+        })
+}
+
 /// Whether their run's interpreter ([`their_python`]) predates 3.11, whose tracer names frames
 /// `module.co_name`.
 fn co_names(src: &Path, test_file: &str) -> bool {
@@ -399,7 +418,10 @@ pub fn native_spec(src: &Path, spec: &InstanceSpec) -> Result<InstanceSpec, Stri
         parser: parser.as_deref(),
     };
     let mut extractor = crate::native::native_extractor(&question)?;
-    if extractor.params.contains_key("module_names") && co_names(src, eval.test_file()) {
+    if extractor.params.contains_key("module_names")
+        && co_names(src, eval.test_file())
+        && !names_a_method(parser.as_deref())
+    {
         // Their tracer named frames `module.co_name` (no `co_qualname` before 3.11), and so do
         // the function identities of their questions and answers.
         extractor

@@ -396,11 +396,11 @@ fn their_interpreter_is_read_from_the_tests_pycache_tag() {
 #[test]
 fn a_native_twin_of_a_run_before_3_11_names_functions_by_co_name() {
     let work = tempfile::tempdir().unwrap();
-    let native_params = |python: Option<&str>| {
-        let src = work.path().join(format!(
-            "store-{}/factor_multiplicity_m5_exceptions",
-            python.unwrap_or("none")
-        ));
+    let native_params = |python: Option<&str>, parser: Option<&str>| {
+        let tag = format!("{}-{}", python.unwrap_or("none"), parser.is_some());
+        let src = work
+            .path()
+            .join(format!("store-{tag}/factor_multiplicity_m5_exceptions"));
         copy_dir(
             &fixtures().join("out/sympy/run_1/instances/factor_multiplicity_m5_exceptions"),
             &src,
@@ -416,18 +416,16 @@ fn a_native_twin_of_a_run_before_3_11_names_functions_by_co_name() {
             "oracle_answer": {"callee_sequence": ["sympy.ntheory.factor_.trailing"]},
         });
         std::fs::write(src.join("oracle.json"), oracle.to_string()).unwrap();
+        if let Some(text) = parser {
+            std::fs::write(src.join("files/parser.py"), text).unwrap();
+        }
         if let Some(v) = python {
             let pyc = src.join("files/__pycache__");
             std::fs::create_dir_all(&pyc).unwrap();
-            std::fs::write(
-                pyc.join(format!("testcase.cpython-{v}-pytest-8.3.5.pyc")),
-                b"",
-            )
-            .unwrap();
+            let name = format!("testcase.cpython-{v}-pytest-8.3.5.pyc");
+            std::fs::write(pyc.join(name), b"").unwrap();
         }
-        let out = work
-            .path()
-            .join(format!("out-{}", python.unwrap_or("none")));
+        let out = work.path().join(format!("out-{tag}"));
         let r = import(std::slice::from_ref(&src), &opts(&out));
         assert!(r.errors.is_empty(), "{:?}", r.errors);
         let native = r.imported[0].native.as_ref().expect("a native twin");
@@ -435,16 +433,20 @@ fn a_native_twin_of_a_run_before_3_11_names_functions_by_co_name() {
         assert_eq!(inst.spec.extractor.name, "call_sequence");
         inst.spec.extractor.params
     };
-    let old = native_params(Some("310"));
+    let old = native_params(Some("310"), None);
     assert_eq!(old.get("function_names"), Some(&json!("co_name")));
     assert_eq!(old.get("module_names"), Some(&json!("runtime")));
     for python in [Some("311"), None] {
-        assert_eq!(
-            native_params(python).get("function_names"),
-            None,
-            "{python:?}"
-        );
+        let p = native_params(python, None);
+        assert_eq!(p.get("function_names"), None, "{python:?}");
     }
+    // A parser that matched a method by its class in their log tells a tracer that named frames
+    // by qualname, whatever the interpreter (llama_factory parser_get_dataset_list_s6_calls,
+    // dev: no compiled file of its own, its run's others `cpython-310`).
+    let parser = "TRACKED_FUNCS = [\"sympy.ntheory.factor_.C.trailing\", \
+                  \"sympy.ntheory.factor_.multiplicity\"]\n";
+    let p = native_params(Some("310"), Some(parser));
+    assert_eq!(p.get("function_names"), None);
 }
 
 /// `flux gen --reauthor` rewrote each generated question in instance.toml and left oracle.json
