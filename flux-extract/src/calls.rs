@@ -101,13 +101,19 @@ impl<'p> CallSel<'p> {
     }
 
     /// Under `within`, and one of `functions`: its qualname, or its `module.qualname` as the
-    /// answer's `func` names it.
+    /// answer's `func` names it (`module.co_name` with `function_names = "co_name"`).
     fn keeps(&self, e: &Event) -> bool {
         self.within.is_none_or(|w| file_within(&e.file, w))
-            && self
-                .functions
-                .as_ref()
-                .is_none_or(|f| f.contains(e.name()) || f.contains(&self.loc.func(e)))
+            && self.functions.as_ref().is_none_or(|f| {
+                f.contains(e.name()) || f.contains(&self.loc.func_as_listed(e, Some(f)))
+            })
+    }
+
+    /// The location record of `e`, its `func` as `functions` lists it.
+    fn record(&self, e: &Event) -> Value {
+        let mut v = self.loc.record(e, None);
+        v["func"] = json!(self.loc.func_as_listed(e, self.functions.as_ref()));
+        v
     }
 }
 
@@ -209,9 +215,9 @@ fn call_site(ix: &Ix<'_>, i: usize) -> u32 {
         .unwrap_or(0)
 }
 
-fn call_record(ix: &Ix<'_>, loc: Loc<'_>, norm: Norm<'_>, i: usize, direct: bool) -> Value {
+fn call_record(ix: &Ix<'_>, sel: &CallSel<'_>, norm: Norm<'_>, i: usize, direct: bool) -> Value {
     let e = ix.event(i);
-    let mut v = loc.record(e, None);
+    let mut v = sel.record(e);
     v["line"] = if direct {
         json!(norm.apply(call_site(ix, i)))
     } else {
@@ -247,12 +253,11 @@ fn invocation_calls(
     sel: &CallSel<'_>,
 ) -> Result<Vec<Value>, ExtractError> {
     let norm = Norm::new(ix, p, inv)?;
-    let loc = Loc::new(p)?;
     let mut seq: Vec<Value> = Vec::new();
     let include_self = p.bool_or("include_self", false)?;
     if include_self {
         if let Some(first) = inv.events.first() {
-            let mut v = loc.record(ix.event(*first), None);
+            let mut v = sel.record(ix.event(*first));
             v["line"] = json!(0);
             v["caller"] = json!(ix
                 .call_event(ix.event(*first).parent)
@@ -277,7 +282,7 @@ fn invocation_calls(
     }
     for i in calls {
         let direct = own.contains(&ix.event(i).parent);
-        seq.push(call_record(ix, loc, norm, i, direct));
+        seq.push(call_record(ix, sel, norm, i, direct));
     }
     Ok(seq)
 }
@@ -285,7 +290,6 @@ fn invocation_calls(
 /// Without `function`: every start (fresh call) of the selected functions in the trace (in
 /// `test`, under `file`), in trace order; `line` is the call site in the caller's frame.
 fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, ExtractError> {
-    let loc = Loc::new(p)?;
     let filter = crate::common::filter(p)?;
     let mut seq = Vec::new();
     for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
@@ -293,7 +297,7 @@ fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, E
             continue;
         };
         if sel.keeps(ix.event(first)) && ix.passes(inv, filter) {
-            let mut v = loc.record(ix.event(first), None);
+            let mut v = sel.record(ix.event(first));
             v["line"] = json!(call_site(ix, first));
             v["caller"] = json!(ix
                 .call_event(ix.event(first).parent)
@@ -309,7 +313,6 @@ pub(crate) fn callees_count(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let function = p.str("function")?;
     let sel = CallSel::new(p)?;
     let (_, inv) = pick_invocation(ix, p, function)?;
-    let loc = Loc::new(p)?;
     let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for i in calls_under(ix, inv, &sel) {
         let c = counts.entry(ix.event(i).name()).or_insert((0, i));
@@ -318,7 +321,7 @@ pub(crate) fn callees_count(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let list: Vec<Value> = counts
         .into_iter()
         .map(|(_, (c, i))| {
-            let mut v = loc.record(ix.event(i), None);
+            let mut v = sel.record(ix.event(i));
             v["count"] = json!(c);
             v
         })
@@ -386,7 +389,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
     for i in starts {
         let e = ix.event(i);
         let key = (loc.file(&e.file), loc.func(e));
-        seen.entry(key).or_insert_with(|| loc.record(e, None));
+        seen.entry(key).or_insert_with(|| sel.record(e));
     }
     Ok(json!({"covered_functions": seen.into_values().collect::<Vec<_>>()}))
 }

@@ -5,6 +5,7 @@ use flux_trace::facts::FunctionFacts;
 use flux_trace::query::{Filter, Invocation};
 use flux_trace::{Event, Kind, TraceIndex};
 use serde_json::{json, Value};
+use std::collections::HashSet;
 
 pub(crate) type Ix<'t> = TraceIndex<'t>;
 
@@ -302,7 +303,7 @@ pub(crate) struct Loc<'p> {
     /// Modules named as the code's globals name them (`__name__`, which the hook records in
     /// dialect `swe-flux`), where the event says; else from the path.
     runtime_modules: bool,
-    /// Functions named `module.co_name` (a tracer on Python before 3.11), not by qualname.
+    /// A listed function may be named `module.co_name` (a tracer on Python before 3.11).
     co_names: bool,
 }
 
@@ -335,20 +336,36 @@ impl<'p> Loc<'p> {
         module_for(file, self.root, self.module_root)
     }
 
-    /// `module.qualname` of the code that `e` belongs to (`module.co_name` with
-    /// `function_names = "co_name"`).
+    /// `module.qualname` of the code that `e` belongs to.
     pub(crate) fn func(self, e: &Event) -> String {
+        self.dotted(e, e.name())
+    }
+
+    fn dotted(self, e: &Event, name: &str) -> String {
         let m = self.module_of_event(e);
-        let name = if self.co_names {
-            let q = e.name();
-            q.rsplit('.').next().unwrap_or(q)
-        } else {
-            e.name()
-        };
         if m.is_empty() {
             name.to_string()
         } else {
             format!("{m}.{name}")
+        }
+    }
+
+    /// [`Loc::func`], or with `function_names = "co_name"` the `module.co_name` that `listed`
+    /// names when it names the code only so: answers write a function as the question lists
+    /// it, by its class or (a run before 3.11) by its `co_name`.
+    pub(crate) fn func_as_listed(self, e: &Event, listed: Option<&HashSet<String>>) -> String {
+        let q = self.func(e);
+        match listed {
+            Some(l) if self.co_names && !l.contains(&q) && !l.contains(e.name()) => {
+                let name = e.name();
+                let c = self.dotted(e, name.rsplit('.').next().unwrap_or(name));
+                if l.contains(&c) {
+                    c
+                } else {
+                    q
+                }
+            }
+            _ => q,
         }
     }
 

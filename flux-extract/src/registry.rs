@@ -72,9 +72,9 @@ const MODULE_NAMES: ParamDoc = p(
 const FUNCTION_NAMES: ParamDoc = p(
     "function_names",
     T::Choice(&["qualname", "co_name"]),
-    "functions (`func`, and `functions` entries read as `module.name`) named `module.qualname` \
-     (default), or `module.co_name` as a tracer on Python before 3.11 names frames (no \
-     `co_qualname`: a method `pkg.mod.C.join` is `pkg.mod.join`)",
+    "`co_name`: a `functions` entry may name a function `module.co_name`, as a tracer on \
+     Python before 3.11 names frames (no `co_qualname`: the method `pkg.mod.C.join` is \
+     `pkg.mod.join`); `func` is written as the entry names it. Default `qualname`",
 );
 const NORMALIZE: ParamDoc = p(
     "normalize",
