@@ -337,27 +337,68 @@ fn build_one(pin: &Pin, base: &str, pip: &str, dirs: &Dirs) -> Result<()> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .find(|n| n.starts_with("pip-") && n.ends_with(".whl"))
         .context("no pip wheel was downloaded")?;
-    let before = wheels_in(&dirs.out)?;
+    // Each build writes into a directory of its own: the build's code is untrusted, and what it
+    // leaves there other than its own wheel never reaches the resolver.
+    let scratch = dirs.out.with_extension(format!("build-{}", pin.name));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
     build_in_container(
         base,
         &dirs.src,
         &dirs.backends,
-        &dirs.out,
+        &scratch,
         &pipwhl,
         &sdist.filename,
     )?;
-    if wheels_in(&dirs.out)?.len() <= before.len() {
-        bail!("the build wrote no wheel");
-    }
-    Ok(())
+    let taken = take_wheel(&scratch, pin, &dirs.out);
+    let _ = std::fs::remove_dir_all(&scratch);
+    taken.map(|_| ())
 }
 
-fn wheels_in(dir: &Path) -> Result<Vec<String>> {
-    Ok(std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".whl"))
-        .collect())
+/// Moves the one wheel of `pin` the build wrote into `scratch` to `out`: a regular file named
+/// `<name>-<version>-….whl` (the name normalised as wheel files spell it). Anything else the
+/// build wrote (another distribution's wheel, which the resolver would prefer to PyPI's, a
+/// link to a host file) is refused, naming it.
+fn take_wheel(scratch: &Path, pin: &Pin, out: &Path) -> Result<PathBuf> {
+    let prefix = format!(
+        "{}-{}-",
+        wheel_name(&pin.name),
+        pin.version.to_ascii_lowercase()
+    );
+    let mut found = None;
+    for e in std::fs::read_dir(scratch)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let regular = std::fs::symlink_metadata(e.path())?.file_type().is_file();
+        let ours = name.to_ascii_lowercase().starts_with(&prefix) && name.ends_with(".whl");
+        if !(regular && ours) || found.is_some() {
+            bail!(
+                "the build wrote {name}, which is not the one wheel of {}=={} (refused)",
+                pin.name,
+                pin.version
+            );
+        }
+        found = Some(name);
+    }
+    let name = found.context("the build wrote no wheel")?;
+    let to = out.join(&name);
+    std::fs::rename(scratch.join(&name), &to)?;
+    Ok(to)
+}
+
+/// A distribution's name as wheel files spell it: lower case, runs of `-`, `_`, `.` as `_`.
+fn wheel_name(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if matches!(c, '-' | '_' | '.') {
+            if !out.ends_with('_') {
+                out.push('_');
+            }
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 struct Dirs {
@@ -399,6 +440,48 @@ pub fn build_wheels(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The build's code is untrusted: a wheel of another distribution it leaves beside its own
+    /// (which `--find-links` would offer the resolver before PyPI's) or a link to a host file
+    /// was taken with the wheels; only the pinned distribution's one wheel is.
+    #[test]
+    fn only_the_pinned_wheel_a_build_writes_is_taken() {
+        let pin = parse_pin("rouge-score==0.1.2").unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (scratch, out) = (work.path().join("b"), work.path().join("w"));
+        let fresh = || {
+            let _ = std::fs::remove_dir_all(&scratch);
+            std::fs::create_dir_all(&scratch).unwrap();
+            std::fs::create_dir_all(&out).unwrap();
+            std::fs::write(scratch.join("rouge_score-0.1.2-py3-none-any.whl"), b"w").unwrap();
+        };
+        fresh();
+        let got = take_wheel(&scratch, &pin, &out).unwrap();
+        assert_eq!(got, out.join("rouge_score-0.1.2-py3-none-any.whl"));
+        assert!(got.is_file());
+        std::fs::remove_dir_all(&scratch).unwrap();
+        std::fs::create_dir_all(&scratch).unwrap();
+        std::fs::write(scratch.join("numpy-9.9.9-py3-none-any.whl"), b"x").unwrap();
+        let err = take_wheel(&scratch, &pin, &out).unwrap_err().to_string();
+        assert!(
+            err.contains("numpy-9.9.9"),
+            "another distribution's wheel alone: {err}"
+        );
+        fresh();
+        std::fs::write(scratch.join("numpy-9.9.9-py3-none-any.whl"), b"x").unwrap();
+        let err = take_wheel(&scratch, &pin, &out).unwrap_err().to_string();
+        assert!(err.contains("numpy-9.9.9"), "{err}");
+        fresh();
+        std::os::unix::fs::symlink("/etc/shadow", scratch.join("rouge_score-0.1.2-x.whl")).unwrap();
+        assert!(take_wheel(&scratch, &pin, &out).is_err());
+        std::fs::remove_dir_all(&scratch).unwrap();
+        std::fs::create_dir_all(&scratch).unwrap();
+        assert!(take_wheel(&scratch, &pin, &out)
+            .unwrap_err()
+            .to_string()
+            .contains("no wheel"));
+        assert_eq!(wheel_name("Foo.Bar--baz"), "foo_bar_baz");
+    }
 
     #[test]
     fn a_pin_is_one_exact_release() {
