@@ -421,13 +421,12 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
         .with_context(|| format!("inspecting {}", python.display()))?;
     let plan = plan(&interp, req.calls, req.config.scope)?;
     let tmp = req.root.join("tmp");
-    let run_dir = tmp.join(format!(
-        "flux-run-{}-{}",
+    let run_dir = tmp.join(run_dir_name(
         std::process::id(),
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
-            .unwrap_or(0)
+            .unwrap_or(0),
     ));
     std::fs::create_dir_all(&run_dir).with_context(|| format!("creating {}", run_dir.display()))?;
     {
@@ -463,4 +462,33 @@ pub async fn trace_host(req: HostTrace) -> Result<(Traced, Interpreter, Plan)> {
     .await;
     let _ = std::fs::remove_dir_all(&run_dir);
     Ok((result?, interp, plan))
+}
+
+/// The name of a host run's directory: unique per agent process and moment, and always of one
+/// length. The program sees it (the hook's socket and `PYTHONPATH` name it), and the length of
+/// what a program's environment and module paths hold moves its heap: with the agent's PID
+/// (3 to 7 digits, wrapping at `pid_max`) in it at its natural width, two runs of one program
+/// placed objects at other addresses and iterated a set hashed by them in another order (the
+/// determinism policy, 17.4).
+fn run_dir_name(pid: u32, nanos: u128) -> String {
+    format!("flux-run-{pid:010}-{nanos:039}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_dir_name;
+
+    #[test]
+    fn run_dir_names_are_one_length_whatever_the_pid() {
+        let names = [
+            run_dir_name(300, 1),
+            run_dir_name(9_999, 1_765_000_000_000_000_000),
+            run_dir_name(32_767, 1_765_000_000_000_000_001),
+            run_dir_name(u32::MAX, u128::MAX),
+        ];
+        for n in &names {
+            assert_eq!(n.len(), names[0].len(), "{names:?}");
+        }
+        assert_ne!(names[1], names[2]);
+    }
 }
