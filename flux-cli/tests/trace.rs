@@ -739,10 +739,44 @@ fn python311_two_runs_of_a_program_make_the_same_calls() {
         return;
     }
     let dir = tempdir();
-    let prog = dir.join("det.py");
-    std::fs::write(
-        &prog,
-        r#"import random
+    let first = trace_det(&dir, None);
+    for _ in 0..3 {
+        if let Some(d) = flux_trace::compare::call_divergence(&first, &trace_det(&dir, None)) {
+            panic!("two runs of det.py made other calls: {d}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The agent's PID was in the name of the run directory the program sees (the hook's socket
+/// and `PYTHONPATH`) at its natural width: runs under a 4-digit and a 5-digit PID moved the
+/// program's heap, and det.py iterated its set in another order. `pid_max` is 32,768 on these
+/// machines, so a test suite crosses that width often: the flake of the test above.
+#[test]
+fn python311_the_agents_pid_width_does_not_change_the_programs_calls() {
+    let what = "python311_the_agents_pid_width_does_not_change_the_programs_calls";
+    if skip311(what) {
+        return;
+    }
+    if std::fs::write(NS_LAST_PID, "9000").is_err() {
+        flux_skip::skip(what, &format!("{NS_LAST_PID} is not writable (needs root)"));
+        return;
+    }
+    let dir = tempdir();
+    let four = trace_det(&dir, Some(9_990));
+    let five = trace_det(&dir, Some(20_000));
+    if let Some(d) = flux_trace::compare::call_divergence(&four, &five) {
+        panic!("det.py made other calls under agents of PIDs 9990 and 20000: {d}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const NS_LAST_PID: &str = "/proc/sys/kernel/ns_last_pid";
+
+/// A program whose calls depend on everything the determinism policy (17.4) fixes: a
+/// `random.Random()` of its own (SymPy's assumption shuffle), the `random` module, and sets of
+/// objects hashed by identity (their addresses: SymPy's multiple dispatch).
+const DET_PY: &str = r#"import random
 
 class A: pass
 class B: pass
@@ -770,30 +804,43 @@ class O:
 # Large enough for the set's order to depend on address bits above the page offset.
 for o in set([O(i) for i in range(2000)]):
     fs[o.i % 4]()
-"#,
-    )
-    .unwrap();
-    let run = || {
-        let out = dir.join("t.jsonl");
-        let o = run_flux(&[
-            "trace",
-            "--out",
-            out.to_str().unwrap(),
-            "--",
-            PY311,
-            prog.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let f = std::io::BufReader::new(std::fs::File::open(&out).unwrap());
-        flux_trace::Trace::read_jsonl(f, "t.jsonl").unwrap()
+"#;
+
+/// `flux trace` of [`DET_PY`], by an agent of PID `pid` when given (the kernel gives the PID
+/// after `ns_last_pid` to the next fork; a fork elsewhere may take it first, so try again).
+fn trace_det(dir: &Path, pid: Option<u32>) -> flux_trace::Trace {
+    let prog = dir.join("det.py");
+    std::fs::write(&prog, DET_PY).unwrap();
+    let out = dir.join("t.jsonl");
+    let cmd = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_flux"));
+        c.args(["trace", "--out", out.to_str().unwrap(), "--", PY311])
+            .arg(&prog)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        c
     };
-    let first = run();
-    for _ in 0..3 {
-        if let Some(d) = flux_trace::compare::call_divergence(&first, &run()) {
-            panic!("two runs of det.py made other calls: {d}");
+    let mut child = None;
+    for _ in 0..200 {
+        if let Some(want) = pid {
+            std::fs::write(NS_LAST_PID, (want - 1).to_string()).unwrap();
         }
+        let c = cmd().spawn().expect("run flux");
+        if pid.is_none_or(|want| c.id() == want) {
+            child = Some(c);
+            break;
+        }
+        let mut c = c;
+        let _ = c.kill();
+        let _ = c.wait();
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let o = child
+        .unwrap_or_else(|| panic!("no agent of PID {pid:?} in 200 tries"))
+        .wait_with_output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = std::io::BufReader::new(std::fs::File::open(&out).unwrap());
+    flux_trace::Trace::read_jsonl(f, "t.jsonl").unwrap()
 }
 
 /// 17.13: the hook renders a targeted frame's locals at every line, and a local whose
