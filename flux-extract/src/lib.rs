@@ -57,6 +57,7 @@ mod loops;
 mod params;
 pub mod pysrc;
 mod registry;
+mod render;
 pub mod shape;
 mod state;
 pub mod testkit;

@@ -56,7 +56,8 @@ in `loop_stats`) of the loop at `header` in the Nth invocation of `function`: wi
 \"before\"` (default) the frame's state when the iteration's first body line is about to run \
 (after a `for` target is bound), with `at = \"after\"` its state at the iteration's end (the \
 next `line` event of the frame at the header or outside the loop, or its return). Answer: \
-{\"nth_iteration\": N, \"variable\": V, \"value\": REPR}.";
+{\"nth_iteration\": N, \"variable\": V, \"value\": REPR} (`render = \"str\"`: what `str()` gives, \
+where the repr says: a string's text; any other object is an error).";
 
 /// The whole definition, for `flux extractors`.
 pub(crate) fn iteration_doc() -> &'static str {
@@ -369,7 +370,8 @@ pub(crate) fn iteration_value(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
             def.header
         ))
     })?;
-    Ok(json!({"nth_iteration": nth, "variable": variable, "value": v.repr}))
+    let value = crate::render::value(p, &v.repr)?;
+    Ok(json!({"nth_iteration": nth, "variable": variable, "value": value}))
 }
 
 /// Iteration counts per invocation of the loop at `header` (`count` definition from `p`), for

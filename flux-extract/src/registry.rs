@@ -216,6 +216,13 @@ const USE_COUNT: ParamDoc = p(
      code (`load`: `x + x` is two)",
 );
 const TRACKED: ParamDoc = p("variables", T::StrList, "only these variables");
+const RENDER: ParamDoc = p(
+    "render",
+    T::Choice(crate::render::CHOICES),
+    "`repr` (default): values as the trace has them; `str`: as `str()` gives them where the \
+     repr says (a string's text; None, booleans, numbers and containers unchanged; any other \
+     object is an error)",
+);
 const WITHIN: ParamDoc = p(
     "within",
     T::Str,
@@ -529,6 +536,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             VARIABLE,
             p("iteration", T::Pos, "which iteration, from 1; default 1"),
             AT,
+            RENDER,
         ],
         shape: |_| r#"{"nth_iteration": "int", "variable": "str", "value": "str"}"#,
         template: |_| r#"{"nth_iteration": "int", "variable": "str", "value": "str"}"#,
@@ -553,6 +561,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
                 "names of the variables to report, in answer order; default: every bound local, by name",
             ),
             AT,
+            RENDER,
             p(
                 "across_invocations",
                 T::Bool,

@@ -19,7 +19,9 @@ execution is counted over every selected invocation of `function` together, in t
 (SWE-Flux's \"the Nth time the statement executes during the test\"; `invocation` is then \
 not given). With `line_mode = \"statement\"` an execution is one run of the statement that \
 starts at `line` (static facts; Python 3.11 reports a multi-line statement's first line again \
-when it completes), read after its last line event. Answer: {\"observed_state\": [{\"variable\": V, \"value\": REPR}, ...]}.";
+when it completes), read after its last line event. Answer: {\"observed_state\": [{\"variable\": V, \"value\": REPR}, ...]} \
+(`render = \"str\"`: what `str()` gives, where the repr says: a string's text; any other \
+object is an error).";
 
 pub(crate) const STATE_ACROSS_TESTS: &str = "\
 For every test in which line `line` of `function` executes at least `occurrence` (default 1) \
@@ -179,7 +181,8 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
                 if before { "at" } else { "after" }
             ))
         })?;
-        out.push(json!({"variable": name, "value": v.repr}));
+        let value = crate::render::value(p, &v.repr)?;
+        out.push(json!({"variable": name, "value": value}));
     }
     Ok(json!({ "observed_state": out }))
 }

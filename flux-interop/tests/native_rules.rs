@@ -1771,6 +1771,53 @@ fn the_loop_variable_at_the_nth_iteration_reworded() {
     );
 }
 
+/// "`value` is the raw Python `str` held by `name`, encoded as a JSON string; do not return
+/// Python `repr()` quoting around that value" (llama_factory
+/// trainer_utils_create_galore_optimizer_s2_loops, dev: the repr `'sectors.…'` was answered
+/// where the string's text was asked): `render = "str"`, in each wording; a question that says
+/// nothing of it keeps the repr.
+#[test]
+fn the_loop_variable_as_its_str_reworded() {
+    let asked = |how: &str| {
+        format!(
+            "Consider the first invocation of `pkg.mod.main` in `src/pkg/mod.py`. What is the \
+             value of the loop variable `name` on the 47th iteration of the loop whose header \
+             is at line 205, an iteration being one execution of the body's first line, line \
+             206? {how}"
+        )
+    };
+    let x = same(
+        "main",
+        json!({"nth_iteration": "int", "value": "str", "variable": "str"}),
+        &[
+            (
+                &asked(
+                    "`value` is the raw Python `str` held by `name`, encoded as a JSON string; \
+                     do not return Python `repr()` quoting around that value.",
+                ),
+                None,
+            ),
+            (
+                &asked("Give the value\nwithout repr() quoting, as str() gives it."),
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "iteration_value");
+    assert_eq!(
+        x.params.get("render"),
+        Some(&json!("str")),
+        "{:?}",
+        x.params
+    );
+    let plain = same(
+        "main",
+        json!({"nth_iteration": "int", "value": "str", "variable": "str"}),
+        &[(&asked("Report `repr(name)`."), None)],
+    );
+    assert!(plain.params.get("render").is_none(), "{:?}", plain.params);
+}
+
 /// "At every Python `line` event in the target function's own frame, observe the two local
 /// variables `content_encoding` and `kwargs` … and compute … `repr((content_encoding,
 /// kwargs))`" (scrapy httpcompression_process_response_m3_state, dev: "the question names no
@@ -2373,6 +2420,40 @@ fn def_use_pairs_and_dead_definitions_per_invocation_reworded() {
     assert_eq!(
         x.answer["/invocation_def_use_pairs/*/invocation_index"],
         "/per_invocation_pairs/*/invocation"
+    );
+    assert_eq!(x.answer["/tracked_variables"], "/variables");
+}
+
+/// llama_factory vllm_engine_generate_m4_dataflow__r20260714 (dev): the same definition with
+/// flat keys (`dead_defs+observed_def_use_pairs+tracked_variables`, each row carrying its
+/// `invocation_index`) was refused: "no flux extractor is mapped for the answer shape".
+#[test]
+fn def_use_pairs_and_dead_definitions_per_invocation_flat_reworded() {
+    let t = json!({"dead_defs": [{"def_line": "int", "invocation_index": "int", "variable": "str"}],
+                   "observed_def_use_pairs": [{"def_line": "int", "invocation_index": "int", "use_line": "int", "variable": "str"}],
+                   "tracked_variables": ["str"]});
+    let x = same(
+        "Engine._generate",
+        t,
+        &[
+            (
+                "Analyze runtime data flow in `pkg.mod.Engine._generate` (file                  `src/pkg/mod.py`). Track exactly these variables: `max_tokens` and `data`.                  Invocation indices start at 1 and increase on each call. If a definition is                  followed by another definition of the same variable before any counted use,                  that earlier definition is a dead definition.",
+                None,
+            ),
+            (
+                "For every invocation of pkg.mod.Engine._generate in src/pkg/mod.py, pair each\n\
+                 use with its definition and list the dead definitions.",
+                Some("TRACKED_VARIABLES = [\"max_tokens\", \"data\"]\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "def_use_pairs");
+    assert_eq!(x.params["variables"], json!(["max_tokens", "data"]));
+    assert_eq!(x.answer["/dead_defs"], "/per_invocation_dead_defs");
+    assert_eq!(x.answer["/observed_def_use_pairs"], "/per_invocation_pairs");
+    assert_eq!(
+        x.answer["/dead_defs/*/invocation_index"],
+        "/per_invocation_dead_defs/*/invocation"
     );
     assert_eq!(x.answer["/tracked_variables"], "/variables");
 }

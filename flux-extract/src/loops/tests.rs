@@ -161,3 +161,39 @@ fn loop_stats_counts_per_entry_or_per_call_event() {
     assert_eq!(stats(&g, "invocation"), (json!(3), json!(3), json!(1)));
     assert_eq!(stats(&g, "call"), (json!(0), json!(2), json!(3)));
 }
+
+/// `render = "str"` (SWE-Flux's "the raw Python `str` held by `name` … do not return Python
+/// `repr()` quoting"): a string's text, where the default writes its repr; an object whose
+/// `str()` the repr does not tell is an error, not its repr.
+#[test]
+fn iteration_value_renders_a_string_as_str_gives_it() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_names")
+        .call("f", 10, &[])
+        .line(11, &[])
+        .line(12, &[("name", "'a.b'")])
+        .line(13, &[])
+        .line(12, &[("name", "'it\\'s'"), ("o", "<O object at 0x1>")])
+        .line(13, &[])
+        .line(12, &[])
+        .line(15, &[])
+        .ret("None")
+        .end("passed")
+        .build();
+    let value = |it: u32, var: &str, render: Option<&str>| {
+        let mut p = json!({"function": "f", "header": 12, "body_end": 14, "iteration": it,
+            "variable": var});
+        if let Some(r) = render {
+            p["render"] = json!(r);
+        }
+        extract(&t, "iteration_value", &params(p).unwrap()).map(|v| v["value"].clone())
+    };
+    assert_eq!(value(1, "name", None).unwrap(), json!("'a.b'"));
+    assert_eq!(value(1, "name", Some("str")).unwrap(), json!("a.b"));
+    assert_eq!(value(2, "name", Some("str")).unwrap(), json!("it's"));
+    let e = value(2, "o", Some("str")).unwrap_err().to_string();
+    assert!(
+        e.contains("<O object at 0x1> is not known from its repr"),
+        "{e}"
+    );
+}

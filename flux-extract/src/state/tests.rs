@@ -336,3 +336,21 @@ fn state_snapshots_one_row_per_variable_at_each_return() {
     let got = extract(&t, "state_snapshots", &p).unwrap();
     assert_eq!(got["state_snapshots"].as_array().unwrap().len(), 2);
 }
+
+/// `render = "str"`: numbers are written as they are (their `str()` is their repr).
+#[test]
+fn state_at_renders_values_as_str_gives_them() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_a")
+        .call("f", 1, &[("s", "'x y'")])
+        .line(2, &[])
+        .line(3, &[("i", "0")])
+        .ret("None")
+        .end("passed")
+        .build();
+    let p = params(json!({"function": "f", "line": 2, "render": "str"})).unwrap();
+    assert_eq!(
+        extract(&t, "state_at", &p).unwrap(),
+        json!({"observed_state": [{"variable": "i", "value": "0"}, {"variable": "s", "value": "x y"}]})
+    );
+}

@@ -107,6 +107,10 @@ pub const RULES: &[(&str, &str)] = &[
         "invocation_dead_defs+invocation_def_use_pairs+tracked_variables",
         "def_use_pairs",
     ),
+    (
+        "dead_defs+observed_def_use_pairs+tracked_variables",
+        "def_use_pairs",
+    ),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -556,7 +560,7 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "state_at" => state_at_params(&c, &mut p)?,
         "raising_tests" => raising_params(&c, &mut p, &mut answer),
         "unique_values" | "value_history" => values_params(&c, &mut p, &mut answer)?,
-        "def_use_pairs" if key.contains("invocation_") => {
+        "def_use_pairs" if key.contains("invocation_") || key.contains("dead_defs") => {
             def_use_per_invocation(&c, &mut p, &mut answer)?
         }
         "def_use_pairs" => def_use_params(&c, &mut p)?,

@@ -229,6 +229,9 @@ pub(super) fn iteration_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<()
         .ok_or("the question names no iteration")?;
     p.insert("iteration".into(), json!(nth));
     p.insert("invocation".into(), json!(invocation.unwrap_or(1)));
+    if str_rendered(text) {
+        p.insert("render".into(), json!("str"));
+    }
     let vars = variables(q, ev);
     let [var] = &vars[..] else {
         return Err(format!(
@@ -390,6 +393,9 @@ pub(super) fn state_at_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
         .or_else(|| line_after(text, "after", 40))
         .ok_or("the question names no observed line")?;
     p.insert("line".into(), json!(line));
+    if str_rendered(text) {
+        p.insert("render".into(), json!("str"));
+    }
     if counts_across_invocations(text, occurrence, invocation) {
         p.insert("across_invocations".into(), json!(true));
     } else {

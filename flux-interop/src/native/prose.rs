@@ -156,6 +156,23 @@ pub(super) fn mentions(text: &str, any: &[&str]) -> bool {
     any.iter().any(|p| lower.contains(p))
 }
 
+/// The question asks for a value as `str()` gives it, not its repr ("`value` is the raw Python
+/// `str` held by `name` …; do not return Python `repr()` quoting around that value").
+pub(super) fn str_rendered(text: &str) -> bool {
+    mentions(
+        &text.replace('`', ""),
+        &[
+            "raw python str",
+            "do not return python repr() quoting",
+            "without repr() quoting",
+            "without python repr() quoting",
+            "not its repr()",
+            "as str() gives",
+            "as returned by str()",
+        ],
+    )
+}
+
 pub(super) const PY_KEYWORDS: &[&str] = &[
     "def", "for", "while", "if", "elif", "else", "return", "yield", "in", "is", "not", "and", "or",
     "try", "except", "raise", "with", "as", "lambda", "class", "import", "from", "pass", "break",
