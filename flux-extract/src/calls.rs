@@ -1,5 +1,5 @@
 //! Inter-procedural control flow: S6 (`call_sequence`, `callees_count`), S6/M6
-//! (`covered_functions`, `invocation_counts`), M6 (`callees_across_tests`), and the
+//! (`covered_functions`, `invocation_counts`, `callers`), M6 (`callees_across_tests`), and the
 //! TraceEval-style `call_graph`.
 use crate::common::{all_invocations, module_of, pick_invocation, Ix, Loc, Norm};
 use crate::{ExtractError, Params};
@@ -72,6 +72,16 @@ names are prefixed by the module derived from the file (the path after the last 
 `within` matches, else the file's stem; `.py` and `/__init__` dropped, `/` as `.`), e.g. \
 `sympy.core.add.Add.flatten`. Answer: {\"call_graph\": {caller: [callees, sorted, unique]}} with \
 callers sorted.";
+
+pub(crate) const CALLERS: &str = "\
+Who calls `function`: its invocations (in `test` and under `file` if given) and the immediate \
+caller of each, the traced frame whose activation made the call (the top of the call stack just \
+before the `call` event; a call through untraced C code, such as `map`, is the nearest traced \
+frame's). With `count = \"calls\"` every `call` event of `function` counts, resumptions of its \
+generator or coroutine frames included (a resumer is then a caller too); by default \
+(`\"invocations\"`) each frame once. A caller is written `module.qualname` (modules as \
+`module_names` says); an invocation whose caller is not in the trace is an error. Answer: \
+{\"callers\": [sorted, unique], \"invocation_count\": N}.";
 
 /// What calls a selection keeps.
 struct CallSel<'p> {
@@ -350,6 +360,37 @@ pub(crate) fn callees_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Va
         })
         .collect();
     Ok(json!({ "callees_per_test": list }))
+}
+
+pub(crate) fn callers(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
+    let function = p.str("function")?;
+    let loc = Loc::new(p)?;
+    let calls = p.choice_or("count", &["invocations", "calls"], "invocations")? == "calls";
+    let mut callers: BTreeSet<String> = BTreeSet::new();
+    let mut count = 0usize;
+    for (n, inv) in all_invocations(ix, p, function)?.into_iter().enumerate() {
+        let starts: Vec<usize> = if calls {
+            inv.activations
+                .iter()
+                .filter_map(|&a| ix.span(a).map(|(c, _)| c))
+                .collect()
+        } else {
+            inv.events.first().copied().into_iter().collect()
+        };
+        for i in starts {
+            let e = ix.event(i);
+            let caller = ix.call_event(e.parent).ok_or_else(|| {
+                ExtractError::NotObserved(format!(
+                    "the caller of invocation {} of `{function}` (line {}) is not in the trace",
+                    n + 1,
+                    e.line
+                ))
+            })?;
+            callers.insert(loc.func(caller));
+            count += 1;
+        }
+    }
+    Ok(json!({ "callers": callers.into_iter().collect::<Vec<_>>(), "invocation_count": count }))
 }
 
 pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {

@@ -996,6 +996,30 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         targeted: &[],
     },
     Extractor {
+        name: "callers",
+        kinds: &[K::S6, K::M6],
+        doc: calls::CALLERS,
+        params: &[
+            FUNCTION,
+            TEST,
+            FILE,
+            p(
+                "count",
+                T::Choice(&["invocations", "calls"]),
+                "`invocations` (default): each frame once; `calls`: every `call` event, \
+                 resumptions included",
+            ),
+            ROOT,
+            MODULE_ROOT,
+            MODULE_NAMES,
+        ],
+        shape: |_| r#"{"callers": ["str"], "invocation_count": "int"}"#,
+        template: |_| r#"{"callers": ["str"], "invocation_count": "int"}"#,
+        run: calls::callers,
+        targets_scope: false,
+        targeted: &[],
+    },
+    Extractor {
         name: "callees_across_tests",
         kinds: &[K::M6],
         doc: calls::CALLEES_ACROSS_TESTS,

@@ -175,6 +175,11 @@ fn every_extractor_reports_unanswerable_parameters() {
             "no invocation of `f` reaches the loop header at line 7",
         ),
         (
+            "callers",
+            json!({"function": "f", "count": "frames"}),
+            "parameter `count`: expected one of \"invocations\", \"calls\", got \"frames\"",
+        ),
+        (
             "iteration_value",
             json!({"function": "f", "header": 2, "body_end": 3, "variable": "n"}),
             "makes 0 iteration(s) in invocation 1 of `f`; iteration 1 was asked for",

@@ -600,6 +600,7 @@ fn every_extractor_answer_fits_its_template() {
         ("call_sequence", json!({"function": "f"})),
         ("callees_count", json!({"function": "f"})),
         ("callees_across_tests", json!({"function": "f"})),
+        ("callers", json!({"function": "g"})),
         ("call_graph", json!({})),
         (
             "invariants_in_test",

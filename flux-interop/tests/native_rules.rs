@@ -2458,6 +2458,42 @@ fn def_use_pairs_and_dead_definitions_per_invocation_flat_reworded() {
     assert_eq!(x.answer["/tracked_variables"], "/variables");
 }
 
+/// llama_factory loader_load_model_s6_calls__r20260714 (dev): "let `callers` be the set of
+/// immediate caller qualnames for those invocations … Return JSON with keys
+/// `invocation_count` (int) and `callers`" was refused by shape (`callers+invocation_count`):
+/// `callers`, counting their tracer's `call` events, modules as the code runs them.
+#[test]
+fn callers_of_the_target_with_its_invocation_count_reworded() {
+    let x = same(
+        "load",
+        json!({"callers": ["str"], "invocation_count": "int"}),
+        &[
+            (
+                "During the test, consider calls to target function `pkg.mod.load` defined in \
+                 file `src/pkg/mod.py`. Count each invocation when a `call` event enters the \
+                 target function body. Let `callers` be the set of immediate caller qualnames \
+                 for those invocations. Return JSON with keys `invocation_count` (int) and \
+                 `callers` (array of str).",
+                None,
+            ),
+            (
+                "Which functions call pkg.mod.load (src/pkg/mod.py)\nimmediately, and how many \
+                 times is it entered?",
+                None,
+            ),
+        ],
+    );
+    assert_eq!(x.name, "callers");
+    assert_eq!(
+        (
+            &x.params["function"],
+            &x.params["count"],
+            &x.params["module_names"]
+        ),
+        (&json!("load"), &json!("calls"), &json!("runtime"))
+    );
+}
+
 /// kedro project_find_pipelines_s3_state (dev): "a list of exactly five objects, in the
 /// variable order listed above" — the mapping sorted the variables by name, so the native
 /// answer's rows came in another order than theirs.

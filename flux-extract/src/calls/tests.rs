@@ -585,3 +585,59 @@ fn call_sequence_names_methods_by_co_name_for_a_run_before_3_11() {
         json!({"call_sequence": [{"func": "pkg.mod.C.g"}, {"func": "pkg.mod.C.g"}]})
     );
 }
+
+/// `callers` (SWE-Flux's "the set of immediate caller qualnames … just before each target
+/// `call` event", with `invocation_count`): the frame whose activation made each call, by
+/// `module.qualname`; a caller missing from the trace is an error, not a gap in the set.
+#[test]
+fn callers_are_the_frames_that_made_each_call() {
+    let t = calls();
+    let callers = |p: serde_json::Value| extract(&t, "callers", &params(p).unwrap());
+    assert_eq!(
+        callers(json!({"function": "g"})).unwrap(),
+        json!({"callers": ["pkg.mod.f"], "invocation_count": 2})
+    );
+    assert_eq!(
+        callers(json!({"function": "h", "test": "t.py::test_a"})).unwrap(),
+        json!({"callers": ["pkg.mod.g"], "invocation_count": 2})
+    );
+    let e = callers(json!({"function": "f"})).unwrap_err().to_string();
+    assert!(
+        e.contains("the caller of invocation 1 of `f` (line 10) is not in the trace"),
+        "{e}"
+    );
+}
+
+/// With `count = "calls"` a generator's resumption is a call too, and its resumer a caller.
+#[test]
+fn callers_counting_calls_take_resumptions_and_their_resumers() {
+    let t = TraceBuilder::new()
+        .test("t.py::test_gen")
+        .call("main", 1, &[])
+        .line(2, &[])
+        .call("gen", 10, &[])
+        .line(11, &[])
+        .ret("1")
+        .line(3, &[])
+        .call("helper", 20, &[])
+        .line(21, &[])
+        .resume(2, "gen", 11)
+        .line(12, &[])
+        .ret("None")
+        .ret("None")
+        .ret("None")
+        .end("passed")
+        .build();
+    let callers = |count: &str| {
+        let p = params(json!({"function": "gen", "count": count})).unwrap();
+        extract(&t, "callers", &p).unwrap()
+    };
+    assert_eq!(
+        callers("invocations"),
+        json!({"callers": ["pkg.mod.main"], "invocation_count": 1})
+    );
+    assert_eq!(
+        callers("calls"),
+        json!({"callers": ["pkg.mod.helper", "pkg.mod.main"], "invocation_count": 2})
+    );
+}

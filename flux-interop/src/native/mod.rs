@@ -111,6 +111,7 @@ pub const RULES: &[(&str, &str)] = &[
         "dead_defs+observed_def_use_pairs+tracked_variables",
         "def_use_pairs",
     ),
+    ("callers+invocation_count", "callers"),
 ];
 
 /// The template's top-level keys, sorted and `+`-joined (`max_iterations+min_iterations`).
@@ -578,6 +579,11 @@ pub fn native_extractor(q: &Question) -> Result<ExtractorSpec, String> {
         "invocation_counts" if class_scope(text).is_some() => class_counts_params(&c, &mut p)?,
         "invocation_counts" => module_counts_params(&c, &mut p)?,
         "covered_functions" => covered_functions_params(&c, &mut p)?,
+        "callers" => {
+            // their tracer's `call` events: a generator's resumptions are calls too
+            c.located(&mut p);
+            p.insert("count".into(), json!("calls"));
+        }
         "line_counts" => line_counts_params(&c, &mut p)?,
         "predicate_report" => predicate_params(&c, &mut p, &mut answer)?,
         _ => unreachable!("every rule's extractor is handled"),
