@@ -80,7 +80,8 @@ before the `call` event; a call through untraced C code, such as `map`, is the n
 frame's). With `count = \"calls\"` every `call` event of `function` counts, resumptions of its \
 generator or coroutine frames included (a resumer is then a caller too); by default \
 (`\"invocations\"`) each frame once. A caller is written `module.qualname` (modules as \
-`module_names` says); an invocation whose caller is not in the trace is an error. Answer: \
+`module_names` says; `module.co_name` with `function_names = \"co_name\"`, as a tracer before \
+Python 3.11 names frames); an invocation whose caller is not in the trace is an error. Answer: \
 {\"callers\": [sorted, unique], \"invocation_count\": N}.";
 
 /// What calls a selection keeps.
@@ -386,7 +387,7 @@ pub(crate) fn callers(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractE
                     e.line
                 ))
             })?;
-            callers.insert(loc.func(caller));
+            callers.insert(loc.func_by_name_mode(caller));
             count += 1;
         }
     }

@@ -350,6 +350,17 @@ impl<'p> Loc<'p> {
         }
     }
 
+    /// [`Loc::func`], or with `function_names = "co_name"` `module.co_name` (no list to follow:
+    /// as a tracer before Python 3.11 names every frame).
+    pub(crate) fn func_by_name_mode(self, e: &Event) -> String {
+        if self.co_names {
+            let name = e.name();
+            self.dotted(e, name.rsplit('.').next().unwrap_or(name))
+        } else {
+            self.func(e)
+        }
+    }
+
     /// [`Loc::func`], or with `function_names = "co_name"` the `module.co_name` that `listed`
     /// names when it names the code only so: answers write a function as the question lists
     /// it, by its class or (a run before 3.11) by its `co_name`.

@@ -1012,6 +1012,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ROOT,
             MODULE_ROOT,
             MODULE_NAMES,
+            FUNCTION_NAMES,
         ],
         shape: |_| r#"{"callers": ["str"], "invocation_count": "int"}"#,
         template: |_| r#"{"callers": ["str"], "invocation_count": "int"}"#,

@@ -439,6 +439,52 @@ fn observations_before_the_line_runs_reworded() {
     );
 }
 
+/// llama_factory trainer_utils_create_apollo_optimizer_s4_dataflow (dev): "Names bound locally
+/// by a … comprehension or generator expression are scoped to that comprehension and are
+/// excluded as defs and uses; reads of tracked outer locals in a comprehension's iterable or
+/// other expressions still count" turned comprehension reads off, and the pair of `name` read
+/// by `any(target in name for target in apollo_targets)` was missing.
+#[test]
+fn def_use_pairs_keep_a_comprehensions_reads_of_outer_locals_when_they_still_count() {
+    let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
+                   "variable": "str"}]});
+    let x = same(
+        "f",
+        t.clone(),
+        &[
+            (
+                "For every invocation of `pkg.mod.f`, report the def-use pairs of `a`, `b`. \
+                 Names bound locally by a list, set, or dict comprehension or generator \
+                 expression are scoped to that comprehension and are excluded as defs and uses; \
+                 reads of tracked outer locals in a comprehension's iterable or other \
+                 expressions still count.",
+                None,
+            ),
+            (
+                "For every invocation of pkg.mod.f, report the def-use pairs of `a`, `b`.\n\
+                 A comprehension's own names are excluded as defs and uses, but reads of\n\
+                 tracked outer locals inside a comprehension still count.",
+                None,
+            ),
+        ],
+    );
+    assert!(
+        x.params.get("comprehension_uses").is_none(),
+        "{:?}",
+        x.params
+    );
+    let out = same(
+        "f",
+        t,
+        &[(
+            "For every invocation of `pkg.mod.f`, report the def-use pairs of `a`, `b`. Reads \
+             inside comprehensions are excluded.",
+            None,
+        )],
+    );
+    assert_eq!(out.params["comprehension_uses"], false);
+}
+
 #[test]
 fn def_use_pairs_reworded_with_their_conventions() {
     let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",

@@ -641,3 +641,27 @@ fn callers_counting_calls_take_resumptions_and_their_resumers() {
         json!({"callers": ["pkg.mod.helper", "pkg.mod.main"], "invocation_count": 2})
     );
 }
+
+/// `function_names = "co_name"`: callers as a tracer before 3.11 names frames (llama_factory's
+/// `testcase.test_invocation_callers` for the method `TestX.test_invocation_callers`).
+#[test]
+fn callers_by_co_name_drop_the_class() {
+    let t = TraceBuilder::new()
+        .test("t.py::TestX::test_m")
+        .call("TestX.test_m", 1, &[])
+        .line(2, &[])
+        .call("load", 10, &[])
+        .ret("None")
+        .ret("None")
+        .end("passed")
+        .build();
+    let callers = |p: serde_json::Value| extract(&t, "callers", &params(p).unwrap()).unwrap();
+    assert_eq!(
+        callers(json!({"function": "load"}))["callers"],
+        json!(["pkg.mod.TestX.test_m"])
+    );
+    assert_eq!(
+        callers(json!({"function": "load", "function_names": "co_name"}))["callers"],
+        json!(["pkg.mod.test_m"])
+    );
+}

@@ -405,7 +405,13 @@ pub(super) fn def_use_conventions(text: &str) -> Vec<(&'static str, bool_or_str:
         "ignored",
         "ignore",
     ];
-    if near("comprehension", OUT) || near("generator expression", OUT) {
+    // "Names bound locally by a … comprehension … are excluded as defs and uses; reads of
+    // tracked outer locals in a comprehension's iterable or other expressions still count":
+    // what is excluded is the comprehension's own names, its reads of the function's locals
+    // stay uses.
+    let outer_reads_count = near("comprehension", &["still count", "still are uses"])
+        && near("outer local", &["still count", "still are uses"]);
+    if (near("comprehension", OUT) || near("generator expression", OUT)) && !outer_reads_count {
         out.push(("comprehension_uses", V::B(false)));
     }
     const IN: &[&str] = &[
