@@ -36,7 +36,10 @@ though the target is still defined there; a target that reads names (`for x.a in
 loses those uses too. With \
 `nested_frames = true`, `line` events of the function's nested code objects (`f.<locals>....`) \
 that run while the invocation is active are uses too, of the names their line reads from the \
-function's locals. Each time a `line` event at L occurs, every name it uses that has a current \
+function's locals. With `scopes = \"flat\"` (a SWE-Flux parser that walks the function's AST \
+by name) the names code nested at L reads or (`definitions = \"ast\"`) writes, its own locals \
+included, are the function's: `[x for x in xs]` at L uses and defines `x` at L. \
+Each time a `line` event at L occurs, every name it uses that has a current \
 definition at line D yields one occurrence of the pair (name, D, L); uses are taken before the \
 line's own definitions, so `x += 1` pairs the previous definition of x and then defines x at \
 its line. Definitions reset at the start of every invocation. `variables` keeps only those \
@@ -196,6 +199,9 @@ struct Analysis<'t> {
     per_load: bool,
     ast: Option<&'t FunctionFacts>,
     nested_frames: bool,
+    /// With `scopes = "flat"`: the scopes nested in the function, whose names (their own
+    /// locals included) are read and written as the function's at their lines.
+    flat: Vec<&'t FunctionFacts>,
     variables: Option<HashSet<String>>,
     /// With `iterable_uses = "entry"`: the `for` loops of the function, (header's first and
     /// last line, body's first and last line); their header's reads are uses only when the
@@ -248,7 +254,22 @@ impl<'t> Analysis<'t> {
             } else {
                 Vec::new()
             };
+        let flat = if p.choice_or("scopes", &["python", "flat"], "python")? == "flat" {
+            let f = facts_of(ix, first, "`scopes = \"flat\"`")?;
+            let prefix = format!("{}.<locals>.", f.qualname);
+            ix.facts_of_invocation(first)
+                .map(|(file, _)| {
+                    file.functions
+                        .iter()
+                        .filter(|s| s.qualname.starts_with(&prefix))
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         Ok(Analysis {
+            flat,
             iterable_once,
             per_load: p.choice_or("use_count", &["line", "load"], "line")? == "load",
             uses,
@@ -367,7 +388,14 @@ impl<'t> Analysis<'t> {
                 // the iterable was evaluated when the loop was entered
                 Vec::new()
             } else {
-                self.uses.at(e.line).into_iter().map(String::from).collect()
+                let mut v: Vec<String> =
+                    self.uses.at(e.line).into_iter().map(String::from).collect();
+                for n in self.flat.iter().flat_map(|s| s.reads_at(e.line)) {
+                    if !v.contains(n) {
+                        v.push(n.clone());
+                    }
+                }
+                v
             };
             for n in &names {
                 if !self.tracked(n) {
@@ -389,7 +417,8 @@ impl<'t> Analysis<'t> {
                 continue;
             }
             if let Some(f) = self.ast {
-                for n in f.writes_at(e.line) {
+                let nested = self.flat.iter().flat_map(|s| s.writes_at(e.line));
+                for n in f.writes_at(e.line).iter().chain(nested) {
                     if self.tracked(n) {
                         define(&mut reaching, n, e.line);
                     }

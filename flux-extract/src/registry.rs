@@ -216,6 +216,13 @@ const USE_COUNT: ParamDoc = p(
      code (`load`: `x + x` is two)",
 );
 const TRACKED: ParamDoc = p("variables", T::StrList, "only these variables");
+const SCOPES: ParamDoc = p(
+    "scopes",
+    T::Choice(&["python", "flat"]),
+    "`python` (default): a comprehension's or nested function's own names are its own; `flat`: \
+     every name read or written at a line by code nested there is the function's (a parser that \
+     walks the function's AST by name)",
+);
 const RENDER: ParamDoc = p(
     "render",
     T::Choice(crate::render::CHOICES),
@@ -713,6 +720,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
+            SCOPES,
         ],
         shape: |_| DEF_USE_SHAPE,
         template: |_| DEF_USE_TEMPLATE,
@@ -740,6 +748,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
+            SCOPES,
             p("variable", T::Str, "only pairs of this variable"),
         ],
         shape: |_| {
@@ -774,6 +783,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ITERABLE_USES,
             NESTED_FRAMES,
             TRACKED,
+            SCOPES,
         ],
         shape: |_| r#"{"dead_defs": [{"variable": "str", "def_line": "int", "count": "int"}]}"#,
         template: |_| r#"{"dead_defs": [{"variable": "str", "def_line": "int"}]}"#,

@@ -323,6 +323,27 @@ impl Evidence {
         Vec::new()
     }
 
+    /// The parser reads a function's names from its AST by name, nested scopes and all: it
+    /// visits `ast.Name` nodes (`visit_Name`, or `ast.walk` over the function) by their
+    /// `Load`/`Store` context and never tells a comprehension, generator expression or lambda
+    /// apart, so their own names count as the function's (`scopes = "flat"`).
+    pub fn walks_names_flat(&self) -> bool {
+        let s = &self.source;
+        let visits_names = (s.contains("visit_Name") || s.contains("ast.walk"))
+            && s.contains("ast.Name")
+            && s.contains("Load");
+        const SCOPES: &[&str] = &[
+            "ListComp",
+            "SetComp",
+            "DictComp",
+            "GeneratorExp",
+            "comprehension",
+            "Lambda",
+            "symtable",
+        ];
+        visits_names && !SCOPES.iter().any(|k| s.contains(k))
+    }
+
     /// The parser normalises lines to their statement's first line: it maps lines through
     /// the AST's statements (`ast.stmt` with `lineno`/`end_lineno`).
     pub fn normalises_statements(&self) -> bool {

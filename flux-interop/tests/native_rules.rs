@@ -485,6 +485,32 @@ fn def_use_pairs_keep_a_comprehensions_reads_of_outer_locals_when_they_still_cou
     assert_eq!(out.params["comprehension_uses"], false);
 }
 
+/// llama_factory trainer_utils_create_apollo_optimizer_s4_dataflow__r20260714 (dev): their
+/// parser visits every `ast.Name` of the function by context, so a set comprehension's own
+/// `param` was a use and a definition of the function's: `scopes = "flat"`, read from the
+/// parser; a parser that tells comprehensions apart keeps Python's scopes.
+#[test]
+fn def_use_pairs_take_flat_scopes_from_a_parser_that_walks_names() {
+    let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",
+                   "variable": "str"}]});
+    let q = "Analyze function `pkg.mod.f` in `src/pkg/mod.py`. Track exactly these local \
+             variable names: `a`, `b`. Report all unique observed runtime def-use pairs.";
+    let flat = "import ast\nTRACKED = [\"a\", \"b\"]\nclass V(ast.NodeVisitor):\n    \
+                def visit_Name(self, node: ast.Name) -> None:\n        \
+                if isinstance(node.ctx, ast.Load):\n            uses.add(node.lineno)\n";
+    let x = same("f", t.clone(), &[(q, Some(flat))]);
+    assert_eq!(x.params["scopes"], "flat");
+    let walked = "import ast\nfor node in ast.walk(func):\n    if isinstance(node, ast.Name) \
+                  and isinstance(node.ctx, ast.Load):\n        uses.add(node.lineno)\n";
+    assert_eq!(
+        same("f", t.clone(), &[(q, Some(walked))]).params["scopes"],
+        "flat"
+    );
+    let scoped = format!("{flat}    def visit_ListComp(self, node):\n        return\n");
+    let y = same("f", t, &[(q, Some(scoped.as_str())), (q, None)]);
+    assert!(y.params.get("scopes").is_none(), "{:?}", y.params);
+}
+
 #[test]
 fn def_use_pairs_reworded_with_their_conventions() {
     let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",

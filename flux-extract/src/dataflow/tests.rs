@@ -410,3 +410,39 @@ fn def_use_pairs_per_invocation_with_their_dead_definitions() {
     );
     assert_eq!(out["variables"], json!(["b", "c"]));
 }
+
+/// `scopes = "flat"` (llama_factory trainer_utils_create_apollo_optimizer_s4_dataflow__r20260714,
+/// dev: their parser walks the function's AST by name, so `{id(param) for param in ps}` at 3
+/// is a use of the function's `param` defined at 2 and then a definition of it): a nested
+/// scope's own names are the function's at their line; by default they are not.
+#[test]
+fn flat_scopes_make_a_comprehensions_names_the_functions() {
+    let src =
+        "def f(ps):\n    param = ps[0]\n    ids = {id(param) for param in ps}\n    return param\n";
+    let t = TraceBuilder::new()
+        .source(src)
+        .call("f", 1, &[("ps", "[1]")])
+        .line(2, &[])
+        .line(3, &[("param", "1")])
+        .line(4, &[("ids", "{1}")])
+        .ret("1")
+        .build();
+    let pairs = |scopes: &str| {
+        let p = json!({"function": "f", "definitions": "ast", "variables": ["param"],
+                       "scopes": scopes});
+        let v = extract(&t, "def_use_pairs", &params(p).unwrap()).unwrap();
+        v["observed_def_use_pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                (
+                    x["def_line"].as_i64().unwrap(),
+                    x["use_line"].as_i64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(pairs("python"), [(2, 4)]);
+    assert_eq!(pairs("flat"), [(2, 3), (3, 4)]);
+}

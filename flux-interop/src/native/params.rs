@@ -521,6 +521,10 @@ pub(super) fn def_use_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(), 
     } = *c;
     p.insert("all_invocations".into(), json!(true));
     p.insert("definitions".into(), json!("ast"));
+    if ev.walks_names_flat() {
+        // their parser's definition: every name node of the function, nested scopes' too
+        p.insert("scopes".into(), json!("flat"));
+    }
     if statements {
         p.insert("line_mode".into(), json!("statement"));
     }
