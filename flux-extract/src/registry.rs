@@ -667,6 +667,17 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             LINES,
             AT,
             OBS_OCCURRENCE,
+            p(
+                "occurrences",
+                T::LineList,
+                "keep only these observations of each invocation (places from 1)",
+            ),
+            p(
+                "point_label",
+                T::Str,
+                "name each observation `point`: the text with `{line}`, `{nth}` (its place in \
+                 its invocation) and `{invocation}` filled in",
+            ),
             LINE_MODE,
             p(
                 "rows",
@@ -677,10 +688,12 @@ pub(crate) static REGISTRY: &[Extractor] = &[
             ),
         ],
         shape: |p| {
-            if p.get("rows").and_then(|v| v.as_str()) == Some("variables") {
-                r#"{"state_snapshots": [{"invocation": "int", "line": "int", "test": "str", "variable": "str", "value": "str"}]}"#
-            } else {
-                r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#
+            let rows = p.get("rows").and_then(|v| v.as_str()) == Some("variables");
+            match (rows, p.get("point_label").is_some()) {
+                (true, false) => r#"{"state_snapshots": [{"invocation": "int", "line": "int", "test": "str", "variable": "str", "value": "str"}]}"#,
+                (true, true) => r#"{"state_snapshots": [{"invocation": "int", "line": "int", "test": "str", "point": "str", "variable": "str", "value": "str"}]}"#,
+                (false, false) => r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#,
+                (false, true) => r#"{"state_snapshots": [{"line": "int", "invocation": "int", "test": "str", "point": "str", "state": {"*": "str"}, "variables": [{"variable": "str", "value": "str"}]}]}"#,
             }
         },
         template: |_| r#"{"state_snapshots": [{"line": "int", "state": {"*": "str"}}]}"#,

@@ -63,7 +63,11 @@ Answer: {\"value_history\": [{\"step\": K, \"value\": REPR, \"invocation\": N, \
 
 pub(crate) const STATE_SNAPSHOTS: &str = "\
 At each observation (the observation convention), the state of \
-`variables` (every bound local when absent; unbound ones are left out). Answer: \
+`variables` (every bound local when absent; unbound ones are left out). `occurrences` keeps the \
+observations of each invocation at those places (from 1; `occurrence` keeps one); \
+`point_label` names each observation's program point, `{line}`, `{nth}` (its place in its \
+invocation) and `{invocation}` filled in (SWE-Flux's `line_58_exec_3`: `line_{line}_exec_{nth}`), \
+and rows by variable then come in the points' order. Answer: \
 {\"state_snapshots\": [{\"line\": L, \"invocation\": N, \"test\": T, \"state\": {NAME: REPR}, \
 \"variables\": [{\"variable\", \"value\"}]}, ...]}.";
 
@@ -232,6 +236,8 @@ pub(crate) struct Obs {
     /// Index into the trace of the event it was taken at.
     pub at: usize,
     pub invocation: usize,
+    /// Its place among its invocation's observations (from 1).
+    pub nth: u64,
     pub test: String,
     pub line: u32,
     pub state: BTreeMap<String, Observed>,
@@ -273,6 +279,7 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
     let lines = p.opt_line_list("lines")?;
     let before = p.choice_or("at", &["before", "after"], "before")? == "before";
     let occ = p.opt_pos("occurrence")?;
+    let occs = p.opt_line_list("occurrences")?;
     let by_statement =
         p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
     let mut out = Vec::new();
@@ -292,11 +299,16 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
         let mut taken = 0u64;
         let mut push = |at: usize, state: &BTreeMap<String, Observed>, out: &mut Vec<Obs>| {
             taken += 1;
-            if occ.is_none_or(|o| o == taken) {
+            let kept = occ.is_none_or(|o| o == taken)
+                && occs
+                    .as_ref()
+                    .is_none_or(|os| os.iter().any(|&o| u64::from(o) == taken));
+            if kept {
                 let e = ix.event(at);
                 out.push(Obs {
                     at,
                     invocation: n,
+                    nth: taken,
                     test: e.test.to_string(),
                     line: e.line,
                     state: state.clone(),
@@ -484,23 +496,44 @@ pub(crate) fn state_snapshots(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
             None => o.state.keys().cloned().collect(),
         }
     };
+    // `point_label`: each observation named as the question names its program points
+    let label = p.opt_str("point_label")?;
+    let point = |o: &Obs| {
+        label.map(|l| {
+            l.replace("{line}", &o.line.to_string())
+                .replace("{nth}", &o.nth.to_string())
+                .replace("{invocation}", &o.invocation.to_string())
+        })
+    };
     if p.choice_or("rows", &["snapshots", "variables"], "snapshots")? == "variables" {
         // one row per variable of each observation, sorted by invocation, variable, value
-        // (SWE-Flux's "sort by invocation, then variable, then value")
-        let mut rows: Vec<(usize, String, &str, &Obs)> = obs
+        // (SWE-Flux's "sort by invocation, then variable, then value"); with labelled points,
+        // by invocation, point (in execution order), variable, value
+        let nth = |o: &Obs| if label.is_some() { o.nth } else { 0 };
+        let mut rows: Vec<(usize, u64, String, &str, &Obs)> = obs
             .iter()
             .flat_map(|o| {
-                names(o)
-                    .into_iter()
-                    .map(move |n| (o.invocation, n.clone(), o.state[&n].repr.as_str(), o))
+                names(o).into_iter().map(move |n| {
+                    (
+                        o.invocation,
+                        nth(o),
+                        n.clone(),
+                        o.state[&n].repr.as_str(),
+                        o,
+                    )
+                })
             })
             .collect();
-        rows.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        rows.sort_by(|a, b| (a.0, a.1, &a.2, a.3).cmp(&(b.0, b.1, &b.2, b.3)));
         let rows: Vec<Value> = rows
             .into_iter()
-            .map(|(inv, n, v, o)| {
-                json!({"invocation": inv, "line": o.line, "test": o.test, "variable": n,
-                       "value": v})
+            .map(|(inv, _, n, v, o)| {
+                let mut r = json!({"invocation": inv, "line": o.line, "test": o.test,
+                                   "variable": n, "value": v});
+                if let Some(pt) = point(o) {
+                    r["point"] = json!(pt);
+                }
+                r
             })
             .collect();
         return Ok(json!({ "state_snapshots": rows }));
@@ -517,8 +550,12 @@ pub(crate) fn state_snapshots(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
                 .iter()
                 .map(|n| json!({"variable": n, "value": o.state[n].repr}))
                 .collect();
-            json!({"line": o.line, "invocation": o.invocation, "test": o.test,
-                   "state": state, "variables": vars})
+            let mut snap = json!({"line": o.line, "invocation": o.invocation, "test": o.test,
+                   "state": state, "variables": vars});
+            if let Some(pt) = point(o) {
+                snap["point"] = json!(pt);
+            }
+            snap
         })
         .collect();
     Ok(json!({ "state_snapshots": snaps }))

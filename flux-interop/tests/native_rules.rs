@@ -511,6 +511,48 @@ fn def_use_pairs_take_flat_scopes_from_a_parser_that_walks_names() {
     assert!(y.params.get("scopes").is_none(), "{:?}", y.params);
 }
 
+/// llama_factory llamafy_qwen_save_weight_m3_state (dev): "Define program points
+/// `line_58_exec_1` and `line_58_exec_3` as the first and third executions of line 58 … an
+/// array of objects with keys `point`, `variable`, `value`" was refused ("the question names no
+/// observation line"): the points' names give the line, the executions and the label.
+#[test]
+fn state_snapshots_at_program_points_named_by_line_and_execution_reworded() {
+    let t = json!({"state_snapshots": [{"point": "str", "value": "str", "variable": "str"}]});
+    let x = same(
+        "save",
+        t,
+        &[
+            (
+                "Analyze function `pkg.mod.save` defined in `src/pkg/mod.py`. Count executions \
+                 of source line 58 in 1-based order within a single invocation. Define program \
+                 points `line_58_exec_1` and `line_58_exec_3` as the first and third executions \
+                 of line 58. At each program point, report the local variables `key` and `size`.",
+                None,
+            ),
+            (
+                "In pkg.mod.save (src/pkg/mod.py), report the state at the program\n\
+                 points `line_58_exec_3` and `line_58_exec_1` (the third and the first time\n\
+                 line 58 runs).",
+                Some("TARGET_VARIABLES = [\"key\", \"size\"]\n"),
+            ),
+        ],
+    );
+    assert_eq!(x.name, "state_snapshots");
+    assert_eq!(
+        (
+            &x.params["lines"],
+            &x.params["occurrences"],
+            &x.params["point_label"]
+        ),
+        (
+            &json!([58]),
+            &json!([1, 3]),
+            &json!("line_{line}_exec_{nth}")
+        )
+    );
+    assert_eq!(x.params["rows"], "variables");
+}
+
 #[test]
 fn def_use_pairs_reworded_with_their_conventions() {
     let t = json!({"observed_def_use_pairs": [{"def_line": "int", "use_line": "int",

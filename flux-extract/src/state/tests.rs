@@ -354,3 +354,44 @@ fn state_at_renders_values_as_str_gives_them() {
         json!({"observed_state": [{"variable": "i", "value": "0"}, {"variable": "s", "value": "x y"}]})
     );
 }
+
+/// SWE-Flux's labelled program points (llama_factory llamafy_qwen_save_weight_m3_state, dev:
+/// "Define program points `line_58_exec_1` and `line_58_exec_3` as the first and third
+/// executions of line 58 … sort by point using execution index order, then by variable"):
+/// `occurrences` picks the executions, `point_label` names them, rows follow the points.
+#[test]
+fn state_snapshots_at_labelled_points_in_execution_order() {
+    let t = counting();
+    let p = params(json!({"function": "f", "invocation": 1, "lines": [3],
+        "occurrences": [1, 3], "variables": ["n", "i"], "rows": "variables",
+        "point_label": "line_{line}_exec_{nth}"}))
+    .unwrap();
+    let rows = extract(&t, "state_snapshots", &p).unwrap();
+    let got: Vec<(String, String, String)> = rows["state_snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("point"), s("variable"), s("value"))
+        })
+        .collect();
+    let want = [
+        ("line_3_exec_1", "i", "0"),
+        ("line_3_exec_1", "n", "2"),
+        ("line_3_exec_3", "i", "2"),
+        ("line_3_exec_3", "n", "2"),
+    ];
+    assert_eq!(
+        got,
+        want.map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+    );
+    // Without a label the rows keep their order (invocation, variable, value) and no `point`.
+    let p = params(json!({"function": "f", "invocation": 1, "lines": [3],
+        "occurrences": [1, 3], "variables": ["n", "i"], "rows": "variables"}))
+    .unwrap();
+    let rows = extract(&t, "state_snapshots", &p).unwrap();
+    let first = &rows["state_snapshots"][0];
+    assert!(first.get("point").is_none(), "{first}");
+    assert_eq!(rows["state_snapshots"].as_array().unwrap().len(), 4);
+}

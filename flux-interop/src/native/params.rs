@@ -270,7 +270,19 @@ pub(super) fn snapshot_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
         return Err("the question names no variable".into());
     }
     p.insert("variables".into(), json!(vars));
-    if at_the_return(text) {
+    let labelled = q
+        .template
+        .pointer("/state_snapshots/0/point")
+        .is_some()
+        .then(|| labelled_points(text))
+        .flatten();
+    if let Some((label, line, nths)) = labelled {
+        // "Define program points `line_58_exec_1` and `line_58_exec_3` as the first and third
+        // executions of line 58": the executions of that line in each invocation, named so
+        p.insert("lines".into(), json!([line]));
+        p.insert("occurrences".into(), json!(nths));
+        p.insert("point_label".into(), json!(label));
+    } else if at_the_return(text) {
         p.insert("event".into(), json!("return"));
     } else {
         observation_point(text, ev, p)?;
@@ -283,6 +295,53 @@ pub(super) fn snapshot_params(c: &Ctx, p: &mut Map<String, Value>) -> Result<(),
         p.insert("invocation".into(), json!(n));
     }
     Ok(())
+}
+
+/// Program points the question names by a line and an execution of it (`line_58_exec_1`,
+/// `line_58_exec_3`): every backticked name with two numbers and the same words around them,
+/// the first number one line for all. The label with `{line}` and `{nth}` in their places, the
+/// line, and the executions.
+fn labelled_points(text: &str) -> Option<(String, u32, Vec<u32>)> {
+    // (the words around the numbers, the numbers)
+    let split = |b: &str| -> Option<(Vec<String>, Vec<u32>)> {
+        let (mut words, mut nums, mut cur, mut digits) =
+            (Vec::new(), Vec::new(), String::new(), String::new());
+        for c in b.chars() {
+            if c.is_ascii_digit() {
+                if digits.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                digits.push(c);
+            } else {
+                if !digits.is_empty() {
+                    nums.push(std::mem::take(&mut digits).parse().ok()?);
+                }
+                if !(c.is_alphanumeric() || c == '_') {
+                    return None;
+                }
+                cur.push(c);
+            }
+        }
+        if !digits.is_empty() {
+            nums.push(digits.parse().ok()?);
+        }
+        words.push(cur);
+        (nums.len() == 2).then_some((words, nums))
+    };
+    let points: Vec<(Vec<String>, Vec<u32>)> =
+        backticked(text).iter().filter_map(|b| split(b)).collect();
+    let (words, first) = points.first()?;
+    if points
+        .iter()
+        .any(|(w, n)| w != words || n[0] != first[0] || n[1] == 0)
+    {
+        return None;
+    }
+    let label = format!("{}{{line}}{}{{nth}}{}", words[0], words[1], words[2]);
+    let mut nths: Vec<u32> = points.iter().map(|(_, n)| n[1]).collect();
+    nths.sort_unstable();
+    nths.dedup();
+    Some((label, first[0], nths))
 }
 
 /// `line_classes`: over the function's invocations when the prose classifies lines by them
