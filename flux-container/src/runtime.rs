@@ -271,7 +271,19 @@ impl Outcome {
 pub struct Runtime {
     docker: Docker,
     socket: String,
+    /// The daemon has [`FIXED_ADDRESSES_RUNTIME`]: containers start with address-space
+    /// randomisation off.
+    fixed_addresses: bool,
 }
+
+/// The OCI runtime flux asks for when the daemon has it: the daemon's `runc`, started with
+/// address-space randomisation off (`setarch --addr-no-randomize`), which every process of the
+/// container inherits. Docker's default seccomp profile refuses that personality inside a
+/// container, and without it a program iterating a set of objects hashed by identity (SymPy's
+/// multiple dispatch) takes another path at each run (flux-hook/README.md, "Determinism").
+/// `cargo xtask setup` registers it when it starts dockerd (`--add-runtime`); nothing else
+/// changes (seccomp, capabilities and mounts are the default runtime's).
+pub const FIXED_ADDRESSES_RUNTIME: &str = "flux-fixed-addresses";
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -310,10 +322,24 @@ impl Runtime {
 
     pub async fn connect_to(socket: &str) -> Result<Runtime> {
         let docker = connect_socket(socket).await?;
+        let info = docker
+            .info()
+            .await
+            .map_err(|e| Error::docker("docker info".to_owned(), e))?;
+        let fixed_addresses = info
+            .runtimes
+            .is_some_and(|r| r.contains_key(FIXED_ADDRESSES_RUNTIME));
         Ok(Runtime {
             docker,
             socket: socket.to_owned(),
+            fixed_addresses,
         })
+    }
+
+    /// Whether containers start with address-space randomisation off
+    /// ([`FIXED_ADDRESSES_RUNTIME`]).
+    pub fn fixed_addresses(&self) -> bool {
+        self.fixed_addresses
     }
 
     pub fn docker(&self) -> &Docker {
@@ -384,6 +410,9 @@ impl Runtime {
             pids_limit: spec.limits.pids,
             nano_cpus: spec.limits.cpus.map(|c| (c * 1e9) as i64),
             security_opt: Some(vec!["no-new-privileges".to_owned()]),
+            runtime: self
+                .fixed_addresses
+                .then(|| FIXED_ADDRESSES_RUNTIME.to_owned()),
             readonly_rootfs: Some(matches!(spec.writes, Writes::Tmp { .. })),
             tmpfs: match spec.writes {
                 Writes::Tmp { bytes } => Some(

@@ -182,6 +182,7 @@ pub fn ensure() -> Result<()> {
         step("starting dockerd");
         let log = std::fs::File::create("/tmp/flux-dockerd.log")?;
         Command::new("dockerd")
+            .args(fixed_addresses_runtime()?)
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
@@ -195,8 +196,75 @@ pub fn ensure() -> Result<()> {
         if !ok(Command::new("docker").arg("info")) {
             bail!("dockerd did not come up (see /tmp/flux-dockerd.log)");
         }
+    } else if !daemon_has_runtime(flux_container::runtime::FIXED_ADDRESSES_RUNTIME) {
+        // A daemon someone else started: say so, and (root) what to restart it with.
+        let how = if is_root() {
+            format!(
+                " (restart it with `dockerd {}`)",
+                fixed_addresses_runtime()?.join(" ")
+            )
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "xtask setup: the running dockerd has no `{}` runtime: containers randomise \
+             addresses{how}",
+            flux_container::runtime::FIXED_ADDRESSES_RUNTIME,
+        );
     }
     Ok(())
+}
+
+/// Whether the running daemon lists the OCI runtime `name`.
+fn daemon_has_runtime(name: &str) -> bool {
+    Command::new("docker")
+        .args(["info", "--format", "{{json .Runtimes}}"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&format!("\"{name}\"")))
+}
+
+/// Where `cargo xtask setup` puts the wrapper behind flux's fixed-addresses runtime.
+const FIXED_ADDRESSES_WRAPPER: &str = "/usr/local/lib/flux/runc-fixed-addresses";
+
+/// `--add-runtime` for dockerd: `flux_container::FIXED_ADDRESSES_RUNTIME`, the daemon's `runc`
+/// started with address-space randomisation off (inherited by every process of a container,
+/// where Docker's seccomp profile refuses to set it). Empty, and said, without `runc` or
+/// `setarch`: containers then randomise addresses.
+fn fixed_addresses_runtime() -> Result<Vec<String>> {
+    let which = |b: &str| -> Option<String> {
+        let out = Command::new("sh")
+            .args(["-c", &format!("command -v {b}")])
+            .output()
+            .ok()?;
+        let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && p.starts_with('/')).then_some(p)
+    };
+    let (Some(runc), Some(setarch)) = (which("runc"), which("setarch")) else {
+        eprintln!(
+            "xtask setup: no runc or setarch on PATH: containers will randomise addresses \
+             (flux_container::FIXED_ADDRESSES_RUNTIME is not registered)"
+        );
+        return Ok(Vec::new());
+    };
+    let wrapper = Path::new(FIXED_ADDRESSES_WRAPPER);
+    std::fs::create_dir_all(wrapper.parent().expect("a directory"))?;
+    std::fs::write(
+        wrapper,
+        format!(
+            "#!/bin/sh\n# flux_container::FIXED_ADDRESSES_RUNTIME: the daemon's runc with \
+             address-space\n# randomisation off, which the container's processes inherit.\n\
+             exec {setarch} \"$(uname -m)\" --addr-no-randomize {runc} \"$@\"\n"
+        ),
+    )?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(wrapper, std::fs::Permissions::from_mode(0o755))?;
+    Ok(vec![
+        "--add-runtime".into(),
+        format!(
+            "{}={FIXED_ADDRESSES_WRAPPER}",
+            flux_container::runtime::FIXED_ADDRESSES_RUNTIME
+        ),
+    ])
 }
 
 #[derive(clap::Args)]
