@@ -221,12 +221,26 @@ pub struct InstanceReport {
     pub seconds: f64,
 }
 
+/// What a report says when its containers randomised addresses: the daemon has no
+/// [`flux_container::runtime::FIXED_ADDRESSES_RUNTIME`], so a program that iterates a set of
+/// objects hashed by identity may take another path at another harvest.
+fn addresses_note(fixed_addresses: bool) -> Option<String> {
+    (!fixed_addresses).then(|| {
+        format!(
+            "dockerd has no `{}` runtime: containers randomised addresses, so a test iterating \
+             a set of objects hashed by identity may answer otherwise at another harvest \
+             (`cargo xtask setup` registers it when it starts dockerd)",
+            flux_container::runtime::FIXED_ADDRESSES_RUNTIME
+        )
+    })
+}
+
 /// Everything [`harvest`] did.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     /// The runtime used (never `auto`).
     pub runtime: Runtime,
-    /// Why `auto` chose the host, if it did.
+    /// Why `auto` chose the host, if it did; or that the containers randomised addresses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     pub instances: Vec<InstanceReport>,
@@ -283,11 +297,15 @@ pub async fn harvest(
             let rt = flux_container::Runtime::connect()
                 .await
                 .map_err(|e| FatalError(anyhow::Error::new(e).context("--runtime docker")))?;
-            (Backend::Docker(rt), Runtime::Docker, None)
+            let note = addresses_note(rt.fixed_addresses());
+            (Backend::Docker(rt), Runtime::Docker, note)
         }
         Runtime::Host => (Backend::Host, Runtime::Host, None),
         Runtime::Auto => match flux_container::Runtime::connect().await {
-            Ok(rt) => (Backend::Docker(rt), Runtime::Docker, None),
+            Ok(rt) => {
+                let note = addresses_note(rt.fixed_addresses());
+                (Backend::Docker(rt), Runtime::Docker, note)
+            }
             Err(e) => (
                 Backend::Host,
                 Runtime::Host,
@@ -840,6 +858,18 @@ fn screen_run(inst: &Instance, out: &TracedRun, run_dir: &Path) -> anyhow::Resul
 
 #[cfg(test)]
 mod tests {
+    /// A harvest whose containers randomised addresses says so in its report (and `flux
+    /// harvest` prints it); one whose daemon has the fixed-addresses runtime says nothing.
+    #[test]
+    fn a_harvest_with_randomised_addresses_says_so() {
+        let note = crate::addresses_note(false).unwrap();
+        assert!(
+            note.contains("flux-fixed-addresses") && note.contains("randomised addresses"),
+            "{note}"
+        );
+        assert_eq!(crate::addresses_note(true), None);
+    }
+
     /// 17.12: a log cut at the 64 MiB cap was kept silently (the outcome knew, nobody said).
     #[test]
     fn truncated_logs_are_reported() {
