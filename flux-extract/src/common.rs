@@ -354,11 +354,16 @@ impl<'p> Loc<'p> {
     /// as a tracer before Python 3.11 names every frame).
     pub(crate) fn func_by_name_mode(self, e: &Event) -> String {
         if self.co_names {
-            let name = e.name();
-            self.dotted(e, name.rsplit('.').next().unwrap_or(name))
+            self.co_name_func(e)
         } else {
             self.func(e)
         }
+    }
+
+    /// `module.co_name` of the code that `e` belongs to (its qualname's last part).
+    fn co_name_func(self, e: &Event) -> String {
+        let name = e.name();
+        self.dotted(e, name.rsplit('.').next().unwrap_or(name))
     }
 
     /// [`Loc::func`], or with `function_names = "co_name"` the `module.co_name` that `listed`
@@ -368,8 +373,7 @@ impl<'p> Loc<'p> {
         let q = self.func(e);
         match listed {
             Some(l) if self.co_names && !l.contains(&q) && !l.contains(e.name()) => {
-                let name = e.name();
-                let c = self.dotted(e, name.rsplit('.').next().unwrap_or(name));
+                let c = self.co_name_func(e);
                 if l.contains(&c) {
                     c
                 } else {

@@ -95,6 +95,20 @@ enum UseSource<'t> {
     },
 }
 
+/// The scopes nested in `f` (`f.<locals>....`: comprehensions, lambdas, closures), from the
+/// static facts of the file `first` runs in.
+fn nested_scopes<'t>(ix: &Ix<'t>, first: &Invocation, f: &FunctionFacts) -> Vec<&'t FunctionFacts> {
+    let prefix = format!("{}.<locals>.", f.qualname);
+    ix.facts_of_invocation(first)
+        .map(|(file, _)| {
+            file.functions
+                .iter()
+                .filter(|s| s.qualname.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A comprehension's or generator expression's scope (its own frame on 3.11).
 fn is_comprehension(kind: &str) -> bool {
     matches!(
@@ -225,20 +239,11 @@ impl<'t> Analysis<'t> {
             None => {
                 let f = facts_of(ix, first, "uses from the static facts (or give `uses`)")?;
                 let nested_uses = p.bool_or("nested_uses", true)?;
-                let prefix = format!("{}.<locals>.", f.qualname);
                 UseSource::Facts {
                     f,
                     comprehensions: p.bool_or("comprehension_uses", nested_uses)?,
                     closures: p.bool_or("closure_uses", nested_uses)?,
-                    nested: ix
-                        .facts_of_invocation(first)
-                        .map(|(file, _)| {
-                            file.functions
-                                .iter()
-                                .filter(|s| s.qualname.starts_with(&prefix))
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    nested: nested_scopes(ix, first, f),
                 }
             }
         };
@@ -255,16 +260,7 @@ impl<'t> Analysis<'t> {
                 Vec::new()
             };
         let flat = if p.choice_or("scopes", &["python", "flat"], "python")? == "flat" {
-            let f = facts_of(ix, first, "`scopes = \"flat\"`")?;
-            let prefix = format!("{}.<locals>.", f.qualname);
-            ix.facts_of_invocation(first)
-                .map(|(file, _)| {
-                    file.functions
-                        .iter()
-                        .filter(|s| s.qualname.starts_with(&prefix))
-                        .collect()
-                })
-                .unwrap_or_default()
+            nested_scopes(ix, first, facts_of(ix, first, "`scopes = \"flat\"`")?)
         } else {
             Vec::new()
         };
