@@ -346,7 +346,7 @@ pub(crate) fn callees_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Va
     let invs = all_invocations(ix, p, function)?;
     let mut per_test: HashMap<String, BTreeSet<String>> = HashMap::new();
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
-        let set = per_test.entry(inv.test.clone()).or_default();
+        let set = per_test.entry(inv.test.to_string()).or_default();
         for i in calls_under(ix, inv, &sel) {
             set.insert(ix.event(i).name().to_string());
         }

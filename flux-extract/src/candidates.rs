@@ -112,8 +112,8 @@ pub fn candidates(
     let mut exceptions: BTreeMap<String, ExceptionCandidate> = BTreeMap::new();
     let mut callees: BTreeMap<(String, String), usize> = BTreeMap::new();
     for inv in &invs {
-        if !inv.test.is_empty() && !tests.contains(&inv.test) {
-            tests.push(inv.test.clone());
+        if !inv.test.is_empty() && !tests.iter().any(|t| *t == *inv.test) {
+            tests.push(inv.test.to_string());
         }
         let mut pending_line: Option<u32> = None;
         for &i in &inv.events {

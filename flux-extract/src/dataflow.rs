@@ -526,7 +526,7 @@ pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Va
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
         for (key, _) in an.pairs(ix, inv) {
             if only.is_none_or(|v| v == key.0) {
-                found.entry(key).or_default().insert(inv.test.clone());
+                found.entry(key).or_default().insert(inv.test.to_string());
             }
         }
     }

@@ -251,7 +251,7 @@ pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         }
         per_inv.push(json!({"invocation": k + 1, "test": inv.test, "iterations": its.len()}));
         if !inv.test.is_empty() {
-            *per_test.entry(inv.test.clone()).or_insert(0) += its.len();
+            *per_test.entry(inv.test.to_string()).or_insert(0) += its.len();
         }
     }
     let (Some(&min), Some(&max), true) = (counts.iter().min(), counts.iter().max(), any_entered)

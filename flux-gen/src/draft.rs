@@ -97,8 +97,9 @@ fn invocations<'a>(ix: &'a TraceIndex<'_>, t: &Target) -> Vec<&'a Invocation> {
 pub fn tests_running(ix: &TraceIndex, t: &Target, kept: &BTreeSet<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for inv in invocations(ix, t) {
-        if kept.contains(&inv.test) && !out.contains(&inv.test) {
-            out.push(inv.test.clone());
+        let test = inv.test.as_str();
+        if kept.contains(test) && !out.iter().any(|t| t == test) {
+            out.push(test.to_string());
         }
     }
     out
@@ -383,7 +384,7 @@ pub fn observations(trace: &Trace, invs: &[&Invocation], func: &FunctionFacts) -
                     .or_else(|| state.get(var).cloned());
                 if let Some((repr, ty)) = v {
                     out.entry((e.line, var.clone())).or_default().push((
-                        inv.test.clone(),
+                        inv.test.to_string(),
                         repr,
                         ty,
                     ));

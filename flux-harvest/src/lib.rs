@@ -708,7 +708,9 @@ async fn run_once(
     let t = Instant::now();
     let trace_sha256 = rundir::keep_outputs(&run_dir, &out).context("writing the run's outputs")?;
     phase("trace.jsonl", t);
+    flux_agent::run::memory_note("the trace written");
     screen_run(inst, &out, &run_dir)?;
+    flux_agent::run::memory_note("the run screened");
     let t = Instant::now();
     // A peer's parser answers on flux's trace, in the container (checked before the run that
     // `opts.external` is there for an instance that needs it).
@@ -740,6 +742,7 @@ async fn run_once(
     }
     .map_err(|e| anyhow::anyhow!("{}", strip_id(&e.to_string(), inst.id())))?;
     phase("extract", t);
+    flux_agent::run::memory_note("the answer extracted");
     let t = Instant::now();
     // Scope "targets": the trace holds only what runs inside targeted code, not a call graph
     // of the test (none is written or compared).

@@ -108,8 +108,9 @@ pub struct Invocation {
     pub activations: Vec<u64>,
     /// Indices into `Trace::events`: calls, lines, exceptions, handled, returns of this frame.
     pub events: Vec<usize>,
-    /// The test running at the first call ("" outside tests).
-    pub test: String,
+    /// The test running at the first call ("" outside tests): the event's name shared, not
+    /// copied (an index of a suite part holds millions of invocations).
+    pub test: crate::Name,
 }
 
 impl Invocation {
