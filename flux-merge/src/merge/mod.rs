@@ -219,8 +219,16 @@ fn value(p: &Pair) -> Value {
     }
 }
 
-fn locals(l: &[(String, Pair)]) -> Vec<(String, Value)> {
-    l.iter().map(|(k, v)| (k.clone(), value(v))).collect()
+/// A hook record's locals (changed and gone) onto its event.
+fn with_delta(ev: &mut Event, delta: &crate::protocol::Delta) {
+    if let Some(d) = delta {
+        ev.locals = d
+            .locals
+            .iter()
+            .map(|(k, v)| (k.clone(), value(v)))
+            .collect();
+        ev.deleted = d.deleted.clone();
+    }
 }
 
 /// Reprs like `<function f at 0x7f3a…>` carry a memory address that changes from run to run;

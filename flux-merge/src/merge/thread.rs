@@ -9,7 +9,7 @@ use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, N
 use super::counters::Counters;
 use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
 use super::scopes::{Freeing, Item};
-use super::{close_inferred, decorate, locals, value, Open};
+use super::{close_inferred, decorate, value, with_delta, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN, CODE_TARGET};
 use crate::usdt::UsdtEvent;
@@ -462,8 +462,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             line,
             thrown,
             fresh,
-            locals: l,
-            deleted,
+            delta,
             ..
         } = r
         else {
@@ -477,8 +476,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         if *thrown {
             ev.outcome = "throw".into();
         }
-        ev.locals = locals(l);
-        ev.deleted = deleted.clone();
+        with_delta(&mut ev, delta);
         // `fresh-frames`: a fresh start never resumes a frame, even one its key last named (a
         // generator abandoned while suspended is freed without any event, and the next one
         // often gets its address).
@@ -537,8 +535,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             line,
             how,
             payload,
-            locals: l,
-            deleted,
+            delta,
             ..
         } = r
         else {
@@ -548,11 +545,10 @@ impl<'a, 'o> Thread<'a, 'o> {
             return;
         };
         let mut ev = self.hook_event(*ts, Kind::Return, cd, *line);
-        ev.locals = locals(l);
-        ev.deleted = deleted.clone();
+        with_delta(&mut ev, delta);
         ev.suspended = *how == How::Yield;
         ev.unwind = *how == How::Unwind;
-        match (how, payload) {
+        match (how, payload.as_deref()) {
             (How::Unwind, Some(p)) => {
                 ev.exc = Some(Box::new(ExcInfo {
                     ty: p.0.clone(),
@@ -616,61 +612,45 @@ impl<'a, 'o> Thread<'a, 'o> {
         };
         let mut ev = match r {
             Rec::Line {
-                ts,
-                line,
-                locals: l,
-                deleted,
-                ..
+                ts, line, delta, ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Line, cd, *line);
-                ev.locals = locals(l);
-                ev.deleted = deleted.clone();
+                with_delta(&mut ev, delta);
                 ev
             }
             Rec::Exc {
                 ts,
                 line,
-                ty,
-                msg,
                 kind,
-                locals: l,
-                deleted,
-                object,
-                origin,
+                text,
+                delta,
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
                 ev.exc = Some(Box::new(ExcInfo {
-                    ty: ty.clone(),
-                    msg: msg.clone(),
+                    ty: text.ty.clone(),
+                    msg: text.msg.clone(),
                 }));
                 ev.outcome = kind.as_str().into();
-                ev.origin = origin.clone().map(Box::new);
-                ev.locals = locals(l);
-                ev.deleted = deleted.clone();
-                ev.value = object.as_ref().map(value).map(Box::new);
+                ev.origin = text.origin.clone().map(Box::new);
+                with_delta(&mut ev, delta);
+                ev.value = text.object.as_ref().map(value).map(Box::new);
                 ev
             }
-            Rec::Handled {
-                ts, line, ty, msg, ..
-            } => {
+            Rec::Handled { ts, line, exc, .. } => {
                 let mut ev = self.hook_event(*ts, Kind::Handled, cd, *line);
                 ev.exc = Some(Box::new(ExcInfo {
-                    ty: ty.clone(),
-                    msg: msg.clone(),
+                    ty: exc.0.clone(),
+                    msg: exc.1.clone(),
                 }));
                 ev
             }
             Rec::Check {
-                ts,
-                line,
-                expr,
-                result,
-                ..
+                ts, line, check, ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Check, cd, *line);
-                ev.predicate = expr.as_str().into();
-                match result {
+                ev.predicate = check.expr.as_str().into();
+                match &check.result {
                     Ok(b) => {
                         ev.value = Some(Box::new(flux_trace::Value {
                             repr: if *b { "True" } else { "False" }.into(),
