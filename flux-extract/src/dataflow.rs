@@ -284,7 +284,7 @@ impl<'t> Analysis<'t> {
     /// The events the analysis walks for `inv`: its own events, and with `nested_frames` the
     /// `line` events of nested code running while it is active, in trace order.
     fn events(&self, ix: &Ix<'_>, inv: &Invocation) -> Vec<usize> {
-        let mut evs = inv.events.clone();
+        let mut evs = inv.events.to_vec();
         if self.nested_frames {
             let Some(call) = inv.first_call(ix.trace) else {
                 return evs;

@@ -104,10 +104,12 @@ pub fn frames(trace: &Trace) -> HashMap<u64, u64> {
 pub struct Invocation {
     pub frame: u64,
     /// Activation ids in order; the first one is the call that created the frame, unless the
-    /// frame started where nothing was traced (see [`Invocation::starts_here`]).
-    pub activations: Vec<u64>,
-    /// Indices into `Trace::events`: calls, lines, exceptions, handled, returns of this frame.
-    pub events: Vec<usize>,
+    /// frame started where nothing was traced (see [`Invocation::starts_here`]). Inline when
+    /// there is one (most frames: an index of a suite part holds millions).
+    pub activations: smallvec::SmallVec<[u64; 1]>,
+    /// Indices into `Trace::events`: calls, lines, exceptions, handled, returns of this frame
+    /// (inline for a call and its return).
+    pub events: smallvec::SmallVec<[usize; 2]>,
     /// The test running at the first call ("" outside tests): the event's name shared, not
     /// copied (an index of a suite part holds millions of invocations).
     pub test: crate::Name,
@@ -263,7 +265,7 @@ mod tests {
         };
         let g = invocations(&t, "gen", Filter::default());
         assert_eq!(g.len(), 1);
-        assert_eq!(g[0].activations, vec![10, 11]);
+        assert_eq!(g[0].activations[..], [10, 11]);
         assert_eq!(g[0].lines(&t), vec![2, 3]);
         let f = invocations(&t, "C.f", Filter::default());
         assert_eq!(f[0].lines(&t), vec![21]);
@@ -290,9 +292,9 @@ mod tests {
         };
         let f = invocations(&t, "f", Filter::default());
         assert_eq!(f.len(), 1);
-        assert_eq!(f[0].activations, vec![1]);
+        assert_eq!(f[0].activations[..], [1]);
         assert_eq!(f[0].lines(&t), vec![2]);
-        assert_eq!(f[0].events, vec![0, 3, 4]);
+        assert_eq!(f[0].events[..], [0, 3, 4]);
     }
 
     #[test]

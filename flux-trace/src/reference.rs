@@ -564,7 +564,7 @@ mod tests {
         let ix = crate::TraceIndex::new(&t);
         let g = ix.invocations("gen", crate::query::Filter::default());
         assert_eq!(g.len(), 2);
-        assert_eq!(g[0].activations, vec![2, 3]);
+        assert_eq!(g[0].activations[..], [2, 3]);
         assert!(g[0].starts_here() && !g[1].starts_here());
         assert_eq!(ix.fresh_calls_under(1).len(), 1);
     }
