@@ -94,7 +94,7 @@ pub fn val(repr: &str) -> Value {
     }
 }
 
-fn locals(changes: &[(&str, &str)]) -> Vec<(String, Value)> {
+fn locals(changes: &[(&str, &str)]) -> flux_trace::ThinVec<(String, Value)> {
     changes
         .iter()
         .map(|(n, r)| (n.to_string(), val(r)))

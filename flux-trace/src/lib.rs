@@ -29,6 +29,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+pub use thin_vec::ThinVec;
 
 pub mod compare;
 pub mod config;
@@ -141,13 +142,15 @@ pub struct Event {
     /// Stack depth of the activation in its thread (0 = outermost traced frame).
     #[serde(default)]
     pub depth: u32,
-    /// Locals that changed (line/return), or the arguments (call), in a targeted frame.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub locals: Vec<(String, Value)>,
+    /// Locals that changed (line/return), or the arguments (call), in a targeted frame. (A
+    /// `ThinVec`, one pointer: most events of a trace have none, and a suite part's trace is
+    /// tens of millions of events.)
+    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
+    pub locals: ThinVec<(String, Value)>,
     /// Locals that existed at the frame's previous event and no longer do (`del x`, the name of
     /// an `except ... as e` clause after it); reported with dialect `swe-flux` only.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub deleted: Vec<String>,
+    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
+    pub deleted: ThinVec<String>,
     /// Return value (normal return or yield); on an `exception` event of dialect `swe-flux`, the
     /// exception object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -267,8 +270,8 @@ impl Event {
             frame: 0,
             parent: 0,
             depth: 0,
-            locals: Vec::new(),
-            deleted: Vec::new(),
+            locals: ThinVec::new(),
+            deleted: ThinVec::new(),
             value: None,
             suspended: false,
             unwind: false,
@@ -484,6 +487,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_event_is_160_bytes() {
+        // The merged trace is the agent's largest holding (tens of millions of events in a
+        // suite part): its locals and deleted names are one pointer each, not three words.
+        assert_eq!(std::mem::size_of::<Event>(), 160);
+        let mut e = Event::new(1, 2, 3, Kind::Line, Source::Hook);
+        e.deleted.push("x".into());
+        let line = serde_json::to_string(&e).unwrap();
+        assert!(
+            line.contains(r#""deleted":["x"]"#) && !line.contains("locals"),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), e);
+    }
+
+    #[test]
     fn jsonl_round_trip_keeps_every_field() {
         let mut e = Event::new(10, 1, 2, Kind::Return, Source::Hook);
         e.file = "/a.py".into();
@@ -495,14 +513,14 @@ mod tests {
         e.frame = 7;
         e.parent = 5;
         e.depth = 2;
-        e.locals = vec![(
+        e.locals = thin_vec::thin_vec![(
             "x".into(),
             Value {
                 repr: "1".into(),
                 ty: "int".into(),
             },
         )];
-        e.deleted = vec!["gone".into()];
+        e.deleted = thin_vec::thin_vec!["gone".into()];
         e.value = Some(Box::new(Value {
             repr: "None".into(),
             ty: "NoneType".into(),

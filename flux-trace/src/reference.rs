@@ -124,9 +124,9 @@ fn pair(a: &[J], i: usize, what: &str) -> Result<Option<(String, String)>, Strin
     }
 }
 
-fn locals(a: &[J], i: usize) -> Result<Vec<(String, Value)>, String> {
+fn locals(a: &[J], i: usize) -> Result<crate::ThinVec<(String, Value)>, String> {
     match a.get(i) {
-        None | Some(J::Null) => Ok(Vec::new()),
+        None | Some(J::Null) => Ok(crate::ThinVec::new()),
         Some(J::Object(m)) => m
             .iter()
             .map(|(k, v)| match v {

@@ -227,7 +227,7 @@ fn with_delta(ev: &mut Event, delta: &crate::protocol::Delta) {
             .iter()
             .map(|(k, v)| (k.clone(), value(v)))
             .collect();
-        ev.deleted = d.deleted.clone();
+        ev.deleted = d.deleted.iter().cloned().collect();
     }
 }
 
