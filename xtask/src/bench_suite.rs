@@ -185,6 +185,9 @@ pub(super) struct Sum {
     pub incomplete: u64,
     pub no_gold: u64,
     pub max_rss: u64,
+    /// The agent's peak over the part's events, the largest over the parts (issue 28: what
+    /// memory costs per event is what says whether it is bounded).
+    pub max_rss_per_event: f64,
 }
 
 /// The ledger's figures for one suite: per configuration, sums over the parts every
@@ -255,9 +258,11 @@ pub(super) fn figures(entries: &[Entry], suite: &str, of: u32, configs: &[String
             s.seconds += v["program_seconds"].as_f64().unwrap_or(0.0);
             s.events += v["events"].as_u64().unwrap_or(0);
             s.lost += v["lost_events"].as_u64().unwrap_or(0);
-            s.max_rss = s
-                .max_rss
-                .max(v["agent_max_rss_bytes"].as_u64().unwrap_or(0));
+            let rss = v["agent_max_rss_bytes"].as_u64().unwrap_or(0);
+            s.max_rss = s.max_rss.max(rss);
+            if let Some(n) = v["events"].as_u64().filter(|&n| n > 0) {
+                s.max_rss_per_event = s.max_rss_per_event.max(rss as f64 / n as f64);
+            }
             if c != "untraced" && c != "reference" {
                 match v["complete"].as_bool() {
                     Some(false) => s.incomplete += 1,
@@ -308,6 +313,8 @@ pub(super) fn report(
                         "incomplete_parts": s.incomplete,
                         "parts_without_gold": s.no_gold,
                         "agent_max_rss_bytes": s.max_rss,
+                        "agent_peak_bytes_per_event": (s.max_rss_per_event > 0.0)
+                            .then_some(s.max_rss_per_event),
                     }),
                 )
             })
@@ -331,7 +338,7 @@ pub(super) fn report(
 
 fn print_report(out: &[Value], configs: &[String]) {
     println!(
-        "flux bench harvest --suite: sums over the parts every configuration finished (program wall time); ratio to untraced; events/lost; complete parts; flux's peak memory (max over parts)"
+        "flux bench harvest --suite: sums over the parts every configuration finished (program wall time); ratio to untraced; events/lost; complete parts; flux's peak memory (max over parts) and its peak per event (max over parts)"
     );
     for s in out {
         println!(
@@ -348,8 +355,12 @@ fn print_report(out: &[Value], configs: &[String]) {
                 .unwrap_or_else(|| "-".into());
             let incomplete = v["incomplete_parts"].as_u64().unwrap_or(0);
             let no_gold = v["parts_without_gold"].as_u64().unwrap_or(0);
+            let per_event = v["agent_peak_bytes_per_event"]
+                .as_f64()
+                .map(|b| format!("{b:.0} B/event"))
+                .unwrap_or_default();
             println!(
-                "  {c:<14} {:>10.1}s {ratio:>7} {:>12} events {:>6} lost {:>14} {:>6.1} GB",
+                "  {c:<14} {:>10.1}s {ratio:>7} {:>12} events {:>6} lost {:>14} {:>6.1} GB {per_event:>13}",
                 v["seconds"].as_f64().unwrap_or(0.0),
                 v["events"].as_u64().unwrap_or(0),
                 v["lost_events"].as_u64().unwrap_or(0),
@@ -416,6 +427,8 @@ mod tests {
         assert_eq!(f.sums["flux-auto"].seconds, 45.0);
         assert_eq!(f.sums["flux-auto"].incomplete, 1);
         assert_eq!(f.sums["flux-auto"].max_rss, 2000);
+        // Part 2's 2000 bytes over its 10 events.
+        assert_eq!(f.sums["flux-auto"].max_rss_per_event, 200.0);
         assert_eq!(f.errors.len(), 1, "{:?}", f.errors);
     }
 
