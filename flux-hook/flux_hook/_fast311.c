@@ -8,7 +8,9 @@
  * `Tracer(gtrace, codes, tl, plain)` wraps the hook's own global function `gtrace`; `settrace`
  * installs it as the thread's C trace function (PyEval_SetTrace). A frame start ('call') of code
  * the hook registered as untargeted (`codes[id(code)][1] == plain`) while the thread is outside
- * every extent (`tl.xd` false) is answered here, without Python; every other event goes exactly
+ * every extent (`tl.xd` false) is answered here, without Python; so is, with `c-plain-starts`, the
+ * start of untargeted code that is no generator inside an extent when the hook reports every
+ * start (calls="entries"): the record gtrace would append, appended here. Every other event goes exactly
  * where CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c, trace_trampoline) sends
  * it: a start to `gtrace`, anything else to the frame's local trace function (f_trace), with the
  * same locals sync around the call and the same handling of what it returns or raises (as in
@@ -25,6 +27,7 @@
 #include <Python.h>
 #include <frameobject.h>
 #include <string.h>
+#include <time.h>
 #include "internal/pycore_frame.h"
 
 #if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
@@ -34,13 +37,20 @@
 typedef struct {
     PyObject_HEAD
     PyObject *gtrace; /* the hook's global trace function */
-    PyObject *codes;  /* id(code) -> info list (info[1]: the code's kind) */
-    PyObject *tl;     /* the hook's threading.local (`xd`: targeted activations running) */
+    PyObject *codes;  /* id(code) -> info list (info[0]: its id; info[1]: its kind; info[4]:
+                         its definition sent) */
+    PyObject *tl;     /* the hook's threading.local (`xd`: targeted activations running; `tid`) */
     long plain;       /* the kind of untargeted code */
+    PyObject *buf;    /* `c-plain-starts`: the hook's record buffer (a list), or NULL */
+    Py_ssize_t flush_at; /* the buffer's length at which the hook flushes it */
 } Tracer;
 
 static PyObject *whatstrings[8];
 static PyObject *xd_name;
+static PyObject *tid_name;
+
+/* CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR */
+#define GEN_FLAGS (0x20 | 0x80 | 0x200)
 
 static int
 tracer_traverse(Tracer *self, visitproc visit, void *arg)
@@ -48,6 +58,7 @@ tracer_traverse(Tracer *self, visitproc visit, void *arg)
     Py_VISIT(self->gtrace);
     Py_VISIT(self->codes);
     Py_VISIT(self->tl);
+    Py_VISIT(self->buf);
     return 0;
 }
 
@@ -57,6 +68,7 @@ tracer_clear(Tracer *self)
     Py_CLEAR(self->gtrace);
     Py_CLEAR(self->codes);
     Py_CLEAR(self->tl);
+    Py_CLEAR(self->buf);
     return 0;
 }
 
@@ -68,14 +80,21 @@ tracer_dealloc(Tracer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* Tracer(gtrace, codes, tl, plain[, buf, flush_at]): with `buf` (the hook's record list) and
+ * `flush_at`, `c-plain-starts` is on. */
 static int
 tracer_init(Tracer *self, PyObject *args, PyObject *kwds)
 {
-    PyObject *gtrace, *codes, *tl;
+    PyObject *gtrace, *codes, *tl, *buf = NULL;
     long plain;
-    if (!PyArg_ParseTuple(args, "OO!Ol", &gtrace, &PyDict_Type, &codes, &tl, &plain)) {
+    Py_ssize_t flush_at = 0;
+    if (!PyArg_ParseTuple(args, "OO!Ol|O!n", &gtrace, &PyDict_Type, &codes, &tl, &plain,
+                          &PyList_Type, &buf, &flush_at)) {
         return -1;
     }
+    Py_XINCREF(buf);
+    Py_XSETREF(self->buf, buf);
+    self->flush_at = flush_at;
     Py_INCREF(gtrace);
     Py_INCREF(codes);
     Py_INCREF(tl);
@@ -98,43 +117,92 @@ tracer_call(Tracer *self, PyObject *args, PyObject *kwds)
     return PyObject_Call(self->gtrace, args, kwds);
 }
 
-/* Whether a frame start is the fast path's: untargeted code, outside every extent. */
-static int
-plain_outside(Tracer *t, PyFrameObject *frame)
+enum start { START_HOOK, START_OUTSIDE, START_INSIDE };
+
+/* What a frame start is to the fast path: untargeted code outside every extent
+ * (START_OUTSIDE: nothing to do), untargeted code inside one (START_INSIDE: `*info` is its info
+ * list, borrowed), or anything else, for gtrace (START_HOOK). */
+static enum start
+classify(Tracer *t, PyFrameObject *frame, PyObject **info)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);
     PyObject *key = PyLong_FromVoidPtr((void *)code);
     Py_DECREF(code);
     if (key == NULL) {
         PyErr_Clear();
-        return 0;
+        return START_HOOK;
     }
-    PyObject *info = PyDict_GetItemWithError(t->codes, key); /* borrowed */
+    *info = PyDict_GetItemWithError(t->codes, key); /* borrowed */
     Py_DECREF(key);
-    if (info == NULL) {
+    if (*info == NULL) {
         PyErr_Clear();
-        return 0; /* not registered yet: gtrace registers it */
+        return START_HOOK; /* not registered yet: gtrace registers it */
     }
-    if (!PyList_CheckExact(info) || PyList_GET_SIZE(info) < 2) {
-        return 0;
+    if (!PyList_CheckExact(*info) || PyList_GET_SIZE(*info) < 5) {
+        return START_HOOK;
     }
-    PyObject *kind = PyList_GET_ITEM(info, 1);
+    PyObject *kind = PyList_GET_ITEM(*info, 1);
     if (!PyLong_CheckExact(kind) || PyLong_AsLong(kind) != t->plain) {
         PyErr_Clear();
-        return 0;
+        return START_HOOK;
     }
     PyObject *xd = PyObject_GetAttr(t->tl, xd_name);
     if (xd == NULL) {
         PyErr_Clear();
-        return 0; /* gtrace reads it too, and fails loudly */
+        return START_HOOK; /* gtrace reads it too, and fails loudly */
     }
     int truth = PyObject_IsTrue(xd);
     Py_DECREF(xd);
     if (truth < 0) {
         PyErr_Clear();
+        return START_HOOK;
+    }
+    return truth == 0 ? START_OUTSIDE : START_INSIDE;
+}
+
+/* `c-plain-starts`: append the record gtrace appends for the start of untargeted code inside
+ * an extent (`["c",ts,tid,code_id,frame_id,first_line]`, the clock CLOCK_MONOTONIC as the
+ * hook's `time.monotonic_ns`). Returns 1 when it did; 0 leaves the start to gtrace: a
+ * generator (whether it starts fresh is gtrace's to say), code whose definition the agent has
+ * not had, a thread whose id the hook has not read yet, or a buffer due for its flush. Nothing
+ * here allocates an object the cyclic GC tracks (an int, a str, the list's own storage), so no
+ * collection can start here (the `gc-guard`'s concern). */
+static int
+record_start(Tracer *t, PyFrameObject *frame, PyObject *info)
+{
+    if (t->buf == NULL || PyList_GET_SIZE(t->buf) + 1 >= t->flush_at) {
         return 0;
     }
-    return truth == 0;
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int gen = (code->co_flags & GEN_FLAGS) != 0;
+    int line = code->co_firstlineno;
+    Py_DECREF(code);
+    if (gen || PyObject_IsTrue(PyList_GET_ITEM(info, 4)) != 1) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *tid = PyObject_GetAttr(t->tl, tid_name);
+    if (tid == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    unsigned long long ts = (unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec;
+    PyObject *rec = PyUnicode_FromFormat("[\"c\",%llu,%S,%S,%zu,%d]", ts, tid,
+                                         PyList_GET_ITEM(info, 0), (size_t)frame, line);
+    Py_DECREF(tid);
+    if (rec == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int err = PyList_Append(t->buf, rec);
+    Py_DECREF(rec);
+    if (err < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
 }
 
 /* CPython 3.11's call_trampoline, and the hook's `gc-guard` around all of it: the callback runs
@@ -176,8 +244,17 @@ trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     Tracer *t = (Tracer *)obj;
     PyObject *callback;
     if (what == PyTrace_CALL) {
-        if (plain_outside(t, frame)) {
+        PyObject *info = NULL;
+        switch (classify(t, frame, &info)) {
+        case START_OUTSIDE:
             return 0;
+        case START_INSIDE:
+            if (record_start(t, frame, info)) {
+                return 0;
+            }
+            break;
+        case START_HOOK:
+            break;
         }
         callback = t->gtrace;
     }
@@ -312,6 +389,9 @@ PyInit__fast311(void)
         }
     }
     if (xd_name == NULL && (xd_name = PyUnicode_InternFromString("xd")) == NULL) {
+        return NULL;
+    }
+    if (tid_name == NULL && (tid_name = PyUnicode_InternFromString("tid")) == NULL) {
         return NULL;
     }
     if (PyType_Ready(&TracerType) < 0) {

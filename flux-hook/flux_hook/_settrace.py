@@ -487,7 +487,12 @@ def start(hook):
     if _fast311 is not None:
         add_audit_hook = _fast311.addaudithook  # `c-audit-filter`
         if extents:
-            tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN)
+            if want_c and not all_r:
+                # `c-plain-starts`: the starts of untargeted code inside an extent (a callee
+                # question's every call) recorded in C, as gtrace records them.
+                tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN, buf, FN)
+            else:
+                tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN)
             fast_settrace = _fast311.settrace
 
     def own_settrace(func):

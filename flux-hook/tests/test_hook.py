@@ -1514,6 +1514,54 @@ class TestPytest(HookTestCase):
         self.assertEqual(p.stdout.count("refused: "), 2, p.stdout)
         self.assertIn("alive None", p.stdout)
 
+    def test_a_plain_start_inside_an_extent_is_recorded_in_c(self):
+        # `c-plain-starts` (stop 46): with calls="entries" every start of untargeted code inside
+        # an extent was a Python call of gtrace (3 M on the 3.11 SymPy slice, and each gave
+        # USDT the hook's own frames to drop). The Tracer now appends gtrace's record itself:
+        # the same text, gtrace not called. A generator, code not yet defined to the agent, or
+        # a buffer due for its flush still go to gtrace.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        src = textwrap.dedent("""\
+            import json, sys, threading, time
+            from flux_hook import _fast311 as f
+            def helper(n):
+                return n + 1
+            def gen():
+                yield 1
+            calls = []
+            def gtrace(frame, event, arg):
+                calls.append(frame.f_code.co_name)
+            tl = threading.local()
+            tl.xd, tl.tid = 1, 4242
+            buf = []
+            codes = {id(helper.__code__): [7, 1, helper.__code__, None, True, None, None],
+                     id(gen.__code__): [8, 1, gen.__code__, None, True, None, None]}
+            before = time.monotonic_ns()
+            f.settrace(f.Tracer(gtrace, codes, tl, 1, buf, 3))
+            helper(1)
+            list(gen())
+            helper(2)
+            helper(3)
+            f.settrace(None)
+            after = time.monotonic_ns()
+            recs = [json.loads(r) for r in buf]
+            print(json.dumps({"calls": calls, "recs": recs, "line": helper.__code__.co_firstlineno,
+                              "before": before, "after": after}))
+            """)
+        env = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        p = subprocess.run(harness.PYTHON + ["-c", src], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        # helper(1) and helper(2) recorded in C; the generator's two starts (its first run and
+        # its resumption) and helper(3) (the buffer holding 2 of the 3 records that make a
+        # flush) went to gtrace.
+        self.assertEqual(out["calls"], ["gen", "gen", "helper"], out)
+        self.assertEqual(len(out["recs"]), 2, out)
+        for r in out["recs"]:
+            self.assertEqual([r[0], r[2], r[3], r[5]], ["c", 4242, 7, out["line"]], out)
+            self.assertTrue(out["before"] <= r[1] <= out["after"], out)
+
     def test_shipped_fast_path_is_in_use(self):
         # The agent ships flux_hook._fast311 for 3.11 (`c-fast-path`); where the suite runs on
         # that hook (FLUX_TEST_EXPECT_FAST311=1), a thread's trace function under scope
