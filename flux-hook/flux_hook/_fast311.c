@@ -181,17 +181,28 @@ record_start(Tracer *t, PyFrameObject *frame, PyObject *info)
         PyErr_Clear();
         return 0;
     }
+    /* The thread id and the code id are formatted as the C integers they hold, never by their
+     * str(): test code can reach the hook's objects, and an int subclass's __str__ would write
+     * any text into the record stream (gtrace's `%d` takes the integer too). Anything but an
+     * exact int goes to gtrace (test_a_plain_start_with_a_forged_id_is_not_written_as_text). */
     PyObject *tid = PyObject_GetAttr(t->tl, tid_name);
     if (tid == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *cid = PyList_GET_ITEM(info, 0);
+    long long tid_v = PyLong_CheckExact(tid) ? PyLong_AsLongLong(tid) : -1;
+    long long cid_v = PyLong_CheckExact(cid) ? PyLong_AsLongLong(cid) : -1;
+    Py_DECREF(tid);
+    if (tid_v < 0 || cid_v < 0) {
         PyErr_Clear();
         return 0;
     }
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     unsigned long long ts = (unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec;
-    PyObject *rec = PyUnicode_FromFormat("[\"c\",%llu,%S,%S,%zu,%d]", ts, tid,
-                                         PyList_GET_ITEM(info, 0), (size_t)frame, line);
-    Py_DECREF(tid);
+    PyObject *rec = PyUnicode_FromFormat("[\"c\",%llu,%lld,%lld,%zu,%d]", ts, tid_v, cid_v,
+                                         (size_t)frame, line);
     if (rec == NULL) {
         PyErr_Clear();
         return 0;

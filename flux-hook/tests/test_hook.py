@@ -1562,6 +1562,44 @@ class TestPytest(HookTestCase):
             self.assertEqual([r[0], r[2], r[3], r[5]], ["c", 4242, 7, out["line"]], out)
             self.assertTrue(out["before"] <= r[1] <= out["after"], out)
 
+    def test_a_plain_start_with_a_forged_id_is_not_written_as_text(self):
+        # Found reviewing `c-plain-starts` (stop 46): the C record formatted the thread's id
+        # with str(), and test code can reach the hook's thread-local: an int subclass whose
+        # __str__ returns record text wrote a forged record into the stream. Now only an exact
+        # int is written (as gtrace's `%d` writes the integer); anything else goes to gtrace.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        src = textwrap.dedent("""\
+            import json, threading
+            from flux_hook import _fast311 as f
+            class Forged(int):
+                def __str__(self):
+                    return '1,1,1,1]\\n["xc",1,1'
+            def helper(n):
+                return n + 1
+            calls = []
+            def gtrace(frame, event, arg):
+                calls.append(frame.f_code.co_name)
+            tl = threading.local()
+            tl.xd, tl.tid = 1, Forged(7)
+            buf = []
+            codes = {id(helper.__code__): [7, 1, helper.__code__, None, True, None, None]}
+            f.settrace(f.Tracer(gtrace, codes, tl, 1, buf, 100))
+            helper(1)
+            tl.tid = 7
+            helper(2)
+            f.settrace(None)
+            print(json.dumps({"calls": calls, "buf": buf}))
+            """)
+        env = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        p = subprocess.run(harness.PYTHON + ["-c", src], capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        self.assertEqual(out["calls"], ["helper"], out)
+        self.assertEqual(len(out["buf"]), 1, out)
+        self.assertNotIn("xc", out["buf"][0], out)
+        self.assertEqual(json.loads(out["buf"][0])[2], 7, out)
+
     def test_shipped_fast_path_is_in_use(self):
         # The agent ships flux_hook._fast311 for 3.11 (`c-fast-path`); where the suite runs on
         # that hook (FLUX_TEST_EXPECT_FAST311=1), a thread's trace function under scope
