@@ -808,9 +808,21 @@ for o in set([O(i) for i in range(2000)]):
 
 /// `flux trace` of [`DET_PY`], by an agent of PID `pid` when given (the kernel gives the PID
 /// after `ns_last_pid` to the next fork; a fork elsewhere may take it first, so try again).
+///
+/// The program's directory is an input like its source: Python lists `sys.path[0]` once (its
+/// import cache, a set of the names there), so a file beside `det.py` moves its heap and the
+/// order of the set it iterates. The trace was written beside it, so every run but the first saw
+/// one name more: the flake of the two tests below (CI, 2026-12-06). The trace goes one level up.
 fn trace_det(dir: &Path, pid: Option<u32>) -> flux_trace::Trace {
-    let prog = dir.join("det.py");
+    let home = dir.join("det");
+    std::fs::create_dir_all(&home).unwrap();
+    let prog = home.join("det.py");
     std::fs::write(&prog, DET_PY).unwrap();
+    let names: Vec<_> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["det.py"], "det.py's directory is one of its inputs");
     let out = dir.join("t.jsonl");
     let cmd = || {
         let mut c = Command::new(env!("CARGO_BIN_EXE_flux"));
