@@ -120,7 +120,7 @@ pub fn candidates(
             let e = ix.event(i);
             if let Some(l) = pending_line {
                 if matches!(e.ev, Kind::Line | Kind::Return) {
-                    for (name, v) in &e.locals {
+                    for (name, v) in &e.detail().locals {
                         let slot = values.entry((l, name.clone())).or_default();
                         slot.0 += 1;
                         slot.1.insert(v.repr.clone());
@@ -128,7 +128,7 @@ pub fn candidates(
                     pending_line = None;
                 }
             }
-            let ty = e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("");
+            let ty = e.detail().exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("");
             match e.ev {
                 Kind::Line => {
                     line_events += 1;
@@ -284,7 +284,12 @@ fn mark_crossings(
                 unwound_into = true;
             } else if own.contains(&ix.owner(i)) {
                 if e.ev == Kind::Exception && unwound_into {
-                    if let Some(c) = e.exc.as_ref().and_then(|x| exceptions.get_mut(&x.ty)) {
+                    if let Some(c) = e
+                        .detail()
+                        .exc
+                        .as_ref()
+                        .and_then(|x| exceptions.get_mut(&x.ty))
+                    {
                         c.crossed_in += 1;
                     }
                 }

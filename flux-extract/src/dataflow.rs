@@ -356,7 +356,7 @@ impl<'t> Analysis<'t> {
                 } else {
                     current.unwrap_or(def_line)
                 };
-                for (name, _) in &e.locals {
+                for (name, _) in &e.detail().locals {
                     if self.tracked(name) {
                         define(&mut reaching, name, at);
                     }

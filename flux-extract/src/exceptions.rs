@@ -104,7 +104,7 @@ fn type_matches(ty: &str, want: &str) -> bool {
 }
 
 fn exc_type(e: &Event) -> &str {
-    e.exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("")
+    e.detail().exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("")
 }
 
 /// Indices of the `exception` events that start a raise (see `exception_info`), in trace
@@ -174,7 +174,7 @@ fn events_after<'a>(ix: &'a Ix<'_>, act: u64, after: usize) -> impl Iterator<Ite
 /// Follow the raise at trace index `o` to its handler (see `exception_info`).
 fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
     let origin = ix.event(o);
-    let ty = origin.exc.as_ref().map(|x| x.ty.as_str());
+    let ty = origin.detail().exc.as_ref().map(|x| x.ty.as_str());
     let mut act = ix.owner(o);
     let mut from = o;
     let mut handled = None;
@@ -189,7 +189,7 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
         for j in events_after(ix, act, from) {
             let e = ix.event(j);
             match e.ev {
-                Kind::Handled if e.exc.as_ref().map(|x| x.ty.as_str()) == ty => {
+                Kind::Handled if e.detail().exc.as_ref().map(|x| x.ty.as_str()) == ty => {
                     handled = Some(e);
                     break 'frames;
                 }
@@ -231,7 +231,7 @@ fn follow<'t>(ix: &Ix<'t>, o: usize) -> Raise<'t> {
 
 /// Whether an unwinding `return` carries the exception (type and message) of `origin`.
 fn same_exception(unwind: &Event, origin: &Event) -> bool {
-    match (&unwind.exc, &origin.exc) {
+    match (&unwind.detail().exc, &origin.detail().exc) {
         (Some(a), Some(b)) => a.ty == b.ty && a.msg == b.msg,
         _ => false,
     }
@@ -307,6 +307,7 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
     })?;
     let exc = r
         .origin
+        .detail()
         .exc
         .clone()
         .unwrap_or(Box::new(flux_trace::ExcInfo {
@@ -315,7 +316,9 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
         }));
     let handler_line = r
         .handled
-        .filter(|h| h.ev == Kind::Handled && h.exc.as_ref().map(|x| &x.ty) == Some(&exc.ty))
+        .filter(|h| {
+            h.ev == Kind::Handled && h.detail().exc.as_ref().map(|x| &x.ty) == Some(&exc.ty)
+        })
         .map(|h| h.line);
     Ok(json!({"exception": {
         "type": exc.ty,
@@ -343,7 +346,12 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                     && !e.test.is_empty()
                     && ty.is_none_or(|w| type_matches(exc_type(e), w));
                 if fits {
-                    let msg = e.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
+                    let msg = e
+                        .detail()
+                        .exc
+                        .as_ref()
+                        .map(|x| x.msg.clone())
+                        .unwrap_or_default();
                     crashes.entry(e.test.to_string()).or_insert((
                         exc_type(e).to_string(),
                         msg,
@@ -367,7 +375,12 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                 continue;
             }
             let o = r.origin;
-            let msg = o.exc.as_ref().map(|x| x.msg.clone()).unwrap_or_default();
+            let msg = o
+                .detail()
+                .exc
+                .as_ref()
+                .map(|x| x.msg.clone())
+                .unwrap_or_default();
             crashes.entry(o.test.to_string()).or_insert((
                 exc_type(o).to_string(),
                 msg,
@@ -429,7 +442,7 @@ pub(crate) fn exception_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             let e = ix.event(i);
             if e.ev != Kind::Exception
                 || (raises_only && !origins.contains(&i))
-                || (reported_only && e.outcome == "reraise-inferred")
+                || (reported_only && e.detail().outcome == "reraise-inferred")
                 || lines.as_ref().is_some_and(|ls| !ls.contains(&e.line))
             {
                 continue;
@@ -482,7 +495,9 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
         }
         for &i in &inv.events {
             let e = ix.event(i);
-            if e.ev != Kind::Exception || (reported_only && e.outcome == "reraise-inferred") {
+            if e.ev != Kind::Exception
+                || (reported_only && e.detail().outcome == "reraise-inferred")
+            {
                 continue;
             }
             // handled: its activation executes a later line
@@ -496,7 +511,7 @@ pub(crate) fn exception_events(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             let event = json!({
                 "line": e.line,
                 "exception_type": ty,
-                "message": e.exc.as_ref().map(|x| x.msg.as_str()).unwrap_or(""),
+                "message": e.detail().exc.as_ref().map(|x| x.msg.as_str()).unwrap_or(""),
                 "handled": handled,
             });
             let mut grouped = event.clone();

@@ -41,7 +41,7 @@ fn observations(
         let mut waiting: Option<usize> = None;
         for &i in &inv.events {
             let e = ix.event(i);
-            if let Some((_, v)) = e.locals.iter().rev().find(|(n, _)| n == variable) {
+            if let Some((_, v)) = e.detail().locals.iter().rev().find(|(n, _)| n == variable) {
                 current = Some(v);
             }
             if matches!(e.ev, Kind::Line | Kind::Return) {
@@ -205,14 +205,14 @@ pub(crate) fn predicate_report(ix: &TraceIndex<'_>, p: &Params) -> Result<Value,
             if e.ev != Kind::Check || lines.as_ref().is_some_and(|ls| !ls.contains(&e.line)) {
                 continue;
             }
-            let t = match tally.get_mut(e.predicate.as_str()) {
+            let t = match tally.get_mut(e.detail().predicate.as_str()) {
                 Some(t) => t,
                 None if fixed => continue,
-                None => tally.entry(e.predicate.to_string()).or_default(),
+                None => tally.entry(e.detail().predicate.to_string()).or_default(),
             };
             t.observations += 1;
-            let held = e.value.as_ref().map(|v| v.repr.as_str()) == Some("True");
-            if e.exc.is_some() {
+            let held = e.detail().value.as_ref().map(|v| v.repr.as_str()) == Some("True");
+            if e.detail().exc.is_some() {
                 t.errors += 1;
             } else if !held {
                 t.violations += 1;

@@ -317,8 +317,8 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
         };
         for &i in &inv.events {
             let e = ix.event(i);
-            let changed = e.locals.iter().any(|(k, _)| names.contains(k));
-            for (k, v) in &e.locals {
+            let changed = e.detail().locals.iter().any(|(k, _)| names.contains(k));
+            for (k, v) in &e.detail().locals {
                 state.insert(k.clone(), v.clone());
             }
             let line = facts.map_or(e.line, |f| f.statement_start(e.line));

@@ -140,16 +140,16 @@ impl TraceBuilder {
     ) -> TraceBuilder {
         let mut e = self.base(Kind::Check);
         e.line = line;
-        e.predicate = predicate.to_string().into();
+        e.detail_mut().predicate = predicate.to_string().into();
         match held {
             Some(b) => {
-                e.value = Some(Box::new(Value {
+                e.detail_mut().value = Some(Box::new(Value {
                     repr: if b { "True" } else { "False" }.into(),
                     ty: "bool".into(),
                 }))
             }
             None => {
-                e.exc = Some(Box::new(ExcInfo {
+                e.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: error.to_string(),
                     msg: String::new(),
                 }))
@@ -199,7 +199,7 @@ impl TraceBuilder {
 
     pub fn end(mut self, outcome: &str) -> TraceBuilder {
         let mut e = Event::new(0, 100, 100, Kind::TestEnd, Source::Hook);
-        e.outcome = outcome.to_string().into();
+        e.detail_mut().outcome = outcome.to_string().into();
         self.push(e);
         self.test.clear();
         self
@@ -237,7 +237,7 @@ impl TraceBuilder {
             line,
         });
         let mut e = self.base(Kind::Call);
-        e.locals = locals(args);
+        e.detail_mut().locals = locals(args);
         self.push(e);
         self
     }
@@ -247,7 +247,7 @@ impl TraceBuilder {
             top.line = line;
         }
         let mut e = self.base(Kind::Line);
-        e.locals = locals(changes);
+        e.detail_mut().locals = locals(changes);
         self.push(e);
         self
     }
@@ -258,8 +258,8 @@ impl TraceBuilder {
 
     pub fn ret_with(mut self, value: &str, changes: &[(&str, &str)]) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
-        e.value = Some(Box::new(val(value)));
-        e.locals = locals(changes);
+        e.detail_mut().value = Some(Box::new(val(value)));
+        e.detail_mut().locals = locals(changes);
         self.push(e);
         self.stack.pop();
         self
@@ -268,7 +268,7 @@ impl TraceBuilder {
     /// A `return` that suspends a generator.
     pub fn suspend(mut self, value: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
-        e.value = Some(Box::new(val(value)));
+        e.detail_mut().value = Some(Box::new(val(value)));
         e.suspended = true;
         self.push(e);
         self.stack.pop();
@@ -278,7 +278,7 @@ impl TraceBuilder {
     /// An `exception` event at the current line of the innermost frame.
     pub fn raise(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Exception);
-        e.exc = Some(Box::new(ExcInfo {
+        e.detail_mut().exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
         }));
@@ -298,8 +298,8 @@ impl TraceBuilder {
     ) -> TraceBuilder {
         let mut b = self.raise(ty, msg);
         if let Some(e) = b.events.last_mut() {
-            e.outcome = kind.to_string().into();
-            e.origin = origin
+            e.detail_mut().outcome = kind.to_string().into();
+            e.detail_mut().origin = origin
                 .map(|(q, line)| ExcOrigin {
                     file: FILE.to_string(),
                     qualname: q.to_string(),
@@ -316,7 +316,7 @@ impl TraceBuilder {
             top.line = line;
         }
         let mut e = self.base(Kind::Handled);
-        e.exc = Some(Box::new(ExcInfo {
+        e.detail_mut().exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
         }));
@@ -328,7 +328,7 @@ impl TraceBuilder {
     pub fn unwind(mut self, ty: &str, msg: &str) -> TraceBuilder {
         let mut e = self.base(Kind::Return);
         e.unwind = true;
-        e.exc = Some(Box::new(ExcInfo {
+        e.detail_mut().exc = Some(Box::new(ExcInfo {
             ty: ty.to_string(),
             msg: msg.to_string(),
         }));

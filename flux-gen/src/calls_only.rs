@@ -355,7 +355,7 @@ async fn scout(
     }
     for e in &mut run.trace.events {
         if e.ev == flux_trace::Kind::TestEnd {
-            e.outcome = "passed".into();
+            e.detail_mut().outcome = "passed".into();
         }
     }
     Ok((run, methods))

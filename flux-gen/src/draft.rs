@@ -260,7 +260,11 @@ pub fn tests_with_exceptions(ix: &TraceIndex, t: &Target, running: &[String]) ->
         let meets = inv.events.iter().any(|&i| {
             let e = &ix.trace.events[i];
             (e.ev == Kind::Exception
-                && !e.exc.as_ref().is_some_and(|x| crate::recipe::signal(&x.ty)))
+                && !e
+                    .detail()
+                    .exc
+                    .as_ref()
+                    .is_some_and(|x| crate::recipe::signal(&x.ty)))
                 || (e.ev == Kind::Return && e.unwind)
         });
         if meets {
@@ -365,7 +369,7 @@ pub fn observations(trace: &Trace, invs: &[&Invocation], func: &FunctionFacts) -
         let mut state: BTreeMap<String, (String, String)> = BTreeMap::new();
         for (k, &i) in inv.events.iter().enumerate() {
             let e = &trace.events[i];
-            for (n, v) in &e.locals {
+            for (n, v) in &e.detail().locals {
                 state.insert(n.clone(), (v.repr.clone(), v.ty.clone()));
             }
             if e.ev != Kind::Line || e.line == func.def_line {
@@ -377,6 +381,7 @@ pub fn observations(trace: &Trace, invs: &[&Invocation], func: &FunctionFacts) -
             let next = &trace.events[inv.events[j]];
             for var in func.writes_at(e.line) {
                 let v = next
+                    .detail()
                     .locals
                     .iter()
                     .find(|(n, _)| n == var)

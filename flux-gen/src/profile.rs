@@ -120,7 +120,7 @@ impl ModuleProfile {
                 Kind::TestEnd => {
                     if let Some(i) = current {
                         if p.tests[i].nodeid == e.test {
-                            p.tests[i].outcome = e.outcome.to_string();
+                            p.tests[i].outcome = e.detail().outcome.to_string();
                             current = None;
                         }
                     }
@@ -284,7 +284,7 @@ mod tests {
         fn end(&mut self, id: &str, outcome: &str) -> &mut Self {
             let mut e = self.ev(Kind::TestEnd);
             e.test = id.into();
-            e.outcome = outcome.into();
+            e.detail_mut().outcome = outcome.into();
             self.t.events.push(e);
             self
         }

@@ -317,7 +317,7 @@ fn raised<'a>(s: &'a Scene) -> BTreeMap<String, Vec<&'a str>> {
             if e.ev != Kind::Exception || !raises.contains(&i) {
                 continue;
             }
-            if let Some(x) = e.exc.as_ref().filter(|x| !signal(&x.ty)) {
+            if let Some(x) = e.detail().exc.as_ref().filter(|x| !signal(&x.ty)) {
                 out.entry(x.ty.clone()).or_default().push(inv.test.as_str());
             }
         }
@@ -335,7 +335,7 @@ fn escaped<'a>(s: &'a Scene) -> BTreeMap<String, Vec<&'a str>> {
             if e.ev != Kind::Return || !e.unwind {
                 continue;
             }
-            if let Some(x) = e.exc.as_ref().filter(|x| !signal(&x.ty)) {
+            if let Some(x) = e.detail().exc.as_ref().filter(|x| !signal(&x.ty)) {
                 out.entry(x.ty.clone()).or_default().push(inv.test.as_str());
             }
         }

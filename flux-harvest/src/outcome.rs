@@ -52,11 +52,11 @@ pub(crate) fn check_expected(expect: Expect, exit_code: i32, trace: &Trace) -> R
         Expect::Fail => {
             let ends = || trace.events.iter().filter(|e| e.ev == Kind::TestEnd);
             let failed: Vec<&str> = ends()
-                .filter(|e| e.outcome == "failed")
+                .filter(|e| e.detail().outcome == "failed")
                 .map(|e| e.test.as_str())
                 .collect();
             let errored: Vec<&str> = ends()
-                .filter(|e| e.outcome == "error")
+                .filter(|e| e.detail().outcome == "error")
                 .map(|e| e.test.as_str())
                 .collect();
             if !errored.is_empty() {
@@ -88,7 +88,7 @@ mod tests {
         for (i, o) in outcomes.iter().enumerate() {
             let mut e = Event::new(i as u64, 1, 1, Kind::TestEnd, Source::Hook);
             e.test = format!("test_x.py::t{i}").into();
-            e.outcome = ((*o).to_string()).into();
+            e.detail_mut().outcome = ((*o).to_string()).into();
             t.events.push(e);
         }
         t

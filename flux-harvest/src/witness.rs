@@ -416,7 +416,7 @@ mod tests {
             .events
             .iter()
             .filter(|e| e.func.as_str() == "helper" && e.file.ends_with("test_it.py"))
-            .map(|e| (e.ev, e.value.as_ref().map(|v| v.repr.clone())))
+            .map(|e| (e.ev, e.detail().value.as_ref().map(|v| v.repr.clone())))
             .collect();
         assert_eq!(
             helper,
@@ -456,7 +456,7 @@ mod tests {
             .events
             .iter()
             .filter(|e| e.func.as_str() == "f" && e.ev == flux_trace::Kind::Return)
-            .map(|e| e.value.as_ref().map(|v| v.repr.clone()))
+            .map(|e| e.detail().value.as_ref().map(|v| v.repr.clone()))
             .collect();
         assert_eq!(rets, [Some("2".to_string())]);
     }
@@ -510,7 +510,7 @@ mod tests {
             .events
             .iter()
             .filter(|e| e.func.as_str() == "f")
-            .flat_map(|e| e.locals.iter().map(move |(n, v)| (e.line, n, v)))
+            .flat_map(|e| e.detail().locals.iter().map(move |(n, v)| (e.line, n, v)))
             .filter(|(_, n, _)| n.as_str() == "x")
             .map(|(line, _, v)| (line, v.repr.as_str()))
             .collect();
@@ -558,7 +558,7 @@ mod tests {
             .events
             .iter()
             .filter(|e| e.ev == flux_trace::Kind::Exception && e.line == 12)
-            .map(|e| e.outcome.as_str())
+            .map(|e| e.detail().outcome.as_str())
             .collect();
         assert_eq!(kinds, ["raise"; 3]);
     }

@@ -532,7 +532,7 @@ pub fn write_log(
     let mut prefilled: HashSet<usize> = HashSet::new();
     let mut apply = |full: &mut HashMap<u64, BTreeMap<String, Local>>, e: &Event| {
         let f = full.entry(e.frame).or_default();
-        for (k, v) in &e.locals {
+        for (k, v) in &e.detail().locals {
             // The hook reports a local whose raw repr or type changed. Same scrubbed repr and
             // another type: a type-only change (`p = Rational(p)` of an int), which their repr
             // comparison does not see; same type: the raw repr changed where flux scrubbed it.
@@ -554,7 +554,7 @@ pub fn write_log(
                 },
             );
         }
-        for k in &e.deleted {
+        for k in &e.detail().deleted {
             f.remove(k);
         }
     };
@@ -584,7 +584,7 @@ pub fn write_log(
             }
         }
         if e.frame != 0
-            && (!e.locals.is_empty() || !e.deleted.is_empty())
+            && (!e.detail().locals.is_empty() || !e.detail().deleted.is_empty())
             && !prefilled.contains(&i)
         {
             apply(&mut full, e);
@@ -644,8 +644,8 @@ fn log_event(
     emit: &mut dyn FnMut(u64, &str) -> std::io::Result<()>,
 ) -> Result<(), LogError> {
     let kind = match e.ev {
-        Kind::Call if e.outcome == "throw" => return Ok(()),
-        Kind::Exception if e.outcome == "reraise-inferred" => return Ok(()),
+        Kind::Call if e.detail().outcome == "throw" => return Ok(()),
+        Kind::Exception if e.detail().outcome == "reraise-inferred" => return Ok(()),
         Kind::Call => "call",
         Kind::Line => "line",
         Kind::Return => "return",
@@ -668,7 +668,7 @@ fn log_event(
     );
     let body = match e.ev {
         Kind::Exception => {
-            let Some(x) = &e.value else {
+            let Some(x) = &e.detail().value else {
                 return Err(LogError::NotRecorded {
                     what: "the exception object",
                     file: e.file.to_string(),
@@ -684,7 +684,11 @@ fn log_event(
             ))
         }
         Kind::Return => {
-            let retval = e.value.as_ref().map_or("None", |v| v.repr.as_str());
+            let retval = e
+                .detail()
+                .value
+                .as_ref()
+                .map_or("None", |v| v.repr.as_str());
             let shown = if cfg.full_locals_on_return {
                 &curr
             } else {
@@ -795,31 +799,32 @@ mod tests {
             self.next_act += 1;
             self.stack.push((a, frame.unwrap_or(a)));
             let e = self.ev(Kind::Call, line);
-            e.locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
+            e.detail_mut().locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
             self
         }
         fn line(&mut self, line: u32, locals: &[(&str, &str)]) -> &mut B {
             let e = self.ev(Kind::Line, line);
-            e.locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
+            e.detail_mut().locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
             self
         }
         fn del(&mut self, names: &[&str]) -> &mut B {
-            self.events.last_mut().unwrap().deleted = names.iter().map(|s| s.to_string()).collect();
+            self.events.last_mut().unwrap().detail_mut().deleted =
+                names.iter().map(|s| s.to_string()).collect();
             self
         }
         fn exc(&mut self, line: u32, ty: &str, repr: &str, locals: &[(&str, &str)]) -> &mut B {
             let e = self.ev(Kind::Exception, line);
-            e.value = Some(Box::new(Value {
+            e.detail_mut().value = Some(Box::new(Value {
                 repr: repr.into(),
                 ty: ty.into(),
             }));
-            e.outcome = "raise".into();
-            e.locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
+            e.detail_mut().outcome = "raise".into();
+            e.detail_mut().locals = locals.iter().map(|(k, r)| (k.to_string(), v(r))).collect();
             self
         }
         fn ret(&mut self, line: u32, val: Option<&str>, suspended: bool) -> &mut B {
             let e = self.ev(Kind::Return, line);
-            e.value = val.map(v).map(Box::new);
+            e.detail_mut().value = val.map(v).map(Box::new);
             e.suspended = suspended;
             e.unwind = val.is_none();
             self.stack.pop();
@@ -1201,7 +1206,7 @@ mod tests {
         let mut b = B::new();
         b.test(true).call_l(3, None, &[("p", "3")]).line(4, &[]);
         b.line(5, &[("p", "3")]);
-        b.events.last_mut().unwrap().locals[0].1.ty = "Integer".into();
+        b.events.last_mut().unwrap().detail_mut().locals[0].1.ty = "Integer".into();
         b.line(6, &[("p", "4")]);
         let got = log(&b.trace(), &cfg(&[]));
         let tails: Vec<&str> = got

@@ -724,7 +724,7 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
                 flux_trace::Source::Reference => "reference",
             }
         ));
-        if let Some(v) = &e.value {
+        if let Some(v) = &e.detail().value {
             s.push_str(&format!(" v={}:{}", v.repr, v.ty));
         }
         if e.unwind {
@@ -733,16 +733,16 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
         if e.suspended {
             s.push_str(" suspended");
         }
-        if let Some(x) = &e.exc {
+        if let Some(x) = &e.detail().exc {
             s.push_str(&format!(" exc={}({})", x.ty, x.msg));
         }
-        if !e.outcome.is_empty() {
-            s.push_str(&format!(" outcome={}", e.outcome));
+        if !e.detail().outcome.is_empty() {
+            s.push_str(&format!(" outcome={}", e.detail().outcome));
         }
         if !e.test.is_empty() {
             s.push_str(&format!(" test={}", e.test));
         }
-        for (k, v) in &e.locals {
+        for (k, v) in &e.detail().locals {
             s.push_str(&format!(" {k}={}:{}", v.repr, v.ty));
         }
         s.push('\n');

@@ -264,7 +264,7 @@ fn walk(
                     if top.test {
                         let mut s = Event::new(*ts, pid, tid, Kind::TestEnd, Source::Usdt);
                         s.test = test_id(m).into();
-                        s.outcome = "returned".into();
+                        s.detail_mut().outcome = "returned".into();
                         out.push(s);
                     }
                 }

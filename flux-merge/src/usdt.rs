@@ -383,7 +383,8 @@ mod tests {
     #[test]
     fn a_usdt_event_is_compact() {
         assert!(std::mem::size_of::<UsdtEvent>() <= 40);
-        assert!(std::mem::size_of::<UsdtEvent>() * 4 <= std::mem::size_of::<Event>());
+        // (An `Event` was 192 bytes then, 112 since its rare fields are boxed.)
+        assert!(std::mem::size_of::<UsdtEvent>() * 2 <= std::mem::size_of::<Event>());
     }
 
     #[test]

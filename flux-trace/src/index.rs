@@ -265,7 +265,7 @@ impl<'t> TraceIndex<'t> {
             let span = &mut self.tests[k];
             span.last = i;
             if e.ev == Kind::TestEnd {
-                span.run.outcome = e.outcome.to_string();
+                span.run.outcome = e.detail().outcome.to_string();
             }
         }
     }
@@ -469,7 +469,7 @@ mod tests {
         start.test = a.into();
         let mut end = Event::new(0, 1, 1, Kind::TestEnd, Source::Hook);
         end.test = a.into();
-        end.outcome = "passed".into();
+        end.detail_mut().outcome = "passed".into();
         Trace {
             meta: Meta::default(),
             events: vec![

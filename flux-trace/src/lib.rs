@@ -31,6 +31,9 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 pub use thin_vec::ThinVec;
 
+mod detail;
+pub use detail::Detail;
+
 pub mod compare;
 pub mod config;
 pub mod facts;
@@ -106,81 +109,46 @@ pub struct Value {
 /// One event of the trace. Every event owns its strings (`file`, `func`, `qualname`…), for
 /// simplicity of extractors; they are not interned. (While ingesting USDT records the agent
 /// keeps each string once, as a `Name`, in `flux_merge::usdt::Drained`; events copy them.)
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// What few events carry (locals, values, exceptions, a test's outcome, a predicate) is in
+/// [`Event::detail`], one pointer: a suite part's trace is tens of millions of calls and
+/// returns of untargeted code, which carry none of it. Its JSON is the same flat object as
+/// before ([`detail`]'s serde).
+#[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     pub ts: u64,
     pub pid: u32,
     pub tid: u32,
     pub ev: Kind,
     pub src: Source,
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub file: Name,
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub func: Name,
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub qualname: Name,
     /// `__name__` of the code's globals (its module), when the hook reported it (dialect
     /// `swe-flux`); a JVM method's package (`org.apache.commons.lang3`); empty when unknown.
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub module: Name,
     /// A JVM method's descriptor (`(Ljava/lang/CharSequence;)Z`), which tells overloads apart;
     /// empty for Python.
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub sig: Name,
-    #[serde(default)]
     pub line: u32,
     /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub activation: u64,
     /// Frame id: the same for all activations of one frame object (generators), else equal to
     /// the activation id.
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub frame: u64,
     /// Activation id of the caller (0 at the bottom of a thread's stack).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub parent: u64,
     /// Stack depth of the activation in its thread (0 = outermost traced frame).
-    #[serde(default)]
     pub depth: u32,
-    /// Locals that changed (line/return), or the arguments (call), in a targeted frame. (A
-    /// `ThinVec`, one pointer: most events of a trace have none, and a suite part's trace is
-    /// tens of millions of events.)
-    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
-    pub locals: ThinVec<(String, Value)>,
-    /// Locals that existed at the frame's previous event and no longer do (`del x`, the name of
-    /// an `except ... as e` clause after it); reported with dialect `swe-flux` only.
-    #[serde(default, skip_serializing_if = "ThinVec::is_empty")]
-    pub deleted: ThinVec<String>,
-    /// Return value (normal return or yield); on an `exception` event of dialect `swe-flux`, the
-    /// exception object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<Box<Value>>,
     /// The activation ended by yielding / awaiting (it may be resumed).
-    #[serde(default, skip_serializing_if = "is_false")]
     pub suspended: bool,
     /// The activation ended because an exception propagated out of it.
-    #[serde(default, skip_serializing_if = "is_false")]
     pub unwind: bool,
-    /// Exception type (qualified, e.g. `ValueError`, `pkg.mod.Error`) and message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exc: Option<Box<ExcInfo>>,
-    /// On `exception` events: where the exception was raised, read from the exception itself
-    /// (the innermost entry of its traceback when the event happened), whether or not the
-    /// frame that raised it was traced. With [`Event::outcome`] (the event's kind, see
-    /// [`ExcKind`]) it says whether this frame raised it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub origin: Option<Box<ExcOrigin>>,
     /// Test node id for test events; for other events, the test running when it happened.
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
     pub test: Name,
-    /// `test_end`: how the test ended (`passed|failed|skipped|error`). `exception`: the event's
-    /// kind as the hook classified it (`raise|reraise|propagate|thrown`, see [`ExcKind`]).
-    /// `call`: `throw` when `gen.throw()`/`close()` opened the activation (dialect `swe-flux`).
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
-    pub outcome: Name,
-    /// For `check` events: the predicate's text.
-    #[serde(default, skip_serializing_if = "Name::is_empty")]
-    pub predicate: Name,
+    /// Locals, value, exception, outcome, predicate: read with [`Event::detail`], written with
+    /// [`Event::detail_mut`].
+    pub(crate) extra: detail::Extra,
 }
 
 /// Where an exception was raised: the innermost entry of its traceback (the frame that raised
@@ -219,7 +187,7 @@ impl ExcKind {
     /// The kind an `exception` event carries in its `outcome`, if any (traces made before the
     /// hook said it, and events of other sources, carry none).
     pub fn of(e: &Event) -> Option<ExcKind> {
-        match e.outcome.as_str() {
+        match e.detail().outcome.as_str() {
             "raise" => Some(ExcKind::Raise),
             "reraise" | "reraise-inferred" => Some(ExcKind::Reraise),
             "propagate" => Some(ExcKind::Propagate),
@@ -244,13 +212,6 @@ pub struct ExcInfo {
     pub msg: String,
 }
 
-fn is_zero(v: &u64) -> bool {
-    *v == 0
-}
-fn is_false(v: &bool) -> bool {
-    !*v
-}
-
 impl Event {
     /// A bare event; the rest of the fields are filled by the builder that makes it.
     pub fn new(ts: u64, pid: u32, tid: u32, ev: Kind, src: Source) -> Event {
@@ -270,17 +231,31 @@ impl Event {
             frame: 0,
             parent: 0,
             depth: 0,
-            locals: ThinVec::new(),
-            deleted: ThinVec::new(),
-            value: None,
             suspended: false,
             unwind: false,
-            exc: None,
-            origin: None,
             test: Name::EMPTY,
-            outcome: Name::EMPTY,
-            predicate: Name::EMPTY,
+            extra: detail::Extra::default(),
         }
+    }
+
+    /// What few events carry (locals, value, exception, outcome, predicate); empty for most.
+    pub fn detail(&self) -> &Detail {
+        self.extra.get()
+    }
+
+    /// The detail, to write (allocated on first use).
+    pub fn detail_mut(&mut self) -> &mut Detail {
+        self.extra.get_mut()
+    }
+
+    /// The detail, taken out (the event keeps none).
+    pub fn take_detail(&mut self) -> Detail {
+        self.extra.0.take().map(|d| *d).unwrap_or_default()
+    }
+
+    /// Replace the detail (an empty one takes no allocation).
+    pub fn set_detail(&mut self, d: Detail) {
+        self.extra = detail::Extra::of(d);
     }
 
     /// Make the event's names the interner's copies (a trace read from a file repeats a few
@@ -293,10 +268,12 @@ impl Event {
             &mut self.module,
             &mut self.sig,
             &mut self.test,
-            &mut self.outcome,
-            &mut self.predicate,
         ] {
             *n = names.intern(n);
+        }
+        if let Some(d) = self.extra.0.as_deref_mut() {
+            d.outcome = names.intern(&d.outcome);
+            d.predicate = names.intern(&d.predicate);
         }
     }
 
@@ -487,18 +464,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_event_is_160_bytes() {
+    fn an_event_is_112_bytes() {
         // The merged trace is the agent's largest holding (tens of millions of events in a
-        // suite part): its locals and deleted names are one pointer each, not three words.
-        assert_eq!(std::mem::size_of::<Event>(), 160);
+        // suite part): what few events carry (locals, value, exception, outcome, predicate)
+        // is one pointer, and an event without it allocates nothing.
+        assert_eq!(std::mem::size_of::<Event>(), 112);
+        let call = serde_json::from_str::<Event>(
+            r#"{"ts":1,"pid":2,"tid":3,"ev":"call","src":"usdt","func":"f","line":4,"depth":0}"#,
+        )
+        .unwrap();
+        assert!(call.extra.0.is_none(), "{call:?}");
         let mut e = Event::new(1, 2, 3, Kind::Line, Source::Hook);
-        e.deleted.push("x".into());
+        e.detail_mut().deleted.push("x".into());
         let line = serde_json::to_string(&e).unwrap();
         assert!(
             line.contains(r#""deleted":["x"]"#) && !line.contains("locals"),
             "{line}"
         );
         assert_eq!(serde_json::from_str::<Event>(&line).unwrap(), e);
+    }
+
+    #[test]
+    fn an_empty_detail_is_no_detail() {
+        let mut a = Event::new(1, 2, 3, Kind::Return, Source::Hook);
+        let b = a.clone();
+        a.detail_mut().locals = ThinVec::new();
+        assert_eq!(a, b, "an empty detail equals none");
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            serde_json::to_string(&b).unwrap()
+        );
+        a.set_detail(Detail::default());
+        assert!(a.extra.0.is_none());
+    }
+
+    /// The JSON of every field, in the order the keys always had: a trace written before the
+    /// detail was boxed writes back byte for byte.
+    #[test]
+    fn an_events_keys_keep_their_order() {
+        let line = r#"{"ts":10,"pid":1,"tid":2,"ev":"exception","src":"hook","file":"/a.py","func":"f","qualname":"C.f","module":"m","sig":"()V","line":3,"activation":7,"frame":8,"parent":5,"depth":2,"locals":[["x",{"repr":"1","type":"int"}]],"deleted":["y"],"value":{"repr":"E()","type":"E"},"suspended":true,"unwind":true,"exc":{"type":"E","msg":"m"},"origin":{"file":"/b.py","qualname":"g","line":9},"test":"t.py::a","outcome":"raise","predicate":"x > 0"}"#;
+        let e: Event = serde_json::from_str(line).unwrap();
+        assert_eq!(serde_json::to_string(&e).unwrap(), line);
     }
 
     #[test]
@@ -513,24 +519,24 @@ mod tests {
         e.frame = 7;
         e.parent = 5;
         e.depth = 2;
-        e.locals = thin_vec::thin_vec![(
+        e.detail_mut().locals = thin_vec::thin_vec![(
             "x".into(),
             Value {
                 repr: "1".into(),
                 ty: "int".into(),
             },
         )];
-        e.deleted = thin_vec::thin_vec!["gone".into()];
-        e.value = Some(Box::new(Value {
+        e.detail_mut().deleted = thin_vec::thin_vec!["gone".into()];
+        e.detail_mut().value = Some(Box::new(Value {
             repr: "None".into(),
             ty: "NoneType".into(),
         }));
         e.unwind = true;
-        e.exc = Some(Box::new(ExcInfo {
+        e.detail_mut().exc = Some(Box::new(ExcInfo {
             ty: "ValueError".into(),
             msg: "bad".into(),
         }));
-        e.origin = Some(Box::new(ExcOrigin {
+        e.detail_mut().origin = Some(Box::new(ExcOrigin {
             file: "/b.py".into(),
             qualname: "g".into(),
             line: 9,

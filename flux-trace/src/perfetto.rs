@@ -20,14 +20,15 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
         args.insert("file".into(), json!(e.file));
         args.insert("line".into(), json!(e.line));
         args.insert("src".into(), json!(crate::src_str(e.src)));
-        if let Some(v) = &e.value {
+        if let Some(v) = &e.detail().value {
             args.insert("value".into(), json!(v.repr));
         }
-        if let Some(x) = &e.exc {
+        if let Some(x) = &e.detail().exc {
             args.insert("exc".into(), json!(format!("{}: {}", x.ty, x.msg)));
         }
-        if !e.locals.is_empty() {
+        if !e.detail().locals.is_empty() {
             let locals: serde_json::Map<String, Value> = e
+                .detail()
                 .locals
                 .iter()
                 .map(|(k, v)| (k.clone(), json!(v.repr)))
@@ -40,11 +41,11 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
             Kind::Line => ("i", format!("line {}", e.line)),
             Kind::Exception => (
                 "i",
-                format!("raise {}", e.exc.as_ref().map_or("", |x| &x.ty)),
+                format!("raise {}", e.detail().exc.as_ref().map_or("", |x| &x.ty)),
             ),
             Kind::Handled => (
                 "i",
-                format!("handled {}", e.exc.as_ref().map_or("", |x| &x.ty)),
+                format!("handled {}", e.detail().exc.as_ref().map_or("", |x| &x.ty)),
             ),
             Kind::TestStart => ("B", name),
             Kind::TestEnd => ("E", name),
@@ -52,8 +53,11 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
                 "i",
                 format!(
                     "check {} = {}",
-                    e.predicate,
-                    e.value.as_ref().map_or("error", |v| v.repr.as_str())
+                    e.detail().predicate,
+                    e.detail()
+                        .value
+                        .as_ref()
+                        .map_or("error", |v| v.repr.as_str())
                 ),
             ),
         };

@@ -148,7 +148,7 @@ impl Invocation {
     pub fn locals_through(&self, trace: &Trace, k: usize) -> BTreeMap<String, Value> {
         let mut state = BTreeMap::new();
         for &i in self.events.iter().take(k.saturating_add(1)) {
-            for (name, v) in &trace.events[i].locals {
+            for (name, v) in &trace.events[i].detail().locals {
                 state.insert(name.clone(), v.clone());
             }
         }
@@ -219,7 +219,7 @@ pub fn tests(trace: &Trace) -> Vec<TestRun> {
             out.len() - 1
         });
         if e.ev == Kind::TestEnd {
-            out[i].outcome = e.outcome.to_string();
+            out[i].outcome = e.detail().outcome.to_string();
         }
     }
     out

@@ -207,7 +207,7 @@ impl Reader {
                 let mut e = self.event(n32(a, 1, "tid")?, kind);
                 e.test = s(a, 2, "nodeid")?.into();
                 if tag == "te" {
-                    e.outcome = s(a, 3, "outcome")?.into();
+                    e.detail_mut().outcome = s(a, 3, "outcome")?.into();
                     self.test.clear();
                 } else {
                     self.test = e.test.to_string();
@@ -327,13 +327,16 @@ impl Reader {
             "unwind" => e.unwind = true,
             other => return Err(format!("field 4 (how): `{other}`")),
         }
-        e.value = pair(a, 5, "value")?
-            .map(|(repr, ty)| Value { repr, ty })
-            .map(Box::new);
-        e.locals = locals(a, 6)?;
-        e.exc = pair(a, 7, "exc")?
-            .map(|(ty, msg)| ExcInfo { ty, msg })
-            .map(Box::new);
+        e.set_detail(crate::Detail {
+            value: pair(a, 5, "value")?
+                .map(|(repr, ty)| Value { repr, ty })
+                .map(Box::new),
+            locals: locals(a, 6)?,
+            exc: pair(a, 7, "exc")?
+                .map(|(ty, msg)| ExcInfo { ty, msg })
+                .map(Box::new),
+            ..Default::default()
+        });
         self.events.push(e);
         Ok(())
     }
@@ -371,17 +374,22 @@ impl Reader {
         let mut e = self.at(tid, kind, &o, parent, depth);
         e.line = n32(a, 3, "line")?;
         match tag {
-            "l" => e.locals = locals(a, 4)?,
+            "l" => e.set_detail(crate::Detail {
+                locals: locals(a, 4)?,
+                ..Default::default()
+            }),
             "x" => {
-                e.exc = Some(Box::new(ExcInfo {
+                e.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: s(a, 4, "exc_type")?,
                     msg: s(a, 5, "message")?,
                 }));
-                e.outcome = s(a, 6, "kind")?.into();
-                if !["raise", "reraise", "propagate", "thrown"].contains(&e.outcome.as_str()) {
-                    return Err(format!("field 6 (kind): `{}`", e.outcome));
+                e.detail_mut().outcome = s(a, 6, "kind")?.into();
+                if !["raise", "reraise", "propagate", "thrown"]
+                    .contains(&e.detail().outcome.as_str())
+                {
+                    return Err(format!("field 6 (kind): `{}`", e.detail().outcome));
                 }
-                e.origin = match a.get(7) {
+                e.detail_mut().origin = match a.get(7) {
                     None | Some(J::Null) => None,
                     Some(J::Array(p)) => match p.as_slice() {
                         [J::String(f), J::String(q), l] => Some(Box::new(ExcOrigin {
@@ -398,22 +406,22 @@ impl Reader {
                 };
             }
             "h" => {
-                e.exc = Some(Box::new(ExcInfo {
+                e.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: s(a, 4, "exc_type")?,
                     msg: s(a, 5, "message")?,
                 }))
             }
             _ => {
-                e.predicate = s(a, 4, "expr")?.into();
+                e.detail_mut().predicate = s(a, 4, "expr")?.into();
                 match &a[5] {
                     J::Bool(b) => {
-                        e.value = Some(Box::new(Value {
+                        e.detail_mut().value = Some(Box::new(Value {
                             repr: if *b { "True" } else { "False" }.into(),
                             ty: "bool".into(),
                         }))
                     }
                     J::Array(x) if x.len() == 2 && x[0] == "error" => {
-                        e.exc = Some(Box::new(ExcInfo {
+                        e.detail_mut().exc = Some(Box::new(ExcInfo {
                             ty: x[1].as_str().ok_or("field 5 (result)")?.to_string(),
                             msg: String::new(),
                         }))
@@ -550,13 +558,16 @@ mod tests {
         );
         assert!(e[4].suspended);
         assert_eq!((e[6].activation, e[6].frame, e[6].line), (3, 2, 21));
-        assert_eq!(e[8].outcome, "propagate");
-        assert_eq!(e[8].origin.as_ref().map(|o| o.line), Some(3));
+        assert_eq!(e[8].detail().outcome, "propagate");
+        assert_eq!(e[8].detail().origin.as_ref().map(|o| o.line), Some(3));
         assert_eq!((e[9].ev, e[9].line), (Kind::Handled, 13));
         // The unseen start: a frame id no activation has.
         assert!(e[10].frame != e[10].activation && e[10].frame > 3);
-        assert_eq!(e[12].value.as_ref().map(|v| v.repr.as_str()), Some("None"));
-        assert_eq!(e[12].locals[0].0, "y");
+        assert_eq!(
+            e[12].detail().value.as_ref().map(|v| v.repr.as_str()),
+            Some("None")
+        );
+        assert_eq!(e[12].detail().locals[0].0, "y");
         assert!(e[1..13].iter().all(|x| x.test == "t.py::test_a"));
         assert_eq!((e[1].qualname.as_str(), e[1].func.as_str()), ("C.f", "f"));
         // What extractors read of it: gen is one invocation with two activations, called by

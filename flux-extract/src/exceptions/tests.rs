@@ -221,7 +221,7 @@ fn a_trace_without_kinds_falls_back_to_its_shape() {
     assert!(t
         .events
         .iter()
-        .all(|e| e.outcome.is_empty() || e.ev != flux_trace::Kind::Exception));
+        .all(|e| e.detail().outcome.is_empty() || e.ev != flux_trace::Kind::Exception));
     let p = params(json!({"type": "ValueError"})).unwrap();
     assert_eq!(
         extract(&t, "exception_info", &p).unwrap()["exception"]["raised_in"],

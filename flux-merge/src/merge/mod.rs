@@ -222,12 +222,12 @@ fn value(p: &Pair) -> Value {
 /// A hook record's locals (changed and gone) onto its event.
 fn with_delta(ev: &mut Event, delta: &crate::protocol::Delta) {
     if let Some(d) = delta {
-        ev.locals = d
+        ev.detail_mut().locals = d
             .locals
             .iter()
             .map(|(k, v)| (k.clone(), value(v)))
             .collect();
-        ev.deleted = d.deleted.iter().cloned().collect();
+        ev.detail_mut().deleted = d.deleted.iter().cloned().collect();
     }
 }
 

@@ -346,7 +346,7 @@ fn both_witnesses_are_taken_in_time_order_the_hook_first_at_equal_times() {
         .events
         .iter()
         .filter(|e| e.ev == Kind::Return)
-        .map(|e| (e.src, e.value.as_ref().map(|v| v.repr.as_str())))
+        .map(|e| (e.src, e.detail().value.as_ref().map(|v| v.repr.as_str())))
         .collect();
     assert_eq!(
         ret,
@@ -618,10 +618,10 @@ fn a_predicates_record_is_a_check_event_of_its_activation() {
         .map(|e| {
             (
                 e.line,
-                e.predicate.as_str(),
+                e.detail().predicate.as_str(),
                 e.activation,
-                e.value.as_ref().map(|v| v.repr.as_str()),
-                e.exc.as_ref().map(|x| x.ty.as_str()),
+                e.detail().value.as_ref().map(|v| v.repr.as_str()),
+                e.detail().exc.as_ref().map(|x| x.ty.as_str()),
             )
         })
         .collect();

@@ -288,14 +288,16 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
         let mut ev = e.clone();
         decorate(&mut ev, &o);
-        if let Some(h) = o.hook_end {
+        if let Some(mut h) = o.hook_end {
             self.c.joined_returns += 1;
-            ev.value = h.value;
             ev.unwind = h.unwind;
             ev.suspended = h.suspended;
-            ev.exc = h.exc;
-            ev.locals = h.locals;
-            ev.deleted = h.deleted;
+            let (theirs, mut d) = (h.take_detail(), ev.take_detail());
+            d.value = theirs.value;
+            d.exc = theirs.exc;
+            d.locals = theirs.locals;
+            d.deleted = theirs.deleted;
+            ev.set_detail(d);
         }
         if ev.suspended {
             if let Some(k) = o.frame_key {
@@ -428,7 +430,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             } => {
                 let mut ev = Event::new(*ts, self.pid, self.tid, Kind::TestEnd, Source::Hook);
                 ev.test = nodeid.clone();
-                ev.outcome = outcome.clone();
+                ev.detail_mut().outcome = outcome.clone();
                 self.out.push(ev);
             }
         }
@@ -474,7 +476,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         self.take_target_entry(cd);
         let mut ev = self.hook_event(*ts, Kind::Call, cd, *line);
         if *thrown {
-            ev.outcome = "throw".into();
+            ev.detail_mut().outcome = "throw".into();
         }
         with_delta(&mut ev, delta);
         // `fresh-frames`: a fresh start never resumes a frame, even one its key last named (a
@@ -550,12 +552,12 @@ impl<'a, 'o> Thread<'a, 'o> {
         ev.unwind = *how == How::Unwind;
         match (how, payload.as_deref()) {
             (How::Unwind, Some(p)) => {
-                ev.exc = Some(Box::new(ExcInfo {
+                ev.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: p.0.clone(),
                     msg: p.1.clone(),
                 }))
             }
-            (_, Some(p)) => ev.value = Some(Box::new(value(p))),
+            (_, Some(p)) => ev.detail_mut().value = Some(Box::new(value(p))),
             _ => {}
         }
         let Some(pos) = self
@@ -627,19 +629,19 @@ impl<'a, 'o> Thread<'a, 'o> {
                 ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Exception, cd, *line);
-                ev.exc = Some(Box::new(ExcInfo {
+                ev.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: text.ty.clone(),
                     msg: text.msg.clone(),
                 }));
-                ev.outcome = kind.as_str().into();
-                ev.origin = text.origin.clone().map(Box::new);
+                ev.detail_mut().outcome = kind.as_str().into();
+                ev.detail_mut().origin = text.origin.clone().map(Box::new);
                 with_delta(&mut ev, delta);
-                ev.value = text.object.as_ref().map(value).map(Box::new);
+                ev.detail_mut().value = text.object.as_ref().map(value).map(Box::new);
                 ev
             }
             Rec::Handled { ts, line, exc, .. } => {
                 let mut ev = self.hook_event(*ts, Kind::Handled, cd, *line);
-                ev.exc = Some(Box::new(ExcInfo {
+                ev.detail_mut().exc = Some(Box::new(ExcInfo {
                     ty: exc.0.clone(),
                     msg: exc.1.clone(),
                 }));
@@ -649,16 +651,16 @@ impl<'a, 'o> Thread<'a, 'o> {
                 ts, line, check, ..
             } => {
                 let mut ev = self.hook_event(*ts, Kind::Check, cd, *line);
-                ev.predicate = check.expr.as_str().into();
+                ev.detail_mut().predicate = check.expr.as_str().into();
                 match &check.result {
                     Ok(b) => {
-                        ev.value = Some(Box::new(flux_trace::Value {
+                        ev.detail_mut().value = Some(Box::new(flux_trace::Value {
                             repr: if *b { "True" } else { "False" }.into(),
                             ty: "bool".into(),
                         }))
                     }
                     Err(ty) => {
-                        ev.exc = Some(Box::new(ExcInfo {
+                        ev.detail_mut().exc = Some(Box::new(ExcInfo {
                             ty: ty.clone(),
                             msg: String::new(),
                         }))
