@@ -26,6 +26,7 @@
 #endif
 #include <Python.h>
 #include <frameobject.h>
+#include <opcode.h>
 #include <string.h>
 #include <time.h>
 #include "internal/pycore_frame.h"
@@ -123,11 +124,9 @@ enum start { START_HOOK, START_OUTSIDE, START_INSIDE };
  * (START_OUTSIDE: nothing to do), untargeted code inside one (START_INSIDE: `*info` is its info
  * list, borrowed), or anything else, for gtrace (START_HOOK). */
 static enum start
-classify(Tracer *t, PyFrameObject *frame, PyObject **info)
+classify(Tracer *t, PyCodeObject *code, PyObject **info)
 {
-    PyCodeObject *code = PyFrame_GetCode(frame);
     PyObject *key = PyLong_FromVoidPtr((void *)code);
-    Py_DECREF(code);
     if (key == NULL) {
         PyErr_Clear();
         return START_HOOK;
@@ -160,25 +159,48 @@ classify(Tracer *t, PyFrameObject *frame, PyObject **info)
     return truth == 0 ? START_OUTSIDE : START_INSIDE;
 }
 
-/* `c-plain-starts`: append the record gtrace appends for the start of untargeted code inside
- * an extent (`["c",ts,tid,code_id,frame_id,first_line]`, the clock CLOCK_MONOTONIC as the
- * hook's `time.monotonic_ns`). Returns 1 when it did; 0 leaves the start to gtrace: a
- * generator (whether it starts fresh is gtrace's to say), code whose definition the agent has
- * not had, a thread whose id the hook has not read yet, or a buffer due for its flush. Nothing
- * here allocates an object the cyclic GC tracks (an int, a str, the list's own storage), so no
- * collection can start here (the `gc-guard`'s concern). */
+/* Where a start of generator code `code` at `frame` begins, as gtrace says it: a fresh start
+ * (the frame at its `RESUME 0`, or still at `RETURN_GENERATOR` for a throw()/close() into an
+ * unstarted one: `starts_fresh` of _settrace.py) at the code's first line, marked `new`; a
+ * resumption at the frame's line. Returns 0 when gtrace must say it: the code's bytes not yet
+ * read (info[3]), no last instruction, or no line. */
 static int
-record_start(Tracer *t, PyFrameObject *frame, PyObject *info)
+generator_start(PyFrameObject *frame, PyObject *info, int *line, const char **new)
+{
+    PyObject *co = PyList_GET_ITEM(info, 3);
+    int lasti = PyFrame_GetLasti(frame);
+    if (!PyBytes_CheckExact(co) || lasti < 0 || lasti + 1 >= PyBytes_GET_SIZE(co)) {
+        return 0;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(co);
+    if ((b[lasti] == RESUME && b[lasti + 1] == 0) || b[lasti] == RETURN_GENERATOR) {
+        *new = ",\"new\"";
+        return 1;
+    }
+    *line = PyFrame_GetLineNumber(frame);
+    return *line >= 0;
+}
+
+/* `c-plain-starts`: append the record gtrace appends for the start of untargeted code inside
+ * an extent (`["c",ts,tid,code_id,frame_id,line]` and `,"new"` for a fresh start of generator
+ * code, the clock CLOCK_MONOTONIC as the hook's `time.monotonic_ns`). Returns 1 when it did;
+ * 0 leaves the start to gtrace: code whose definition the agent has not had, a generator
+ * `generator_start` cannot place, a thread whose id the hook has not read yet, or a buffer
+ * due for its flush. Nothing here allocates an object the cyclic GC tracks (an int, a str,
+ * the list's own storage), so no collection can start here (the `gc-guard`'s concern). */
+static int
+record_start(Tracer *t, PyFrameObject *frame, PyCodeObject *code, PyObject *info)
 {
     if (t->buf == NULL || PyList_GET_SIZE(t->buf) + 1 >= t->flush_at) {
         return 0;
     }
-    PyCodeObject *code = PyFrame_GetCode(frame);
-    int gen = (code->co_flags & GEN_FLAGS) != 0;
     int line = code->co_firstlineno;
-    Py_DECREF(code);
-    if (gen || PyObject_IsTrue(PyList_GET_ITEM(info, 4)) != 1) {
+    const char *new = "";
+    if (PyObject_IsTrue(PyList_GET_ITEM(info, 4)) != 1) {
         PyErr_Clear();
+        return 0;
+    }
+    if ((code->co_flags & GEN_FLAGS) && !generator_start(frame, info, &line, &new)) {
         return 0;
     }
     /* The thread id and the code id are formatted as the C integers they hold, never by their
@@ -201,8 +223,8 @@ record_start(Tracer *t, PyFrameObject *frame, PyObject *info)
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     unsigned long long ts = (unsigned long long)now.tv_sec * 1000000000ULL + now.tv_nsec;
-    PyObject *rec = PyUnicode_FromFormat("[\"c\",%llu,%lld,%lld,%zu,%d]", ts, tid_v, cid_v,
-                                         (size_t)frame, line);
+    PyObject *rec = PyUnicode_FromFormat("[\"c\",%llu,%lld,%lld,%zu,%d%s]", ts, tid_v, cid_v,
+                                         (size_t)frame, line, new);
     if (rec == NULL) {
         PyErr_Clear();
         return 0;
@@ -256,16 +278,13 @@ trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     PyObject *callback;
     if (what == PyTrace_CALL) {
         PyObject *info = NULL;
-        switch (classify(t, frame, &info)) {
-        case START_OUTSIDE:
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        int start = classify(t, code, &info);
+        int done = start == START_OUTSIDE
+                   || (start == START_INSIDE && record_start(t, frame, code, info));
+        Py_DECREF(code);
+        if (done) {
             return 0;
-        case START_INSIDE:
-            if (record_start(t, frame, info)) {
-                return 0;
-            }
-            break;
-        case START_HOOK:
-            break;
         }
         callback = t->gtrace;
     }

@@ -113,7 +113,7 @@ pub struct Value {
 /// What few events carry (locals, values, exceptions, a test's outcome, a predicate) is in
 /// [`Event::detail`], one pointer: a suite part's trace is tens of millions of calls and
 /// returns of untargeted code, which carry none of it. Its JSON is the same flat object as
-/// before ([`detail`]'s serde).
+/// before (the module `detail`'s serde).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     pub ts: u64,
