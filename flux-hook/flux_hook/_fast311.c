@@ -9,8 +9,8 @@
  * installs it as the thread's C trace function (PyEval_SetTrace). A frame start ('call') of code
  * the hook registered as untargeted (`codes[id(code)][1] == plain`) while the thread is outside
  * every extent (`tl.xd` false) is answered here, without Python; so is, with `c-plain-starts`, the
- * start of untargeted code that is no generator inside an extent when the hook reports every
- * start (calls="entries"): the record gtrace would append, appended here. Every other event goes exactly
+ * start of untargeted code inside an extent when the hook reports every start
+ * (calls="entries"): the record gtrace would append, appended here. Every other event goes exactly
  * where CPython 3.11's own sys.settrace trampoline (Python/sysmodule.c, trace_trampoline) sends
  * it: a start to `gtrace`, anything else to the frame's local trace function (f_trace), with the
  * same locals sync around the call and the same handling of what it returns or raises (as in

@@ -1518,8 +1518,8 @@ class TestPytest(HookTestCase):
         # `c-plain-starts` (stop 46): with calls="entries" every start of untargeted code inside
         # an extent was a Python call of gtrace (3 M on the 3.11 SymPy slice, and each gave
         # USDT the hook's own frames to drop). The Tracer now appends gtrace's record itself:
-        # the same text, gtrace not called. A generator, code not yet defined to the agent, or
-        # a buffer due for its flush still go to gtrace.
+        # the same text, gtrace not called. Code not yet defined to the agent, a generator whose
+        # bytes the hook has not read, or a buffer due for its flush still go to gtrace.
         if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
             self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
         src = textwrap.dedent("""\
