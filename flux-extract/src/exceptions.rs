@@ -107,6 +107,14 @@ fn exc_type(e: &Event) -> &str {
     e.detail().exc.as_ref().map(|x| x.ty.as_str()).unwrap_or("")
 }
 
+fn exc_msg(e: &Event) -> String {
+    e.detail()
+        .exc
+        .as_ref()
+        .map(|x| x.msg.clone())
+        .unwrap_or_default()
+}
+
 /// Indices of the `exception` events that start a raise (see `exception_info`), in trace
 /// order. Whether the event's frame raised the exception is read from the exception itself:
 /// the kind the hook recorded from its traceback (`raise`: the traceback's innermost entry is
@@ -346,15 +354,9 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                     && !e.test.is_empty()
                     && ty.is_none_or(|w| type_matches(exc_type(e), w));
                 if fits {
-                    let msg = e
-                        .detail()
-                        .exc
-                        .as_ref()
-                        .map(|x| x.msg.clone())
-                        .unwrap_or_default();
                     crashes.entry(e.test.to_string()).or_insert((
                         exc_type(e).to_string(),
-                        msg,
+                        exc_msg(e),
                         e.name().to_string(),
                     ));
                 }
@@ -375,15 +377,9 @@ pub(crate) fn raising_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
                 continue;
             }
             let o = r.origin;
-            let msg = o
-                .detail()
-                .exc
-                .as_ref()
-                .map(|x| x.msg.clone())
-                .unwrap_or_default();
             crashes.entry(o.test.to_string()).or_insert((
                 exc_type(o).to_string(),
-                msg,
+                exc_msg(o),
                 o.name().to_string(),
             ));
         }

@@ -47,6 +47,20 @@ def check_balanced(test, run, conn=None):
         test.assertEqual(st, [], "activations never closed on thread %s" % tid)
 
 
+# The start of a program driving `_fast311.Tracer` by hand: a gtrace that notes which code it
+# was called for, a thread inside an extent with its id read, the record buffer.
+TRACER_PRELUDE = """\
+import json, sys, threading, time
+from flux_hook import _fast311 as f
+calls = []
+def gtrace(frame, event, arg):
+    calls.append(frame.f_code.co_name)
+tl = threading.local()
+tl.xd, tl.tid = 1, 4242
+buf = []
+"""
+
+
 class HookTestCase(unittest.TestCase):
     def run_ok(self, source, **kw):
         r = harness.run(self, source, **kw)
@@ -1522,19 +1536,11 @@ class TestPytest(HookTestCase):
         # bytes the hook has not read, or a buffer due for its flush still go to gtrace.
         if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
             self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
-        src = textwrap.dedent("""\
-            import json, sys, threading, time
-            from flux_hook import _fast311 as f
+        src = TRACER_PRELUDE + textwrap.dedent("""\
             def helper(n):
                 return n + 1
             def gen():
                 yield 1
-            calls = []
-            def gtrace(frame, event, arg):
-                calls.append(frame.f_code.co_name)
-            tl = threading.local()
-            tl.xd, tl.tid = 1, 4242
-            buf = []
             codes = {id(helper.__code__): [7, 1, helper.__code__, None, True, None, None],
                      id(gen.__code__): [8, 1, gen.__code__, None, True, None, None]}
             before = time.monotonic_ns()
@@ -1571,20 +1577,12 @@ class TestPytest(HookTestCase):
         # read yet still goes to gtrace.
         if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
             self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
-        src = textwrap.dedent("""\
-            import json, threading
-            from flux_hook import _fast311 as f
+        src = TRACER_PRELUDE + textwrap.dedent("""\
             def gen():
                 yield 1
                 yield 2
             def unread():
                 yield 3
-            calls = []
-            def gtrace(frame, event, arg):
-                calls.append(frame.f_code.co_name)
-            tl = threading.local()
-            tl.xd, tl.tid = 1, 4242
-            buf = []
             codes = {id(gen.__code__): [8, 1, gen.__code__, gen.__code__.co_code, True, None, None],
                      id(unread.__code__): [9, 1, unread.__code__, None, True, None, None]}
             g = gen()
