@@ -43,15 +43,16 @@ impl<'t> Interner<'t> {
 
 /// A map from activation or frame ids to a number (a frame id, an event or invocation index).
 /// The merge numbers activations 1, 2, … as it opens them (and a frame is named by an
-/// activation's id), so below `dense.len()` a vector holds them at 8 bytes an id where a hash
-/// map took ~24; ids past it (a trace written by something else) go to the hash map.
+/// activation's id), so below `dense.len()` a vector holds them at 4 bytes an id where a hash
+/// map took ~24; ids past it (a trace written by something else), and values past `u32` (a
+/// trace of four billion events), go to the hash map.
 struct IdMap {
-    dense: Vec<u64>,
+    dense: Vec<u32>,
     sparse: HashMap<u64, u64>,
 }
 
 impl IdMap {
-    const NONE: u64 = u64::MAX;
+    const NONE: u32 = u32::MAX;
 
     /// A map whose dense part covers ids up to `bound`.
     fn new(bound: u64) -> IdMap {
@@ -64,14 +65,22 @@ impl IdMap {
 
     fn get(&self, id: u64) -> Option<u64> {
         match usize::try_from(id).ok().and_then(|i| self.dense.get(i)) {
-            Some(&v) => (v != Self::NONE).then_some(v),
-            None => self.sparse.get(&id).copied(),
+            Some(&v) if v != Self::NONE => Some(u64::from(v)),
+            _ => self.sparse.get(&id).copied(),
         }
     }
 
     fn insert(&mut self, id: u64, v: u64) {
+        let small = u32::try_from(v).ok().filter(|&v| v != Self::NONE);
         match usize::try_from(id).ok().and_then(|i| self.dense.get_mut(i)) {
-            Some(slot) => *slot = v,
+            Some(slot) if small.is_some() => {
+                *slot = small.unwrap_or(Self::NONE);
+                self.sparse.remove(&id);
+            }
+            Some(slot) => {
+                *slot = Self::NONE;
+                self.sparse.insert(id, v);
+            }
             None => {
                 self.sparse.insert(id, v);
             }
@@ -491,6 +500,22 @@ mod tests {
             ],
             facts: Default::default(),
         }
+    }
+
+    #[test]
+    fn an_id_map_keeps_values_past_four_bytes() {
+        // The dense part holds 4-byte values; a value that does not fit (or is its "none")
+        // goes to the hash map, and a later small value of the same id takes its place back.
+        let mut m = IdMap::new(10);
+        for (id, v) in [(1, 7), (2, u64::from(u32::MAX)), (3, 1 << 40), (20, 5)] {
+            m.insert(id, v);
+            assert_eq!(m.get(id), Some(v), "{id}");
+        }
+        m.insert(3, 9);
+        assert_eq!(m.get(3), Some(9));
+        m.insert_first(1, 8);
+        assert_eq!((m.get(1), m.get(4), m.get(99)), (Some(7), None, None));
+        assert_eq!(std::mem::size_of_val(&m.dense[0]), 4);
     }
 
     #[test]
