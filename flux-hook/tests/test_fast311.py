@@ -85,11 +85,8 @@ class TestFast311(HookTestCase):
             finally:
                 gc.set_threshold(700)
         """
-        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_g.py"],
-                        extra_files={"test_g.py": test_src}, calls="entries",
-                        config={"files": ["test_g.py"], "functions": ["target"], "scope": "targets"},
-                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
-        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        r = self.run_pytest("test_g.py", test_src, "entries",
+                            {"files": ["test_g.py"], "functions": ["target"], "scope": "targets"})
         recs = r.records()
         codes = r.codes()
         inside, closes = False, 0
@@ -137,11 +134,8 @@ class TestFast311(HookTestCase):
         """
 
         def normal(env):
-            r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_s.py"],
-                            extra_files={"test_s.py": test_src}, calls="entries",
-                            config={"files": ["test_s.py"], "functions": ["target"], "scope": "targets"},
-                            env=dict(env, PYTEST_PLUGINS="flux_hook.pytest_plugin"))
-            self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+            r = self.run_pytest("test_s.py", test_src, "entries",
+                                {"files": ["test_s.py"], "functions": ["target"], "scope": "targets"}, env=env)
             codes, frames, out = r.codes(), {}, []
             for x in r.records():
                 if x[0] in ("c", "r", "l", "x", "h"):

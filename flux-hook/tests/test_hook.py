@@ -60,6 +60,15 @@ class HookTestCase(unittest.TestCase):
         self.assertEqual(bye[1], len(r.main) - 2, "bye must count the records")
         return r
 
+    def run_pytest(self, name, src, calls, config, env=None, rc=0):
+        """Run pytest on one test file `name` holding `src` under the hook (its plugin loaded)
+        with `calls` and `config`; pytest must exit with `rc`."""
+        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", name],
+                        extra_files={name: src}, calls=calls, config=config,
+                        env=dict(env or {}, PYTEST_PLUGINS="flux_hook.pytest_plugin"))
+        self.assertEqual(r.proc.returncode, rc, r.proc.stdout + r.proc.stderr)
+        return r
+
 
 FACT = """\
 def fact(n):
@@ -1244,11 +1253,8 @@ class TestPytest(HookTestCase):
         def test_error(broken):
             pass
         """
-        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_x.py"],
-                        extra_files={"test_x.py": test_src}, calls="none",
-                        config={"files": ["test_x.py"], "functions": ["add"]},
-                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
-        self.assertEqual(r.proc.returncode, 1, r.proc.stdout + r.proc.stderr)
+        r = self.run_pytest("test_x.py", test_src, "none",
+                            {"files": ["test_x.py"], "functions": ["add"]}, rc=1)
         recs = r.records()
         self.assertEqual(recs[-1][0], "bye")
         bounds = [(x[0], x[3]) + tuple(x[4:]) for x in recs if x[0] in ("ts", "te")]
@@ -1282,11 +1288,8 @@ class TestPytest(HookTestCase):
             for i in range(3):
                 helper(i)
         """
-        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_y.py"],
-                        extra_files={"test_y.py": test_src}, calls="all",
-                        config={"files": ["test_y.py"], "scope": "tests"},
-                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
-        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        r = self.run_pytest("test_y.py", test_src, "all",
+                            {"files": ["test_y.py"], "scope": "tests"})
         self.assertEqual(r.main[0]["scope"], "tests")
         recs = r.records()
         codes = r.codes()
@@ -1391,11 +1394,8 @@ class TestPytest(HookTestCase):
                 time.sleep(0.001)
             assert sorted(done) == [7, 7]
         """
-        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_t.py"],
-                        extra_files={"test_t.py": test_src}, calls="all",
-                        config={"files": ["test_t.py"], "functions": ["target"], "scope": "targets"},
-                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
-        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        r = self.run_pytest("test_t.py", test_src, "all",
+                            {"files": ["test_t.py"], "functions": ["target"], "scope": "targets"})
         recs = r.records()
         self.assertNotIn("lost", [x[0] for x in recs])
         self.assertNotIn("err", [x[0] for x in recs])
@@ -1440,11 +1440,8 @@ class TestPytest(HookTestCase):
             for v in gen():
                 helper(v)
         """
-        r = harness.run(self, "", args=["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_z.py"],
-                        extra_files={"test_z.py": test_src}, calls="all",
-                        config={"files": ["test_z.py"], "functions": ["target"], "scope": "targets"},
-                        env={"PYTEST_PLUGINS": "flux_hook.pytest_plugin"})
-        self.assertEqual(r.proc.returncode, 0, r.proc.stdout + r.proc.stderr)
+        r = self.run_pytest("test_z.py", test_src, "all",
+                            {"files": ["test_z.py"], "functions": ["target"], "scope": "targets"})
         self.assertEqual(r.main[0]["scope"], "targets")
         recs = r.records()
         codes = r.codes()
