@@ -145,18 +145,22 @@ classify(Tracer *t, PyCodeObject *code, PyObject **info)
         PyErr_Clear();
         return START_HOOK;
     }
+    /* The extent depth is the hook's int; anything else (test code can reach the hook's
+     * thread-local) goes to gtrace: its truth could run Python code here, which could empty
+     * or free `*info` under us (test_a_hostile_extent_depth_or_definition_flag_is_no_crash). */
     PyObject *xd = PyObject_GetAttr(t->tl, xd_name);
     if (xd == NULL) {
         PyErr_Clear();
         return START_HOOK; /* gtrace reads it too, and fails loudly */
     }
-    int truth = PyObject_IsTrue(xd);
-    Py_DECREF(xd);
-    if (truth < 0) {
-        PyErr_Clear();
+    if (!PyLong_CheckExact(xd)) {
+        Py_DECREF(xd);
         return START_HOOK;
     }
-    return truth == 0 ? START_OUTSIDE : START_INSIDE;
+    int overflow = 0;
+    int outside = PyLong_AsLongAndOverflow(xd, &overflow) == 0 && overflow == 0;
+    Py_DECREF(xd);
+    return outside ? START_OUTSIDE : START_INSIDE;
 }
 
 /* Where a start of generator code `code` at `frame` begins, as gtrace says it: a fresh start
@@ -196,9 +200,8 @@ record_start(Tracer *t, PyFrameObject *frame, PyCodeObject *code, PyObject *info
     }
     int line = code->co_firstlineno;
     const char *new = "";
-    if (PyObject_IsTrue(PyList_GET_ITEM(info, 4)) != 1) {
-        PyErr_Clear();
-        return 0;
+    if (PyList_GET_ITEM(info, 4) != Py_True) {
+        return 0; /* not defined yet, or not the hook's bool: gtrace's to judge */
     }
     if ((code->co_flags & GEN_FLAGS) && !generator_start(frame, info, &line, &new)) {
         return 0;

@@ -259,6 +259,35 @@ class TestFast311(HookTestCase):
         self.assertEqual(out["recs"][0][4], out["recs"][1][4], "one frame, started and resumed")
         self.assertEqual(out["recs"][0][4], out["frames"][0], out)
 
+    def test_a_hostile_extent_depth_or_definition_flag_is_no_crash(self):
+        # Found in the attack check of stop 47: the C path took the truth of the thread's
+        # extent depth (`tl.xd`) and of a code's "defined" flag (info[4]) with
+        # PyObject_IsTrue, which runs a __bool__ of test code's making; one that empties the
+        # info list left the C path reading past its end (the process died of SIGSEGV). Now
+        # only the hook's own int and True are read in C; anything else goes to gtrace.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        for hostile in ("tl.xd", "info[4]"):
+            src = TRACER_PRELUDE + textwrap.dedent("""\
+                def helper(n):
+                    return n + 1
+                info = [7, 1, helper.__code__, None, True, None, None]
+                class Evil:
+                    def __bool__(self):
+                        info.clear()
+                        return True
+                codes = {id(helper.__code__): info}
+                HOSTILE = Evil()
+                f.settrace(f.Tracer(gtrace, codes, tl, 1, buf, 100))
+                helper(1)
+                f.settrace(None)
+                print(json.dumps({"calls": calls, "recs": len(buf)}))
+                """).replace("HOSTILE", hostile)
+            env = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+            p = subprocess.run(harness.PYTHON + ["-c", src], capture_output=True, text=True, env=env, timeout=60)
+            self.assertEqual(p.returncode, 0, hostile + ": " + p.stdout + p.stderr)
+            self.assertEqual(json.loads(p.stdout), {"calls": ["helper"], "recs": 0}, hostile)
+
     def test_a_plain_start_with_a_forged_id_is_not_written_as_text(self):
         # Found reviewing `c-plain-starts` (stop 46): the C record formatted the thread's id
         # with str(), and test code can reach the hook's thread-local: an int subclass whose
