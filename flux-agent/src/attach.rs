@@ -84,7 +84,8 @@ const BPF_LINK_CREATE: libc::c_long = 28;
 const BPF_PERF_EVENT: u32 = 41;
 
 /// Attach `prog_fd` at `offset` of `path` with the semaphore at `ref_ctr` (0 = none) and the
-/// given BPF cookie, for every process (pid -1).
+/// given BPF cookie, for every process (pid -1; see [`crate::turns`] for what that asks of runs
+/// side by side).
 pub fn attach_usdt(
     pmu: &UprobePmu,
     prog_fd: RawFd,

@@ -9,6 +9,7 @@
 //! - [`merge`]: plans for an interpreter; the merge itself (and the decoders of both witnesses'
 //!   records) is `flux-merge`, which builds without aya, tokio or nightly.
 //! - [`run`]: the whole `flux trace` pipeline over those pieces.
+//! - [`turns`]: traced runs of one interpreter file with different probe sets take turns.
 //!
 //! Invariants: the agent never invents an event; every record that could not be delivered or
 //! decoded is counted, and a trace with any such count is marked incomplete.
@@ -19,4 +20,5 @@ pub mod merge;
 pub mod run;
 pub mod spawn;
 pub mod tracer;
+pub mod turns;
 pub mod usdt;

@@ -83,12 +83,49 @@ pub async fn capture<L: Launched>(
     set: ProbeSet,
     topts: &TracerOptions,
 ) -> Result<(UsdtCapture, i32)> {
-    let result = capture_inner(launched, interp, set, topts).await;
+    let turn = take_turn(interp, set).await;
+    let result = match turn {
+        Ok(_) => capture_inner(launched, interp, set, topts).await,
+        Err(e) => Err(e),
+    };
     if result.is_err() {
         launched.kill();
         let _ = launched.wait().await;
     }
     result
+}
+
+/// Wait until no traced run of `interp`'s probe file with another probe set is running
+/// ([`crate::turns`]): to hold until the program has exited and the probes are detached. An
+/// untraced run whose program must be the traced one's (a witness) takes it with no probe.
+pub async fn take_turn(interp: &Interpreter, set: ProbeSet) -> Result<Option<crate::turns::Turn>> {
+    let file = &interp.probes.path;
+    if interp.probes.sites.is_empty() || !file.is_file() {
+        return Ok(None); // no probe, no semaphore: nothing another run could raise
+    }
+    let on = [(set.entry, "entry"), (set.ret, "ret"), (set.line, "line")];
+    let names: Vec<&str> = on.iter().filter(|(b, _)| *b).map(|(_, n)| *n).collect();
+    let name = if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join("-")
+    };
+    let dir = std::path::Path::new(crate::turns::LOCK_DIR);
+    let mut told = false;
+    loop {
+        if let Some(turn) = crate::turns::try_take(file, &name, dir)? {
+            return Ok(Some(turn));
+        }
+        if !told {
+            told = true;
+            eprintln!(
+                "flux: waiting for other runs on {} to end: they attach other probes than \
+                 this one's ({name}), which would change what its program does (determinism)",
+                file.display()
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 async fn capture_inner<L: Launched>(

@@ -202,6 +202,11 @@ pub(crate) async fn run_untraced(
     env: &[(String, String)],
 ) -> Result<(Outcome, Duration)> {
     image_id(rt, &inst.spec.image).await?;
+    // Another run's probes on this interpreter would change what the program does
+    // (flux_agent::turns): an untraced run (the reference witness's) waits its turn too.
+    let interp = interpreter(rt, inst).await?;
+    let _turn =
+        flux_agent::run::take_turn(&interp, flux_agent::tracer::ProbeSet::default()).await?;
     let mut spec = container_spec(inst, run_dir, env);
     // The one place a container writes on the host: `<run dir>/out`, read back as untrusted.
     let out = run_dir.join("out");
@@ -254,6 +259,16 @@ pub(crate) async fn run_untraced(
 /// The traced run of `inst`'s test in a container of its image, in `run_dir`. Its program time
 /// runs from the gate's release to the program's exit (attach before, drain and merge after,
 /// are not in it).
+/// The instance's interpreter, found in its image's layers and inspected.
+async fn interpreter(rt: &flux_container::Runtime, inst: &Instance) -> Result<Interpreter> {
+    let (image, interpreter) = (&inst.spec.image, &inst.spec.interpreter);
+    let exe = rt.image_file(image, interpreter).await.with_context(|| {
+        format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
+    })?;
+    Interpreter::inspect(&exe, &layer_root(&exe, interpreter))
+        .with_context(|| format!("inspecting {interpreter} of image {image}"))
+}
+
 pub(crate) async fn run(
     rt: &flux_container::Runtime,
     inst: &Instance,
@@ -263,11 +278,8 @@ pub(crate) async fn run(
     let image = &inst.spec.image;
     let (image_id, image_identity) = checked_image(rt, inst).await?;
     let interpreter = &inst.spec.interpreter;
-    let exe = rt.image_file(image, interpreter).await.with_context(|| {
-        format!("interpreter {interpreter} (instance.toml `interpreter`) in image {image}")
-    })?;
-    let interp = Interpreter::inspect(&exe, &layer_root(&exe, interpreter))
-        .with_context(|| format!("inspecting {interpreter} of image {image}"))?;
+    let interp = self::interpreter(rt, inst).await?;
+    let exe = interp.exe.clone();
     let timeout = Duration::from_secs(inst.spec.test.timeout_s);
     // A JVM has one witness, its method probes: no hook to prepare, the probe flags in the
     // environment, the class filter and the test methods from the instance's config.
