@@ -133,7 +133,8 @@ pub fn hook_env(
         env.push(("PYTEST_PLUGINS".into(), "flux_hook.pytest_plugin".into()));
     }
     // Scopes with windows zero the semaphores outside them; every scope lowers them while the
-    // hook renders values in a single-threaded process (17.13, flux-hook `Hook.vrepr`).
+    // hook renders values in a single-threaded process (17.13, flux-hook `Hook.vrepr`); the
+    // others are watched.
     env.extend(semaphores_var(interp, plan.probes));
     env
 }
@@ -141,37 +142,57 @@ pub fn hook_env(
 /// `FLUX_HOOK_SEMAPHORES`: the file name and file offset of the semaphore of every probe the
 /// plan attaches. The hook zeroes them in its process outside test windows (scopes with
 /// windows) and while it renders values in a single-threaded process, so CPython skips the
-/// probes there (no trap at all), and restores the kernel's count after. `None` when no attached probe has a semaphore.
+/// probes there (no trap at all), and restores the kernel's count after.
+///
+/// `FLUX_HOOK_FOREIGN_SEMAPHORES`: those of the interpreter's other probes, `<probe>=<file
+/// name>:<offset>`. Nothing of flux raises them in this run (runs with other probes take
+/// turns, [`crate::turns`]), so one up is another tracer's probe in the program, which then
+/// runs otherwise (3.11 deoptimises every instruction while `line`'s is up): the hook checks
+/// them at every flush and at exit and reports a loss, and the trace is incomplete.
 fn semaphores_var(
     interp: &crate::interp::Interpreter,
     probes: crate::tracer::ProbeSet,
-) -> Option<(String, String)> {
-    let name = interp
-        .probes
-        .path
-        .file_name()?
-        .to_string_lossy()
-        .into_owned();
-    let mut offs: Vec<u64> = interp
-        .probes
-        .sites
-        .iter()
-        .filter(|s| s.provider == "python" && s.semaphore_offset != 0)
-        .filter(|s| match s.name.as_str() {
+) -> Vec<(String, String)> {
+    let Some(name) = interp.probes.path.file_name() else {
+        return Vec::new();
+    };
+    let name = name.to_string_lossy();
+    let mut ours: Vec<u64> = Vec::new();
+    let mut foreign: Vec<(u64, &str)> = Vec::new();
+    for s in &interp.probes.sites {
+        if s.provider != "python" || s.semaphore_offset == 0 {
+            continue;
+        }
+        let attached = match s.name.as_str() {
             "function__entry" => probes.entry,
             "function__return" => probes.ret,
             "line" => probes.line,
             _ => false,
-        })
-        .map(|s| s.semaphore_offset)
-        .collect();
-    offs.sort_unstable();
-    offs.dedup();
-    if offs.is_empty() {
-        return None;
+        };
+        if attached {
+            ours.push(s.semaphore_offset);
+        } else {
+            foreign.push((s.semaphore_offset, s.name.as_str()));
+        }
     }
-    let v: Vec<String> = offs.iter().map(|o| format!("{name}:{o:x}")).collect();
-    Some(("FLUX_HOOK_SEMAPHORES".into(), v.join(",")))
+    ours.sort_unstable();
+    ours.dedup();
+    foreign.retain(|(o, _)| ours.binary_search(o).is_err());
+    foreign.sort_unstable();
+    foreign.dedup_by_key(|(o, _)| *o);
+    let mut env = Vec::new();
+    if !ours.is_empty() {
+        let v: Vec<String> = ours.iter().map(|o| format!("{name}:{o:x}")).collect();
+        env.push(("FLUX_HOOK_SEMAPHORES".into(), v.join(",")));
+    }
+    if !foreign.is_empty() {
+        let v: Vec<String> = foreign
+            .iter()
+            .map(|(o, p)| format!("{p}={name}:{o:x}"))
+            .collect();
+        env.push(("FLUX_HOOK_FOREIGN_SEMAPHORES".into(), v.join(",")));
+    }
+    env
 }
 
 /// Longest path a `sockaddr_un` holds (108 bytes with its terminating NUL on Linux).

@@ -20,7 +20,8 @@
 //! asks again every 50 ms ([`try_take`] never blocks on another run).
 //!
 //! What this cannot stop: a tracer that is not flux (bpftrace, perf) attaching to the same
-//! file meanwhile. flux-hook/README.md ("Determinism") says so.
+//! file meanwhile. The hook watches for it (`FLUX_HOOK_FOREIGN_SEMAPHORES`, [`crate::hook`]):
+//! such a run's trace is incomplete.
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;

@@ -855,6 +855,105 @@ fn python311_a_run_with_other_probes_beside_it_leaves_its_semaphores_alone() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A tracer that is not flux takes no turn: a uprobe on python3.11's `line` probe opened by
+/// another tool (here a bare perf event with the semaphore's offset, as perf or bpftrace open
+/// one) raised the line semaphore in the traced program, which then ran deoptimised, and the
+/// trace was complete. The hook watches the semaphores of the probes its run did not attach:
+/// the trace is incomplete and says which probe.
+#[test]
+fn python311_another_tracers_probe_in_the_program_makes_the_trace_incomplete() {
+    let what = "python311_another_tracers_probe_in_the_program_makes_the_trace_incomplete";
+    if skip311(what) {
+        return;
+    }
+    let interp =
+        flux_agent::interp::Interpreter::inspect(Path::new(PY311), Path::new("/")).unwrap();
+    let line = interp.probes.sites.iter().find(|s| s.name == "line");
+    let Some(line) = line.filter(|s| s.semaphore_offset != 0) else {
+        flux_skip::skip(what, &format!("{PY311} has no line probe with a semaphore"));
+        return;
+    };
+    let dir = tempdir();
+    let at = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    std::fs::write(dir.join("p.py"), WAIT_PY).unwrap();
+    let mut a = Command::new(env!("CARGO_BIN_EXE_flux"));
+    a.args(["trace", "--out", &at("t.jsonl"), "--", PY311, &at("p.py")])
+        .args([&at("p-ready"), &at("go")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let a = a.spawn().unwrap();
+    wait_for(|| dir.join("p-ready").exists(), "the program to start");
+    let pid = process_running(a.id(), "p.py").expect("the traced program's process");
+    let foreign = foreign_uprobe(&interp.probes.path, line.offset, line.semaphore_offset, pid);
+    std::fs::write(dir.join("go"), "").unwrap();
+    let out = a.wait_with_output().unwrap();
+    drop(foreign);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("another tracer attached the interpreter's line probe"),
+        "{err}"
+    );
+    assert!(err.contains("the trace is incomplete"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The python3.11 process under `root` (itself or a descendant) whose command line holds
+/// `word`.
+fn process_running(root: u32, word: &str) -> Option<u32> {
+    let cmdline = std::fs::read(format!("/proc/{root}/cmdline")).unwrap_or_default();
+    let args: Vec<String> = cmdline
+        .split(|b| *b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    if args.first().is_some_and(|a| a == PY311) && args.iter().any(|a| a.contains(word)) {
+        return Some(root);
+    }
+    let tasks = std::fs::read_dir(format!("/proc/{root}/task")).ok()?;
+    for t in tasks.flatten() {
+        let kids = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+        for k in kids.split_whitespace().filter_map(|k| k.parse().ok()) {
+            if let Some(p) = process_running(k, word) {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// A uprobe on `path` at `offset` with its semaphore at `ref_ctr`, for the process `pid` only
+/// (the other tests' programs must not see it), with no program attached: what another tool's
+/// probe does to a process (the kernel installs the breakpoint and raises the semaphore).
+/// Closed when dropped.
+fn foreign_uprobe(path: &Path, offset: u64, ref_ctr: u64, pid: u32) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    let pmu = flux_agent::attach::UprobePmu::detect().unwrap();
+    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let mut attr = [0u64; 16];
+    attr[0] = (pmu.pmu_type as u64) | (128u64 << 32);
+    attr[1] = ref_ctr << pmu.ref_ctr_shift;
+    attr[2] = 1;
+    attr[7] = cpath.as_ptr() as u64;
+    attr[8] = offset;
+    // SAFETY: attr is a zeroed perf_event_attr of the size it declares; cpath outlives the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            pid as libc::pid_t,
+            -1 as libc::c_int,
+            -1 as libc::c_int,
+            8 as libc::c_ulong, // PERF_FLAG_FD_CLOEXEC
+        )
+    };
+    assert!(
+        fd >= 0,
+        "perf_event_open: {}",
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: a descriptor the kernel just returned, owned by nobody else.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }
+}
+
 /// Poll `ready` for up to a minute.
 fn wait_for(ready: impl Fn() -> bool, what: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);

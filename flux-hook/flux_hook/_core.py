@@ -423,6 +423,30 @@ class FrameState:
         self.prev_line = None  # 3.11: last line executed outside except-clause headers
 
 
+
+def semaphore_cells(want):
+    """For each (file name, file offset) in `want`, the 2-byte cell at that offset of the
+    file's writable mapping in this process (a USDT semaphore), or None when none holds it."""
+    import ctypes
+
+    maps = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and "w" in parts[1]:
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                maps.append((os.path.basename(parts[5].strip()), lo, hi, int(parts[2], 16)))
+    cells = []
+    for name, off in want:
+        for base, lo, hi, moff in maps:
+            if base == name and moff <= off < moff + (hi - lo):
+                cells.append(ctypes.c_uint16.from_address(lo + off - moff))
+                break
+        else:
+            cells.append(None)
+    return cells
+
+
 class Hook:
     """The writer plus code registry; one per process (re-initialised in a forked child)."""
 
@@ -469,6 +493,7 @@ class Hook:
         self.enable_tracing = None  # set by the back-end
         self.pause_tracing = None  # set by the back-end
         self.semaphores = []  # [ctypes.c_uint16 in this process, the kernel's count]
+        self.foreign = []  # (probe, ctypes.c_uint16): semaphores of probes not attached
         self.active = False  # the back-end is tracing (scope "tests": inside a window)
         self.own_tracer = None  # the back-end's own sys.settrace function (3.11)
         # flux_hook._fast311 (3.11, where shipped and not FLUX_HOOK_FAST311=off): imported by
@@ -528,6 +553,8 @@ class Hook:
             self.flush()
 
     def flush(self):
+        if self.foreign:
+            self.check_foreign()
         if os.getpid() != self.pid:
             # Forked without Python's fork hooks (fork() from C): the buffer mixes the parent's
             # unsent records with the child's. Drop it, reconnect, and say so.
@@ -575,30 +602,44 @@ class Hook:
         hex>,..."; the agent attached with them) in this process, keeping the kernel's counts,
         and (`zero`: scopes with windows) zero them until a test window opens. CPython tests a
         probe's semaphore before firing it: at zero the probe costs nothing."""
-        import ctypes
-
         want = []
         for item in spec.split(","):
             name, _, off = item.strip().rpartition(":")
             if name:
                 want.append((name, int(off, 16)))
-        maps = []
-        with open("/proc/self/maps") as f:
-            for line in f:
-                parts = line.split(None, 5)
-                if len(parts) == 6 and "w" in parts[1]:
-                    lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                    maps.append((os.path.basename(parts[5].strip()), lo, hi, int(parts[2], 16)))
-        for name, off in want:
-            for base, lo, hi, moff in maps:
-                if base == name and moff <= off < moff + (hi - lo):
-                    c = ctypes.c_uint16.from_address(lo + off - moff)
-                    self.semaphores.append([c, c.value])
-                    if zero:
-                        c.value = 0
-                    break
-            else:
+        for (name, off), c in zip(want, semaphore_cells(want)):
+            if c is None:
                 raise RuntimeError("no writable mapping of %s holds file offset %#x" % (name, off))
+            self.semaphores.append([c, c.value])
+            if zero:
+                c.value = 0
+
+    def take_foreign_semaphores(self, spec):
+        """FLUX_HOOK_FOREIGN_SEMAPHORES ("<probe>=<file name>:<file offset hex>,..."): the
+        semaphores of the interpreter's probes this run does not attach. One up is another
+        tracer's probe in this process, and CPython then runs otherwise (3.11 sends every
+        instruction through its tracing path while `line`'s is up): checked at every flush and
+        at exit (`check_foreign`)."""
+        want, probes = [], []
+        for item in spec.split(","):
+            probe, _, rest = item.strip().partition("=")
+            name, _, off = rest.rpartition(":")
+            if name:
+                want.append((name, int(off, 16)))
+                probes.append(probe)
+        self.foreign = [(p, c) for p, c in zip(probes, semaphore_cells(want)) if c is not None]
+
+    def check_foreign(self):
+        """Report (once a probe) a foreign semaphore found up: the run is not the one flux
+        would reproduce, so its trace must not give gold."""
+        for probe, c in self.foreign:
+            v = c.value
+            if v:
+                self.lost(
+                    "another tracer attached the interpreter's %s probe in this process (its "
+                    "semaphore is %d): the program does not run as it does traced by flux alone"
+                    % (probe, v)
+                )
 
     def window_open(self):
         """A test protocol starts: record from here (the `wo` record first, so everything
@@ -760,6 +801,7 @@ class Hook:
             s[0].value = s[1]
         if self.closed:
             return
+        self.check_foreign()
         self.send_facts()
         self.flush()
         if self.flusher == threading.get_ident():
@@ -1326,5 +1368,11 @@ def install_hook():
             hook.take_semaphores(spec, zero=False)
         except Exception:
             hook.semaphores = []
+    foreign = os.environ.get("FLUX_HOOK_FOREIGN_SEMAPHORES", "")
+    if foreign:
+        try:
+            hook.take_foreign_semaphores(foreign)
+        except Exception:
+            hook.foreign = []
     backend.start(hook)
     return hook
