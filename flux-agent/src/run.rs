@@ -111,9 +111,10 @@ pub async fn take_turn(interp: &Interpreter, set: ProbeSet) -> Result<Option<cra
         names.join("-")
     };
     let dir = std::path::Path::new(crate::turns::LOCK_DIR);
+    let mut request = crate::turns::Request::new(file, &name, dir)?;
     let mut told = false;
     loop {
-        if let Some(turn) = crate::turns::try_take(file, &name, dir)? {
+        if let Some(turn) = request.try_take()? {
             return Ok(Some(turn));
         }
         if !told {

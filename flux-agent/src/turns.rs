@@ -17,7 +17,8 @@
 //! another set wait until none of those is running. A hook-only run (no probe) is a set too:
 //! its program is perturbed like the others. Locks are `flock(2)`s on files in [`LOCK_DIR`],
 //! released by the kernel when their holder dies: a killed agent blocks nobody. A waiting run
-//! asks again every 50 ms ([`try_take`] never blocks on another run).
+//! asks again every 50 ms ([`Request::try_take`] never blocks on another run), and once waiting
+//! it keeps new runs from joining the set that runs (no set starves).
 //!
 //! What this cannot stop: a tracer that is not flux (bpftrace, perf) attaching to the same
 //! file meanwhile. The hook watches for it (`FLUX_HOOK_FOREIGN_SEMAPHORES`, [`crate::hook`]):
@@ -47,53 +48,97 @@ pub enum TurnError {
     },
 }
 
-/// Take a turn to run a program traced with probe set `set` (a name, `none` for a hook-only
-/// or untraced run) on the interpreter file `file`, or `None` while a run with another set
-/// holds one: the caller waits and asks again.
-pub fn try_take(file: &Path, set: &str, dir: &Path) -> Result<Option<Turn>, TurnError> {
-    let err = |lock: &Path| {
-        let file = file.display().to_string();
-        let lock = lock.display().to_string();
-        move |source| TurnError::Io { file, lock, source }
-    };
-    let meta = std::fs::metadata(file).map_err(err(file))?;
-    let key = format!("{:x}-{:x}", meta.dev(), meta.ino());
-    std::fs::create_dir_all(dir).map_err(err(dir))?;
-    let gate_path = dir.join(format!("{key}.gate"));
-    let mine_path = set_path(dir, &key, set);
-    // The gate is held only while the sets are looked at (never across a wait).
-    let gate = open(&gate_path).map_err(err(&gate_path))?;
-    flock(&gate, libc::LOCK_EX).map_err(err(&gate_path))?;
-    if other_set_running(dir, &key, &mine_path).map_err(err(dir))? {
-        return Ok(None);
-    }
-    let mine = open(&mine_path).map_err(err(&mine_path))?;
-    flock(&mine, libc::LOCK_SH).map_err(err(&mine_path))?;
-    Ok(Some(Turn { _mine: mine }))
+/// A run asking for a turn with probe set `set` (a name, `none` for a hook-only or untraced
+/// run) on the interpreter file `file`. Once it has had to wait it says so to the others (a
+/// shared lock on its set's `.want` file): runs of a set already running then stop joining
+/// it, so a set never waits behind an endless overlap of another's runs (flux gen's pipelines).
+#[derive(Debug)]
+pub struct Request {
+    file: PathBuf,
+    dir: PathBuf,
+    key: String,
+    set: String,
+    want: Option<File>,
 }
 
-fn set_path(dir: &Path, key: &str, set: &str) -> PathBuf {
-    dir.join(format!("{key}.{set}.set"))
+impl Request {
+    pub fn new(file: &Path, set: &str, dir: &Path) -> Result<Request, TurnError> {
+        let meta = std::fs::metadata(file).map_err(io_err(file, file))?;
+        std::fs::create_dir_all(dir).map_err(io_err(file, dir))?;
+        Ok(Request {
+            file: file.to_path_buf(),
+            dir: dir.to_path_buf(),
+            key: format!("{:x}-{:x}", meta.dev(), meta.ino()),
+            set: set.to_string(),
+            want: None,
+        })
+    }
+
+    /// The turn, or `None` while a run with another set holds one (or waits for one while
+    /// this set runs): ask again later. Never blocks on another run.
+    pub fn try_take(&mut self) -> Result<Option<Turn>, TurnError> {
+        let gate_path = self.path("gate");
+        let mine_path = self.path(&format!("{}.set", self.set));
+        let err = |p: &Path| io_err(&self.file, p);
+        // The gate is held only while the sets are looked at (never across a wait).
+        let gate = open(&gate_path).map_err(err(&gate_path))?;
+        flock(&gate, libc::LOCK_EX).map_err(err(&gate_path))?;
+        let others_run = self.others_hold(".set").map_err(err(&self.dir))?;
+        let mine = open(&mine_path).map_err(err(&mine_path))?;
+        let take = !others_run
+            && match try_flock(&mine, libc::LOCK_EX | libc::LOCK_NB).map_err(err(&mine_path))? {
+                true => true, // no run of this set: start it
+                false => !self.others_hold(".want").map_err(err(&self.dir))?,
+            };
+        if !take {
+            if self.want.is_none() {
+                let want_path = self.path(&format!("{}.want", self.set));
+                let want = open(&want_path).map_err(err(&want_path))?;
+                flock(&want, libc::LOCK_SH).map_err(err(&want_path))?;
+                self.want = Some(want);
+            }
+            return Ok(None);
+        }
+        flock(&mine, libc::LOCK_SH).map_err(err(&mine_path))?;
+        self.want = None;
+        Ok(Some(Turn { _mine: mine }))
+    }
+
+    fn path(&self, what: &str) -> PathBuf {
+        self.dir.join(format!("{}.{what}", self.key))
+    }
+
+    /// Whether another set's file ending in `suffix` (`.set`: runs; `.want`: waiters) is held.
+    fn others_hold(&self, suffix: &str) -> std::io::Result<bool> {
+        let prefix = format!("{}.", self.key);
+        let own = format!("{}.{}{suffix}", self.key, self.set);
+        for entry in std::fs::read_dir(&self.dir)? {
+            let p = entry?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name == own || !name.starts_with(&prefix) || !name.ends_with(suffix) {
+                continue;
+            }
+            if !try_flock(&open(&p)?, libc::LOCK_EX | libc::LOCK_NB)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
 }
 
-/// Whether a run with another set than `mine` holds its set's file (called with the gate
-/// held, so no run starts meanwhile).
-fn other_set_running(dir: &Path, key: &str, mine: &Path) -> std::io::Result<bool> {
-    let prefix = format!("{key}.");
-    for entry in std::fs::read_dir(dir)? {
-        let p = entry?.path();
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if p == mine || !name.starts_with(&prefix) || !name.ends_with(".set") {
-            continue;
-        }
-        let f = open(&p)?;
-        match flock(&f, libc::LOCK_EX | libc::LOCK_NB) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => return Ok(true),
-            Err(e) => return Err(e),
-        }
+fn io_err(file: &Path, lock: &Path) -> impl FnOnce(std::io::Error) -> TurnError {
+    let file = file.display().to_string();
+    let lock = lock.display().to_string();
+    move |source| TurnError::Io { file, lock, source }
+}
+
+/// `flock` that reports a lock held elsewhere (`LOCK_NB`) as `false`.
+fn try_flock(f: &File, op: libc::c_int) -> std::io::Result<bool> {
+    match flock(f, op) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
     }
-    Ok(false)
 }
 
 fn open(p: &Path) -> std::io::Result<File> {
@@ -137,42 +182,54 @@ mod tests {
         d
     }
 
+    fn take(file: &Path, set: &str, locks: &Path) -> Option<Turn> {
+        Request::new(file, set, locks).unwrap().try_take().unwrap()
+    }
+
     #[test]
     fn runs_of_one_set_share_a_turn_and_another_set_waits_for_all_of_them() {
         let d = tmp();
         let (file, locks) = (d.join("python"), d.join("locks"));
-        let a = try_take(&file, "ret", &locks)
-            .unwrap()
-            .expect("a free file");
-        let b = try_take(&file, "ret", &locks)
-            .unwrap()
-            .expect("the same set shares");
-        assert!(try_take(&file, "ret-line", &locks).unwrap().is_none());
-        assert!(try_take(&file, "none", &locks).unwrap().is_none());
+        let a = take(&file, "ret", &locks).expect("a free file");
+        let b = take(&file, "ret", &locks).expect("the same set shares");
+        assert!(take(&file, "ret-line", &locks).is_none());
+        assert!(take(&file, "none", &locks).is_none());
         drop(a);
-        assert!(
-            try_take(&file, "ret-line", &locks).unwrap().is_none(),
-            "one run is left"
-        );
+        assert!(take(&file, "ret-line", &locks).is_none(), "one run is left");
         drop(b);
-        let c = try_take(&file, "ret-line", &locks)
-            .unwrap()
-            .expect("no run is left");
-        assert!(
-            try_take(&file, "ret", &locks).unwrap().is_none(),
-            "and the other way"
-        );
+        let c = take(&file, "ret-line", &locks).expect("no run is left");
+        assert!(take(&file, "ret", &locks).is_none(), "and the other way");
         // Another interpreter file is another key.
-        let other = d.join("python2");
-        assert!(try_take(&other, "ret", &locks).unwrap().is_some());
+        assert!(take(&d.join("python2"), "ret", &locks).is_some());
         drop(c);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_waiting_set_stops_runs_joining_the_running_one() {
+        let d = tmp();
+        let (file, locks) = (d.join("python"), d.join("locks"));
+        let a = take(&file, "ret", &locks).expect("a free file");
+        let mut witness = Request::new(&file, "none", &locks).unwrap();
+        assert!(witness.try_take().unwrap().is_none());
+        // Without the witness waiting this run would join `ret`; it waits behind it.
+        let mut late = Request::new(&file, "ret", &locks).unwrap();
+        assert!(late.try_take().unwrap().is_none());
+        drop(a);
+        let w = witness
+            .try_take()
+            .unwrap()
+            .expect("the waiting set goes first");
+        assert!(late.try_take().unwrap().is_none());
+        drop(w);
+        assert!(late.try_take().unwrap().is_some());
         let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
     fn a_missing_interpreter_file_is_an_error_naming_it() {
         let d = tmp();
-        let e = try_take(&d.join("nope"), "ret", &d.join("locks")).unwrap_err();
+        let e = Request::new(&d.join("nope"), "ret", &d.join("locks")).unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
