@@ -789,11 +789,7 @@ fn python311_a_run_with_other_probes_beside_it_leaves_its_semaphores_alone() {
     if skip311(what) {
         return;
     }
-    let interp =
-        flux_agent::interp::Interpreter::inspect(Path::new(PY311), Path::new("/")).unwrap();
-    let line = interp.probes.sites.iter().find(|s| s.name == "line");
-    let Some(line) = line.filter(|s| s.semaphore_offset != 0) else {
-        flux_skip::skip(what, &format!("{PY311} has no line probe with a semaphore"));
+    let Some((interp, line)) = line_probe_of_311(what) else {
         return;
     };
     let file = interp.probes.path.file_name().unwrap().to_str().unwrap();
@@ -866,11 +862,7 @@ fn python311_another_tracers_probe_in_the_program_makes_the_trace_incomplete() {
     if skip311(what) {
         return;
     }
-    let interp =
-        flux_agent::interp::Interpreter::inspect(Path::new(PY311), Path::new("/")).unwrap();
-    let line = interp.probes.sites.iter().find(|s| s.name == "line");
-    let Some(line) = line.filter(|s| s.semaphore_offset != 0) else {
-        flux_skip::skip(what, &format!("{PY311} has no line probe with a semaphore"));
+    let Some((interp, line)) = line_probe_of_311(what) else {
         return;
     };
     let dir = tempdir();
@@ -952,6 +944,23 @@ fn foreign_uprobe(path: &Path, offset: u64, ref_ctr: u64, pid: u32) -> std::os::
     );
     // SAFETY: a descriptor the kernel just returned, owned by nobody else.
     unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }
+}
+
+/// python3.11's probes and its `line` probe, which has a semaphore (else the test `what` is
+/// skipped, saying so).
+fn line_probe_of_311(
+    what: &str,
+) -> Option<(flux_agent::interp::Interpreter, flux_agent::usdt::Site)> {
+    let interp =
+        flux_agent::interp::Interpreter::inspect(Path::new(PY311), Path::new("/")).unwrap();
+    let line = interp.probes.sites.iter().find(|s| s.name == "line");
+    match line.filter(|s| s.semaphore_offset != 0) {
+        Some(l) => Some((interp.clone(), l.clone())),
+        None => {
+            flux_skip::skip(what, &format!("{PY311} has no line probe with a semaphore"));
+            None
+        }
+    }
 }
 
 /// Poll `ready` for up to a minute.
