@@ -28,6 +28,12 @@ pub trait Launched {
     fn wait(&mut self) -> impl Future<Output = Result<i32>> + Send;
     /// Kill the program (used when tracing fails half-way).
     fn kill(&mut self);
+    /// Whether [`capture`] must take the run's turn ([`take_turn`]). A launcher whose program
+    /// cannot wait long at its gate (a container gives up on its gate after
+    /// `flux_container::runtime::GATE_DEADLINE`) takes the turn before launching, and says no.
+    fn needs_turn(&self) -> bool {
+        true
+    }
 }
 
 impl Launched for Gated {
@@ -83,7 +89,10 @@ pub async fn capture<L: Launched>(
     set: ProbeSet,
     topts: &TracerOptions,
 ) -> Result<(UsdtCapture, i32)> {
-    let turn = take_turn(interp, set).await;
+    let turn = match launched.needs_turn() {
+        true => take_turn(interp, set).await,
+        false => Ok(None),
+    };
     let result = match turn {
         Ok(_) => capture_inner(launched, interp, set, topts).await,
         Err(e) => Err(e),

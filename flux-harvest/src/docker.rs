@@ -90,6 +90,12 @@ impl Launched for ContainerRun<'_> {
         Ok(code)
     }
 
+    /// [`run`] took the turn before the container existed: its gate gives up after
+    /// `GATE_DEADLINE`, and a turn can take longer than that.
+    fn needs_turn(&self) -> bool {
+        false
+    }
+
     fn kill(&mut self) {
         // The container's init is the gate shell (the test runs under it); its death ends the
         // container. We are root on the host, outside the container's namespaces.
@@ -303,6 +309,13 @@ pub(crate) async fn run(
         None => vec![flux_agent::run::jvm_env(None)],
     };
     let spec = container_spec(inst, run_dir, &env);
+    // The run's turn (flux_agent::turns) before the container exists: a started container
+    // waits for its gate only GATE_DEADLINE, and another set's run may take longer.
+    let set = match &prepared {
+        Some(p) => p.plan.probes,
+        None => flux_agent::run::default_probes(&interp),
+    };
+    let _turn = flux_agent::run::take_turn(&interp, set).await?;
     let mut container = rt.create(spec).await?;
     let result = async {
         let in_container = container.host_path(interpreter).await?;

@@ -561,3 +561,80 @@ fn expect_fail_needs_a_failed_test_not_a_broken_run() {
         .count();
     assert_eq!(runs, 2, "two runs were made");
 }
+
+/// A started container waits for its gate only `GATE_DEADLINE` (120 s), and a run's turn
+/// (`flux_agent::turns`) waits for every run of another probe set on the interpreter to end,
+/// which can take longer: the turn was taken after the container had started, so a long wait
+/// made the container give up (exit 125) and the harvest fail. The turn now comes first: while
+/// another set runs, the harvest waits with no container (no gate in its run directory).
+#[test]
+fn a_container_run_waits_its_turn_before_its_container_exists() {
+    if skip("a_container_run_waits_its_turn_before_its_container_exists") {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let python = rt.block_on(async {
+        let docker = flux_container::Runtime::connect().await.unwrap();
+        docker
+            .image_file(IMAGE, "/usr/bin/python3.11")
+            .await
+            .unwrap()
+    });
+    let locks = std::path::Path::new(flux_agent::turns::LOCK_DIR);
+    let mut other = flux_agent::turns::Request::new(&python, "a-test-holding", locks).unwrap();
+    let mut held = None;
+    while held.is_none() {
+        held = other.try_take().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let id = format!("turn-first-{}", std::process::id());
+    let dir = make(
+        tmp.path(),
+        &Inst {
+            id: &id,
+            ..Inst::default()
+        },
+    );
+    let harvest = std::thread::spawn(move || run(std::slice::from_ref(&dir), &opts()));
+    // Waiting: a run of its set (`ret`, python3.11's) says so with its `.want` lock.
+    let t0 = std::time::Instant::now();
+    let waiting = || {
+        let p = std::fs::read_dir(locks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path());
+        p.filter(|p| p.to_string_lossy().ends_with(".ret.want"))
+            .any(|p| {
+                let f = std::fs::File::open(&p).unwrap();
+                // SAFETY: flock on a descriptor owned here.
+                let r = unsafe {
+                    libc::flock(
+                        std::os::fd::AsRawFd::as_raw_fd(&f),
+                        libc::LOCK_EX | libc::LOCK_NB,
+                    )
+                };
+                r != 0
+            })
+    };
+    while !waiting() {
+        assert!(t0.elapsed().as_secs() < 120, "the harvest never waited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let runs = cache_dir().join("runs");
+    let gates: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&id))
+        .map(|e| e.path().join("shared").join(".flux-gate"))
+        .filter(|g| g.exists())
+        .collect();
+    drop(held);
+    let r = harvest.join().unwrap();
+    assert!(
+        gates.is_empty(),
+        "a container was made before the turn: {gates:?}"
+    );
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+}
