@@ -126,7 +126,7 @@ pub async fn take_turn(interp: &Interpreter, set: ProbeSet) -> Result<Option<cra
         if let Some(turn) = request.try_take()? {
             return Ok(Some(turn));
         }
-        if !told {
+        if !told && request.is_waiting() {
             told = true;
             eprintln!(
                 "flux: waiting for other runs on {} to end: they attach other probes than \

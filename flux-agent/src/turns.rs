@@ -65,6 +65,11 @@ impl Request {
     pub fn new(file: &Path, set: &str, dir: &Path) -> Result<Request, TurnError> {
         let meta = std::fs::metadata(file).map_err(io_err(file, file))?;
         std::fs::create_dir_all(dir).map_err(io_err(file, dir))?;
+        // Private: a process that could open a lock file could hold it, and stop every traced
+        // run of the host (a test run on the host runs as nobody).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(io_err(file, dir))?;
         Ok(Request {
             file: file.to_path_buf(),
             dir: dir.to_path_buf(),
@@ -80,9 +85,12 @@ impl Request {
         let gate_path = self.path("gate");
         let mine_path = self.path(&format!("{}.set", self.set));
         let err = |p: &Path| io_err(&self.file, p);
-        // The gate is held only while the sets are looked at (never across a wait).
+        // The gate is held only while the sets are looked at (never across a wait), and only
+        // tried: a run that finds it taken asks again.
         let gate = open(&gate_path).map_err(err(&gate_path))?;
-        flock(&gate, libc::LOCK_EX).map_err(err(&gate_path))?;
+        if !try_flock(&gate, libc::LOCK_EX | libc::LOCK_NB).map_err(err(&gate_path))? {
+            return Ok(None); // another run is looking: ask again
+        }
         let others_run = self.others_hold(".set").map_err(err(&self.dir))?;
         let mine = open(&mine_path).map_err(err(&mine_path))?;
         let take = !others_run
@@ -102,6 +110,11 @@ impl Request {
         flock(&mine, libc::LOCK_SH).map_err(err(&mine_path))?;
         self.want = None;
         Ok(Some(Turn { _mine: mine }))
+    }
+
+    /// Whether this request has found another set in its way (and said so to the others).
+    pub fn is_waiting(&self) -> bool {
+        self.want.is_some()
     }
 
     fn path(&self, what: &str) -> PathBuf {
@@ -223,6 +236,19 @@ mod tests {
         assert!(late.try_take().unwrap().is_none());
         drop(w);
         assert!(late.try_take().unwrap().is_some());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A lock file anyone could open, anyone could hold: a test on the host (run as nobody)
+    /// could have stopped every traced run. The directory is root's alone.
+    #[test]
+    fn the_lock_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tmp();
+        let locks = d.join("fresh");
+        let _r = Request::new(&d.join("python"), "ret", &locks).unwrap();
+        let mode = std::fs::metadata(&locks).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
         let _ = std::fs::remove_dir_all(&d);
     }
 
