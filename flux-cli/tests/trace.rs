@@ -277,11 +277,13 @@ fn another_python_on_the_same_binary_produces_no_events() {
         return;
     }
     // An untraced python3.11 spinning on the host during the whole traced run: its probes fire
-    // (the uprobe is on the inode), but the PID-namespace filter must drop every one.
+    // (the uprobe is on the inode), but the PID-namespace filter must drop every one. It spins
+    // until killed: the traced run may wait its turn (`flux_agent::turns`) behind the runs of
+    // other tests with other probes for longer than any fixed time (it waited past 20 s in CI).
     let spin = programs().join("spin.py");
     let mut other = Command::new(PY311)
         .arg(&spin)
-        .arg("20")
+        .arg("3600")
         .spawn()
         .expect("spawn the other python");
     std::thread::sleep(std::time::Duration::from_millis(300));
