@@ -95,50 +95,7 @@ pub fn attach_usdt(
     cookie: u64,
 ) -> Result<Attached, AttachError> {
     let path_s = path.display().to_string();
-    let cpath =
-        CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| AttachError::Open {
-            path: path_s.clone(),
-            offset,
-            ref_ctr,
-            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-        })?;
-    // struct perf_event_attr, laid out by hand (PERF_ATTR_SIZE_VER5 = 112 bytes is enough):
-    // type u32 @0, size u32 @4, config u64 @8, sample_period @16, sample_type @24,
-    // read_format @32, flags @40, wakeup_events u32 @48, bp_type u32 @52, config1 @56,
-    // config2 @64.
-    let mut attr = [0u64; 16];
-    attr[0] = (pmu.pmu_type as u64) | ((128u64) << 32);
-    attr[1] = if ref_ctr != 0 {
-        ref_ctr << pmu.ref_ctr_shift
-    } else {
-        0
-    };
-    attr[2] = 1; // sample_period
-    attr[7] = cpath.as_ptr() as u64; // config1: uprobe_path
-    attr[8] = offset; // config2: probe_offset
-                      // SAFETY: attr is a valid, zero-initialised perf_event_attr of the size it declares; the
-                      // path outlives the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr.as_ptr(),
-            -1 as libc::pid_t,
-            0 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(AttachError::Open {
-            path: path_s,
-            offset,
-            ref_ctr,
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: fd was just returned by the kernel and is owned by nobody else.
-    let perf = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-
+    let perf = open_uprobe(pmu, path, offset, ref_ctr, None)?;
     // union bpf_attr, link_create: prog_fd u32 @0, target_fd u32 @4, attach_type u32 @8,
     // flags u32 @12, perf_event.bpf_cookie u64 @16.
     let mut battr = [0u8; 64];
@@ -168,4 +125,60 @@ pub fn attach_usdt(
         _link: link,
         _perf: perf,
     })
+}
+
+/// A uprobe perf event at `offset` of `path` with the semaphore at `ref_ctr` (0 = none): for
+/// every process mapping the file (`pid` `None`), or for that one process. Opening it installs
+/// the breakpoint and raises the semaphore in those processes, with or without a program.
+pub fn open_uprobe(
+    pmu: &UprobePmu,
+    path: &Path,
+    offset: u64,
+    ref_ctr: u64,
+    pid: Option<u32>,
+) -> Result<OwnedFd, AttachError> {
+    let open_err = |source| AttachError::Open {
+        path: path.display().to_string(),
+        offset,
+        ref_ctr,
+        source,
+    };
+    let cpath = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| open_err(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
+    // struct perf_event_attr, laid out by hand (PERF_ATTR_SIZE_VER5 = 112 bytes is enough):
+    // type u32 @0, size u32 @4, config u64 @8, sample_period @16, sample_type @24,
+    // read_format @32, flags @40, wakeup_events u32 @48, bp_type u32 @52, config1 @56,
+    // config2 @64.
+    let mut attr = [0u64; 16];
+    attr[0] = (pmu.pmu_type as u64) | ((128u64) << 32);
+    attr[1] = if ref_ctr != 0 {
+        ref_ctr << pmu.ref_ctr_shift
+    } else {
+        0
+    };
+    attr[2] = 1; // sample_period
+    attr[7] = cpath.as_ptr() as u64; // config1: uprobe_path
+    attr[8] = offset; // config2: probe_offset
+                      // Every process: pid -1 on one CPU (a uprobe fires on any); one process: any CPU.
+    let (pid, cpu) = match pid {
+        None => (-1, 0),
+        Some(p) => (p as libc::pid_t, -1),
+    };
+    // SAFETY: attr is a valid, zero-initialised perf_event_attr of the size it declares; the
+    // path outlives the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            attr.as_ptr(),
+            pid,
+            cpu as libc::c_int,
+            -1 as libc::c_int,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(open_err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd was just returned by the kernel and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }

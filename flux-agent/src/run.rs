@@ -89,14 +89,14 @@ pub async fn capture<L: Launched>(
     set: ProbeSet,
     topts: &TracerOptions,
 ) -> Result<(UsdtCapture, i32)> {
-    let turn = match launched.needs_turn() {
-        true => take_turn(interp, set).await,
-        false => Ok(None),
-    };
-    let result = match turn {
-        Ok(_) => capture_inner(launched, interp, set, topts).await,
-        Err(e) => Err(e),
-    };
+    let result = async {
+        let _turn = match launched.needs_turn() {
+            true => take_turn(interp, set).await?,
+            false => None,
+        };
+        capture_inner(launched, interp, set, topts).await
+    }
+    .await;
     if result.is_err() {
         launched.kill();
         let _ = launched.wait().await;

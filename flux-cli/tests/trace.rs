@@ -878,7 +878,13 @@ fn python311_another_tracers_probe_in_the_program_makes_the_trace_incomplete() {
     let a = a.spawn().unwrap();
     wait_for(|| dir.join("p-ready").exists(), "the program to start");
     let pid = process_running(a.id(), "p.py").expect("the traced program's process");
-    let foreign = foreign_uprobe(&interp.probes.path, line.offset, line.semaphore_offset, pid);
+    // What another tool's probe does to the process, for it only (the other tests' programs
+    // must not see it): a uprobe with the semaphore's offset, no BPF program.
+    let pmu = flux_agent::attach::UprobePmu::detect().unwrap();
+    let path = &interp.probes.path;
+    let foreign =
+        flux_agent::attach::open_uprobe(&pmu, path, line.offset, line.semaphore_offset, Some(pid))
+            .unwrap();
     std::fs::write(dir.join("go"), "").unwrap();
     let out = a.wait_with_output().unwrap();
     drop(foreign);
@@ -912,40 +918,6 @@ fn process_running(root: u32, word: &str) -> Option<u32> {
         }
     }
     None
-}
-
-/// A uprobe on `path` at `offset` with its semaphore at `ref_ctr`, for the process `pid` only
-/// (the other tests' programs must not see it), with no program attached: what another tool's
-/// probe does to a process (the kernel installs the breakpoint and raises the semaphore).
-/// Closed when dropped.
-fn foreign_uprobe(path: &Path, offset: u64, ref_ctr: u64, pid: u32) -> std::os::fd::OwnedFd {
-    use std::os::fd::FromRawFd;
-    let pmu = flux_agent::attach::UprobePmu::detect().unwrap();
-    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    let mut attr = [0u64; 16];
-    attr[0] = (pmu.pmu_type as u64) | (128u64 << 32);
-    attr[1] = ref_ctr << pmu.ref_ctr_shift;
-    attr[2] = 1;
-    attr[7] = cpath.as_ptr() as u64;
-    attr[8] = offset;
-    // SAFETY: attr is a zeroed perf_event_attr of the size it declares; cpath outlives the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            attr.as_ptr(),
-            pid as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            8 as libc::c_ulong, // PERF_FLAG_FD_CLOEXEC
-        )
-    };
-    assert!(
-        fd >= 0,
-        "perf_event_open: {}",
-        std::io::Error::last_os_error()
-    );
-    // SAFETY: a descriptor the kernel just returned, owned by nobody else.
-    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) }
 }
 
 /// python3.11's probes and its `line` probe, which has a semaphore (else the test `what` is
