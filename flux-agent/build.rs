@@ -2,16 +2,18 @@
 //! object in OUT_DIR for `include_bytes_aligned!`. With `AYA_BUILD_SKIP=1` an empty object is
 //! written instead, and loading fails at run time with a message saying so.
 //!
-//! Also builds the hook's C part for CPython 3.11 (`flux-hook/flux_hook/_fast311.c`, the
-//! settrace back-end's `c-fast-path`) against Debian's python3.11 headers, into
-//! `OUT_DIR/_fast311.so` (its import suffix in `_fast311.suffix`). Where those headers or a C
-//! compiler are missing, the files are empty, a warning says so, and the shipped hook takes the
-//! pure Python path (same records, slower on 3.11).
+//! Also builds the hook's C parts against Debian's python3.11 headers: for CPython 3.11
+//! (`flux-hook/flux_hook/_fast311.c`, the settrace back-end's `c-fast-path`) into
+//! `OUT_DIR/_fast311.so` (its import suffix in `_fast311.suffix`), and for 3.12+
+//! (`_fastmon.c`, the sys.monitoring back-end's `c-monitoring`, stable ABI) into
+//! `OUT_DIR/_fastmon.so`. Where those headers or a C compiler are missing, the files are empty,
+//! a warning says so, and the shipped hook takes the pure Python path (same records, slower).
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Compile `_fast311.c` into `out/_fast311.so`; the reason it could not be, if so.
-fn build_fast311(hook: &Path, out: &Path) -> Result<String, String> {
+/// Compile `flux_hook/<name>.c` into `out/<name>.so`; its import suffix for the headers'
+/// interpreter, or the reason it could not be built.
+fn build_c_part(hook: &Path, out: &Path, name: &str) -> Result<String, String> {
     let config = std::env::var("FLUX_PYTHON311_CONFIG")
         .unwrap_or_else(|_| "/usr/bin/python3.11-config".into());
     let ask = |arg: &str| -> Result<String, String> {
@@ -26,7 +28,7 @@ fn build_fast311(hook: &Path, out: &Path) -> Result<String, String> {
     };
     let includes = ask("--includes")?;
     let suffix = ask("--extension-suffix")?;
-    let src = hook.join("flux_hook/_fast311.c");
+    let src = hook.join(format!("flux_hook/{name}.c"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let o = Command::new(&cc)
         .args([
@@ -40,7 +42,7 @@ fn build_fast311(hook: &Path, out: &Path) -> Result<String, String> {
         .args(includes.split_whitespace())
         .arg(&src)
         .arg("-o")
-        .arg(out.join("_fast311.so"))
+        .arg(out.join(format!("{name}.so")))
         .output()
         .map_err(|e| format!("{cc}: {e}"))?;
     if !o.status.success() {
@@ -59,17 +61,19 @@ fn main() -> anyhow::Result<()> {
         .parent()
         .expect("workspace root")
         .join("flux-hook");
-    println!(
-        "cargo:rerun-if-changed={}",
-        hook.join("flux_hook/_fast311.c").display()
-    );
     println!("cargo:rerun-if-env-changed=FLUX_PYTHON311_CONFIG");
-    match build_fast311(&hook, &out) {
-        Ok(suffix) => std::fs::write(out.join("_fast311.suffix"), suffix)?,
-        Err(why) => {
-            println!("cargo:warning=the hook's C fast path for 3.11 is not built: {why}");
-            std::fs::write(out.join("_fast311.so"), [])?;
-            std::fs::write(out.join("_fast311.suffix"), "")?;
+    for (name, what) in [("_fast311", "3.11"), ("_fastmon", "3.12+")] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            hook.join(format!("flux_hook/{name}.c")).display()
+        );
+        match build_c_part(&hook, &out, name) {
+            Ok(suffix) => std::fs::write(out.join(format!("{name}.suffix")), suffix)?,
+            Err(why) => {
+                println!("cargo:warning=the hook's C part for {what} is not built: {why}");
+                std::fs::write(out.join(format!("{name}.so")), [])?;
+                std::fs::write(out.join(format!("{name}.suffix")), "")?;
+            }
         }
     }
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?)

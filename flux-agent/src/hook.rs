@@ -69,6 +69,16 @@ pub fn ships_fast311() -> bool {
     !FAST311.is_empty() && !FAST311_SUFFIX.is_empty()
 }
 
+/// The hook's C part for CPython 3.12+ (`flux_hook/_fastmon.c`, the sys.monitoring back-end's
+/// `c-monitoring`), built by build.rs for the stable ABI; empty where it could not be built.
+/// Shipped as `_fastmon.abi3.so`, which every CPython 3.x on Linux imports.
+const FASTMON: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/_fastmon.so"));
+
+/// Whether this build ships the hook's C callbacks for sys.monitoring (3.12+).
+pub fn ships_fastmon() -> bool {
+    !FASTMON.is_empty()
+}
+
 /// Write the hook package into `dir` (which becomes a `PYTHONPATH` entry), readable by anyone
 /// (containers run the test as an unprivileged user).
 pub fn install(dir: &Path) -> std::io::Result<()> {
@@ -87,6 +97,9 @@ pub fn install(dir: &Path) -> std::io::Result<()> {
     }
     if ships_fast311() {
         write(&format!("flux_hook/_fast311{FAST311_SUFFIX}"), FAST311)?;
+    }
+    if ships_fastmon() {
+        write("flux_hook/_fastmon.abi3.so", FASTMON)?;
     }
     Ok(())
 }

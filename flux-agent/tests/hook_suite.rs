@@ -1,7 +1,8 @@
 //! Runs the hook's own Python test suite (`flux-hook/tests`, stdlib unittest with a real socket
 //! agent and real interpreters) under `cargo test`, on every interpreter flux supports that is
 //! present: Debian bookworm's 3.11 on the host, and 3.13, 3.14 and 3.15 from the Debian root
-//! filesystems `cargo xtask images` makes (run there with chroot, which needs root).
+//! filesystems `cargo xtask images` makes (run there with chroot, which needs root), on the
+//! hook as the agent ships it (its C part for sys.monitoring included).
 //!
 //! Every skip of the Python suite is reported through flux-skip: one for lack of something on
 //! the machine (its reason starts with `missing: `, `harness.MISSING`) is a failure under
@@ -184,16 +185,28 @@ fn in_rootfs(rootfs: &str, py: &str) {
     }
     let inside = format!("/tmp/flux-hook-suite-{}", std::process::id());
     let dest = root.join(inside.trim_start_matches('/'));
+    // The hook as the agent ships it (with its C part for sys.monitoring, `c-monitoring`,
+    // which the source tree does not hold), and the suite beside it.
+    let _ = std::fs::remove_dir_all(&dest);
+    flux_agent::hook::install(&dest).unwrap();
     let st = Command::new("cp")
         .arg("-r")
-        .arg(hook_dir())
-        .arg(&dest)
+        .arg(hook_dir().join("tests"))
+        .arg(dest.join("tests"))
         .status()
         .unwrap();
     assert!(st.success());
     // pytest for the suite's pytest tests, unpacked inside by the interpreter itself (without
     // it they skip as `missing: `, a failure under FLUX_REQUIRE_ALL=1).
     let mut env = vec![format!("FLUX_TEST_PYTHON=/usr/bin/{py}")];
+    if flux_agent::hook::ships_fastmon() {
+        env.push("FLUX_TEST_EXPECT_FASTMON=1".into());
+    } else {
+        flux_skip::skip(
+            &format!("hook suite on {py}: its C callbacks"),
+            "this build has no C part for sys.monitoring (build.rs warned why: python3.11-dev, cc)",
+        );
+    }
     if let Some(wheels) = pytest_wheels() {
         std::fs::create_dir_all(dest.join("wheels")).unwrap();
         let mut inside_wheels = Vec::new();

@@ -499,6 +499,8 @@ class Hook:
         # flux_hook._fast311 (3.11, where shipped and not FLUX_HOOK_FAST311=off): imported by
         # install_hook before anything is traced, for an import runs Python code USDT sees.
         self.fast311 = None
+        # flux_hook._fastmon (3.12+, where shipped and not FLUX_HOOK_FASTMON=off): the same.
+        self.fastmon = None
         # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
         self.detach = self.l2f = self.pyo = None
         if config.want_vars or config.checks is not None:
@@ -1291,7 +1293,7 @@ def install_hook():
     global HOOK
     if HOOK is not None:
         return HOOK
-    fast311 = None
+    fast311 = fastmon = None
     sock_path = os.environ.get("FLUX_HOOK_SOCKET")
     if not sock_path:
         return None
@@ -1317,6 +1319,12 @@ def install_hook():
         from . import _sysmon as backend
 
         mode = "monitoring"
+        # Its C part (`c-monitoring`), imported here for the same reason as _fast311's below.
+        if os.environ.get("FLUX_HOOK_FASTMON", "on") != "off":
+            try:
+                from . import _fastmon as fastmon
+            except ImportError:
+                fastmon = None
     elif sys.version_info >= (3, 11):
         from . import _settrace as backend
 
@@ -1335,6 +1343,7 @@ def install_hook():
         mode = "unsupported"
     hook = Hook(sock_path, calls, cfg, mode, leave)
     hook.fast311 = fast311
+    hook.fastmon = fastmon
     if backend is None:
         HOOK = hook
         atexit.register(hook.finish)

@@ -760,14 +760,45 @@ def start(hook):
                 emit(rec)
         return None
 
+    # `c-monitoring`: flux_hook._fastmon (shipped beside this file by the agent; imported by
+    # install_hook unless FLUX_HOOK_FASTMON=off) answers the four callbacks that run for every
+    # generator and every unwound frame in C, handing anything else to the ones above. A C
+    # callback is no Python frame: inside an extent no USDT event fires for it (two per Python
+    # callback, the merge dropping them), and outside it costs a fraction of one.
+    fast = hook.fastmon
+    c_start, c_resume, c_throw, c_unwind = on_start, on_resume, on_throw, on_unwind
+
+    def c_flush():
+        """The flush of a C callback's full buffer: a frame of `cb_codes`, so that a collection
+        starting in it is deferred (`gc-defer`) as one in a Python callback is. (The C callback
+        has no frame of its own; a collection run there would run the program's finalizers
+        while sys.monitoring reports nothing, and USDT everything: seen on the 3.15 slice as
+        generators closed with a return and no start.)"""
+        flush()
+
+    def c_failed(where, exc):
+        """An error in a C callback after it made its record (the buffer's flush)."""
+        if isinstance(exc, RecursionError):
+            hook.recursion_hit = True
+            return
+        try:
+            raise exc
+        except Exception:
+            internal_error(where)
+
+    if fast is not None:
+        fast.setup(codes, target_ids, xn, tl, buf, FN, c_flush, now, DISABLE, c_failed, PLAIN,
+                   extents, gen_only, want_c, all_r, on_start, on_resume, on_throw, on_unwind)
+        c_start, c_resume, c_throw, c_unwind = fast.on_start, fast.on_resume, fast.on_throw, fast.on_unwind
+
     reg = M.register_callback
     callbacks = (
-        (E.PY_START, on_start),
-        (E.PY_RESUME, on_resume),
-        (E.PY_THROW, on_throw),
+        (E.PY_START, c_start),
+        (E.PY_RESUME, c_resume),
+        (E.PY_THROW, c_throw),
         (E.PY_RETURN, on_return),
         (E.PY_YIELD, on_yield),
-        (E.PY_UNWIND, on_unwind),
+        (E.PY_UNWIND, c_unwind),
         (E.RAISE, on_raise),
         (E.RERAISE, on_reraise),
         (E.LINE, on_line),
@@ -867,7 +898,7 @@ def start(hook):
     cb_codes = frozenset(
         f.__code__
         for f in (on_start, on_resume, on_throw, on_return, on_yield, on_unwind, on_raise,
-                  on_reraise, on_line, on_jump)
+                  on_reraise, on_line, on_jump, c_flush, c_failed)
     )
     deferred = [False]
 
@@ -904,7 +935,16 @@ def start(hook):
             except TypeError:
                 continue
         define_gens(roots)
-    hook.watch_program_tracers(settrace_replaces_hook=False)
+    if fast is not None:
+
+        def add_audit_hook(f):
+            """`c-audit-filter`: only sys.settrace/sys.setprofile reach `f`."""
+            fast.set_audit(f)
+            sys.addaudithook(fast.audit)
+
+        hook.watch_program_tracers(settrace_replaces_hook=False, add_hook=add_audit_hook)
+    else:
+        hook.watch_program_tracers(settrace_replaces_hook=False)
     owned = [True]  # flux holds `tool` (until stop frees it)
     guard(hook, tool, M, owned)
     if not hook.window:
