@@ -502,6 +502,83 @@ params = { function = "target" }
     );
 }
 
+/// Issue 28 (`c-monitoring`): on 3.15 every generator resumption inside an extent runs a hook
+/// callback, and while it was a Python function USDT fired an entry and a return for it, two
+/// probe traps the merge then dropped as the hook's own work (5.76 M of the SymPy slice's
+/// 11.9 M probe hits). The hook's C callbacks fire none: a target resuming a generator 1,000
+/// times costs a handful of hook-internal events (the target's own records), not ≥ 2,000; and
+/// the answer is still the target's callees.
+#[test]
+fn scope_targets_on_315_generator_resumptions_fire_no_hook_frames() {
+    const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
+    if skip("scope_targets_on_315_generator_resumptions_fire_no_hook_frames") {
+        return;
+    }
+    if docker_has(YT) != Ok(true) {
+        flux_skip::skip(
+            "scope_targets_on_315_generator_resumptions_fire_no_hook_frames",
+            &format!("image {YT} is missing (flux images build)"),
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("yt-dlp/gens-callees");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("test_gens.py"),
+        "def gen(n):\n    for i in range(n):\n        yield i\n\n\n\
+def helper(x):\n    return x + 1\n\n\n\
+def target(n):\n    total = 0\n    for v in gen(n):\n        total += helper(v)\n    return total\n\n\n\
+def test_t():\n    assert target(1000) == 500500\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("instance.toml"),
+        r#"id = "gens-callees"
+repository = "yt-dlp"
+package = "yt-dlp==2025.10.22"
+image = "flux/yt-dlp:2025.10.22-py3.15"
+interpreter = "/usr/bin/python3.15"
+kind = "M6_InterProceduralCFG"
+question = "Which functions does `target` call directly in each test?"
+template = '{"callees_per_test": [{"test": "str", "callees": ["str"]}]}'
+
+[test]
+files = ["test_gens.py"]
+command = ["python3.15", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gens.py"]
+expect = "pass"
+timeout_s = 120
+
+[tracing]
+files = ["test_gens.py"]
+functions = ["target"]
+scope = "targets"
+events = ["call"]
+
+[extractor]
+name = "callees_across_tests"
+params = { function = "target" }
+"#,
+    )
+    .unwrap();
+    let r = run(std::slice::from_ref(&dir), &opts());
+    let i = &r.instances[0];
+    assert_eq!(i.status, Status::Created, "{:?}", i.error);
+    let oracle = read_json(&dir.join("oracle.json"));
+    assert_eq!(
+        oracle["oracle_answer"],
+        json!({"callees_per_test": [{"test": "test_gens.py::test_t", "callees": ["gen", "helper"]}]})
+    );
+    let meta = read_json(&i.run_dir.as_ref().unwrap().join("trace-meta.json"));
+    let dropped = meta["counts"]["merge.usdt_events_of_hook_internals_dropped"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        dropped < 500,
+        "{dropped} USDT events of the hook's own frames for 1,001 generator resumptions: {meta}"
+    );
+}
+
 /// 17.10: `expect = "fail"` took any non-zero exit for the expected failure: a test file that
 /// does not even import (pytest's exit 2, a collection error) harvested a gold answer from a
 /// run in which no test failed. Now only pytest's own "a test failed" counts. The failing one
