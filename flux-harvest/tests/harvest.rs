@@ -9,7 +9,7 @@
 use crate::common::*;
 use flux_harvest::Status;
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn harvests_ibin_then_check_reproduces_it_and_diffs_a_different_one() {
@@ -413,6 +413,45 @@ fn scope_targets_reproduces_starter_gold_answers_from_fewer_events() {
     }
 }
 
+/// An instance in `root/yt-dlp/<id>` on the 3.15 image asking for `target`'s callees per test
+/// (scope `targets`, `extra` more lines of `[tracing]`), its one test file `file` holding `src`.
+fn callees_instance_315(root: &Path, id: &str, file: &str, src: &str, extra: &str) -> PathBuf {
+    let dir = root.join("yt-dlp").join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(file), src).unwrap();
+    std::fs::write(
+        dir.join("instance.toml"),
+        format!(
+            r#"id = "{id}"
+repository = "yt-dlp"
+package = "yt-dlp==2025.10.22"
+image = "flux/yt-dlp:2025.10.22-py3.15"
+interpreter = "/usr/bin/python3.15"
+kind = "M6_InterProceduralCFG"
+question = "Which functions does `target` call directly in each test?"
+template = '{{"callees_per_test": [{{"test": "str", "callees": ["str"]}}]}}'
+
+[test]
+files = ["{file}"]
+command = ["python3.15", "-m", "pytest", "-q", "-p", "no:cacheprovider", "{file}"]
+expect = "pass"
+timeout_s = 120
+
+[tracing]
+files = ["{file}"]
+functions = ["target"]
+scope = "targets"
+{extra}
+[extractor]
+name = "callees_across_tests"
+params = {{ function = "target" }}
+"#
+        ),
+    )
+    .unwrap();
+    dir
+}
+
 /// Scope "targets" on 3.15, where the hook no longer reports starts of code without a first line
 /// (USDT says line 0 for them) nor of generator expressions: two closures named `inner`, both
 /// without a first line (`COPY_FREE_VARS` comes first), are told apart by the line of their
@@ -434,45 +473,17 @@ fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("yt-dlp/closures-callees");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("test_closures.py"),
+    let dir = callees_instance_315(
+        tmp.path(),
+        "closures-callees",
+        "test_closures.py",
         "def make(k):\n    def inner(x):\n        return x + k\n    return inner\n\n\n\
 def make2(k):\n    def inner(x):\n        y = x * k\n        return y\n    return inner\n\n\n\
 A = make(1)\nB = make2(2)\n\n\ndef gen_of(n):\n    return (A(i) for i in range(n))\n\n\n\
 def target(n):\n    g = gen_of(2)\n    return A(n) + B(n) + sum(g)\n\n\n\
 def test_t():\n    for i in range(3):\n        A(i)\n        B(i)\n        sum(gen_of(i))\n    assert target(3) == 13\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("instance.toml"),
-        r#"id = "closures-callees"
-repository = "yt-dlp"
-package = "yt-dlp==2025.10.22"
-image = "flux/yt-dlp:2025.10.22-py3.15"
-interpreter = "/usr/bin/python3.15"
-kind = "M6_InterProceduralCFG"
-question = "Which functions does `target` call directly in each test?"
-template = '{"callees_per_test": [{"test": "str", "callees": ["str"]}]}'
-
-[test]
-files = ["test_closures.py"]
-command = ["python3.15", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_closures.py"]
-expect = "pass"
-timeout_s = 120
-
-[tracing]
-files = ["test_closures.py"]
-functions = ["target"]
-scope = "targets"
-
-[extractor]
-name = "callees_across_tests"
-params = { function = "target" }
-"#,
-    )
-    .unwrap();
+        "",
+    );
     let r = run(std::slice::from_ref(&dir), &opts());
     let i = &r.instances[0];
     assert_eq!(i.status, Status::Created, "{:?}", i.error);
@@ -522,45 +533,16 @@ fn scope_targets_on_315_generator_resumptions_fire_no_hook_frames() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("yt-dlp/gens-callees");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("test_gens.py"),
+    let dir = callees_instance_315(
+        tmp.path(),
+        "gens-callees",
+        "test_gens.py",
         "def gen(n):\n    for i in range(n):\n        yield i\n\n\n\
 def helper(x):\n    return x + 1\n\n\n\
 def target(n):\n    total = 0\n    for v in gen(n):\n        total += helper(v)\n    return total\n\n\n\
 def test_t():\n    assert target(1000) == 500500\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("instance.toml"),
-        r#"id = "gens-callees"
-repository = "yt-dlp"
-package = "yt-dlp==2025.10.22"
-image = "flux/yt-dlp:2025.10.22-py3.15"
-interpreter = "/usr/bin/python3.15"
-kind = "M6_InterProceduralCFG"
-question = "Which functions does `target` call directly in each test?"
-template = '{"callees_per_test": [{"test": "str", "callees": ["str"]}]}'
-
-[test]
-files = ["test_gens.py"]
-command = ["python3.15", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_gens.py"]
-expect = "pass"
-timeout_s = 120
-
-[tracing]
-files = ["test_gens.py"]
-functions = ["target"]
-scope = "targets"
-events = ["call"]
-
-[extractor]
-name = "callees_across_tests"
-params = { function = "target" }
-"#,
-    )
-    .unwrap();
+        "events = [\"call\"]\n",
+    );
     let r = run(std::slice::from_ref(&dir), &opts());
     let i = &r.instances[0];
     assert_eq!(i.status, Status::Created, "{:?}", i.error);
