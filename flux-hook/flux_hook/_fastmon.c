@@ -15,10 +15,11 @@
  * the Python back-end does not decide: `_sysmon.start` passes its state and its callbacks to
  * `setup`, and FLUX_HOOK_FASTMON=off takes the Python callbacks alone (the parity test).
  *
- * The callbacks run no bytecode, so no collection can start inside them (3.12+ collects at an
- * eval-breaker check) but in the Python code they call: the Python callbacks (the fall-back) and
- * the hook's flush when the buffer is full, called through `_sysmon.c_flush`, whose frame
- * `gc-defer` knows as a callback's, and with automatic collection held off.
+ * Each callback holds automatic collection off while it runs (`gc-guard`, as the Python
+ * callbacks do): without it the 3.15 SymPy slice ended incomplete, generators closed by a
+ * collection inside an extent with USDT returns and no PY_THROW reported, in every run. The
+ * Python code they call (the Python callbacks when they fall back, the hook's flush through
+ * `_sysmon.c_flush`) is in frames `gc-defer` knows as a callback's.
  *
  * Built for the stable ABI (Py_LIMITED_API 3.11, `_fastmon.abi3.so`) against any CPython 3.11+
  * headers: it uses only the stable ABI, and loads in 3.12, 3.13, 3.14 and 3.15 alike.
@@ -45,10 +46,11 @@ static struct {
     PyObject *py_audit;   /* the hook's Python audit function */
     Py_ssize_t flush_at;
     long plain;
+    int return_generator; /* the RETURN_GENERATOR opcode of this interpreter */
     int extents, gen_only, want_c, all_r;
 } S;
 
-static PyObject *s_xd, *s_tid, *s_co_flags, *s_co_firstlineno;
+static PyObject *s_xd, *s_tid, *s_co_flags, *s_co_firstlineno, *s_co_code;
 
 /* The info list of `code` (borrowed), or NULL: not registered (no error) or an error. */
 static PyObject *
@@ -209,12 +211,9 @@ record_c(PyObject *info, long line, int fresh)
     if (r < 0)
         return 0;
     if (PyList_Size(S.buf) >= S.flush_at) {
-        /* The flush is Python code (`_sysmon.c_flush`, a frame `gc-defer` knows): a collection
-         * that starts there is deferred, and automatic collection is held off meanwhile. */
-        int was = PyGC_Disable();
+        /* The flush is Python code (`_sysmon.c_flush`, a frame `gc-defer` knows), run inside
+         * the callback's `gc-guard`. */
         PyObject *f = PyObject_CallNoArgs(S.flush);
-        if (was)
-            PyGC_Enable();
         if (f == NULL)
             return -1;
         Py_DECREF(f);
@@ -235,7 +234,7 @@ answer(int recorded, const char *where, PyObject *cb, PyObject *const *args, Py_
 
 /* PY_START(code, offset): `_sysmon.on_start`'s answers for untargeted code. */
 static PyObject *
-on_start(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+start_answer(PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2)
         return fall_back(S.py_start, args, nargs);
@@ -282,7 +281,7 @@ on_start(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
 
 /* PY_RESUME(code, offset): `_sysmon.on_resume`'s fast path. */
 static PyObject *
-on_resume(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+resume_answer(PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 2)
         return fall_back(S.py_resume, args, nargs);
@@ -319,23 +318,65 @@ on_resume(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     return answer(record_c(info, -1, 0), "PY_RESUME", S.py_resume, args, nargs);
 }
 
-/* PY_THROW(code, offset, exc): outside every extent only a target's counts. Inside one the
- * Python callback answers: made there (a generator's `c` record, as `_sysmon.on_throw` →
- * `_resume` make it), the SymPy slice on 3.15 ended incomplete, generators closed by a
- * collection inside an extent leaving USDT returns with no start (cause not found; the
- * Python callback's path stays the one measured complete). */
-static PyObject *
-on_throw(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+/* 1 when the instruction before `offset` (bytes) in code.co_code is RETURN_GENERATOR: a throw
+ * into a generator never started (its fresh start); 0 when not; -1 on error. */
+static int
+after_return_generator(PyObject *code, PyObject *offset)
 {
-    if (nargs == 3 && S.extents) {
+    Py_ssize_t off = PyLong_AsSsize_t(offset);
+    if (off == -1 && PyErr_Occurred())
+        return -1;
+    if (off < 2)
+        return 0;
+    PyObject *co = PyObject_GetAttr(code, s_co_code);
+    if (co == NULL)
+        return -1;
+    int r = -1;
+    if (PyBytes_Check(co) && off - 2 < PyBytes_Size(co))
+        r = (unsigned char)PyBytes_AsString(co)[off - 2] == S.return_generator;
+    Py_DECREF(co);
+    return r;
+}
+
+/* PY_THROW(code, offset, exc): outside every extent only a target's counts; inside one, an
+ * untargeted generator's is its `c` record, as `_sysmon.on_throw` → `_resume` make it. */
+static PyObject *
+throw_answer(PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3)
+        return fall_back(S.py_throw, args, nargs);
+    PyObject *code = args[0];
+    if (S.extents) {
         long n = threads_in_extents();
+        if (n < 0)
+            return fall_back(S.py_throw, args, nargs);
         if (n == 0) {
-            int t = is_target(args[0]);
-            if (t == 0)
+            int t = is_target(code);
+            if (t < 0)
+                return fall_back(S.py_throw, args, nargs);
+            if (!t)
                 Py_RETURN_NONE;
         }
     }
-    return fall_back(S.py_throw, args, nargs);
+    PyObject *info = info_of(code);
+    if (info == NULL || S.want_c || info_long(info, 1) != S.plain || defined(info) != 1)
+        return fall_back(S.py_throw, args, nargs);
+    long flags = code_long(code, s_co_flags);
+    if (flags < 0)
+        return fall_back(S.py_throw, args, nargs);
+    if (!(S.gen_only && (flags & GEN_FLAGS)))
+        Py_RETURN_NONE; /* PY_THROW cannot be disabled: nothing to record */
+    if (S.extents) {
+        int x = in_extent();
+        if (x < 0)
+            return fall_back(S.py_throw, args, nargs);
+        if (!x)
+            Py_RETURN_NONE;
+    }
+    int fresh = after_return_generator(code, args[1]);
+    if (fresh < 0)
+        return fall_back(S.py_throw, args, nargs);
+    return answer(record_c(info, -1, fresh), "PY_THROW", S.py_throw, args, nargs);
 }
 
 /* The audit hook (`c-audit-filter`, as _fast311's on 3.11): only sys.settrace and
@@ -369,7 +410,7 @@ set_audit(PyObject *mod, PyObject *f)
 /* PY_UNWIND(code, offset, exc): nothing to do outside every extent, nor for untargeted code
  * when not every return is wanted (a RecursionError is the Python callback's to note). */
 static PyObject *
-on_unwind(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+unwind_answer(PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3)
         return fall_back(S.py_unwind, args, nargs);
@@ -388,6 +429,25 @@ on_unwind(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* `gc-guard`, as the Python callbacks hold it: automatic collection is off while a callback
+ * runs (unless the program turned it off itself), for a collection run inside one (the frame
+ * object a record asks for is an allocation) would run the program's finalizers where
+ * sys.monitoring reports nothing and USDT everything. The program's next allocation collects. */
+#define GUARDED(name, answer)                                                  \
+    static PyObject *name(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) \
+    {                                                                          \
+        int was = PyGC_Disable();                                              \
+        PyObject *r = answer(args, nargs);                                     \
+        if (was)                                                               \
+            PyGC_Enable();                                                     \
+        return r;                                                              \
+    }
+
+GUARDED(on_start, start_answer)
+GUARDED(on_resume, resume_answer)
+GUARDED(on_throw, throw_answer)
+GUARDED(on_unwind, unwind_answer)
+
 static void
 keep(PyObject **slot, PyObject *v)
 {
@@ -398,7 +458,8 @@ keep(PyObject **slot, PyObject *v)
 }
 
 /* setup(codes, target_ids, xn, tl, buf, flush_at, flush, now, disable, failed, plain,
- *       extents, gen_only, want_c, all_r, py_start, py_resume, py_throw, py_unwind) */
+ *       return_generator, extents, gen_only, want_c, all_r, py_start, py_resume, py_throw,
+ *       py_unwind) */
 static PyObject *
 setup(PyObject *mod, PyObject *args)
 {
@@ -406,11 +467,11 @@ setup(PyObject *mod, PyObject *args)
     PyObject *ps, *pr, *pt, *pu;
     Py_ssize_t flush_at;
     long plain;
-    int extents, gen_only, want_c, all_r;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO!nOOOOlppppOOOO:setup", &PyDict_Type, &codes,
+    int return_generator, extents, gen_only, want_c, all_r;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!nOOOOlippppOOOO:setup", &PyDict_Type, &codes,
                           &PySet_Type, &target_ids, &PyList_Type, &xn, &tl, &PyList_Type, &buf,
-                          &flush_at, &flush, &now, &disable, &failed, &plain, &extents,
-                          &gen_only, &want_c, &all_r, &ps, &pr, &pt, &pu))
+                          &flush_at, &flush, &now, &disable, &failed, &plain, &return_generator,
+                          &extents, &gen_only, &want_c, &all_r, &ps, &pr, &pt, &pu))
         return NULL;
     if (PyList_Size(xn) < 1) {
         PyErr_SetString(PyExc_ValueError, "setup: xn must hold the count of threads in extents");
@@ -431,6 +492,7 @@ setup(PyObject *mod, PyObject *args)
     keep(&S.py_unwind, pu);
     S.flush_at = flush_at;
     S.plain = plain;
+    S.return_generator = return_generator;
     S.extents = extents;
     S.gen_only = gen_only;
     S.want_c = want_c;
@@ -461,7 +523,8 @@ PyInit__fastmon(void)
     s_tid = PyUnicode_InternFromString("tid");
     s_co_flags = PyUnicode_InternFromString("co_flags");
     s_co_firstlineno = PyUnicode_InternFromString("co_firstlineno");
-    if (!s_xd || !s_tid || !s_co_flags || !s_co_firstlineno)
+    s_co_code = PyUnicode_InternFromString("co_code");
+    if (!s_xd || !s_tid || !s_co_flags || !s_co_firstlineno || !s_co_code)
         return NULL;
     return PyModule_Create(&module);
 }

@@ -788,7 +788,8 @@ def start(hook):
 
     if fast is not None:
         fast.setup(codes, target_ids, xn, tl, buf, FN, c_flush, now, DISABLE, c_failed, PLAIN,
-                   extents, gen_only, want_c, all_r, on_start, on_resume, on_throw, on_unwind)
+                   RETURN_GENERATOR, extents, gen_only, want_c, all_r, on_start, on_resume,
+                   on_throw, on_unwind)
         c_start, c_resume, c_throw, c_unwind = fast.on_start, fast.on_resume, fast.on_throw, fast.on_unwind
 
     reg = M.register_callback
