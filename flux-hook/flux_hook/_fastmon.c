@@ -186,16 +186,20 @@ record_c(PyObject *info, long line, int fresh)
         if (line < 0)
             return 0;
     }
+    /* Only exact ints are written (as the Python callbacks' `%d` writes the integer): test code
+     * can reach the hook's thread-local and registry, and an int subclass whose __str__ is
+     * record text would write a forged record. Anything else goes to the Python callback. */
     PyObject *tid = PyObject_GetAttr(S.tl, s_tid);
     if (tid == NULL)
         return 0; /* a thread's first record: the Python callback asks for its id */
     PyObject *code_id = PyList_GetItem(info, 0);
-    if (code_id == NULL) {
+    if (code_id == NULL || !PyLong_CheckExact(tid) || !PyLong_CheckExact(code_id)) {
         Py_DECREF(tid);
         return 0;
     }
     PyObject *t = PyObject_CallNoArgs(S.now);
-    if (t == NULL) {
+    if (t == NULL || !PyLong_CheckExact(t)) {
+        Py_XDECREF(t);
         Py_DECREF(tid);
         return 0;
     }

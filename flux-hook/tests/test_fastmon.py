@@ -8,7 +8,9 @@ import itertools
 import json
 import os
 import re
+import subprocess
 import sys
+import textwrap
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -135,6 +137,50 @@ class TestFastmon(HookTestCase):
             with self.subTest(env=env):
                 r = harness.run(self, src, calls="generators", config=config, env=env)
                 self.assertEqual(r.proc.stdout.strip(), want, r.proc.stderr)
+
+    def test_a_forged_id_is_not_written_as_text(self):
+        # As `_fast311`'s (stop 46): test code can reach the hook's thread-local and registry,
+        # and an int subclass whose __str__ is record text would, formatted with str(), write a
+        # forged record into the stream. Only exact ints are written; anything else goes to the
+        # Python callback, which formats with %d.
+        expect_fastmon(self)
+        src = textwrap.dedent("""\
+            import json, sys, threading, time
+            from opcode import opmap
+            from flux_hook import _fastmon as f
+            class Forged(int):
+                def __str__(self):
+                    return '1,1,1,1]\\n["xc",1,1'
+            def gen():
+                yield 1
+            calls = []
+            tl = threading.local()
+            tl.xd, tl.tid = 1, Forged(7)
+            buf = []
+            code = gen.__code__
+            codes = {id(code): [7, 1, code, None, True, None, None]}
+            def py(*a):
+                calls.append(len(a))
+            f.setup(codes, set(), [1], tl, buf, 100, lambda: None, time.monotonic_ns,
+                    sys.monitoring.DISABLE, lambda w, e: None, 1, opmap["RETURN_GENERATOR"],
+                    True, True, False, False, py, py, py, py)
+            f.on_resume(code, 0)
+            codes[id(code)][0] = Forged(7)
+            tl.tid = 7
+            f.on_resume(code, 0)
+            codes[id(code)][0] = 7
+            f.on_resume(code, 0)
+            print(json.dumps({"calls": calls, "buf": buf}))
+            """)
+        env = dict(os.environ, PYTHONPATH=harness.HOOK_DIR)
+        p = subprocess.run(harness.PYTHON + ["-c", src], capture_output=True, text=True, env=env,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = json.loads(p.stdout)
+        self.assertEqual(out["calls"], [2, 2], out)
+        self.assertEqual(len(out["buf"]), 1, out)
+        self.assertNotIn("xc", out["buf"][0], out)
+        self.assertEqual(json.loads(out["buf"][0])[2:4], [7, 7], out)
 
 
 if __name__ == "__main__":
