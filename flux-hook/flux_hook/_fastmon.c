@@ -283,42 +283,66 @@ start_answer(PyObject *const *args, Py_ssize_t nargs)
     return answer(record_c(info, first, gen), "PY_START", S.py_start, args, nargs);
 }
 
-/* PY_RESUME(code, offset): `_sysmon.on_resume`'s fast path. */
-static PyObject *
-resume_answer(PyObject *const *args, Py_ssize_t nargs)
+/* The fast path PY_RESUME and PY_THROW share (`_sysmon._resume`'s). 1 with *info set: an
+ * untargeted generator's `c` record is due inside an extent. 0 with *ans the answer otherwise:
+ * None outside every extent (unless the code is a target's) or outside this thread's extent,
+ * `other` for code that is no generator or when generators are not what is recorded (DISABLE
+ * for PY_RESUME; None for PY_THROW, which cannot be disabled), or the Python callback `cb`
+ * (what it returns, NULL if it raised) for anything the C part does not answer. */
+static int
+resumption(PyObject *cb, PyObject *other, Py_ssize_t want, PyObject *const *args,
+           Py_ssize_t nargs, PyObject **info, PyObject **ans)
 {
-    if (nargs != 2)
-        return fall_back(S.py_resume, args, nargs);
+    if (nargs != want)
+        goto fall;
     PyObject *code = args[0];
     if (S.extents) {
         long n = threads_in_extents();
         if (n < 0)
-            return fall_back(S.py_resume, args, nargs);
+            goto fall;
         if (n == 0) {
             int t = is_target(code);
             if (t < 0)
-                return fall_back(S.py_resume, args, nargs);
+                goto fall;
             if (!t)
-                Py_RETURN_NONE; /* only a targeted generator's resumption counts there */
+                goto none; /* only a targeted generator's resumption counts there */
         }
     }
-    PyObject *info = info_of(code);
-    if (info == NULL || S.want_c || info_long(info, 1) != S.plain || defined(info) != 1)
-        return fall_back(S.py_resume, args, nargs);
+    *info = info_of(code);
+    if (*info == NULL || S.want_c || info_long(*info, 1) != S.plain || defined(*info) != 1)
+        goto fall;
     long flags = code_long(code, s_co_flags);
     if (flags < 0)
-        return fall_back(S.py_resume, args, nargs);
+        goto fall;
     if (!(S.gen_only && (flags & GEN_FLAGS))) {
-        Py_INCREF(S.disable);
-        return S.disable;
+        Py_INCREF(other);
+        *ans = other;
+        return 0;
     }
     if (S.extents) {
         int x = in_extent();
         if (x < 0)
-            return fall_back(S.py_resume, args, nargs);
+            goto fall;
         if (!x)
-            Py_RETURN_NONE;
+            goto none;
     }
+    return 1;
+none:
+    Py_INCREF(Py_None);
+    *ans = Py_None;
+    return 0;
+fall:
+    *ans = fall_back(cb, args, nargs);
+    return 0;
+}
+
+/* PY_RESUME(code, offset): `_sysmon.on_resume`'s fast path. */
+static PyObject *
+resume_answer(PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *info = NULL, *ans = NULL;
+    if (!resumption(S.py_resume, S.disable, 2, args, nargs, &info, &ans))
+        return ans;
     return answer(record_c(info, -1, 0), "PY_RESUME", S.py_resume, args, nargs);
 }
 
@@ -347,37 +371,10 @@ after_return_generator(PyObject *code, PyObject *offset)
 static PyObject *
 throw_answer(PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3)
-        return fall_back(S.py_throw, args, nargs);
-    PyObject *code = args[0];
-    if (S.extents) {
-        long n = threads_in_extents();
-        if (n < 0)
-            return fall_back(S.py_throw, args, nargs);
-        if (n == 0) {
-            int t = is_target(code);
-            if (t < 0)
-                return fall_back(S.py_throw, args, nargs);
-            if (!t)
-                Py_RETURN_NONE;
-        }
-    }
-    PyObject *info = info_of(code);
-    if (info == NULL || S.want_c || info_long(info, 1) != S.plain || defined(info) != 1)
-        return fall_back(S.py_throw, args, nargs);
-    long flags = code_long(code, s_co_flags);
-    if (flags < 0)
-        return fall_back(S.py_throw, args, nargs);
-    if (!(S.gen_only && (flags & GEN_FLAGS)))
-        Py_RETURN_NONE; /* PY_THROW cannot be disabled: nothing to record */
-    if (S.extents) {
-        int x = in_extent();
-        if (x < 0)
-            return fall_back(S.py_throw, args, nargs);
-        if (!x)
-            Py_RETURN_NONE;
-    }
-    int fresh = after_return_generator(code, args[1]);
+    PyObject *info = NULL, *ans = NULL;
+    if (!resumption(S.py_throw, Py_None, 3, args, nargs, &info, &ans))
+        return ans;
+    int fresh = after_return_generator(args[0], args[1]);
     if (fresh < 0)
         return fall_back(S.py_throw, args, nargs);
     return answer(record_c(info, -1, fresh), "PY_THROW", S.py_throw, args, nargs);
