@@ -2,42 +2,69 @@
 //!
 //! Why: one traced run answers hundreds of questions (`flux gen`), and the plain queries of
 //! [`crate::query`] rebuild owners and frames over the whole trace on every call. The index
-//! makes one pass for owners, one for frames and invocations, and interns the strings every
-//! event carries (names, files, tests), so that selecting the invocations of a function is a
-//! hash lookup and comparing names is comparing integers.
+//! makes one pass for owners, one for frames and invocations, and keys invocations by their
+//! function's name, so that selecting the invocations of a function is a hash lookup. Nothing
+//! is kept per event that the event itself says (its owner is its own activation but for a few
+//! lines and values): the index of a suite part is millions of events.
 //!
 //! It follows the conventions of [`crate::query`] exactly (an invocation is a frame object, its
 //! events are those of its activations, USDT lines are dropped where the hook reports lines,
 //! a name matches a qualname exactly or a bare `co_name` by its last dotted component), and
-//! `tests::index_agrees_with_the_plain_queries` checks it against them.
+//! the tests below check it against them (`lookups_by_name_and_filters`,
+//! `owners_are_kept_only_where_an_event_names_none`).
 use crate::query::{file_within, test_matches, Filter, Invocation, TestRun};
 use crate::{Event, FileFacts, Kind, Source, Trace};
 use std::collections::HashMap;
 
-/// An interned string: an index into [`TraceIndex::str`]. `Sym(0)` is the empty string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Sym(pub u32);
-
-#[derive(Default)]
-struct Interner<'t> {
-    strings: Vec<&'t str>,
-    ids: HashMap<&'t str, Sym>,
+/// The owner of every event ([`TraceIndex::owner`]). An event's owner is its own `activation`
+/// but for events that carry none (a line or a value reported with activation 0 under an open
+/// activation): only those are kept (`Sparse`, by index) unless they are so many that a vector
+/// of every owner is smaller (`Dense`, a trace of lines). 8 bytes an event saved on a trace of
+/// calls, most of what is indexed.
+enum Owners {
+    Sparse(Vec<(usize, u64)>),
+    Dense(Vec<u64>),
 }
 
-impl<'t> Interner<'t> {
-    fn new() -> Self {
-        let mut i = Interner::default();
-        i.intern("");
-        i
-    }
-    fn intern(&mut self, s: &'t str) -> Sym {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
+impl Owners {
+    fn of(trace: &Trace) -> Owners {
+        let n = trace.events.len();
+        let mut sparse: Vec<(usize, u64)> = Vec::new();
+        let mut dense: Option<Vec<u64>> = None;
+        crate::query::each_owner(trace, |i, owner| {
+            if let Some(d) = &mut dense {
+                d.push(owner);
+                return;
+            }
+            if owner == trace.events[i].activation {
+                return;
+            }
+            sparse.push((i, owner));
+            // Past half the events as exceptions (16 bytes each) a plain vector is smaller.
+            if sparse.len() > n / 2 {
+                let mut d: Vec<u64> = Vec::with_capacity(n);
+                d.extend(trace.events[..=i].iter().map(|e| e.activation));
+                for &(j, o) in &sparse {
+                    d[j] = o;
+                }
+                sparse = Vec::new();
+                dense = Some(d);
+            }
+        });
+        match dense {
+            Some(d) => Owners::Dense(d),
+            None => Owners::Sparse(sparse),
         }
-        let id = Sym(u32::try_from(self.strings.len()).unwrap_or(u32::MAX));
-        self.strings.push(s);
-        self.ids.insert(s, id);
-        id
+    }
+
+    fn get(&self, trace: &Trace, i: usize) -> u64 {
+        match self {
+            Owners::Dense(d) => d[i],
+            Owners::Sparse(s) => match s.binary_search_by_key(&i, |&(j, _)| j) {
+                Ok(k) => s[k].1,
+                Err(_) => trace.events[i].activation,
+            },
+        }
     }
 }
 
@@ -107,13 +134,8 @@ pub struct TestSpan {
 /// The index of one trace. Borrowing the trace keeps it cheap: no event is copied.
 pub struct TraceIndex<'t> {
     pub trace: &'t Trace,
-    strings: Interner<'t>,
-    /// Per event: the activation it belongs to (0 for test events).
-    owner: Vec<u64>,
-    /// Per event: interned `Event::name()`, `file`, `test`.
-    ev_name: Vec<Sym>,
-    ev_file: Vec<Sym>,
-    ev_test: Vec<Sym>,
+    /// The activation each event belongs to (0 for test events).
+    owner: Owners,
     /// Activation id → frame id.
     frame_of: IdMap,
     /// Activation id → index of its (first) `call` event.
@@ -125,9 +147,9 @@ pub struct TraceIndex<'t> {
     /// Frame id → index into `invocations`.
     by_frame: IdMap,
     /// Qualname → invocations whose first call carries that qualname.
-    by_qualname: HashMap<Sym, Vec<usize>>,
+    by_qualname: HashMap<&'t str, Vec<usize>>,
     /// `co_name` → invocations whose first call carries no qualname.
-    by_bare_name: HashMap<Sym, Vec<usize>>,
+    by_bare_name: HashMap<&'t str, Vec<usize>>,
     /// Indices of the `call` events that start a new frame under an activation, grouped by
     /// that parent activation (ascending) and in trace order within it; `child_parents[k]` is
     /// the parent of `children[k]` (two flat vectors: a map of vectors cost ~90 bytes a call).
@@ -140,16 +162,7 @@ impl<'t> TraceIndex<'t> {
     /// Index `trace` (three passes over the events).
     pub fn new(trace: &'t Trace) -> TraceIndex<'t> {
         let n = trace.events.len();
-        let mut strings = Interner::new();
-        let mut ev_name = Vec::with_capacity(n);
-        let mut ev_file = Vec::with_capacity(n);
-        let mut ev_test = Vec::with_capacity(n);
-        for e in &trace.events {
-            ev_name.push(strings.intern(e.name()));
-            ev_file.push(strings.intern(&e.file));
-            ev_test.push(strings.intern(&e.test));
-        }
-        let owner = crate::query::owners(trace);
+        let owner = Owners::of(trace);
         // Ids past twice the events are no merge's numbering: they go to the hash maps.
         let bound = trace
             .events
@@ -174,11 +187,7 @@ impl<'t> TraceIndex<'t> {
         }
         let mut ix = TraceIndex {
             trace,
-            strings,
             owner,
-            ev_name,
-            ev_file,
-            ev_test,
             frame_of,
             call_of,
             return_of,
@@ -199,7 +208,7 @@ impl<'t> TraceIndex<'t> {
         let t = self.trace;
         let mut children: Vec<(u64, usize)> = Vec::new();
         for (i, e) in t.events.iter().enumerate() {
-            let owner = self.owner[i];
+            let owner = self.owner.get(t, i);
             if owner == 0 {
                 continue;
             }
@@ -212,7 +221,7 @@ impl<'t> TraceIndex<'t> {
                 } else {
                     &mut self.by_qualname
                 };
-                map.entry(self.ev_name[i]).or_default().push(k);
+                map.entry(e.name()).or_default().push(k);
                 if frame == owner {
                     // (A frame started untraced is resumed here, not called: `starts_here`.)
                     children.push((e.parent, i));
@@ -254,43 +263,35 @@ impl<'t> TraceIndex<'t> {
     }
 
     fn build_tests(&mut self) {
-        let mut at: HashMap<Sym, usize> = HashMap::new();
+        let mut at: HashMap<&'t str, usize> = HashMap::new();
+        // Runs of events share their test: the last one's span is looked up once per run.
+        let mut last: Option<(&'t str, usize)> = None;
         for (i, e) in self.trace.events.iter().enumerate() {
-            let sym = self.ev_test[i];
-            if sym == Sym(0) {
+            let test = e.test.as_str();
+            if test.is_empty() {
                 continue;
             }
-            let k = *at.entry(sym).or_insert_with(|| {
-                self.tests.push(TestSpan {
-                    run: TestRun {
-                        id: e.test.to_string(),
-                        outcome: String::new(),
-                    },
-                    first: i,
-                    last: i,
-                });
-                self.tests.len() - 1
-            });
+            let k = match last {
+                Some((name, k)) if name == test => k,
+                _ => *at.entry(test).or_insert_with(|| {
+                    self.tests.push(TestSpan {
+                        run: TestRun {
+                            id: test.to_string(),
+                            outcome: String::new(),
+                        },
+                        first: i,
+                        last: i,
+                    });
+                    self.tests.len() - 1
+                }),
+            };
+            last = Some((test, k));
             let span = &mut self.tests[k];
             span.last = i;
             if e.ev == Kind::TestEnd {
                 span.run.outcome = e.detail().outcome.to_string();
             }
         }
-    }
-
-    /// The string of an interned symbol.
-    pub fn str(&self, s: Sym) -> &'t str {
-        self.strings
-            .strings
-            .get(s.0 as usize)
-            .copied()
-            .unwrap_or("")
-    }
-
-    /// The symbol of `s` if any event carries it.
-    pub fn sym(&self, s: &str) -> Option<Sym> {
-        self.strings.ids.get(s).copied()
     }
 
     /// The event at index `i`.
@@ -300,22 +301,7 @@ impl<'t> TraceIndex<'t> {
 
     /// The activation event `i` belongs to (0 for test events).
     pub fn owner(&self, i: usize) -> u64 {
-        self.owner[i]
-    }
-
-    /// Interned `Event::name()` of event `i`.
-    pub fn name_of(&self, i: usize) -> Sym {
-        self.ev_name[i]
-    }
-
-    /// Interned `file` of event `i`.
-    pub fn file_of(&self, i: usize) -> Sym {
-        self.ev_file[i]
-    }
-
-    /// Interned `test` of event `i`.
-    pub fn test_of(&self, i: usize) -> Sym {
-        self.ev_test[i]
+        self.owner.get(self.trace, i)
     }
 
     /// The frame of an activation.
@@ -355,7 +341,7 @@ impl<'t> TraceIndex<'t> {
 
     /// Index into [`TraceIndex::all_invocations`] of the invocation holding event `i`.
     pub fn invocation_holding(&self, i: usize) -> Option<usize> {
-        let owner = self.owner[i];
+        let owner = self.owner(i);
         if owner == 0 {
             return None;
         }
@@ -367,17 +353,13 @@ impl<'t> TraceIndex<'t> {
     /// `name` (see [`crate::query::name_matches`]), in order of first call.
     pub fn invocation_ids(&self, name: &str) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::new();
-        if let Some(s) = self.sym(name) {
-            if let Some(v) = self.by_qualname.get(&s) {
-                out.extend(v);
-            }
+        if let Some(v) = self.by_qualname.get(name) {
+            out.extend(v);
         }
         let last = name.rsplit('.').next().unwrap_or(name);
-        if let Some(s) = self.sym(last) {
-            if let Some(v) = self.by_bare_name.get(&s) {
-                out.extend(v);
-                out.sort_unstable();
-            }
+        if let Some(v) = self.by_bare_name.get(last) {
+            out.extend(v);
+            out.sort_unstable();
         }
         out
     }
@@ -626,7 +608,7 @@ mod tests {
         let under: Vec<&str> = ix
             .fresh_calls_under(12)
             .iter()
-            .map(|&i| ix.str(ix.name_of(i)))
+            .map(|&i| ix.event(i).name())
             .collect();
         assert_eq!(under, vec!["C.helper"]);
         assert_eq!(ix.invocations("helper", Filter::default()).len(), 1);
@@ -635,7 +617,33 @@ mod tests {
         // The line with activation 0 belongs to the innermost open activation, C.f.
         assert_eq!(ix.owner(7), 12);
         assert_eq!(ix.invocation_holding(7), Some(1));
-        assert_eq!(ix.str(ix.test_of(1)), "t.py::test_a");
-        assert_eq!(ix.sym("C.f").map(|s| ix.str(s)), Some("C.f"));
+    }
+
+    #[test]
+    fn owners_are_kept_only_where_an_event_names_none() {
+        // A trace of calls and returns keeps no owner at all (each is its own activation's);
+        // a line with activation 0 is kept as an exception; a trace of such lines past half
+        // its events keeps them all in a vector. Either way the owners are query::owners'.
+        let t = sample();
+        let ix = TraceIndex::new(&t);
+        assert!(matches!(&ix.owner, Owners::Sparse(s) if s == &[(7, 12)]));
+        let mut lines = sample();
+        let at = lines
+            .events
+            .iter()
+            .position(|e| e.ev == Kind::Line && e.activation == 0);
+        let line = lines.events[at.expect("a line of activation 0")].clone();
+        lines.events.splice(8..8, std::iter::repeat_n(line, 40));
+        let dense = TraceIndex::new(&lines);
+        assert!(matches!(dense.owner, Owners::Dense(_)));
+        for (trace, ix) in [(&t, &ix), (&lines, &dense)] {
+            let plain = query::owners(trace);
+            let indexed: Vec<u64> = (0..trace.events.len()).map(|i| ix.owner(i)).collect();
+            assert_eq!(indexed, plain);
+        }
+        assert_eq!(
+            dense.invocations("C.f", Filter::default())[0].events.len(),
+            ix.invocations("C.f", Filter::default())[0].events.len() + 40
+        );
     }
 }

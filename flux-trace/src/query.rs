@@ -54,9 +54,15 @@ pub fn file_within(file: &str, within: &str) -> bool {
 /// For every event, the activation it belongs to (0 for test events and events outside any
 /// activation). Call and return events belong to their own activation.
 pub fn owners(trace: &Trace) -> Vec<u64> {
-    let mut stacks: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
     let mut out = Vec::with_capacity(trace.events.len());
-    for e in &trace.events {
+    each_owner(trace, |_, owner| out.push(owner));
+    out
+}
+
+/// [`owners`] one event at a time: `f(index, owner)` in trace order.
+pub fn each_owner(trace: &Trace, mut f: impl FnMut(usize, u64)) {
+    let mut stacks: HashMap<(u32, u32), Vec<u64>> = HashMap::new();
+    for (i, e) in trace.events.iter().enumerate() {
         let stack = stacks.entry((e.pid, e.tid)).or_default();
         let owner = match e.ev {
             Kind::TestStart | Kind::TestEnd => 0,
@@ -78,9 +84,8 @@ pub fn owners(trace: &Trace) -> Vec<u64> {
                 }
             }
         };
-        out.push(owner);
+        f(i, owner);
     }
-    out
 }
 
 /// Frame id of every activation, from the `call` events (`frame` 0 means "same as activation").
