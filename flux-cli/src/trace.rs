@@ -32,8 +32,10 @@ pub struct Args {
     /// entries).
     #[arg(long, conflicts_with_all = ["calls", "config"])]
     no_hook: bool,
-    /// The root directory the command sees (it runs in a chroot there): the hook's files and
-    /// socket are placed under it, and the interpreter's libraries are looked up in it.
+    /// The root directory the command sees when the command chroots into it itself (flux does
+    /// not: `--root DIR -- chroot DIR python …`): the hook's files and socket are placed under
+    /// it, and the interpreter's libraries are looked up in it. The hook reads
+    /// `/proc/self/maps`, so DIR needs a proc filesystem (`mount --bind /proc DIR/proc`).
     #[arg(long, default_value = "/")]
     root: PathBuf,
     /// Where to write the trace (default: stdout).
