@@ -196,7 +196,7 @@ fn calls_under(ix: &Ix<'_>, inv: &Invocation, sel: &CallSel<'_>) -> Vec<usize> {
         }
     } else {
         for &a in &inv.activations {
-            out.extend_from_slice(ix.fresh_calls_under(a));
+            out.extend(ix.fresh_calls_under(a));
         }
     }
     out.retain(|&i| sel.keeps(ix.event(i)));
