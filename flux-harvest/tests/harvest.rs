@@ -452,6 +452,19 @@ params = {{ function = "target" }}
     dir
 }
 
+/// The skip of a test on the 3.15 image ([`callees_instance_315`]'s): tracing and Docker as
+/// [`skip`], and the image itself.
+fn skip_without_315_image(what: &str) -> bool {
+    const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
+    if skip(what) {
+        return true;
+    }
+    if docker_has(YT) != Ok(true) {
+        return flux_skip::skip(what, &format!("image {YT} is missing (flux images build)"));
+    }
+    false
+}
+
 /// Scope "targets" on 3.15, where the hook no longer reports starts of code without a first line
 /// (USDT says line 0 for them) nor of generator expressions: two closures named `inner`, both
 /// without a first line (`COPY_FREE_VARS` comes first), are told apart by the line of their
@@ -461,15 +474,7 @@ params = {{ function = "target" }}
 /// and through `sum` (C) the genexpr, whose calls of `A` are not the target's.
 #[test]
 fn scope_targets_on_315_names_same_named_closures_by_their_return_line() {
-    const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
-    if skip("scope_targets_on_315_names_same_named_closures") {
-        return;
-    }
-    if docker_has(YT) != Ok(true) {
-        flux_skip::skip(
-            "scope_targets_on_315_names_same_named_closures",
-            &format!("image {YT} is missing (flux images build)"),
-        );
+    if skip_without_315_image("scope_targets_on_315_names_same_named_closures") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -521,15 +526,7 @@ def test_t():\n    for i in range(3):\n        A(i)\n        B(i)\n        sum(g
 /// the answer is still the target's callees.
 #[test]
 fn scope_targets_on_315_generator_resumptions_fire_no_hook_frames() {
-    const YT: &str = "flux/yt-dlp:2025.10.22-py3.15";
-    if skip("scope_targets_on_315_generator_resumptions_fire_no_hook_frames") {
-        return;
-    }
-    if docker_has(YT) != Ok(true) {
-        flux_skip::skip(
-            "scope_targets_on_315_generator_resumptions_fire_no_hook_frames",
-            &format!("image {YT} is missing (flux images build)"),
-        );
+    if skip_without_315_image("scope_targets_on_315_generator_resumptions_fire_no_hook_frames") {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
