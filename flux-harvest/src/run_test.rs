@@ -229,16 +229,14 @@ fn events_in_tests(trace: &flux_trace::Trace) -> u64 {
 }
 
 /// The regular files directly in `dir` (made writable for a container) whose name passes
-/// `keep`, read as hostile: nothing followed (`O_NOFOLLOW`), nothing but regular files (a FIFO
-/// is opened non-blocking and refused), each read through a callback in pieces rather than
-/// held. Returns how many files were read.
+/// `keep`, read as hostile ([`open_untrusted`]), each read through a callback in pieces rather
+/// than held. Returns how many files were read.
 pub fn read_untrusted(
     dir: &Path,
     keep: impl Fn(&str) -> bool,
     mut piece: impl FnMut(&[u8]),
 ) -> Result<u64> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut files = 0;
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
         let e = e?;
@@ -247,14 +245,7 @@ pub fn read_untrusted(
             continue;
         }
         let p = e.path();
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(&p)
-            .with_context(|| format!("{} (links are not followed)", p.display()))?;
-        if !f.metadata()?.is_file() {
-            anyhow::bail!("{} is not a regular file", p.display());
-        }
+        let mut f = open_untrusted(&p)?;
         files += 1;
         let mut buf = vec![0u8; 1 << 20];
         loop {
@@ -268,6 +259,21 @@ pub fn read_untrusted(
         }
     }
     Ok(files)
+}
+
+/// Open a file test code could have made, as hostile: no link followed (`O_NOFOLLOW`), nothing
+/// but a regular file (a FIFO is opened non-blocking and refused).
+pub(crate) fn open_untrusted(p: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .with_context(|| format!("{} (links are not followed)", p.display()))?;
+    if !f.metadata()?.is_file() {
+        anyhow::bail!("{} is not a regular file", p.display());
+    }
+    Ok(f)
 }
 
 /// Write `files` under `run_dir` (no absolute paths, no `..`), directories 0755, files 0644.

@@ -15,7 +15,9 @@
 //! of the targeted code; values rendered by the reference itself with the config's limits. The
 //! static facts of the targeted files come from `flux_hook/static_facts.py` (pure AST, no
 //! runtime), computed separately in the reference's process at exit. Its output is read like
-//! any output of test code ([`crate::read_untrusted`]): no link followed, every record checked.
+//! any output of test code ([`crate::read_untrusted`]): no link followed, every record checked,
+//! one record held at a time (a module of SymPy's writes gigabytes), and the trace written back
+//! as it is serialised.
 use crate::{docker, rundir, HarvestOptions};
 use anyhow::{bail, Context, Result};
 use flux_container::runtime::RUN_DIR_IN_CONTAINER;
@@ -28,8 +30,6 @@ use std::path::{Path, PathBuf};
 const REFERENCE_PY: &[u8] = include_bytes!("../reference/flux_reference.py");
 /// flux's static facts (pure AST): the one piece of flux the reference runs.
 const STATIC_FACTS_PY: &[u8] = include_bytes!("../../flux-hook/flux_hook/static_facts.py");
-/// The largest reference output read back (a run past it is not witnessed).
-const MAX_OUTPUT: u64 = 4 << 30;
 
 /// Which witness re-derives a stored gold answer (`flux harvest --check --witness`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -131,13 +131,14 @@ pub async fn run_reference(
     let (outcome, took) = docker::run_untraced(rt, inst, &run_dir, &env).await?;
     rundir::write_new(&run_dir, "stdout.txt", &outcome.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &outcome.stderr)?;
-    let trace = read_output(&run_dir.join("out"))?;
-    // One serialisation for the file and its digest (a reference trace of a SymPy test is
-    // tens of MB).
-    let mut jsonl = Vec::new();
-    let trace_sha256 = flux_instance::write_trace_jsonl(&trace, &mut jsonl)?;
-    rundir::write_new(&run_dir, "reference-trace.jsonl", &jsonl)?;
-    drop(jsonl);
+    let trace = read_output(&run_dir.join("out"), opts.tracer.max_events as u64)?;
+    // Written as it is serialised, hashed on the way (a reference trace of a SymPy module is
+    // gigabytes: never a second copy in memory).
+    let mut file = std::io::BufWriter::new(rundir::create_new(&run_dir, "reference-trace.jsonl")?);
+    let trace_sha256 = flux_instance::write_trace_jsonl(&trace, &mut file)
+        .and_then(|sha| std::io::Write::flush(&mut file).map(|()| sha))
+        .with_context(|| format!("writing {}/reference-trace.jsonl", run_dir.display()))?;
+    drop(file);
     let stderr = String::from_utf8_lossy(&outcome.stderr);
     let lines: Vec<&str> = stderr.lines().collect();
     Ok(ReferenceRun {
@@ -156,8 +157,9 @@ pub async fn run_reference(
 }
 
 /// The reference's output in `out` (one `reference-<pid>.jsonl` per process), read as untrusted
-/// output of test code, as a trace. More than one process (a fork) is not witnessed.
-fn read_output(out: &Path) -> Result<flux_trace::Trace> {
+/// output of test code, one record at a time, as a trace; `max_records` is the budget the
+/// reference was given. More than one process (a fork) is not witnessed.
+fn read_output(out: &Path, max_records: u64) -> Result<flux_trace::Trace> {
     let names: Vec<String> = std::fs::read_dir(out)
         .with_context(|| format!("reading {}", out.display()))?
         .filter_map(|e| e.ok())
@@ -175,23 +177,14 @@ fn read_output(out: &Path) -> Result<flux_trace::Trace> {
             many.join(", ")
         ),
     };
-    let mut bytes = Vec::new();
-    let mut over = false;
-    crate::read_untrusted(
-        out,
-        |n| n == name,
-        |piece| {
-            if (bytes.len() + piece.len()) as u64 > MAX_OUTPUT {
-                over = true;
-            } else {
-                bytes.extend_from_slice(piece);
-            }
-        },
-    )?;
-    if over {
-        bail!("the reference wrote more than {} GiB", MAX_OUTPUT >> 30);
-    }
-    Ok(flux_trace::reference::read(bytes.as_slice(), &name)?)
+    let p = out.join(&name);
+    let f = crate::run_test::open_untrusted(&p)?;
+    flux_trace::reference::read(
+        std::io::BufReader::with_capacity(1 << 20, f),
+        &name,
+        max_records,
+    )
+    .with_context(|| format!("reading {}", p.display()))
 }
 
 /// Does the reference's run of `inst` give `gold` (the answer in the instance's template, as
@@ -383,7 +376,7 @@ mod tests {
             .collect();
         assert_eq!(files.len(), 1, "{files:?}");
         let f = std::io::BufReader::new(std::fs::File::open(&files[0]).unwrap());
-        Some(flux_trace::reference::read(f, "reference.jsonl").unwrap())
+        Some(flux_trace::reference::read(f, "reference.jsonl", u64::MAX).unwrap())
     }
 
     /// 12 fastapi golds went unwitnessed: "5 activation(s) of thread 13 never returned". A
@@ -578,5 +571,108 @@ mod tests {
             agreement(&gold, same, &[]),
             Judgement::Disagrees { .. }
         ));
+    }
+
+    /// The bytes this thread holds, counted by a global allocator of the crate's unit tests (per
+    /// thread, so the tests running beside one do not count in it).
+    mod held {
+        use std::alloc::{GlobalAlloc, Layout, System};
+        use std::cell::Cell;
+
+        thread_local! {
+            static NOW: Cell<isize> = const { Cell::new(0) };
+            static PEAK: Cell<isize> = const { Cell::new(0) };
+        }
+
+        fn add(d: isize) {
+            let _ = NOW.try_with(|n| {
+                n.set(n.get() + d);
+                let _ = PEAK.try_with(|p| p.set(p.get().max(n.get())));
+            });
+        }
+
+        /// The most this thread held since the last call, above what it held then.
+        pub fn peak_since(start: &mut Option<isize>) -> isize {
+            let now = NOW.with(Cell::get);
+            match start.replace(now) {
+                None => {
+                    PEAK.with(|p| p.set(now));
+                    0
+                }
+                Some(s) => PEAK.with(Cell::get) - s,
+            }
+        }
+
+        struct Counting;
+
+        // SAFETY: every call goes to `System` with the caller's arguments unchanged; the
+        // counting touches only const-initialised thread-locals (no allocation in them).
+        unsafe impl GlobalAlloc for Counting {
+            unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+                // SAFETY: the caller's contract, passed on.
+                let p = unsafe { System.alloc(l) };
+                if !p.is_null() {
+                    add(l.size() as isize);
+                }
+                p
+            }
+            unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+                // SAFETY: the caller's contract, passed on.
+                let p = unsafe { System.alloc_zeroed(l) };
+                if !p.is_null() {
+                    add(l.size() as isize);
+                }
+                p
+            }
+            unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+                // SAFETY: the caller's contract, passed on.
+                unsafe { System.dealloc(p, l) };
+                add(-(l.size() as isize));
+            }
+            unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+                // SAFETY: the caller's contract, passed on.
+                let q = unsafe { System.realloc(p, l, new) };
+                if !q.is_null() {
+                    add(new as isize - l.size() as isize);
+                }
+                q
+            }
+        }
+
+        #[global_allocator]
+        static COUNTING: Counting = Counting;
+    }
+
+    /// `flux harvest --check --witness reference` on one SymPy module got the agent killed for
+    /// memory: the witness read the reference's whole output into memory (up to 4 GiB, refused
+    /// past it), then parsed it, then serialised the trace into memory again for its digest.
+    /// Now a record at a time: reading ~80 MiB of output (records padded with blanks, as
+    /// JSON allows) holds the events it makes, not the text.
+    #[test]
+    fn the_reference_output_is_read_one_record_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let pad = " ".repeat(4096);
+        let mut text = String::from("[\"hello\",1,9,\"3.11.2\"]\n");
+        text.push_str("[\"C\",1,\"/p/m.py\",\"f\",\"f\",10,1]\n[\"ts\",5,\"t::a\"]\n");
+        for fid in 1..=10_000 {
+            text.push_str(&format!("[\"c\",5,1,{fid},10,\"fresh\"{pad}]\n"));
+            text.push_str(&format!(
+                "[\"r\",5,{fid},11,\"return\",null,null,null{pad}]\n"
+            ));
+        }
+        text.push_str("[\"te\",5,\"t::a\",\"passed\"]\n[\"end\",20003]\n");
+        std::fs::write(dir.path().join("reference-9.jsonl"), &text).unwrap();
+        let size = text.len() as isize;
+        drop(text);
+        let mut start = None;
+        held::peak_since(&mut start);
+        let t = read_output(dir.path(), 20_000_000).unwrap();
+        let peak = held::peak_since(&mut start);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        assert_eq!(t.events.len(), 20_002);
+        assert!(
+            peak < size / 4,
+            "reading {size} bytes of output held {peak} bytes at its peak"
+        );
     }
 }

@@ -22,7 +22,7 @@
 //! return or line of a frame that is not the thread's innermost, an activation never closed, a
 //! `lost` record, no `end` record or a count that disagrees — is a problem: the trace is then
 //! incomplete and no answer may be taken from it.
-use crate::{Event, ExcInfo, ExcOrigin, FileFacts, Kind, Meta, Source, Trace, Value};
+use crate::{Event, ExcInfo, ExcOrigin, FileFacts, Kind, Meta, Name, Source, Trace, Value};
 use serde_json::Value as J;
 use std::collections::{BTreeMap, HashMap};
 use std::io::BufRead;
@@ -31,10 +31,17 @@ use std::io::BufRead;
 /// times).
 const MAX_PROBLEMS: usize = 20;
 
+/// The longest record read, in bytes (the reference renders values with the config's limits:
+/// a record past this was not written by it). Reading stops there with a problem, rather than
+/// holding a line the program under test could make as long as the disk.
+pub const MAX_LINE: usize = 64 << 20;
+
+/// A code's names, made once and shared by all its events (a reference trace of a SymPy module
+/// is tens of millions of events naming a few thousand codes).
 struct Code {
-    file: String,
-    name: String,
-    qualname: String,
+    file: Name,
+    name: Name,
+    qualname: Name,
     /// The reference records lines, values and exceptions of it (the config targets it).
     targeted: bool,
 }
@@ -57,7 +64,7 @@ struct Reader {
     next_id: u64,
     pid: u32,
     python: String,
-    test: String,
+    test: Name,
     problems: Vec<String>,
     more_problems: usize,
     records: u64,
@@ -66,28 +73,52 @@ struct Reader {
 
 /// Read one process's reference records (`reference-<pid>.jsonl`); `path` names it in problems.
 /// Fails only on I/O; everything wrong in the records is a problem of the trace
-/// (`meta.complete == false`).
-pub fn read(input: impl BufRead, path: &str) -> std::io::Result<Trace> {
+/// (`meta.complete == false`). Nothing of the input is held but the record being read: a line
+/// over [`MAX_LINE`] bytes, or more records than the reference's budget `max_records` lets it
+/// write (its `lost` record past them), ends the reading with a problem.
+pub fn read(mut input: impl BufRead, path: &str, max_records: u64) -> std::io::Result<Trace> {
+    use std::io::Read;
     let mut r = Reader {
         next_id: 1,
         ..Reader::default()
     };
-    for (i, line) in input.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
+    let mut line = Vec::new();
+    for i in 1.. {
+        line.clear();
+        let k = (&mut input)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)?;
+        if k == 0 {
+            break;
+        }
+        if line.len() > MAX_LINE {
+            r.problem(format!(
+                "{path}:{i}: a record longer than {} MiB (not the reference's)",
+                MAX_LINE >> 20
+            ));
+            break;
+        }
+        if line.trim_ascii().is_empty() {
             continue;
         }
         if r.ended.is_some() {
-            r.problem(format!("{path}:{}: a record after the `end` record", i + 1));
+            r.problem(format!("{path}:{i}: a record after the `end` record"));
             break;
         }
-        match serde_json::from_str::<J>(&line) {
+        match serde_json::from_slice::<J>(&line) {
             Ok(J::Array(a)) => {
                 if let Err(e) = r.record(&a) {
-                    r.problem(format!("{path}:{}: {e}", i + 1));
+                    r.problem(format!("{path}:{i}: {e}"));
                 }
             }
-            _ => r.problem(format!("{path}:{}: not a JSON array", i + 1)),
+            _ => r.problem(format!("{path}:{i}: not a JSON array")),
+        }
+        // The reference writes at most its budget, then one `lost` record.
+        if r.records > max_records.saturating_add(1) {
+            r.problem(format!(
+                "{path}:{i}: more than {max_records} records (the reference's budget)"
+            ));
+            break;
         }
     }
     Ok(r.finish(path))
@@ -182,9 +213,9 @@ impl Reader {
             "C" => {
                 arity(a, 6)?;
                 let code = Code {
-                    file: s(a, 2, "co_filename")?,
-                    name: s(a, 3, "co_name")?,
-                    qualname: s(a, 4, "co_qualname")?,
+                    file: s(a, 2, "co_filename")?.into(),
+                    name: s(a, 3, "co_name")?.into(),
+                    qualname: s(a, 4, "co_qualname")?.into(),
                     targeted: match a.get(6) {
                         Some(J::Bool(b)) => *b,
                         Some(J::Number(x)) if x.as_u64() == Some(0) => false,
@@ -210,7 +241,7 @@ impl Reader {
                     e.detail_mut().outcome = s(a, 3, "outcome")?.into();
                     self.test.clear();
                 } else {
-                    self.test = e.test.to_string();
+                    self.test = e.test.clone();
                 }
                 self.events.push(e);
             }
@@ -245,7 +276,7 @@ impl Reader {
             Source::Reference,
         );
         if !matches!(kind, Kind::TestStart | Kind::TestEnd) {
-            e.test = self.test.clone().into();
+            e.test = self.test.clone();
         }
         e
     }
@@ -254,9 +285,9 @@ impl Reader {
     fn at(&self, tid: u32, kind: Kind, o: &Open, parent: u64, depth: usize) -> Event {
         let mut e = self.event(tid, kind);
         if let Some(c) = self.codes.get(&o.code) {
-            e.file = c.file.clone().into();
-            e.func = c.name.clone().into();
-            e.qualname = c.qualname.clone().into();
+            e.file = c.file.clone();
+            e.func = c.name.clone();
+            e.qualname = c.qualname.clone();
         }
         e.activation = o.act;
         e.frame = o.frame;
@@ -494,6 +525,8 @@ impl Reader {
             events: self.events,
             facts: self.facts,
         };
+        // The events grew by doubling: give back the room past the last one.
+        t.events.shrink_to_fit();
         t.meta.counts = t.count_by_kind();
         if past_end > 0 {
             t.meta.counts.insert(
@@ -510,7 +543,7 @@ mod tests {
     use super::*;
 
     fn trace(lines: &[&str]) -> Trace {
-        read(lines.join("\n").as_bytes(), "reference-7.jsonl").unwrap()
+        read(lines.join("\n").as_bytes(), "reference-7.jsonl", 100).unwrap()
     }
 
     const HEAD: [&str; 3] = [
@@ -578,6 +611,68 @@ mod tests {
         assert_eq!(g[0].activations[..], [2, 3]);
         assert!(g[0].starts_here() && !g[1].starts_here());
         assert_eq!(ix.fresh_calls_under(1).len(), 1);
+    }
+
+    /// A reference trace of one SymPy module is tens of millions of events; each held its own
+    /// copies of its code's three names and its test's (four allocations an event, more than
+    /// the event itself), which got the agent killed for memory reading one module's trace.
+    /// Every event of a code shares the code's names, every event of a test its test's.
+    #[test]
+    fn the_events_of_a_code_share_its_names() {
+        let mut lines = HEAD.to_vec();
+        lines.extend([
+            r#"["ts",5,"t.py::test_a"]"#,
+            r#"["c",5,1,1,10,"fresh"]"#,
+            r#"["r",5,1,11,"return",null,null,null]"#,
+            r#"["c",5,1,2,10,"fresh"]"#,
+            r#"["l",5,2,12,null]"#,
+            r#"["r",5,2,13,"return",null,null,null]"#,
+            r#"["te",5,"t.py::test_a","passed"]"#,
+            r#"["end",9]"#,
+        ]);
+        let t = trace(&lines);
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        let of_f: Vec<&Event> = t.events.iter().filter(|e| e.qualname == "C.f").collect();
+        assert_eq!(of_f.len(), 5);
+        for e in &of_f[1..] {
+            assert!(e.file.ptr_eq(&of_f[0].file), "file");
+            assert!(e.func.ptr_eq(&of_f[0].func), "func");
+            assert!(e.qualname.ptr_eq(&of_f[0].qualname), "qualname");
+            assert!(e.test.ptr_eq(&t.events[0].test), "test");
+        }
+        assert!(
+            t.events.capacity() == t.events.len(),
+            "the events' room is given back"
+        );
+    }
+
+    /// The reader holds one record at a time: a line the reference could not have written (over
+    /// `MAX_LINE`) or records past its budget end the reading with a problem, instead of being
+    /// held (the witness buffered the whole output before: 4 GiB at most, then refused).
+    #[test]
+    fn a_record_too_long_or_past_the_budget_ends_the_reading() {
+        let mut long = String::from(r#"["C",3,"/p/m.py",""#);
+        long.extend(std::iter::repeat_n('x', MAX_LINE));
+        long.push_str(r#"","g",1,0]"#);
+        let mut lines = HEAD.to_vec();
+        lines.extend([long.as_str(), r#"["end",3]"#]);
+        let t = trace(&lines);
+        assert!(!t.meta.complete);
+        assert!(
+            t.meta.problems[0].contains("reference-7.jsonl:4: a record longer than 64 MiB"),
+            "{:?}",
+            t.meta.problems
+        );
+        drop(long);
+        let mut lines = HEAD.to_vec();
+        lines.extend([r#"["ts",5,"t.py::test_a"]"#; 5]);
+        let t = read(lines.join("\n").as_bytes(), "reference-7.jsonl", 4).unwrap();
+        assert!(
+            t.meta.problems[0].contains("reference-7.jsonl:7: more than 4 records"),
+            "{:?}",
+            t.meta.problems
+        );
+        assert_eq!(t.events.len(), 4, "the fifth test start is not read");
     }
 
     /// Untrusted output: a wrong record, a frame out of place, a loss, a cut file are
