@@ -45,7 +45,7 @@ fn program_counts(out: &str) -> BTreeMap<String, u64> {
 fn trace_counts(t: &Trace, kind: Kind) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for e in t.events.iter().filter(|e| e.ev == kind) {
-        *m.entry(e.qualname.to_string()).or_insert(0) += 1;
+        *m.entry(e.qualname().to_string()).or_insert(0) += 1;
     }
     m
 }
@@ -123,8 +123,8 @@ async fn jvm_call_counts_are_exact_interpreted_and_jit_compiled() {
         let parent_of = |name: &str| -> Vec<&str> {
             let mut v: Vec<&str> = by_act
                 .values()
-                .filter(|e| e.qualname == name)
-                .map(|e| by_act.get(&e.parent).map_or("", |p| p.qualname.as_str()))
+                .filter(|e| e.qualname() == name)
+                .map(|e| by_act.get(&e.parent).map_or("", |p| p.qualname().as_str()))
                 .collect();
             v.dedup();
             v
@@ -134,19 +134,19 @@ async fn jvm_call_counts_are_exact_interpreted_and_jit_compiled() {
         assert_eq!(parent_of("Main.square"), ["Main.applyAll"], "{mode}");
         assert_eq!(parent_of("Main.level3"), ["Main.level2"], "{mode}");
         assert_eq!(parent_of("Circle.area"), ["Main.sumAreas"], "{mode}");
-        let tid = |name: &str| by_act.values().find(|e| e.qualname == name).unwrap().tid;
+        let tid = |name: &str| by_act.values().find(|e| e.qualname() == name).unwrap().tid;
         assert_ne!(
             tid("Worker.work"),
             tid("Main.main"),
             "{mode}: a second thread"
         );
         assert!(t.meta.counts["jvm.hidden_frames_dropped"] > 0, "{mode}");
-        let sig = &by_act
+        let sig = by_act
             .values()
-            .find(|e| e.qualname == "Main.fib")
+            .find(|e| e.qualname() == "Main.fib")
             .unwrap()
-            .sig;
-        assert_eq!(sig, "(I)I");
+            .sig();
+        assert_eq!(sig.as_str(), "(I)I");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

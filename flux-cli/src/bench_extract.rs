@@ -92,8 +92,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let mut m: std::collections::BTreeMap<(String, String), usize> = Default::default();
         for inv in ix.all_invocations() {
             if let Some(e) = inv.first_call(&trace) {
-                if !e.qualname.is_empty() {
-                    *m.entry((e.qualname.to_string(), e.file.to_string()))
+                if !e.qualname().is_empty() {
+                    *m.entry((e.qualname().to_string(), e.file().to_string()))
                         .or_insert(0) += 1;
                 }
             }

@@ -114,7 +114,7 @@ impl<'p> CallSel<'p> {
     /// Under `within`, and one of `functions`: its qualname, or its `module.qualname` as the
     /// answer's `func` names it (`module.co_name` with `function_names = "co_name"`).
     fn keeps(&self, e: &Event) -> bool {
-        self.within.is_none_or(|w| file_within(&e.file, w))
+        self.within.is_none_or(|w| file_within(e.file(), w))
             && self.functions.as_ref().is_none_or(|f| {
                 f.contains(e.name()) || f.contains(&self.loc.func_as_listed(e, Some(f)))
             })
@@ -430,7 +430,7 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
     let mut seen: BTreeMap<(String, String), Value> = BTreeMap::new();
     for i in starts {
         let e = ix.event(i);
-        let key = (loc.file(&e.file), loc.func(e));
+        let key = (loc.file(e.file()), loc.func(e));
         seen.entry(key).or_insert_with(|| sel.record(e));
     }
     Ok(json!({"covered_functions": seen.into_values().collect::<Vec<_>>()}))
@@ -452,7 +452,7 @@ fn members(ix: &Ix<'_>, p: &Params) -> Result<Vec<Member>, ExtractError> {
                     .invocations(&q, Default::default())
                     .first()
                     .and_then(|inv| inv.first_call(ix.trace))
-                    .map(|e| e.file.clone())
+                    .map(|e| e.file().clone())
                     .or_else(|| file.map(Name::from))
                     .unwrap_or_default();
                 Member {
@@ -654,7 +654,7 @@ pub(crate) fn call_graph(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
     };
     let name = |e: &Event| {
         if by_module {
-            format!("{}.{}", module_of(&e.file, within), e.name())
+            format!("{}.{}", module_of(e.file(), within), e.name())
         } else {
             e.name().to_string()
         }
@@ -668,11 +668,11 @@ pub(crate) fn call_graph(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         let Some(caller) = ix.call_event(e.parent) else {
             continue;
         };
-        let inside = |ev: &Event| within.is_none_or(|w| file_within(&ev.file, w));
+        let inside = |ev: &Event| within.is_none_or(|w| file_within(ev.file(), w));
         if !inside(e)
             || !inside(caller)
             || test.is_some_and(|tt| !test_matches(&e.test, tt))
-            || from.is_some_and(|f| !file_within(&caller.file, f))
+            || from.is_some_and(|f| !file_within(caller.file(), f))
         {
             continue;
         }

@@ -102,7 +102,7 @@ pub fn candidates(
     let first = invs[0];
     let the_file = first
         .first_call(ix.trace)
-        .map(|e| e.file.clone())
+        .map(|e| e.file().clone())
         .unwrap_or_default();
     let mut tests: Vec<String> = Vec::new();
     let mut line_events = 0usize;
@@ -144,7 +144,7 @@ pub fn candidates(
         for i in calls::direct_callees(ix, inv) {
             let callee = ix.event(i);
             *callees
-                .entry((callee.name().to_string(), callee.file.to_string()))
+                .entry((callee.name().to_string(), callee.file().to_string()))
                 .or_insert(0) += 1;
         }
         mark_crossings(ix, inv, &mut exceptions);
@@ -307,7 +307,7 @@ pub fn functions(ix: &TraceIndex<'_>) -> Vec<Value> {
     let mut m: BTreeMap<(String, String), usize> = BTreeMap::new();
     for inv in ix.all_invocations() {
         if let Some(e) = inv.first_call(ix.trace) {
-            *m.entry((e.name().to_string(), e.file.to_string()))
+            *m.entry((e.name().to_string(), e.file().to_string()))
                 .or_insert(0) += 1;
         }
     }

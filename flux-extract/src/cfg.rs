@@ -180,7 +180,7 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         let f = crate::common::filter(p)?;
         invs.extend(ix.all_invocations().iter().filter(|inv| {
             inv.first_call(ix.trace)
-                .is_some_and(|e| e.qualname.starts_with(&prefix))
+                .is_some_and(|e| e.qualname().starts_with(&prefix))
                 && ix.passes(inv, f)
         }));
     }

@@ -98,7 +98,7 @@ pub(crate) fn facts_of<'t>(
             "{what} needs the static facts of `{}` ({}), and the trace has none for it (they \
              come from the hook for targeted files)",
             call.map(|e| e.name()).unwrap_or("?"),
-            call.map(|e| e.file.as_str()).unwrap_or("?"),
+            call.map(|e| e.file().as_str()).unwrap_or("?"),
         ))
     })
 }
@@ -321,10 +321,10 @@ impl<'p> Loc<'p> {
 
     /// The module of the code `e` belongs to, as [`Loc::record`] writes it.
     pub(crate) fn module_of_event(self, e: &Event) -> String {
-        if self.runtime_modules && !e.module.is_empty() {
-            e.module.to_string()
+        if self.runtime_modules && !e.module().is_empty() {
+            e.module().to_string()
         } else {
-            self.module(&e.file)
+            self.module(e.file())
         }
     }
 
@@ -388,8 +388,8 @@ impl<'p> Loc<'p> {
     /// `line` when given.
     pub(crate) fn record(self, e: &Event, line: Option<i64>) -> Value {
         let mut v = json!({
-            "file": self.file(&e.file),
-            "abs_file": e.file,
+            "file": self.file(e.file()),
+            "abs_file": e.file(),
             "module": self.module_of_event(e),
             "qualname": e.name(),
             "function": e.name(),

@@ -276,7 +276,7 @@ pub(crate) fn exception_info(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, E
     let keep = |e: &Event| {
         ty.is_none_or(|w| type_matches(exc_type(e), w))
             && raised_in.is_none_or(|f| e.name() == f)
-            && file.is_none_or(|f| flux_trace::query::file_within(&e.file, f))
+            && file.is_none_or(|f| flux_trace::query::file_within(e.file(), f))
             && test.is_none_or(|tt| test_matches(&e.test, tt))
     };
     let (mut starts, untraced) = exception_entries(ix);

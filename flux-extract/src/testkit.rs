@@ -170,15 +170,15 @@ impl TraceBuilder {
         if let Some(top) = self.stack.last() {
             e.activation = top.act;
             e.frame = top.frame;
-            e.qualname = top.name.clone().into();
-            e.func = top
+            e.code_mut().qualname = top.name.clone().into();
+            e.code_mut().func = top
                 .name
                 .rsplit('.')
                 .next()
                 .unwrap_or_default()
                 .to_string()
                 .into();
-            e.file = top.file.clone().into();
+            e.code_mut().file = top.file.clone().into();
             e.line = top.line;
             e.depth = self.stack.len() as u32 - 1;
             e.parent = if self.stack.len() >= 2 {

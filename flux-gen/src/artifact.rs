@@ -103,7 +103,7 @@ mod tests {
         let mut t = Trace::default();
         for i in 0..100u64 {
             let mut e = Event::new(i, 1, 1, Kind::Call, Source::Hook);
-            e.func = format!("f{i}").into();
+            e.code_mut().func = format!("f{i}").into();
             t.events.push(e);
         }
         let d = tempfile::tempdir().unwrap();

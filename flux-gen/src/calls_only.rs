@@ -604,15 +604,15 @@ mod tests {
             .end("passed");
         let mut t = b.build();
         for e in &mut t.events {
-            if !e.qualname.is_empty() || !e.func.is_empty() {
-                let q = if e.qualname.is_empty() {
-                    e.func.clone()
+            if !e.qualname().is_empty() || !e.func().is_empty() {
+                let q = if e.qualname().is_empty() {
+                    e.func().clone()
                 } else {
-                    e.qualname.clone()
+                    e.qualname().clone()
                 };
-                e.func = q.rsplit('.').next().unwrap_or(&q).to_string().into();
-                e.qualname = q;
-                e.sig = "()V".into();
+                e.code_mut().func = q.rsplit('.').next().unwrap_or(&q).to_string().into();
+                e.code_mut().qualname = q;
+                e.code_mut().sig = "()V".into();
                 e.line = 0;
             }
         }

@@ -150,9 +150,9 @@ pub(crate) fn call_graphs(
     let within = repo.code.first().cloned().unwrap_or_default();
     let named = trace.events.iter().all(|e| {
         e.ev != flux_trace::Kind::Call
-            || !e.qualname.is_empty()
+            || !e.qualname().is_empty()
             || repo
-                .relative(&e.file)
+                .relative(e.file())
                 .is_none_or(|f| !repo.is_target_file(f))
     });
     if !named {

@@ -131,13 +131,13 @@ impl ModuleProfile {
                     let stack = stacks.entry((e.pid, e.tid)).or_default();
                     let fresh = e.frame == 0 || e.frame == e.activation;
                     let key = CodeKey {
-                        file: e.file.to_string(),
+                        file: e.file().to_string(),
                         // A JVM method is named by class and method (`sig` set): a file
                         // holds its nested classes, whose methods may share a name.
-                        name: if e.sig.is_empty() {
-                            e.func.to_string()
+                        name: if e.sig().is_empty() {
+                            e.func().to_string()
                         } else {
-                            e.qualname.to_string()
+                            e.qualname().to_string()
                         },
                         first_line: e.line,
                     };
@@ -160,8 +160,8 @@ impl ModuleProfile {
                         }
                     };
                     if test_depth.is_none()
-                        && e.func == test_fn
-                        && (test_file.is_empty() || e.file.ends_with(&test_file))
+                        && *e.func() == test_fn
+                        && (test_file.is_empty() || e.file().ends_with(&test_file))
                     {
                         test_depth = Some(e.depth);
                     }
@@ -292,8 +292,8 @@ mod tests {
             let a = self.next;
             self.next += 1;
             let mut e = self.ev(Kind::Call);
-            e.file = file.into();
-            e.func = name.into();
+            e.code_mut().file = file.into();
+            e.code_mut().func = name.into();
             e.line = line;
             e.activation = a;
             e.frame = a;

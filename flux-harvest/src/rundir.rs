@@ -552,7 +552,7 @@ mod tests {
         let mut trace = Trace::default();
         for i in 0..1000u64 {
             let mut e = Event::new(i, 1, 1, Kind::Call, Source::Hook);
-            e.func = format!("f{i}").into();
+            e.code_mut().func = format!("f{i}").into();
             trace.events.push(e);
         }
         let out = crate::TracedRun {

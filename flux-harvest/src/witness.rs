@@ -408,7 +408,7 @@ mod tests {
         let helper: Vec<_> = t
             .events
             .iter()
-            .filter(|e| e.func.as_str() == "helper" && e.file.ends_with("test_it.py"))
+            .filter(|e| e.func().as_str() == "helper" && e.file().ends_with("test_it.py"))
             .map(|e| (e.ev, e.detail().value.as_ref().map(|v| v.repr.clone())))
             .collect();
         assert_eq!(
@@ -448,7 +448,7 @@ mod tests {
         let rets: Vec<_> = t
             .events
             .iter()
-            .filter(|e| e.func.as_str() == "f" && e.ev == flux_trace::Kind::Return)
+            .filter(|e| e.func().as_str() == "f" && e.ev == flux_trace::Kind::Return)
             .map(|e| e.detail().value.as_ref().map(|v| v.repr.clone()))
             .collect();
         assert_eq!(rets, [Some("2".to_string())]);
@@ -478,7 +478,7 @@ mod tests {
         let leaf_returns = t
             .events
             .iter()
-            .filter(|e| e.ev == flux_trace::Kind::Return && e.func.as_str() == "leaf")
+            .filter(|e| e.ev == flux_trace::Kind::Return && e.func().as_str() == "leaf")
             .count();
         assert_eq!(leaf_returns, 5 * 20_000);
     }
@@ -502,7 +502,7 @@ mod tests {
         let shown: Vec<(u32, &str)> = t
             .events
             .iter()
-            .filter(|e| e.func.as_str() == "f")
+            .filter(|e| e.func().as_str() == "f")
             .flat_map(|e| e.detail().locals.iter().map(move |(n, v)| (e.line, n, v)))
             .filter(|(_, n, _)| n.as_str() == "x")
             .map(|(line, _, v)| (line, v.repr.as_str()))

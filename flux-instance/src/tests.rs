@@ -218,8 +218,8 @@ fn ev(ev: Kind, line: u32) -> Event {
     let mut e = Event::new(0, 1, 1, ev, Source::Hook);
     e.activation = 1;
     e.frame = 1;
-    e.qualname = "Add.flatten".into();
-    e.func = "flatten".into();
+    e.code_mut().qualname = "Add.flatten".into();
+    e.code_mut().func = "flatten".into();
     e.line = line;
     e
 }
@@ -427,7 +427,7 @@ fn harvest_refuses_small_incomplete_and_missing() {
     assert!(e.contains("incomplete"), "{e}");
     let mut t = trace(&[101, 102, 103]);
     for e in &mut t.events {
-        e.qualname = "Mul.flatten".into();
+        e.code_mut().qualname = "Mul.flatten".into();
     }
     let e = inst.build_oracle(&t, &facts("t")).unwrap_err().to_string();
     assert!(

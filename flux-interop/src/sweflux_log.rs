@@ -503,7 +503,7 @@ pub fn write_log(
     let mut first_of: HashMap<u64, usize> = HashMap::new();
     // Recorded with dialect "swe-flux": some event carries its code's module.
     let dialect_on = trace.events.iter().any(|e| {
-        !e.module.is_empty()
+        !e.module().is_empty()
             && matches!(
                 e.ev,
                 Kind::Call | Kind::Line | Kind::Return | Kind::Exception
@@ -594,8 +594,8 @@ pub fn write_log(
         // frame it targets; a frame of TRACE_FILE without one is code the hook did not target
         // (`module_functions` narrowed it away: TRACE_FUNC cannot match it), not logged.
         let logged = in_window
-            && cfg.file_matches(&e.file)
-            && !(e.module.is_empty() && dialect_on)
+            && cfg.file_matches(e.file())
+            && !(e.module().is_empty() && dialect_on)
             && cfg.func_matches(&funcname(e, cfg)?);
         if logged {
             stats.matched += 1;
@@ -614,25 +614,25 @@ pub fn write_log(
 /// `<module>.<qualname>` (`<module>.<co_name>` with [`LogConfig::co_names`]); an error when
 /// the trace does not say the module.
 fn funcname(e: &Event, cfg: &LogConfig) -> Result<String, LogError> {
-    let qual = if e.qualname.is_empty() {
-        &e.func
+    let qual = if e.qualname().is_empty() {
+        &e.func()
     } else {
-        &e.qualname
+        &e.qualname()
     };
     let qual: &str = if cfg.co_names {
         qual.rsplit('.').next().unwrap_or(qual)
     } else {
         qual
     };
-    if e.module.is_empty() {
+    if e.module().is_empty() {
         return Err(LogError::NotRecorded {
             what: "the module",
-            file: e.file.to_string(),
+            file: e.file().to_string(),
             line: e.line,
             name: qual.to_string(),
         });
     }
-    Ok(format!("{}.{qual}", e.module))
+    Ok(format!("{}.{qual}", e.module()))
 }
 
 /// One event of a matching frame through their tracer: snapshot, diff, line.
@@ -663,7 +663,7 @@ fn log_event(
     let name = funcname(e, cfg)?;
     let head = format!(
         "{}:{} {name} event={kind}",
-        e.file.replace('\\', "/"),
+        e.file().replace('\\', "/"),
         e.line
     );
     let body = match e.ev {
@@ -671,7 +671,7 @@ fn log_event(
             let Some(x) = &e.detail().value else {
                 return Err(LogError::NotRecorded {
                     what: "the exception object",
-                    file: e.file.to_string(),
+                    file: e.file().to_string(),
                     line: e.line,
                     name,
                 });
@@ -763,10 +763,10 @@ mod tests {
         fn ev(&mut self, kind: Kind, line: u32) -> &mut Event {
             self.ts += 1_000_000;
             let mut e = Event::new(self.ts, 7, 7, kind, Source::Hook);
-            e.file = "/testbed/src/pkg/mod.py".into();
-            e.func = "f".into();
-            e.qualname = "C.f".into();
-            e.module = "pkg.mod".into();
+            e.code_mut().file = "/testbed/src/pkg/mod.py".into();
+            e.code_mut().func = "f".into();
+            e.code_mut().qualname = "C.f".into();
+            e.code_mut().module = "pkg.mod".into();
             e.line = line;
             if let Some(&(a, f)) = self.stack.last() {
                 e.activation = a;
@@ -1272,8 +1272,8 @@ mod tests {
         let mut b = B::new();
         b.test(true).call(3, None);
         let mut other = b.events.last().unwrap().clone();
-        other.module.clear();
-        other.qualname = "C.other".into();
+        other.code_mut().module.clear();
+        other.code_mut().qualname = "C.other".into();
         other.frame += 100;
         other.activation += 100;
         b.events.push(other);
@@ -1289,7 +1289,7 @@ mod tests {
     fn a_trace_without_the_dialect_is_refused_naming_the_event() {
         let mut b = B::new();
         b.test(true).call(3, None);
-        b.events.last_mut().unwrap().module.clear();
+        b.events.last_mut().unwrap().code_mut().module.clear();
         let err = write_log(&b.trace(), &cfg(&[ALL]), 0, &mut Vec::new()).unwrap_err();
         assert!(
             err.to_string().contains("/testbed/src/pkg/mod.py:3 (C.f)"),

@@ -699,19 +699,20 @@ fn render_thread(evs: &[&Event], file_suffix: &str) -> String {
     for e in evs {
         // Ids are numbered over every event of the thread, so the program's stay stable.
         let (a, f, p) = (id(e.activation), id(e.frame), id(e.parent));
-        let mine = e.file.ends_with(file_suffix) || matches!(e.ev, Kind::TestStart | Kind::TestEnd);
+        let mine =
+            e.file().ends_with(file_suffix) || matches!(e.ev, Kind::TestStart | Kind::TestEnd);
         if !mine {
             *others
-                .entry(e.file.to_string())
+                .entry(e.file().to_string())
                 .or_default()
                 .entry(e.ev.as_str())
                 .or_default() += 1;
             continue;
         }
-        let name = if e.qualname.is_empty() {
-            &e.func
+        let name = if e.qualname().is_empty() {
+            &e.func()
         } else {
-            &e.qualname
+            &e.qualname()
         };
         s.push_str(&format!(
             "  {} {name} {} d{} a{a} f{f} p{p} {}",

@@ -311,32 +311,22 @@ fn note(problems: &mut Vec<String>, bad: u64, pid: u32, tid: u32, ts: u64, what:
 
 /// The names `jvm-naming` gives a method, made once per method and shared by its events.
 #[derive(Clone)]
-struct MethodNames {
-    func: Name,
-    qualname: Name,
-    module: Name,
-    file: Name,
-    sig: Name,
-}
+struct MethodNames(flux_trace::Code);
 
 impl MethodNames {
     fn of(m: &Method) -> MethodNames {
         let (module, qual, file) = class_names(&m.class);
-        MethodNames {
+        MethodNames(flux_trace::Code::new(flux_trace::CodeNames {
             func: Name::from(&m.name),
             qualname: format!("{qual}.{}", m.name).into(),
             module: module.into(),
             file: file.into(),
             sig: Name::from(&m.sig),
-        }
+        }))
     }
 
     fn fill(&self, e: &mut Event) {
-        e.func = self.func.clone();
-        e.qualname = self.qualname.clone();
-        e.module = self.module.clone();
-        e.file = self.file.clone();
-        e.sig = self.sig.clone();
+        e.code = self.0.clone();
     }
 }
 
@@ -415,7 +405,7 @@ mod tests {
         let kinds: Vec<_> = t
             .events
             .iter()
-            .map(|e| (e.ev, e.qualname.as_str()))
+            .map(|e| (e.ev, e.qualname().as_str()))
             .collect();
         assert_eq!(
             kinds,
@@ -434,7 +424,7 @@ mod tests {
             "the lambda proxy is left out"
         );
         assert_eq!(
-            (bar.depth, bar.file.as_str(), bar.module.as_str()),
+            (bar.depth, bar.file().as_str(), bar.module().as_str()),
             (1, "p/Foo.java", "p")
         );
         assert_eq!(bar.test, "p/FooTest.java::FooTest::testIt");

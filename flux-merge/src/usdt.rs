@@ -47,7 +47,7 @@ pub struct Drained {
     /// JVM method events (`flux_common::LAYOUT_METHOD` sites).
     pub methods: Vec<RawMethod>,
     /// (host tgid, pointer, fingerprint) → string.
-    pub strings: HashMap<(u32, u64, u64), Name>,
+    pub strings: HashMap<StrKey, Name>,
     /// Records that could not be decoded (wrong size or tag).
     pub malformed: u64,
     /// String definitions whose copy failed in the kernel.
@@ -199,11 +199,19 @@ pub struct UsdtEvent {
     pub tid: u32,
     pub line: u32,
     pub ev: Kind,
-    pub file: Name,
-    pub func: Name,
+    /// `file` and `func` (USDT names no more), one per pair of strings, shared.
+    pub code: flux_trace::Code,
 }
 
 impl UsdtEvent {
+    pub fn file(&self) -> &Name {
+        &self.code.file
+    }
+
+    pub fn func(&self) -> &Name {
+        &self.code.func
+    }
+
     /// The trace event it stands for (source `usdt`).
     pub fn to_event(&self) -> Event {
         self.clone().into_event()
@@ -211,8 +219,7 @@ impl UsdtEvent {
 
     pub fn into_event(self) -> Event {
         let mut e = Event::new(self.ts, self.pid, self.tid, self.ev, Source::Usdt);
-        e.file = self.file;
-        e.func = self.func;
+        e.code = self.code;
         e.line = self.line;
         e
     }
@@ -246,17 +253,19 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
     )
 }
 
+/// A string's key in a capture's table: (host tgid, address, length).
+type StrKey = (u32, u64, u64);
+
 /// [`usdt_events`] of records the caller gives up, compact: each record's memory is given
 /// back as it becomes an event (a SymPy slice is 12 M records, ~0.9 GB, which the agent
 /// otherwise held beside their events).
-fn events_of(
-    mut raw: Vec<RawEvent>,
-    strings: &HashMap<(u32, u64, u64), Name>,
-) -> (Vec<UsdtEvent>, u64) {
+fn events_of(mut raw: Vec<RawEvent>, strings: &HashMap<StrKey, Name>) -> (Vec<UsdtEvent>, u64) {
     let mut unresolved = 0;
     // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
     raw.sort_by_key(|e| e.ts);
     let mut out = Vec::with_capacity(raw.len());
+    // One code per (file, func) pair of strings: events share it.
+    let mut codes: HashMap<(StrKey, StrKey), flux_trace::Code> = HashMap::new();
     for r in crate::merge::Freeing::new(raw) {
         let ev = match r.kind {
             KIND_CALL => Kind::Call,
@@ -264,14 +273,28 @@ fn events_of(
             KIND_LINE => Kind::Line,
             _ => continue,
         };
-        let file = strings.get(&(r.host_tgid, r.file.0, r.file.1));
-        let func = strings.get(&(r.host_tgid, r.func.0, r.func.1));
-        let (file, func) = match (file, func) {
-            (Some(f), Some(g)) => (f.clone(), g.clone()),
-            _ => {
-                unresolved += 1;
-                (Name::default(), Name::default())
-            }
+        let keys = (
+            (r.host_tgid, r.file.0, r.file.1),
+            (r.host_tgid, r.func.0, r.func.1),
+        );
+        let code = match codes.get(&keys) {
+            Some(c) => c.clone(),
+            None => match (strings.get(&keys.0), strings.get(&keys.1)) {
+                (Some(f), Some(g)) => codes
+                    .entry(keys)
+                    .or_insert_with(|| {
+                        flux_trace::Code::new(flux_trace::CodeNames {
+                            file: f.clone(),
+                            func: g.clone(),
+                            ..Default::default()
+                        })
+                    })
+                    .clone(),
+                _ => {
+                    unresolved += 1;
+                    flux_trace::Code::NONE
+                }
+            },
         };
         out.push(UsdtEvent {
             ts: r.ts,
@@ -279,8 +302,7 @@ fn events_of(
             tid: r.tid,
             line: r.line.max(0) as u32,
             ev,
-            file,
-            func,
+            code,
         });
     }
     (out, unresolved)
@@ -382,8 +404,9 @@ mod tests {
     /// hook's own work), 9 GB for 12.7 M events kept; the merge now takes them compact.
     #[test]
     fn a_usdt_event_is_compact() {
-        assert!(std::mem::size_of::<UsdtEvent>() <= 40);
-        // (An `Event` was 192 bytes then, 112 since its rare fields are boxed.)
+        assert!(std::mem::size_of::<UsdtEvent>() <= 32);
+        // (An `Event` was 192 bytes then, 112 since its rare fields are boxed, 80 since its
+        // names are one `Code`; this one 32.)
         assert!(std::mem::size_of::<UsdtEvent>() * 2 <= std::mem::size_of::<Event>());
     }
 
@@ -419,7 +442,7 @@ mod tests {
         let (evs, unresolved) = usdt_events(&out);
         assert_eq!((evs.len(), unresolved), (1, 0));
         assert_eq!(
-            (evs[0].file.as_str(), evs[0].line, evs[0].ev),
+            (evs[0].file().as_str(), evs[0].line, evs[0].ev),
             ("/a.p", 12, Kind::Return)
         );
         // Short records and unknown tags are counted, never read.

@@ -202,3 +202,37 @@ fn every_fixture_survives_being_written_and_read_back() {
         assert_eq!(back.hook, f.hook, "{dir}/{prog}");
     }
 }
+
+/// A trace's events hold their code's five names as one shared `Code` (the merged trace is
+/// most of the agent's memory: 112 bytes an event with five names inline, 80 with one
+/// pointer). The merge gives its events codes it made once per distinct names — the USDT
+/// decoder's one per pair of strings, the merge's table for what the hook names — never one
+/// per event: over every fixture, a handful of storages per distinct code.
+#[test]
+fn the_events_of_one_code_share_its_storage() {
+    let mut worst = (0.0f64, String::new());
+    for (dir, prog, path) in fixtures() {
+        let t = load(&path).merged();
+        let mut names = std::collections::HashSet::new();
+        let mut storages: Vec<&flux_trace::Code> = Vec::new();
+        for e in &t.events {
+            names.insert(e.code.names());
+            if !storages.iter().any(|c| c.ptr_eq(&e.code)) {
+                storages.push(&e.code);
+            }
+        }
+        let ratio = storages.len() as f64 / names.len().max(1) as f64;
+        if ratio > worst.0 {
+            worst = (
+                ratio,
+                format!(
+                    "{dir}/{prog}: {} storages for {} codes, {} events",
+                    storages.len(),
+                    names.len(),
+                    t.events.len()
+                ),
+            );
+        }
+    }
+    assert!(worst.0 <= 2.0, "{}", worst.1);
+}

@@ -26,15 +26,15 @@ pub fn call_sequences(t: &Trace) -> Vec<Vec<String>> {
             Kind::Return => "",
             _ => continue,
         };
-        let name = if e.qualname.is_empty() {
-            &e.func
+        let name = if e.qualname().is_empty() {
+            &e.func()
         } else {
-            &e.qualname
+            &e.qualname()
         };
         by.entry((e.pid, e.tid)).or_default().push(format!(
             "{} {name} {}:{} d{}{how}",
             e.ev.as_str(),
-            e.file,
+            e.file(),
             e.line,
             e.depth
         ));
@@ -108,8 +108,8 @@ mod tests {
 
     fn ev(tid: u32, k: Kind, q: &str, line: u32, depth: u32) -> Event {
         let mut e = Event::new(0, 1, tid, k, Source::Usdt);
-        e.qualname = q.into();
-        e.file = "/m.py".into();
+        e.code_mut().qualname = q.into();
+        e.code_mut().file = "/m.py".into();
         e.line = line;
         e.depth = depth;
         e

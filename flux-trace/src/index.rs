@@ -218,7 +218,7 @@ impl<'t> TraceIndex<'t> {
             if e.ev == Kind::Call && self.by_frame.get(frame).is_none() {
                 let k = self.invocations.len();
                 self.by_frame.insert(frame, k as u64);
-                let map = if e.qualname.is_empty() {
+                let map = if e.qualname().is_empty() {
                     &mut self.by_bare_name
                 } else {
                     &mut self.by_qualname
@@ -384,7 +384,7 @@ impl<'t> TraceIndex<'t> {
             return false;
         };
         filter.test.is_none_or(|t| test_matches(&first.test, t))
-            && filter.file.is_none_or(|f| file_within(&first.file, f))
+            && filter.file.is_none_or(|f| file_within(first.file(), f))
     }
 
     /// The distinct (qualname-or-name, file) pairs of invocations named `name`: more than one
@@ -394,7 +394,7 @@ impl<'t> TraceIndex<'t> {
             .invocation_ids(name)
             .into_iter()
             .filter_map(|k| self.invocations[k].first_call(self.trace))
-            .map(|e| e.file.as_str())
+            .map(|e| e.file().as_str())
             .collect();
         files.sort_unstable();
         files.dedup();
@@ -426,7 +426,7 @@ impl<'t> TraceIndex<'t> {
         inv: &Invocation,
     ) -> Option<(&'t FileFacts, &'t crate::facts::FunctionFacts)> {
         let call = inv.first_call(self.trace)?;
-        let facts = self.trace.facts.get(call.file.as_str())?;
+        let facts = self.trace.facts.get(call.file().as_str())?;
         let f = facts
             .function_by_code(call.name(), call.line)
             .or_else(|| facts.function_at(call.name(), 0))?;
@@ -446,9 +446,9 @@ mod tests {
         e.frame = frame;
         e.parent = parent;
         e.line = line;
-        e.qualname = name.into();
-        e.func = name.rsplit('.').next().unwrap_or("").into();
-        e.file = "/p/m.py".into();
+        e.code_mut().qualname = name.into();
+        e.code_mut().func = name.rsplit('.').next().unwrap_or("").into();
+        e.code_mut().file = "/p/m.py".into();
         e.test = test.into();
         e
     }
@@ -457,9 +457,9 @@ mod tests {
         let a = "t.py::test_a";
         let b = "t.py::test_b";
         let mut bare = ev(Kind::Call, 20, 20, 0, 30, "", b);
-        bare.func = "helper".into();
+        bare.code_mut().func = "helper".into();
         let mut bare_ret = ev(Kind::Return, 20, 20, 0, 31, "", b);
-        bare_ret.func = "helper".into();
+        bare_ret.code_mut().func = "helper".into();
         let mut start = Event::new(0, 1, 1, Kind::TestStart, Source::Hook);
         start.test = a.into();
         let mut end = Event::new(0, 1, 1, Kind::TestEnd, Source::Hook);

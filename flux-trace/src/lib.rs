@@ -31,6 +31,8 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 pub use thin_vec::ThinVec;
 
+mod code;
+pub use code::{Code, CodeNames, Codes};
 mod detail;
 pub use detail::Detail;
 
@@ -121,15 +123,9 @@ pub struct Event {
     pub tid: u32,
     pub ev: Kind,
     pub src: Source,
-    pub file: Name,
-    pub func: Name,
-    pub qualname: Name,
-    /// `__name__` of the code's globals (its module), when the hook reported it (dialect
-    /// `swe-flux`); a JVM method's package (`org.apache.commons.lang3`); empty when unknown.
-    pub module: Name,
-    /// A JVM method's descriptor (`(Ljava/lang/CharSequence;)Z`), which tells overloads apart;
-    /// empty for Python.
-    pub sig: Name,
+    /// The code's names (`file`, `func`, `qualname`, `module`, `sig`), shared by its events:
+    /// read with [`Event::file`] and its siblings.
+    pub code: Code,
     pub line: u32,
     /// Activation id: unique in the trace; a `call` and its `return` share it (0 for test events).
     pub activation: u64,
@@ -221,11 +217,7 @@ impl Event {
             tid,
             ev,
             src,
-            file: Name::EMPTY,
-            func: Name::EMPTY,
-            qualname: Name::EMPTY,
-            module: Name::EMPTY,
-            sig: Name::EMPTY,
+            code: Code::NONE,
             line: 0,
             activation: 0,
             frame: 0,
@@ -258,31 +250,53 @@ impl Event {
         self.extra = detail::Extra::of(d);
     }
 
-    /// Make the event's names the interner's copies (a trace read from a file repeats a few
-    /// names millions of times: one copy each is what keeps it small in memory).
-    pub fn share_names(&mut self, names: &mut Interner) {
-        for n in [
-            &mut self.file,
-            &mut self.func,
-            &mut self.qualname,
-            &mut self.module,
-            &mut self.sig,
-            &mut self.test,
-        ] {
-            *n = names.intern(n);
-        }
+    /// Make the event's code and names the table's copies (a trace read from a file repeats a
+    /// few names millions of times: one copy each is what keeps it small in memory).
+    pub fn share_names(&mut self, codes: &mut Codes) {
+        self.code = codes.share(&self.code);
+        self.test = codes.names.intern(&self.test);
         if let Some(d) = self.extra.0.as_deref_mut() {
-            d.outcome = names.intern(&d.outcome);
-            d.predicate = names.intern(&d.predicate);
+            d.outcome = codes.names.intern(&d.outcome);
+            d.predicate = codes.names.intern(&d.predicate);
         }
+    }
+
+    /// `co_filename` of the event's code.
+    pub fn file(&self) -> &Name {
+        &self.code.file
+    }
+
+    /// `co_name` of the event's code.
+    pub fn func(&self) -> &Name {
+        &self.code.func
+    }
+
+    /// `co_qualname` of the event's code (empty until known).
+    pub fn qualname(&self) -> &Name {
+        &self.code.qualname
+    }
+
+    /// The module of the event's code (see [`CodeNames::module`]).
+    pub fn module(&self) -> &Name {
+        &self.code.module
+    }
+
+    /// A JVM method's descriptor (see [`CodeNames::sig`]).
+    pub fn sig(&self) -> &Name {
+        &self.code.sig
+    }
+
+    /// The code's names, to change for this event alone (copied first when shared).
+    pub fn code_mut(&mut self) -> &mut CodeNames {
+        self.code.names_mut()
     }
 
     /// The qualified name if known, else the code name.
     pub fn name(&self) -> &str {
-        if self.qualname.is_empty() {
-            &self.func
+        if self.code.qualname.is_empty() {
+            &self.code.func
         } else {
-            &self.qualname
+            &self.code.qualname
         }
     }
 }
@@ -372,7 +386,7 @@ impl Trace {
     pub fn read_jsonl(r: impl BufRead, path: &str) -> Result<Trace, TraceError> {
         let mut events = Vec::new();
         let mut facts = std::collections::BTreeMap::new();
-        let mut names = Interner::default();
+        let mut codes = Codes::default();
         for (i, line) in r.lines().enumerate() {
             let line = line?;
             if line.trim().is_empty() {
@@ -389,7 +403,7 @@ impl Trace {
                 continue;
             }
             let mut e: Event = serde_json::from_str(&line).map_err(bad)?;
-            e.share_names(&mut names);
+            e.share_names(&mut codes);
             events.push(e);
         }
         Ok(Trace {
@@ -464,11 +478,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_event_is_112_bytes() {
+    fn an_event_is_80_bytes() {
         // The merged trace is the agent's largest holding (tens of millions of events in a
         // suite part): what few events carry (locals, value, exception, outcome, predicate)
-        // is one pointer, and an event without it allocates nothing.
-        assert_eq!(std::mem::size_of::<Event>(), 112);
+        // is one pointer, and an event without it allocates nothing; its code's five names
+        // are one shared pointer too (`Code`: 112 bytes with the five inline).
+        assert_eq!(std::mem::size_of::<Event>(), 80);
         let call = serde_json::from_str::<Event>(
             r#"{"ts":1,"pid":2,"tid":3,"ev":"call","src":"usdt","func":"f","line":4,"depth":0}"#,
         )
@@ -510,10 +525,10 @@ mod tests {
     #[test]
     fn jsonl_round_trip_keeps_every_field() {
         let mut e = Event::new(10, 1, 2, Kind::Return, Source::Hook);
-        e.file = "/a.py".into();
-        e.func = "f".into();
-        e.qualname = "C.f".into();
-        e.module = "pkg.m".into();
+        e.code_mut().file = "/a.py".into();
+        e.code_mut().func = "f".into();
+        e.code_mut().qualname = "C.f".into();
+        e.code_mut().module = "pkg.m".into();
         e.line = 3;
         e.activation = 7;
         e.frame = 7;
@@ -584,8 +599,8 @@ mod tests {
         let line = r#"{"ts":1,"pid":1,"tid":1,"ev":"call","src":"usdt","file":"/a.py","func":"f"}"#;
         let text = format!("{line}\n{line}\n");
         let t = Trace::read_jsonl(text.as_bytes(), "t.jsonl").unwrap();
-        assert!(t.events[0].file.ptr_eq(&t.events[1].file));
-        assert!(t.events[0].func.ptr_eq(&t.events[1].func));
+        assert!(t.events[0].file().ptr_eq(t.events[1].file()));
+        assert!(t.events[0].func().ptr_eq(t.events[1].func()));
     }
 
     #[test]

@@ -49,6 +49,11 @@ impl Name {
         self.0 = None;
     }
 
+    /// Where its text is stored (0 for the empty name): a key while the name is held.
+    pub(crate) fn addr(&self) -> usize {
+        self.0.as_ref().map_or(0, |a| Arc::as_ptr(a) as usize)
+    }
+
     /// Whether two names share their text's storage (both empty counts as shared).
     pub fn ptr_eq(&self, other: &Name) -> bool {
         match (&self.0, &other.0) {

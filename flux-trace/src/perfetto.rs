@@ -17,7 +17,7 @@ pub fn to_chrome_json(trace: &Trace) -> Value {
             e.name().to_string()
         };
         let mut args = serde_json::Map::new();
-        args.insert("file".into(), json!(e.file));
+        args.insert("file".into(), json!(e.file()));
         args.insert("line".into(), json!(e.line));
         args.insert("src".into(), json!(crate::src_str(e.src)));
         if let Some(v) = &e.detail().value {
@@ -87,9 +87,9 @@ mod tests {
     #[test]
     fn calls_become_balanced_slices() {
         let mut c = Event::new(1000, 1, 1, Kind::Call, Source::Usdt);
-        c.func = "f".into();
+        c.code_mut().func = "f".into();
         let mut r = Event::new(3000, 1, 1, Kind::Return, Source::Usdt);
-        r.func = "f".into();
+        r.code_mut().func = "f".into();
         let t = Trace {
             meta: Default::default(),
             events: vec![c, r],

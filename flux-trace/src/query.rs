@@ -23,10 +23,10 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Does `name` (a qualname such as `Add.flatten`) name the function of `e`?
 pub fn name_matches(e: &Event, name: &str) -> bool {
-    if !e.qualname.is_empty() {
-        return e.qualname == name;
+    if !e.qualname().is_empty() {
+        return e.qualname() == name;
     }
-    !e.func.is_empty() && name.rsplit('.').next() == Some(e.func.as_str())
+    !e.func().is_empty() && name.rsplit('.').next() == Some(e.func().as_str())
 }
 
 /// Does the test filter `filter` select the pytest node id `test`?
@@ -241,8 +241,8 @@ mod tests {
         e.frame = frame;
         e.parent = parent;
         e.line = line;
-        e.qualname = name.into();
-        e.func = name.rsplit('.').next().unwrap_or("").into();
+        e.code_mut().qualname = name.into();
+        e.code_mut().func = name.rsplit('.').next().unwrap_or("").into();
         e.test = "t.py::test_a".into();
         e
     }
@@ -252,7 +252,7 @@ mod tests {
         // gen frame 10 resumed twice (activations 10 and 11); f called once (activation 12).
         // A line event with activation 0 belongs to the innermost open activation (12).
         let mut line0 = ev(Kind::Line, 0, 0, 0, 21, "");
-        line0.qualname.clear();
+        line0.code_mut().qualname.clear();
         let t = Trace {
             meta: Meta::default(),
             events: vec![

@@ -39,9 +39,7 @@ pub const MAX_LINE: usize = 64 << 20;
 /// A code's names, made once and shared by all its events (a reference trace of a SymPy module
 /// is tens of millions of events naming a few thousand codes).
 struct Code {
-    file: Name,
-    name: Name,
-    qualname: Name,
+    names: crate::Code,
     /// The reference records lines, values and exceptions of it (the config targets it).
     targeted: bool,
 }
@@ -213,9 +211,12 @@ impl Reader {
             "C" => {
                 arity(a, 6)?;
                 let code = Code {
-                    file: s(a, 2, "co_filename")?.into(),
-                    name: s(a, 3, "co_name")?.into(),
-                    qualname: s(a, 4, "co_qualname")?.into(),
+                    names: crate::Code::new(crate::CodeNames {
+                        file: s(a, 2, "co_filename")?.into(),
+                        func: s(a, 3, "co_name")?.into(),
+                        qualname: s(a, 4, "co_qualname")?.into(),
+                        ..Default::default()
+                    }),
                     targeted: match a.get(6) {
                         Some(J::Bool(b)) => *b,
                         Some(J::Number(x)) if x.as_u64() == Some(0) => false,
@@ -285,9 +286,7 @@ impl Reader {
     fn at(&self, tid: u32, kind: Kind, o: &Open, parent: u64, depth: usize) -> Event {
         let mut e = self.event(tid, kind);
         if let Some(c) = self.codes.get(&o.code) {
-            e.file = c.file.clone();
-            e.func = c.name.clone();
-            e.qualname = c.qualname.clone();
+            e.code = c.names.clone();
         }
         e.activation = o.act;
         e.frame = o.frame;
@@ -602,7 +601,10 @@ mod tests {
         );
         assert_eq!(e[12].detail().locals[0].0, "y");
         assert!(e[1..13].iter().all(|x| x.test == "t.py::test_a"));
-        assert_eq!((e[1].qualname.as_str(), e[1].func.as_str()), ("C.f", "f"));
+        assert_eq!(
+            (e[1].qualname().as_str(), e[1].func().as_str()),
+            ("C.f", "f")
+        );
         // What extractors read of it: gen is one invocation with two activations, called by
         // C.f; the unseen frame is no call of C.f's.
         let ix = crate::TraceIndex::new(&t);
@@ -632,12 +634,10 @@ mod tests {
         ]);
         let t = trace(&lines);
         assert!(t.meta.complete, "{:?}", t.meta.problems);
-        let of_f: Vec<&Event> = t.events.iter().filter(|e| e.qualname == "C.f").collect();
+        let of_f: Vec<&Event> = t.events.iter().filter(|e| e.qualname() == "C.f").collect();
         assert_eq!(of_f.len(), 5);
         for e in &of_f[1..] {
-            assert!(e.file.ptr_eq(&of_f[0].file), "file");
-            assert!(e.func.ptr_eq(&of_f[0].func), "func");
-            assert!(e.qualname.ptr_eq(&of_f[0].qualname), "qualname");
+            assert!(e.code.ptr_eq(&of_f[0].code), "code");
             assert!(e.test.ptr_eq(&t.events[0].test), "test");
         }
         assert!(

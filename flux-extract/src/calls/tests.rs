@@ -515,8 +515,8 @@ fn call_sequence_keeps_functions_named_by_module_and_qualname() {
 #[test]
 fn call_sequence_names_modules_as_the_code_runs_them() {
     let mut t = calls();
-    for e in t.events.iter_mut().filter(|e| e.qualname.as_ref() == "g") {
-        e.module = flux_trace::Name::from("testcase");
+    for e in t.events.iter_mut().filter(|e| e.qualname().as_ref() == "g") {
+        e.code_mut().module = flux_trace::Name::from("testcase");
     }
     let funcs = |extra: serde_json::Value| {
         let mut p = json!({"function": "f", "functions": ["g", "testcase.g"]});
@@ -547,8 +547,8 @@ fn call_sequence_names_modules_as_the_code_runs_them() {
 #[test]
 fn call_sequence_names_methods_by_co_name_for_a_run_before_3_11() {
     let mut t = calls();
-    for e in t.events.iter_mut().filter(|e| e.qualname.as_ref() == "g") {
-        e.qualname = flux_trace::Name::from("C.g");
+    for e in t.events.iter_mut().filter(|e| e.qualname().as_ref() == "g") {
+        e.code_mut().qualname = flux_trace::Name::from("C.g");
     }
     let funcs = |extra: serde_json::Value| {
         let mut p = json!({"function": "f", "functions": ["pkg.mod.g"]});

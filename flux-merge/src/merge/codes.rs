@@ -124,7 +124,7 @@ impl CodeIndex {
     /// What becomes of the USDT entry `e` (see the module doc).
     pub(super) fn entry(&self, plan: &Plan, e: &Event) -> Entry {
         let (pid, tid) = (e.pid, e.tid);
-        let key = (pid, e.file.clone(), e.func.clone());
+        let key = (pid, e.file().clone(), e.func().clone());
         let reported = plan.hook_lineless_starts();
         if e.line == 0
             && !reported
@@ -136,7 +136,7 @@ impl CodeIndex {
         {
             return Entry::Problem(format!(
                 "a line-0 USDT entry of {} ({}) in thread {pid}/{tid} is the creation of a generator or the start of another code of that name, neither with a first line: scope \"targets\" cannot tell which",
-                e.func, e.file
+                e.func(), e.file()
             ));
         }
         let targeted = || {
@@ -144,7 +144,7 @@ impl CodeIndex {
                 .get(&key)
                 .is_some_and(|ts| ts.iter().any(|t| t.may_enter_at(e.line)))
         };
-        let is_gen = (plan.hook_gen_starts() && e.func == "<genexpr>")
+        let is_gen = (plan.hook_gen_starts() && e.func() == "<genexpr>")
             || self
                 .gen_codes
                 .get(&key)
@@ -163,7 +163,7 @@ impl CodeIndex {
         }
         let mut qualname = self
             .qualnames
-            .get(&(pid, e.file.clone(), e.func.clone(), e.line))
+            .get(&(pid, e.file().clone(), e.func().clone(), e.line))
             .cloned()
             .unwrap_or_default();
         let (mut line, mut by_return, mut named) = (e.line, false, None);
@@ -180,7 +180,7 @@ impl CodeIndex {
             }
         }
         // 3.15 reports line 0 for a module's entry; its code starts at line 1.
-        if line == 0 && e.func == "<module>" {
+        if line == 0 && e.func() == "<module>" {
             line = 1;
         }
         Entry::Open {
@@ -243,14 +243,19 @@ pub(super) fn one_identity<'a>(
 }
 
 /// `identify`: a hook record of an activation USDT opened names its code object exactly.
-pub(super) fn identify(o: &mut Open, cd: &CodeDef, out: &mut [Event]) {
+pub(super) fn identify(
+    o: &mut Open,
+    cd: &CodeDef,
+    out: &mut [Event],
+    interned: &mut flux_trace::Codes,
+) {
     if o.identified {
         return;
     }
     o.identified = true;
     o.qualname = cd.qualname.clone();
     if let Some(e) = o.call_idx.and_then(|i| out.get_mut(i)) {
-        e.qualname = cd.qualname.clone();
+        e.code = interned.with_qualname(&e.code, &cd.qualname);
         if e.line == 0 {
             e.line = cd.firstlineno;
         }

@@ -70,10 +70,10 @@ impl HookWork {
     /// it: not the entry or return of the bracket's outermost frame (nor, outside a bracket,
     /// an entry that opens one). A fixture may leave such events out.
     pub(super) fn inert(&self, e: &Event) -> bool {
-        is_hook_file(&e.file)
+        is_hook_file(e.file())
             && match &self.frame {
                 None => e.ev != Kind::Call,
-                Some(h) => !(h.0 == e.file && h.1 == e.func),
+                Some(h) => !(h.0 == *e.file() && h.1 == *e.func()),
             }
     }
 
@@ -83,14 +83,14 @@ impl HookWork {
         if self.busy_at(e.ts) {
             return true;
         }
-        if self.frame.is_none() && !is_hook_file(&e.file) {
+        if self.frame.is_none() && !is_hook_file(e.file()) {
             return false;
         }
-        let same = |h: &(Name, Name, u32)| h.0 == e.file && h.1 == e.func;
+        let same = |h: &(Name, Name, u32)| h.0 == *e.file() && h.1 == *e.func();
         match (&mut self.frame, e.ev) {
             // (Without USDT entries, 3.11, the hook's own returns are dropped here one by one,
             // and what its trace functions run is bracketed by its `hx` records.)
-            (None, Kind::Call) => self.frame = Some((e.file.clone(), e.func.clone(), 1)),
+            (None, Kind::Call) => self.frame = Some((e.file().clone(), e.func().clone(), 1)),
             (Some(h), Kind::Call) if same(h) => h.2 += 1,
             (Some(h), Kind::Return) if same(h) => {
                 h.2 -= 1;
@@ -101,11 +101,11 @@ impl HookWork {
                     self.reset_bracket();
                 }
             }
-            (Some(_), Kind::Call) if !is_hook_file(&e.file) => {
+            (Some(_), Kind::Call) if !is_hook_file(e.file()) => {
                 self.took_other = true;
-                self.inner.push((e.file.clone(), e.func.clone()))
+                self.inner.push((e.file().clone(), e.func().clone()))
             }
-            (Some(_), Kind::Return) if !is_hook_file(&e.file) && !is_entryless_shim(e) => {
+            (Some(_), Kind::Return) if !is_hook_file(e.file()) && !is_entryless_shim(e) => {
                 // `bracket-returns`: a return of other code is the hook's only if its entry
                 // came inside the bracket too; any other is the program's (a frame that
                 // returned across the hook's callback would otherwise vanish, and the hook's
@@ -113,7 +113,7 @@ impl HookWork {
                 let Some(pos) = self
                     .inner
                     .iter()
-                    .rposition(|(f, n)| *f == e.file && *n == e.func)
+                    .rposition(|(f, n)| *f == *e.file() && *n == *e.func())
                 else {
                     return false;
                 };
@@ -131,7 +131,7 @@ impl HookWork {
     /// hook's bracket and had not returned when it closed: that entry was the program's (taken
     /// for the hook's work), its activation is missing. Consumes one such entry.
     pub(super) fn escaped_entry(&mut self, e: &Event) -> bool {
-        let k = (e.file.clone(), e.func.clone());
+        let k = (e.file().clone(), e.func().clone());
         match self.escaped.get_mut(&k) {
             Some(n) if *n > 0 => {
                 *n -= 1;
@@ -150,5 +150,5 @@ pub(crate) fn is_hook_file(file: &str) -> bool {
 /// The interpreter's frame that fires a return probe and no entry (3.13+: the `__init__`
 /// cleanup shim, whose code has the file name `__init__` and line 0).
 pub(super) fn is_entryless_shim(e: &Event) -> bool {
-    e.file == "__init__" && e.func == "__init__"
+    e.file() == "__init__" && e.func() == "__init__"
 }

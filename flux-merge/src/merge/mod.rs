@@ -121,10 +121,12 @@ pub fn merge(
     };
     let mut out: Vec<Event> = Vec::with_capacity(n_usdt);
     let mut next_act = 1u64;
+    let mut interned = flux_trace::Codes::default();
     for (key, items) in threads {
-        thread::Thread::new(key, &shared, &mut next_act, &mut out, &mut c).run(items);
+        thread::Thread::new(key, &shared, &mut next_act, &mut out, &mut interned, &mut c)
+            .run(items);
     }
-    name_modules(&mut out, hook);
+    name_modules(&mut out, hook, &mut interned);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
     // Rule `static-facts`: the facts of a targeted file are the first stream's that has them
@@ -171,7 +173,7 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
                 scopes::Item::Hook(..) => {}
                 scopes::Item::Usdt(e) => {
                     let interior = work.busy_at(e.ts)
-                        || (work.inside() && !is_hook_file(&e.file))
+                        || (work.inside() && !is_hook_file(e.file()))
                         || work.inert(e);
                     if work.claims(e) && interior {
                         out.push((*e as *const Event as usize - base) / size);
@@ -250,27 +252,36 @@ pub fn scrub_addresses(repr: &str) -> String {
     out
 }
 
-fn decorate(ev: &mut Event, o: &Open) {
+fn decorate(ev: &mut Event, o: &Open, interned: &mut flux_trace::Codes) {
     ev.activation = o.act;
     ev.frame = o.frame;
     ev.parent = o.parent;
     ev.depth = o.depth;
-    if ev.qualname.is_empty() {
-        ev.qualname = o.qualname.clone();
+    if ev.qualname().is_empty() {
+        ev.code = interned.with_qualname(&ev.code, &o.qualname);
     }
 }
 
 /// The return of an activation left by an exception that fired no return probe, placed just
 /// before the return that revealed it (or the hook's record of it, if it sent one).
-fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
+fn close_inferred(
+    o: &Open,
+    ts: u64,
+    pid: u32,
+    tid: u32,
+    interned: &mut flux_trace::Codes,
+) -> Event {
     if let Some(h) = &o.hook_end {
         return h.clone();
     }
     let mut ev = Event::new(ts.saturating_sub(1), pid, tid, Kind::Return, Source::Usdt);
-    ev.file = o.file.clone();
-    ev.func = o.func.clone();
+    ev.code = interned.intern(flux_trace::CodeNames {
+        file: o.file.clone(),
+        func: o.func.clone(),
+        ..Default::default()
+    });
     ev.unwind = true;
-    decorate(&mut ev, o);
+    decorate(&mut ev, o, interned);
     ev
 }
 
@@ -278,7 +289,7 @@ fn close_inferred(o: &Open, ts: u64, pid: u32, tid: u32) -> Event {
 /// event of that code (whichever witness reported it) is named with it. Code of one file and
 /// qualified name defined under two modules in one process is left unnamed (the log writer
 /// then refuses it rather than guess).
-fn name_modules(events: &mut [Event], hook: &HookCapture) {
+fn name_modules(events: &mut [Event], hook: &HookCapture, interned: &mut flux_trace::Codes) {
     let mut modules: HashMap<(u32, &str, &str), Option<&Name>> = HashMap::new();
     for s in &hook.streams {
         for c in s.codes.values() {
@@ -299,8 +310,8 @@ fn name_modules(events: &mut [Event], hook: &HookCapture) {
         return;
     }
     for e in events.iter_mut() {
-        if let Some(Some(m)) = modules.get(&(e.pid, e.file.as_str(), e.name())) {
-            e.module = (*m).clone();
+        if let Some(Some(m)) = modules.get(&(e.pid, e.file().as_str(), e.name())) {
+            e.code = interned.with_module(&e.code, m);
         }
     }
 }
@@ -386,7 +397,7 @@ mod tests {
         let acts: Vec<(Kind, u64, u64, bool)> = t
             .events
             .iter()
-            .filter(|e| e.func == "tag")
+            .filter(|e| e.func() == "tag")
             .map(|e| (e.ev, e.activation, e.frame, e.suspended))
             .collect();
         assert_eq!(acts.len(), 4, "{acts:?}");
@@ -506,7 +517,7 @@ mod tests {
             let numbers: Vec<(u64, u64)> = t
                 .events
                 .iter()
-                .filter(|e| e.ev == Kind::Call && e.func == "numbers")
+                .filter(|e| e.ev == Kind::Call && e.func() == "numbers")
                 .map(|e| (e.activation, e.frame))
                 .collect();
             (numbers, fresh_callees, counted)

@@ -296,8 +296,11 @@ fn usdt(ts: u64, tid: u32, ev: Kind, func: &str, line: u32) -> UsdtEvent {
         tid,
         line,
         ev,
-        file: "/t.py".into(),
-        func: func.into(),
+        code: flux_trace::Code::new(flux_trace::CodeNames {
+            file: "/t.py".into(),
+            func: func.into(),
+            ..Default::default()
+        }),
     }
 }
 
@@ -391,7 +394,7 @@ fn a_return_closes_the_top_activation_of_its_code() {
         .map(|e| {
             (
                 e.ev,
-                e.func.as_str(),
+                e.func().as_str(),
                 e.depth,
                 e.activation,
                 e.parent,
@@ -473,7 +476,7 @@ fn the_hooks_lines_win_over_usdts_lines_of_the_same_code() {
         .events
         .iter()
         .filter(|e| e.ev == Kind::Line)
-        .map(|e| (e.func.as_str(), e.line, e.src))
+        .map(|e| (e.func().as_str(), e.line, e.src))
         .collect();
     assert_eq!(lines, [("f", 2, Source::Hook), ("g", 11, Source::Usdt)]);
     assert_eq!(count(&t, "merge.usdt_lines_dropped_for_hook_lines"), 1);
@@ -585,7 +588,7 @@ fn the_first_hook_record_of_an_activation_names_its_code() {
     assert!(t.meta.complete, "{:?}", t.meta.problems);
     let call = t.events.iter().find(|e| e.ev == Kind::Call).unwrap();
     assert_eq!(
-        (call.src, call.qualname.as_str(), call.line),
+        (call.src, call.qualname().as_str(), call.line),
         (Source::Usdt, "C.f", 5)
     );
 }
@@ -676,7 +679,7 @@ fn a_return_lower_in_the_stack_closes_the_frames_above_as_unwound() {
         .events
         .iter()
         .filter(|e| matches!(e.ev, Kind::Call | Kind::Return))
-        .map(|e| (e.ev, e.func.as_str(), e.depth, e.unwind))
+        .map(|e| (e.ev, e.func().as_str(), e.depth, e.unwind))
         .collect();
     assert_eq!(
         got,

@@ -13,7 +13,7 @@ use super::{close_inferred, decorate, value, with_delta, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN, CODE_TARGET};
 use crate::usdt::UsdtEvent;
-use flux_trace::{Event, ExcInfo, Kind, Name, Source};
+use flux_trace::{Codes, Event, ExcInfo, Kind, Name, Source};
 use std::collections::HashMap;
 
 /// What every thread shares: the plan and the hook's code definitions.
@@ -35,6 +35,10 @@ pub(super) struct Thread<'a, 'o> {
     inferred: HashMap<(Name, Name), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
+    /// The codes the output's events share (`Event::code`).
+    interned: &'o mut Codes,
+    /// A hook code definition's code (by its address: the definitions outlive the merge).
+    hook_codes: HashMap<usize, flux_trace::Code>,
     c: &'o mut Counters,
 }
 
@@ -44,6 +48,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         sh: &'a Shared<'a>,
         next_act: &'o mut u64,
         out: &'o mut Vec<Event>,
+        interned: &'o mut Codes,
         c: &'o mut Counters,
     ) -> Self {
         Thread {
@@ -56,6 +61,8 @@ impl<'a, 'o> Thread<'a, 'o> {
             inferred: HashMap::new(),
             next_act,
             out,
+            interned,
+            hook_codes: HashMap::new(),
             c,
         }
     }
@@ -102,10 +109,10 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
         let keep_waiting = match item {
             Item::Usdt(e) => {
-                let same = e.file == top.file && e.func == top.func;
+                let same = *e.file() == top.file && *e.func() == top.func;
                 self.work.inside()
                     || self.work.busy_at(e.ts)
-                    || is_hook_file(&e.file)
+                    || is_hook_file(e.file())
                     || (same && e.ev == Kind::Return)
                     || (e.ev != Kind::Call && !same)
             }
@@ -170,11 +177,11 @@ impl<'a, 'o> Thread<'a, 'o> {
     fn awaited_return(&self, e: &Event) -> bool {
         self.sh.plan.hook_entries()
             && e.ev == Kind::Return
-            && !is_hook_file(&e.file)
+            && !is_hook_file(e.file())
             && self
                 .stack
                 .last()
-                .is_some_and(|o| o.hook_end.is_some() && o.file == e.file && o.func == e.func)
+                .is_some_and(|o| o.hook_end.is_some() && o.file == *e.file() && o.func == *e.func())
     }
 
     fn usdt_call(&mut self, e: &Event) {
@@ -219,8 +226,8 @@ impl<'a, 'o> Thread<'a, 'o> {
         let o = Open {
             act,
             frame: frame.unwrap_or(act),
-            file: ev.file.clone(),
-            func: ev.func.clone(),
+            file: ev.file().clone(),
+            func: ev.func().clone(),
             qualname,
             depth: self.stack.len() as u32,
             parent: self.stack.last().map_or(0, |o| o.act),
@@ -231,7 +238,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             by_return: false,
             maybe_target: false,
         };
-        decorate(&mut ev, &o);
+        decorate(&mut ev, &o, self.interned);
         self.stack.push(o);
         ev
     }
@@ -257,12 +264,13 @@ impl<'a, 'o> Thread<'a, 'o> {
                     o.func, o.file, self.pid, self.tid
                 ));
             }
-            self.out.push(close_inferred(&o, ts, self.pid, self.tid));
+            let ev = close_inferred(&o, ts, self.pid, self.tid, self.interned);
+            self.out.push(ev);
         }
     }
 
     fn usdt_return(&mut self, e: &Event) {
-        let same = |o: &Open| o.file == e.file && o.func == e.func;
+        let same = |o: &Open| o.file == *e.file() && o.func == *e.func();
         let found = if self.sh.plan.hook_entries() {
             self.stack
                 .last()
@@ -279,7 +287,7 @@ impl<'a, 'o> Thread<'a, 'o> {
         if o.by_return && !o.identified {
             let cands = self.sh.codes.lineless_holding(self.pid, &o, e.line);
             if let Some(only) = one_identity(cands.iter().copied()) {
-                identify(&mut o, only, self.out);
+                identify(&mut o, only, self.out, self.interned);
                 self.c.lineless_named += 1;
             } else {
                 let p = unnamed(&o, Some((e.line, cands.len())), self.pid, self.tid);
@@ -287,7 +295,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             }
         }
         let mut ev = e.clone();
-        decorate(&mut ev, &o);
+        decorate(&mut ev, &o, self.interned);
         if let Some(mut h) = o.hook_end {
             self.c.joined_returns += 1;
             ev.unwind = h.unwind;
@@ -321,7 +329,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             // the place of the open ones, are unknown. (It was taken for the hook's unbracketed
             // work when of untargeted code: two returns swapped then left the outer activation
             // open, and everything after it too deep, in a complete trace.)
-            let key = (self.pid, e.file.clone(), e.func.clone());
+            let key = (self.pid, e.file().clone(), e.func().clone());
             if self.stack.is_empty() {
                 self.c.pre_hook_returns += 1;
             } else {
@@ -333,12 +341,12 @@ impl<'a, 'o> Thread<'a, 'o> {
                 };
                 let p = format!(
                     "USDT return of {what}{} ({}:{}) in thread {}/{} while {} runs, with no start the hook reported: code the hook did not see ran (the program's own sys.settrace?), its calls are missing",
-                    e.func, e.file, e.line, self.pid, self.tid, top.func
+                    e.func(), e.file(), e.line, self.pid, self.tid, top.func
                 );
                 self.problem(p);
             }
         } else if plan.merged() {
-            let key = (e.file.clone(), e.func.clone());
+            let key = (e.file().clone(), e.func().clone());
             if let Some(n) = self.inferred.get_mut(&key).filter(|n| **n > 0) {
                 // The frame was closed as unwound (no return probe, it seemed), and here is its
                 // return after all: the inference was wrong, and so are the parents since.
@@ -346,7 +354,7 @@ impl<'a, 'o> Thread<'a, 'o> {
                 let (pid, tid) = (self.pid, self.tid);
                 return self.problem(format!(
                     "USDT return of {} ({}:{}) in thread {pid}/{tid} after its activation was inferred unwound",
-                    e.func, e.file, e.line
+                    e.func(), e.file(), e.line
                 ));
             }
             // With USDT entries, a return no activation matches is expected in two cases:
@@ -363,14 +371,14 @@ impl<'a, 'o> Thread<'a, 'o> {
                 let (pid, tid) = (self.pid, self.tid);
                 return self.problem(format!(
                     "USDT return of {} ({}:{}) in thread {pid}/{tid} whose entry came inside the hook's own work: its activation is missing",
-                    e.func, e.file, e.line
+                    e.func(), e.file(), e.line
                 ));
             }
             if !self.stack.is_empty() && !is_entryless_shim(e) {
                 let top = self.stack.last().expect("non-empty");
                 let p = format!(
                     "USDT return of {} ({}:{}) in thread {}/{} while {} runs, with no entry to match: its activation is missing",
-                    e.func, e.file, e.line, self.pid, self.tid, top.func
+                    e.func(), e.file(), e.line, self.pid, self.tid, top.func
                 );
                 return self.problem(p);
             }
@@ -378,7 +386,11 @@ impl<'a, 'o> Thread<'a, 'o> {
         } else {
             self.problem(format!(
                 "return of {} ({}:{}) with no open activation in thread {}/{}",
-                e.func, e.file, e.line, self.pid, self.tid
+                e.func(),
+                e.file(),
+                e.line,
+                self.pid,
+                self.tid
             ));
         }
     }
@@ -391,14 +403,16 @@ impl<'a, 'o> Thread<'a, 'o> {
             .sh
             .codes
             .hook_line_codes
-            .contains(&(self.pid, e.file.clone(), e.func.clone()))
+            .contains(&(self.pid, e.file().clone(), e.func().clone()))
         {
             self.c.usdt_lines_dropped += 1;
             return;
         }
         let mut ev = e.clone();
         match self.stack.last() {
-            Some(o) if o.file == e.file && o.func == e.func => decorate(&mut ev, o),
+            Some(o) if o.file == *e.file() && o.func == *e.func() => {
+                decorate(&mut ev, o, self.interned)
+            }
             _ => {
                 self.c.hook_internal_dropped += 1;
                 return;
@@ -448,10 +462,20 @@ impl<'a, 'o> Thread<'a, 'o> {
         cd
     }
 
-    fn hook_event(&self, ts: u64, kind: Kind, cd: &CodeDef, line: u32) -> Event {
+    fn hook_event(&mut self, ts: u64, kind: Kind, cd: &CodeDef, line: u32) -> Event {
         let mut ev = Event::new(ts, self.pid, self.tid, kind, Source::Hook);
-        ev.file = cd.file.clone();
-        ev.func = cd.name.clone();
+        let interned = &mut *self.interned;
+        ev.code = self
+            .hook_codes
+            .entry(cd as *const CodeDef as usize)
+            .or_insert_with(|| {
+                interned.intern(flux_trace::CodeNames {
+                    file: cd.file.clone(),
+                    func: cd.name.clone(),
+                    ..Default::default()
+                })
+            })
+            .clone();
         ev.line = line;
         ev
     }
@@ -585,8 +609,8 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
         self.unwind_above(pos, *ts);
         let top = self.stack.last_mut().expect("pos exists");
-        identify(top, cd, self.out);
-        decorate(&mut ev, top);
+        identify(top, cd, self.out, self.interned);
+        decorate(&mut ev, top, self.interned);
         if self.sh.plan.merged() {
             // Wait for USDT's return of this activation to carry the data.
             top.hook_end = Some(ev);
@@ -671,17 +695,17 @@ impl<'a, 'o> Thread<'a, 'o> {
             _ => return,
         };
         match self.stack.last_mut() {
-            Some(o) if o.file == ev.file && o.func == ev.func => {
-                identify(o, cd, self.out);
-                decorate(&mut ev, o);
+            Some(o) if o.file == *ev.file() && o.func == *ev.func() => {
+                identify(o, cd, self.out, self.interned);
+                decorate(&mut ev, o, self.interned);
             }
             _ => {
                 let (pid, tid) = (self.pid, self.tid);
                 return self.problem(format!(
                     "{} event of {} ({}:{}) outside its activation in thread {pid}/{tid}",
                     ev.ev.as_str(),
-                    ev.func,
-                    ev.file,
+                    ev.func(),
+                    ev.file(),
                     ev.line
                 ));
             }
