@@ -15,8 +15,9 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 /// A shared, immutable name; empty when unknown (no allocation then). One pointer wide (8
-/// bytes, where an `Arc<str>` is a fat 16): an event holds eight names, and a run's events are
-/// what the agent's memory is made of (test `a_name_is_one_pointer`). The text sits behind two
+/// bytes, where an `Arc<str>` is a fat 16): an event holds its test's and its code's five (in
+/// one shared [`crate::Code`]), and a run's events are what the agent's memory is made of (test
+/// `a_name_is_one_pointer`). The text sits behind two
 /// pointers (the count, then the `str`), which only costs where a name is read, not copied.
 #[derive(Clone, Default)]
 pub struct Name(Option<Arc<Box<str>>>);
