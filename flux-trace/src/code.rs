@@ -71,15 +71,9 @@ impl Code {
 
     /// Whether two codes share their storage (both without names counts as shared).
     pub fn ptr_eq(&self, other: &Code) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
+        self.addr() == other.addr()
     }
-}
 
-impl Code {
     /// Where its names are stored (0 for none): a key while the code is held.
     fn addr(&self) -> usize {
         self.0.as_ref().map_or(0, |a| Arc::as_ptr(a) as usize)

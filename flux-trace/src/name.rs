@@ -57,11 +57,7 @@ impl Name {
 
     /// Whether two names share their text's storage (both empty counts as shared).
     pub fn ptr_eq(&self, other: &Name) -> bool {
-        match (&self.0, &other.0) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => true,
-            _ => false,
-        }
+        self.addr() == other.addr()
     }
 }
 
