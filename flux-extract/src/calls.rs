@@ -158,13 +158,15 @@ fn calls_in_lifetime(ix: &Ix<'_>, inv: &Invocation, resumptions: bool) -> Vec<us
 fn counts_as_call(ix: &Ix<'_>, i: usize, resumptions: bool) -> bool {
     let e = ix.event(i);
     let frame = if e.frame == 0 { e.activation } else { e.frame };
-    let Some(callee) = ix.invocation_of_frame(frame) else {
+    let Some(callee) = ix.frame_events(frame) else {
         return false;
     };
-    if callee.events.binary_search(&i).is_err() {
+    if callee.binary_search(&(i as u32)).is_err() {
         return false;
     }
-    (callee.events.first() == Some(&i) && callee.starts_here()) || resumptions
+    // The frame's first event is the call that made it: a fresh start when its activation
+    // is the frame (`Invocation::starts_here`).
+    (callee.first() == Some(&(i as u32)) && e.activation == frame) || resumptions
 }
 
 /// The trace indices of the `call` events under `inv` that `sel` keeps, in trace order.
@@ -212,17 +214,17 @@ fn call_site(ix: &Ix<'_>, i: usize) -> u32 {
     let Some(frame) = ix.frame(e.parent) else {
         return 0;
     };
-    let Some(inv) = ix.invocation_of_frame(frame) else {
+    let Some(evs) = ix.frame_events(frame) else {
         return 0;
     };
-    let k = inv.events.partition_point(|&j| j < i);
-    inv.events[..k]
+    let k = evs.partition_point(|&j| (j as usize) < i);
+    evs[..k]
         .iter()
         .rev()
-        .map(|&j| ix.event(j))
+        .map(|&j| ix.event(j as usize))
         .find(|x| x.ev == Kind::Line)
         .map(|x| x.line)
-        .or_else(|| inv.first_call(ix.trace).map(|c| c.line))
+        .or_else(|| evs.first().map(|&c| ix.event(c as usize).line))
         .unwrap_or(0)
 }
 
@@ -243,14 +245,14 @@ pub(crate) fn call_sequence(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let Some(function) = p.opt_str("function")? else {
         return calls_in_trace(ix, p, &sel);
     };
-    let chosen: Vec<&Invocation> = if p.bool_or("all_invocations", false)? {
+    let chosen: Vec<Invocation> = if p.bool_or("all_invocations", false)? {
         all_invocations(ix, p, function)?
     } else {
         vec![pick_invocation(ix, p, function)?.1]
     };
     let mut seq: Vec<Value> = Vec::new();
     for inv in chosen {
-        seq.extend(invocation_calls(ix, p, inv, &sel)?);
+        seq.extend(invocation_calls(ix, p, &inv, &sel)?);
     }
     Ok(json!({ "call_sequence": seq }))
 }
@@ -303,11 +305,8 @@ fn invocation_calls(
 fn calls_in_trace(ix: &Ix<'_>, p: &Params, sel: &CallSel<'_>) -> Result<Value, ExtractError> {
     let filter = crate::common::filter(p)?;
     let mut seq = Vec::new();
-    for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
-        let Some(&first) = inv.events.first() else {
-            continue;
-        };
-        if sel.keeps(ix.event(first)) && ix.passes(inv, filter) {
+    for first in ix.fresh_starts() {
+        if sel.keeps(ix.event(first)) && Ix::call_passes(ix.event(first), filter) {
             let mut v = sel.record(ix.event(first));
             v["line"] = json!(call_site(ix, first));
             v["caller"] = json!(ix
@@ -325,7 +324,7 @@ pub(crate) fn callees_count(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     let sel = CallSel::new(p)?;
     let (_, inv) = pick_invocation(ix, p, function)?;
     let mut counts: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for i in calls_under(ix, inv, &sel) {
+    for i in calls_under(ix, &inv, &sel) {
         let c = counts.entry(ix.event(i).name()).or_insert((0, i));
         c.0 += 1;
     }
@@ -415,15 +414,13 @@ pub(crate) fn covered_functions(ix: &TraceIndex<'_>, p: &Params) -> Result<Value
                     starts.push(first);
                 }
             }
-            starts.extend(calls_under(ix, inv, &sel));
+            starts.extend(calls_under(ix, &inv, &sel));
         }
     } else {
-        for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
-            if let Some(&first) = inv.events.first() {
-                let e = ix.event(first);
-                if sel.keeps(e) && test.is_none_or(|t| test_matches(&e.test, t)) {
-                    starts.push(first);
-                }
+        for first in ix.fresh_starts() {
+            let e = ix.event(first);
+            if sel.keeps(e) && test.is_none_or(|t| test_matches(&e.test, t)) {
+                starts.push(first);
             }
         }
     }
@@ -660,10 +657,7 @@ pub(crate) fn call_graph(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extra
         }
     };
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for inv in ix.all_invocations().iter().filter(|inv| inv.starts_here()) {
-        let Some(&i) = inv.events.first() else {
-            continue;
-        };
+    for i in ix.fresh_starts() {
         let e = ix.event(i);
         let Some(caller) = ix.call_event(e.parent) else {
             continue;

@@ -99,7 +99,7 @@ pub fn candidates(
     }
     let p = Params::new(m);
     let invs = all_invocations(ix, &p, function)?;
-    let first = invs[0];
+    let first = &invs[0];
     let the_file = first
         .first_call(ix.trace)
         .map(|e| e.file().clone())

@@ -62,7 +62,7 @@ but not all, or in none. Answer: {\"always_executed\": [L...], \"sometimes_execu
 \"never_executed\": [L...]}, each sorted.";
 
 /// Indices of the `line` events of the invocations' own frames, in trace order.
-fn own_lines(ix: &Ix<'_>, invs: &[&Invocation]) -> Vec<usize> {
+fn own_lines(ix: &Ix<'_>, invs: &[Invocation]) -> Vec<usize> {
     let mut out: Vec<usize> = invs
         .iter()
         .flat_map(|inv| inv.events.iter().copied())
@@ -74,7 +74,7 @@ fn own_lines(ix: &Ix<'_>, invs: &[&Invocation]) -> Vec<usize> {
 
 /// Indices of the `line` events of frames of `functions` that run while an activation of one of
 /// `invs` is open in its thread, in trace order.
-fn lines_while_active(ix: &Ix<'_>, invs: &[&Invocation], functions: &[String]) -> Vec<usize> {
+fn lines_while_active(ix: &Ix<'_>, invs: &[Invocation], functions: &[String]) -> Vec<usize> {
     // Active spans per thread, sorted.
     let mut spans: BTreeMap<(u32, u32), Vec<(usize, usize)>> = BTreeMap::new();
     for inv in invs {
@@ -117,7 +117,7 @@ fn lines_while_active(ix: &Ix<'_>, invs: &[&Invocation], functions: &[String]) -
 /// The (normalised) lines of `invs` executed in each test.
 fn lines_per_test<'t>(
     ix: &Ix<'t>,
-    invs: &[&Invocation],
+    invs: &[Invocation],
     norm: Norm<'_>,
 ) -> BTreeMap<&'t str, BTreeSet<u32>> {
     let mut per_test: BTreeMap<&str, BTreeSet<u32>> = BTreeMap::new();
@@ -135,12 +135,12 @@ fn lines_per_test<'t>(
 
 pub(crate) fn executed_path(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let chosen: Vec<&Invocation> = if p.bool_or("all_invocations", false)? {
+    let chosen: Vec<Invocation> = if p.bool_or("all_invocations", false)? {
         all_invocations(ix, p, function)?
     } else {
         vec![pick_invocation(ix, p, function)?.1]
     };
-    let norm = Norm::new(ix, p, chosen[0])?;
+    let norm = Norm::new(ix, p, &chosen[0])?;
     let loc = Loc::new(p)?;
     let events = match p.opt_str_list("functions")? {
         Some(fs) => lines_while_active(ix, &chosen, &fs),
@@ -155,8 +155,10 @@ pub(crate) fn executed_path(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
         let e = ix.event(i);
         let line = match ix.invocation_holding(i) {
             Some(k) if statements => {
-                let inv = &ix.all_invocations()[k];
-                let f = facts_of(ix, inv, "`line_mode = \"statement\"`")?;
+                let inv = ix.invocation(k).ok_or_else(|| {
+                    ExtractError::NotObserved(format!("the invocation holding event {i}"))
+                })?;
+                let f = facts_of(ix, &inv, "`line_mode = \"statement\"`")?;
                 norm.relative(f.statement_start(e.line))
             }
             _ => norm.apply(e.line),
@@ -174,11 +176,11 @@ pub(crate) fn executed_path(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
 pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let mut invs = all_invocations(ix, p, function)?;
-    let norm = Norm::new(ix, p, invs[0])?;
+    let norm = Norm::new(ix, p, &invs[0])?;
     if p.bool_or("nested", false)? {
         let prefix = format!("{function}.<locals>.");
         let f = crate::common::filter(p)?;
-        invs.extend(ix.all_invocations().iter().filter(|inv| {
+        invs.extend(ix.all_invocations().filter(|inv| {
             inv.first_call(ix.trace)
                 .is_some_and(|e| e.qualname().starts_with(&prefix))
                 && ix.passes(inv, f)
@@ -190,8 +192,14 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     if p.choice_or("coverage", &["lines", "own_lines"], "lines")? == "own_lines" {
         // the target's statements, each covered with all its own lines once executed
         // the target's own invocations; the nested functions' (`nested`) stay in `invs`
-        let (mine, nested): (Vec<&Invocation>, Vec<&Invocation>) =
-            invs.iter().copied().partition(|inv| {
+        let (file, f) = ix.facts_of_invocation(&invs[0]).ok_or_else(|| {
+            ExtractError::NotObserved(format!(
+                "`coverage = \"own_lines\"` needs the static facts of `{function}`, and the \
+                 trace has none for it (they come from the hook for targeted files)"
+            ))
+        })?;
+        let (mine, nested): (Vec<Invocation>, Vec<Invocation>) =
+            invs.into_iter().partition(|inv| {
                 inv.first_call(ix.trace)
                     .is_some_and(|c| c.name() == function)
             });
@@ -199,12 +207,6 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
             .into_iter()
             .map(|i| ix.event(i).line)
             .collect();
-        let (file, f) = ix.facts_of_invocation(invs[0]).ok_or_else(|| {
-            ExtractError::NotObserved(format!(
-                "`coverage = \"own_lines\"` needs the static facts of `{function}`, and the \
-                 trace has none for it (they come from the hook for targeted files)"
-            ))
-        })?;
         lines.extend(
             own_lines::covered(file, f, &executed)
                 .into_iter()
@@ -214,7 +216,7 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     }
     for inv in &invs {
         let own = Norm::new(ix, p, inv)?;
-        for i in own_lines(ix, &[inv]) {
+        for i in own_lines(ix, std::slice::from_ref(inv)) {
             lines.insert(norm.relative(own.statement(ix.event(i).line)));
         }
     }
@@ -262,13 +264,13 @@ fn count_table(range: &[u32], counts: &BTreeMap<u32, usize>) -> Vec<Value> {
 
 pub(crate) fn line_counts(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let invs: Vec<&Invocation> = if p.contains("invocation") {
+    let invs: Vec<Invocation> = if p.contains("invocation") {
         vec![pick_invocation(ix, p, function)?.1]
     } else {
         all_invocations(ix, p, function)?
     };
-    let norm = Norm::new(ix, p, invs[0])?;
-    let range = range_lines(ix, p, invs[0], "body")?;
+    let norm = Norm::new(ix, p, &invs[0])?;
+    let range = range_lines(ix, p, &invs[0], "body")?;
     let mut all: BTreeMap<u32, usize> = BTreeMap::new();
     let mut per_test: BTreeMap<&str, BTreeMap<u32, usize>> = BTreeMap::new();
     for i in own_lines(ix, &invs) {
@@ -304,7 +306,7 @@ pub(crate) fn coverage_across_tests(
 ) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let invs = all_invocations(ix, p, function)?;
-    let norm = Norm::new(ix, p, invs[0])?;
+    let norm = Norm::new(ix, p, &invs[0])?;
     let per_test = lines_per_test(ix, &invs, norm);
     let tests = ix.test_ids();
     if let Some(line) = p.opt_line("line")? {
@@ -339,7 +341,7 @@ pub(crate) fn coverage_across_tests(
 pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let invs = all_invocations(ix, p, function)?;
-    let first = invs[0];
+    let first = &invs[0];
     let norm = Norm::new(ix, p, first)?;
     let range = range_lines(ix, p, first, "statements")?;
     // The groups the lines are classified over: the tests, or each invocation's own lines.
@@ -347,7 +349,7 @@ pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ext
         if p.choice_or("over", &["tests", "invocations"], "tests")? == "invocations" {
             invs.iter()
                 .map(|inv| {
-                    own_lines(ix, &[*inv])
+                    own_lines(ix, std::slice::from_ref(inv))
                         .into_iter()
                         .map(|i| norm.statement(ix.event(i).line))
                         .collect()
@@ -375,7 +377,7 @@ pub(crate) fn line_classes(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ext
 fn tests_lines(
     ix: &TraceIndex<'_>,
     p: &Params,
-    invs: &[&Invocation],
+    invs: &[Invocation],
     norm: Norm<'_>,
     function: &str,
 ) -> Result<Vec<BTreeSet<u32>>, ExtractError> {

@@ -31,11 +31,11 @@ pub(crate) fn scope(f: &Filter<'_>) -> String {
 
 /// The invocations of `function` selected by the filters (possibly none). A name whose
 /// invocations come from several files is [`ExtractError::Ambiguous`] unless `file` is given.
-pub(crate) fn invocations<'a>(
-    ix: &'a Ix<'_>,
+pub(crate) fn invocations(
+    ix: &Ix<'_>,
     p: &Params,
     function: &str,
-) -> Result<Vec<&'a Invocation>, ExtractError> {
+) -> Result<Vec<Invocation>, ExtractError> {
     let f = filter(p)?;
     if f.file.is_none() {
         let files = ix.files_of(function);
@@ -50,11 +50,11 @@ pub(crate) fn invocations<'a>(
 }
 
 /// Every invocation of `function` selected by the filters; an error if there is none.
-pub(crate) fn all_invocations<'a>(
-    ix: &'a Ix<'_>,
+pub(crate) fn all_invocations(
+    ix: &Ix<'_>,
     p: &Params,
     function: &str,
-) -> Result<Vec<&'a Invocation>, ExtractError> {
+) -> Result<Vec<Invocation>, ExtractError> {
     let invs = invocations(ix, p, function)?;
     if invs.is_empty() {
         return Err(ExtractError::NoInvocation {
@@ -68,22 +68,23 @@ pub(crate) fn all_invocations<'a>(
 }
 
 /// The invocation chosen by `invocation` (default 1) among those selected by the filters.
-pub(crate) fn pick_invocation<'a>(
-    ix: &'a Ix<'_>,
+pub(crate) fn pick_invocation(
+    ix: &Ix<'_>,
     p: &Params,
     function: &str,
-) -> Result<(usize, &'a Invocation), ExtractError> {
+) -> Result<(usize, Invocation), ExtractError> {
     let n = p.index_or("invocation", 1)?;
-    let invs = invocations(ix, p, function)?;
-    match invs.get(n - 1) {
-        Some(inv) => Ok((n, *inv)),
-        None => Err(ExtractError::NoInvocation {
-            function: function.to_string(),
-            count: invs.len(),
-            asked: n,
-            scope: scope(&filter(p)?),
-        }),
+    let mut invs = invocations(ix, p, function)?;
+    let count = invs.len();
+    if (1..=count).contains(&n) {
+        return Ok((n, invs.swap_remove(n - 1)));
     }
+    Err(ExtractError::NoInvocation {
+        function: function.to_string(),
+        count,
+        asked: n,
+        scope: scope(&filter(p)?),
+    })
 }
 
 /// The static facts of an invocation's code, or an error saying what needs them.

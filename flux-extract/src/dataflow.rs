@@ -442,13 +442,13 @@ impl<'t> Analysis<'t> {
 
 pub(crate) fn def_use_pairs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let invs: Vec<&Invocation> = if p.bool_or("all_invocations", false)? {
+    let invs: Vec<Invocation> = if p.bool_or("all_invocations", false)? {
         all_invocations(ix, p, function)?
     } else {
         vec![pick_invocation(ix, p, function)?.1]
     };
-    let an = Analysis::new(ix, p, invs[0], "changes")?;
-    let norm = Norm::new(ix, p, invs[0])?;
+    let an = Analysis::new(ix, p, &invs[0], "changes")?;
+    let norm = Norm::new(ix, p, &invs[0])?;
     let use_norm = use_lines(p, &norm)?;
     // Pairs are merged after normalisation: with `line_mode = "statement"` the lines of one
     // multi-line statement are one line.
@@ -520,8 +520,8 @@ pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Va
     let function = p.str("function")?;
     let only = p.opt_str("variable")?;
     let invs = all_invocations(ix, p, function)?;
-    let an = Analysis::new(ix, p, invs[0], "changes")?;
-    let norm = Norm::new(ix, p, invs[0])?;
+    let an = Analysis::new(ix, p, &invs[0], "changes")?;
+    let norm = Norm::new(ix, p, &invs[0])?;
     let mut found: BTreeMap<(String, u32, u32), BTreeSet<String>> = BTreeMap::new();
     for inv in invs.iter().filter(|i| !i.test.is_empty()) {
         for (key, _) in an.pairs(ix, inv) {
@@ -543,13 +543,13 @@ pub(crate) fn def_use_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Va
 
 pub(crate) fn dead_defs(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
-    let invs: Vec<&Invocation> = if p.contains("invocation") {
+    let invs: Vec<Invocation> = if p.contains("invocation") {
         vec![pick_invocation(ix, p, function)?.1]
     } else {
         all_invocations(ix, p, function)?
     };
-    let an = Analysis::new(ix, p, invs[0], "ast")?;
-    let norm = Norm::new(ix, p, invs[0])?;
+    let an = Analysis::new(ix, p, &invs[0], "ast")?;
+    let norm = Norm::new(ix, p, &invs[0])?;
     let mut dead: BTreeMap<(String, u32), usize> = BTreeMap::new();
     for inv in &invs {
         an.walk(

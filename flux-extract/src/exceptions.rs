@@ -167,15 +167,15 @@ fn exception_entries(ix: &TraceIndex<'_>) -> (Vec<usize>, Vec<usize>) {
 
 /// The events of activation `act` after trace index `after`, in order.
 fn events_after<'a>(ix: &'a Ix<'_>, act: u64, after: usize) -> impl Iterator<Item = usize> + 'a {
-    let inv = ix
+    let evs: &[u32] = ix
         .call_event(act)
         .and_then(|_| ix.frame(act))
-        .and_then(|f| ix.invocation_of_frame(f));
-    let evs: &[usize] = inv.map(|i| i.events.as_slice()).unwrap_or(&[]);
-    let start = evs.partition_point(|&i| i <= after);
+        .and_then(|f| ix.frame_events(f))
+        .unwrap_or(&[]);
+    let start = evs.partition_point(|&i| i as usize <= after);
     evs[start..]
         .iter()
-        .copied()
+        .map(|&i| i as usize)
         .filter(move |&i| ix.owner(i) == act)
 }
 
@@ -251,8 +251,8 @@ fn same_exception(unwind: &Event, origin: &Event) -> bool {
 /// code, as a caller the trace does not show at all (scope `targets`) is.
 fn traced_by_line(ix: &Ix<'_>, act: u64) -> bool {
     ix.frame(act)
-        .and_then(|f| ix.invocation_of_frame(f))
-        .is_some_and(|inv| inv.events.iter().any(|&i| ix.event(i).ev == Kind::Line))
+        .and_then(|f| ix.frame_events(f))
+        .is_some_and(|evs| evs.iter().any(|&i| ix.event(i as usize).ev == Kind::Line))
 }
 
 /// Every raise whose `exception` event satisfies `keep`, in trace order, followed to its

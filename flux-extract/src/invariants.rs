@@ -29,7 +29,7 @@ start order. Answer: {\"invariants\": {...}, \"tests\": [...]}.";
 /// Observed values of `variable` after each execution of `line`, with their test.
 fn observations(
     ix: &Ix<'_>,
-    invs: &[&Invocation],
+    invs: &[Invocation],
     line: u32,
     variable: &str,
 ) -> Result<Vec<(String, Observed)>, ExtractError> {

@@ -230,10 +230,30 @@ pub fn check_params(name: &str, params: &Params) -> Result<&'static Extractor, E
 pub fn extract(trace: &Trace, name: &str, params: &Params) -> Result<Value, ExtractError> {
     check_params(name, params)?;
     refuse_incomplete(trace)?;
-    extract_indexed(&TraceIndex::new(trace), name, params)
+    extract_indexed(&index(trace), name, params)
+}
+
+/// The index of `trace` the extractors read; with `FLUX_MEMLOG` set, one stderr line of what
+/// it holds, beside the agent's stage notes (`flux_agent::run::memory_note`).
+pub fn index(trace: &Trace) -> TraceIndex<'_> {
+    let ix = TraceIndex::new(trace);
+    if std::env::var_os("FLUX_MEMLOG").is_some() {
+        eprintln!(
+            "flux: the extractor's index holds {} MiB",
+            ix.held_bytes() >> 20
+        );
+    }
+    ix
 }
 
 fn refuse_incomplete(trace: &Trace) -> Result<(), ExtractError> {
+    if trace.events.len() > flux_trace::MAX_EVENTS {
+        return Err(ExtractError::NotObserved(format!(
+            "a trace of {} events is past the {} an index holds",
+            trace.events.len(),
+            flux_trace::MAX_EVENTS
+        )));
+    }
     if trace.meta.complete {
         return Ok(());
     }

@@ -181,8 +181,8 @@ impl LoopDef {
 pub(crate) fn loop_iterations(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let (n, inv) = pick_invocation(ix, p, function)?;
-    let def = LoopDef::from_params(ix, p, inv)?;
-    let (its, entries) = def.iterations(ix, inv);
+    let def = LoopDef::from_params(ix, p, &inv)?;
+    let (its, entries) = def.iterations(ix, &inv);
     if entries == 0 && its.is_empty() {
         return Err(ExtractError::NotObserved(format!(
             "line {} (the loop header) never executes in invocation {n} of `{function}`",
@@ -209,7 +209,7 @@ pub(crate) fn loop_iterations(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
 pub(crate) fn loop_stats(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let invs = all_invocations(ix, p, function)?;
-    let def = LoopDef::from_params(ix, p, invs[0])?;
+    let def = LoopDef::from_params(ix, p, &invs[0])?;
     let entered_only = p.choice_or("invocations", &["all", "entered"], "all")? == "entered";
     let per = p.choice_or("per", &["invocation", "entry", "call"], "invocation")?;
     let mut per_inv = Vec::new();
@@ -288,7 +288,7 @@ pub(crate) fn loop_iterations_across_tests(
 ) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let invs = all_invocations(ix, p, function)?;
-    let def = LoopDef::from_params(ix, p, invs[0])?;
+    let def = LoopDef::from_params(ix, p, &invs[0])?;
     let mut per_test: BTreeMap<String, usize> = BTreeMap::new();
     for inv in &invs {
         // Tests that reach the header count even with zero iterations.
@@ -332,8 +332,8 @@ pub(crate) fn iteration_value(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, 
     let variable = p.str("variable")?;
     let nth = p.index_or("iteration", 1)?;
     let (n, inv) = pick_invocation(ix, p, function)?;
-    let def = LoopDef::from_params(ix, p, inv)?;
-    let (its, _) = def.iterations(ix, inv);
+    let def = LoopDef::from_params(ix, p, &inv)?;
+    let (its, _) = def.iterations(ix, &inv);
     let it = its.get(nth - 1).ok_or_else(|| {
         ExtractError::NotObserved(format!(
             "the loop at line {} makes {} iteration(s) in invocation {n} of `{function}`; \

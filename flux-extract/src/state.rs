@@ -144,24 +144,26 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
         };
     let (n, inv, k) = if p.bool_or("across_invocations", false)? {
         // Every execution of the line in every selected invocation, in trace order.
-        let mut all: Vec<(usize, usize, &Invocation, usize)> = Vec::new();
-        for (j, inv) in all_invocations(ix, p, function)?.into_iter().enumerate() {
+        // (event, invocation number, position in `invs`, position in its events)
+        let mut invs = all_invocations(ix, p, function)?;
+        let mut all: Vec<(usize, usize, usize)> = Vec::new();
+        for (j, inv) in invs.iter().enumerate() {
             for k in line_positions(ix, inv, line)? {
-                all.push((inv.events[k], j + 1, inv, k));
+                all.push((inv.events[k], j, k));
             }
         }
         all.sort_by_key(|x| x.0);
         let count = all.len();
-        let &(_, n, inv, k) = all.get(occ - 1).ok_or_else(|| {
+        let &(_, j, k) = all.get(occ - 1).ok_or_else(|| {
             ExtractError::NotObserved(format!(
                 "line {line} executes {count} time(s) over the invocations of `{function}`; \
                  occurrence {occ} was asked for"
             ))
         })?;
-        (n, inv, k)
+        (j + 1, invs.swap_remove(j), k)
     } else {
         let (n, inv) = pick_invocation(ix, p, function)?;
-        let positions = line_positions(ix, inv, line)?;
+        let positions = line_positions(ix, &inv, line)?;
         let &k = positions.get(occ - 1).ok_or_else(|| {
             ExtractError::NotObserved(format!(
                 "line {line} executes {} time(s) in invocation {n} of `{function}`; occurrence {occ} \
@@ -171,7 +173,7 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
         })?;
         (n, inv, k)
     };
-    let state = state_for(ix, inv, k, before)?;
+    let state = state_for(ix, &inv, k, before)?;
     let names = match p.opt_str_list("variables")? {
         Some(v) => v,
         None => state.keys().cloned().collect(),
@@ -213,7 +215,7 @@ pub(crate) fn state_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Valu
         let Some(&(x, k)) = per_test.get(test.as_str()).and_then(|v| v.get(occ - 1)) else {
             continue;
         };
-        let state = state_for(ix, invs[x], k, before)?;
+        let state = state_for(ix, &invs[x], k, before)?;
         let v = state.get(variable).ok_or_else(|| {
             ExtractError::NotObserved(format!(
                 "variable `{variable}` is not bound {} line {line} (occurrence {occ}) of \
@@ -256,7 +258,7 @@ enum Where {
 /// change makes an observation with `event = "change"`).
 pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<Obs>, ExtractError> {
     let function = p.str("function")?;
-    let invs: Vec<(usize, &Invocation)> = if p.contains("invocation") {
+    let invs: Vec<(usize, Invocation)> = if p.contains("invocation") {
         let (n, inv) = pick_invocation(ix, p, function)?;
         vec![(n, inv)]
     } else {
@@ -283,7 +285,8 @@ pub(crate) fn observe(ix: &Ix<'_>, p: &Params, names: &[String]) -> Result<Vec<O
     let by_statement =
         p.choice_or("line_mode", &["reported", "statement"], "reported")? == "statement";
     let mut out = Vec::new();
-    for (n, inv) in invs {
+    for (n, inv) in &invs {
+        let n = *n;
         // With `line_mode = "statement"`, a line event's statement (its first line), and the
         // statement the frame's previous line event was in: a line event of the same statement
         // continues its execution (3.11 reports a multi-line statement's lines, then its first

@@ -83,7 +83,7 @@ pub fn sub_trace(trace: &Trace, tests: &[String]) -> Trace {
 }
 
 /// The target's invocations in the indexed trace (as `flux_trace::query::invocations`).
-fn invocations<'a>(ix: &'a TraceIndex<'_>, t: &Target) -> Vec<&'a Invocation> {
+fn invocations(ix: &TraceIndex<'_>, t: &Target) -> Vec<Invocation> {
     ix.invocations(
         &t.qualname,
         Filter {
@@ -149,7 +149,7 @@ pub struct Scene<'a> {
     /// The tests (one for the single-test kinds, ≥ 2 in start order for the multi-test ones).
     pub tests: &'a [String],
     /// The target's invocations in `sub`.
-    pub invs: Vec<&'a Invocation>,
+    pub invs: Vec<Invocation>,
     /// The invocation the single-test kinds ask about (an index into `invs`).
     pub inv: usize,
     observations: OnceCell<Observations>,
@@ -161,7 +161,7 @@ impl<'a> Scene<'a> {
         ctx: &'a Ctx<'a>,
         ix: &'a TraceIndex<'a>,
         tests: &'a [String],
-        invs: Vec<&'a Invocation>,
+        invs: Vec<Invocation>,
         inv: usize,
     ) -> Scene<'a> {
         Scene {
@@ -255,7 +255,7 @@ fn is_exception_kind(k: K) -> bool {
 /// indexed trace: an `exception` event in one of its frames (signals aside) or a frame of it
 /// unwinding.
 pub fn tests_with_exceptions(ix: &TraceIndex, t: &Target, running: &[String]) -> Vec<String> {
-    let mut with: BTreeSet<&str> = BTreeSet::new();
+    let mut with: BTreeSet<flux_trace::Name> = BTreeSet::new();
     for inv in invocations(ix, t) {
         let meets = inv.events.iter().any(|&i| {
             let e = &ix.trace.events[i];
@@ -268,7 +268,7 @@ pub fn tests_with_exceptions(ix: &TraceIndex, t: &Target, running: &[String]) ->
                 || (e.ev == Kind::Return && e.unwind)
         });
         if meets {
-            with.insert(inv.test.as_str());
+            with.insert(inv.test);
         }
     }
     running
@@ -363,7 +363,7 @@ pub fn multi_test(ctx: &Ctx, ix: &TraceIndex, tests: &[String]) -> Vec<Draft> {
 
 /// Observations of (line, variable): after each execution of a line that assigns the
 /// variable (per the static facts), its (test, value, type).
-pub fn observations(trace: &Trace, invs: &[&Invocation], func: &FunctionFacts) -> Observations {
+pub fn observations(trace: &Trace, invs: &[Invocation], func: &FunctionFacts) -> Observations {
     let mut out = Observations::new();
     for inv in invs {
         let mut state: BTreeMap<String, (String, String)> = BTreeMap::new();

@@ -78,7 +78,7 @@ const S1: KindRecipe = KindRecipe {
     extractors: &["executed_path", "covered_lines"],
     draft: |s, _| {
         let t = s.ctx.target;
-        let lines = s.lines(s.invs[s.inv]);
+        let lines = s.lines(&s.invs[s.inv]);
         let mut out = Vec::new();
         if t.branches >= 2 && (3..=s.ctx.max_answer_size).contains(&lines.len()) {
             out.push(s.draft(K::S1, "executed_path", s.with_inv(s.with_test(s.base()))));
@@ -147,7 +147,7 @@ const S3: KindRecipe = KindRecipe {
     draft: |s, rng| {
         let func = s.ctx.func;
         let mut writes: Vec<(u32, Vec<String>, usize)> = Vec::new();
-        for line in s.changing_lines(s.invs[s.inv]) {
+        for line in s.changing_lines(&s.invs[s.inv]) {
             let names: Vec<String> = func
                 .writes_at(line)
                 .iter()

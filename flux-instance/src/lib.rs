@@ -906,7 +906,7 @@ impl Instance {
 
     /// Run the instance's extractor on `trace`, cut the answer with the template, and check it.
     pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
-        self.extract_indexed(&flux_trace::TraceIndex::new(trace))
+        self.extract_indexed(&flux_extract::index(trace))
     }
 
     /// [`Instance::extract`] over a trace indexed once for many instances.

@@ -354,7 +354,13 @@ pub enum TraceError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("{path}: more than {MAX_EVENTS} events (no trace flux makes or reads is longer)")]
+    TooLong { path: String },
 }
+
+/// The most events a trace holds: [`TraceIndex`] keeps event indices in 32 bits, and no run
+/// comes near it (the agent's budget, `--max-events`, is clamped to it).
+pub const MAX_EVENTS: usize = u32::MAX as usize - 1;
 
 impl Trace {
     /// Count events per `src.kind`, as the summary and `Meta::counts` report them.
@@ -403,6 +409,11 @@ impl Trace {
                 continue;
             }
             let mut e: Event = serde_json::from_str(&line).map_err(bad)?;
+            if events.len() == MAX_EVENTS {
+                return Err(TraceError::TooLong {
+                    path: path.to_string(),
+                });
+            }
             e.share_names(&mut codes);
             events.push(e);
         }

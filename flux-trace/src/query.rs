@@ -192,10 +192,14 @@ pub fn invocations_where(
     pred: impl Fn(&Event) -> bool,
 ) -> Vec<Invocation> {
     let ix = crate::TraceIndex::new(trace);
-    ix.all_invocations()
-        .iter()
-        .filter(|inv| inv.first_call(trace).is_some_and(&pred) && ix.passes(inv, filter))
-        .cloned()
+    (0..ix.invocation_count())
+        .filter(|&k| {
+            ix.first_call_index(k).is_some_and(|i| {
+                let first = &trace.events[i];
+                pred(first) && crate::TraceIndex::call_passes(first, filter)
+            })
+        })
+        .filter_map(|k| ix.invocation(k))
         .collect()
 }
 
