@@ -102,11 +102,11 @@ impl Fixture {
         hook: &HookCapture,
     ) -> Fixture {
         let mut strings = Vec::new();
-        let mut index: HashMap<(u32, u64, u64), u32> = HashMap::new();
+        let mut index: HashMap<u32, u32> = HashMap::new();
         let mut by_text: HashMap<Name, u32> = HashMap::new();
-        let mut key = |k: (u32, u64, u64), d: &Drained| -> u32 {
+        let mut key = |k: u32, d: &Drained| -> u32 {
             *index.entry(k).or_insert_with(|| {
-                let s = d.strings.get(&k).cloned().unwrap_or_default();
+                let s = d.strings.name(k).cloned().unwrap_or_default();
                 *by_text.entry(s.clone()).or_insert_with(|| {
                     strings.push(s.to_string());
                     strings.len() as u32 - 1
@@ -116,8 +116,8 @@ impl Fixture {
         let mut recs = Vec::new();
         if let Some((d, _)) = usdt {
             for e in &d.events {
-                let file = key((e.host_tgid, e.file.0, e.file.1), d);
-                let func = key((e.host_tgid, e.func.0, e.func.1), d);
+                let file = key(e.file, d);
+                let func = key(e.func, d);
                 recs.push(UsdtRec {
                     kind: e.kind,
                     ts: e.ts,
@@ -177,15 +177,16 @@ impl Fixture {
                         d.strings.insert((r.pid, i as u64, 0), s.clone());
                     }
                 }
+                let file = d.strings.id((r.pid, r.file as u64, 0));
+                let func = d.strings.id((r.pid, r.func as u64, 0));
                 d.events.push(RawEvent {
-                    kind: r.kind,
                     ts: r.ts,
                     pid: r.pid,
                     tid: r.tid,
-                    host_tgid: r.pid,
+                    kind: r.kind,
                     line: r.line,
-                    file: (r.file as u64, 0),
-                    func: (r.func as u64, 0),
+                    file,
+                    func,
                 });
             }
             usdt_capture(d, &h.counters, &self.header.interpreter)

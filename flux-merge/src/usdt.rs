@@ -3,8 +3,9 @@
 //! completeness verdict.
 //!
 //! The kernel names a string by (process, pointer, fingerprint) and sends its bytes once per
-//! process ([`flux_common::StrDef`]); [`Drained::strings`] holds each once, as a shared [`Name`]
-//! the records that name it clone (a count, not a copy).
+//! process ([`flux_common::StrDef`]); [`Drained::strings`] numbers each key on first sight
+//! (a record names its file and function by number) and holds each string once, as a shared
+//! [`Name`] the events that name it clone (a count, not a copy).
 use flux_common::{
     Event as RawAbi, MethodEvent, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_COUNTED, STR_MAX,
     STR_TRUNCATED, TAG_METHOD_CALL, TAG_METHOD_RETURN, TAG_STR,
@@ -13,17 +14,55 @@ use flux_trace::{Event, Kind, Meta, Name, Source, Trace};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// A USDT event as it came out of the ring buffer, strings still named by key.
+/// A USDT event as it came out of the ring buffer, strings still named by their number in
+/// [`Drained::strings`] (32 bytes: a capture holds millions of them until the merge; with
+/// the keys in each record it was 64, `a_raw_record_is_32_bytes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawEvent {
-    pub kind: u32,
     pub ts: u64,
     pub pid: u32,
     pub tid: u32,
-    pub host_tgid: u32,
+    pub kind: u32,
     pub line: i32,
-    pub file: (u64, u64),
-    pub func: (u64, u64),
+    /// [`Strings`] numbers of the file and function names.
+    pub file: u32,
+    pub func: u32,
+}
+
+/// A capture's strings: every key a record or a definition names, numbered on first sight,
+/// and the string each definition gave it.
+#[derive(Debug, Default)]
+pub struct Strings {
+    ids: rustc_hash::FxHashMap<StrKey, u32>,
+    names: Vec<Option<Name>>,
+}
+
+impl Strings {
+    /// The number of `key` (given one now if it has none).
+    pub fn id(&mut self, key: StrKey) -> u32 {
+        let next = self.names.len() as u32;
+        let id = *self.ids.entry(key).or_insert(next);
+        if id == next {
+            self.names.push(None);
+        }
+        id
+    }
+
+    /// Define the string of `key` (a later definition replaces it).
+    pub fn insert(&mut self, key: StrKey, s: Name) {
+        let id = self.id(key);
+        self.names[id as usize] = Some(s);
+    }
+
+    /// The string numbered `id`, once defined.
+    pub fn name(&self, id: u32) -> Option<&Name> {
+        self.names.get(id as usize).and_then(Option::as_ref)
+    }
+
+    /// The string of `key`, once defined.
+    pub fn get(&self, key: &StrKey) -> Option<&Name> {
+        self.name(*self.ids.get(key)?)
+    }
 }
 
 /// A JVM method event as it came out of the ring buffer (`flux_common::MethodEvent`): class,
@@ -46,8 +85,8 @@ pub struct Drained {
     pub events: Vec<RawEvent>,
     /// JVM method events (`flux_common::LAYOUT_METHOD` sites).
     pub methods: Vec<RawMethod>,
-    /// (host tgid, pointer, fingerprint) → string.
-    pub strings: HashMap<StrKey, Name>,
+    /// (host tgid, pointer, fingerprint) → number → string.
+    pub strings: Strings,
     /// Records that could not be decoded (wrong size or tag).
     pub malformed: u64,
     /// String definitions whose copy failed in the kernel.
@@ -170,21 +209,23 @@ pub fn decode_record(bytes: &[u8], out: &mut Drained) {
         out.malformed += 1;
         return;
     }
-    let file = out
+    let file = out.strings.id((e.host_tgid, e.file_ptr, e.file_fp as u64));
+    let func = out.strings.id((e.host_tgid, e.func_ptr, e.func_fp as u64));
+    if !out
         .strings
-        .get(&(e.host_tgid, e.file_ptr, e.file_fp as u64));
-    if !file.is_some_and(|f| crate::merge::is_hook_file(f)) {
+        .name(file)
+        .is_some_and(|f| crate::merge::is_hook_file(f))
+    {
         out.program_events += 1;
     }
     out.events.push(RawEvent {
-        kind: e.tag,
         ts: e.ts,
         pid: e.pid,
         tid: e.tid,
-        host_tgid: e.host_tgid,
+        kind: e.tag,
         line: e.lineno,
-        file: (e.file_ptr, e.file_fp as u64),
-        func: (e.func_ptr, e.func_fp as u64),
+        file,
+        func,
     });
 }
 
@@ -253,19 +294,19 @@ pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
     )
 }
 
-/// A string's key in a capture's table: (host tgid, address, length).
-type StrKey = (u32, u64, u64);
+/// A string's key in a capture's table: (host tgid, address, fingerprint).
+pub type StrKey = (u32, u64, u64);
 
 /// [`usdt_events`] of records the caller gives up, compact: each record's memory is given
 /// back as it becomes an event (a SymPy slice is 12 M records, ~0.9 GB, which the agent
 /// otherwise held beside their events).
-fn events_of(mut raw: Vec<RawEvent>, strings: &HashMap<StrKey, Name>) -> (Vec<UsdtEvent>, u64) {
+fn events_of(mut raw: Vec<RawEvent>, strings: &Strings) -> (Vec<UsdtEvent>, u64) {
     let mut unresolved = 0;
     // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
     raw.sort_by_key(|e| e.ts);
     let mut out = Vec::with_capacity(raw.len());
     // One code per (file, func) pair of strings: events share it.
-    let mut codes: HashMap<(StrKey, StrKey), flux_trace::Code> = HashMap::new();
+    let mut codes: HashMap<(u32, u32), flux_trace::Code> = HashMap::new();
     for r in crate::merge::Freeing::new(raw) {
         let ev = match r.kind {
             KIND_CALL => Kind::Call,
@@ -273,13 +314,10 @@ fn events_of(mut raw: Vec<RawEvent>, strings: &HashMap<StrKey, Name>) -> (Vec<Us
             KIND_LINE => Kind::Line,
             _ => continue,
         };
-        let keys = (
-            (r.host_tgid, r.file.0, r.file.1),
-            (r.host_tgid, r.func.0, r.func.1),
-        );
+        let keys = (r.file, r.func);
         let code = match codes.get(&keys) {
             Some(c) => c.clone(),
-            None => match (strings.get(&keys.0), strings.get(&keys.1)) {
+            None => match (strings.name(keys.0), strings.name(keys.1)) {
                 (Some(f), Some(g)) => codes
                     .entry(keys)
                     .or_insert_with(|| {
@@ -402,6 +440,30 @@ mod tests {
     /// Issue 28: the agent held every raw record of a SymPy suite part as a 192-byte trace
     /// event before the merge dropped four in ten of them (9.8 M of 23.6 M on part 29: the
     /// hook's own work), 9 GB for 12.7 M events kept; the merge now takes them compact.
+    /// Issue 28: a capture held every raw record with its strings' keys (64 bytes: 420 MB of
+    /// the 3.15 SymPy slice's 6.6 M records, most of the capture stage's peak); it now names
+    /// them by number.
+    #[test]
+    fn a_raw_record_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<RawEvent>(), 32);
+    }
+
+    #[test]
+    fn a_string_is_numbered_once_and_defined_before_or_after_it_is_named() {
+        let mut s = Strings::default();
+        let a = s.id((1, 0x10, 7));
+        assert_eq!((s.id((1, 0x10, 7)), s.name(a)), (a, None));
+        // The same pointer in another process, or with another fingerprint, is another string.
+        let b = s.id((2, 0x10, 7));
+        let c = s.id((1, 0x10, 8));
+        assert!(a != b && b != c && a != c);
+        s.insert((1, 0x10, 7), Name::from("/a.py"));
+        s.insert((1, 0x20, 1), Name::from("f"));
+        assert_eq!(s.name(a).map(Name::as_str), Some("/a.py"));
+        assert_eq!(s.get(&(1, 0x20, 1)).map(Name::as_str), Some("f"));
+        assert!(s.get(&(2, 0x10, 7)).is_none() && s.get(&(3, 0, 0)).is_none());
+    }
+
     #[test]
     fn a_usdt_event_is_compact() {
         assert!(std::mem::size_of::<UsdtEvent>() <= 32);
@@ -438,7 +500,10 @@ mod tests {
             _pad: 0,
         };
         decode_record(&bytes_of(&e), &mut out);
-        assert_eq!(out.strings[&(9, 0x1000, 77)].as_ref(), "/a.p");
+        assert_eq!(
+            out.strings.get(&(9, 0x1000, 77)).map(Name::as_str),
+            Some("/a.p")
+        );
         let (evs, unresolved) = usdt_events(&out);
         assert_eq!((evs.len(), unresolved), (1, 0));
         assert_eq!(
@@ -470,7 +535,10 @@ mod tests {
         // A JVM Symbol is not NUL-terminated: only `len` bytes count.
         d.data[..5].copy_from_slice(b"fooXY");
         decode_record(&bytes_of(&d), &mut out);
-        assert_eq!(out.strings[&(9, 0x2000, 5)].as_ref(), "foo");
+        assert_eq!(
+            out.strings.get(&(9, 0x2000, 5)).map(Name::as_str),
+            Some("foo")
+        );
         let m = MethodEvent {
             tag: TAG_METHOD_RETURN,
             jtid: 1,
