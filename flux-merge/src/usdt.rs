@@ -30,10 +30,12 @@ pub struct RawEvent {
 }
 
 /// A capture's strings: every key a record or a definition names, numbered on first sight,
-/// and the string each definition gave it.
+/// and the string each definition gave it. The keys are the program's (its strings'
+/// addresses and hashes): the map hashes them with std's randomly keyed hasher, so no program
+/// can choose keys that collide in it.
 #[derive(Debug, Default)]
 pub struct Strings {
-    ids: rustc_hash::FxHashMap<StrKey, u32>,
+    ids: HashMap<StrKey, u32>,
     names: Vec<Option<Name>>,
 }
 
