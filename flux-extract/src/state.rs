@@ -144,7 +144,7 @@ pub(crate) fn state_at(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Extract
         };
     let (n, inv, k) = if p.bool_or("across_invocations", false)? {
         // Every execution of the line in every selected invocation, in trace order.
-        // (event, invocation number, position in `invs`, position in its events)
+        // (event, position in `invs`, position in its events)
         let mut invs = all_invocations(ix, p, function)?;
         let mut all: Vec<(usize, usize, usize)> = Vec::new();
         for (j, inv) in invs.iter().enumerate() {
