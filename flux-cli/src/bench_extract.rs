@@ -90,12 +90,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut funcs: Vec<(usize, String, String)> = Vec::new();
     {
         let mut m: std::collections::BTreeMap<(String, String), usize> = Default::default();
-        for inv in ix.all_invocations() {
-            if let Some(e) = inv.first_call(&trace) {
-                if !e.qualname().is_empty() {
-                    *m.entry((e.qualname().to_string(), e.file().to_string()))
-                        .or_insert(0) += 1;
-                }
+        for (_, e) in ix.first_calls() {
+            if !e.qualname().is_empty() {
+                *m.entry((e.qualname().to_string(), e.file().to_string()))
+                    .or_insert(0) += 1;
             }
         }
         funcs.extend(m.into_iter().map(|((q, f), n)| (n, q, f)));

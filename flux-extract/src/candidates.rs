@@ -305,11 +305,9 @@ fn mark_crossings(
 /// qualname then file: the starting list of a scout.
 pub fn functions(ix: &TraceIndex<'_>) -> Vec<Value> {
     let mut m: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for inv in ix.all_invocations() {
-        if let Some(e) = inv.first_call(ix.trace) {
-            *m.entry((e.name().to_string(), e.file().to_string()))
-                .or_insert(0) += 1;
-        }
+    for (_, e) in ix.first_calls() {
+        *m.entry((e.name().to_string(), e.file().to_string()))
+            .or_insert(0) += 1;
     }
     m.into_iter()
         .map(|((q, f), n)| json!({"function": q, "file": f, "invocations": n}))

@@ -180,11 +180,7 @@ pub(crate) fn covered_lines(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     if p.bool_or("nested", false)? {
         let prefix = format!("{function}.<locals>.");
         let f = crate::common::filter(p)?;
-        invs.extend(ix.all_invocations().filter(|inv| {
-            inv.first_call(ix.trace)
-                .is_some_and(|e| e.qualname().starts_with(&prefix))
-                && ix.passes(inv, f)
-        }));
+        invs.extend(ix.invocations_where(f, |e| e.qualname().starts_with(&prefix)));
     }
     // Each frame's lines are normalised with its own function's statements (a nested
     // function's are not the target's).

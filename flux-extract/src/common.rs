@@ -29,13 +29,10 @@ pub(crate) fn scope(f: &Filter<'_>) -> String {
     s
 }
 
-/// The invocations of `function` selected by the filters (possibly none). A name whose
-/// invocations come from several files is [`ExtractError::Ambiguous`] unless `file` is given.
-pub(crate) fn invocations(
-    ix: &Ix<'_>,
-    p: &Params,
-    function: &str,
-) -> Result<Vec<Invocation>, ExtractError> {
+/// Numbers of the invocations of `function` selected by the filters (possibly none). A name
+/// whose invocations come from several files is [`ExtractError::Ambiguous`] unless `file` is
+/// given.
+fn selected(ix: &Ix<'_>, p: &Params, function: &str) -> Result<Vec<usize>, ExtractError> {
     let f = filter(p)?;
     if f.file.is_none() {
         let files = ix.files_of(function);
@@ -46,7 +43,19 @@ pub(crate) fn invocations(
             });
         }
     }
-    Ok(ix.invocations(function, f))
+    Ok(ix.invocation_ids_passing(function, f))
+}
+
+/// The invocations of `function` selected by the filters (possibly none; see [`selected`]).
+pub(crate) fn invocations(
+    ix: &Ix<'_>,
+    p: &Params,
+    function: &str,
+) -> Result<Vec<Invocation>, ExtractError> {
+    Ok(selected(ix, p, function)?
+        .into_iter()
+        .filter_map(|k| ix.invocation(k))
+        .collect())
 }
 
 /// Every invocation of `function` selected by the filters; an error if there is none.
@@ -74,10 +83,15 @@ pub(crate) fn pick_invocation(
     function: &str,
 ) -> Result<(usize, Invocation), ExtractError> {
     let n = p.index_or("invocation", 1)?;
-    let mut invs = invocations(ix, p, function)?;
-    let count = invs.len();
-    if (1..=count).contains(&n) {
-        return Ok((n, invs.swap_remove(n - 1)));
+    // Only the chosen one is made.
+    let ids = selected(ix, p, function)?;
+    let count = ids.len();
+    if let Some(inv) = n
+        .checked_sub(1)
+        .and_then(|i| ids.get(i))
+        .and_then(|&k| ix.invocation(k))
+    {
+        return Ok((n, inv));
     }
     Err(ExtractError::NoInvocation {
         function: function.to_string(),

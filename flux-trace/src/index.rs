@@ -426,9 +426,15 @@ impl<'t> TraceIndex<'t> {
         self.members(k).first().map(|&i| i as usize)
     }
 
+    /// Every invocation's number and first `call` event, in order of first call: what a scan
+    /// of the frames reads without making each invocation.
+    pub fn first_calls(&self) -> impl Iterator<Item = (usize, &'t Event)> + '_ {
+        (0..self.invocation_count())
+            .filter_map(|k| Some((k, &self.trace.events[self.first_call_index(k)?])))
+    }
+
     /// The first `call` event of every invocation that starts in the trace (see
-    /// [`Invocation::starts_here`]), by index, in order of first call: what a scan of calls
-    /// reads without making each invocation.
+    /// [`Invocation::starts_here`]), by index, in order of first call.
     pub fn fresh_starts(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.invocation_count())
             .filter_map(|k| self.first_call_index(k))
@@ -499,16 +505,36 @@ impl<'t> TraceIndex<'t> {
         out
     }
 
-    /// The invocations of `name` that pass `filter`, in order of first call (equal to
-    /// [`crate::query::invocations`]).
-    pub fn invocations(&self, name: &str, filter: Filter<'_>) -> Vec<Invocation> {
+    /// Numbers of the invocations of `name` that pass `filter`, in order of first call.
+    pub fn invocation_ids_passing(&self, name: &str, filter: Filter<'_>) -> Vec<usize> {
         self.invocation_ids(name)
             .into_iter()
             .filter(|&k| {
                 self.first_call_index(k)
                     .is_some_and(|i| Self::call_passes(self.event(i), filter))
             })
+            .collect()
+    }
+
+    /// The invocations of `name` that pass `filter`, in order of first call (equal to
+    /// [`crate::query::invocations`]).
+    pub fn invocations(&self, name: &str, filter: Filter<'_>) -> Vec<Invocation> {
+        self.invocation_ids_passing(name, filter)
+            .into_iter()
             .filter_map(|k| self.invocation(k))
+            .collect()
+    }
+
+    /// Every invocation whose first call satisfies `pred` and passes `filter`, in order of
+    /// first call; only those are made.
+    pub fn invocations_where(
+        &self,
+        filter: Filter<'_>,
+        pred: impl Fn(&Event) -> bool,
+    ) -> Vec<Invocation> {
+        self.first_calls()
+            .filter(|(_, first)| pred(first) && Self::call_passes(first, filter))
+            .filter_map(|(k, _)| self.invocation(k))
             .collect()
     }
 

@@ -191,16 +191,7 @@ pub fn invocations_where(
     filter: Filter<'_>,
     pred: impl Fn(&Event) -> bool,
 ) -> Vec<Invocation> {
-    let ix = crate::TraceIndex::new(trace);
-    (0..ix.invocation_count())
-        .filter(|&k| {
-            ix.first_call_index(k).is_some_and(|i| {
-                let first = &trace.events[i];
-                pred(first) && crate::TraceIndex::call_passes(first, filter)
-            })
-        })
-        .filter_map(|k| ix.invocation(k))
-        .collect()
+    crate::TraceIndex::new(trace).invocations_where(filter, pred)
 }
 
 /// One pytest test as the trace saw it.
