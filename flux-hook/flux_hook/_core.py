@@ -499,6 +499,8 @@ class Hook:
         # flux_hook._fast311 (3.11, where shipped and not FLUX_HOOK_FAST311=off): imported by
         # install_hook before anything is traced, for an import runs Python code USDT sees.
         self.fast311 = None
+        self.gated = False  # `extent-gate` (3.11, scope "targets"): set by the back-end
+        self.gate_wanted = False
         # flux_hook._fastmon (3.12+, where shipped and not FLUX_HOOK_FASTMON=off): the same.
         self.fastmon = None
         # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
@@ -896,18 +898,7 @@ class Hook:
         info = self.codes.get(key)
         if info is not None:
             return info
-        fn = code.co_filename
-        # Per file, once: USDT sees every Python frame the hook runs (fnmatch, posixpath), and
-        # a module's code objects all come here.
-        fk = self.file_kinds.get(fn)
-        if fk is None:
-            if fn.startswith(PKG_DIR + os.sep) or fn == os.path.join(HOOK_DIR, "sitecustomize.py"):
-                fk = EXCLUDED
-            elif self.cfg.file_matches(fn):
-                fk = TARGET
-            else:
-                fk = PLAIN
-            self.file_kinds[fn] = fk
+        fk = self.file_kind(code.co_filename)
         module = None
         if fk == TARGET and not self.cfg.qualname_matches(code.co_qualname):
             kind = PLAIN
@@ -919,9 +910,54 @@ class Hook:
                 kind, module = PLAIN, None
         else:
             kind = fk
+        if kind == TARGET and self.gated and code.co_name == "__getitem__":
+            self.getitem_inline()
         # No lock here: this also runs for the hook's own frames while the lock is held (3.11
         # traces the flush called by os.fork). next() on a count and setdefault are atomic.
         return self.codes.setdefault(key, [next(self.code_ids), kind, code, None, False, None, module])
+
+    def file_kind(self, fn):
+        """EXCLUDED (the hook's own), TARGET (the file matches) or PLAIN, per file once: USDT
+        sees every Python frame the hook runs (fnmatch, posixpath), and a module's code objects
+        all come here."""
+        fk = self.file_kinds.get(fn)
+        if fk is None:
+            if fn.startswith(PKG_DIR + os.sep) or fn == os.path.join(HOOK_DIR, "sitecustomize.py"):
+                fk = EXCLUDED
+            elif self.cfg.file_matches(fn):
+                fk = TARGET
+            else:
+                fk = PLAIN
+            self.file_kinds[fn] = fk
+        return fk
+
+    def may_target(self, code):
+        """`extent-gate` (3.11): whether frames of `code` may be targeted, as `register` would
+        say without a frame (a superset with `module_functions`), without registering it."""
+        if self.file_kind(code.co_filename) != TARGET:
+            return False
+        if not self.cfg.qualname_matches(code.co_qualname):
+            return False
+        if self.gated and code.co_name == "__getitem__":
+            self.getitem_inline()
+        return True
+
+    def gate_fits(self):
+        """`extent-gate`: whether the config's targets can be gated: named functions, none of
+        them a `__getitem__` (`getitem-inline`), and no SWE-Flux `module_functions`."""
+        cfg = self.cfg
+        if not cfg.functions or cfg.module_functions:
+            return False
+        return not any("__getitem__" in f.split(".") for f in cfg.functions)
+
+    def getitem_inline(self):
+        """`getitem-inline`: 3.11 runs a class's `__getitem__` for `x[k]` inline once the call
+        site is specialised, without the frame evaluator, so the gate may miss a targeted one's
+        frames (a config naming one is never gated; one targeted as a nested name is this)."""
+        self.lost(
+            "a targeted __getitem__ under the extent gate: Python 3.11 can run it inline without "
+            "the gate (BINARY_SUBSCR_GETITEM), so its activations may be missing"
+        )
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
@@ -1343,6 +1379,9 @@ def install_hook():
         mode = "unsupported"
     hook = Hook(sock_path, calls, cfg, mode, leave)
     hook.fast311 = fast311
+    # `extent-gate` (3.11, scope "targets"): FLUX_HOOK_GATE=off keeps the global trace
+    # function, for measuring one against the other.
+    hook.gate_wanted = os.environ.get("FLUX_HOOK_GATE", "on") != "off"
     hook.fastmon = fastmon
     if backend is None:
         HOOK = hook

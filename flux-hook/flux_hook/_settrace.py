@@ -494,6 +494,23 @@ def start(hook):
             else:
                 tracer = _fast311.Tracer(gtrace, codes, tl, PLAIN)
             fast_settrace = _fast311.settrace
+            # `extent-gate`: no trace function outside extents (see _fast311.c); the Tracer is
+            # installed around frames of code that may be targeted.
+            hook.gated = hook.gate_wanted and hook.gate_fits()
+    gated = hook.gated
+
+    def judge(code):
+        """`extent-gate`: the verdict on a code object at its first frame outside every extent
+        (the C part keeps it). The hook's own work: USDT may see it (another thread inside an
+        extent)."""
+        t0 = now()
+        try:
+            return hook.may_target(code)
+        except Exception:
+            internal_error("gate judge")
+            return True
+        finally:
+            hx(t0)
 
     def own_settrace(func):
         """sys.settrace by the hook itself (not a loss: see the audit hook below): `gtrace`
@@ -531,7 +548,12 @@ def start(hook):
             return repr(self.f)
 
         def __call__(self, *args, **kwargs):
-            if on[0]:
+            if gated:
+                # The gate traces a new thread's targets; a thread started outside every
+                # window is never traced, as with a trace function it would not get.
+                if not on[0]:
+                    _fast311.gate_pause(True)
+            elif on[0]:
                 own_settrace(gtrace)
             try:
                 return self.f(*args, **kwargs)
@@ -563,14 +585,30 @@ def start(hook):
     def stop():
         t0 = now()
         on[0] = hook.active = False
+        if gated:
+            _fast311.ungate()
         own_settrace(None)
+        hx(t0)
+
+    def pause():
+        if not gated:
+            stop()
+            return
+        t0 = now()
+        on[0] = hook.active = False
+        _fast311.gate_pause(True)
         hx(t0)
 
     def enable():
         t0 = now()
         on[0] = hook.active = True
-        own_settrace(gtrace)
+        if gated:
+            _fast311.gate_pause(False)
+        else:
+            own_settrace(gtrace)
         hx(t0)
+
+    dropped = [0]  # the gate's Tracer switched off by a failing callback, at the last check
 
     def check():
         if hook.window and not hook.in_window:
@@ -580,6 +618,22 @@ def start(hook):
                 "RecursionError inside the trace function: events at the recursion limit may "
                 "be missing"
             )
+        if gated:
+            # Outside extents no trace function is set; a failing callback switches the
+            # Tracer off (counted by the C part), the gate puts it back at the next target.
+            if not _fast311.gated():
+                hook.lost(
+                    "the program replaced the interpreter's frame evaluator (PEP 523): targets "
+                    "run from then on are not traced"
+                )
+            n = _fast311.gate_stats()[1]
+            if n != dropped[0]:
+                dropped[0] = n
+                hook.lost(
+                    "the trace function failed and 3.11 switched it off (RecursionError inside "
+                    "the trace function): records of that extent are missing"
+                )
+            return
         # A trace function that raises (RecursionError when a call is made at the recursion
         # limit: the tracer's own frame does not fit) makes 3.11 switch tracing off for the
         # thread without a word; so does another sys.settrace. Report it and trace again.
@@ -592,8 +646,13 @@ def start(hook):
             own_settrace(gtrace)
 
     hook.stop_tracing = stop
-    hook.pause_tracing = stop
+    hook.pause_tracing = pause
     hook.check = check
     hook.enable_tracing = enable
+    if gated:
+        # Installed now, paused until the first window (a thread records nothing before), so
+        # every code object's first frame is judged (`getitem-inline`).
+        _fast311.gate_pause(True)
+        _fast311.gate(tracer, judge)
     if not hook.window:
         enable()
