@@ -518,13 +518,33 @@ gate_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
     return r;
 }
 
-/* gate(tracer, judge): make the gate the interpreter's frame evaluator, installing `tracer` (a
- * Tracer) around frames `judge` may target. Refused when another evaluator is installed. */
+/* The object the hook passed to gate(): switching the gate off or pausing it takes it. Test
+ * code can import this module; without the key it cannot quietly stop the gate (the hook's
+ * check also reports an evaluator replaced or a window's thread paused). */
+static PyObject *gate_key;
+
+static int
+gate_key_is(PyObject *key)
+{
+    if (gate_key == NULL || key != gate_key) {
+        PyErr_SetString(PyExc_PermissionError, "the extent gate is the flux hook's");
+        return 0;
+    }
+    return 1;
+}
+
+/* gate(tracer, judge, key): make the gate the interpreter's frame evaluator, installing
+ * `tracer` (a Tracer) around frames `judge` may target, paused in the calling thread (the hook
+ * resumes it at its first window). Refused when another evaluator is installed, or once
+ * gated without the same key. */
 static PyObject *
 fast_gate(PyObject *module, PyObject *args)
 {
-    PyObject *tracer, *judge;
-    if (!PyArg_ParseTuple(args, "O!O", &TracerType, &tracer, &judge)) {
+    PyObject *tracer, *judge, *key;
+    if (!PyArg_ParseTuple(args, "O!OO", &TracerType, &tracer, &judge, &key)) {
+        return NULL;
+    }
+    if (gate_key != NULL && !gate_key_is(key)) {
         return NULL;
     }
     Tracer *t = (Tracer *)tracer;
@@ -551,17 +571,23 @@ fast_gate(PyObject *module, PyObject *args)
     }
     Py_INCREF(tracer);
     Py_INCREF(judge);
+    Py_INCREF(key);
     Py_XSETREF(gate_tracer, tracer);
     Py_XSETREF(gate_judge, judge);
+    Py_XSETREF(gate_key, key);
+    gate_paused = 1;
     _PyInterpreterState_SetEvalFrameFunc(interp, gate_eval);
     Py_RETURN_NONE;
 }
 
-/* ungate(): the default frame evaluator back (if the gate's is installed); the gate's Tracer
+/* ungate(key): the default frame evaluator back (if the gate's is installed); the gate's Tracer
  * off in this thread if the gate installed it. */
 static PyObject *
-fast_ungate(PyObject *module, PyObject *unused)
+fast_ungate(PyObject *module, PyObject *key)
 {
+    if (!gate_key_is(key)) {
+        return NULL;
+    }
     PyInterpreterState *interp = PyInterpreterState_Get();
     if (_PyInterpreterState_GetEvalFrameFunc(interp) == gate_eval) {
         _PyInterpreterState_SetEvalFrameFunc(interp, _PyEval_EvalFrameDefault);
@@ -572,6 +598,7 @@ fast_ungate(PyObject *module, PyObject *unused)
     }
     Py_CLEAR(gate_tracer);
     Py_CLEAR(gate_judge);
+    Py_CLEAR(gate_key);
     Py_RETURN_NONE;
 }
 
@@ -585,11 +612,15 @@ fast_gated(PyObject *module, PyObject *unused)
                            && _PyInterpreterState_GetEvalFrameFunc(interp) == gate_eval);
 }
 
-/* gate_pause(flag): this thread's targets open nothing while paused (outside a test window).
- * Pausing also takes the gate's Tracer off this thread. */
+/* gate_pause(key, flag): this thread's targets open nothing while paused (outside a test
+ * window). Pausing also takes the gate's Tracer off this thread. */
 static PyObject *
-fast_gate_pause(PyObject *module, PyObject *flag)
+fast_gate_pause(PyObject *module, PyObject *args)
 {
+    PyObject *key, *flag;
+    if (!PyArg_ParseTuple(args, "OO", &key, &flag) || !gate_key_is(key)) {
+        return NULL;
+    }
     int on = PyObject_IsTrue(flag);
     if (on < 0) {
         return NULL;
@@ -600,6 +631,13 @@ fast_gate_pause(PyObject *module, PyObject *flag)
         gate_switch(ts, NULL, NULL);
     }
     Py_RETURN_NONE;
+}
+
+/* gate_paused(): whether the gate is paused in this thread. */
+static PyObject *
+fast_gate_paused(PyObject *module, PyObject *unused)
+{
+    return PyBool_FromLong(gate_paused);
 }
 
 /* gate_verdict(code): the gate's verdict on a code object (True: may be targeted), None before any. */
@@ -634,9 +672,11 @@ static PyMethodDef methods[] = {
     {"addaudithook", fast_addaudithook, METH_O,
      "sys.addaudithook for the events sys.settrace and sys.setprofile only."},
     {"gate", fast_gate, METH_VARARGS, "Make the extent gate the frame evaluator."},
-    {"ungate", fast_ungate, METH_NOARGS, "The default frame evaluator back."},
+    {"ungate", fast_ungate, METH_O, "The default frame evaluator back (the hook's key)."},
     {"gated", fast_gated, METH_NOARGS, "Whether the gate is the frame evaluator."},
-    {"gate_pause", fast_gate_pause, METH_O, "Pause (True) or resume the gate in this thread."},
+    {"gate_pause", fast_gate_pause, METH_VARARGS,
+     "Pause (True) or resume the gate in this thread (the hook's key)."},
+    {"gate_paused", fast_gate_paused, METH_NOARGS, "Whether the gate is paused in this thread."},
     {"gate_verdict", fast_gate_verdict, METH_O, "The gate's verdict on a code object, or None."},
     {"gate_stats", fast_gate_stats, METH_NOARGS, "(Tracers installed, Tracers dropped)."},
     {NULL, NULL, 0, NULL},

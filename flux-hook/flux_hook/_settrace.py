@@ -498,6 +498,7 @@ def start(hook):
             # installed around frames of code that may be targeted.
             hook.gated = hook.gate_wanted and hook.gate_fits()
     gated = hook.gated
+    key = object()  # the gate's capability: only the hook switches it off or pauses it
 
     def judge(code):
         """`extent-gate`: the verdict on a code object at its first frame outside every extent
@@ -552,7 +553,7 @@ def start(hook):
                 # The gate traces a new thread's targets; a thread started outside every
                 # window is never traced, as with a trace function it would not get.
                 if not on[0]:
-                    _fast311.gate_pause(True)
+                    _fast311.gate_pause(key, True)
             elif on[0]:
                 own_settrace(gtrace)
             try:
@@ -586,7 +587,7 @@ def start(hook):
         t0 = now()
         on[0] = hook.active = False
         if gated:
-            _fast311.ungate()
+            _fast311.ungate(key)
         own_settrace(None)
         hx(t0)
 
@@ -596,14 +597,14 @@ def start(hook):
             return
         t0 = now()
         on[0] = hook.active = False
-        _fast311.gate_pause(True)
+        _fast311.gate_pause(key, True)
         hx(t0)
 
     def enable():
         t0 = now()
         on[0] = hook.active = True
         if gated:
-            _fast311.gate_pause(False)
+            _fast311.gate_pause(key, False)
         else:
             own_settrace(gtrace)
         hx(t0)
@@ -626,6 +627,12 @@ def start(hook):
                     "the program replaced the interpreter's frame evaluator (PEP 523): targets "
                     "run from then on are not traced"
                 )
+            if _fast311.gate_paused():
+                hook.lost(
+                    "the extent gate was paused in thread %d inside a test window: its targets "
+                    "were not traced" % threading.get_native_id()
+                )
+                _fast311.gate_pause(key, False)
             n = _fast311.gate_stats()[1]
             if n != dropped[0]:
                 dropped[0] = n
@@ -650,9 +657,8 @@ def start(hook):
     hook.check = check
     hook.enable_tracing = enable
     if gated:
-        # Installed now, paused until the first window (a thread records nothing before), so
-        # every code object's first frame is judged (`getitem-inline`).
-        _fast311.gate_pause(True)
-        _fast311.gate(tracer, judge)
+        # Installed now, paused in this thread until the first window (a thread records
+        # nothing before), so every code object's first frame is judged (`getitem-inline`).
+        _fast311.gate(tracer, judge, key)
     if not hook.window:
         enable()

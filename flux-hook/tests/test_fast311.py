@@ -474,6 +474,44 @@ class TestFast311(HookTestCase):
         codes = r.codes()
         self.assertEqual([codes[x[3]][4] for x in r.records() if x[0] == "c"].count("target"), 20)
 
+    def test_test_code_cannot_quietly_stop_the_gate(self):
+        # Test code can import flux_hook._fast311: switching the gate off or pausing it takes
+        # the hook's key (PermissionError without), and a frame evaluator of the program's put
+        # in the gate's place (ctypes reaches CPython's own setter) is reported lost at the
+        # next test boundary, never a trace that says it is complete.
+        if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
+            self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
+        test_src = """        import ctypes
+        from flux_hook import _fast311 as f
+
+        def target(n):
+            return n
+
+        def test_keyless():
+            for call in (lambda: f.ungate(object()), lambda: f.gate_pause(object(), True)):
+                try:
+                    call()
+                except PermissionError:
+                    pass
+                else:
+                    raise AssertionError("the gate obeyed test code")
+            assert f.gated() and not f.gate_paused()
+            assert target(1) == 1
+
+        def test_replaced():
+            api = ctypes.pythonapi
+            api.PyInterpreterState_Get.restype = ctypes.c_void_p
+            api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+            api._PyInterpreterState_SetEvalFrameFunc(api.PyInterpreterState_Get(), default)
+            assert not f.gated()
+            assert target(2) == 2
+        """
+        recs = self.gate_records(test_src, {"files": ["test_g.py"], "functions": ["target"]}, {})
+        self.assertEqual([x[1] for x in recs if x[0] == "c"], ["target"], recs)
+        lost = [x for x in recs if x[0] == "lost"]
+        self.assertTrue(any("frame evaluator" in str(x) for x in lost), recs)
+
     def test_a_targeted_getitem_is_never_missed_by_the_gate(self):
         # `getitem-inline`: 3.11 runs a class's `__getitem__` for `x[k]` inline once the site is
         # specialised, past the frame evaluator. A config naming one is not gated (every call
