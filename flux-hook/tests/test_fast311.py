@@ -386,12 +386,14 @@ class TestFast311(HookTestCase):
         # evaluator, instead of set for the whole run. Whatever reaches a target — a plain call,
         # a call from C (map, a bound method through functools.partial), a generator's first
         # next() and its resumptions outside any extent, gen.throw() and close() into a
-        # suspended one, a target raising out, a target inside a target, recursion, another
-        # thread — the records are those of the global trace function (FLUX_HOOK_GATE=off),
+        # suspended one, a coroutine awaited across an event loop's turns, a target raising out,
+        # a target inside a target, recursion, another thread — the records are those of the
+        # global trace function (FLUX_HOOK_GATE=off),
         # whichever calls the hook reports.
         if os.environ.get("FLUX_TEST_EXPECT_FAST311") != "1":
             self.skipTest("runs on the hook as the agent ships it (FLUX_TEST_EXPECT_FAST311=1)")
         test_src = """\
+        import asyncio
         import functools
         import gc
         import threading
@@ -405,6 +407,10 @@ class TestFast311(HookTestCase):
                     yield helper(i)
                 except KeyError:
                     yield "caught"
+
+        async def acoro(n):
+            await asyncio.sleep(0)
+            return helper(n)
 
         class Box:
             def target(self, n):
@@ -439,12 +445,14 @@ class TestFast311(HookTestCase):
             t = threading.Thread(target=b.inner)
             t.start()
             t.join()
+            assert asyncio.run(acoro(3)) == [3]
         """
-        config = {"files": ["test_g.py"], "functions": ["Box.target", "tgen"]}
+        config = {"files": ["test_g.py"], "functions": ["Box.target", "tgen", "acoro"]}
         for calls in ("entries", "all", "none"):
             gated = self.gate_records(test_src, config, {}, calls)
             plain = self.gate_records(test_src, config, {"FLUX_HOOK_GATE": "off"}, calls)
-            self.assertIn(["c", "tgen", 0, 8, "new"], [x[:5] for x in gated], (calls, gated))
+            self.assertIn(["c", "tgen", 0, 9, "new"], [x[:5] for x in gated], (calls, gated))
+            self.assertEqual([x[1] for x in gated if x[0] == "c"].count("acoro"), 2, gated)
             self.assertNotIn("lost", [x[0] for x in gated])
             self.assertEqual(gated, plain, calls)
 
