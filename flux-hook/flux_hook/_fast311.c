@@ -119,7 +119,7 @@ tracer_call(Tracer *self, PyObject *args, PyObject *kwds)
     return PyObject_Call(self->gtrace, args, kwds);
 }
 
-/* Times a callback failed and the trace function was switched off (read by gate_stats). */
+/* Times a callback failed and the trace function was switched off (read by trace_dropped). */
 static long long trace_dropped;
 
 enum start { START_HOOK, START_OUTSIDE, START_INSIDE };
@@ -433,7 +433,6 @@ static PyObject *gate_judge;  /* judge(code) -> bool */
 static Py_ssize_t gate_extra = -1;
 static _Thread_local int gate_paused;  /* this thread records nothing now (outside a window) */
 static _Thread_local int gate_judging; /* the judge is running in this thread */
-static long long gate_opened;          /* times the gate installed the Tracer */
 
 #define VERDICT_NO ((void *)1)
 #define VERDICT_YES ((void *)2)
@@ -506,7 +505,6 @@ gate_eval(PyThreadState *ts, struct _PyInterpreterFrame *f, int throwflag)
         return _PyEval_EvalFrameDefault(ts, f, throwflag);
     }
     Py_INCREF(tracer);
-    gate_opened++;
     gate_switch(ts, trace, tracer);
     PyObject *r = _PyEval_EvalFrameDefault(ts, f, throwflag);
     /* Off again unless something else is installed now (the program's tracer: reported by the
@@ -640,31 +638,12 @@ fast_gate_paused(PyObject *module, PyObject *unused)
     return PyBool_FromLong(gate_paused);
 }
 
-/* gate_verdict(code): the gate's verdict on a code object (True: may be targeted), None before any. */
+/* trace_dropped(): times a failing callback switched a Tracer off (3.11 drops the trace
+ * function then; the hook reports the extent lost). */
 static PyObject *
-fast_gate_verdict(PyObject *module, PyObject *code)
+fast_trace_dropped(PyObject *module, PyObject *unused)
 {
-    if (!PyCode_Check(code)) {
-        PyErr_SetString(PyExc_TypeError, "gate_verdict() takes a code object");
-        return NULL;
-    }
-    void *v = NULL;
-    if (gate_extra < 0 || _PyCode_GetExtra(code, gate_extra, &v) < 0) {
-        PyErr_Clear();
-        v = NULL;
-    }
-    if (v == VERDICT_YES || v == VERDICT_NO) {
-        return PyBool_FromLong(v == VERDICT_YES);
-    }
-    Py_RETURN_NONE;
-}
-
-/* gate_stats() -> (times the gate installed the Tracer, times a failing callback switched a
- * Tracer off: 3.11 drops the trace function then, and the hook reports the extent lost). */
-static PyObject *
-fast_gate_stats(PyObject *module, PyObject *unused)
-{
-    return Py_BuildValue("(LL)", gate_opened, trace_dropped);
+    return PyLong_FromLongLong(trace_dropped);
 }
 
 static PyMethodDef methods[] = {
@@ -677,8 +656,7 @@ static PyMethodDef methods[] = {
     {"gate_pause", fast_gate_pause, METH_VARARGS,
      "Pause (True) or resume the gate in this thread (the hook's key)."},
     {"gate_paused", fast_gate_paused, METH_NOARGS, "Whether the gate is paused in this thread."},
-    {"gate_verdict", fast_gate_verdict, METH_O, "The gate's verdict on a code object, or None."},
-    {"gate_stats", fast_gate_stats, METH_NOARGS, "(Tracers installed, Tracers dropped)."},
+    {"trace_dropped", fast_trace_dropped, METH_NOARGS, "Times a failing callback dropped a Tracer."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -633,7 +633,7 @@ def start(hook):
                     "were not traced" % threading.get_native_id()
                 )
                 _fast311.gate_pause(key, False)
-            n = _fast311.gate_stats()[1]
+            n = _fast311.trace_dropped()
             if n != dropped[0]:
                 dropped[0] = n
                 hook.lost(
