@@ -501,6 +501,7 @@ class Hook:
         self.fast311 = None
         self.gated = False  # `extent-gate` (3.11, scope "targets"): set by the back-end
         self.gate_wanted = False
+        self.getitem_seen = False  # `getitem-inline`: reported by check_tracing
         # flux_hook._fastmon (3.12+, where shipped and not FLUX_HOOK_FASTMON=off): the same.
         self.fastmon = None
         # Python < 3.13: detaches the f_locals snapshot of a frame whose locals were read.
@@ -733,6 +734,11 @@ class Hook:
     def check_tracing(self):
         """Called at test boundaries and at exit: report (and repair) a tracer that was
         switched off behind the hook's back."""
+        if self.getitem_seen:
+            self.lost(
+                "a targeted __getitem__ under the extent gate: Python 3.11 can run it inline "
+                "without the gate (BINARY_SUBSCR_GETITEM), so its activations may be missing"
+            )
         if self.check is not None:
             self.check()
         if self.active:
@@ -953,11 +959,10 @@ class Hook:
     def getitem_inline(self):
         """`getitem-inline`: 3.11 runs a class's `__getitem__` for `x[k]` inline once the call
         site is specialised, without the frame evaluator, so the gate may miss a targeted one's
-        frames (a config naming one is never gated; one targeted as a nested name is this)."""
-        self.lost(
-            "a targeted __getitem__ under the extent gate: Python 3.11 can run it inline without "
-            "the gate (BINARY_SUBSCR_GETITEM), so its activations may be missing"
-        )
+        frames (a config naming one is never gated; one targeted as a nested name is this).
+        Noted here, reported by check_tracing: the gate's judge can run while the hook's own
+        flush holds its lock, and reporting emits."""
+        self.getitem_seen = True
 
     def define(self, info):
         """Send the C record of a code object (once per connection), before its first use."""
