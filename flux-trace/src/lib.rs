@@ -40,6 +40,7 @@ pub mod compare;
 pub mod config;
 pub mod facts;
 pub mod index;
+pub mod keep;
 pub mod name;
 pub mod perfetto;
 pub mod query;
@@ -47,6 +48,7 @@ pub mod reference;
 pub use config::{Dialect, Scope, TracingConfig};
 pub use facts::FileFacts;
 pub use index::TraceIndex;
+pub use keep::Keep;
 pub use name::{Interner, Name};
 
 /// Which witness produced an event.
@@ -321,6 +323,10 @@ pub struct Meta {
     /// Labels such as "not reproducible" that every output derived from the trace must carry.
     #[serde(default)]
     pub labels: Vec<String>,
+    /// Set when the run kept only part of its trace ([`keep`]): what it kept, and the names
+    /// whose activations kept their calls. Absent: every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<keep::Kept>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
