@@ -4,7 +4,7 @@
 //! `FLUX_HOOK_LEAVE`) and echoes it in its hello; the merge reads the same [`Plan`], so the two
 //! sides never derive policy from strings on their own. A stream whose hello disagrees with the
 //! plan is a problem.
-use flux_trace::Scope;
+use flux_trace::{Keep, Scope};
 use serde::{Deserialize, Serialize};
 
 /// Where calls come from (`flux trace --calls`, which takes it with feature `clap`).
@@ -96,6 +96,11 @@ pub struct Plan {
     pub hook_calls: HookCalls,
     pub leave: Leave,
     pub scope: Scope,
+    /// What of the trace the run keeps (rule `keep`): with scope `targets`, a run asked only an
+    /// answer whose extractor reads no deeper than the targets' direct calls keeps those
+    /// ([`Keep::TargetCalls`]); anything else keeps every event. Not the hook's business.
+    #[serde(default, skip_serializing_if = "Keep::is_all")]
+    pub keep: Keep,
 }
 
 impl Plan {
@@ -115,6 +120,10 @@ impl Plan {
     /// are then dropped; otherwise the merge names them).
     pub fn hook_lineless_starts(&self) -> bool {
         self.hook_gen_starts() && !self.leave.lineless
+    }
+    /// Whether rule `keep` cuts each extent to the targets' direct calls.
+    pub fn keeps_target_calls(&self) -> bool {
+        self.keep == Keep::TargetCalls && self.scope == Scope::Targets
     }
     /// The label of the trace's `calls`.
     pub fn calls_label(&self) -> String {
@@ -144,6 +153,7 @@ pub fn plan(caps: Capabilities, mode: CallsMode, scope: Scope) -> Result<Plan, N
             hook_calls: HookCalls::All,
             leave: Leave::default(),
             scope,
+            keep: Keep::All,
         });
     }
     let hook_calls = if caps.entry {
@@ -173,5 +183,6 @@ pub fn plan(caps: Capabilities, mode: CallsMode, scope: Scope) -> Result<Plan, N
         hook_calls,
         leave,
         scope,
+        keep: Keep::All,
     })
 }

@@ -236,3 +236,60 @@ fn the_events_of_one_code_share_its_storage() {
     }
     assert!(worst.0 <= 2.0, "{}", worst.1);
 }
+
+/// Rule `keep`: a run that keeps only the targets' direct calls (scope `targets`,
+/// `Keep::TargetCalls`) gets, from the merge's cut at each extent edge, exactly the events that
+/// cutting the whole merged trace at once leaves (`flux_trace::keep`), and counts the rest: on
+/// every scope-`targets` fixture of the corpus, and at least one fixture loses events to it.
+#[test]
+fn the_cut_at_each_extent_edge_keeps_what_cutting_the_whole_trace_keeps() {
+    use flux_merge::protocol::CODE_TARGET;
+    let mut cut_somewhere = false;
+    for (dir, prog, path) in fixtures()
+        .into_iter()
+        .filter(|(d, ..)| d.ends_with("-targets"))
+    {
+        let mut f = load(&path);
+        let full = f.merged();
+        let (_, hook) = f.inputs();
+        let targeted: std::collections::HashSet<String> = hook
+            .streams
+            .iter()
+            .flat_map(|s| s.codes.values())
+            .filter(|c| c.has(CODE_TARGET))
+            .map(|c| c.qualname.to_string())
+            .collect();
+        let mut want = full.events.clone();
+        flux_trace::keep::retain_target_calls(
+            &mut want,
+            0,
+            |e| targeted.contains(e.name()),
+            |_| {},
+        );
+        f.header.plan.keep = flux_trace::Keep::TargetCalls;
+        let kept = f.merged();
+        let lines = |evs: &[flux_trace::Event]| -> Vec<String> {
+            evs.iter()
+                .map(|e| serde_json::to_string(e).unwrap())
+                .collect()
+        };
+        assert_eq!(lines(&kept.events), lines(&want), "{dir}/{prog}");
+        assert_eq!(kept.meta.complete, full.meta.complete, "{dir}/{prog}");
+        let not_kept = kept
+            .meta
+            .counts
+            .get("merge.events_not_kept")
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(
+            kept.events.len() as u64 + not_kept,
+            full.events.len() as u64,
+            "{dir}/{prog}: kept and cut add up to the whole"
+        );
+        cut_somewhere |= not_kept > 0;
+    }
+    assert!(
+        cut_somewhere,
+        "no scope-targets fixture has a call below a direct callee"
+    );
+}

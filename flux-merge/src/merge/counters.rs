@@ -39,6 +39,10 @@ pub(super) struct Counters {
     pub outside_windows: u64,
     /// `target-extents`: events outside target extents.
     pub outside_extents: u64,
+    /// `keep`: events cut from extents as they closed (the run keeps the targets' direct calls).
+    pub not_kept: u64,
+    /// `keep`: of those, the ones inside a test's span.
+    pub not_kept_in_tests: u64,
     /// What could not be placed.
     pub problems: Vec<String>,
 }
@@ -48,7 +52,7 @@ const SHOWN_PROBLEMS: usize = 20;
 
 impl Counters {
     /// Every counter: (its rule, its name in `meta.counts`, its value).
-    fn named(&self) -> [(&'static str, &'static str, u64); 15] {
+    fn named(&self) -> [(&'static str, &'static str, u64); 17] {
         [
             (
                 "unwind-reconcile",
@@ -120,6 +124,12 @@ impl Counters {
                 "target-entries",
                 "merge.usdt_target_entries_dropped_for_hook_starts",
                 self.target_entries_dropped,
+            ),
+            ("keep", "merge.events_not_kept", self.not_kept),
+            (
+                "keep",
+                "merge.events_not_kept_in_tests",
+                self.not_kept_in_tests,
             ),
         ]
     }

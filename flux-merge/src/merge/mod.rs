@@ -41,6 +41,7 @@
 //! | `line0-naming` | [`codes`] | a line-0 entry is named from the hook's definitions of code without a first line (or by its return's line); dropped when the hook reports such starts |
 //! | `identify` | [`codes`] | the first hook record of an activation USDT opened names its code object |
 //! | `checks` | [`thread`] | a predicate's `k` record is a `check` event of its activation (value `True`/`False`, or the exception evaluating it raised) |
+//! | `keep` | [`keep`] | with the plan's `keep` (scope `targets`, a run asked only an answer whose extractor reads no deeper than the targets' direct calls), each extent's events are cut, as it closes, to test boundaries, targeted activations' events and those of the activations they call directly (`flux_trace::keep`; counted) |
 //! | `static-facts` | here | the facts of a targeted file (`F` records) are the first stream's that has them |
 //!
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
@@ -54,6 +55,7 @@ mod codes;
 mod counters;
 mod hook_work;
 pub(crate) use hook_work::is_hook_file;
+mod keep;
 #[cfg(test)]
 mod rules;
 mod scopes;
@@ -115,9 +117,12 @@ pub fn merge(
     // The timelines own the USDT events and each thread frees them as it places them: the
     // merge holds the run's events once (its output growing as its input shrinks).
     let threads = scopes::timelines(usdt_events, hook, plan, &mut c, &mut meta.problems);
+    let cut = keep::Cut::new(hook, plan);
+    meta.kept = cut.as_ref().map(keep::Cut::kept);
     let shared = thread::Shared {
         plan,
         codes: &codes,
+        cut: cut.as_ref(),
     };
     let mut out: Vec<Event> = Vec::with_capacity(n_usdt);
     let mut next_act = 1u64;

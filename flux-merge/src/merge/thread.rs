@@ -20,6 +20,8 @@ use std::collections::HashMap;
 pub(super) struct Shared<'a> {
     pub plan: &'a Plan,
     pub codes: &'a CodeIndex,
+    /// Rule `keep`'s cut, when the plan asks for one.
+    pub cut: Option<&'a super::keep::Cut>,
 }
 
 pub(super) struct Thread<'a, 'o> {
@@ -35,6 +37,8 @@ pub(super) struct Thread<'a, 'o> {
     inferred: HashMap<(Name, Name), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
+    /// Where in `out` the thread's events since its last extent edge begin (rule `keep`).
+    chunk_from: usize,
     /// The codes the output's events share (`Event::code`).
     interned: &'o mut Codes,
     /// A hook code definition's code (by its address: the definitions outlive the merge).
@@ -55,6 +59,7 @@ impl<'a, 'o> Thread<'a, 'o> {
             pid,
             tid,
             sh,
+            chunk_from: out.len(),
             stack: Vec::new(),
             suspended: HashMap::new(),
             work: HookWork::default(),
@@ -731,6 +736,16 @@ impl<'a, 'o> Thread<'a, 'o> {
             ));
             self.close_by_hook_end(o);
         }
+        self.cut();
+    }
+
+    /// `keep`: with nothing of the thread open, its events since the last edge are final (no
+    /// rule patches them any more): cut them to what the run keeps.
+    fn cut(&mut self) {
+        if let Some(cut) = self.sh.cut {
+            cut.apply(self.out, self.chunk_from, self.c);
+            self.chunk_from = self.out.len();
+        }
     }
 
     /// `never-returned`: the thread ended; an end the hook reported and USDT never did closes
@@ -759,5 +774,6 @@ impl<'a, 'o> Thread<'a, 'o> {
                 }
             }
         }
+        self.cut();
     }
 }
