@@ -339,6 +339,12 @@ pub(crate) fn callees_count(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, Ex
     Ok(json!({ "callees": list }))
 }
 
+/// `callees_across_tests` reads the targets' direct calls only unless `transitive`
+/// (`Extractor::target_calls_only`).
+pub(crate) fn direct_callees_only(p: &Params) -> bool {
+    !p.bool_or("transitive", false).unwrap_or(true)
+}
+
 pub(crate) fn callees_across_tests(ix: &TraceIndex<'_>, p: &Params) -> Result<Value, ExtractError> {
     let function = p.str("function")?;
     let sel = CallSel::new(p)?;

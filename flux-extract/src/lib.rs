@@ -159,6 +159,12 @@ pub struct Extractor {
     /// Parameters naming functions whose lines, locals or exceptions the extractor reads: the
     /// tracing config must target them (checked when an instance loads).
     pub targeted: &'static [&'static str],
+    /// With these parameters it reads nothing but the test boundaries, the events of its
+    /// `function`'s activations and those of the activations they call directly: a run asked
+    /// only its answer, with scope `targets` and that function targeted, may keep just those
+    /// (`flux_trace::Keep::TargetCalls`). An extractor saying so is checked by
+    /// `an_extractor_reading_target_calls_only_answers_the_same_from_them`.
+    pub target_calls_only: fn(&Params) -> bool,
 }
 
 /// The registry of every extractor, in kind order.

@@ -333,6 +333,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: cfg::executed_path,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "covered_lines",
@@ -362,6 +363,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: cfg::covered_lines,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "line_counts",
@@ -386,6 +388,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: cfg::line_counts,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "coverage_across_tests",
@@ -420,6 +423,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: cfg::coverage_across_tests,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "line_classes",
@@ -455,6 +459,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: cfg::line_classes,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "loop_iterations",
@@ -480,6 +485,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: loops::loop_iterations,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "loop_stats",
@@ -511,6 +517,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: loops::loop_stats,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "loop_iterations_across_tests",
@@ -526,6 +533,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: loops::loop_iterations_across_tests,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "iteration_value",
@@ -550,6 +558,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: loops::iteration_value,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "state_at",
@@ -581,6 +590,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: state::state_at,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "state_across_tests",
@@ -592,6 +602,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: state::state_across_tests,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "unique_values",
@@ -626,6 +637,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: state::unique_values,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "value_history",
@@ -652,6 +664,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: state::value_history,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "state_snapshots",
@@ -700,6 +713,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: state::state_snapshots,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "def_use_pairs",
@@ -740,6 +754,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: dataflow::def_use_pairs,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "def_use_across_tests",
@@ -773,6 +788,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: dataflow::def_use_across_tests,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "dead_defs",
@@ -803,6 +819,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: dataflow::dead_defs,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "exception_info",
@@ -835,6 +852,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: exceptions::exception_info,
         targets_scope: true,
         targeted: &["raised_in", "escapes"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "exception_events",
@@ -866,6 +884,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: exceptions::exception_events,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "caught_types",
@@ -888,6 +907,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: exceptions::caught_types,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "exception_counts",
@@ -918,6 +938,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: exceptions::exception_counts,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "raising_tests",
@@ -950,6 +971,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: exceptions::raising_tests,
         targets_scope: true,
         targeted: &["raised_in", "escapes"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "call_sequence",
@@ -993,6 +1015,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::call_sequence,
         targets_scope: true,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "callees_count",
@@ -1017,6 +1040,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::callees_count,
         targets_scope: true,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "callers",
@@ -1042,6 +1066,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::callers,
         targets_scope: false,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "callees_across_tests",
@@ -1053,6 +1078,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::callees_across_tests,
         targets_scope: true,
         targeted: &[],
+        target_calls_only: calls::direct_callees_only,
     },
     Extractor {
         name: "covered_functions",
@@ -1078,6 +1104,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::covered_functions,
         targets_scope: true,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "invocation_counts",
@@ -1134,6 +1161,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::invocation_counts,
         targets_scope: false,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "call_graph",
@@ -1154,6 +1182,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: calls::call_graph,
         targets_scope: false,
         targeted: &[],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "invariants_in_test",
@@ -1165,6 +1194,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: invariants::invariants_in_test,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "invariants_across_tests",
@@ -1176,6 +1206,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: invariants::invariants_across_tests,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
     Extractor {
         name: "predicate_report",
@@ -1207,6 +1238,7 @@ pub(crate) static REGISTRY: &[Extractor] = &[
         run: invariants::predicate_report,
         targets_scope: true,
         targeted: &["function"],
+        target_calls_only: |_| false,
     },
 ];
 

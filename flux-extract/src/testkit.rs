@@ -214,6 +214,12 @@ impl TraceBuilder {
         self.enter(name, file, line, act, args)
     }
 
+    /// The activation id the next call or resumption gets (a generator's frame id is its first
+    /// activation's).
+    pub fn next_activation(&self) -> u64 {
+        self.next
+    }
+
     /// Resume the generator frame `frame` (a new activation of an existing frame).
     pub fn resume(self, frame: u64, name: &str, line: u32) -> TraceBuilder {
         self.enter(name, FILE, line, frame, &[])

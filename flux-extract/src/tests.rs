@@ -249,3 +249,110 @@ fn every_extractor_reports_unanswerable_parameters() {
         assert!(covered.contains(&e.name), "{} has no error case", e.name);
     }
 }
+
+/// A random program's trace for the keep test: tests calling `t` (the target) and `a`..`d`,
+/// nested to depth 6, `t` recursing through its callees, raising and catching, and a
+/// generator `g` suspended in one call of `t` and resumed in another.
+fn random_trace(seed: u64) -> Trace {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % n
+    };
+    fn body(
+        mut b: TraceBuilder,
+        depth: u32,
+        next: &mut dyn FnMut(u64) -> u64,
+        gen: &mut Option<u64>,
+    ) -> TraceBuilder {
+        const NAMES: [&str; 5] = ["t", "a", "b", "c", "d"];
+        for _ in 0..next(4) {
+            if depth >= 6 {
+                break;
+            }
+            match next(10) {
+                0 => b = b.line(10 + next(5) as u32, &[("x", "1")]),
+                1 => b = b.raise("ValueError", "no").handled(12, "ValueError", "no"),
+                2 => {
+                    // The generator: started once, resumed by later calls.
+                    b = match *gen {
+                        None => {
+                            let frame = b.next_activation();
+                            *gen = Some(frame);
+                            b.call("g", 30, &[])
+                        }
+                        Some(frame) => b.resume(frame, "g", 31),
+                    };
+                    b = body(b, depth + 1, next, gen).suspend("1");
+                }
+                _ => {
+                    let name = NAMES[next(NAMES.len() as u64) as usize];
+                    b = b.call(name, 20, &[("n", "2")]);
+                    b = body(b, depth + 1, next, gen);
+                    b = if next(6) == 0 {
+                        b.unwind("KeyError", "k")
+                    } else {
+                        b.ret("None")
+                    };
+                }
+            }
+        }
+        b
+    }
+    let mut b = TraceBuilder::new();
+    let mut gen = None;
+    for test in ["t.py::test_a", "t.py::test_b", "t.py::test_c"] {
+        b = b.test(test);
+        for _ in 0..1 + next(3) {
+            let name = if next(3) == 0 { "a" } else { "t" };
+            b = b.call(name, 20, &[]);
+            b = body(b, 1, &mut next, &mut gen).ret("None");
+        }
+        b = b.end("passed");
+    }
+    b.build()
+}
+
+/// An extractor saying it reads only the target's direct calls (`target_calls_only`) answers
+/// exactly the same — or refuses the same way — from a trace cut to them
+/// (`flux_trace::keep::retain_target_calls`, what a run keeping `Keep::TargetCalls` holds) as
+/// from the whole trace: over 300 random traces and each parameter set it says so for; and the
+/// cut removes events in most of them (else the test proves nothing).
+#[test]
+fn an_extractor_reading_target_calls_only_answers_the_same_from_them() {
+    let sets = [
+        json!({"function": "t"}),
+        json!({"function": "t", "within": "pkg/"}),
+        json!({"function": "t", "functions": ["a", "b", "g"]}),
+        json!({"function": "t", "transitive": false}),
+        json!({"function": "t", "transitive": true}),
+        json!({"function": "t", "file": testkit::FILE}),
+    ];
+    let (mut checked, mut cut) = (0, 0);
+    for seed in 1..=300 {
+        let full = random_trace(seed);
+        let mut kept = full.clone();
+        let n =
+            flux_trace::keep::retain_target_calls(&mut kept.events, 0, |e| e.name() == "t", |_| {});
+        cut += usize::from(n > 0);
+        for ex in extractors() {
+            for s in &sets {
+                let Ok(p) = params(s.clone()) else { continue };
+                if check_params(ex.name, &p).is_err() || !(ex.target_calls_only)(&p) {
+                    continue;
+                }
+                let want = extract(&full, ex.name, &p).map_err(|e| e.to_string());
+                let got = extract(&kept, ex.name, &p).map_err(|e| e.to_string());
+                assert_eq!(got, want, "{} {s} on random trace {seed}", ex.name);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 300 * 4, "only {checked} answers compared");
+    assert!(
+        cut > 200,
+        "the cut removed events in only {cut} of 300 traces"
+    );
+}
