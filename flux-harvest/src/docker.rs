@@ -275,11 +275,14 @@ async fn interpreter(rt: &flux_container::Runtime, inst: &Instance) -> Result<In
         .with_context(|| format!("inspecting {interpreter} of image {image}"))
 }
 
+/// `keep`: what of the merged trace the run keeps (`flux_trace::Keep`; a run that writes its
+/// trace or reads more than the instance's answer keeps `All`).
 pub(crate) async fn run(
     rt: &flux_container::Runtime,
     inst: &Instance,
     run_dir: &Path,
     opts: &HarvestOptions,
+    keep: flux_trace::Keep,
 ) -> Result<TracedRun> {
     let image = &inst.spec.image;
     let (image_id, image_identity) = checked_image(rt, inst).await?;
@@ -339,7 +342,8 @@ pub(crate) async fn run(
         };
         let (trace, code) = match prepared {
             Some(p) => {
-                let (plan, collector) = p.listen();
+                let (mut plan, collector) = p.listen();
+                plan.keep = keep;
                 crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer)
                     .await?
             }

@@ -682,7 +682,7 @@ async fn run_once(
     }
     let t_run = Instant::now();
     let out = match backend {
-        Backend::Docker(rt) => docker::run(rt, inst, &run_dir, opts).await?,
+        Backend::Docker(rt) => docker::run(rt, inst, &run_dir, opts, flux_trace::Keep::All).await?,
         Backend::Host => host::run_host(inst, &run_dir, opts).await?,
     };
     report.run_seconds = Some(t_run.elapsed().as_secs_f64());

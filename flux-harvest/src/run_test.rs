@@ -123,7 +123,10 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
         Witness::Flux => {
             flux_agent::tracer::can_trace()
                 .map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
-            let out = docker::run(&rt, &inst, &run_dir, opts).await?;
+            // Nothing of the trace is written here: the run keeps what the answer reads.
+            let scope = opts.scope.unwrap_or(inst.spec.tracing.scope);
+            let keep = inst.keep_for_answer(scope);
+            let out = docker::run(&rt, &inst, &run_dir, opts, keep).await?;
             let total_seconds = t0.elapsed().as_secs_f64();
             rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
             rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
@@ -140,10 +143,10 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
                 timed_out: out.timed_out.is_some(),
                 program_seconds: out.program_seconds,
                 total_seconds,
-                events: Some(out.trace.events.len() as u64),
+                events: Some(out.trace.events.len() as u64 + not_kept(m, "")),
                 lost_events: Some(m.lost_events),
                 complete: Some(m.complete),
-                events_in_tests: Some(events_in_tests(&out.trace)),
+                events_in_tests: Some(events_in_tests(&out.trace) + not_kept(m, "_in_tests")),
                 counts: m.counts.clone(),
                 problems: m.problems.clone(),
                 gold: Some(RunGold::of(&inst, &out.trace)),
@@ -191,7 +194,7 @@ pub async fn run_traced(
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
     let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
-    let out = docker::run(rt, inst, &run_dir, opts).await?;
+    let out = docker::run(rt, inst, &run_dir, opts, flux_trace::Keep::All).await?;
     rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
     rundir::write_new(
@@ -200,6 +203,15 @@ pub async fn run_traced(
         (serde_json::to_string_pretty(&out.trace.meta)? + "\n").as_bytes(),
     )?;
     Ok(out)
+}
+
+/// The merge's count of events its rule `keep` cut (`merge.events_not_kept{suffix}`): a run's
+/// event figures are of everything it merged, kept or not.
+fn not_kept(m: &flux_trace::Meta, suffix: &str) -> u64 {
+    m.counts
+        .get(&format!("merge.events_not_kept{suffix}"))
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Events of `trace` (test boundaries aside) with a timestamp inside a test's window.

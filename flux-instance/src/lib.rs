@@ -905,8 +905,63 @@ impl Instance {
     }
 
     /// Run the instance's extractor on `trace`, cut the answer with the template, and check it.
+    /// A trace that kept only part of the run (`meta.kept`) answers only an instance that may
+    /// be answered from that part ([`Instance::keep_for_answer`]) about a function among the
+    /// trace's targets.
     pub fn extract(&self, trace: &flux_trace::Trace) -> Result<Value, InstanceError> {
+        if let Some(kept) = &trace.meta.kept {
+            self.answerable_from(kept)?;
+        }
         self.extract_indexed(&flux_extract::index(trace))
+    }
+
+    fn answerable_from(&self, kept: &flux_trace::keep::Kept) -> Result<(), InstanceError> {
+        let function = self
+            .spec
+            .extractor
+            .params
+            .get("function")
+            .and_then(Value::as_str);
+        let ok = self.keep_for_answer(flux_trace::Scope::Targets) == kept.keep
+            && function.is_some_and(|f| kept.targets.iter().any(|t| t == f));
+        if ok {
+            return Ok(());
+        }
+        Err(InstanceError::Invalid {
+            path: self.dir.join(INSTANCE_FILE),
+            at: String::new(),
+            field: "extractor".into(),
+            problem: format!(
+                "the trace kept only the calls of {:?} ({:?}), which cannot answer `{}` about {}: it needs the whole trace",
+                kept.targets,
+                kept.keep,
+                self.spec.extractor.name,
+                function.unwrap_or("no function")
+            ),
+        })
+    }
+
+    /// What a run asked only this instance's answer may keep of its trace, traced with `scope`:
+    /// the targets' direct calls ([`flux_trace::Keep::TargetCalls`]) when the scope is
+    /// `targets`, the extractor reads no deeper with these parameters, and the function it
+    /// asks about is one `[tracing] functions` names exactly (every activation of it is then
+    /// targeted); everything otherwise.
+    pub fn keep_for_answer(&self, scope: flux_trace::Scope) -> flux_trace::Keep {
+        let Some(ex) = flux_extract::find(&self.spec.extractor.name) else {
+            return flux_trace::Keep::All;
+        };
+        let function = self
+            .spec
+            .extractor
+            .params
+            .get("function")
+            .and_then(Value::as_str);
+        let named = function.is_some_and(|f| self.spec.tracing.functions.iter().any(|t| t == f));
+        if scope == flux_trace::Scope::Targets && named && (ex.target_calls_only)(&self.params) {
+            flux_trace::Keep::TargetCalls
+        } else {
+            flux_trace::Keep::All
+        }
     }
 
     /// [`Instance::extract`] over a trace indexed once for many instances.

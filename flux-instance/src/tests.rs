@@ -994,3 +994,75 @@ fn a_template_prints_as_the_json_it_parses_from() {
         assert_eq!(Template::parse(&t.to_string()).unwrap(), t, "{t}");
     }
 }
+
+/// A callee question over scope `targets` about a function the config names may be answered
+/// from the targets' direct calls; deeper reading (`transitive`), another scope, or a function
+/// the config only reaches through a prefix keeps the whole trace. A trace that kept less
+/// answers only an instance about one of its targets, never silently another.
+#[test]
+fn what_a_run_keeps_for_an_answer_and_what_a_kept_trace_answers() {
+    use flux_trace::keep::Kept;
+    use flux_trace::{Keep, Scope};
+    let s = Scratch::new();
+    let callees = GOOD
+        .replace(
+            "functions = [\"Add.flatten\"]",
+            "functions = [\"Add.flatten\"]\nscope = \"targets\"",
+        )
+        .replace(
+            "kind = \"S1_IntraProceduralCFG\"",
+            "kind = \"M6_InterProceduralCFG\"",
+        )
+        .replace(
+            r#"'{"executed_path": [{"line": "int"}]}'"#,
+            r#"'{"callees_per_test": [{"test": "str", "callees": ["str"]}]}'"#,
+        )
+        .replace(
+            "name = \"executed_path\"",
+            "name = \"callees_across_tests\"",
+        )
+        .replace(
+            "params = { function = \"Add.flatten\", invocation = 1 }",
+            "params = { function = \"Add.flatten\" }",
+        );
+    let inst = load_instance(make(&s.0, "sympy", "sympy-add-flatten-path", &callees)).unwrap();
+    assert_eq!(inst.keep_for_answer(Scope::Targets), Keep::TargetCalls);
+    assert_eq!(inst.keep_for_answer(Scope::Tests), Keep::All);
+    let deep = callees.replace(
+        "params = { function = \"Add.flatten\" }",
+        "params = { function = \"Add.flatten\", transitive = true }",
+    );
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &deep);
+    assert_eq!(
+        load_instance(d).unwrap().keep_for_answer(Scope::Targets),
+        Keep::All
+    );
+    let by_prefix = callees.replace("functions = [\"Add.flatten\"]", "functions = [\"Add\"]");
+    let d = make(&s.0, "sympy", "sympy-add-flatten-path", &by_prefix);
+    assert_eq!(
+        load_instance(d).unwrap().keep_for_answer(Scope::Targets),
+        Keep::All
+    );
+    let path = load_instance(good(&s.0)).unwrap();
+    assert_eq!(path.keep_for_answer(Scope::Targets), Keep::All);
+
+    let mut t = Trace::default();
+    t.meta.complete = true;
+    t.meta.kept = Some(Kept {
+        keep: Keep::TargetCalls,
+        targets: vec!["Mul.flatten".into()],
+    });
+    let e = inst.extract(&t).unwrap_err().to_string();
+    assert!(
+        e.contains("it needs the whole trace") && e.contains("Mul.flatten"),
+        "{e}"
+    );
+    let e = path.extract(&t).unwrap_err().to_string();
+    assert!(e.contains("it needs the whole trace"), "{e}");
+    t.meta.kept = Some(Kept {
+        keep: Keep::TargetCalls,
+        targets: vec!["Add.flatten".into()],
+    });
+    let e = inst.extract(&t).unwrap_err().to_string();
+    assert!(!e.contains("whole trace"), "{e}");
+}
