@@ -163,9 +163,9 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
     let base = usdt.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
     let mut out = Vec::new();
-    for items in threads.values() {
+    for timeline in threads.into_values() {
         let mut work = hook_work::HookWork::default();
-        for item in items {
+        for item in timeline.into_items() {
             match item {
                 scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
                     work.busy(*until)
@@ -181,7 +181,7 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
                         || (work.inside() && !is_hook_file(e.file()))
                         || work.inert(e);
                     if work.claims(e) && interior {
-                        out.push((*e as *const Event as usize - base) / size);
+                        out.push((e as *const Event as usize - base) / size);
                     }
                 }
             }

@@ -48,23 +48,69 @@ impl Stamped for UsdtEvent {
     }
 }
 
-impl<E: Stamped> Item<'_, E> {
-    pub(super) fn ts(&self) -> u64 {
-        match self {
-            Item::Usdt(e) => e.at().0,
-            Item::Hook(_, r) => r.ts(),
-        }
-    }
-    fn order(&self) -> u8 {
-        match self {
-            Item::Hook(..) => 0,
-            Item::Usdt(_) => 1,
+/// Per (pid, tid), the thread's records.
+pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Timeline<'a, E>>;
+
+/// One thread's records from each source, each in time order; [`Timeline::into_items`] gives
+/// them merged in program order (rule `timeline`). Each source comes in order already (a thread
+/// reserves its USDT records in program order in one ring; rule `stream-order` holds its hook
+/// records to it), so merging the two is what a stable sort of both by (time, hook first) gave,
+/// without the sort's copy of the run.
+pub(super) struct Timeline<'a, E> {
+    usdt: Vec<E>,
+    hook: Vec<(&'a Stream, &'a Rec)>,
+}
+
+impl<E> Default for Timeline<'_, E> {
+    fn default() -> Self {
+        Timeline {
+            usdt: Vec::new(),
+            hook: Vec::new(),
         }
     }
 }
 
-/// Per (pid, tid), the thread's records in program order.
-pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Vec<Item<'a, E>>>;
+impl<'a, E: Stamped> Timeline<'a, E> {
+    /// Records of both sources.
+    pub(super) fn len(&self) -> usize {
+        self.usdt.len() + self.hook.len()
+    }
+
+    /// Whether the hook reported anything in this thread.
+    pub(super) fn has_hook(&self) -> bool {
+        !self.hook.is_empty()
+    }
+
+    /// Each source in time order, stably: a no-op unless a source's times go back (a hook
+    /// stream that does is a problem already, `stream-order`).
+    fn order(&mut self) {
+        if !self.usdt.is_sorted_by_key(|e| e.at().0) {
+            self.usdt.sort_by_key(|e| e.at().0);
+        }
+        if !self.hook.is_sorted_by_key(|(_, r)| r.ts()) {
+            self.hook.sort_by_key(|(_, r)| r.ts());
+        }
+    }
+
+    /// The records in program order, the hook's first at equal times; each USDT event's memory
+    /// is given back as it is taken.
+    pub(super) fn into_items(self) -> impl Iterator<Item = Item<'a, E>> {
+        let mut usdt = Freeing::new(self.usdt).peekable();
+        let mut hook = self.hook.into_iter().peekable();
+        std::iter::from_fn(move || {
+            let hook_first = match (hook.peek(), usdt.peek()) {
+                (Some((_, r)), Some(e)) => r.ts() <= e.at().0,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if hook_first {
+                hook.next().map(|(s, r)| Item::Hook(s, r))
+            } else {
+                usdt.next().map(Item::Usdt)
+            }
+        })
+    }
+}
 
 /// Yields a vector's elements front to back and gives its memory back as it empties (the
 /// merge holds the run's events once: what it has placed is freed as its output grows; the
@@ -224,10 +270,7 @@ pub(super) fn timelines<'a, E: Stamped>(
             c.after_hook += 1;
             continue;
         }
-        threads
-            .entry((pid, tid))
-            .or_default()
-            .push(Item::Usdt(held));
+        threads.entry((pid, tid)).or_default().usdt.push(held);
     }
     for (pid, n) in &unhooked {
         problems.push(format!(
@@ -248,12 +291,12 @@ pub(super) fn timelines<'a, E: Stamped>(
             threads
                 .entry((s.pid, r.tid()))
                 .or_default()
-                .push(Item::Hook(s, r));
+                .hook
+                .push((s, r));
         }
     }
-    for items in threads.values_mut() {
-        // Stable, and with a key array instead of a half-length copy of the items.
-        items.sort_by_cached_key(|i| (i.ts(), i.order()));
+    for t in threads.values_mut() {
+        t.order();
     }
     threads
 }

@@ -8,7 +8,7 @@
 use super::codes::{identify, one_identity, unnamed, CodeIndex, Dropped, Entry, Named};
 use super::counters::Counters;
 use super::hook_work::{is_entryless_shim, is_hook_file, HookWork};
-use super::scopes::{Freeing, Item};
+use super::scopes::{Item, Timeline};
 use super::{close_inferred, decorate, value, with_delta, Open};
 use crate::plan::Plan;
 use crate::protocol::{CodeDef, How, Rec, Stream, CODE_GEN, CODE_TARGET};
@@ -72,20 +72,20 @@ impl<'a, 'o> Thread<'a, 'o> {
         }
     }
 
-    /// `items`: the thread's timeline, its USDT events compact until each is placed (most
+    /// `timeline`: the thread's records, its USDT events compact until each is placed (most
     /// are dropped, never becoming a trace event's size).
-    pub(super) fn run(mut self, items: Vec<Item<'_, UsdtEvent>>) {
-        if self.sh.plan.hook_entries() && !items.iter().any(|i| matches!(i, Item::Hook(..))) {
+    pub(super) fn run(mut self, timeline: Timeline<'_, UsdtEvent>) {
+        if self.sh.plan.hook_entries() && !timeline.has_hook() {
             // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
             // a thread with USDT events and no hook record ran untraced (started with
             // `_thread.start_new_thread`, or by C code): none of its calls can be placed.
-            let n = items.len();
+            let n = timeline.len();
             let (pid, tid) = (self.pid, self.tid);
             return self.problem(format!(
                 "thread {pid}/{tid} made {n} USDT events but the hook never traced it (started with _thread.start_new_thread, or from C?): its calls are missing"
             ));
         }
-        for item in Freeing::new(items) {
+        for item in timeline.into_items() {
             let item = match item {
                 Item::Usdt(u) => Item::Usdt(u.into_event()),
                 Item::Hook(s, r) => Item::Hook(s, r),
