@@ -915,13 +915,17 @@ impl Instance {
         self.extract_indexed(&flux_extract::index(trace))
     }
 
-    fn answerable_from(&self, kept: &flux_trace::keep::Kept) -> Result<(), InstanceError> {
-        let function = self
-            .spec
+    /// The extractor's `function` parameter, if it has one.
+    fn asked_function(&self) -> Option<&str> {
+        self.spec
             .extractor
             .params
             .get("function")
-            .and_then(Value::as_str);
+            .and_then(Value::as_str)
+    }
+
+    fn answerable_from(&self, kept: &flux_trace::keep::Kept) -> Result<(), InstanceError> {
+        let function = self.asked_function();
         let ok = self.keep_for_answer(flux_trace::Scope::Targets) == kept.keep
             && function.is_some_and(|f| kept.targets.iter().any(|t| t == f));
         if ok {
@@ -950,12 +954,7 @@ impl Instance {
         let Some(ex) = flux_extract::find(&self.spec.extractor.name) else {
             return flux_trace::Keep::All;
         };
-        let function = self
-            .spec
-            .extractor
-            .params
-            .get("function")
-            .and_then(Value::as_str);
+        let function = self.asked_function();
         let named = function.is_some_and(|f| self.spec.tracing.functions.iter().any(|t| t == f));
         if scope == flux_trace::Scope::Targets && named && (ex.target_calls_only)(&self.params) {
             flux_trace::Keep::TargetCalls
