@@ -370,6 +370,8 @@ fn a_closed_stdout_neither_panics_nor_stops_the_batch() {
 /// `deduce_all_facts`, `is_number`) closed under `Add.flatten` fired USDT's return and no
 /// entry — and nothing but a bench run would have shown it. A few of its modules, under its
 /// own config, on both interpreters: the trace is complete and the gold answer harvested.
+/// And `flux bench-run` of it (the suite bench's run, which keeps only the targets' direct
+/// calls: rule `keep`) gives the same answer from the events it kept, and counts the rest.
 #[test]
 fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
     let ws = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -429,6 +431,33 @@ fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
             tests >= 5,
             "{py}: callees of Add.flatten in {tests} tests: {oracle}"
         );
+        let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .args([
+                "bench-run",
+                "--witness",
+                "flux",
+                "--calls",
+                "auto",
+                "--cache",
+            ])
+            .arg(ws.join(".flux-cache"))
+            .arg(&dir)
+            .output()
+            .unwrap();
+        let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{py}: bench-run: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let answer = serde_json::to_string(&oracle["oracle_answer"]).unwrap();
+        let digest = {
+            use sha2::Digest;
+            format!("sha256:{:x}", sha2::Sha256::digest(answer.as_bytes()))
+        };
+        assert_eq!(run["gold"]["sha256"], digest.as_str(), "{py}: {run}");
+        let cut = run["counts"]["merge.events_not_kept"].as_u64().unwrap_or(0);
+        assert!(cut > 0, "{py}: bench-run kept every event: {run}");
     }
 }
 
