@@ -124,7 +124,8 @@ pub fn merge(
         codes: &codes,
         cut: cut.as_ref(),
     };
-    let mut out: Vec<Event> = Vec::with_capacity(n_usdt);
+    // Room for every USDT event placed, unless rule `keep` cuts most of them as they come.
+    let mut out: Vec<Event> = Vec::with_capacity(if cut.is_some() { 0 } else { n_usdt });
     let mut next_act = 1u64;
     let mut interned = flux_trace::Codes::default();
     for (key, items) in threads {
