@@ -64,10 +64,9 @@ impl Cut {
     }
 
     fn in_test(&self, e: &Event) -> bool {
-        self.tests.get(&e.pid).is_some_and(|spans| {
-            let i = spans.partition_point(|(start, _)| *start <= e.ts);
-            i > 0 && e.ts <= spans[i - 1].1
-        })
+        self.tests
+            .get(&e.pid)
+            .is_some_and(|spans| super::scopes::within(spans, e.ts))
     }
 
     /// Cut `out[from..]`, one extent of a thread's (or what lies between two), to what is kept.

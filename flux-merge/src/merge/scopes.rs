@@ -345,7 +345,7 @@ fn add_spans(all: &mut Vec<(u64, u64)>, marks: impl Iterator<Item = (u64, bool)>
 }
 
 /// Whether `ts` lies in one of these time-ordered spans.
-fn within(spans: &[(u64, u64)], ts: u64) -> bool {
+pub(super) fn within(spans: &[(u64, u64)], ts: u64) -> bool {
     let i = spans.partition_point(|(start, _)| *start <= ts);
     i > 0 && ts <= spans[i - 1].1
 }
