@@ -536,13 +536,19 @@ class TestFast311(HookTestCase):
         def test_sub():
             b = Box()
             assert sum(b[i] for i in range(50)) == 1225
+
+        def test_sub_again():
+            b = Box()
+            assert sum(b[i] for i in range(10)) == 45
         """
         named = self.gate_records(test_src, {"files": ["test_g.py"], "functions": ["Box.__getitem__"]}, {})
-        self.assertEqual([x[1] for x in named if x[0] == "c"].count("Box.__getitem__"), 50)
+        self.assertEqual([x[1] for x in named if x[0] == "c"].count("Box.__getitem__"), 60)
         self.assertNotIn("lost", [x[0] for x in named])
         nested = self.gate_records(test_src, {"files": ["test_g.py"], "functions": ["Box"]}, {})
         lost = [x for x in nested if x[0] == "lost"]
-        self.assertTrue(any("__getitem__" in str(x) for x in lost), nested)
+        # Reported once, not again at each later test boundary and at exit (the C part judges
+        # each code object's first frame, so nothing new was seen after the first report).
+        self.assertEqual(sum("__getitem__" in str(x) for x in lost), 1, nested)
 
 
 if __name__ == "__main__":
