@@ -2,6 +2,8 @@
 //!
 //! - [`usdt`]: the kernel's ring-buffer records, decoded through the shared ABI types of
 //!   `flux-common`, their strings resolved, and the USDT capture's completeness verdict.
+//! - [`raw_store`]: a capture's raw USDT records per thread, spilled to a file the caller gives
+//!   once more than a bound are held, read back a block at a time by the merge.
 //! - [`protocol`]: the in-process hook's wire protocol, decoded into typed records.
 //! - [`plan`]: what each witness reports for an interpreter and scope, decided once.
 //! - [`merge`]: the merge itself, a small core and one module per concern, each rule named.
@@ -13,7 +15,7 @@
 //! by anyone — it builds on stable Rust without aya, tokio or the eBPF toolchain, so the
 //! corpus of recorded inputs (`tests/corpus/`) runs in a plain `cargo test`.
 //!
-//! Invariants: nothing here does I/O beyond the readers and writers given to it; the merge
+//! Invariants: nothing here does I/O beyond the readers, writers and files given to it; the merge
 //! never invents an event (inferred unwinds are counted and labelled) and never drops one
 //! silently (every dropped record is counted under its rule's name; anything unplaceable makes
 //! the trace incomplete).
@@ -22,6 +24,7 @@ pub mod jvm;
 pub mod merge;
 pub mod plan;
 pub mod protocol;
+pub mod raw_store;
 pub mod usdt;
 
 pub use merge::{merge, scrub_addresses};
