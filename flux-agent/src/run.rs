@@ -386,8 +386,9 @@ pub async fn trace_recorded<L: Launched>(
     hook.restrict_to(launched.pidns());
     let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
     memory_note(&format!(
-        "the capture ({} raw USDT records)",
-        cap.drained.events.len()
+        "the capture ({} raw USDT records, {} of them held in memory)",
+        cap.drained.events.len(),
+        cap.drained.events.held()
     ));
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
     memory_note(&format!("the hook's streams ({})", hook.streams.len()));
@@ -401,8 +402,9 @@ pub async fn trace_recorded<L: Launched>(
         f.write(&mut std::io::BufWriter::new(file))
             .with_context(|| format!("writing {}", r.path.display()))?;
     }
-    // The raw records become events, each freed as it is converted; the merge then holds the
-    // USDT events and its output at once (the agent's peak memory), freeing what it places.
+    // The merge reads each thread's raw records (from the drainer's spill file, a block at a
+    // time) and makes them events as it places them; it holds its output and the hook's
+    // records, not the run's USDT events.
     let UsdtCapture {
         drained,
         counters,
@@ -411,8 +413,8 @@ pub async fn trace_recorded<L: Launched>(
     // (The hook and the merge are CPython's: a JVM is traced by `trace_jvm_launched`.)
     let usdt = (sites > 0).then(|| flux_merge::usdt::usdt_capture(drained, &counters, &label));
     memory_note(&format!(
-        "the USDT events ({})",
-        usdt.as_ref().map_or(0, |t| t.events.len())
+        "the USDT events ({}, read per thread by the merge)",
+        usdt.as_ref().map_or(0, |t| t.len())
     ));
     let trace = merge(usdt, &hook, &label, plan);
     memory_note(&format!("the merge ({} events)", trace.events.len()));

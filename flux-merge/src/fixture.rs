@@ -29,7 +29,8 @@
 //! (4× smaller than version 1's absolute times, which [`Fixture::read`] still reads).
 use crate::plan::Plan;
 use crate::protocol::{spec, HookCapture, Stream};
-use crate::usdt::{usdt_capture, Counters, Drained, RawEvent, UsdtEvent, UsdtEvents};
+use crate::raw_store::RawStore;
+use crate::usdt::{usdt_capture, Counters, Drained, RawEvent, UsdtEvents};
 use flux_trace::{Event, Kind, Name, Trace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as J;
@@ -115,7 +116,7 @@ impl Fixture {
         };
         let mut recs = Vec::new();
         if let Some((d, _)) = usdt {
-            for e in &d.events {
+            for e in &d.events.records().0 {
                 let file = key(e.file, d);
                 let func = key(e.func, d);
                 recs.push(UsdtRec {
@@ -159,11 +160,18 @@ impl Fixture {
     /// The merge's inputs again: the USDT events (as `usdt_capture` made them) and the hook
     /// capture.
     pub fn inputs(&self) -> (Option<UsdtEvents>, HookCapture) {
+        self.inputs_in(RawStore::default())
+    }
+
+    /// [`Fixture::inputs`], the USDT records put in `store` (one that spills, in a test) as a
+    /// drainer would.
+    pub fn inputs_in(&self, store: RawStore) -> (Option<UsdtEvents>, HookCapture) {
         let usdt = self.header.usdt.as_ref().map(|h| {
             let mut d = Drained {
                 malformed: h.malformed,
                 unreadable_strings: h.unreadable_strings,
                 over_budget: h.over_budget,
+                events: store,
                 ..Drained::default()
             };
             let table: Vec<Name> = self
@@ -211,7 +219,12 @@ impl Fixture {
 
     /// The merged trace of this fixture.
     pub fn merged(&self) -> Trace {
-        let (usdt, hook) = self.inputs();
+        self.merged_in(RawStore::default())
+    }
+
+    /// [`Fixture::merged`], its USDT records read back from `store`.
+    pub fn merged_in(&self, store: RawStore) -> Trace {
+        let (usdt, hook) = self.inputs_in(store);
         crate::merge(usdt, &hook, &self.header.interpreter, &self.header.plan)
     }
 
@@ -436,10 +449,14 @@ impl Fixture {
         let Some((Some(usdt), hook)) = Some(self.inputs()) else {
             return 0;
         };
-        // The trace's events are `self.usdt` stably sorted by time.
+        // The trace's events are `self.usdt` stably sorted by time, then thread (a capture is
+        // read per thread: `RawStore::records`).
         let mut order: Vec<usize> = (0..self.usdt.len()).collect();
-        order.sort_by_key(|i| self.usdt[*i].ts);
-        let events: Vec<Event> = usdt.events.iter().map(UsdtEvent::to_event).collect();
+        order.sort_by_key(|i| {
+            let r = &self.usdt[*i];
+            (r.ts, r.pid, r.tid)
+        });
+        let events: Vec<Event> = usdt.into_trace().events;
         let interior = unread(&events, &hook, &self.header.plan);
         let mut per_thread: HashMap<(u32, u32), usize> = HashMap::new();
         let mut drop = vec![false; self.usdt.len()];

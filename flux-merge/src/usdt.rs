@@ -6,13 +6,16 @@
 //! process ([`flux_common::StrDef`]); [`Drained::strings`] numbers each key on first sight
 //! (a record names its file and function by number) and holds each string once, as a shared
 //! [`Name`] the events that name it clone (a count, not a copy).
+use crate::raw_store::{RawStore, ReadBack, ThreadRecords};
 use flux_common::{
     Event as RawAbi, MethodEvent, StrDef, KIND_CALL, KIND_LINE, KIND_RETURN, STR_COUNTED, STR_MAX,
     STR_TRUNCATED, TAG_METHOD_CALL, TAG_METHOD_RETURN, TAG_STR,
 };
 use flux_trace::{Event, Kind, Meta, Name, Source, Trace};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 /// A USDT event as it came out of the ring buffer, strings still named by their number in
 /// [`Drained::strings`] (32 bytes: a capture holds millions of them until the merge; with
@@ -33,7 +36,7 @@ pub struct RawEvent {
 /// and the string each definition gave it. The keys are the program's (its strings'
 /// addresses and hashes): the map hashes them with std's randomly keyed hasher, so no program
 /// can choose keys that collide in it.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Strings {
     ids: HashMap<StrKey, u32>,
     names: Vec<Option<Name>>,
@@ -61,6 +64,11 @@ impl Strings {
         self.names.get(id as usize).and_then(Option::as_ref)
     }
 
+    /// Whether every numbered key has its string.
+    pub fn all_defined(&self) -> bool {
+        self.names.iter().all(Option::is_some)
+    }
+
     /// The string of `key`, once defined.
     pub fn get(&self, key: &StrKey) -> Option<&Name> {
         self.name(*self.ids.get(key)?)
@@ -84,7 +92,9 @@ pub struct RawMethod {
 /// What draining produced.
 #[derive(Debug, Default)]
 pub struct Drained {
-    pub events: Vec<RawEvent>,
+    /// Per thread, in arrival order; spilled to a file past a bound when the drainer gave it
+    /// one ([`RawStore::spilling`]).
+    pub events: RawStore,
     /// JVM method events (`flux_common::LAYOUT_METHOD` sites).
     pub methods: Vec<RawMethod>,
     /// (host tgid, pointer, fingerprint) → number → string.
@@ -105,14 +115,14 @@ pub struct Drained {
 impl Drained {
     /// Records delivered: events and JVM method events.
     pub fn delivered(&self) -> u64 {
-        (self.events.len() + self.methods.len()) as u64
+        self.events.len() + self.methods.len() as u64
     }
 
     /// Whether the program's events are past `budget` (or all events past four times it: the
     /// agent holds them in memory, the hook's own included).
     pub fn over(&self, budget: usize) -> bool {
         self.program_events >= budget as u64
-            || self.events.len() + self.methods.len() >= budget.saturating_mul(4)
+            || self.delivered() >= (budget as u64).saturating_mul(4)
     }
 }
 
@@ -270,80 +280,210 @@ impl UsdtEvent {
 
 /// A capture's USDT events, compact, with the completeness verdict and counts a USDT trace
 /// of them has ([`UsdtEvents::into_trace`]): what the merge takes.
-#[derive(Clone, Debug, Default)]
 pub struct UsdtEvents {
     pub meta: Meta,
-    pub events: Vec<UsdtEvent>,
+    pub events: UsdtSource,
 }
 
+/// The count (`meta.counts`) of a merged trace's USDT records that went through the drainer's
+/// spill file.
+pub const SPILLED: &str = "usdt.records_spilled";
+
+/// Where a capture's USDT events come from.
+pub enum UsdtSource {
+    /// Events in time order (a fixture's, a test's).
+    Events(Vec<UsdtEvent>),
+    /// A capture's raw records per thread, made events as each thread's are read (from the
+    /// spill file, a block at a time: the agent never holds a heavy run's events at once).
+    Raw { store: Box<RawStore>, namer: Namer },
+}
+
+/// Per thread, its USDT events in time order: the form the merge reads them in.
+pub type ThreadEvents = BTreeMap<(u32, u32), Box<dyn Iterator<Item = UsdtEvent>>>;
+
 impl UsdtEvents {
+    /// Events in time order, all in memory.
+    pub fn from_events(meta: Meta, events: Vec<UsdtEvent>) -> UsdtEvents {
+        UsdtEvents {
+            meta,
+            events: UsdtSource::Events(events),
+        }
+    }
+
+    /// How many events.
+    pub fn len(&self) -> u64 {
+        match &self.events {
+            UsdtSource::Events(v) => v.len() as u64,
+            UsdtSource::Raw { store, .. } => store.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many records the capture wrote to its spill file (the merge counts them in
+    /// [`SPILLED`]).
+    pub fn spilled(&self) -> u64 {
+        match &self.events {
+            UsdtSource::Events(_) => 0,
+            UsdtSource::Raw { store, .. } => store.len() - store.held() as u64,
+        }
+    }
+
+    /// Each thread's events, in time order, and what of them could not be read back.
+    pub fn into_threads(self) -> (ThreadEvents, ReadBack) {
+        match self.events {
+            UsdtSource::Events(v) => (by_thread(v), ReadBack::default()),
+            UsdtSource::Raw { store, namer } => {
+                let (threads, back) = store.into_threads();
+                let namer = Rc::new(RefCell::new(namer));
+                let out = threads
+                    .into_iter()
+                    .map(|(key, recs): (_, ThreadRecords)| {
+                        let namer = namer.clone();
+                        let it: Box<dyn Iterator<Item = UsdtEvent>> =
+                            Box::new(recs.filter_map(move |r| namer.borrow_mut().event(r)));
+                        (key, it)
+                    })
+                    .collect();
+                (out, back)
+            }
+        }
+    }
+
     /// The USDT witness's trace alone (no merge).
     pub fn into_trace(self) -> Trace {
+        let mut meta = self.meta.clone();
+        if self.spilled() > 0 {
+            meta.counts.insert(SPILLED.into(), self.spilled());
+        }
+        let (threads, back) = self.into_threads();
+        let mut events: Vec<Event> = threads
+            .into_values()
+            .flatten()
+            .map(UsdtEvent::into_event)
+            .collect();
+        events.sort_by_key(|e| e.ts);
+        add_read_back(&mut meta, &back);
         Trace {
-            meta: self.meta,
-            events: self.events.into_iter().map(UsdtEvent::into_event).collect(),
+            meta,
+            events,
             facts: Default::default(),
         }
     }
 }
 
-/// Events in (ts, arrival) order and the number whose strings could not be resolved.
-pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
-    let (events, unresolved) = events_of(drained.events.clone(), &drained.strings);
-    (
-        events.into_iter().map(UsdtEvent::into_event).collect(),
-        unresolved,
-    )
+/// Records the spill file could not give back make the trace incomplete.
+pub fn add_read_back(meta: &mut Meta, back: &ReadBack) {
+    let p = back.problems();
+    if !p.is_empty() {
+        meta.complete = false;
+        meta.problems.extend(p);
+        meta.lost_events += back.lost();
+    }
 }
 
-/// A string's key in a capture's table: (host tgid, address, fingerprint).
-pub type StrKey = (u32, u64, u64);
+/// Events in time order, per thread (each thread's in the order they came, stably by time).
+pub(crate) fn by_thread<'a, E: crate::merge::Stamped + 'a>(
+    v: Vec<E>,
+) -> BTreeMap<(u32, u32), Box<dyn Iterator<Item = E> + 'a>> {
+    let mut threads: BTreeMap<(u32, u32), Vec<E>> = BTreeMap::new();
+    for e in crate::merge::Freeing::new(v) {
+        let (_, pid, tid) = e.at();
+        threads.entry((pid, tid)).or_default().push(e);
+    }
+    threads
+        .into_iter()
+        .map(|(k, mut v)| {
+            if !v.is_sorted_by_key(|e| e.at().0) {
+                v.sort_by_key(|e| e.at().0);
+            }
+            let it: Box<dyn Iterator<Item = E> + 'a> = Box::new(crate::merge::Freeing::new(v));
+            (k, it)
+        })
+        .collect()
+}
 
-/// [`usdt_events`] of records the caller gives up, compact: each record's memory is given
-/// back as it becomes an event (a SymPy slice is 12 M records, ~0.9 GB, which the agent
-/// otherwise held beside their events).
-fn events_of(mut raw: Vec<RawEvent>, strings: &Strings) -> (Vec<UsdtEvent>, u64) {
-    let mut unresolved = 0;
-    // Stable: equal timestamps keep ring-buffer order (which is per-thread program order).
-    raw.sort_by_key(|e| e.ts);
-    let mut out = Vec::with_capacity(raw.len());
-    // One code per (file, func) pair of strings: events share it.
-    let mut codes: HashMap<(u32, u32), flux_trace::Code> = HashMap::new();
-    for r in crate::merge::Freeing::new(raw) {
+/// Raw records' strings made names, one code per pair of strings (events share it).
+pub struct Namer {
+    strings: Strings,
+    codes: HashMap<(u32, u32), flux_trace::Code>,
+}
+
+impl Namer {
+    pub fn new(strings: Strings) -> Namer {
+        Namer {
+            strings,
+            codes: HashMap::new(),
+        }
+    }
+
+    /// Whether every string a record names is defined.
+    fn resolves(&self, r: &RawEvent) -> bool {
+        self.strings.name(r.file).is_some() && self.strings.name(r.func).is_some()
+    }
+
+    /// The event of `r` (none for a kind no probe has); strings never defined leave it
+    /// unnamed ([`flux_trace::Code::NONE`]).
+    pub fn event(&mut self, r: RawEvent) -> Option<UsdtEvent> {
         let ev = match r.kind {
             KIND_CALL => Kind::Call,
             KIND_RETURN => Kind::Return,
             KIND_LINE => Kind::Line,
-            _ => continue,
+            _ => return None,
         };
         let keys = (r.file, r.func);
-        let code = match codes.get(&keys) {
+        let code = match self.codes.get(&keys) {
             Some(c) => c.clone(),
-            None => match (strings.name(keys.0), strings.name(keys.1)) {
-                (Some(f), Some(g)) => codes
-                    .entry(keys)
-                    .or_insert_with(|| {
-                        flux_trace::Code::new(flux_trace::CodeNames {
-                            file: f.clone(),
-                            func: g.clone(),
-                            ..Default::default()
-                        })
-                    })
-                    .clone(),
-                _ => {
-                    unresolved += 1;
-                    flux_trace::Code::NONE
+            None => match (self.strings.name(keys.0), self.strings.name(keys.1)) {
+                (Some(f), Some(g)) => {
+                    let c = flux_trace::Code::new(flux_trace::CodeNames {
+                        file: f.clone(),
+                        func: g.clone(),
+                        ..Default::default()
+                    });
+                    self.codes.insert(keys, c.clone());
+                    c
                 }
+                _ => flux_trace::Code::NONE,
             },
         };
-        out.push(UsdtEvent {
+        Some(UsdtEvent {
             ts: r.ts,
             pid: r.pid,
             tid: r.tid,
             line: r.line.max(0) as u32,
             ev,
             code,
-        });
+        })
+    }
+}
+
+/// Events in (ts, arrival) order and the number whose strings could not be resolved (or
+/// that the spill file could not give back).
+pub fn usdt_events(drained: &Drained) -> (Vec<Event>, u64) {
+    let (raw, failed) = drained.events.records();
+    let mut namer = Namer::new(drained.strings.clone());
+    let (events, unresolved) = events_of(raw, &mut namer);
+    (
+        events.into_iter().map(UsdtEvent::into_event).collect(),
+        unresolved + failed.lost(),
+    )
+}
+
+/// A string's key in a capture's table: (host tgid, address, fingerprint).
+pub type StrKey = (u32, u64, u64);
+
+/// Time-ordered `raw` made events, each record's memory given back as it becomes one (a
+/// SymPy slice is 12 M records, ~0.9 GB, which the agent otherwise held beside their events),
+/// and the number whose strings could not be resolved.
+fn events_of(raw: Vec<RawEvent>, namer: &mut Namer) -> (Vec<UsdtEvent>, u64) {
+    let mut unresolved = 0;
+    let mut out = Vec::with_capacity(raw.len());
+    for r in crate::merge::Freeing::new(raw) {
+        unresolved += u64::from(!namer.resolves(&r));
+        out.extend(namer.event(r));
     }
     (out, unresolved)
 }
@@ -355,27 +495,56 @@ pub fn usdt_trace(drained: Drained, c: &Counters, interpreter: &str) -> Trace {
     usdt_capture(drained, c, interpreter).into_trace()
 }
 
-/// [`usdt_trace`], its events kept compact for the merge.
+/// [`usdt_trace`], its events kept compact for the merge: each thread's made events only as
+/// the merge reads them, unless some record names a string never defined (then all are made
+/// at once, to count them).
 pub fn usdt_capture(mut drained: Drained, c: &Counters, interpreter: &str) -> UsdtEvents {
     let delivered = drained.delivered();
-    let raw = std::mem::take(&mut drained.events);
-    let (events, unresolved) = events_of(raw, &drained.strings);
+    let store = std::mem::take(&mut drained.events);
+    let mut namer = Namer::new(std::mem::take(&mut drained.strings));
+    let mut counts = BTreeMap::new();
+    let (mut problems_read, mut lost) = (Vec::new(), 0);
+    let (events, unresolved) = if namer.strings.all_defined() {
+        for (kind, n) in store.kinds() {
+            let name = match *kind {
+                KIND_CALL => Kind::Call,
+                KIND_RETURN => Kind::Return,
+                KIND_LINE => Kind::Line,
+                _ => continue,
+            };
+            counts.insert(format!("usdt.{}", name.as_str()), *n);
+        }
+        (
+            UsdtSource::Raw {
+                store: Box::new(store),
+                namer,
+            },
+            0,
+        )
+    } else {
+        let (raw, failed) = store.records();
+        let (events, unresolved) = events_of(raw, &mut namer);
+        for e in &events {
+            *counts.entry(format!("usdt.{}", e.ev.as_str())).or_insert(0) += 1;
+        }
+        // (An in-memory store, or a file that fails to give back what it took: then the
+        // records it lost count as lost, and say why.)
+        lost = failed.lost();
+        problems_read.extend(failed.problems());
+        (UsdtSource::Events(events), unresolved)
+    };
     let mut meta = Meta {
         complete: true,
         interpreter: interpreter.to_string(),
         calls: "usdt".into(),
-        lost_events: c.lost + unresolved,
+        lost_events: c.lost + unresolved + lost,
         ..Meta::default()
     };
-    let problems = capture_problems(&drained, delivered, c, unresolved);
+    let mut problems = capture_problems(&drained, delivered, c, unresolved);
+    problems.extend(problems_read);
     meta.complete = problems.is_empty();
     meta.problems = problems;
-    for e in &events {
-        *meta
-            .counts
-            .entry(format!("usdt.{}", e.ev.as_str()))
-            .or_insert(0) += 1;
-    }
+    meta.counts.extend(counts);
     UsdtEvents { meta, events }
 }
 

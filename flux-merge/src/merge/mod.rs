@@ -47,7 +47,7 @@
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Pair};
-use crate::usdt::{UsdtEvent, UsdtEvents};
+use crate::usdt::UsdtEvents;
 use flux_trace::{Event, Kind, Meta, Name, Source, Trace, Value};
 use std::collections::HashMap;
 
@@ -59,7 +59,7 @@ mod keep;
 #[cfg(test)]
 mod rules;
 mod scopes;
-pub(crate) use scopes::Freeing;
+pub(crate) use scopes::{Freeing, Stamped};
 mod thread;
 
 /// An open activation.
@@ -110,13 +110,14 @@ pub fn merge(
         meta.problems.extend(s.problems());
         meta.problems.extend(disagreement(s, plan));
     }
-    let usdt_events: Vec<UsdtEvent> = usdt.map(|t| t.events).unwrap_or_default();
+    let n_usdt = usdt.as_ref().map_or(0, |t| t.len() as usize);
+    let spilled = usdt.as_ref().map_or(0, UsdtEvents::spilled);
+    // Each thread's USDT events are read (made events, from the capture's spill file) as its
+    // timeline is merged, and freed once placed: the merge never holds the run's USDT events.
+    let (usdt_threads, read_back) = usdt.map(UsdtEvents::into_threads).unwrap_or_default();
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
-    let n_usdt = usdt_events.len();
-    // The timelines own the USDT events and each thread frees them as it places them: the
-    // merge holds the run's events once (its output growing as its input shrinks).
-    let threads = scopes::timelines(usdt_events, hook, plan, &mut c, &mut meta.problems);
+    let (threads, tally) = scopes::timelines(usdt_threads, hook, plan, &mut c, &mut meta.problems);
     let cut = keep::Cut::new(hook, plan);
     meta.kept = cut.as_ref().map(keep::Cut::kept);
     let shared = thread::Shared {
@@ -132,6 +133,8 @@ pub fn merge(
         thread::Thread::new(key, &shared, &mut next_act, &mut out, &mut interned, &mut c)
             .run(items);
     }
+    tally.add_to(&mut c);
+    crate::usdt::add_read_back(&mut meta, &read_back);
     name_modules(&mut out, hook, &mut interned);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
@@ -149,6 +152,12 @@ pub fn merge(
         facts,
     };
     c.write_to(&mut trace);
+    if spilled > 0 {
+        trace
+            .meta
+            .counts
+            .insert(crate::usdt::SPILLED.into(), spilled);
+    }
     trace
 }
 
@@ -160,7 +169,8 @@ pub fn merge(
 pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
     let mut c = counters::Counters::default();
     let mut problems = Vec::new();
-    let threads = scopes::timelines(usdt.iter().collect(), hook, plan, &mut c, &mut problems);
+    let by_thread = crate::usdt::by_thread(usdt.iter().collect());
+    let (threads, _) = scopes::timelines(by_thread, hook, plan, &mut c, &mut problems);
     let base = usdt.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
     let mut out = Vec::new();

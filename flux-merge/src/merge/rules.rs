@@ -311,12 +311,14 @@ fn merged(caps: Capabilities, scope: Scope, streams: Vec<Stream>, usdt: Vec<Usdt
         streams,
         problems: Vec::new(),
     };
-    let usdt = (!usdt.is_empty()).then(|| UsdtEvents {
-        meta: Meta {
-            complete: true,
-            ..Meta::default()
-        },
-        events: usdt,
+    let usdt = (!usdt.is_empty()).then(|| {
+        UsdtEvents::from_events(
+            Meta {
+                complete: true,
+                ..Meta::default()
+            },
+            usdt,
+        )
     });
     merge(usdt, &cap, "/usr/bin/python", &plan)
 }

@@ -21,7 +21,9 @@ use crate::plan::Plan;
 use crate::protocol::{HookCapture, Rec, Stream};
 use crate::usdt::UsdtEvent;
 use flux_trace::{Event, Scope};
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 /// One record from either source, placed in a thread's timeline. The merge owns the USDT
 /// events (`E = UsdtEvent`: compact until placed, each freed once placed); a fixture's reader
@@ -32,7 +34,7 @@ pub(super) enum Item<'a, E = &'a Event> {
 }
 
 /// When and where a USDT event happened, `(ts, pid, tid)`: all the timelines read of one.
-pub(super) trait Stamped {
+pub(crate) trait Stamped {
     fn at(&self) -> (u64, u32, u32);
 }
 
@@ -53,49 +55,31 @@ pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Timeline<'a, E>>;
 
 /// One thread's records from each source, each in time order; [`Timeline::into_items`] gives
 /// them merged in program order (rule `timeline`). Each source comes in order already (a thread
-/// reserves its USDT records in program order in one ring; rule `stream-order` holds its hook
-/// records to it), so merging the two is what a stable sort of both by (time, hook first) gave,
-/// without the sort's copy of the run.
+/// reserves its USDT records in program order in one ring, and a USDT source is read per thread
+/// in time order; rule `stream-order` holds the hook's records to it), so merging the two is
+/// what a stable sort of both by (time, hook first) gave, without the sort's copy of the run.
+/// The USDT events are read as the merge takes them, each left out of scope counted then
+/// ([`Tally`]).
 pub(super) struct Timeline<'a, E> {
-    usdt: Vec<E>,
+    usdt: Box<dyn Iterator<Item = E> + 'a>,
     hook: Vec<(&'a Stream, &'a Rec)>,
 }
 
-impl<E> Default for Timeline<'_, E> {
-    fn default() -> Self {
-        Timeline {
-            usdt: Vec::new(),
-            hook: Vec::new(),
-        }
-    }
-}
-
-impl<'a, E: Stamped> Timeline<'a, E> {
-    /// Records of both sources.
-    pub(super) fn len(&self) -> usize {
-        self.usdt.len() + self.hook.len()
-    }
-
+impl<'a, E: Stamped + 'a> Timeline<'a, E> {
     /// Whether the hook reported anything in this thread.
     pub(super) fn has_hook(&self) -> bool {
         !self.hook.is_empty()
     }
 
-    /// Each source in time order, stably: a no-op unless a source's times go back (a hook
-    /// stream that does is a problem already, `stream-order`).
-    fn order(&mut self) {
-        if !self.usdt.is_sorted_by_key(|e| e.at().0) {
-            self.usdt.sort_by_key(|e| e.at().0);
-        }
-        if !self.hook.is_sorted_by_key(|(_, r)| r.ts()) {
-            self.hook.sort_by_key(|(_, r)| r.ts());
-        }
+    /// How many USDT events are in scope (reading them all).
+    pub(super) fn count_usdt(self) -> usize {
+        self.usdt.count()
     }
 
-    /// The records in program order, the hook's first at equal times; each USDT event's memory
-    /// is given back as it is taken.
+    /// The records in program order, the hook's first at equal times; each USDT event is read
+    /// as it is taken.
     pub(super) fn into_items(self) -> impl Iterator<Item = Item<'a, E>> {
-        let mut usdt = Freeing::new(self.usdt).peekable();
+        let mut usdt = self.usdt.peekable();
         let mut hook = self.hook.into_iter().peekable();
         std::iter::from_fn(move || {
             let hook_first = match (hook.peek(), usdt.peek()) {
@@ -109,6 +93,29 @@ impl<'a, E: Stamped> Timeline<'a, E> {
                 usdt.next().map(Item::Usdt)
             }
         })
+    }
+}
+
+/// USDT events the scope rules left out as the timelines were read, per rule.
+#[derive(Clone, Copy, Debug, Default)]
+struct Left {
+    outside_windows: u64,
+    outside_extents: u64,
+    before_hook: u64,
+    after_hook: u64,
+}
+
+/// What the timelines' readers left out, shared by them: [`Tally::add_to`] once they are read.
+#[derive(Clone, Default)]
+pub(super) struct Tally(Rc<Cell<Left>>);
+
+impl Tally {
+    pub(super) fn add_to(&self, c: &mut Counters) {
+        let l = self.0.get();
+        c.outside_windows += l.outside_windows;
+        c.outside_extents += l.outside_extents;
+        c.before_hook_install += l.before_hook;
+        c.after_hook += l.after_hook;
     }
 }
 
@@ -217,99 +224,126 @@ impl Spans {
         }
     }
 
-    fn in_window(&self, pid: u32, ts: u64, c: &mut Counters) -> bool {
+    fn in_window(&self, pid: u32, ts: u64, l: &mut Left) -> bool {
         let inside = self.windows.get(&pid).is_none_or(|w| within(w, ts));
         if !inside {
-            c.outside_windows += 1;
+            l.outside_windows += 1;
         }
         inside
     }
 
-    fn in_extent(&self, pid: u32, tid: u32, ts: u64, c: &mut Counters) -> bool {
+    fn in_extent(&self, pid: u32, tid: u32, ts: u64, l: &mut Left) -> bool {
         if !self.targets_scoped.contains(&pid) {
             return true;
         }
         let inside = self.extents.get(&(pid, tid)).is_some_and(|x| within(x, ts));
         if !inside {
-            c.outside_extents += 1;
+            l.outside_extents += 1;
         }
         inside
     }
+
+    /// Whether a USDT event of a hooked process at `ts` takes part (rules `test-windows`,
+    /// `target-extents`, `before-hook`, `after-hook`).
+    fn takes_part(&self, plan: &Plan, (ts, pid, tid): (u64, u32, u32), l: &mut Left) -> bool {
+        if !self.in_window(pid, ts, l) || !self.in_extent(pid, tid, ts, l) {
+            return false;
+        }
+        if plan.merged() && self.hook_start.get(&pid).is_some_and(|t| ts < *t) {
+            l.before_hook += 1;
+            return false;
+        }
+        if plan.hook_entries() && self.hook_end.get(&pid).is_some_and(|t| ts > *t) {
+            l.after_hook += 1;
+            return false;
+        }
+        true
+    }
 }
 
-/// Each thread's timeline of the records that were traced (see the module doc).
-pub(super) fn timelines<'a, E: Stamped>(
-    usdt: Vec<E>,
+/// Each thread's timeline of the records that were traced (see the module doc), from each
+/// thread's USDT events in time order; what the scope rules leave out of those is counted as
+/// they are read, into the [`Tally`].
+pub(super) fn timelines<'a, E: Stamped + 'a>(
+    usdt: BTreeMap<(u32, u32), Box<dyn Iterator<Item = E> + 'a>>,
     hook: &'a HookCapture,
-    plan: &Plan,
+    plan: &'a Plan,
     c: &mut Counters,
     problems: &mut Vec<String>,
-) -> Timelines<'a, E> {
-    let sp = Spans::new(hook, plan, problems);
-    let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
+) -> (Timelines<'a, E>, Tally) {
+    let sp = Rc::new(Spans::new(hook, plan, problems));
+    let tally = Tally::default();
     let mut threads: Timelines<'a, E> = BTreeMap::new();
-    for held in Freeing::new(usdt) {
-        let (ts, pid, tid) = held.at();
-        if !sp.in_window(pid, ts, c) || !sp.in_extent(pid, tid, ts, c) {
+    let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
+    for ((pid, tid), events) in usdt {
+        if plan.merged() && !sp.hook_start.contains_key(&pid) {
+            // A process with no hook stream: none of its events can be placed.
+            *unhooked.entry(pid).or_insert(0) += events.count() as u64;
             continue;
         }
-        if plan.merged() {
-            match sp.hook_start.get(&pid) {
-                Some(t) if ts < *t => {
-                    c.before_hook_install += 1;
-                    continue;
-                }
-                None => {
-                    *unhooked.entry(pid).or_insert(0) += 1;
-                    continue;
-                }
-                _ => {}
-            }
-        }
-        if plan.hook_entries() && sp.hook_end.get(&pid).is_some_and(|t| ts > *t) {
-            c.after_hook += 1;
-            continue;
-        }
-        threads.entry((pid, tid)).or_default().usdt.push(held);
+        let (sp, tally) = (sp.clone(), tally.clone());
+        let kept = events.filter(move |e| {
+            let mut l = tally.0.get();
+            let keep = sp.takes_part(plan, e.at(), &mut l);
+            tally.0.set(l);
+            keep
+        });
+        threads.insert(
+            (pid, tid),
+            Timeline {
+                usdt: Box::new(kept),
+                hook: Vec::new(),
+            },
+        );
     }
     for (pid, n) in &unhooked {
         problems.push(format!(
             "process {pid} produced {n} USDT events but no hook stream (started with -S/-I, or the hook failed): its calls cannot be placed"
         ));
     }
+    let mut l = Left::default();
     for s in &hook.streams {
         for r in &s.records {
             if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. })
-                || !sp.in_window(s.pid, r.ts(), c)
+                || !sp.in_window(s.pid, r.ts(), &mut l)
             {
                 continue;
             }
             // What the hook reports about code counts only inside the thread's extents.
-            if r.about_code() && !sp.in_extent(s.pid, r.tid(), r.ts(), c) {
+            if r.about_code() && !sp.in_extent(s.pid, r.tid(), r.ts(), &mut l) {
                 continue;
             }
             threads
                 .entry((s.pid, r.tid()))
-                .or_default()
+                .or_insert_with(|| Timeline {
+                    usdt: Box::new(std::iter::empty()),
+                    hook: Vec::new(),
+                })
                 .hook
                 .push((s, r));
         }
     }
+    c.outside_windows += l.outside_windows;
+    c.outside_extents += l.outside_extents;
     for t in threads.values_mut() {
-        t.order();
+        // Stably: a no-op unless the stream's times go back (a problem already,
+        // `stream-order`).
+        if !t.hook.is_sorted_by_key(|(_, r)| r.ts()) {
+            t.hook.sort_by_key(|(_, r)| r.ts());
+        }
     }
-    threads
+    (threads, tally)
 }
 
 /// Indices of the events of `usdt` outside the scope: every test window (scope `tests`,
 /// `targets`) or the thread's target extents (scope `targets`).
 pub(super) fn out_of_scope(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
     let sp = Spans::new(hook, plan, &mut Vec::new());
-    let mut c = Counters::default();
+    let mut l = Left::default();
     (0..usdt.len())
         .filter(|i| {
             let e = &usdt[*i];
-            !sp.in_window(e.pid, e.ts, &mut c) || !sp.in_extent(e.pid, e.tid, e.ts, &mut c)
+            !sp.in_window(e.pid, e.ts, &mut l) || !sp.in_extent(e.pid, e.tid, e.ts, &mut l)
         })
         .collect()
 }

@@ -79,7 +79,10 @@ impl<'a, 'o> Thread<'a, 'o> {
             // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
             // a thread with USDT events and no hook record ran untraced (started with
             // `_thread.start_new_thread`, or by C code): none of its calls can be placed.
-            let n = timeline.len();
+            let n = timeline.count_usdt();
+            if n == 0 {
+                return; // every USDT event of it was out of scope
+            }
             let (pid, tid) = (self.pid, self.tid);
             return self.problem(format!(
                 "thread {pid}/{tid} made {n} USDT events but the hook never traced it (started with _thread.start_new_thread, or from C?): its calls are missing"
