@@ -61,6 +61,7 @@ fn program_error(
 }
 
 pub use flux_merge::plan::ProbeSet;
+pub use flux_merge::raw_store::RawStore;
 pub use flux_merge::usdt::{decode_record, Counters, Drained, RawEvent};
 
 #[derive(Clone, Debug)]
@@ -379,7 +380,10 @@ pub async fn drain(
     // SAFETY: the ring buffer owns its map fd, which stays open and unchanged until
     // `into_inner` hands the ring back.
     let mut afd = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE)? };
-    let mut out = Drained::default();
+    let mut out = Drained {
+        events: spill_store(),
+        ..Drained::default()
+    };
     let mut tick = tokio::time::interval(poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
@@ -406,7 +410,36 @@ pub async fn drain(
             _ = stop.changed() => {}
         }
     }
+    if let Some(e) = out.events.spill_error() {
+        eprintln!("flux: {e}: the USDT records after it stay in memory");
+    }
     Ok((out, afd.into_inner()))
+}
+
+/// Raw USDT records the drainer holds before it writes them, a block per thread at a time, to
+/// an unlinked file (32 MiB): past it the agent's memory does not grow with the run's records
+/// (issue 28), and the merge reads them back a thread at a time. `FLUX_SPILL_AFTER` (a number
+/// of records) sets another bound: 0 spills every full block (what the CI smoke does, so a
+/// small run takes the path a heavy one takes).
+pub const SPILL_AFTER: usize = 1 << 20;
+
+/// The drainer's store: spilling to an unlinked file in the temporary directory (`TMPDIR`), or
+/// held in memory when no file can be made there (said on stderr).
+fn spill_store() -> RawStore {
+    let after = std::env::var("FLUX_SPILL_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SPILL_AFTER);
+    match tempfile::tempfile() {
+        Ok(f) => RawStore::spilling(f, after),
+        Err(e) => {
+            eprintln!(
+                "flux: no spill file in {} ({e}): the USDT records stay in memory",
+                std::env::temp_dir().display()
+            );
+            RawStore::default()
+        }
+    }
 }
 
 /// Is this process allowed to load BPF programs? (Root, or CAP_BPF+CAP_PERFMON.) Used by tests
