@@ -160,12 +160,17 @@ impl Fixture {
     /// The merge's inputs again: the USDT events (as `usdt_capture` made them) and the hook
     /// capture.
     pub fn inputs(&self) -> (Option<UsdtEvents>, HookCapture) {
-        self.inputs_in(RawStore::default())
+        self.inputs_in(RawStore::default(), &mut |_| {})
     }
 
     /// [`Fixture::inputs`], the USDT records put in `store` (one that spills, in a test) as a
-    /// drainer would.
-    pub fn inputs_in(&self, store: RawStore) -> (Option<UsdtEvents>, HookCapture) {
+    /// drainer would, and each hook stream made ready by `prepare` (given a spill file, in a
+    /// test) before its lines are fed.
+    pub fn inputs_in(
+        &self,
+        store: RawStore,
+        prepare: &mut dyn FnMut(&mut Stream),
+    ) -> (Option<UsdtEvents>, HookCapture) {
         let usdt = self.header.usdt.as_ref().map(|h| {
             let mut d = Drained {
                 malformed: h.malformed,
@@ -204,6 +209,7 @@ impl Fixture {
             .iter()
             .map(|lines| {
                 let mut s = Stream::default();
+                prepare(&mut s);
                 for l in lines {
                     s.feed(l);
                 }
@@ -219,12 +225,13 @@ impl Fixture {
 
     /// The merged trace of this fixture.
     pub fn merged(&self) -> Trace {
-        self.merged_in(RawStore::default())
+        self.merged_in(RawStore::default(), &mut |_| {})
     }
 
-    /// [`Fixture::merged`], its USDT records read back from `store`.
-    pub fn merged_in(&self, store: RawStore) -> Trace {
-        let (usdt, hook) = self.inputs_in(store);
+    /// [`Fixture::merged`], its USDT records read back from `store` and its hook streams made
+    /// ready by `prepare` ([`Fixture::inputs_in`]).
+    pub fn merged_in(&self, store: RawStore, prepare: &mut dyn FnMut(&mut Stream)) -> Trace {
+        let (usdt, hook) = self.inputs_in(store, prepare);
         crate::merge(usdt, &hook, &self.header.interpreter, &self.header.plan)
     }
 
@@ -488,7 +495,7 @@ impl Fixture {
             for l in lines {
                 s.feed(l);
             }
-            if let Some(t) = s.records.iter().map(|r| r.ts()).min() {
+            if let Some(t) = s.summary.first_ts {
                 let e = start.entry(s.pid).or_insert(t);
                 *e = (*e).min(t);
             }

@@ -4,7 +4,9 @@
 //!   `flux-common`, their strings resolved, and the USDT capture's completeness verdict.
 //! - [`raw_store`]: a capture's raw USDT records per thread, spilled to a file the caller gives
 //!   once more than a bound are held, read back a block at a time by the merge.
-//! - [`protocol`]: the in-process hook's wire protocol, decoded into typed records.
+//! - [`protocol`]: the in-process hook's wire protocol, decoded into typed records;
+//!   [`hook_store`] keeps a stream's records per thread (spilled as lines past a bound) and
+//!   what the merge reads of the whole stream.
 //! - [`plan`]: what each witness reports for an interpreter and scope, decided once.
 //! - [`merge`]: the merge itself, a small core and one module per concern, each rule named.
 //! - [`jvm`]: a JVM's trace from its method probes alone (no hook), with rules of its own.
@@ -20,6 +22,7 @@
 //! silently (every dropped record is counted under its rule's name; anything unplaceable makes
 //! the trace incomplete).
 pub mod fixture;
+pub mod hook_store;
 pub mod jvm;
 pub mod merge;
 pub mod plan;

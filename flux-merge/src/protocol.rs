@@ -13,6 +13,7 @@
 //! 3. on the Python side, one builder that formats `'["tag",%d,...]'` (see `_core.py`);
 //! 4. its line in the README's protocol section. `protocol_doc` (tests) fails until all four
 //!    agree; the merge ignores records it has no rule for only where its match says so.
+use crate::hook_store::{HookStore, Summary};
 use flux_trace::Name;
 use serde_json::Value as J;
 use std::collections::HashMap;
@@ -507,7 +508,11 @@ pub struct Stream {
     pub pid: u32,
     pub hello: Option<Hello>,
     pub codes: HashMap<u32, CodeDef>,
-    pub records: Vec<Rec>,
+    /// Its records per thread (past a bound, in the spill file it was given:
+    /// [`Stream::spill_to`]).
+    pub records: HookStore,
+    /// What the merge reads of the whole stream before its threads.
+    pub summary: Summary,
     /// The record count the hook said it sent, if it said goodbye.
     pub bye: Option<u64>,
     /// Records counted on arrival (definitions included, as the hook counts them).
@@ -581,22 +586,17 @@ impl Stream {
     /// it precedes). `hx` is written after the work it spans, stamped with its start: it is
     /// the one record exempt.
     fn out_of_order(&self) -> Option<String> {
-        let mut last: HashMap<u32, u64> = HashMap::new();
-        for (i, r) in self.records.iter().enumerate() {
-            if matches!(r, Rec::Internal { .. }) {
-                continue;
-            }
-            let prev = last.insert(r.tid(), r.ts()).unwrap_or(0);
-            if r.ts() < prev {
-                return Some(format!(
-                    "hook stream of pid {}: record {i} of thread {} is stamped {} after one stamped {prev}: records out of program order",
-                    self.pid,
-                    r.tid(),
-                    r.ts()
-                ));
-            }
-        }
-        None
+        let (i, tid, ts, prev) = self.summary.out_of_order?;
+        Some(format!(
+            "hook stream of pid {}: record {i} of thread {tid} is stamped {ts} after one stamped {prev}: records out of program order",
+            self.pid
+        ))
+    }
+
+    /// Write this stream's records past `after` held to `file` (an unlinked temporary file),
+    /// as the lines they came as (issue 28: the agent's memory no longer grows with them).
+    pub fn spill_to(&mut self, file: std::fs::File, after: usize) {
+        self.records.spill_to(file, after);
     }
 
     /// Decode one line of the protocol into this stream.
@@ -631,7 +631,10 @@ impl Stream {
         }
         self.received += 1;
         match decode(tag, a)? {
-            Decoded::Rec(r) => self.records.push(r),
+            Decoded::Rec(r) => {
+                self.summary.note(&r);
+                self.records.push(r, line);
+            }
             Decoded::Code(id, c) => {
                 self.codes.insert(id, c);
             }
@@ -641,6 +644,20 @@ impl Stream {
             }
         }
         Ok(())
+    }
+}
+
+/// A record's line parsed again (read back from a spill file): it parsed when it came.
+pub(crate) fn reparse(line: &str) -> Result<Rec, String> {
+    let v: J = serde_json::from_str(line).map_err(|e| format!("unparseable record ({e})"))?;
+    let a = v.as_array().ok_or("not a record")?;
+    let tag = a
+        .first()
+        .and_then(|t| t.as_str())
+        .ok_or("record without a tag")?;
+    match decode(tag, a)? {
+        Decoded::Rec(r) => Ok(r),
+        _ => Err("not a record of code or scope".into()),
     }
 }
 
@@ -1037,18 +1054,18 @@ mod tests {
         assert!(!st.codes[&1].may_enter_at(7));
         assert_eq!(st.records.len(), 10);
         assert_eq!(
-            st.records[7],
+            st.records.all()[7],
             Rec::Internal {
                 ts: 17,
                 tid: 7,
                 until: 19
             }
         );
-        assert_eq!(st.records[8], Rec::WindowOpen { ts: 20, tid: 7 });
-        assert_eq!(st.records[9], Rec::WindowClose { ts: 21, tid: 7 });
+        assert_eq!(st.records.all()[8], Rec::WindowOpen { ts: 20, tid: 7 });
+        assert_eq!(st.records.all()[9], Rec::WindowClose { ts: 21, tid: 7 });
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert_eq!(
-            st.records[1],
+            st.records.all()[1],
             Rec::Line {
                 ts: 11,
                 tid: 7,
@@ -1062,7 +1079,7 @@ mod tests {
             }
         );
         assert!(matches!(
-            st.records[4],
+            st.records.all()[4],
             Rec::Ret {
                 how: How::Return,
                 payload: Some(_),
@@ -1105,12 +1122,12 @@ mod tests {
             "records without the dialect have no module"
         );
         assert!(
-            matches!(&st.records[0], Rec::Call { thrown: true, delta: Some(d), .. } if d.locals[0].0 == "a")
+            matches!(&st.records.all()[0], Rec::Call { thrown: true, delta: Some(d), .. } if d.locals[0].0 == "a")
         );
         assert!(
-            matches!(&st.records[1], Rec::Line { delta: Some(d), .. } if d.locals.len() == 1 && d.deleted == ["e"])
+            matches!(&st.records.all()[1], Rec::Line { delta: Some(d), .. } if d.locals.len() == 1 && d.deleted == ["e"])
         );
-        match &st.records[2] {
+        match &st.records.all()[2] {
             Rec::Exc {
                 kind,
                 delta: Some(d),
@@ -1127,14 +1144,14 @@ mod tests {
             r => panic!("{r:?}"),
         }
         assert!(matches!(
-            st.records[3],
+            st.records.all()[3],
             Rec::Exc {
                 kind: ExcKind::TracerOnly,
                 ..
             }
         ));
         assert!(matches!(
-            &st.records[4],
+            &st.records.all()[4],
             Rec::Exc {
                 kind: ExcKind::ReraiseInferred,
                 text,
@@ -1142,7 +1159,7 @@ mod tests {
             } if text.object.is_none() && text.origin.is_none()
         ));
         // Issue 23.2: where it was raised, from its traceback, and the thrown-in kind.
-        match &st.records[5] {
+        match &st.records.all()[5] {
             Rec::Exc {
                 kind: ExcKind::Thrown,
                 delta,
@@ -1171,10 +1188,10 @@ mod tests {
         st.bye = Some(3);
         assert!(st.problems().is_empty(), "{:?}", st.problems());
         assert!(
-            matches!(&st.records[0], Rec::Check { line: 4, check, .. } if check.expr == "len(s) == d" && check.result == Ok(true))
+            matches!(&st.records.all()[0], Rec::Check { line: 4, check, .. } if check.expr == "len(s) == d" && check.result == Ok(true))
         );
         assert!(
-            matches!(&st.records[1], Rec::Check { check, .. } if check.result == Err("IndexError".into()))
+            matches!(&st.records.all()[1], Rec::Check { check, .. } if check.result == Err("IndexError".into()))
         );
         assert_eq!(st.facts["/a.py"].functions[0].last_line, 2);
     }

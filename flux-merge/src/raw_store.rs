@@ -173,7 +173,7 @@ impl RawStore {
                     Block::Held(v) => out.extend_from_slice(v),
                     Block::Spilled(at, n) => match read_block(file, *at, *n) {
                         Ok(v) => out.extend(v),
-                        Err(e) => failed.note(*key, *at, *n, &e),
+                        Err(e) => failed.note_usdt(*key, *at, *n, &e),
                     },
                 }
             }
@@ -232,12 +232,18 @@ impl ReadBack {
         self.0.borrow().1
     }
 
-    fn note(&self, (pid, tid): (u32, u32), at: u64, n: u32, e: &std::io::Error) {
+    /// A read that failed: why, and how many records it lost.
+    pub fn note(&self, problem: String, lost: u64) {
         let mut b = self.0.borrow_mut();
-        b.0.push(format!(
-            "{n} USDT records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"
-        ));
-        b.1 += u64::from(n);
+        b.0.push(problem);
+        b.1 += lost;
+    }
+
+    fn note_usdt(&self, (pid, tid): (u32, u32), at: u64, n: u32, e: &std::io::Error) {
+        self.note(
+            format!("{n} USDT records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"),
+            u64::from(n),
+        );
     }
 }
 
@@ -271,7 +277,7 @@ impl Iterator for ThreadRecords {
 impl ThreadRecords {
     fn read(&self, at: u64, n: u32) -> Vec<RawEvent> {
         read_block(self.file.as_deref(), at, n).unwrap_or_else(|e| {
-            self.back.note(self.key, at, n, &e);
+            self.back.note_usdt(self.key, at, n, &e);
             Vec::new()
         })
     }

@@ -294,20 +294,27 @@ fn the_cut_at_each_extent_edge_keeps_what_cutting_the_whole_trace_keeps() {
     );
 }
 
-/// Issue 28: a capture's USDT records spilled to a file (`RawStore::spilling`) and read back a
-/// thread at a time by the merge give every fixture the trace they give held in memory; tiny
-/// blocks, so every fixture's records cross many of them.
+/// Issue 28: a capture's USDT records (`RawStore::spilling`) and its hook streams' records
+/// (`Stream::spill_to`, as lines) written to files and read back a thread at a time by the
+/// merge give every fixture the trace they give held in memory; tiny blocks, so every fixture's
+/// records cross many of them, and a bound of a few records held, so both kinds of block meet.
 #[test]
 fn every_fixture_merges_the_same_from_records_spilled_to_a_file() {
-    let mut spilled_somewhere = false;
+    let (mut usdt_spilled, mut hook_spilled) = (false, false);
     for (dir, prog, path) in fixtures() {
         let f = load(&path);
         let held = f.merged();
         let store = flux_merge::raw_store::RawStore::spilling(tempfile::tempfile().unwrap(), 0)
             .with_block(3);
-        let mut spilled = f.merged_in(store);
+        let (usdt, hook) = f.inputs_in(store, &mut |s| {
+            s.records
+                .spill_in_blocks(tempfile::tempfile().unwrap(), 5, 3)
+        });
+        let mut spilled = flux_merge::merge(usdt, &hook, &f.header.interpreter, &f.header.plan);
         let n = spilled.meta.counts.remove("usdt.records_spilled");
-        spilled_somewhere |= n.is_some_and(|n| n > 0);
+        usdt_spilled |= n.is_some_and(|n| n > 0);
+        let n = spilled.meta.counts.remove("hook.records_spilled");
+        hook_spilled |= n.is_some_and(|n| n > 0);
         let lines = |t: &flux_trace::Trace| -> Vec<String> {
             t.events
                 .iter()
@@ -317,5 +324,6 @@ fn every_fixture_merges_the_same_from_records_spilled_to_a_file() {
         assert_eq!(lines(&spilled), lines(&held), "{dir}/{prog}");
         assert_eq!(spilled.meta, held.meta, "{dir}/{prog}");
     }
-    assert!(spilled_somewhere, "no fixture's USDT records were spilled");
+    assert!(usdt_spilled, "no fixture's USDT records were spilled");
+    assert!(hook_spilled, "no fixture's hook records were spilled");
 }

@@ -22,7 +22,7 @@
 //!   exactly: qualified name, and the first line where USDT said 0.
 use super::Open;
 use crate::plan::Plan;
-use crate::protocol::{CodeDef, HookCapture, Rec, CODE_GEN, CODE_NO_FIRST_LINE, CODE_TARGET};
+use crate::protocol::{CodeDef, HookCapture, CODE_GEN, CODE_NO_FIRST_LINE, CODE_TARGET};
 use flux_trace::{Event, Name, Scope};
 use std::collections::{HashMap, HashSet};
 
@@ -81,12 +81,10 @@ impl CodeIndex {
         let gens = plan.hook_gen_starts();
         let targets = plan.scope == Scope::Targets;
         for s in &hook.streams {
-            for r in &s.records {
-                if let Rec::Line { code, .. } = r {
-                    if let Some(c) = s.codes.get(code) {
-                        ix.hook_line_codes
-                            .insert((s.pid, c.file.clone(), c.name.clone()));
-                    }
+            for code in &s.summary.line_codes {
+                if let Some(c) = s.codes.get(code) {
+                    ix.hook_line_codes
+                        .insert((s.pid, c.file.clone(), c.name.clone()));
                 }
             }
             for c in s.codes.values() {

@@ -8,7 +8,7 @@
 //! window, `merge.events_not_kept_in_tests`), so a run still reports how many events it merged.
 use super::counters::Counters;
 use crate::plan::Plan;
-use crate::protocol::{HookCapture, Rec, CODE_TARGET};
+use crate::protocol::{HookCapture, CODE_TARGET};
 use flux_trace::Event;
 use std::collections::{HashMap, HashSet};
 
@@ -34,18 +34,10 @@ impl Cut {
             for c in s.codes.values().filter(|c| c.has(CODE_TARGET)) {
                 targeted.insert(c.qualname.to_string());
             }
-            let mut open = None;
-            for r in &s.records {
-                match r {
-                    Rec::TestStart { ts, .. } => open = Some(*ts),
-                    Rec::TestEnd { ts, .. } => {
-                        if let Some(o) = open.take() {
-                            tests.entry(s.pid).or_default().push((o, *ts));
-                        }
-                    }
-                    _ => {}
-                }
-            }
+            tests
+                .entry(s.pid)
+                .or_default()
+                .extend(s.summary.tests.iter().copied());
         }
         for spans in tests.values_mut() {
             spans.sort_unstable();

@@ -117,7 +117,10 @@ pub fn merge(
     let (usdt_threads, read_back) = usdt.map(UsdtEvents::into_threads).unwrap_or_default();
     let codes = codes::CodeIndex::new(hook, plan);
     let mut c = counters::Counters::default();
-    let (threads, tally) = scopes::timelines(usdt_threads, hook, plan, &mut c, &mut meta.problems);
+    // The hook's records likewise, from each stream's spill file (what cannot be read back
+    // is noted with the USDT events').
+    let (threads, tally) =
+        scopes::timelines(usdt_threads, hook, plan, &read_back, &mut meta.problems);
     let cut = keep::Cut::new(hook, plan);
     meta.kept = cut.as_ref().map(keep::Cut::kept);
     let shared = thread::Shared {
@@ -158,6 +161,17 @@ pub fn merge(
             .counts
             .insert(crate::usdt::SPILLED.into(), spilled);
     }
+    let hook_spilled: u64 = hook
+        .streams
+        .iter()
+        .map(|s| s.records.len() - s.records.held() as u64)
+        .sum();
+    if hook_spilled > 0 {
+        trace
+            .meta
+            .counts
+            .insert(crate::hook_store::SPILLED.into(), hook_spilled);
+    }
     trace
 }
 
@@ -167,10 +181,10 @@ pub fn merge(
 /// close no bracket. A fixture may leave them out (all but a few)
 /// without changing the merge; see `fixture::Fixture::normalise`.
 pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
-    let mut c = counters::Counters::default();
     let mut problems = Vec::new();
     let by_thread = crate::usdt::by_thread(usdt.iter().collect());
-    let (threads, _) = scopes::timelines(by_thread, hook, plan, &mut c, &mut problems);
+    let back = crate::raw_store::ReadBack::default();
+    let (threads, _) = scopes::timelines(by_thread, hook, plan, &back, &mut problems);
     let base = usdt.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
     let mut out = Vec::new();
@@ -178,15 +192,12 @@ pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Ve
         let mut work = hook_work::HookWork::default();
         for item in timeline.into_items() {
             match item {
-                scopes::Item::Hook(_, crate::protocol::Rec::Internal { until, .. }) => {
-                    work.busy(*until)
-                }
-                scopes::Item::Hook(
-                    _,
+                scopes::Item::Hook(_, r) => match *r {
+                    crate::protocol::Rec::Internal { until, .. } => work.busy(until),
                     crate::protocol::Rec::ExtentOpen { .. }
-                    | crate::protocol::Rec::ExtentClose { .. },
-                ) => work.reset_bracket(),
-                scopes::Item::Hook(..) => {}
+                    | crate::protocol::Rec::ExtentClose { .. } => work.reset_bracket(),
+                    _ => {}
+                },
                 scopes::Item::Usdt(e) => {
                     let interior = work.busy_at(e.ts)
                         || (work.inside() && !is_hook_file(e.file()))

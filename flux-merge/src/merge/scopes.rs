@@ -19,8 +19,10 @@
 use super::counters::Counters;
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Rec, Stream};
+use crate::raw_store::ReadBack;
 use crate::usdt::UsdtEvent;
 use flux_trace::{Event, Scope};
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
@@ -30,7 +32,7 @@ use std::rc::Rc;
 /// borrows trace events.
 pub(super) enum Item<'a, E = &'a Event> {
     Usdt(E),
-    Hook(&'a Stream, &'a Rec),
+    Hook(&'a Stream, Cow<'a, Rec>),
 }
 
 /// When and where a USDT event happened, `(ts, pid, tid)`: all the timelines read of one.
@@ -62,13 +64,16 @@ pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Timeline<'a, E>>;
 /// ([`Tally`]).
 pub(super) struct Timeline<'a, E> {
     usdt: Box<dyn Iterator<Item = E> + 'a>,
-    hook: Vec<(&'a Stream, &'a Rec)>,
+    hook: std::iter::Peekable<HookRecs<'a>>,
 }
 
+/// A thread's hook records in time order, read as the merge takes them.
+type HookRecs<'a> = Box<dyn Iterator<Item = (&'a Stream, Cow<'a, Rec>)> + 'a>;
+
 impl<'a, E: Stamped + 'a> Timeline<'a, E> {
-    /// Whether the hook reported anything in this thread.
-    pub(super) fn has_hook(&self) -> bool {
-        !self.hook.is_empty()
+    /// Whether the hook reported anything in scope in this thread.
+    pub(super) fn has_hook(&mut self) -> bool {
+        self.hook.peek().is_some()
     }
 
     /// How many USDT events are in scope (reading them all).
@@ -80,7 +85,7 @@ impl<'a, E: Stamped + 'a> Timeline<'a, E> {
     /// as it is taken.
     pub(super) fn into_items(self) -> impl Iterator<Item = Item<'a, E>> {
         let mut usdt = self.usdt.peekable();
-        let mut hook = self.hook.into_iter().peekable();
+        let mut hook = self.hook;
         std::iter::from_fn(move || {
             let hook_first = match (hook.peek(), usdt.peek()) {
                 (Some((_, r)), Some(e)) => r.ts() <= e.at().0,
@@ -166,15 +171,11 @@ impl Spans {
             targets_scoped: HashSet::new(),
         };
         for s in &hook.streams {
-            if let Some(t) = s.records.iter().map(|r| r.ts()).min() {
+            if let Some(t) = s.summary.first_ts {
                 let e = sp.hook_start.entry(s.pid).or_insert(t);
                 *e = (*e).min(t);
             }
-            let last = s.records.iter().map(|r| match r {
-                Rec::Internal { until, .. } => *until,
-                r => r.ts(),
-            });
-            if let Some(t) = last.max() {
+            if let Some(t) = s.summary.last_ts {
                 let e = sp.hook_end.entry(s.pid).or_insert(t);
                 *e = (*e).max(t);
             }
@@ -189,11 +190,7 @@ impl Spans {
     }
 
     fn add_windows(&mut self, s: &Stream, problems: &mut Vec<String>) {
-        let marks = s.records.iter().filter_map(|r| match r {
-            Rec::WindowOpen { ts, .. } => Some((*ts, true)),
-            Rec::WindowClose { ts, .. } => Some((*ts, false)),
-            _ => None,
-        });
+        let marks = s.summary.windows.iter().copied();
         // (A process that exec'd has two streams: their windows are one list.)
         if !add_spans(self.windows.entry(s.pid).or_default(), marks) {
             problems.push(format!(
@@ -205,17 +202,12 @@ impl Spans {
 
     fn add_extents(&mut self, s: &Stream, problems: &mut Vec<String>) {
         self.targets_scoped.insert(s.pid);
-        // One pass over the stream: each thread's marks.
-        let mut marks: HashMap<u32, Vec<(u64, bool)>> = HashMap::new();
-        for r in &s.records {
-            match r {
-                Rec::ExtentOpen { ts, tid } => marks.entry(*tid).or_default().push((*ts, true)),
-                Rec::ExtentClose { ts, tid } => marks.entry(*tid).or_default().push((*ts, false)),
-                _ => {}
-            }
-        }
-        for (tid, m) in marks {
-            if !add_spans(self.extents.entry((s.pid, tid)).or_default(), m.into_iter()) {
+        for (tid, m) in &s.summary.extents {
+            let tid = *tid;
+            if !add_spans(
+                self.extents.entry((s.pid, tid)).or_default(),
+                m.iter().copied(),
+            ) {
                 problems.push(format!(
                     "process {} thread {tid}: target extents do not nest as open/close pairs",
                     s.pid
@@ -268,7 +260,7 @@ pub(super) fn timelines<'a, E: Stamped + 'a>(
     usdt: BTreeMap<(u32, u32), Box<dyn Iterator<Item = E> + 'a>>,
     hook: &'a HookCapture,
     plan: &'a Plan,
-    c: &mut Counters,
+    back: &ReadBack,
     problems: &mut Vec<String>,
 ) -> (Timelines<'a, E>, Tally) {
     let sp = Rc::new(Spans::new(hook, plan, problems));
@@ -292,7 +284,7 @@ pub(super) fn timelines<'a, E: Stamped + 'a>(
             (pid, tid),
             Timeline {
                 usdt: Box::new(kept),
-                hook: Vec::new(),
+                hook: empty_hook(),
             },
         );
     }
@@ -301,38 +293,66 @@ pub(super) fn timelines<'a, E: Stamped + 'a>(
             "process {pid} produced {n} USDT events but no hook stream (started with -S/-I, or the hook failed): its calls cannot be placed"
         ));
     }
-    let mut l = Left::default();
+    // Each thread's hook records, from each stream that has some (a process that exec'd has
+    // two), read and cut to scope as the merge takes them.
+    let mut hooked: BTreeMap<(u32, u32), Vec<HookRecs<'a>>> = BTreeMap::new();
     for s in &hook.streams {
-        for r in &s.records {
-            if matches!(r, Rec::WindowOpen { .. } | Rec::WindowClose { .. })
-                || !sp.in_window(s.pid, r.ts(), &mut l)
-            {
-                continue;
-            }
-            // What the hook reports about code counts only inside the thread's extents.
-            if r.about_code() && !sp.in_extent(s.pid, r.tid(), r.ts(), &mut l) {
-                continue;
-            }
-            threads
-                .entry((s.pid, r.tid()))
-                .or_insert_with(|| Timeline {
-                    usdt: Box::new(std::iter::empty()),
-                    hook: Vec::new(),
-                })
-                .hook
-                .push((s, r));
+        for tid in s.records.tids() {
+            let (sp, tally) = (sp.clone(), tally.clone());
+            let recs = s.records.thread(tid, s.pid, back).filter(move |r| {
+                let mut l = tally.0.get();
+                let keep = !matches!(**r, Rec::WindowOpen { .. } | Rec::WindowClose { .. })
+                    && sp.in_window(s.pid, r.ts(), &mut l)
+                    // What the hook reports about code counts only inside the thread's extents.
+                    && (!r.about_code() || sp.in_extent(s.pid, r.tid(), r.ts(), &mut l));
+                tally.0.set(l);
+                keep
+            });
+            let recs: HookRecs<'a> = Box::new(recs.map(move |r| (s, r)));
+            hooked.entry((s.pid, tid)).or_default().push(recs);
         }
     }
-    c.outside_windows += l.outside_windows;
-    c.outside_extents += l.outside_extents;
-    for t in threads.values_mut() {
-        // Stably: a no-op unless the stream's times go back (a problem already,
-        // `stream-order`).
-        if !t.hook.is_sorted_by_key(|(_, r)| r.ts()) {
-            t.hook.sort_by_key(|(_, r)| r.ts());
-        }
+    for (key, sources) in hooked {
+        // Stably by time across streams, the earlier stream's first at equal times (as a
+        // stable sort of them one after the other gave).
+        let one = sources
+            .into_iter()
+            .reduce(|a, b| Box::new(by_time(a, b)))
+            .expect("a thread with records");
+        threads
+            .entry(key)
+            .or_insert_with(|| Timeline {
+                usdt: Box::new(std::iter::empty()),
+                hook: empty_hook(),
+            })
+            .hook = one.peekable();
     }
     (threads, tally)
+}
+
+fn empty_hook<'a>() -> std::iter::Peekable<HookRecs<'a>> {
+    let none: HookRecs<'a> = Box::new(std::iter::empty());
+    none.peekable()
+}
+
+/// Two time-ordered sources as one, `a`'s first at equal times.
+fn by_time<'a>(
+    a: HookRecs<'a>,
+    b: HookRecs<'a>,
+) -> impl Iterator<Item = (&'a Stream, Cow<'a, Rec>)> {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || {
+        let a_first = match (a.peek(), b.peek()) {
+            (Some((_, x)), Some((_, y))) => x.ts() <= y.ts(),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if a_first {
+            a.next()
+        } else {
+            b.next()
+        }
+    })
 }
 
 /// Indices of the events of `usdt` outside the scope: every test window (scope `tests`,

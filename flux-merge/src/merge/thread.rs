@@ -74,7 +74,7 @@ impl<'a, 'o> Thread<'a, 'o> {
 
     /// `timeline`: the thread's records, its USDT events compact until each is placed (most
     /// are dropped, never becoming a trace event's size).
-    pub(super) fn run(mut self, timeline: Timeline<'_, UsdtEvent>) {
+    pub(super) fn run(mut self, mut timeline: Timeline<'_, UsdtEvent>) {
         if self.sh.plan.hook_entries() && !timeline.has_hook() {
             // `unseen-thread` (3.11): the hook reports every start in the threads it traces;
             // a thread with USDT events and no hook record ran untraced (started with
@@ -124,14 +124,13 @@ impl<'a, 'o> Thread<'a, 'o> {
                     || (same && e.ev == Kind::Return)
                     || (e.ev != Kind::Call && !same)
             }
-            Item::Hook(_, Rec::Internal { .. }) => true,
-            Item::Hook(..) => false,
+            Item::Hook(_, r) => matches!(**r, Rec::Internal { .. }),
         };
         if !keep_waiting {
             let top = self.stack.pop().expect("non-empty");
             let edge = matches!(
                 item,
-                Item::Hook(_, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. })
+                Item::Hook(_, r) if matches!(**r, Rec::ExtentOpen { .. } | Rec::ExtentClose { .. })
             );
             if self.sh.plan.hook_entries() && !edge {
                 // 3.11's return probe fires at every frame exit, after the trace function's

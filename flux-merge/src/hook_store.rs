@@ -1,0 +1,310 @@
+//! A hook stream's records, kept per thread in arrival order (a thread's program order: rule
+//! `stream-order`), and what the merge reads of the whole stream before any thread
+//! ([`Summary`], kept as the records arrive).
+//!
+//! Issue 28: on a heavy suite part the hook's records (48 bytes each, and the merge's 16-byte
+//! reference to each) were most of what the agent held once the USDT records went to a file
+//! (`raw_store`). A stream given a file ([`HookStore::spill_to`]) writes each thread's records
+//! past a bound as the lines they came as, a block at a time, and the merge parses them again
+//! a block at a time ([`HookStore::thread`]); what it holds of them is bounded by that bound
+//! and a block of text per thread. A block the file cannot take stays in memory as text; one
+//! it cannot give back, or a line that no longer parses, is a problem of the merged trace
+//! ([`crate::raw_store::ReadBack`]), never a silent gap.
+use crate::protocol::Rec;
+use crate::raw_store::ReadBack;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+/// Records per written block.
+pub const BLOCK: usize = 4096;
+
+/// The count (`meta.counts`) of a merged trace's hook records that went through the streams'
+/// spill files.
+pub const SPILLED: &str = "hook.records_spilled";
+
+/// What the merge reads of a whole stream before its threads, noted as each record arrives.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// The earliest record's time.
+    pub first_ts: Option<u64>,
+    /// The latest time a record stands for (`hx`: the end of the hook's work it spans).
+    pub last_ts: Option<u64>,
+    /// `wo`/`wc` marks, in arrival order (open: true).
+    pub windows: Vec<(u64, bool)>,
+    /// Per thread, its `xo`/`xc` marks in arrival order.
+    pub extents: HashMap<u32, Vec<(u64, bool)>>,
+    /// Tests' spans (`t` to the next `T`), in arrival order.
+    pub tests: Vec<(u64, u64)>,
+    open_test: Option<u64>,
+    /// Code ids with a line record.
+    pub line_codes: HashSet<u32>,
+    /// The first record stamped before its thread's previous one (`hx` aside): (its index in
+    /// the stream, its thread, its time, the previous time).
+    pub out_of_order: Option<(u64, u32, u64, u64)>,
+    last: HashMap<u32, u64>,
+    index: u64,
+}
+
+impl Summary {
+    pub fn note(&mut self, r: &Rec) {
+        let ts = r.ts();
+        self.first_ts = Some(self.first_ts.map_or(ts, |t| t.min(ts)));
+        let end = match r {
+            Rec::Internal { until, .. } => *until,
+            _ => ts,
+        };
+        self.last_ts = Some(self.last_ts.map_or(end, |t| t.max(end)));
+        match r {
+            Rec::WindowOpen { .. } => self.windows.push((ts, true)),
+            Rec::WindowClose { .. } => self.windows.push((ts, false)),
+            Rec::ExtentOpen { tid, .. } => self.extents.entry(*tid).or_default().push((ts, true)),
+            Rec::ExtentClose { tid, .. } => self.extents.entry(*tid).or_default().push((ts, false)),
+            Rec::TestStart { .. } => self.open_test = Some(ts),
+            Rec::TestEnd { .. } => {
+                if let Some(o) = self.open_test.take() {
+                    self.tests.push((o, ts));
+                }
+            }
+            Rec::Line { code, .. } => {
+                self.line_codes.insert(*code);
+            }
+            _ => {}
+        }
+        if !matches!(r, Rec::Internal { .. }) {
+            let prev = self.last.insert(r.tid(), ts).unwrap_or(0);
+            if ts < prev && self.out_of_order.is_none() {
+                self.out_of_order = Some((self.index, r.tid(), ts, prev));
+            }
+        }
+        self.index += 1;
+    }
+}
+
+/// A part of a thread's records.
+#[derive(Clone, Debug)]
+enum Seg {
+    Held(Vec<Rec>),
+    /// (offset, bytes, records) of lines in the file.
+    Spilled(u64, u32, u32),
+    /// Lines the file could not take.
+    Text(String),
+}
+
+#[derive(Clone, Debug)]
+struct Chain {
+    segs: Vec<Seg>,
+    held: Vec<Rec>,
+    text: String,
+    text_n: u32,
+    last_ts: u64,
+    /// Whether the records came in time order, `hx` included (else the reader sorts them).
+    ordered: bool,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Chain {
+            segs: Vec::new(),
+            held: Vec::new(),
+            text: String::new(),
+            text_n: 0,
+            last_ts: 0,
+            ordered: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Spill {
+    file: Arc<File>,
+    end: u64,
+    after: usize,
+    /// Records per written block (`BLOCK`, unless a test asks for less).
+    block: usize,
+    failed: Option<String>,
+}
+
+/// A stream's records per thread (see the module doc).
+#[derive(Clone, Debug, Default)]
+pub struct HookStore {
+    threads: BTreeMap<u32, Chain>,
+    len: u64,
+    held: usize,
+    spill: Option<Spill>,
+}
+
+impl HookStore {
+    /// Write records past `after` held to `file` (the caller's: an unlinked temporary file).
+    pub fn spill_to(&mut self, file: File, after: usize) {
+        self.spill_in_blocks(file, after, BLOCK);
+    }
+
+    /// [`HookStore::spill_to`] in blocks of `block` records (tests: many blocks of a small
+    /// stream).
+    pub fn spill_in_blocks(&mut self, file: File, after: usize, block: usize) {
+        self.spill = Some(Spill {
+            file: Arc::new(file),
+            end: 0,
+            after,
+            block: block.max(1),
+            failed: None,
+        });
+    }
+
+    /// Records stored.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Records held parsed in memory.
+    pub fn held(&self) -> usize {
+        self.held
+    }
+
+    /// Why records stayed in memory although the store spills, if a write failed.
+    pub fn spill_error(&self) -> Option<&str> {
+        self.spill.as_ref()?.failed.as_deref()
+    }
+
+    /// Store `r`, which arrived as `line`.
+    pub fn push(&mut self, r: Rec, line: &str) {
+        let chain = self.threads.entry(r.tid()).or_default();
+        chain.ordered &= r.ts() >= chain.last_ts;
+        chain.last_ts = r.ts();
+        self.len += 1;
+        let spill = match &mut self.spill {
+            Some(s) if self.held >= s.after && s.failed.is_none() => s,
+            _ => {
+                if !chain.text.is_empty() {
+                    chain.segs.push(Seg::Text(std::mem::take(&mut chain.text)));
+                    chain.text_n = 0;
+                }
+                chain.held.push(r);
+                self.held += 1;
+                return;
+            }
+        };
+        if !chain.held.is_empty() {
+            chain.segs.push(Seg::Held(std::mem::take(&mut chain.held)));
+        }
+        chain.text.push_str(line);
+        chain.text.push('\n');
+        chain.text_n += 1;
+        if chain.text_n as usize >= spill.block {
+            let text = std::mem::take(&mut chain.text);
+            let n = std::mem::take(&mut chain.text_n);
+            match spill.file.write_all_at(text.as_bytes(), spill.end) {
+                Ok(()) => {
+                    chain
+                        .segs
+                        .push(Seg::Spilled(spill.end, text.len() as u32, n));
+                    spill.end += text.len() as u64;
+                }
+                Err(e) => {
+                    spill.failed = Some(format!("writing the hook records' spill file: {e}"));
+                    chain.segs.push(Seg::Text(text));
+                }
+            }
+        }
+    }
+
+    /// The threads with records.
+    pub fn tids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.threads.keys().copied()
+    }
+
+    /// Thread `tid`'s records in time order (a thread whose records came out of order is read
+    /// whole and sorted stably); those written to the file are parsed again a block at a time,
+    /// and what cannot be is noted in `back`.
+    pub fn thread<'a>(
+        &'a self,
+        tid: u32,
+        pid: u32,
+        back: &ReadBack,
+    ) -> Box<dyn Iterator<Item = Cow<'a, Rec>> + 'a> {
+        let Some(chain) = self.threads.get(&tid) else {
+            return Box::new(std::iter::empty());
+        };
+        let file = self.spill.as_ref().map(|s| s.file.clone());
+        let back = back.clone();
+        let segs = chain.segs.iter().map(Some).chain(std::iter::once(None));
+        let it = segs.flat_map(move |seg| -> Box<dyn Iterator<Item = Cow<'a, Rec>> + 'a> {
+            match seg {
+                Some(Seg::Held(v)) => Box::new(v.iter().map(Cow::Borrowed)),
+                Some(Seg::Text(t)) => Box::new(parse(t, pid, tid, &back).into_iter().map(Cow::Owned)),
+                Some(Seg::Spilled(at, bytes, n)) => {
+                    let mut buf = vec![0u8; *bytes as usize];
+                    let got = match &file {
+                        Some(f) => f.read_exact_at(&mut buf, *at),
+                        None => Err(std::io::Error::other("no spill file")),
+                    };
+                    let recs = match got.map(|()| String::from_utf8(buf)) {
+                        Ok(Ok(text)) => parse(&text, pid, tid, &back),
+                        Ok(Err(e)) => {
+                            back.note(
+                                format!("{n} hook records of thread {pid}/{tid} read back from the spill file at offset {at} are not text: {e}"),
+                                u64::from(*n),
+                            );
+                            Vec::new()
+                        }
+                        Err(e) => {
+                            back.note(
+                                format!("{n} hook records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"),
+                                u64::from(*n),
+                            );
+                            Vec::new()
+                        }
+                    };
+                    Box::new(recs.into_iter().map(Cow::Owned))
+                }
+                None => Box::new(
+                    chain
+                        .held
+                        .iter()
+                        .map(Cow::Borrowed)
+                        .chain(parse(&chain.text, pid, tid, &back).into_iter().map(Cow::Owned)),
+                ),
+            }
+        });
+        if chain.ordered {
+            return Box::new(it);
+        }
+        let mut all: Vec<Cow<'a, Rec>> = it.collect();
+        all.sort_by_key(|r| r.ts());
+        Box::new(all.into_iter())
+    }
+
+    /// Every record, each thread's in order, threads by id (tests, a fixture's trim).
+    pub fn all(&self) -> Vec<Rec> {
+        let back = ReadBack::default();
+        self.tids()
+            .flat_map(|t| {
+                self.thread(t, 0, &back)
+                    .map(Cow::into_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+/// Records written as lines, parsed again.
+fn parse(text: &str, pid: u32, tid: u32, back: &ReadBack) -> Vec<Rec> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        match crate::protocol::reparse(line) {
+            Ok(r) => out.push(r),
+            Err(e) => back.note(
+                format!("a hook record of thread {pid}/{tid} read back from the spill file does not parse again ({e}): {line:.100}"),
+                1,
+            ),
+        }
+    }
+    out
+}
