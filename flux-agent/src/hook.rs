@@ -393,6 +393,15 @@ async fn read_stream(conn: tokio::net::UnixStream, record: bool) -> Stream {
     } else {
         Stream::default()
     };
+    // Past a bound, the stream's records go to an unlinked file as the lines they came as
+    // (issue 28); without a file they stay in memory, which only costs memory.
+    match tempfile::tempfile() {
+        Ok(f) => st.spill_to(f, spill_after()),
+        Err(e) => eprintln!(
+            "flux: no spill file for a hook stream in {} ({e}): its records stay in memory",
+            std::env::temp_dir().display()
+        ),
+    }
     let mut lines = tokio::io::BufReader::with_capacity(1 << 16, conn).lines();
     loop {
         match lines.next_line().await {
@@ -408,7 +417,17 @@ async fn read_stream(conn: tokio::net::UnixStream, record: bool) -> Stream {
             }
         }
     }
+    if let Some(e) = st.records.spill_error() {
+        eprintln!("flux: {e}: the hook records after it stay in memory");
+    }
     st
+}
+
+/// Hook records a stream holds parsed before it writes them, a block per thread at a time, to
+/// its spill file: 1 Mi (about 48 MiB), or `FLUX_SPILL_AFTER` (as for the USDT records:
+/// [`crate::tracer::SPILL_AFTER`]).
+fn spill_after() -> usize {
+    crate::tracer::spill_after()
 }
 
 type Accepted = (Vec<tokio::task::JoinHandle<Stream>>, Vec<String>);

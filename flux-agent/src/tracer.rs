@@ -419,19 +419,23 @@ pub async fn drain(
 /// Raw USDT records the drainer holds before it writes them, a block per thread at a time, to
 /// an unlinked file (32 MiB): past it the agent's memory does not grow with the run's records
 /// (issue 28), and the merge reads them back a thread at a time. `FLUX_SPILL_AFTER` (a number
-/// of records) sets another bound: 0 spills every full block (what the CI smoke does, so a
-/// small run takes the path a heavy one takes).
+/// of records) sets another bound, for the hook's records too: 0 spills every full block (what
+/// the CI smoke does, so a small run takes the path a heavy one takes).
 pub const SPILL_AFTER: usize = 1 << 20;
+
+/// Records held before the rest go to a file: [`SPILL_AFTER`], or `FLUX_SPILL_AFTER`.
+pub fn spill_after() -> usize {
+    std::env::var("FLUX_SPILL_AFTER")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SPILL_AFTER)
+}
 
 /// The drainer's store: spilling to an unlinked file in the temporary directory (`TMPDIR`), or
 /// held in memory when no file can be made there (said on stderr).
 fn spill_store() -> RawStore {
-    let after = std::env::var("FLUX_SPILL_AFTER")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(SPILL_AFTER);
     match tempfile::tempfile() {
-        Ok(f) => RawStore::spilling(f, after),
+        Ok(f) => RawStore::spilling(f, spill_after()),
         Err(e) => {
             eprintln!(
                 "flux: no spill file in {} ({e}): the USDT records stay in memory",

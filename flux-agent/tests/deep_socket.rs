@@ -75,6 +75,7 @@ async fn hook_streams_through_a_socket_path_longer_than_sun_path() {
     assert!(st.pid > 0, "the stream said hello with its pid");
     let f_calls = st
         .records
+        .all()
         .iter()
         .filter(|r| matches!(r, Rec::Call { code, .. } if st.codes[code].qualname == "f"))
         .count();
