@@ -96,11 +96,14 @@ enum Seg {
 #[derive(Clone, Debug)]
 struct Chain {
     segs: Vec<Seg>,
+    /// The records after `segs`, held parsed (before the store spills), in time order.
     held: Vec<Rec>,
-    text: String,
-    text_n: u32,
-    last_ts: u64,
-    /// Whether the records came in time order, `hx` included (else the reader sorts them).
+    /// The records after `segs` as lines with their times (once the store spills), in time
+    /// order; written a block at a time, the last `MARGIN` kept back.
+    lines: Vec<(u64, String)>,
+    /// The latest time of a record in `segs`.
+    flushed: u64,
+    /// Whether every record found its place in time order (else the reader sorts them all).
     ordered: bool,
 }
 
@@ -109,12 +112,22 @@ impl Default for Chain {
         Chain {
             segs: Vec::new(),
             held: Vec::new(),
-            text: String::new(),
-            text_n: 0,
-            last_ts: 0,
+            lines: Vec::new(),
+            flushed: 0,
             ordered: true,
         }
     }
+}
+
+/// Records kept back from a written block: an `hx` (stamped with the start of the hook's work
+/// it spans, written after it) is placed among the records before it as it arrives, so a
+/// thread's records are stored in time order, as the merge reads them (rule `timeline`).
+const MARGIN: usize = 1024;
+
+/// Where a record stamped `ts` goes among `times` (in order): after every one not later.
+fn place(times: impl DoubleEndedIterator<Item = u64> + ExactSizeIterator, ts: u64) -> usize {
+    let n = times.len();
+    n - times.rev().take_while(|t| *t > ts).count()
 }
 
 #[derive(Clone, Debug)]
@@ -175,36 +188,47 @@ impl HookStore {
 
     /// Store `r`, which arrived as `line`.
     pub fn push(&mut self, r: Rec, line: &str) {
+        let ts = r.ts();
         let chain = self.threads.entry(r.tid()).or_default();
-        chain.ordered &= r.ts() >= chain.last_ts;
-        chain.last_ts = r.ts();
+        // A record stamped before one already written cannot take its place: the reader then
+        // sorts the thread's records whole (a hook out of program order: `stream-order`).
+        chain.ordered &= ts >= chain.flushed || chain.segs.is_empty();
         self.len += 1;
         let spill = match &mut self.spill {
             Some(s) if self.held >= s.after && s.failed.is_none() => s,
             _ => {
-                if !chain.text.is_empty() {
-                    chain.segs.push(Seg::Text(std::mem::take(&mut chain.text)));
-                    chain.text_n = 0;
+                if !chain.lines.is_empty() {
+                    let text = join(chain.lines.drain(..), &mut chain.flushed);
+                    chain.segs.push(Seg::Text(text));
                 }
-                chain.held.push(r);
+                let at = place(chain.held.iter().map(Rec::ts), ts);
+                chain.held.insert(at, r);
                 self.held += 1;
                 return;
             }
         };
-        if !chain.held.is_empty() {
-            chain.segs.push(Seg::Held(std::mem::take(&mut chain.held)));
+        let at = place(chain.lines.iter().map(|(t, _)| *t), ts);
+        if at == 0 && chain.held.last().is_some_and(|h| h.ts() > ts) {
+            // Its place is among the records held from before the store spilled.
+            let at = place(chain.held.iter().map(Rec::ts), ts);
+            chain.held.insert(at, r);
+            self.held += 1;
+            return;
         }
-        chain.text.push_str(line);
-        chain.text.push('\n');
-        chain.text_n += 1;
-        if chain.text_n as usize >= spill.block {
-            let text = std::mem::take(&mut chain.text);
-            let n = std::mem::take(&mut chain.text_n);
+        chain.lines.insert(at, (ts, line.to_string()));
+        if chain.lines.len() >= spill.block + MARGIN {
+            if !chain.held.is_empty() {
+                let last = chain.held.iter().map(Rec::ts).max().unwrap_or(0);
+                chain.flushed = chain.flushed.max(last);
+                chain.segs.push(Seg::Held(std::mem::take(&mut chain.held)));
+            }
+            let n = spill.block;
+            let text = join(chain.lines.drain(..n), &mut chain.flushed);
             match spill.file.write_all_at(text.as_bytes(), spill.end) {
                 Ok(()) => {
                     chain
                         .segs
-                        .push(Seg::Spilled(spill.end, text.len() as u32, n));
+                        .push(Seg::Spilled(spill.end, text.len() as u32, n as u32));
                     spill.end += text.len() as u64;
                 }
                 Err(e) => {
@@ -269,7 +293,12 @@ impl HookStore {
                         .held
                         .iter()
                         .map(Cow::Borrowed)
-                        .chain(parse(&chain.text, pid, tid, &back).into_iter().map(Cow::Owned)),
+                        .chain({
+                            let back = back.clone();
+                            chain.lines.iter().filter_map(move |(_, l)| {
+                                parse(l, pid, tid, &back).pop().map(Cow::Owned)
+                            })
+                        }),
                 ),
             }
         });
@@ -294,6 +323,17 @@ impl HookStore {
     }
 }
 
+/// Lines as one text, noting the latest time among them in `flushed`.
+fn join(lines: impl Iterator<Item = (u64, String)>, flushed: &mut u64) -> String {
+    let mut text = String::new();
+    for (t, l) in lines {
+        *flushed = (*flushed).max(t);
+        text.push_str(&l);
+        text.push('\n');
+    }
+    text
+}
+
 /// Records written as lines, parsed again.
 fn parse(text: &str, pid: u32, tid: u32, back: &ReadBack) -> Vec<Rec> {
     let mut out = Vec::new();
@@ -307,4 +347,57 @@ fn parse(text: &str, pid: u32, tid: u32, back: &ReadBack) -> Vec<Rec> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Stream;
+
+    /// The lines of a thread's records: calls stamped 10, 20, 30, …, and after every fifth an
+    /// `hx` stamped with the start of the hook's work, before the last two calls.
+    fn lines(n: u64) -> Vec<String> {
+        let mut out = Vec::new();
+        for i in 1..=n {
+            out.push(format!(r#"["c",{},7,1,{},3]"#, i * 10, 500 + i));
+            if i % 5 == 0 {
+                out.push(format!(r#"["hx",{},7,{}]"#, i * 10 - 15, i * 10 + 1));
+            }
+        }
+        out
+    }
+
+    /// Issue 28: a thread's records come back in time order (an `hx` before the records its
+    /// span began before, as a stable sort by time put it), whether held or spilled, without
+    /// the reader sorting the thread whole.
+    #[test]
+    fn a_late_hx_takes_its_place_in_time_and_nothing_is_sorted_whole() {
+        let lines = lines(5000);
+        let mut want: Vec<Rec> = lines
+            .iter()
+            .map(|l| crate::protocol::reparse(l).unwrap())
+            .collect();
+        want.sort_by_key(Rec::ts);
+        for (after, block) in [(usize::MAX, BLOCK), (0, 7), (100, BLOCK), (0, BLOCK)] {
+            let mut st = Stream::default();
+            if after != usize::MAX {
+                st.records
+                    .spill_in_blocks(tempfile::tempfile().unwrap(), after, block);
+            }
+            for l in &lines {
+                st.feed(l);
+            }
+            assert!(st.bad.is_empty(), "{:?}", st.bad);
+            let chain = &st.records.threads[&7];
+            assert!(chain.ordered, "after {after}, blocks of {block}");
+            let back = ReadBack::default();
+            let got: Vec<Rec> = st
+                .records
+                .thread(7, 1, &back)
+                .map(Cow::into_owned)
+                .collect();
+            assert!(back.problems().is_empty());
+            assert_eq!(got, want, "after {after}, blocks of {block}");
+        }
+    }
 }
