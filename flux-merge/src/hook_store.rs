@@ -262,44 +262,21 @@ impl HookStore {
         let it = segs.flat_map(move |seg| -> Box<dyn Iterator<Item = Cow<'a, Rec>> + 'a> {
             match seg {
                 Some(Seg::Held(v)) => Box::new(v.iter().map(Cow::Borrowed)),
-                Some(Seg::Text(t)) => Box::new(parse(t, pid, tid, &back).into_iter().map(Cow::Owned)),
-                Some(Seg::Spilled(at, bytes, n)) => {
-                    let mut buf = vec![0u8; *bytes as usize];
-                    let got = match &file {
-                        Some(f) => f.read_exact_at(&mut buf, *at),
-                        None => Err(std::io::Error::other("no spill file")),
-                    };
-                    let recs = match got.map(|()| String::from_utf8(buf)) {
-                        Ok(Ok(text)) => parse(&text, pid, tid, &back),
-                        Ok(Err(e)) => {
-                            back.note(
-                                format!("{n} hook records of thread {pid}/{tid} read back from the spill file at offset {at} are not text: {e}"),
-                                u64::from(*n),
-                            );
-                            Vec::new()
-                        }
-                        Err(e) => {
-                            back.note(
-                                format!("{n} hook records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"),
-                                u64::from(*n),
-                            );
-                            Vec::new()
-                        }
-                    };
-                    Box::new(recs.into_iter().map(Cow::Owned))
+                Some(Seg::Text(t)) => {
+                    Box::new(parse(t, pid, tid, &back).into_iter().map(Cow::Owned))
                 }
-                None => Box::new(
-                    chain
-                        .held
-                        .iter()
-                        .map(Cow::Borrowed)
-                        .chain({
-                            let back = back.clone();
-                            chain.lines.iter().filter_map(move |(_, l)| {
-                                parse(l, pid, tid, &back).pop().map(Cow::Owned)
-                            })
-                        }),
+                Some(Seg::Spilled(at, bytes, n)) => Box::new(
+                    read_back(file.as_deref(), (*at, *bytes, *n), (pid, tid), &back)
+                        .into_iter()
+                        .map(Cow::Owned),
                 ),
+                None => Box::new(chain.held.iter().map(Cow::Borrowed).chain({
+                    let back = back.clone();
+                    chain
+                        .lines
+                        .iter()
+                        .filter_map(move |(_, l)| parse(l, pid, tid, &back).pop().map(Cow::Owned))
+                })),
             }
         });
         if chain.ordered {
@@ -310,7 +287,7 @@ impl HookStore {
         Box::new(all.into_iter())
     }
 
-    /// Every record, each thread's in order, threads by id (tests, a fixture's trim).
+    /// Every record, each thread's in order, threads by id (for tests).
     pub fn all(&self) -> Vec<Rec> {
         let back = ReadBack::default();
         self.tids()
@@ -321,6 +298,33 @@ impl HookStore {
             })
             .collect()
     }
+}
+
+/// The records of a block written to `file` at `at` (`bytes` long, `n` records), parsed
+/// again; what cannot be read or parsed is noted in `back`.
+fn read_back(
+    file: Option<&File>,
+    (at, bytes, n): (u64, u32, u32),
+    (pid, tid): (u32, u32),
+    back: &ReadBack,
+) -> Vec<Rec> {
+    let mut buf = vec![0u8; bytes as usize];
+    let got = match file {
+        Some(f) => f.read_exact_at(&mut buf, at),
+        None => Err(std::io::Error::other("no spill file")),
+    };
+    let why = match got.map(|()| String::from_utf8(buf)) {
+        Ok(Ok(text)) => return parse(&text, pid, tid, back),
+        Ok(Err(e)) => format!("are not text: {e}"),
+        Err(e) => format!("could not be read: {e}"),
+    };
+    back.note(
+        format!(
+            "{n} hook records of thread {pid}/{tid} written to the spill file at offset {at} {why}"
+        ),
+        u64::from(n),
+    );
+    Vec::new()
 }
 
 /// Lines as one text, noting the latest time among them in `flushed`.
