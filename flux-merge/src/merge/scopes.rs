@@ -60,7 +60,7 @@ pub(super) type Timelines<'a, E> = BTreeMap<(u32, u32), Timeline<'a, E>>;
 /// reserves its USDT records in program order in one ring, and a USDT source is read per thread
 /// in time order; rule `stream-order` holds the hook's records to it), so merging the two is
 /// what a stable sort of both by (time, hook first) gave, without the sort's copy of the run.
-/// The USDT events are read as the merge takes them, each left out of scope counted then
+/// Both sources are read as the merge takes them, each record left out of scope counted then
 /// ([`Tally`]).
 pub(super) struct Timeline<'a, E> {
     usdt: Box<dyn Iterator<Item = E> + 'a>,
@@ -101,7 +101,8 @@ impl<'a, E: Stamped + 'a> Timeline<'a, E> {
     }
 }
 
-/// USDT events the scope rules left out as the timelines were read, per rule.
+/// Records the scope rules left out as the timelines were read, per rule (hook records only
+/// outside windows or extents).
 #[derive(Clone, Copy, Debug, Default)]
 struct Left {
     outside_windows: u64,
@@ -254,8 +255,8 @@ impl Spans {
 }
 
 /// Each thread's timeline of the records that were traced (see the module doc), from each
-/// thread's USDT events in time order; what the scope rules leave out of those is counted as
-/// they are read, into the [`Tally`].
+/// thread's USDT events in time order and each stream's records of the thread; what the scope
+/// rules leave out is counted as it is read, into the [`Tally`].
 pub(super) fn timelines<'a, E: Stamped + 'a>(
     usdt: BTreeMap<(u32, u32), Box<dyn Iterator<Item = E> + 'a>>,
     hook: &'a HookCapture,
