@@ -417,7 +417,7 @@ async fn read_stream(conn: tokio::net::UnixStream, record: bool) -> Stream {
             }
         }
     }
-    if let Some(e) = st.records.spill_error() {
+    if let Some(e) = st.records.kept().spill_error() {
         eprintln!("flux: {e}: the hook records after it stay in memory");
     }
     st

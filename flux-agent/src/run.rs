@@ -387,8 +387,8 @@ pub async fn trace_recorded<L: Launched>(
     let (cap, exit_code) = capture(launched, interp, plan.probes, topts).await?;
     memory_note(&format!(
         "the capture ({} raw USDT records, {} of them held in memory)",
-        cap.drained.events.len(),
-        cap.drained.events.held()
+        cap.drained.events.kept().len(),
+        cap.drained.events.kept().held()
     ));
     let hook = hook.finish(std::time::Duration::from_secs(5)).await?;
     memory_note(&format!("the hook's streams ({})", hook.streams.len()));

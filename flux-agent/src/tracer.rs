@@ -410,7 +410,7 @@ pub async fn drain(
             _ = stop.changed() => {}
         }
     }
-    if let Some(e) = out.events.spill_error() {
+    if let Some(e) = out.events.kept().spill_error() {
         eprintln!("flux: {e}: the USDT records after it stay in memory");
     }
     Ok((out, afd.into_inner()))

@@ -11,12 +11,10 @@
 //! it cannot give back, or a line that no longer parses, is a problem of the merged trace
 //! ([`crate::raw_store::ReadBack`]), never a silent gap.
 use crate::protocol::Rec;
-use crate::raw_store::ReadBack;
+use crate::spill::{Kept, ReadBack};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::sync::Arc;
 
 /// Records per written block.
 pub const BLOCK: usize = 4096;
@@ -130,23 +128,24 @@ fn place(times: impl DoubleEndedIterator<Item = u64> + ExactSizeIterator, ts: u6
     n - times.rev().take_while(|t| *t > ts).count()
 }
 
-#[derive(Clone, Debug)]
-struct Spill {
-    file: Arc<File>,
-    end: u64,
-    after: usize,
-    /// Records per written block (`BLOCK`, unless a test asks for less).
-    block: usize,
-    failed: Option<String>,
-}
-
 /// A stream's records per thread (see the module doc).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct HookStore {
     threads: BTreeMap<u32, Chain>,
-    len: u64,
-    held: usize,
-    spill: Option<Spill>,
+    /// Records stored, those held parsed in memory, and the file.
+    kept: Kept,
+    /// Records per written block (`BLOCK`, unless a test asks for less).
+    block: usize,
+}
+
+impl Default for HookStore {
+    fn default() -> Self {
+        HookStore {
+            threads: BTreeMap::new(),
+            kept: Kept::default(),
+            block: BLOCK,
+        }
+    }
 }
 
 impl HookStore {
@@ -158,32 +157,14 @@ impl HookStore {
     /// [`HookStore::spill_to`] in blocks of `block` records (tests: many blocks of a small
     /// stream).
     pub fn spill_in_blocks(&mut self, file: File, after: usize, block: usize) {
-        self.spill = Some(Spill {
-            file: Arc::new(file),
-            end: 0,
-            after,
-            block: block.max(1),
-            failed: None,
-        });
+        self.kept.spill_to(file, after, "the hook records");
+        self.block = block.max(1);
     }
 
-    /// Records stored.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Records held parsed in memory.
-    pub fn held(&self) -> usize {
-        self.held
-    }
-
-    /// Why records stayed in memory although the store spills, if a write failed.
-    pub fn spill_error(&self) -> Option<&str> {
-        self.spill.as_ref()?.failed.as_deref()
+    /// Records stored, those held parsed in memory, and why records stayed in memory although
+    /// the store spills, if a write failed.
+    pub fn kept(&self) -> &Kept {
+        &self.kept
     }
 
     /// Store `r`, which arrived as `line`.
@@ -193,50 +174,40 @@ impl HookStore {
         // A record stamped before one already written cannot take its place: the reader then
         // sorts the thread's records whole (a hook out of program order: `stream-order`).
         chain.ordered &= ts >= chain.flushed || chain.segs.is_empty();
-        self.len += 1;
-        let spill = match &mut self.spill {
-            Some(s) if self.held >= s.after && s.failed.is_none() => s,
-            _ => {
-                if !chain.lines.is_empty() {
-                    let text = join(chain.lines.drain(..), &mut chain.flushed);
-                    chain.segs.push(Seg::Text(text));
-                }
-                let at = place(chain.held.iter().map(Rec::ts), ts);
-                chain.held.insert(at, r);
-                self.held += 1;
-                return;
+        // Spill once the record would be past the bound.
+        let Some(spill) = self.kept.due(self.kept.held() + 1) else {
+            if !chain.lines.is_empty() {
+                let text = join(chain.lines.drain(..), &mut chain.flushed);
+                chain.segs.push(Seg::Text(text));
             }
+            let at = place(chain.held.iter().map(Rec::ts), ts);
+            chain.held.insert(at, r);
+            self.kept.stored(true);
+            return;
         };
         let at = place(chain.lines.iter().map(|(t, _)| *t), ts);
         if at == 0 && chain.held.last().is_some_and(|h| h.ts() > ts) {
             // Its place is among the records held from before the store spilled.
             let at = place(chain.held.iter().map(Rec::ts), ts);
             chain.held.insert(at, r);
-            self.held += 1;
+            self.kept.stored(true);
             return;
         }
         chain.lines.insert(at, (ts, line.to_string()));
-        if chain.lines.len() >= spill.block + MARGIN {
+        if chain.lines.len() >= self.block + MARGIN {
             if !chain.held.is_empty() {
                 let last = chain.held.iter().map(Rec::ts).max().unwrap_or(0);
                 chain.flushed = chain.flushed.max(last);
                 chain.segs.push(Seg::Held(std::mem::take(&mut chain.held)));
             }
-            let n = spill.block;
+            let n = self.block;
             let text = join(chain.lines.drain(..n), &mut chain.flushed);
-            match spill.file.write_all_at(text.as_bytes(), spill.end) {
-                Ok(()) => {
-                    chain
-                        .segs
-                        .push(Seg::Spilled(spill.end, text.len() as u32, n as u32));
-                    spill.end += text.len() as u64;
-                }
-                Err(e) => {
-                    spill.failed = Some(format!("writing the hook records' spill file: {e}"));
-                    chain.segs.push(Seg::Text(text));
-                }
-            }
+            chain.segs.push(match spill.append(text.as_bytes()) {
+                Some(at) => Seg::Spilled(at, text.len() as u32, n as u32),
+                None => Seg::Text(text),
+            });
         }
+        self.kept.stored(false);
     }
 
     /// The threads with records.
@@ -256,7 +227,7 @@ impl HookStore {
         let Some(chain) = self.threads.get(&tid) else {
             return Box::new(std::iter::empty());
         };
-        let file = self.spill.as_ref().map(|s| s.file.clone());
+        let file = self.kept.file();
         let back = back.clone();
         let segs = chain.segs.iter().map(Some).chain(std::iter::once(None));
         let it = segs.flat_map(move |seg| -> Box<dyn Iterator<Item = Cow<'a, Rec>> + 'a> {
@@ -308,12 +279,8 @@ fn read_back(
     (pid, tid): (u32, u32),
     back: &ReadBack,
 ) -> Vec<Rec> {
-    let mut buf = vec![0u8; bytes as usize];
-    let got = match file {
-        Some(f) => f.read_exact_at(&mut buf, at),
-        None => Err(std::io::Error::other("no spill file")),
-    };
-    let why = match got.map(|()| String::from_utf8(buf)) {
+    let got = crate::spill::read(file, at, bytes as usize);
+    let why = match got.map(String::from_utf8) {
         Ok(Ok(text)) => return parse(&text, pid, tid, back),
         Ok(Err(e)) => format!("are not text: {e}"),
         Err(e) => format!("could not be read: {e}"),

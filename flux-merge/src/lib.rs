@@ -7,6 +7,8 @@
 //! - [`protocol`]: the in-process hook's wire protocol, decoded into typed records;
 //!   [`hook_store`] keeps a stream's records per thread (spilled as lines past a bound) and
 //!   what the merge reads of the whole stream.
+//! - [`spill`]: what the two stores share: their counts, the file past the bound, and what
+//!   could not be read back from it.
 //! - [`plan`]: what each witness reports for an interpreter and scope, decided once.
 //! - [`merge`]: the merge itself, a small core and one module per concern, each rule named.
 //! - [`jvm`]: a JVM's trace from its method probes alone (no hook), with rules of its own.
@@ -28,6 +30,7 @@ pub mod merge;
 pub mod plan;
 pub mod protocol;
 pub mod raw_store;
+pub mod spill;
 pub mod usdt;
 
 pub use merge::{merge, scrub_addresses};

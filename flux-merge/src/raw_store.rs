@@ -7,14 +7,14 @@
 //! once more than a bound are held, and the merge reads each thread's back a block at a time
 //! ([`RawStore::into_threads`]); so what the agent holds of them is bounded by that bound and a
 //! block per thread, whatever the run's length. A store that cannot write its file keeps the
-//! blocks (and says why: [`RawStore::spill_error`]); a block it cannot read back is a problem
+//! blocks (and says why: [`Kept::spill_error`]); a block it cannot read back is a problem
 //! of the merged trace ([`ReadBack::problems`]), never a silent gap.
+use crate::spill::Kept;
+pub use crate::spill::ReadBack;
 use crate::usdt::RawEvent;
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::rc::Rc;
+use std::sync::Arc;
 
 /// Records per block: 128 KiB.
 pub const BLOCK: usize = 4096;
@@ -51,23 +51,12 @@ enum Block {
     Spilled(u64, u32),
 }
 
-#[derive(Debug)]
-struct Spill {
-    file: File,
-    end: u64,
-    /// Records held in memory before blocks go to the file.
-    after: usize,
-    failed: Option<String>,
-}
-
 /// The raw records of a capture, per thread (see the module doc).
 #[derive(Debug)]
 pub struct RawStore {
     threads: BTreeMap<(u32, u32), Chain>,
-    len: u64,
-    /// Records held in memory.
-    held: usize,
-    spill: Option<Spill>,
+    /// Records stored, those held in memory, and the file.
+    kept: Kept,
     kinds: BTreeMap<u32, u64>,
     /// Records per block (`BLOCK`, unless a test asks for less).
     block: usize,
@@ -77,9 +66,7 @@ impl Default for RawStore {
     fn default() -> Self {
         RawStore {
             threads: BTreeMap::new(),
-            len: 0,
-            held: 0,
-            spill: None,
+            kept: Kept::default(),
             kinds: BTreeMap::new(),
             block: BLOCK,
         }
@@ -96,15 +83,9 @@ impl RawStore {
     /// A store that writes blocks to `file` (the caller's: an unlinked temporary file) once
     /// more than `after` records are held.
     pub fn spilling(file: File, after: usize) -> RawStore {
-        RawStore {
-            spill: Some(Spill {
-                file,
-                end: 0,
-                after,
-                failed: None,
-            }),
-            ..RawStore::default()
-        }
+        let mut store = RawStore::default();
+        store.kept.spill_to(file, after, "the USDT records");
+        store
     }
 
     /// How many records of each kind (`flux_common::KIND_*`) were stored.
@@ -112,23 +93,10 @@ impl RawStore {
         &self.kinds
     }
 
-    /// Records stored.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Records held in memory (the rest are in the file).
-    pub fn held(&self) -> usize {
-        self.held
-    }
-
-    /// Why blocks stayed in memory although the store spills, if a write failed.
-    pub fn spill_error(&self) -> Option<&str> {
-        self.spill.as_ref()?.failed.as_deref()
+    /// Records stored, those held in memory (the rest are in the file), and why blocks stayed
+    /// in memory although the store spills, if a write failed.
+    pub fn kept(&self) -> &Kept {
+        &self.kept
     }
 
     pub fn push(&mut self, r: RawEvent) {
@@ -137,24 +105,21 @@ impl RawStore {
         chain.last_ts = r.ts;
         chain.tail.push(r);
         *self.kinds.entry(r.kind).or_insert(0) += 1;
-        self.len += 1;
-        self.held += 1;
+        self.kept.stored(true);
         if chain.tail.len() < self.block {
             return;
         }
         let full = std::mem::take(&mut chain.tail);
-        let block = match &mut self.spill {
-            Some(s) if self.held > s.after && s.failed.is_none() => match write_block(s, &full) {
-                Ok(at) => {
-                    self.held -= full.len();
-                    Block::Spilled(at, full.len() as u32)
-                }
-                Err(e) => {
-                    s.failed = Some(format!("writing the USDT records' spill file: {e}"));
-                    Block::Held(full)
-                }
-            },
-            _ => Block::Held(full),
+        let written = self
+            .kept
+            .due(self.kept.held())
+            .and_then(|s| s.append(&encode_block(&full)));
+        let block = match written {
+            Some(at) => {
+                self.kept.written(full.len());
+                Block::Spilled(at, full.len() as u32)
+            }
+            None => Block::Held(full),
         };
         chain.blocks.push(block);
     }
@@ -163,17 +128,17 @@ impl RawStore {
     /// capture: a USDT-only trace, a fixture). A block the file cannot give back is left out,
     /// and said in the result's second part.
     pub fn records(&self) -> (Vec<RawEvent>, ReadBack) {
-        let mut out = Vec::with_capacity(self.len as usize);
+        let mut out = Vec::with_capacity(self.kept.len() as usize);
         let failed = ReadBack::default();
-        let file = self.spill.as_ref().map(|s| &s.file);
+        let file = self.kept.file();
         for (key, chain) in &self.threads {
             let from = out.len();
             for b in &chain.blocks {
                 match b {
                     Block::Held(v) => out.extend_from_slice(v),
-                    Block::Spilled(at, n) => match read_block(file, *at, *n) {
+                    Block::Spilled(at, n) => match read_block(file.as_deref(), *at, *n) {
                         Ok(v) => out.extend(v),
-                        Err(e) => failed.note_usdt(*key, *at, *n, &e),
+                        Err(e) => note(&failed, *key, *at, *n, &e),
                     },
                 }
             }
@@ -190,7 +155,7 @@ impl RawStore {
     /// whole and sorted stably), read back from the file a block at a time.
     pub fn into_threads(self) -> (BTreeMap<(u32, u32), ThreadRecords>, ReadBack) {
         let back = ReadBack::default();
-        let file = self.spill.map(|s| Rc::new(s.file));
+        let file = self.kept.file();
         let threads = self
             .threads
             .into_iter()
@@ -217,39 +182,17 @@ impl RawStore {
     }
 }
 
-/// What could not be read back from the spill file, shared by the threads' readers.
-#[derive(Clone, Debug, Default)]
-pub struct ReadBack(Rc<RefCell<(Vec<String>, u64)>>);
-
-impl ReadBack {
-    /// Each failed read, as a problem of the trace.
-    pub fn problems(&self) -> Vec<String> {
-        self.0.borrow().0.clone()
-    }
-
-    /// The records those reads lost.
-    pub fn lost(&self) -> u64 {
-        self.0.borrow().1
-    }
-
-    /// A read that failed: why, and how many records it lost.
-    pub fn note(&self, problem: String, lost: u64) {
-        let mut b = self.0.borrow_mut();
-        b.0.push(problem);
-        b.1 += lost;
-    }
-
-    fn note_usdt(&self, (pid, tid): (u32, u32), at: u64, n: u32, e: &std::io::Error) {
-        self.note(
-            format!("{n} USDT records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"),
-            u64::from(n),
-        );
-    }
+/// A block of thread `(pid, tid)` at `at` that could not be read back.
+fn note(back: &ReadBack, (pid, tid): (u32, u32), at: u64, n: u32, e: &std::io::Error) {
+    back.note(
+        format!("{n} USDT records of thread {pid}/{tid} could not be read back from the spill file at offset {at}: {e}"),
+        u64::from(n),
+    );
 }
 
 /// One thread's records, in order (an iterator reading the file a block at a time).
 pub struct ThreadRecords {
-    file: Option<Rc<File>>,
+    file: Option<Arc<File>>,
     blocks: std::vec::IntoIter<Block>,
     tail: Option<Vec<RawEvent>>,
     current: std::vec::IntoIter<RawEvent>,
@@ -277,28 +220,23 @@ impl Iterator for ThreadRecords {
 impl ThreadRecords {
     fn read(&self, at: u64, n: u32) -> Vec<RawEvent> {
         read_block(self.file.as_deref(), at, n).unwrap_or_else(|e| {
-            self.back.note_usdt(self.key, at, n, &e);
+            note(&self.back, self.key, at, n, &e);
             Vec::new()
         })
     }
 }
 
 fn read_block(file: Option<&File>, at: u64, n: u32) -> std::io::Result<Vec<RawEvent>> {
-    let mut buf = vec![0u8; n as usize * REC];
-    file.ok_or_else(|| std::io::Error::other("no spill file"))?
-        .read_exact_at(&mut buf, at)?;
+    let buf = crate::spill::read(file, at, n as usize * REC)?;
     Ok(buf.chunks_exact(REC).map(decode).collect())
 }
 
-fn write_block(s: &mut Spill, block: &[RawEvent]) -> std::io::Result<u64> {
+fn encode_block(block: &[RawEvent]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(block.len() * REC);
     for r in block {
         encode(r, &mut buf);
     }
-    let at = s.end;
-    s.file.write_all_at(&buf, at)?;
-    s.end += buf.len() as u64;
-    Ok(at)
+    buf
 }
 
 fn encode(r: &RawEvent, out: &mut Vec<u8>) {
@@ -353,11 +291,11 @@ mod tests {
             }
             held.push(r);
             spilled.push(r);
-            most = most.max(spilled.held());
+            most = most.max(spilled.kept().held());
         }
         assert!(most <= 5 * BLOCK, "held at most {most}");
-        assert_eq!(spilled.spill_error(), None);
-        assert_eq!(held.len(), spilled.len());
+        assert_eq!(spilled.kept().spill_error(), None);
+        assert_eq!(held.kept().len(), spilled.kept().len());
         let (a, _) = held.into_threads();
         let (b, back) = spilled.into_threads();
         let a: Vec<(_, Vec<RawEvent>)> = a.into_iter().map(|(k, t)| (k, t.collect())).collect();

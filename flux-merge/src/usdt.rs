@@ -115,7 +115,7 @@ pub struct Drained {
 impl Drained {
     /// Records delivered: events and JVM method events.
     pub fn delivered(&self) -> u64 {
-        self.events.len() + self.methods.len() as u64
+        self.events.kept().len() + self.methods.len() as u64
     }
 
     /// Whether the program's events are past `budget` (or all events past four times it: the
@@ -314,7 +314,7 @@ impl UsdtEvents {
     pub fn len(&self) -> u64 {
         match &self.events {
             UsdtSource::Events(v) => v.len() as u64,
-            UsdtSource::Raw { store, .. } => store.len(),
+            UsdtSource::Raw { store, .. } => store.kept().len(),
         }
     }
 
@@ -327,7 +327,7 @@ impl UsdtEvents {
     pub fn spilled(&self) -> u64 {
         match &self.events {
             UsdtSource::Events(_) => 0,
-            UsdtSource::Raw { store, .. } => store.len() - store.held() as u64,
+            UsdtSource::Raw { store, .. } => store.kept().len() - store.kept().held() as u64,
         }
     }
 

@@ -164,7 +164,7 @@ pub fn merge(
     let hook_spilled: u64 = hook
         .streams
         .iter()
-        .map(|s| s.records.len() - s.records.held() as u64)
+        .map(|s| s.records.kept().len() - s.records.kept().held() as u64)
         .sum();
     if hook_spilled > 0 {
         trace
