@@ -3,7 +3,6 @@ use crate::{InstanceError, Template};
 use flux_extract::QuestionKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -101,31 +100,9 @@ pub fn trace_digest(trace: &flux_trace::Trace) -> String {
 /// Write the trace's JSONL serialisation (`Trace::write_jsonl`) into `w`, and return its
 /// [`trace_digest`], computed from what was written.
 pub fn write_trace_jsonl(trace: &flux_trace::Trace, w: impl Write) -> std::io::Result<String> {
-    /// Writes through, hashing what it wrote.
-    struct HashingWriter<W> {
-        inner: W,
-        hash: Sha256,
-    }
-    impl<W: Write> Write for HashingWriter<W> {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            let n = self.inner.write(buf)?;
-            self.hash.update(&buf[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            self.inner.flush()
-        }
-    }
-    let mut w = HashingWriter {
-        inner: w,
-        hash: Sha256::new(),
-    };
+    let mut w = flux_trace::Sha256Writer::new(w);
     trace.write_jsonl(&mut w)?;
-    Ok(w.hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+    w.finish()
 }
 
 /// RFC 3339 UTC timestamp (seconds precision) of a system time.

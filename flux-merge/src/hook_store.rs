@@ -182,7 +182,7 @@ impl HookStore {
             }
             let at = place(chain.held.iter().map(Rec::ts), ts);
             chain.held.insert(at, r);
-            self.kept.stored(true);
+            self.kept.stored(1, true);
             return;
         };
         let at = place(chain.lines.iter().map(|(t, _)| *t), ts);
@@ -190,7 +190,7 @@ impl HookStore {
             // Its place is among the records held from before the store spilled.
             let at = place(chain.held.iter().map(Rec::ts), ts);
             chain.held.insert(at, r);
-            self.kept.stored(true);
+            self.kept.stored(1, true);
             return;
         }
         chain.lines.insert(at, (ts, line.to_string()));
@@ -207,7 +207,7 @@ impl HookStore {
                 None => Seg::Text(text),
             });
         }
-        self.kept.stored(false);
+        self.kept.stored(1, false);
     }
 
     /// The threads with records.

@@ -33,6 +33,6 @@ pub mod raw_store;
 pub mod spill;
 pub mod usdt;
 
-pub use merge::{merge, scrub_addresses};
+pub use merge::{merge, merge_writing, scrub_addresses, Whole};
 pub use plan::{plan, CallsMode, Capabilities, HookCalls, Leave, Plan, ProbeSet};
 pub use protocol::{HookCapture, Stream};

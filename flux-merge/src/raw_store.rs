@@ -105,7 +105,7 @@ impl RawStore {
         chain.last_ts = r.ts;
         chain.tail.push(r);
         *self.kinds.entry(r.kind).or_insert(0) += 1;
-        self.kept.stored(true);
+        self.kept.stored(1, true);
         if chain.tail.len() < self.block {
             return;
         }

@@ -52,10 +52,12 @@ impl Kept {
         self.spill.as_ref()?.failed.as_deref()
     }
 
-    /// A record stored, held (`held`) or not.
-    pub(crate) fn stored(&mut self, held: bool) {
-        self.len += 1;
-        self.held += usize::from(held);
+    /// `n` records stored, held (`held`) or not.
+    pub(crate) fn stored(&mut self, n: usize, held: bool) {
+        self.len += n as u64;
+        if held {
+            self.held += n;
+        }
     }
 
     /// `n` held records were written to the file.

@@ -327,3 +327,48 @@ fn every_fixture_merges_the_same_from_records_spilled_to_a_file() {
     assert!(usdt_spilled, "no fixture's USDT records were spilled");
     assert!(hook_spilled, "no fixture's hook records were spilled");
 }
+
+/// Issue 28: a run that keeps only the targets' direct calls and writes the whole trace
+/// (`flux harvest`: `merge_writing`) writes, on every fixture, the very bytes the merge keeping
+/// every event writes, and keeps what rule `keep` keeps: with its events held, spilled a chunk
+/// at a time from the first (a bound of 0), and held past a bound of a few. Every fixture of
+/// another scope writes its whole trace too.
+#[test]
+fn the_whole_trace_written_as_the_merge_goes_is_the_whole_merged_trace() {
+    let mut spilled_somewhere = false;
+    for (dir, prog, path) in fixtures() {
+        let mut f = load(&path);
+        let full = f.merged();
+        let mut want = Vec::new();
+        full.write_jsonl(&mut want).unwrap();
+        f.header.plan.keep = flux_trace::Keep::TargetCalls;
+        let kept = f.merged();
+        for (spill, after) in [(false, 0), (true, 0), (true, 5)] {
+            let (usdt, hook) = f.inputs();
+            let mut got = Vec::new();
+            let whole = flux_merge::Whole {
+                to: &mut got,
+                spill: spill.then(|| tempfile::tempfile().unwrap()),
+                after,
+            };
+            let mut t = flux_merge::merge_writing(
+                usdt,
+                &hook,
+                &f.header.interpreter,
+                &f.header.plan,
+                whole,
+            )
+            .unwrap();
+            let n = t.meta.counts.remove("merge.events_spilled");
+            spilled_somewhere |= n.is_some_and(|n| n > 0);
+            let what = format!("{dir}/{prog}, spill {spill} after {after}");
+            assert!(
+                got == want,
+                "{what}: the written trace differs from the whole merged trace's"
+            );
+            assert_eq!(t.meta, kept.meta, "{what}");
+            assert_eq!(t.events, kept.events, "{what}");
+        }
+    }
+    assert!(spilled_somewhere, "no fixture's merged events were spilled");
+}

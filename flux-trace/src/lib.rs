@@ -350,6 +350,74 @@ struct FactsLineRef<'a> {
     facts: &'a FileFacts,
 }
 
+/// The lines of [`Trace::write_jsonl`] before its events: one `{"facts": ...}` object per file
+/// (for a writer that has the events one at a time: the merge writing a whole trace as it goes).
+pub fn write_facts_jsonl(
+    facts: &std::collections::BTreeMap<String, FileFacts>,
+    mut w: impl Write,
+) -> std::io::Result<()> {
+    for f in facts.values() {
+        serde_json::to_writer(&mut w, &FactsLineRef { facts: f })?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// One event's line of [`Trace::write_jsonl`].
+pub fn write_event_jsonl(e: &Event, mut w: impl Write) -> std::io::Result<()> {
+    serde_json::to_writer(&mut w, e)?;
+    w.write_all(b"\n")
+}
+
+/// An event's line as [`write_event_jsonl`] wrote it (without its newline), its names shared
+/// through `codes`.
+pub fn read_event_jsonl(line: &str, codes: &mut Codes) -> serde_json::Result<Event> {
+    let mut e: Event = serde_json::from_str(line)?;
+    e.share_names(codes);
+    Ok(e)
+}
+
+/// A writer that passes everything through and hashes it: a trace's digest (sha256, lowercase
+/// hex) taken from the very bytes written.
+pub struct Sha256Writer<W> {
+    inner: W,
+    hash: sha2::Sha256,
+}
+
+impl<W: Write> Sha256Writer<W> {
+    pub fn new(inner: W) -> Self {
+        use sha2::Digest;
+        Sha256Writer {
+            inner,
+            hash: sha2::Sha256::new(),
+        }
+    }
+
+    /// The digest of what was written (the writer is flushed first).
+    pub fn finish(mut self) -> std::io::Result<String> {
+        use sha2::Digest;
+        self.inner.flush()?;
+        Ok(self
+            .hash
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect())
+    }
+}
+
+impl<W: Write> Write for Sha256Writer<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n = self.inner.write(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("{path}:{line}: {msg}")]
@@ -382,13 +450,9 @@ impl Trace {
     /// Write one JSON object per event, after one `{"facts": ...}` object per file of
     /// [`Trace::facts`] (none for a trace without facts, so such a trace's JSONL is unchanged).
     pub fn write_jsonl(&self, mut w: impl Write) -> std::io::Result<()> {
-        for f in self.facts.values() {
-            serde_json::to_writer(&mut w, &FactsLineRef { facts: f })?;
-            w.write_all(b"\n")?;
-        }
+        write_facts_jsonl(&self.facts, &mut w)?;
         for e in &self.events {
-            serde_json::to_writer(&mut w, e)?;
-            w.write_all(b"\n")?;
+            write_event_jsonl(e, &mut w)?;
         }
         w.flush()
     }
@@ -414,13 +478,12 @@ impl Trace {
                 facts.insert(f.facts.file.clone(), f.facts);
                 continue;
             }
-            let mut e: Event = serde_json::from_str(&line).map_err(bad)?;
+            let e = read_event_jsonl(&line, &mut codes).map_err(bad)?;
             if events.len() == MAX_EVENTS {
                 return Err(TraceError::TooLong {
                     path: path.to_string(),
                 });
             }
-            e.share_names(&mut codes);
             events.push(e);
         }
         Ok(Trace {

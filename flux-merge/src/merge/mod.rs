@@ -47,6 +47,7 @@
 //! Anything that cannot be placed is a problem: the trace is marked incomplete with the reason.
 use crate::plan::Plan;
 use crate::protocol::{HookCapture, Pair};
+use crate::spill::ReadBack;
 use crate::usdt::UsdtEvents;
 use flux_trace::{Event, Kind, Meta, Name, Source, Trace, Value};
 use std::collections::HashMap;
@@ -61,6 +62,8 @@ mod rules;
 mod scopes;
 pub(crate) use scopes::{Freeing, Stamped};
 mod thread;
+mod whole;
+pub use whole::Whole;
 
 /// An open activation.
 pub(crate) struct Open {
@@ -96,6 +99,47 @@ pub fn merge(
     interpreter: &str,
     plan: &Plan,
 ) -> Trace {
+    merge_into(usdt, hook, interpreter, plan, None)
+}
+
+/// [`merge`], and the whole trace written to `whole.to` as [`Trace::write_jsonl`] writes it,
+/// whatever the returned trace keeps (`plan.keep`). With rule `keep`'s cut, the events are
+/// written as the merge goes, past a bound through `whole.spill`, so the merge holds only what
+/// it keeps ([`whole`]); without it, the returned trace is the whole one, written at the end.
+/// A failed write is an error; what the spill file cannot give back is a problem of the
+/// returned trace.
+pub fn merge_writing(
+    usdt: Option<UsdtEvents>,
+    hook: &HookCapture,
+    interpreter: &str,
+    plan: &Plan,
+    whole: Whole<'_>,
+) -> std::io::Result<Trace> {
+    let Whole { to, spill, after } = whole;
+    let mut store = whole::WholeStore::new(spill, after);
+    let cuts = plan.keeps_target_calls();
+    let mut trace = merge_into(usdt, hook, interpreter, plan, cuts.then_some(&mut store));
+    if !cuts {
+        trace.write_jsonl(to)?;
+        return Ok(trace);
+    }
+    let back = ReadBack::default();
+    let spilled = store.spilled();
+    store.write(&trace.facts, to, &back)?;
+    if spilled > 0 {
+        trace.meta.counts.insert(whole::SPILLED.into(), spilled);
+    }
+    crate::usdt::add_read_back(&mut trace.meta, &back);
+    Ok(trace)
+}
+
+fn merge_into(
+    usdt: Option<UsdtEvents>,
+    hook: &HookCapture,
+    interpreter: &str,
+    plan: &Plan,
+    whole: Option<&mut whole::WholeStore>,
+) -> Trace {
     let mut meta = match &usdt {
         Some(t) => t.meta.clone(),
         None => Meta {
@@ -123,22 +167,30 @@ pub fn merge(
         scopes::timelines(usdt_threads, hook, plan, &read_back, &mut meta.problems);
     let cut = keep::Cut::new(hook, plan);
     meta.kept = cut.as_ref().map(keep::Cut::kept);
+    let modules = Modules::new(hook);
     let shared = thread::Shared {
         plan,
         codes: &codes,
         cut: cut.as_ref(),
+        modules: &modules,
     };
     // Room for every USDT event placed, unless rule `keep` cuts most of them as they come.
     let mut out: Vec<Event> = Vec::with_capacity(if cut.is_some() { 0 } else { n_usdt });
     let mut next_act = 1u64;
     let mut interned = flux_trace::Codes::default();
+    let mut whole = whole;
     for (key, items) in threads {
-        thread::Thread::new(key, &shared, &mut next_act, &mut out, &mut interned, &mut c)
-            .run(items);
+        let outputs = thread::Outputs {
+            next_act: &mut next_act,
+            out: &mut out,
+            whole: whole.as_deref_mut(),
+            interned: &mut interned,
+            c: &mut c,
+        };
+        thread::Thread::new(key, &shared, outputs).run(items);
     }
     tally.add_to(&mut c);
     crate::usdt::add_read_back(&mut meta, &read_back);
-    name_modules(&mut out, hook, &mut interned);
     out.sort_by_key(|e| e.ts);
     assign_tests(&mut out);
     // Rule `static-facts`: the facts of a targeted file are the first stream's that has them
@@ -183,7 +235,7 @@ pub fn merge(
 pub fn hook_work_interior(usdt: &[Event], hook: &HookCapture, plan: &Plan) -> Vec<usize> {
     let mut problems = Vec::new();
     let by_thread = crate::usdt::by_thread(usdt.iter().collect());
-    let back = crate::raw_store::ReadBack::default();
+    let back = ReadBack::default();
     let (threads, _) = scopes::timelines(by_thread, hook, plan, &back, &mut problems);
     let base = usdt.as_ptr() as usize;
     let size = std::mem::size_of::<Event>().max(1);
@@ -315,47 +367,66 @@ fn close_inferred(
 /// Dialect `swe-flux`: the hook sends the module of targeted code in its `C` records; every
 /// event of that code (whichever witness reported it) is named with it. Code of one file and
 /// qualified name defined under two modules in one process is left unnamed (the log writer
-/// then refuses it rather than guess).
-fn name_modules(events: &mut [Event], hook: &HookCapture, interned: &mut flux_trace::Codes) {
-    let mut modules: HashMap<(u32, &str, &str), Option<&Name>> = HashMap::new();
-    for s in &hook.streams {
-        for c in s.codes.values() {
-            let Some(m) = c.module.as_ref() else {
-                continue;
-            };
-            modules
-                .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
-                .and_modify(|old| {
-                    if *old != Some(m) {
-                        *old = None
-                    }
-                })
-                .or_insert(Some(m));
+/// then refuses it rather than guess). Applied to each thread's events as they become final.
+pub(crate) struct Modules<'h>(HashMap<(u32, &'h str, &'h str), Option<&'h Name>>);
+
+impl<'h> Modules<'h> {
+    fn new(hook: &'h HookCapture) -> Modules<'h> {
+        let mut modules: HashMap<(u32, &str, &str), Option<&Name>> = HashMap::new();
+        for s in &hook.streams {
+            for c in s.codes.values() {
+                let Some(m) = c.module.as_ref() else {
+                    continue;
+                };
+                modules
+                    .entry((s.pid, c.file.as_str(), c.qualname.as_str()))
+                    .and_modify(|old| {
+                        if *old != Some(m) {
+                            *old = None
+                        }
+                    })
+                    .or_insert(Some(m));
+            }
         }
+        Modules(modules)
     }
-    if modules.is_empty() {
-        return;
-    }
-    for e in events.iter_mut() {
-        if let Some(Some(m)) = modules.get(&(e.pid, e.file().as_str(), e.name())) {
-            e.code = interned.with_module(&e.code, m);
+
+    pub(crate) fn name(&self, events: &mut [Event], interned: &mut flux_trace::Codes) {
+        if self.0.is_empty() {
+            return;
+        }
+        for e in events.iter_mut() {
+            if let Some(Some(m)) = self.0.get(&(e.pid, e.file().as_str(), e.name())) {
+                e.code = interned.with_module(&e.code, m);
+            }
         }
     }
 }
 
 /// Every event inside a test's window gets the test's id (tests run one at a time per process).
 pub(crate) fn assign_tests(events: &mut [Event]) {
-    let mut current: HashMap<u32, Name> = HashMap::new();
+    let mut tests = Tests::default();
     for e in events.iter_mut() {
+        tests.assign(e);
+    }
+}
+
+/// The test running in each process, as a trace's events are read in time order.
+#[derive(Default)]
+pub(crate) struct Tests(HashMap<u32, Name>);
+
+impl Tests {
+    /// Give `e` (the next event in time order) the test running in its process.
+    pub(crate) fn assign(&mut self, e: &mut Event) {
         match e.ev {
             Kind::TestStart => {
-                current.insert(e.pid, e.test.clone());
+                self.0.insert(e.pid, e.test.clone());
             }
             Kind::TestEnd => {
-                current.remove(&e.pid);
+                self.0.remove(&e.pid);
             }
             _ => {
-                if let Some(t) = current.get(&e.pid) {
+                if let Some(t) = self.0.get(&e.pid) {
                     e.test = t.clone();
                 }
             }

@@ -22,6 +22,19 @@ pub(super) struct Shared<'a> {
     pub codes: &'a CodeIndex,
     /// Rule `keep`'s cut, when the plan asks for one.
     pub cut: Option<&'a super::keep::Cut>,
+    /// The modules events are named with (dialect `swe-flux`).
+    pub modules: &'a super::Modules<'a>,
+}
+
+/// Where a thread's merge goes, shared by the threads one after another.
+pub(super) struct Outputs<'o> {
+    pub next_act: &'o mut u64,
+    pub out: &'o mut Vec<Event>,
+    /// Every event, when the run keeps less and writes the whole trace.
+    pub whole: Option<&'o mut super::whole::WholeStore>,
+    /// The codes the output's events share (`Event::code`).
+    pub interned: &'o mut Codes,
+    pub c: &'o mut Counters,
 }
 
 pub(super) struct Thread<'a, 'o> {
@@ -37,6 +50,8 @@ pub(super) struct Thread<'a, 'o> {
     inferred: HashMap<(Name, Name), u32>,
     next_act: &'o mut u64,
     out: &'o mut Vec<Event>,
+    /// Every event, when the run keeps less and writes the whole trace.
+    whole: Option<&'o mut super::whole::WholeStore>,
     /// Where in `out` the thread's events since its last extent edge begin (rule `keep`).
     chunk_from: usize,
     /// The codes the output's events share (`Event::code`).
@@ -47,28 +62,22 @@ pub(super) struct Thread<'a, 'o> {
 }
 
 impl<'a, 'o> Thread<'a, 'o> {
-    pub(super) fn new(
-        (pid, tid): (u32, u32),
-        sh: &'a Shared<'a>,
-        next_act: &'o mut u64,
-        out: &'o mut Vec<Event>,
-        interned: &'o mut Codes,
-        c: &'o mut Counters,
-    ) -> Self {
+    pub(super) fn new((pid, tid): (u32, u32), sh: &'a Shared<'a>, o: Outputs<'o>) -> Self {
         Thread {
             pid,
             tid,
             sh,
-            chunk_from: out.len(),
+            chunk_from: o.out.len(),
             stack: Vec::new(),
             suspended: HashMap::new(),
             work: HookWork::default(),
             inferred: HashMap::new(),
-            next_act,
-            out,
-            interned,
+            next_act: o.next_act,
+            out: o.out,
+            whole: o.whole,
+            interned: o.interned,
             hook_codes: HashMap::new(),
-            c,
+            c: o.c,
         }
     }
 
@@ -741,13 +750,19 @@ impl<'a, 'o> Thread<'a, 'o> {
         self.cut();
     }
 
-    /// `keep`: with nothing of the thread open, its events since the last edge are final (no
-    /// rule patches them any more): cut them to what the run keeps.
+    /// With nothing of the thread open, its events since the last edge are final (no rule
+    /// patches them any more): they are named with their modules, handed to the whole trace
+    /// when the run writes it, and cut to what the run keeps (rule `keep`).
     fn cut(&mut self) {
+        let chunk = &mut self.out[self.chunk_from..];
+        self.sh.modules.name(chunk, self.interned);
+        if let Some(whole) = self.whole.as_deref_mut() {
+            whole.push((self.pid, self.tid), chunk);
+        }
         if let Some(cut) = self.sh.cut {
             cut.apply(self.out, self.chunk_from, self.c);
-            self.chunk_from = self.out.len();
         }
+        self.chunk_from = self.out.len();
     }
 
     /// `never-returned`: the thread ended; an end the hook reported and USDT never did closes
