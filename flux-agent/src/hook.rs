@@ -395,12 +395,8 @@ async fn read_stream(conn: tokio::net::UnixStream, record: bool) -> Stream {
     };
     // Past a bound, the stream's records go to an unlinked file as the lines they came as
     // (issue 28); without a file they stay in memory, which only costs memory.
-    match tempfile::tempfile() {
-        Ok(f) => st.spill_to(f, spill_after()),
-        Err(e) => eprintln!(
-            "flux: no spill file for a hook stream in {} ({e}): its records stay in memory",
-            std::env::temp_dir().display()
-        ),
+    if let Some(f) = crate::tracer::spill_file("a hook stream's records") {
+        st.spill_to(f, spill_after());
     }
     let mut lines = tokio::io::BufReader::with_capacity(1 << 16, conn).lines();
     loop {

@@ -255,6 +255,7 @@ pub async fn trace_jvm_launched<L: Launched>(
         exit_code,
         counters: cap.counters,
         sites: cap.sites,
+        whole_sha256: None,
     })
 }
 
@@ -338,6 +339,7 @@ pub async fn trace_command(opts: RunOptions) -> Result<(Traced, Interpreter)> {
         exit_code,
         counters,
         sites,
+        whole_sha256: None,
     };
     Ok((traced, interp))
 }
@@ -351,6 +353,9 @@ pub struct Traced {
     pub counters: Counters,
     /// USDT probe sites attached.
     pub sites: usize,
+    /// The digest (sha256, hex) of the whole trace, when it was written as the merge went
+    /// (`TracerOptions::whole_trace`).
+    pub whole_sha256: Option<String>,
 }
 
 /// Trace a launched program with both witnesses as `plan` says, and merge them. The hook's
@@ -416,14 +421,56 @@ pub async fn trace_recorded<L: Launched>(
         "the USDT events ({}, read per thread by the merge)",
         usdt.as_ref().map_or(0, |t| t.len())
     ));
-    let trace = merge(usdt, &hook, &label, plan);
+    let (trace, whole_sha256) = match &topts.whole_trace {
+        None => (merge(usdt, &hook, &label, plan), None),
+        Some(path) => {
+            let (t, sha) = merge_writing(usdt, &hook, &label, plan, path)?;
+            (t, Some(sha))
+        }
+    };
     memory_note(&format!("the merge ({} events)", trace.events.len()));
     Ok(Traced {
         trace,
         exit_code,
         counters,
         sites,
+        whole_sha256,
     })
+}
+
+/// The merge, the whole trace written to the new file `path` as it goes (its events past a
+/// bound through a [`crate::tracer::spill_file`]): the trace kept, and the digest of the file.
+fn merge_writing(
+    usdt: Option<flux_merge::usdt::UsdtEvents>,
+    hook: &flux_merge::HookCapture,
+    label: &str,
+    plan: &Plan,
+    path: &Path,
+) -> Result<(Trace, String)> {
+    // Created new, nothing followed, as every output of a run directory (`O_EXCL|O_NOFOLLOW`).
+    let f = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o644)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?
+    };
+    let mut w = flux_trace::Sha256Writer::new(std::io::BufWriter::with_capacity(1 << 20, f));
+    let whole = flux_merge::Whole {
+        to: &mut w,
+        spill: crate::tracer::spill_file("the merged events"),
+        // Events are larger than the records the bound counts (~100 bytes against 32–48).
+        after: crate::tracer::spill_after() / 4,
+    };
+    let t = flux_merge::merge_writing(usdt, hook, label, plan, whole)
+        .with_context(|| format!("writing the trace to {}", path.display()))?;
+    let sha = w
+        .finish()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok((t, sha))
 }
 
 /// With `FLUX_MEMLOG` set (to anything), one stderr line of the agent's resident and peak

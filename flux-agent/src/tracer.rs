@@ -84,6 +84,9 @@ pub struct TracerOptions {
     /// JVM: keep only the method events of classes under these prefixes (`org.example.`);
     /// empty: every class (see [`Tracer::set_class_filter`]).
     pub classes: Vec<String>,
+    /// Write the whole merged trace to this new file (`Trace::write_jsonl`'s lines) as the merge
+    /// goes: the returned trace then holds only what the plan keeps (`Plan::keep`; issue 28).
+    pub whole_trace: Option<std::path::PathBuf>,
 }
 
 impl Default for TracerOptions {
@@ -96,6 +99,7 @@ impl Default for TracerOptions {
             max_events: 20_000_000,
             program_stats: false,
             classes: Vec::new(),
+            whole_trace: None,
         }
     }
 }
@@ -431,18 +435,24 @@ pub fn spill_after() -> usize {
         .unwrap_or(SPILL_AFTER)
 }
 
-/// The drainer's store: spilling to an unlinked file in the temporary directory (`TMPDIR`), or
-/// held in memory when no file can be made there (said on stderr).
-fn spill_store() -> RawStore {
-    match tempfile::tempfile() {
-        Ok(f) => RawStore::spilling(f, spill_after()),
-        Err(e) => {
+/// An unlinked file in the temporary directory (`TMPDIR`) for `what` past the bound, or none
+/// (said on stderr: they then stay in memory, which only costs memory).
+pub fn spill_file(what: &str) -> Option<std::fs::File> {
+    tempfile::tempfile()
+        .map_err(|e| {
             eprintln!(
-                "flux: no spill file in {} ({e}): the USDT records stay in memory",
+                "flux: no spill file in {} ({e}): {what} stay in memory",
                 std::env::temp_dir().display()
-            );
-            RawStore::default()
-        }
+            )
+        })
+        .ok()
+}
+
+/// The drainer's store: spilling to a [`spill_file`], or held in memory without one.
+fn spill_store() -> RawStore {
+    match spill_file("the USDT records") {
+        Some(f) => RawStore::spilling(f, spill_after()),
+        None => RawStore::default(),
     }
 }
 

@@ -410,7 +410,10 @@ fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
         test.insert("command".into(), command.into());
         test.insert("timeout_s".into(), 600.into());
         std::fs::write(dir.join("instance.toml"), toml::to_string(&spec).unwrap()).unwrap();
+        // Every full block of its USDT and hook records, and every chunk of its merged events,
+        // goes through files (`FLUX_SPILL_AFTER=0`); the bench-run below holds them.
         let out = Command::new(env!("CARGO_BIN_EXE_flux"))
+            .env("FLUX_SPILL_AFTER", "0")
             .args(["harvest", "--runtime", "docker", "--json", "--cache"])
             .arg(ws.join(".flux-cache"))
             .arg(&dir)
@@ -431,10 +434,40 @@ fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
             tests >= 5,
             "{py}: callees of Add.flatten in {tests} tests: {oracle}"
         );
-        // Every full block of its USDT and hook records spilled to files and read back by the
-        // merge (`FLUX_SPILL_AFTER=0`), where the harvest above held them: the same answer.
+        // Issue 28: the harvest kept only what its answer reads, and wrote the whole trace as it
+        // merged, through the spill files.
+        let report: serde_json::Value =
+            serde_json::from_str(stdout.lines().next().unwrap_or("")).unwrap();
+        let run_dir = Path::new(report["run_dir"].as_str().unwrap()).to_path_buf();
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run_dir.join("trace-meta.json")).unwrap())
+                .unwrap();
+        for spill in [
+            "usdt.records_spilled",
+            "hook.records_spilled",
+            "merge.events_spilled",
+        ] {
+            let n = meta["counts"][spill].as_u64().unwrap_or(0);
+            assert!(n > 0, "{py}: the harvest's {spill} is 0: {meta}");
+        }
+        let trace = std::fs::read(run_dir.join("trace.jsonl")).unwrap();
+        let digest = {
+            use sha2::Digest;
+            format!("{:x}", sha2::Sha256::digest(&trace))
+        };
+        assert_eq!(
+            oracle["provenance"]["trace_sha256"],
+            digest.as_str(),
+            "{py}: the written trace is not the one the gold names"
+        );
+        // Every event the merge made (kept, or cut from memory) is a line of the file.
+        let events = trace
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty() && !l.starts_with(b"{\"facts\":"))
+            .count() as u64;
+        assert_eq!(report["events"].as_u64(), Some(events), "{py}: {report}");
+        // The same answer from a run that held its records and kept only what the answer reads.
         let out = Command::new(env!("CARGO_BIN_EXE_flux"))
-            .env("FLUX_SPILL_AFTER", "0")
             .args([
                 "bench-run",
                 "--witness",
@@ -461,10 +494,6 @@ fn the_sympy_slice_config_gives_gold_on_3_15_and_3_11() {
         assert_eq!(run["gold"]["sha256"], digest.as_str(), "{py}: {run}");
         let cut = run["counts"]["merge.events_not_kept"].as_u64().unwrap_or(0);
         assert!(cut > 0, "{py}: bench-run kept every event: {run}");
-        for spill in ["usdt.records_spilled", "hook.records_spilled"] {
-            let n = run["counts"][spill].as_u64().unwrap_or(0);
-            assert!(n > 0, "{py}: bench-run's {spill} is 0: {run}");
-        }
     }
 }
 

@@ -439,6 +439,7 @@ mod tests {
             interpreter_version: String::new(),
             labels: vec![],
             program_seconds: 0.0,
+            whole_sha256: None,
         }
     }
 

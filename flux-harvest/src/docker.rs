@@ -275,14 +275,32 @@ async fn interpreter(rt: &flux_container::Runtime, inst: &Instance) -> Result<In
         .with_context(|| format!("inspecting {interpreter} of image {image}"))
 }
 
-/// `keep`: what of the merged trace the run keeps (`flux_trace::Keep`; a run that writes its
-/// trace or reads more than the instance's answer keeps `All`).
+/// What a run keeps of its merged trace, and where the whole of it goes.
+pub(crate) struct Keeps {
+    /// What the returned trace holds (`flux_trace::Keep`; a run that reads more than the
+    /// instance's answer keeps `All`).
+    pub keep: flux_trace::Keep,
+    /// Write the whole trace to this new file as the merge goes (issue 28: a harvest writes
+    /// every event and its answer may read few).
+    pub whole_trace: Option<std::path::PathBuf>,
+}
+
+impl Keeps {
+    /// Every event, in the returned trace.
+    pub(crate) fn all() -> Keeps {
+        Keeps {
+            keep: flux_trace::Keep::All,
+            whole_trace: None,
+        }
+    }
+}
+
 pub(crate) async fn run(
     rt: &flux_container::Runtime,
     inst: &Instance,
     run_dir: &Path,
     opts: &HarvestOptions,
-    keep: flux_trace::Keep,
+    keeps: Keeps,
 ) -> Result<TracedRun> {
     let image = &inst.spec.image;
     let (image_id, image_identity) = checked_image(rt, inst).await?;
@@ -340,12 +358,15 @@ pub(crate) async fn run(
             exited: None,
             container: &mut container,
         };
-        let (trace, code) = match prepared {
+        let (trace, code, whole_sha256) = match prepared {
             Some(p) => {
                 let (mut plan, collector) = p.listen();
-                plan.keep = keep;
-                crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer)
-                    .await?
+                plan.keep = keeps.keep;
+                let topts = flux_agent::tracer::TracerOptions {
+                    whole_trace: keeps.whole_trace,
+                    ..opts.tracer.clone()
+                };
+                crate::tracing::trace(&mut launched, &interp, &plan, collector, &topts).await?
             }
             None => {
                 let topts = flux_agent::tracer::TracerOptions {
@@ -357,7 +378,7 @@ pub(crate) async fn run(
                 };
                 let t = flux_agent::run::trace_jvm_launched(&mut launched, &interp, &topts, &jopts)
                     .await?;
-                (t.trace, t.exit_code)
+                (t.trace, t.exit_code, None)
             }
         };
         let took = launched.program_time();
@@ -365,11 +386,11 @@ pub(crate) async fn run(
             .outcome
             .take()
             .context("the container's outcome is unknown")?;
-        Ok((trace, code, outcome, took))
+        Ok((trace, code, outcome, took, whole_sha256))
     }
     .await;
     let removed = container.remove().await;
-    let (trace, exit_code, outcome, took) = result?;
+    let (trace, exit_code, outcome, took, whole_sha256) = result?;
     removed.context("removing the container")?;
     let (timed_out, killed) = match outcome.clone().check(timeout) {
         Ok(_) => (None, None),
@@ -392,6 +413,7 @@ pub(crate) async fn run(
         interpreter_version: interp.version_string(),
         labels,
         program_seconds: took.as_secs_f64(),
+        whole_sha256,
     })
 }
 

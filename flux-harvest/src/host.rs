@@ -324,7 +324,7 @@ pub(crate) async fn run_host(
         timed_out: false,
         exited: false,
     };
-    let (mut trace, exit_code) =
+    let (mut trace, exit_code, _) =
         crate::tracing::trace(&mut launched, &interp, &plan, collector, &opts.tracer).await?;
     if !trace.meta.labels.iter().any(|l| l == NOT_REPRODUCIBLE) {
         trace.meta.labels.push(NOT_REPRODUCIBLE.into());
@@ -352,6 +352,7 @@ pub(crate) async fn run_host(
         interpreter_version: interp.version_string(),
         labels,
         program_seconds: 0.0,
+        whole_sha256: None,
     })
 }
 

@@ -477,6 +477,9 @@ pub struct TracedRun {
     /// The program's wall time, from the gate's release to its exit (0 where not measured: host
     /// runs).
     pub program_seconds: f64,
+    /// The digest of the whole trace, when the run wrote it as the merge went (`trace` then
+    /// holds only what the run keeps: [`docker::Keeps`]).
+    pub whole_sha256: Option<String>,
 }
 
 async fn harvest_instance(
@@ -681,12 +684,21 @@ async fn run_once(
         report.run_dir = Some(run_dir.clone());
     }
     let t_run = Instant::now();
+    // A peer's parser answers on flux's trace, in the container (checked before the run that
+    // `opts.external` is there for an instance that needs it).
+    let external = opts
+        .external
+        .as_ref()
+        .filter(|_| inst.external_parser().is_some());
     let out = match backend {
-        Backend::Docker(rt) => docker::run(rt, inst, &run_dir, opts, flux_trace::Keep::All).await?,
+        Backend::Docker(rt) => {
+            let keeps = keeps(inst, opts, external.is_some(), &run_dir);
+            docker::run(rt, inst, &run_dir, opts, keeps).await?
+        }
         Backend::Host => host::run_host(inst, &run_dir, opts).await?,
     };
     report.run_seconds = Some(t_run.elapsed().as_secs_f64());
-    report.events = Some(out.trace.events.len());
+    report.events = Some(out.trace.events.len() + run_test::not_kept(&out.trace.meta, "") as usize);
     report.labels = out.labels.clone();
     for w in run_warnings(&out) {
         if !report.warnings.contains(&w) {
@@ -712,12 +724,6 @@ async fn run_once(
     screen_run(inst, &out, &run_dir)?;
     flux_agent::run::memory_note("the run screened");
     let t = Instant::now();
-    // A peer's parser answers on flux's trace, in the container (checked before the run that
-    // `opts.external` is there for an instance that needs it).
-    let external = opts
-        .external
-        .as_ref()
-        .filter(|_| inst.external_parser().is_some());
     let parsed = match (backend, external) {
         (Backend::Docker(rt), Some(ext)) => Some((
             ext.answer(rt, inst, &out.trace, &run_dir).await?,
@@ -775,6 +781,22 @@ async fn run_once(
         oracle,
         graph,
     })
+}
+
+/// What a harvest's run keeps (issue 28). With scope "targets" and an answer that reads only
+/// the targets' direct calls (`Instance::keep_for_answer`), nothing else reads the whole trace
+/// (no call graph is taken): the run keeps what the answer reads and writes the whole trace to
+/// the run directory as the merge goes, so it never holds it. A peer's parser reads the whole
+/// trace: such a run keeps every event.
+fn keeps(inst: &Instance, opts: &HarvestOptions, external: bool, run_dir: &Path) -> docker::Keeps {
+    let scope = opts.scope.unwrap_or(inst.spec.tracing.scope);
+    match inst.keep_for_answer(scope) {
+        flux_trace::Keep::TargetCalls if !external => docker::Keeps {
+            keep: flux_trace::Keep::TargetCalls,
+            whole_trace: Some(run_dir.join(rundir::TRACE_FILE)),
+        },
+        _ => docker::Keeps::all(),
+    }
 }
 
 /// `flux_instance` errors start with the instance id; the report names the instance already.
@@ -891,6 +913,7 @@ mod tests {
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
             program_seconds: 0.0,
+            whole_sha256: None,
         };
         assert_eq!(
             super::run_warnings(&out),

@@ -126,7 +126,11 @@ pub async fn run_test(dir: &Path, opts: &HarvestOptions, witness: &Witness) -> R
             // Nothing of the trace is written here: the run keeps what the answer reads.
             let scope = opts.scope.unwrap_or(inst.spec.tracing.scope);
             let keep = inst.keep_for_answer(scope);
-            let out = docker::run(&rt, &inst, &run_dir, opts, keep).await?;
+            let keeps = docker::Keeps {
+                keep,
+                whole_trace: None,
+            };
+            let out = docker::run(&rt, &inst, &run_dir, opts, keeps).await?;
             let total_seconds = t0.elapsed().as_secs_f64();
             rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
             rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
@@ -194,7 +198,7 @@ pub async fn run_traced(
 ) -> Result<TracedRun> {
     flux_agent::tracer::can_trace().map_err(|e| anyhow::anyhow!("cannot trace here: {e}"))?;
     let (run_dir, _in_use) = rundir::make(&opts.cache_dir, inst, opts.runs_max_bytes)?;
-    let out = docker::run(rt, inst, &run_dir, opts, flux_trace::Keep::All).await?;
+    let out = docker::run(rt, inst, &run_dir, opts, docker::Keeps::all()).await?;
     rundir::write_new(&run_dir, "stdout.txt", &out.stdout)?;
     rundir::write_new(&run_dir, "stderr.txt", &out.stderr)?;
     rundir::write_new(
@@ -207,7 +211,7 @@ pub async fn run_traced(
 
 /// The merge's count of events its rule `keep` cut (`merge.events_not_kept{suffix}`): a run's
 /// event figures are of everything it merged, kept or not.
-fn not_kept(m: &flux_trace::Meta, suffix: &str) -> u64 {
+pub(crate) fn not_kept(m: &flux_trace::Meta, suffix: &str) -> u64 {
     m.counts
         .get(&format!("merge.events_not_kept{suffix}"))
         .copied()

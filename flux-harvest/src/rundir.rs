@@ -30,6 +30,9 @@ use std::path::{Path, PathBuf};
 
 /// The directory of a run shared (read-only) with the program under test: `/flux/run` in a
 /// container.
+/// The run's whole trace, in its directory (`Trace::write_jsonl`'s lines).
+pub(crate) const TRACE_FILE: &str = "trace.jsonl";
+
 pub(crate) fn shared(run_dir: &Path) -> PathBuf {
     run_dir.join("shared")
 }
@@ -325,11 +328,14 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
 /// Keep the trace, its meta, the logs of a run. Returns the sha256 (hex) of `trace.jsonl`,
 /// which is `flux_instance::trace_digest` of the trace.
 pub(crate) fn keep_outputs(dir: &Path, out: &TracedRun) -> Result<String> {
-    let f = create_new(dir, "trace.jsonl")?;
-    let digest = flux_instance::write_trace_jsonl(
-        &out.trace,
-        std::io::BufWriter::with_capacity(1 << 20, f),
-    )?;
+    // A run that kept less wrote the whole trace as it merged (`TracedRun::whole_sha256`).
+    let digest = match &out.whole_sha256 {
+        Some(d) => d.clone(),
+        None => flux_instance::write_trace_jsonl(
+            &out.trace,
+            std::io::BufWriter::with_capacity(1 << 20, create_new(dir, TRACE_FILE)?),
+        )?,
+    };
     let mut meta = serde_json::to_value(&out.trace.meta)?;
     if let Some(m) = meta.as_object_mut() {
         m.insert("exit_code".into(), out.exit_code.into());
@@ -342,6 +348,10 @@ pub(crate) fn keep_outputs(dir: &Path, out: &TracedRun) -> Result<String> {
         m.insert("killed".into(), out.killed.clone().into());
         m.insert("stdout_truncated".into(), out.stdout_truncated.into());
         m.insert("stderr_truncated".into(), out.stderr_truncated.into());
+        if out.whole_sha256.is_some() {
+            // The file holds every event, whatever the run kept in memory for its answer.
+            m.remove("kept");
+        }
     }
     write_new(
         dir,
@@ -570,6 +580,7 @@ mod tests {
             interpreter_version: "3.11.2".into(),
             labels: Vec::new(),
             program_seconds: 0.0,
+            whole_sha256: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let digest = super::keep_outputs(dir.path(), &out).unwrap();

@@ -69,7 +69,7 @@ pub(crate) async fn trace<L: Launched>(
     plan: &Plan,
     collector: HookCollector,
     topts: &flux_agent::tracer::TracerOptions,
-) -> Result<(Trace, i32)> {
+) -> Result<(Trace, i32, Option<String>)> {
     let t = flux_agent::run::trace_launched(launched, interp, plan, collector, topts).await?;
-    Ok((t.trace, t.exit_code))
+    Ok((t.trace, t.exit_code, t.whole_sha256))
 }
