@@ -68,9 +68,17 @@ impl Kept {
     /// The file, if records should go there now: the store spills, `held` (what it would
     /// hold) is past its bound, and no write has failed.
     pub(crate) fn due(&mut self, held: usize) -> Option<&mut SpillFile> {
-        self.spill
-            .as_mut()
-            .filter(|s| held > s.after && s.failed.is_none())
+        let after = self.spill.as_ref()?.after;
+        if held > after {
+            self.writable()
+        } else {
+            None
+        }
+    }
+
+    /// The file, if the store spills and no write has failed.
+    pub(crate) fn writable(&mut self) -> Option<&mut SpillFile> {
+        self.spill.as_mut().filter(|s| s.failed.is_none())
     }
 
     /// The file to read blocks back from (`None`: the store never spilled).

@@ -34,6 +34,9 @@ pub struct Whole<'w> {
     pub after: usize,
 }
 
+/// Bytes of lines written to the file at a time.
+const PIECE: usize = 1 << 20;
+
 /// A part of a thread's events, in time order.
 enum Seg {
     Held(Vec<Event>),
@@ -93,18 +96,31 @@ impl WholeStore {
         chain.ordered &= chain.segs.is_empty() || first >= chain.last;
         chain.last = chain.last.max(chunk[order[order.len() - 1]].ts);
         let n = chunk.len();
-        let written = self.kept.due(self.kept.held() + n).and_then(|s| {
-            let mut buf = Vec::new();
-            for &i in &order {
-                flux_trace::write_event_jsonl(&chunk[i], &mut buf).ok()?;
+        if self.kept.due(self.kept.held() + n).is_none() {
+            chain
+                .segs
+                .push(Seg::Held(order.iter().map(|&i| chunk[i].clone()).collect()));
+            self.kept.stored(n, true);
+            return;
+        }
+        // Written a piece at a time: an extent of millions of events never becomes one buffer.
+        let mut buf = Vec::new();
+        let mut from = 0;
+        for (k, &i) in order.iter().enumerate() {
+            // Writing into a vector cannot fail.
+            let _ = flux_trace::write_event_jsonl(&chunk[i], &mut buf);
+            if buf.len() >= PIECE || k + 1 == n {
+                let piece = &order[from..=k];
+                let at = self.kept.writable().and_then(|s| s.append(&buf));
+                chain.segs.push(match at {
+                    Some(at) => Seg::Spilled(at, buf.len() as u32, piece.len() as u32),
+                    None => Seg::Held(piece.iter().map(|&i| chunk[i].clone()).collect()),
+                });
+                self.kept.stored(piece.len(), at.is_none());
+                buf.clear();
+                from = k + 1;
             }
-            Some((s.append(&buf)?, buf.len()))
-        });
-        chain.segs.push(match written {
-            Some((at, bytes)) => Seg::Spilled(at, bytes as u32, n as u32),
-            None => Seg::Held(order.iter().map(|&i| chunk[i].clone()).collect()),
-        });
-        self.kept.stored(n, written.is_none());
+        }
     }
 
     /// Write `facts` and every event, merged by time and given its test, to `to`; what cannot
@@ -258,5 +274,31 @@ mod tests {
                 "spill {spill} after {after}"
             );
         }
+    }
+
+    /// Issue 28: an extent's chunk larger than a piece is written a piece at a time (never one
+    /// buffer of the whole extent) and read back whole and in order.
+    #[test]
+    fn a_chunk_larger_than_a_piece_is_written_a_piece_at_a_time() {
+        let chunk: Vec<Event> = (0..20_000u32).map(|i| ev(u64::from(i / 3), 1, i)).collect();
+        let mut store = WholeStore::new(Some(tempfile::tempfile().unwrap()), 0);
+        store.push((1, 1), &chunk);
+        let segs = &store.threads[0].1.segs;
+        assert!(segs.len() > 1, "{} segments", segs.len());
+        assert!(segs
+            .iter()
+            .all(|s| matches!(s, Seg::Spilled(_, bytes, _) if (*bytes as usize) < 2 * PIECE)));
+        let mut want = Vec::new();
+        Trace {
+            events: chunk,
+            ..Trace::default()
+        }
+        .write_jsonl(&mut want)
+        .unwrap();
+        let mut got = Vec::new();
+        let back = ReadBack::default();
+        store.write(&BTreeMap::new(), &mut got, &back).unwrap();
+        assert!(back.problems().is_empty());
+        assert!(got == want);
     }
 }
