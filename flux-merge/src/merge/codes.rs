@@ -18,6 +18,9 @@
 //!   several share the name, the one whose lines hold the line of the activation's USDT return
 //!   (`by-return`; an activation that never returns through the probe cannot be told apart: a
 //!   problem). A name shared with a generator without a first line is a problem, never a guess.
+//! - `shared-first-line`: two code objects of one (file, name, first line) — a lambda nested
+//!   in a lambda on one line — cannot be told apart by an entry: it names neither (the name
+//!   alone), until a hook record of the activation identifies it.
 //! - `identify`: the first hook record of an activation USDT opened names its code object
 //!   exactly: qualified name, and the first line where USDT said 0.
 use super::Open;
@@ -41,7 +44,9 @@ pub(super) struct CodeIndex {
     target_codes: HashMap<CodeKey, Vec<CodeDef>>,
     /// (pid, file, name) of every targeted code the hook defined, whatever the scope.
     pub targeted: HashSet<CodeKey>,
-    qualnames: HashMap<(u32, Name, Name, u32), Name>,
+    /// The qualified name of the code of (pid, file, name, first line); `None` where two codes
+    /// share all four (`shared-first-line`).
+    qualnames: HashMap<(u32, Name, Name, u32), Option<Name>>,
 }
 
 /// What becomes of a USDT entry.
@@ -102,10 +107,16 @@ impl CodeIndex {
                 if c.has(CODE_TARGET) {
                     ix.targeted.insert((s.pid, c.file.clone(), c.name.clone()));
                 }
-                ix.qualnames.insert(
-                    (s.pid, c.file.clone(), c.name.clone(), c.firstlineno),
-                    c.qualname.clone(),
-                );
+                // `shared-first-line`: USDT cannot tell two codes of one (file, name, line)
+                // apart (a lambda nested in a lambda on one line): an entry names neither.
+                ix.qualnames
+                    .entry((s.pid, c.file.clone(), c.name.clone(), c.firstlineno))
+                    .and_modify(|q| {
+                        if q.as_ref() != Some(&c.qualname) {
+                            *q = None;
+                        }
+                    })
+                    .or_insert_with(|| Some(c.qualname.clone()));
             }
         }
         ix
@@ -163,6 +174,7 @@ impl CodeIndex {
             .qualnames
             .get(&(pid, e.file().clone(), e.func().clone(), e.line))
             .cloned()
+            .flatten()
             .unwrap_or_default();
         let (mut line, mut by_return, mut named) = (e.line, false, None);
         if e.line == 0 {

@@ -694,3 +694,43 @@ fn a_return_lower_in_the_stack_closes_the_frames_above_as_unwound() {
     );
     assert_eq!(count(&t, "merge.reconciled_unwind"), 1);
 }
+
+/// Rule `shared-first-line`: USDT names code by file, name and line; two code objects that
+/// share all three (a lambda nested in a lambda on one line, as SymPy's `_futrig` has) cannot
+/// be told apart by an entry, so its activation gets no qualified name of either (the name
+/// alone), whichever the hook defined last. It named one of them before, by the order of a
+/// hash map: a different one from run to run, so a callee answer could name the wrong code.
+#[test]
+fn an_entry_of_one_of_two_codes_sharing_a_first_line_names_neither() {
+    for codes in [
+        [
+            r#"["C",1,"/t.py","<lambda>","f.<locals>.<lambda>",5,5,0]"#,
+            r#"["C",2,"/t.py","<lambda>","f.<locals>.<lambda>.<locals>.<lambda>",5,5,0]"#,
+        ],
+        [
+            r#"["C",2,"/t.py","<lambda>","f.<locals>.<lambda>.<locals>.<lambda>",5,5,0]"#,
+            r#"["C",1,"/t.py","<lambda>","f.<locals>.<lambda>",5,5,0]"#,
+        ],
+    ] {
+        let h = hello(7, "3.15.2", "generators", "run", "");
+        let st = stream(&[
+            &h,
+            codes[0],
+            codes[1],
+            r#"["ts",1,1,"t.py::test"]"#,
+            r#"["te",99,1,"t.py::test","passed"]"#,
+        ]);
+        let t = merged(
+            PY315,
+            Scope::Run,
+            vec![st],
+            vec![
+                usdt(10, 1, Kind::Call, "<lambda>", 5),
+                usdt(20, 1, Kind::Return, "<lambda>", 5),
+            ],
+        );
+        assert!(t.meta.complete, "{:?}", t.meta.problems);
+        let call = t.events.iter().find(|e| e.ev == Kind::Call).unwrap();
+        assert_eq!((call.qualname().as_str(), call.name()), ("", "<lambda>"));
+    }
+}
