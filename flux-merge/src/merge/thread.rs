@@ -747,13 +747,13 @@ impl<'a, 'o> Thread<'a, 'o> {
             ));
             self.close_by_hook_end(o);
         }
-        self.cut();
+        self.settle();
     }
 
     /// With nothing of the thread open, its events since the last edge are final (no rule
     /// patches them any more): they are named with their modules, handed to the whole trace
     /// when the run writes it, and cut to what the run keeps (rule `keep`).
-    fn cut(&mut self) {
+    fn settle(&mut self) {
         let chunk = &mut self.out[self.chunk_from..];
         self.sh.modules.name(chunk, self.interned);
         if let Some(whole) = self.whole.as_deref_mut() {
@@ -791,6 +791,6 @@ impl<'a, 'o> Thread<'a, 'o> {
                 }
             }
         }
-        self.cut();
+        self.settle();
     }
 }
