@@ -423,8 +423,9 @@ pub async fn drain(
 /// Raw USDT records the drainer holds before it writes them, a block per thread at a time, to
 /// an unlinked file (32 MiB): past it the agent's memory does not grow with the run's records
 /// (issue 28), and the merge reads them back a thread at a time. `FLUX_SPILL_AFTER` (a number
-/// of records) sets another bound, for the hook's records too: 0 spills every full block (what
-/// the CI smoke does, so a small run takes the path a heavy one takes).
+/// of records) sets another bound, for the hook's records too, and a quarter of it bounds the
+/// merged events a harvest holds while it writes the whole trace: 0 spills every full block
+/// (what the CI smoke does, so a small run takes the path a heavy one takes).
 pub const SPILL_AFTER: usize = 1 << 20;
 
 /// Records held before the rest go to a file: [`SPILL_AFTER`], or `FLUX_SPILL_AFTER`.
