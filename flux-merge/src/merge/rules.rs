@@ -327,6 +327,18 @@ fn count(t: &Trace, name: &str) -> u64 {
     t.meta.counts.get(name).copied().unwrap_or(0)
 }
 
+/// The merge of a 3.15 process traced whole (scope `run`) whose hook defined `codes` and sent
+/// `inside` within one test's window (from 1 to 99), and `usdt`.
+fn merged_315_test(codes: &[&str], inside: &[&str], usdt: Vec<UsdtEvent>) -> Trace {
+    let h = hello(7, "3.15.2", "generators", "run", "");
+    let mut lines = vec![h.as_str()];
+    lines.extend_from_slice(codes);
+    lines.push(r#"["ts",1,1,"t.py::test"]"#);
+    lines.extend_from_slice(inside);
+    lines.push(r#"["te",99,1,"t.py::test","passed"]"#);
+    merged(PY315, Scope::Run, vec![stream(&lines)], usdt)
+}
+
 /// Rule `timeline`: one thread's records of both witnesses are taken in time order, the
 /// hook's first at equal times (its callback runs before the probe of the same instruction).
 /// Here 3.11's USDT return of `f` is stamped with the hook's record of that end: taken first,
@@ -365,16 +377,9 @@ fn both_witnesses_are_taken_in_time_order_the_hook_first_at_equal_times() {
 /// closes the top activation of its code, so a recursive call's return closes the inner one.
 #[test]
 fn a_return_closes_the_top_activation_of_its_code() {
-    let h = hello(7, "3.15.2", "generators", "run", "");
-    let st = stream(&[
-        &h,
-        r#"["ts",1,1,"t.py::test"]"#,
-        r#"["te",99,1,"t.py::test","passed"]"#,
-    ]);
-    let t = merged(
-        PY315,
-        Scope::Run,
-        vec![st],
+    let t = merged_315_test(
+        &[],
+        &[],
         vec![
             usdt(10, 1, Kind::Call, "f", 1),
             usdt(11, 1, Kind::Call, "f", 1),
@@ -569,19 +574,12 @@ fn an_activation_open_at_the_threads_end_is_a_problem() {
 /// is not its `co_firstlineno`, a decorator's line).
 #[test]
 fn the_first_hook_record_of_an_activation_names_its_code() {
-    let h = hello(7, "3.15.2", "generators", "run", "");
-    let st = stream(&[
-        &h,
-        r#"["C",1,"/t.py","f","C.f",4,8,4]"#,
-        r#"["ts",1,1,"t.py::test"]"#,
-        r#"["l",11,1,1,100,6,null]"#,
-        r#"["r",20,1,1,100,7,"return",["1","int"],null]"#,
-        r#"["te",99,1,"t.py::test","passed"]"#,
-    ]);
-    let t = merged(
-        PY315,
-        Scope::Run,
-        vec![st],
+    let t = merged_315_test(
+        &[r#"["C",1,"/t.py","f","C.f",4,8,4]"#],
+        &[
+            r#"["l",11,1,1,100,6,null]"#,
+            r#"["r",20,1,1,100,7,"return",["1","int"],null]"#,
+        ],
         vec![
             usdt(10, 1, Kind::Call, "f", 5),
             usdt(21, 1, Kind::Return, "f", 7),
@@ -660,16 +658,9 @@ fn a_files_static_facts_are_the_first_streams() {
 /// of a frame lower in the stack closes the ones above it as unwound, inferred and counted.
 #[test]
 fn a_return_lower_in_the_stack_closes_the_frames_above_as_unwound() {
-    let h = hello(7, "3.15.2", "generators", "run", "");
-    let st = stream(&[
-        &h,
-        r#"["ts",1,1,"t.py::test"]"#,
-        r#"["te",99,1,"t.py::test","passed"]"#,
-    ]);
-    let t = merged(
-        PY315,
-        Scope::Run,
-        vec![st],
+    let t = merged_315_test(
+        &[],
+        &[],
         vec![
             usdt(10, 1, Kind::Call, "f", 1),
             usdt(11, 1, Kind::Call, "g", 5),
@@ -712,18 +703,9 @@ fn an_entry_of_one_of_two_codes_sharing_a_first_line_names_neither() {
             r#"["C",1,"/t.py","<lambda>","f.<locals>.<lambda>",5,5,0]"#,
         ],
     ] {
-        let h = hello(7, "3.15.2", "generators", "run", "");
-        let st = stream(&[
-            &h,
-            codes[0],
-            codes[1],
-            r#"["ts",1,1,"t.py::test"]"#,
-            r#"["te",99,1,"t.py::test","passed"]"#,
-        ]);
-        let t = merged(
-            PY315,
-            Scope::Run,
-            vec![st],
+        let t = merged_315_test(
+            &codes,
+            &[],
             vec![
                 usdt(10, 1, Kind::Call, "<lambda>", 5),
                 usdt(20, 1, Kind::Return, "<lambda>", 5),

@@ -234,6 +234,17 @@ mod tests {
     use super::*;
     use flux_trace::{Kind, Source, Trace};
 
+    /// What `Trace::write_jsonl` writes of `events`.
+    fn jsonl(events: Vec<Event>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let t = Trace {
+            events,
+            ..Trace::default()
+        };
+        t.write_jsonl(&mut out).unwrap();
+        out
+    }
+
     fn ev(ts: u64, tid: u32, line: u32) -> Event {
         let mut e = Event::new(ts, 1, tid, Kind::Line, Source::Hook);
         e.line = line;
@@ -250,13 +261,7 @@ mod tests {
         let b1 = vec![ev(30, 2, 6), ev(10, 2, 7), ev(50, 2, 8)];
         let mut all: Vec<Event> = [&a1[..], &a2[..], &b1[..]].concat();
         all.sort_by_key(|e| e.ts);
-        let mut want = Vec::new();
-        Trace {
-            events: all,
-            ..Trace::default()
-        }
-        .write_jsonl(&mut want)
-        .unwrap();
+        let want = jsonl(all);
         for (spill, after) in [(false, 0), (true, 0), (true, 3)] {
             let file = spill.then(|| tempfile::tempfile().unwrap());
             let mut store = WholeStore::new(file, after);
@@ -288,13 +293,7 @@ mod tests {
         assert!(segs
             .iter()
             .all(|s| matches!(s, Seg::Spilled(_, bytes, _) if (*bytes as usize) < 2 * PIECE)));
-        let mut want = Vec::new();
-        Trace {
-            events: chunk,
-            ..Trace::default()
-        }
-        .write_jsonl(&mut want)
-        .unwrap();
+        let want = jsonl(chunk);
         let mut got = Vec::new();
         let back = ReadBack::default();
         store.write(&BTreeMap::new(), &mut got, &back).unwrap();
