@@ -279,11 +279,9 @@ fn read_back(
     (pid, tid): (u32, u32),
     back: &ReadBack,
 ) -> Vec<Rec> {
-    let got = crate::spill::read(file, at, bytes as usize);
-    let why = match got.map(String::from_utf8) {
-        Ok(Ok(text)) => return parse(&text, pid, tid, back),
-        Ok(Err(e)) => format!("are not text: {e}"),
-        Err(e) => format!("could not be read: {e}"),
+    let why = match crate::spill::read_text(file, at, bytes as usize) {
+        Ok(text) => return parse(&text, pid, tid, back),
+        Err(why) => why,
     };
     back.note(
         format!(

@@ -125,6 +125,13 @@ pub(crate) fn read(file: Option<&File>, at: u64, len: usize) -> std::io::Result<
     Ok(buf)
 }
 
+/// `bytes` of lines written to `file` at `at`, as text; else why not, as a problem says it
+/// ("could not be read: …", "are not text: …").
+pub(crate) fn read_text(file: Option<&File>, at: u64, bytes: usize) -> Result<String, String> {
+    let b = read(file, at, bytes).map_err(|e| format!("could not be read: {e}"))?;
+    String::from_utf8(b).map_err(|e| format!("are not text: {e}"))
+}
+
 /// What could not be read back from the spill files, shared by the threads' readers.
 #[derive(Clone, Debug, Default)]
 pub struct ReadBack(Rc<RefCell<(Vec<String>, u64)>>);

@@ -210,9 +210,7 @@ impl Reader {
             Seg::Spilled(at, bytes, n) => (at, bytes, n),
         };
         let (pid, tid) = self.key;
-        let text = crate::spill::read(self.file.as_deref(), at, bytes as usize)
-            .map_err(|e| format!("could not be read: {e}"))
-            .and_then(|b| String::from_utf8(b).map_err(|e| format!("are not text: {e}")));
+        let text = crate::spill::read_text(self.file.as_deref(), at, bytes as usize);
         let parsed = text.and_then(|t| {
             t.lines()
                 .map(|l| flux_trace::read_event_jsonl(l, &mut self.codes))
