@@ -125,6 +125,33 @@ pub(crate) fn read(file: Option<&File>, at: u64, len: usize) -> std::io::Result<
     Ok(buf)
 }
 
+/// Give the disk under `len` bytes at `at` of `file` back (a hole punched, the file's length
+/// kept): the whole trace's spill is read once, so once read its bytes are only disk the run
+/// holds twice (issue 28: a spilled run wrote its merged events to this file and the trace).
+/// Where the file system cannot punch, the bytes stay until the file is closed (the error says
+/// so; callers go on either way).
+pub(crate) fn release(file: Option<&File>, at: u64, len: usize) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let f = file.ok_or_else(|| std::io::Error::other("no spill file"))?;
+    let at = libc::off_t::try_from(at).map_err(std::io::Error::other)?;
+    let len = libc::off_t::try_from(len).map_err(std::io::Error::other)?;
+    // SAFETY: fallocate on a descriptor this `File` owns, with plain integers; it changes no
+    // memory of this process.
+    let r = unsafe {
+        libc::fallocate(
+            f.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            at,
+            len,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// `bytes` of lines written to `file` at `at`, as text; else why not, as a problem says it
 /// ("could not be read: …", "are not text: …").
 pub(crate) fn read_text(file: Option<&File>, at: u64, bytes: usize) -> Result<String, String> {
