@@ -339,6 +339,33 @@ fn merged_315_test(codes: &[&str], inside: &[&str], usdt: Vec<UsdtEvent>) -> Tra
     merged(PY315, Scope::Run, vec![stream(&lines)], usdt)
 }
 
+/// Rule `before-hook` (`hookless-child`, the 3.15 suite's parts 13 and 41 since stop 55): a
+/// process whose hook sent a hello and a bye and nothing timed (a child a test started, which
+/// never enters a window of its own) is hooked: its USDT events (start-up, before its hook
+/// zeroed the probes) are left out by the scope rules, not a problem. A process with no stream
+/// at all is still one.
+#[test]
+fn a_process_whose_hook_recorded_nothing_is_hooked_and_one_without_a_stream_is_not() {
+    let h = hello(7, "3.15.2", "generators", "targets", r#""lineless""#);
+    let events = || {
+        vec![
+            usdt(10, 7, Kind::Call, "f", 1),
+            usdt(20, 7, Kind::Return, "f", 3),
+        ]
+    };
+    let t = merged(PY315, Scope::Targets, vec![stream(&[&h])], events());
+    assert!(t.meta.problems.is_empty(), "{:?}", t.meta.problems);
+    assert!(t.meta.complete && t.events.is_empty());
+    assert_eq!(count(&t, "merge.events_outside_test_windows"), 2);
+    let t = merged(PY315, Scope::Targets, Vec::new(), events());
+    assert!(
+        t.meta.problems.iter().any(|p| p.contains("no hook stream")),
+        "{:?}",
+        t.meta.problems
+    );
+    assert!(!t.meta.complete);
+}
+
 /// Rule `timeline`: one thread's records of both witnesses are taken in time order, the
 /// hook's first at equal times (its callback runs before the probe of the same instruction).
 /// Here 3.11's USDT return of `f` is stamped with the hook's record of that end: taken first,

@@ -3,7 +3,8 @@
 //! Rules (names as in the merge's module doc):
 //! - `before-hook`: with USDT calls, USDT events of a process before its hook's first record
 //!   (interpreter start-up, before `sitecustomize`) are left out and counted; a process with USDT
-//!   events and no hook stream is a problem (its calls cannot be placed).
+//!   events and no hook stream is a problem (its calls cannot be placed). A stream without a
+//!   timed record (a hello and a bye: a process that never entered a window) is a hook stream.
 //! - `after-hook` (3.11, the hook reports every start): USDT events of a process after its
 //!   hook's last record (interpreter shutdown after `bye`, finalizers) cannot be placed and are
 //!   left out and counted.
@@ -268,8 +269,12 @@ pub(super) fn timelines<'a, E: Stamped + 'a>(
     let tally = Tally::default();
     let mut threads: Timelines<'a, E> = BTreeMap::new();
     let mut unhooked: BTreeMap<u32, u64> = BTreeMap::new();
+    // A process that sent a stream is hooked, whether or not it recorded anything: one that
+    // never entered a window (a child the test started, scope `tests`/`targets`) sends a hello
+    // and a bye alone, and its events are left out by the scope rules below.
+    let hooked: HashSet<u32> = hook.streams.iter().map(|s| s.pid).collect();
     for ((pid, tid), events) in usdt {
-        if plan.merged() && !sp.hook_start.contains_key(&pid) {
+        if plan.merged() && !hooked.contains(&pid) {
             // A process with no hook stream: none of its events can be placed.
             *unhooked.entry(pid).or_insert(0) += events.count() as u64;
             continue;
