@@ -277,9 +277,16 @@ fn set_mode(p: &Path, mode: u32) -> Result<()> {
 /// Copy `from` into `to` recursively (regular files and directories; symlinks are followed
 /// only when they point to files inside `from`: a link leaving the instance directory is an
 /// error naming it, so an instance cannot show the test a host file), readable by everyone,
-/// without the gold files at the top.
+/// without the gold files at the top. A directory of the instance that holds `to` (a cache made
+/// inside the instance directory, with the run directory in it) is left out: copied, it would
+/// copy itself.
 fn copy_instance(from: &Path, to: &Path) -> Result<()> {
-    fn copy_dir(root: &Path, from: &Path, to: &Path, top: bool) -> Result<()> {
+    struct Ends<'a> {
+        root: &'a Path,
+        dest: &'a Path,
+    }
+    fn copy_dir(ends: &Ends, from: &Path, to: &Path, top: bool) -> Result<()> {
+        let root = ends.root;
         std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
         set_mode(to, 0o755)?;
         let entries =
@@ -311,7 +318,10 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
             }
             let meta = std::fs::metadata(&src).with_context(|| format!("{}", src.display()))?;
             if meta.is_dir() {
-                copy_dir(root, &src, &dst, false)?;
+                if std::fs::canonicalize(&src).is_ok_and(|c| ends.dest.starts_with(c)) {
+                    continue;
+                }
+                copy_dir(ends, &src, &dst, false)?;
             } else if meta.is_file() {
                 std::fs::copy(&src, &dst)
                     .with_context(|| format!("copying {} to {}", src.display(), dst.display()))?;
@@ -322,7 +332,13 @@ fn copy_instance(from: &Path, to: &Path) -> Result<()> {
         Ok(())
     }
     let root = std::fs::canonicalize(from).with_context(|| format!("{}", from.display()))?;
-    copy_dir(&root, from, to, true)
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    let dest = std::fs::canonicalize(to).with_context(|| format!("{}", to.display()))?;
+    let ends = Ends {
+        root: &root,
+        dest: &dest,
+    };
+    copy_dir(&ends, from, to, true)
 }
 
 /// Keep the trace, its meta, the logs of a run. Returns the sha256 (hex) of `trace.jsonl`,
@@ -421,6 +437,23 @@ mod tests {
         super::prune_bytes(t.path(), 0, &t.path().join("d-current"));
         assert!(t.path().join("d-current").is_dir());
         assert!(!t.path().join("c-new").exists());
+    }
+
+    /// `run-dir-inside-instance`: run from an instance's own directory with no cache, flux made
+    /// its cache there, so the run directory lay inside the instance it copies: the copy
+    /// copied itself until a path was too long (ENAMETOOLONG). The directory holding the copy
+    /// is left out of it.
+    #[test]
+    fn a_run_directory_inside_the_instance_is_not_copied_into_itself() {
+        let t = tempfile::tempdir().unwrap();
+        let inst = t.path().join("repo/id");
+        std::fs::create_dir_all(&inst).unwrap();
+        std::fs::write(inst.join("test_x.py"), "def test(): pass").unwrap();
+        let out = inst.join(".flux-cache/runs/id-20261207T221127Z/instance");
+        std::fs::create_dir_all(&out).unwrap();
+        super::copy_instance(&inst, &out).unwrap();
+        assert!(out.join("test_x.py").is_file());
+        assert!(!out.join(".flux-cache").exists());
     }
 
     /// An instance directory holding a link to a host file would have shown that file to the
