@@ -18,7 +18,7 @@
 //! |---|---|---|
 //! | `stream-order` | [`crate::protocol`] | a thread's hook records are written in program order: a stream whose times go back (`hx` aside, stamped with its start) is a problem |
 //! | `timeline` | [`scopes`] | per thread, both sources by time, the hook's record first at equal times |
-//! | `before-hook` | [`scopes`] | USDT events of a process before its hook's first record are left out (counted); USDT events of a process with no hook stream are a problem |
+//! | `before-hook` | [`scopes`] | USDT events of a process before its hook's first record are left out (counted); USDT events of a process with no hook stream are a problem (a hello and a bye alone are a stream) |
 //! | `test-windows` | [`scopes`] | scope `tests`: only what lies inside a process's test windows |
 //! | `target-extents` | [`scopes`] | scope `targets`: only what lies inside the thread's extents of targeted code |
 //! | `activation-stack` | [`thread`] | a call opens an activation, a return closes the top one of the same code |
